@@ -1,0 +1,60 @@
+# ctxgraphd build, test and benchmark entry points.
+#
+# `make test` is the one command CI runs: it installs everything the tests need
+# (Go modules and the pinned Claude Code CLI from the npm registry) and runs the
+# whole suite with -race. Nothing here downloads anything else.
+
+GO            ?= go
+CLAUDE_VERSION := 2.1.330
+TOOLS         := $(CURDIR)/.tools
+CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
+CLAUDE        := $(TOOLS)/node_modules/.bin/claude
+BIN           := $(CURDIR)/bin/ctxgraphd
+
+# The end-to-end tests find the real CLI through this variable; in CI
+# (CI=true) they fail, rather than skip, when it is missing.
+export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
+
+.PHONY: all build test test-short bench demo claude deps fuzz vet clean
+
+all: build
+
+deps:
+	$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/ctxgraphd
+
+# The npm package ships a stub launcher; its postinstall (which npm does not run
+# here by itself) puts the native binary in place. The version check proves it.
+claude: $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION)
+
+$(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
+	mkdir -p $(TOOLS)
+	npm install --no-audit --no-fund --prefix $(TOOLS) @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+	cd $(CLAUDE_PKG) && node install.cjs
+	$(CLAUDE) --version | grep -q '^$(CLAUDE_VERSION) '
+	touch $@
+
+vet: deps
+	$(GO) vet ./...
+
+test: deps claude vet
+	$(GO) test -race -count=1 -timeout 45m ./...
+
+# Unit tests only: no real CLI needed.
+test-short: deps
+	$(GO) test -race -short -count=1 ./...
+
+bench: deps claude
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./...
+
+fuzz: deps
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./progress
+	$(GO) test -run '^$$' -fuzz FuzzStreamDecoder -fuzztime 30s ./agents
+
+demo: build claude
+	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo
+
+clean:
+	rm -rf bin
