@@ -1,0 +1,140 @@
+// Package paths derives where a project's daemon keeps its state of record,
+// its control socket and its logs.
+//
+// All of them live outside the project tree so that the daemon's watcher never
+// sees the daemon's own writes (SPEC section 2). A project is identified by its
+// real path: two checkouts of one repository are two projects, and a symlink
+// to a checkout is the same project.
+package paths
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+)
+
+// ProgressDir is the project-relative directory of the feature list and
+// session state (contract).
+const ProgressDir = ".claude/progress"
+
+// maxSocketPath is the portable limit of sun_path (104 on macOS and the BSDs,
+// 108 on Linux) less the terminating NUL.
+const maxSocketPath = 103
+
+// Project holds every path the daemon and its clients need for one project.
+type Project struct {
+	Dir      string // real path of the project root
+	ID       string // stable id derived from Dir
+	StateDir string // bbolt database, spool and logs
+	Socket   string // control socket
+}
+
+// ErrNoProject is returned by FindProject when no directory up from the
+// starting point contains .claude/progress.
+var ErrNoProject = errors.New("no ctxgraphd project here: no .claude/progress directory in this directory or any parent (run `ctxgraphd init` or pass --project)")
+
+// ForProject resolves dir to its real path and derives the project's paths.
+func ForProject(dir string) (Project, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Project{}, fmt.Errorf("project directory %q: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Project{}, fmt.Errorf("project directory %q: %w", dir, err)
+	}
+	id := projectID(real)
+	state, err := stateHome()
+	if err != nil {
+		return Project{}, err
+	}
+	return Project{
+		Dir:      real,
+		ID:       id,
+		StateDir: filepath.Join(state, "ctxgraphd", id),
+		Socket:   socketPath(id),
+	}, nil
+}
+
+// FindProject walks up from start to the first directory holding
+// .claude/progress, the way git finds its repository.
+func FindProject(start string) (Project, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return Project{}, err
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, ProgressDir)); err == nil && fi.IsDir() {
+			return ForProject(dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return Project{}, ErrNoProject
+		}
+		dir = parent
+	}
+}
+
+// Progress returns the absolute path of a file under .claude/progress.
+func (p Project) Progress(elem ...string) string {
+	return filepath.Join(append([]string{p.Dir, ProgressDir}, elem...)...)
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+
+// projectID is the directory's base name, for people, plus a hash of the
+// whole path, for uniqueness.
+func projectID(real string) string {
+	sum := sha256.Sum256([]byte(real))
+	base := unsafeChars.ReplaceAllString(filepath.Base(real), "-")
+	base = strings.Trim(base, "-.")
+	if len(base) > 24 {
+		base = base[:24]
+	}
+	if base == "" {
+		base = "root"
+	}
+	return base + "-" + hex.EncodeToString(sum[:6])
+}
+
+func stateHome() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot place the state directory: set XDG_STATE_HOME or HOME: %w", err)
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support"), nil
+	}
+	return filepath.Join(home, ".local", "state"), nil
+}
+
+// socketPath prefers $XDG_RUNTIME_DIR (per-user, tmpfs, cleaned at logout)
+// and falls back to a per-user directory under the temp dir. When the
+// result would not fit in sun_path it drops the readable part of the id.
+func socketPath(id string) string {
+	var dir string
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		dir = filepath.Join(d, "ctxgraphd")
+	} else {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("ctxgraphd-%d", os.Getuid()))
+	}
+	p := filepath.Join(dir, id+".sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	short := id[strings.LastIndexByte(id, '-')+1:]
+	p = filepath.Join(dir, short+".sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	return filepath.Join(os.TempDir(), short+".sock")
+}

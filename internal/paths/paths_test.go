@@ -1,0 +1,73 @@
+package paths
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestForProjectIsStableAndResolvesSymlinks(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ForProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ForProject(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("symlink is another project:\n%+v\n%+v", a, b)
+	}
+	other, _ := ForProject(t.TempDir())
+	if other.ID == a.ID {
+		t.Fatalf("two directories share id %s", a.ID)
+	}
+	if !strings.HasPrefix(a.StateDir, os.Getenv("XDG_STATE_HOME")) {
+		t.Fatalf("state dir %s not under XDG_STATE_HOME", a.StateDir)
+	}
+}
+
+func TestSocketPathFitsSunPath(t *testing.T) {
+	long := "/" + strings.Repeat("deep/", 30)
+	t.Setenv("XDG_RUNTIME_DIR", long)
+	p := socketPath(projectID("/some/project-with-a-rather-long-name-indeed"))
+	if len(p) > maxSocketPath {
+		t.Fatalf("socket path is %d bytes, limit %d: %s", len(p), maxSocketPath, p)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+	p = socketPath(projectID("/home/dev/app"))
+	if !strings.HasPrefix(p, "/run/user/1000/ctxgraphd/app-") {
+		t.Fatalf("socket path %s ignores XDG_RUNTIME_DIR", p)
+	}
+}
+
+func TestFindProjectWalksUp(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ProgressDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := FindProject(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(root)
+	if p.Dir != want {
+		t.Fatalf("found %s, want %s", p.Dir, want)
+	}
+	if _, err := FindProject(t.TempDir()); err != ErrNoProject {
+		t.Fatalf("outside a project: got %v, want ErrNoProject", err)
+	}
+}
