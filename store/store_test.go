@@ -1,0 +1,125 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func TestCommitThenLoadRoundTrips(t *testing.T) {
+	s, _ := openTemp(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	run := Run{Seq: 1, ID: RunID(1), Role: "coding-agent", Feature: "F-001", Attempt: 1, SessionID: "sid", StartedAt: now}
+	err := s.Apply(Commit{
+		Session:     &Session{State: "code", Feature: "F-001", Run: &run, UpdatedAt: now},
+		FeatureList: []byte(`{"version":1,"features":[]}`),
+		Counters:    map[string]FeatureCounters{"F-001": {Failures: 1, CoderSession: "sid"}},
+		Runs:        []Run{run},
+		Transitions: []Transition{{Seq: 1, Event: "implement", From: "next", To: "code", Feature: "F-001"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.CostUSD, run.Outcome = 0.25, "ok"
+	if err := s.Apply(Commit{Runs: []Run{run}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.HasSession || st.Session.State != "code" || st.Session.Run == nil || st.Session.Run.ID != "run-000001" {
+		t.Fatalf("session: %+v", st.Session)
+	}
+	if string(st.FeatureList) != `{"version":1,"features":[]}` {
+		t.Fatalf("feature list: %s", st.FeatureList)
+	}
+	if st.Counters["F-001"].Failures != 1 || st.Counters["F-001"].CoderSession != "sid" {
+		t.Fatalf("counters: %+v", st.Counters)
+	}
+	if st.LastRunSeq != 1 || st.RunCount != 1 || st.TotalCostUSD != 0.25 || st.LastTransSeq != 1 {
+		t.Fatalf("sequences/cost: %+v", st)
+	}
+	runs, _ := s.Runs()
+	if len(runs) != 1 || runs[0].Outcome != "ok" {
+		t.Fatalf("run was not upserted: %+v", runs)
+	}
+}
+
+func TestTransitionsAreNeverRepeatedOrLost(t *testing.T) {
+	s, _ := openTemp(t)
+	if err := s.Apply(Commit{Transitions: []Transition{{Seq: 1}, {Seq: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(Commit{Transitions: []Transition{{Seq: 2}}}); err == nil {
+		t.Fatal("a repeated transition sequence was accepted")
+	}
+	ts, _ := s.Transitions()
+	if len(ts) != 2 {
+		t.Fatalf("%d transitions", len(ts))
+	}
+}
+
+func TestSecondOpenFailsNamingTheHolder(t *testing.T) {
+	_, dir := openTemp(t)
+	if err := WritePID(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, 50*time.Millisecond)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("got %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), "pid") || !strings.Contains(err.Error(), "one daemon") {
+		t.Fatalf("error does not name the holder: %v", err)
+	}
+}
+
+func TestMigratesUnversionedDatabaseAndRefusesNewer(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucketMeta); return err })
+	db.Close()
+
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Schema(); v != SchemaVersion {
+		t.Fatalf("schema %d after migration", v)
+	}
+	if _, err := s.Load(); err != nil {
+		t.Fatalf("migrated database unusable: %v", err)
+	}
+	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("99")) })
+	s.Close()
+	if _, err := Open(dir, time.Second); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("got %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestRunIDRoundTrip(t *testing.T) {
+	if n, ok := ParseRunID(RunID(42)); !ok || n != 42 {
+		t.Fatalf("got %d %v", n, ok)
+	}
+	if _, ok := ParseRunID("42"); ok {
+		t.Fatal("accepted an id without prefix")
+	}
+}
