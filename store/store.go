@@ -170,7 +170,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // without a schema key: a database that was created but never initialised.
 var migrations = []func(tx *bolt.Tx) error{
 	func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSession, bucketFeatures, bucketCounters, bucketRuns, bucketTransitions} {
+		for _, b := range [][]byte{bucketSession, bucketFeatures, bucketCounters, bucketRuns, bucketTransitions, bucketTraces, bucketCommands} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -123,3 +123,55 @@ func TestRunIDRoundTrip(t *testing.T) {
 		t.Fatal("accepted an id without prefix")
 	}
 }
+
+func TestTracesFilterAndLookup(t *testing.T) {
+	s, _ := openTemp(t)
+	got, err := s.AppendTraces(
+		Trace{Type: TraceViolation, Context: TraceContext{Agent: "coding-agent", Feature: "F-001", Run: "run-000001"}, Event: TraceEvent{WhatHappened: "set tested"}, Source: SourceHook},
+		Trace{Type: TraceDecision, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "accepted verdict"}, Source: SourceAuto},
+		Trace{Type: TraceViolation, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "edited source", Why: "Tester role"}, Source: SourceHook},
+	)
+	if err != nil || got[0].ID != "tr-1" || got[2].ID != "tr-3" {
+		t.Fatalf("%v %+v", err, got)
+	}
+	for _, tt := range []struct {
+		f    TraceFilter
+		want string
+	}{
+		{TraceFilter{}, "tr-1 tr-2 tr-3"},
+		{TraceFilter{Type: TraceViolation}, "tr-1 tr-3"},
+		{TraceFilter{Feature: "F-002"}, "tr-2 tr-3"},
+		{TraceFilter{Agent: "coding-agent"}, "tr-1"},
+		{TraceFilter{Text: "TESTER ROLE"}, "tr-3"},
+		{TraceFilter{Limit: 2}, "tr-2 tr-3"},
+	} {
+		ts, err := s.Traces(tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, tr := range ts {
+			ids = append(ids, tr.ID)
+		}
+		if strings.Join(ids, " ") != tt.want {
+			t.Errorf("%+v: got %v, want %s", tt.f, ids, tt.want)
+		}
+	}
+	tr, ok, err := s.Trace("tr-2")
+	if err != nil || !ok || tr.Event.WhatHappened != "accepted verdict" {
+		t.Fatalf("Trace(tr-2) = %+v %v %v", tr, ok, err)
+	}
+	if _, ok, _ := s.Trace("tr-99"); ok {
+		t.Fatal("found a trace that does not exist")
+	}
+}
+
+func TestCommandsByRun(t *testing.T) {
+	s, _ := openTemp(t)
+	s.AppendCommand(Command{Run: "run-000001", Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true})
+	s.AppendCommand(Command{Run: "run-000002", Command: "sh tests/F-001.sh", IsTest: true})
+	cs, err := s.Commands("run-000002")
+	if err != nil || len(cs) != 1 || cs[0].ExitCode != 0 {
+		t.Fatalf("%v %+v", err, cs)
+	}
+}

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketTraces   = []byte("traces")
+	bucketCommands = []byte("commands")
+)
+
+// Trace types (contract: SPEC section 6).
+const (
+	TraceDecision   = "decision"
+	TraceViolation  = "violation"
+	TraceCorrection = "correction"
+	TraceApproval   = "approval"
+	TraceHandoff    = "handoff"
+	TraceTransition = "transition"
+	TraceLesson     = "lesson"
+)
+
+// Trace sources (contract).
+const (
+	SourceHook  = "enforcement_hook"
+	SourceUser  = "user_correction"
+	SourceAuto  = "auto_detected"
+	SourceAgent = "agent"
+)
+
+// TraceTypes lists the valid trace types.
+var TraceTypes = []string{TraceDecision, TraceViolation, TraceCorrection, TraceApproval, TraceHandoff, TraceTransition, TraceLesson}
+
+// Trace is one record of the context graph (field names: contract).
+type Trace struct {
+	ID        string       `json:"id"`
+	Project   string       `json:"project"`
+	Timestamp time.Time    `json:"timestamp"`
+	Type      string       `json:"type"`
+	Context   TraceContext `json:"context"`
+	Event     TraceEvent   `json:"event"`
+	Source    string       `json:"source"`
+	Gate      string       `json:"gate,omitempty"`
+	Code      string       `json:"code,omitempty"`
+}
+
+// TraceContext says who and what a trace is about.
+type TraceContext struct {
+	Agent   string `json:"agent,omitempty"`
+	Feature string `json:"feature,omitempty"`
+	Run     string `json:"run,omitempty"`
+	Task    string `json:"task,omitempty"`
+}
+
+// TraceEvent says what happened, what would have been right, and why.
+type TraceEvent struct {
+	WhatHappened   string `json:"what_happened"`
+	WhatWasCorrect string `json:"what_was_correct,omitempty"`
+	Why            string `json:"why,omitempty"`
+}
+
+// Command is one Bash command an agent ran, as its hooks recorded it.
+type Command struct {
+	Run          string    `json:"run"`
+	Feature      string    `json:"feature,omitempty"`
+	Command      string    `json:"command"`
+	ExitCode     int       `json:"exit_code"`
+	OutputDigest string    `json:"output_digest"`
+	Time         time.Time `json:"time"`
+	IsTest       bool      `json:"is_test"`
+}
+
+// AppendTraces stores traces, giving each its id and sequence.
+func (s *Store) AppendTraces(ts ...Trace) ([]Trace, error) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketTraces)
+		if err != nil {
+			return err
+		}
+		for i := range ts {
+			seq, _ := b.NextSequence()
+			ts[i].ID = fmt.Sprintf("tr-%d", seq)
+			if ts[i].Timestamp.IsZero() {
+				ts[i].Timestamp = time.Now().UTC()
+			}
+			if err := putJSON(b, seqKey(seq), ts[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ts, err
+}
+
+// TraceFilter selects traces; zero fields match everything.
+type TraceFilter struct {
+	Type    string
+	Agent   string
+	Feature string
+	Run     string
+	Since   time.Time
+	Text    string // case-insensitive, in what happened, what was correct, why
+	Limit   int    // newest first when set
+}
+
+func (f TraceFilter) match(t Trace) bool {
+	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
+		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run ||
+		!f.Since.IsZero() && t.Timestamp.Before(f.Since) {
+		return false
+	}
+	if f.Text != "" {
+		hay := strings.ToLower(t.Event.WhatHappened + "\n" + t.Event.WhatWasCorrect + "\n" + t.Event.Why + "\n" + t.Code)
+		if !strings.Contains(hay, strings.ToLower(f.Text)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Traces returns the traces matching f, oldest first (newest Limit when
+// Limit is set).
+func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
+	var out []Trace
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTraces)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var t Trace
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			if f.match(t) {
+				out = append(out, t)
+				if f.Limit > 0 && len(out) >= f.Limit {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, err
+}
+
+// Trace returns one trace by id.
+func (s *Store) Trace(id string) (Trace, bool, error) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
+	if err != nil || !strings.HasPrefix(id, "tr-") {
+		return Trace{}, false, nil
+	}
+	var t Trace
+	found := false
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTraces)
+		if b == nil {
+			return nil
+		}
+		v := b.Get(seqKey(n))
+		if v == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(v, &t)
+	})
+	return t, found, err
+}
+
+// AppendCommand records a command an agent ran.
+func (s *Store) AppendCommand(c Command) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketCommands)
+		if err != nil {
+			return err
+		}
+		seq, _ := b.NextSequence()
+		return putJSON(b, seqKey(seq), c)
+	})
+}
+
+// Commands returns the commands of a run, oldest first ("" for all).
+func (s *Store) Commands(run string) ([]Command, error) {
+	var out []Command
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCommands)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var c Command
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			if run == "" || c.Run == run {
+				out = append(out, c)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
