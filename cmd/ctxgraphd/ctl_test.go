@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// shortTempDir is a fresh directory with a short path, for sockets: sun_path
+// holds about 104 bytes, and t.TempDir's names grow with the test's.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "cg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// ctlProject makes a project whose socket lives under a private
+// XDG_RUNTIME_DIR.
+func ctlProject(t *testing.T) paths.Project {
+	t.Helper()
+	t.Setenv("XDG_RUNTIME_DIR", shortTempDir(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := paths.ForProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proj
+}
+
+// ctl runs `ctxgraphd args…` in-process, as run does, and returns what it
+// printed and its exit code.
+func ctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.Execute()
+	if err == nil {
+		return out.String(), errOut.String(), 0
+	}
+	// What run does with the error, minus os.Stderr.
+	fmt.Fprintln(&errOut, "ctxgraphd:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return out.String(), errOut.String(), ee.code
+	}
+	return out.String(), errOut.String(), exitFailure
+}
+
+func sampleBackend() *controltest.Backend {
+	started := time.Now().Add(-2 * time.Hour)
+	return &controltest.Backend{
+		StatusValue: control.Status{
+			State:     "code",
+			Features:  control.FeatureCounts{Total: 6, Pending: 2, InProgress: 1, Tested: 2, Blocked: 1},
+			Project:   "/src/app",
+			ProjectID: "app-0123456789ab",
+			PID:       4242,
+			StartedAt: started,
+			Current: &control.RunInfo{ID: "r-7", Role: "coding-agent", Feature: "F-003", Attempt: 2,
+				SessionID: "6c1f", PID: 4343, StartedAt: time.Now().Add(-3 * time.Minute)},
+			BlockedInSession: 1,
+			Message:          "F-004 blocked: go test ./auth failed 3 times",
+			CostUSD:          1.25,
+			Runs:             7,
+		},
+		FeatureList: []control.Feature{
+			{ID: "F-001", Title: "Sign in", Status: "completed", Tested: true, Attempts: 1},
+			{ID: "F-002", Title: "Sign out\teverywhere", Status: "blocked", Attempts: 3, Retries: 2},
+			{ID: "F-010", Title: "Password reset", Status: "pending"},
+		},
+	}
+}
+
+func TestCtlStatusJSON(t *testing.T) {
+	proj := ctlProject(t)
+	b := sampleBackend()
+	controltest.Serve(t, proj.Socket, b)
+
+	for _, args := range [][]string{
+		{"ctl", "--project", proj.Dir, "status", "--json"},
+		{"ctl", "status", "--json", "--project", proj.Dir},
+	} {
+		out, errOut, code := ctl(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		// The contract: state and the feature counts, under these keys.
+		var got struct {
+			State    *string         `json:"state"`
+			Features map[string]*int `json:"features"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: not JSON: %v\n%s", args, err, out)
+		}
+		if got.State == nil || *got.State != "code" {
+			t.Errorf("%v: state = %v, want \"code\"\n%s", args, got.State, out)
+		}
+		want := map[string]int{"total": 6, "pending": 2, "in_progress": 1, "tested": 2, "blocked": 1}
+		for k, v := range want {
+			if n := got.Features[k]; n == nil || *n != v {
+				t.Errorf("%v: features.%s = %v, want %d", args, k, n, v)
+			}
+		}
+	}
+}
+
+func TestCtlStatusHuman(t *testing.T) {
+	proj := ctlProject(t)
+	controltest.Serve(t, proj.Socket, sampleBackend())
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "status")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"state:    code\n",
+		"features: 2 tested, 1 blocked, 1 in progress, 2 pending of 6\n",
+		"current:  coding-agent on F-003, attempt 2 (run r-7, pid 4343, for 3m",
+		"message:  F-004 blocked: go test ./auth failed 3 times\n",
+		"cost:     $1.25 over 7 runs\n",
+		"daemon:   pid 4242, up 2h0m",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCtlFeatures(t *testing.T) {
+	proj := ctlProject(t)
+	b := sampleBackend()
+	controltest.Serve(t, proj.Socket, b)
+
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "features")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "" +
+		"ID     STATUS     TESTED  ATTEMPTS  TITLE\n" +
+		"F-001  completed  yes     1         Sign in\n" +
+		"F-002  blocked    no      3         Sign out everywhere\n" +
+		"F-010  pending    no      0         Password reset\n"
+	if out != want {
+		t.Errorf("features table:\n%s\nwant:\n%s", out, want)
+	}
+
+	out, errOut, code = ctl(t, "ctl", "--project", proj.Dir, "features", "--json")
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errOut)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("--json: not a JSON array: %v\n%s", err, out)
+	}
+	if len(got) != 3 || got[0]["id"] != "F-001" || got[0]["tested"] != true || got[1]["status"] != "blocked" {
+		t.Errorf("--json = %v", got)
+	}
+}
+
+func TestCtlFeaturesBeforeTheList(t *testing.T) {
+	proj := ctlProject(t)
+	controltest.Serve(t, proj.Socket, &controltest.Backend{})
+	out, _, code := ctl(t, "ctl", "--project", proj.Dir, "features", "--json")
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("features --json with no list = %d %q, want 0 []", code, out)
+	}
+	out, _, _ = ctl(t, "ctl", "--project", proj.Dir, "features")
+	if !strings.Contains(out, "no features yet") {
+		t.Errorf("features with no list = %q", out)
+	}
+}
+
+func TestCtlActions(t *testing.T) {
+	tests := []struct {
+		args  []string
+		call  controltest.Call
+		human string
+	}{
+		{[]string{"pause"}, controltest.Call{Method: "Pause"}, "paused: no new run starts (a run in flight finishes first)\n"},
+		{[]string{"resume"}, controltest.Call{Method: "Resume"}, "resumed\n"},
+		{[]string{"stop"}, controltest.Call{Method: "Stop"}, "stopped: the session waits for `ctxgraphd ctl resume`\n"},
+		{[]string{"retry", "F-002"}, controltest.Call{Method: "Retry", ID: "F-002"}, "F-002: its attempts start over\n"},
+		{[]string{"unblock", "F-002"}, controltest.Call{Method: "Unblock", ID: "F-002"}, "F-002: unblocked\n"},
+		{[]string{"unblock", "F-002", "--note", "use the v2 API"}, controltest.Call{Method: "Unblock", ID: "F-002", Note: "use the v2 API"},
+			"F-002: unblocked, with a note for its next coding agent\n"},
+		{[]string{"skip", "F-010"}, controltest.Call{Method: "Skip", ID: "F-010"}, "F-010: skipped (set aside as blocked)\n"},
+	}
+	proj := ctlProject(t)
+	b := &controltest.Backend{}
+	controltest.Serve(t, proj.Socket, b)
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			for _, asJSON := range []bool{false, true} {
+				args := append([]string{"ctl", "--project", proj.Dir}, tt.args...)
+				want := tt.human
+				if asJSON {
+					args = append(args, "--json")
+					want = "{\n  \"ok\": true\n}\n"
+				}
+				before := len(b.Calls())
+				out, errOut, code := ctl(t, args...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d: %s", args, code, errOut)
+				}
+				if out != want {
+					t.Errorf("%v printed %q, want %q", args, out, want)
+				}
+				if calls := b.Calls()[before:]; len(calls) != 1 || calls[0] != tt.call {
+					t.Errorf("%v: backend calls %+v, want [%+v]", args, calls, tt.call)
+				}
+			}
+		})
+	}
+}
+
+func TestCtlRefusal(t *testing.T) {
+	proj := ctlProject(t)
+	b := &controltest.Backend{}
+	b.Fail("Unblock", &control.APIError{HTTPStatus: http.StatusConflict, Code: "not_blocked", Message: "F-010 is pending, not blocked"})
+	controltest.Serve(t, proj.Socket, b)
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "unblock", "F-010", "--json")
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want nothing", out)
+	}
+	if errOut != "ctxgraphd: F-010 is pending, not blocked\n" {
+		t.Errorf("stderr = %q, want the daemon's message", errOut)
+	}
+}
+
+func TestCtlWithoutDaemon(t *testing.T) {
+	proj := ctlProject(t)
+	want := fmt.Sprintf("no ctxgraphd daemon runs for %s (socket %s); start it with `ctxgraphd run`", proj.Dir, proj.Socket)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"features"}, {"pause"}, {"retry", "F-001"}} {
+		out, errOut, code := ctl(t, append([]string{"ctl", "--project", proj.Dir}, args...)...)
+		if code != exitNoDaemon {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitNoDaemon, errOut)
+		}
+		if out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("%v: stdout %q, stderr %q; want only %q", args, out, errOut, want)
+		}
+	}
+	// The same through run, the way main calls it.
+	if code := run([]string{"ctl", "--project", proj.Dir, "status", "--json"}); code != exitNoDaemon {
+		t.Errorf("run(ctl status) = %d, want %d", code, exitNoDaemon)
+	}
+}
+
+func TestCtlFindsTheProjectFromTheCurrentDirectory(t *testing.T) {
+	proj := ctlProject(t)
+	controltest.Serve(t, proj.Socket, sampleBackend())
+	sub := filepath.Join(proj.Dir, "internal", "auth")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	out, errOut, code := ctl(t, "ctl", "status", "--json")
+	if code != 0 || !strings.Contains(out, `"state": "code"`) {
+		t.Errorf("ctl status from a subdirectory = %d %q %q", code, out, errOut)
+	}
+}
+
+func TestCtlUsage(t *testing.T) {
+	proj := ctlProject(t)
+	for _, args := range [][]string{
+		{"retry"},
+		{"unblock", "F-1", "F-2"},
+		{"status", "extra"},
+		{"status", "--bogus"},
+		{"bogus"},
+	} {
+		_, errOut, code := ctl(t, append([]string{"ctl", "--project", proj.Dir}, args...)...)
+		if code != exitUsage {
+			t.Errorf("ctl %v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
+		}
+	}
+}
+
+func TestCountsLine(t *testing.T) {
+	tests := []struct {
+		c    control.FeatureCounts
+		want string
+	}{
+		{control.FeatureCounts{}, "none yet"},
+		{control.FeatureCounts{Total: 6, Tested: 3, Blocked: 1, Pending: 2}, "3 tested, 1 blocked, 2 pending of 6"},
+		{control.FeatureCounts{Total: 2, Completed: 1, InProgress: 1}, "1 awaiting test, 1 in progress of 2"},
+		{control.FeatureCounts{Total: 1, Tested: 1}, "1 tested of 1"},
+	}
+	for _, tt := range tests {
+		if got := countsLine(tt.c); got != tt.want {
+			t.Errorf("countsLine(%+v) = %q, want %q", tt.c, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+//go:build darwin || freebsd
+
+package control
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID returns the effective uid of the process at the other end of a
+// Unix socket connection, as the kernel recorded it at connect time.
+func peerUID(c net.Conn) (uid int, known bool, err error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0, false, errNotUnix
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, false, err
+	}
+	var cred *unix.Xucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+	}); err != nil {
+		return 0, false, err
+	}
+	if credErr != nil {
+		return 0, false, credErr
+	}
+	return int(cred.Uid), true, nil
+}

@@ -1,0 +1,350 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxRequestBody bounds what a handler reads from a request: bodies here are
+// a note or a hook payload, never bulk data.
+const maxRequestBody = 4 << 20
+
+var errNotUnix = errors.New("not a Unix socket connection")
+
+// Server serves a Backend on the control socket.
+type Server struct {
+	b    Backend
+	log  *zap.Logger
+	mux  *http.ServeMux
+	http *http.Server
+
+	// ctx is the base context of every request. Shutdown cancels it, so
+	// that requests that would outlive the daemon (an action queued behind
+	// a busy loop, a stream) end at once instead of holding Shutdown up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// allowPeer says whether a connecting uid may use the API.
+	allowPeer func(uid int) bool
+}
+
+// NewServer returns a server for b. A nil log discards the log.
+func NewServer(b Backend, log *zap.Logger) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		b:         b,
+		log:       log,
+		mux:       http.NewServeMux(),
+		ctx:       ctx,
+		cancel:    cancel,
+		allowPeer: sameUserOrRoot(os.Geteuid()),
+	}
+	errLog, _ := zap.NewStdLogAt(log, zap.WarnLevel)
+	s.http = &http.Server{
+		Handler: http.HandlerFunc(s.serveHTTP),
+		// No WriteTimeout: streams (watch) stay open as long as the client
+		// wants. A client that never finishes its headers is dropped.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       connContext,
+		ErrorLog:          errLog,
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.Handle("GET /v1/status", Endpoint(func(r *http.Request) (Status, error) {
+		return s.b.Status(r.Context())
+	}))
+	s.Handle("GET /v1/features", Endpoint(func(r *http.Request) ([]Feature, error) {
+		fs, err := s.b.Features(r.Context())
+		if fs == nil && err == nil {
+			fs = []Feature{} // an array for scripts, even before the initializer ran
+		}
+		return fs, err
+	}))
+	s.Handle("POST /v1/pause", action(s.b.Pause))
+	s.Handle("POST /v1/resume", action(s.b.Resume))
+	s.Handle("POST /v1/stop", action(s.b.Stop))
+	s.Handle("POST /v1/features/{id}/retry", featureAction(s.b.Retry))
+	s.Handle("POST /v1/features/{id}/skip", featureAction(s.b.Skip))
+	s.Handle("POST /v1/features/{id}/unblock", Endpoint(func(r *http.Request) (OK, error) {
+		var req UnblockRequest
+		if err := ReadJSON(r, &req); err != nil {
+			return OK{}, err
+		}
+		return done(s.b.Unblock(r.Context(), r.PathValue("id"), req.Note))
+	}))
+}
+
+// Handle registers h for pattern (a Go 1.22 ServeMux pattern such as
+// "GET /v1/traces/{id}") beside the built-in routes. Requests reach h only
+// after the server's checks (Origin/Referer, peer credentials). Register
+// before Serve; like ServeMux.Handle it panics on a conflicting pattern.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}
+
+// Serve answers requests on l until Shutdown, then returns nil. l is
+// normally the listener of Listen, whose socket file is removed when the
+// server closes it.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.http.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server: it closes the listener (which removes the
+// socket file Listen created), cancels the requests in flight and waits for
+// their handlers to return, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancel()
+	return s.http.Shutdown(ctx)
+}
+
+// serveHTTP refuses what must not reach a handler, then dispatches.
+func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &logWriter{ResponseWriter: rw, status: http.StatusOK}
+	defer func() {
+		fields := []zap.Field{zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Int("status", w.status), zap.Duration("took", time.Since(start))}
+		if w.err != nil {
+			fields = append(fields, zap.Error(w.err))
+		}
+		if w.status >= 500 {
+			s.log.Warn("control request failed", fields...)
+		} else {
+			s.log.Debug("control request", fields...)
+		}
+	}()
+
+	// A web page can make a browser send requests to local HTTP servers; it
+	// cannot reach a Unix socket today, but a proxy or a future browser
+	// might. Nothing legitimate here sends these headers.
+	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+		WriteError(w, &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden,
+			Message: "requests with an Origin or Referer header are refused: the control socket is not for web pages"})
+		return
+	}
+	if err := s.checkPeer(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a request no pattern matches with an Error body, keeping
+// the mux's status (404, or 405 with its Allow header).
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.mux.Handler(r)
+	rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
+	h.ServeHTTP(rec, r)
+	e := &APIError{HTTPStatus: rec.status, Code: codeForStatus(rec.status)}
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		e.Message = fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, allow)
+	case http.StatusNotFound:
+		e.Message = fmt.Sprintf("no such endpoint: %s %s (is the daemon older than this client?)", r.Method, r.URL.Path)
+	default:
+		e.Message = fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path, http.StatusText(rec.status))
+	}
+	WriteError(w, e)
+}
+
+type peerKey struct{}
+
+// peer is what ConnContext learned about the connecting process.
+type peer struct {
+	uid   int
+	known bool
+	err   error
+}
+
+// connContext reads the peer credentials once per connection, when the
+// kernel can still vouch for them, for checkPeer to use on each request.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	uid, known, err := peerUID(c)
+	return context.WithValue(ctx, peerKey{}, peer{uid: uid, known: known, err: err})
+}
+
+// checkPeer refuses other users. The socket's modes already keep them out;
+// this holds even when the socket sits in a shared directory or its mode
+// was loosened by hand.
+func (s *Server) checkPeer(ctx context.Context) error {
+	p, ok := ctx.Value(peerKey{}).(peer)
+	switch {
+	case !ok:
+		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden, Message: "connection without peer credentials"}
+	case p.err != nil:
+		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden, Message: "cannot read the credentials of the connecting process: " + p.err.Error()}
+	case p.known && !s.allowPeer(p.uid):
+		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden,
+			Message: fmt.Sprintf("uid %d may not control this daemon, which runs as uid %d", p.uid, os.Geteuid())}
+	}
+	return nil
+}
+
+// sameUserOrRoot allows the daemon's own user, and root, who could read the
+// daemon's memory anyway.
+func sameUserOrRoot(self int) func(uid int) bool {
+	return func(uid int) bool { return uid == self || uid == 0 }
+}
+
+// Endpoint adapts fn into a handler that answers with fn's result as JSON
+// (200), or with its error as an Error body (see WriteError). It makes a
+// read route a one-liner:
+//
+//	s.Handle("GET /v1/traces", control.Endpoint(func(r *http.Request) ([]Trace, error) { … }))
+func Endpoint[T any](fn func(r *http.Request) (T, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := fn(r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, v)
+	})
+}
+
+// action adapts a backend call without arguments.
+func action(fn func(context.Context) error) http.Handler {
+	return Endpoint(func(r *http.Request) (OK, error) { return done(fn(r.Context())) })
+}
+
+// featureAction adapts a backend call on the feature named in the path.
+func featureAction(fn func(context.Context, string) error) http.Handler {
+	return Endpoint(func(r *http.Request) (OK, error) { return done(fn(r.Context(), r.PathValue("id"))) })
+}
+
+func done(err error) (OK, error) {
+	if err != nil {
+		return OK{}, err
+	}
+	return OK{OK: true}, nil
+}
+
+// ReadJSON decodes the request body into v. An empty body leaves v as it
+// is, so that optional bodies stay optional. A body that does not decode is
+// a 400 *APIError.
+func ReadJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "reading the request body: " + err.Error()}
+	}
+	if len(body) > maxRequestBody {
+		return &APIError{HTTPStatus: http.StatusRequestEntityTooLarge, Code: CodeBadRequest, Message: fmt.Sprintf("request body larger than %d bytes", maxRequestBody)}
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "request body: " + err.Error()}
+	}
+	return nil
+}
+
+// WriteJSON answers with v as JSON and the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteError(w, fmt.Errorf("encoding the answer: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// WriteError answers with err as an Error body. An *APIError keeps its
+// status and code; a context error (the client went away, or the daemon is
+// shutting down) is a 503; anything else is a 500 with the error's text.
+func WriteError(w http.ResponseWriter, err error) {
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		ae = &APIError{HTTPStatus: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "the request was abandoned before the daemon acted on it (" + err.Error() + "); the daemon may be shutting down"}
+	default:
+		ae = &APIError{HTTPStatus: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
+	}
+	status := ae.HTTPStatus
+	if status < 400 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	code := ae.Code
+	if code == "" {
+		code = codeForStatus(status)
+	}
+	if lw, ok := w.(*logWriter); ok {
+		lw.err = err
+	}
+	b, _ := json.Marshal(Error{Error: ae.Error(), Code: code})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// logWriter records what the request log needs. It passes Flush and Unwrap
+// through, so that streaming handlers and http.ResponseController work.
+type logWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+	err         error
+}
+
+func (w *logWriter) WriteHeader(status int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.wroteHeader = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *logWriter) Flush() {
+	w.wroteHeader = true
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// statusRecorder captures the status and headers of the mux's own 404 and
+// 405 answers; their plain-text bodies are dropped.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(status int)      { r.status = status }

@@ -1,0 +1,185 @@
+// Package control is the daemon's local API: HTTP/JSON over a Unix socket.
+//
+// It holds the wire types, shared by the server and the client so that the
+// two cannot drift apart; the server, which serves any Backend (the daemon's
+// orchestrator implements it); and the client used by `ctxgraphd ctl`, the
+// hook command and the MCP server.
+//
+// The package stays light on purpose: it must not import bbolt, fsnotify or
+// any daemon package, because every ctl and hook invocation links it and
+// those paths must start fast and never touch the state of record.
+//
+// Routes (version 1):
+//
+//	GET  /v1/status                  Status
+//	GET  /v1/features                []Feature
+//	POST /v1/pause                   OK
+//	POST /v1/resume                  OK
+//	POST /v1/stop                    OK
+//	POST /v1/features/{id}/retry     OK
+//	POST /v1/features/{id}/unblock   OK (body: UnblockRequest)
+//	POST /v1/features/{id}/skip      OK
+//
+// Every error answer has an Error body.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+var (
+	// ErrNoDaemon is returned by the Client, wrapped with the socket path,
+	// when the socket does not exist or nobody listens on it.
+	ErrNoDaemon = errors.New("no ctxgraphd daemon listens")
+
+	// ErrDaemonRunning is returned by Listen, wrapped with the socket path,
+	// when a live daemon already answers on the socket.
+	ErrDaemonRunning = errors.New("another ctxgraphd is already serving")
+)
+
+// FeatureCounts counts the features of the feature list by where they are.
+// Each feature is counted once: tested features are in Tested only, blocked
+// ones in Blocked only, and Completed holds the features that are done but
+// not tested yet. Total is the length of the list.
+type FeatureCounts struct {
+	Total      int `json:"total"`
+	Pending    int `json:"pending"`
+	InProgress int `json:"in_progress"`
+	Completed  int `json:"completed"`
+	Tested     int `json:"tested"`
+	Blocked    int `json:"blocked"`
+}
+
+// RunInfo describes the run in flight: one `claude -p` subprocess.
+type RunInfo struct {
+	ID        string    `json:"id"`
+	Role      string    `json:"role"`
+	Feature   string    `json:"feature,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
+	SessionID string    `json:"session_id"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Status is the answer of GET /v1/status and of `ctxgraphd ctl status
+// --json`. State and Features are part of the contract (SPEC section 8).
+type Status struct {
+	State            string        `json:"state"`
+	Features         FeatureCounts `json:"features"`
+	Project          string        `json:"project"`
+	ProjectID        string        `json:"project_id"`
+	PID              int           `json:"pid"`
+	StartedAt        time.Time     `json:"started_at"`
+	Current          *RunInfo      `json:"current,omitempty"`
+	BlockedInSession int           `json:"blocked_in_session"`
+	WaitingUntil     *time.Time    `json:"waiting_until,omitempty"`
+	Message          string        `json:"message,omitempty"`
+	CostUSD          float64       `json:"cost_usd"`
+	Runs             int           `json:"runs"`
+}
+
+// Feature is one feature as the daemon sees it: the list's fields plus the
+// daemon's counters. GET /v1/features answers with an array of them, in the
+// order of the feature list.
+type Feature struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Tested      bool     `json:"tested"`
+	DependsOn   []string `json:"depends_on,omitempty"`
+	Attempts    int      `json:"attempts"`
+	Retries     int      `json:"retries"`
+	CostUSD     float64  `json:"cost_usd"`
+	LastFailure string   `json:"last_failure,omitempty"`
+	Note        string   `json:"note,omitempty"`
+}
+
+// UnblockRequest is the body of POST /v1/features/{id}/unblock. The body
+// may be empty: the note is optional.
+type UnblockRequest struct {
+	// Note is passed to the next coding agent of the feature.
+	Note string `json:"note,omitempty"`
+}
+
+// OK is the answer of the action routes, and what `ctl` prints for an
+// action with --json.
+type OK struct {
+	OK bool `json:"ok"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"` // for people
+	Code  string `json:"code"`  // for programs; see the Code* constants
+}
+
+// Codes of the errors the server itself produces. Backends add their own
+// (for instance "unknown_feature", "not_blocked", "bad_state").
+const (
+	CodeBadRequest       = "bad_request"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+// APIError is an error with an HTTP status. A Backend returns one to answer
+// 400, 404 or 409 with its own code and message (anything else it returns
+// is a 500); the Client turns every error answer back into an *APIError.
+type APIError struct {
+	HTTPStatus int
+	Code       string
+	Message    string
+}
+
+// Error returns the message for people, or the code when there is none.
+func (e *APIError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Code != "" {
+		return e.Code
+	}
+	return fmt.Sprintf("the daemon answered %d %s", e.HTTPStatus, http.StatusText(e.HTTPStatus))
+}
+
+// Backend is what the server serves: the daemon's orchestrator in
+// production, a fake in tests. The Client has the same methods, so a Client
+// is a Backend too.
+type Backend interface {
+	Status(ctx context.Context) (Status, error)
+	Features(ctx context.Context) ([]Feature, error)
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Stop(ctx context.Context) error
+	Retry(ctx context.Context, id string) error
+	Unblock(ctx context.Context, id, note string) error
+	Skip(ctx context.Context, id string) error
+}
+
+// codeForStatus names an HTTP status for answers that carry no code of
+// their own: the mux's 404 and 405, or a non-JSON body from something that
+// is not our server.
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return CodeBadRequest
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return CodeMethodNotAllowed
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
