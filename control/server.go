@@ -63,6 +63,9 @@ func NewServer(b Backend, log *zap.Logger) *Server {
 		ErrorLog:          errLog,
 	}
 	s.routes()
+	if g, ok := b.(GateBackend); ok {
+		s.gateRoutes(g)
+	}
 	return s
 }
 

@@ -1,0 +1,170 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// HookRequest is what `ctxgraphd hook EVENT` sends the daemon: the event,
+// who is acting (from the run's CTXGRAPH_* environment) and Claude Code's
+// payload, untouched.
+type HookRequest struct {
+	Event   string          `json:"event"` // kebab case, as in `ctxgraphd hook EVENT`
+	Role    string          `json:"role,omitempty"`
+	Feature string          `json:"feature,omitempty"`
+	Run     string          `json:"run,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// HookDecision is a gate's verdict; the hook renders it for Claude Code.
+type HookDecision struct {
+	Gate       string `json:"gate"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion"`
+	Mode       string `json:"mode"` // enforce | warn
+}
+
+// HookResponse answers a HookRequest; no decision means go ahead.
+type HookResponse struct {
+	Decision *HookDecision `json:"decision,omitempty"`
+}
+
+// Trace is a record of the context graph (field names: contract, SPEC
+// section 6).
+type Trace struct {
+	ID        string       `json:"id"`
+	Project   string       `json:"project"`
+	Timestamp time.Time    `json:"timestamp"`
+	Type      string       `json:"type"`
+	Context   TraceContext `json:"context"`
+	Event     TraceEvent   `json:"event"`
+	Source    string       `json:"source"`
+	Gate      string       `json:"gate,omitempty"`
+	Code      string       `json:"code,omitempty"`
+}
+
+// TraceContext says who and what a trace is about.
+type TraceContext struct {
+	Agent   string `json:"agent,omitempty"`
+	Feature string `json:"feature,omitempty"`
+	Run     string `json:"run,omitempty"`
+	Task    string `json:"task,omitempty"`
+}
+
+// TraceEvent says what happened, what would have been right, and why.
+type TraceEvent struct {
+	WhatHappened   string `json:"what_happened"`
+	WhatWasCorrect string `json:"what_was_correct,omitempty"`
+	Why            string `json:"why,omitempty"`
+}
+
+// TraceQuery filters traces. Level is metadata, summary or full: how much
+// of each trace to return.
+type TraceQuery struct {
+	Type    string
+	Agent   string
+	Feature string
+	Run     string
+	Text    string
+	Since   time.Time
+	Level   string
+	Limit   int
+}
+
+func (q TraceQuery) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"type": q.Type, "agent": q.Agent, "feature": q.Feature, "run": q.Run, "q": q.Text, "level": q.Level} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+func parseTraceQuery(r *http.Request) (TraceQuery, error) {
+	v := r.URL.Query()
+	q := TraceQuery{Type: v.Get("type"), Agent: v.Get("agent"), Feature: v.Get("feature"), Run: v.Get("run"), Text: v.Get("q"), Level: v.Get("level")}
+	if s := v.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "since: want an RFC 3339 time such as 2026-01-02T15:04:05Z"}
+		}
+		q.Since = t
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "limit: want a whole number >= 0"}
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+// GateBackend is what a daemon that enforces gates adds to Backend. The
+// server serves the hook and trace routes when its backend has them.
+type GateBackend interface {
+	Hook(ctx context.Context, req HookRequest) (HookResponse, error)
+	Traces(ctx context.Context, q TraceQuery) ([]Trace, error)
+	Trace(ctx context.Context, id string) (Trace, error)
+}
+
+func (s *Server) gateRoutes(g GateBackend) {
+	s.Handle("POST /v1/hook", Endpoint(func(r *http.Request) (HookResponse, error) {
+		var req HookRequest
+		if err := ReadJSON(r, &req); err != nil {
+			return HookResponse{}, err
+		}
+		return g.Hook(r.Context(), req)
+	}))
+	s.Handle("GET /v1/traces", Endpoint(func(r *http.Request) ([]Trace, error) {
+		q, err := parseTraceQuery(r)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := g.Traces(r.Context(), q)
+		if ts == nil && err == nil {
+			ts = []Trace{}
+		}
+		return ts, err
+	}))
+	s.Handle("GET /v1/traces/{id}", Endpoint(func(r *http.Request) (Trace, error) {
+		return g.Trace(r.Context(), r.PathValue("id"))
+	}))
+}
+
+// Hook asks the daemon's gates about a hook event.
+func (c *Client) Hook(ctx context.Context, req HookRequest) (HookResponse, error) {
+	var resp HookResponse
+	err := c.post(ctx, "/v1/hook", req, &resp)
+	return resp, err
+}
+
+// Traces lists traces matching q.
+func (c *Client) Traces(ctx context.Context, q TraceQuery) ([]Trace, error) {
+	var ts []Trace
+	path := "/v1/traces"
+	if v := q.values().Encode(); v != "" {
+		path += "?" + v
+	}
+	err := c.get(ctx, path, &ts)
+	return ts, err
+}
+
+// Trace returns one trace.
+func (c *Client) Trace(ctx context.Context, id string) (Trace, error) {
+	var t Trace
+	err := c.get(ctx, "/v1/traces/"+url.PathEscape(id), &t)
+	return t, err
+}
