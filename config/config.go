@@ -1,0 +1,216 @@
+// Package config is ctxgraphd's layered configuration, with the provenance
+// of every value.
+//
+// Layers, lowest to highest (SPEC section 9): built-in defaults, the user
+// file ($XDG_CONFIG_HOME/ctxgraphd/config.yaml), the project file
+// (<project>/.claude/ctxgraphd.yaml, contract), CTXGRAPHD_* environment
+// variables, then flags (`run --set key=value`). Every key lives in one
+// registry (keys.go) that gives its dotted name, kind, default, allowed values
+// and where it goes in Config; the files, the environment and the flags are
+// all flattened to dotted keys and applied through it, so a rule is written
+// once and holds in every layer.
+//
+// Invalid configuration never starts a daemon half-configured: Load reports
+// every problem of every layer at once (a user fixes them in one go), each
+// naming where it was found (file and line, variable, or flag), the key, the
+// value and what is allowed.
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// GateMode is how a gate acts: enforce blocks the action, warn lets it
+// through and records it, off does nothing.
+type GateMode string
+
+// Gate modes.
+const (
+	Enforce GateMode = "enforce"
+	Warn    GateMode = "warn"
+	Off     GateMode = "off"
+)
+
+// GateNames lists the built-in gates (SPEC section 5), each configurable as
+// gates.<name> and enforced by default.
+var GateNames = []string{"tested-needs-evidence", "tester-must-test", "role-write-policy", "scope", "log-read-limit", "hooks-live"}
+
+// Config is the effective configuration of one project's daemon.
+type Config struct {
+	Agent  Agent  `yaml:"agent"`
+	Limits Limits `yaml:"limits"`
+	Budget Budget `yaml:"budget"`
+	// Gates maps gate names to modes; a gate missing from the map is
+	// enforced, so that no gate fails open.
+	Gates map[string]GateMode `yaml:"gates"`
+	Log   Log                 `yaml:"log"`
+}
+
+// Agent configures the `claude -p` runs.
+type Agent struct {
+	Command          string        `yaml:"command"`            // the Claude Code binary
+	Model            string        `yaml:"model"`              // passed as --model when set
+	Timeout          time.Duration `yaml:"timeout"`            // wall time of one run
+	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // no stream event for this long: stuck
+	MaxTurns         int           `yaml:"max_turns"`          // 0: no limit
+	AllowRoot        bool          `yaml:"allow_root"`         // run agents as root (IS_SANDBOX=1)
+	HooksLiveTimeout time.Duration `yaml:"hooks_live_timeout"` // SessionStart check-in deadline
+}
+
+// Limits are the loop's counters.
+type Limits struct {
+	MaxRetries int           `yaml:"max_retries"` // failed tests before a feature is blocked
+	MaxBlocked int           `yaml:"max_blocked"` // blocked features before the session stops; 0: no limit
+	Debounce   time.Duration `yaml:"debounce"`    // quiet time after a feature-list change
+}
+
+// Budget caps spending in USD; 0 means no limit.
+type Budget struct {
+	RunUSD     float64 `yaml:"run_usd"`
+	FeatureUSD float64 `yaml:"feature_usd"`
+	SessionUSD float64 `yaml:"session_usd"`
+}
+
+// Log configures the daemon's own log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // console | json
+}
+
+// Default returns the built-in configuration: the values that hold when no
+// layer sets a key. It is the one place defaults are written; Keys reports
+// them from here.
+func Default() *Config {
+	gates := make(map[string]GateMode, len(GateNames))
+	for _, g := range GateNames {
+		gates[g] = Enforce
+	}
+	return &Config{
+		Agent: Agent{
+			Command:          "claude",
+			Timeout:          30 * time.Minute,
+			IdleTimeout:      10 * time.Minute,
+			HooksLiveTimeout: 10 * time.Second,
+		},
+		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond},
+		Gates:  gates,
+		Log:    Log{Level: "info", Format: "console"},
+	}
+}
+
+// Layer names, as found in Origin.Layer.
+const (
+	LayerDefault = "default"
+	LayerUser    = "user"
+	LayerProject = "project"
+	LayerEnv     = "env"
+	LayerFlag    = "flag"
+)
+
+// Origin says where a value came from.
+type Origin struct {
+	Layer  string // LayerDefault, LayerUser, LayerProject, LayerEnv or LayerFlag
+	Detail string // the file's path, the variable's name or the flag; empty for defaults
+}
+
+// String is the origin as Describe prints it: "default",
+// "project /p/.claude/ctxgraphd.yaml", "env CTXGRAPHD_AGENT_TIMEOUT".
+func (o Origin) String() string {
+	if o.Layer == "" {
+		return LayerDefault
+	}
+	if o.Detail == "" {
+		return o.Layer
+	}
+	return o.Layer + " " + o.Detail
+}
+
+// Provenance maps every dotted key to the origin of its effective value.
+type Provenance map[string]Origin
+
+// Sources says where Load looks for each layer.
+type Sources struct {
+	// UserFile is the user's file: "" means DefaultUserFile(), "-" means
+	// no user file (tests, and runs that must not depend on the user).
+	UserFile string
+	// ProjectDir is the project root, whose ProjectFile is read; "" means
+	// no project file.
+	ProjectDir string
+	// Env is the environment as "NAME=value" entries; nil means
+	// os.Environ().
+	Env []string
+	// Flags maps dotted keys to raw values, e.g. "agent.timeout": "5m".
+	Flags map[string]string
+}
+
+// envPrefix starts the name of every configuration variable.
+const envPrefix = "CTXGRAPHD_"
+
+// ProjectFile returns the path of a project's configuration file
+// (contract: <dir>/.claude/ctxgraphd.yaml).
+func ProjectFile(projectDir string) string {
+	return filepath.Join(projectDir, ".claude", "ctxgraphd.yaml")
+}
+
+// DefaultUserFile returns the path of the user's configuration file:
+// $XDG_CONFIG_HOME/ctxgraphd/config.yaml, else ~/.config/ctxgraphd/config.yaml.
+// macOS uses ~/.config too, not ~/Library/Application Support, because that
+// is where people who run command-line daemons look for their files. It
+// returns "" when neither variable gives a place.
+func DefaultUserFile() string {
+	// The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be
+	// ignored; internal/paths treats XDG_STATE_HOME the same way.
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ctxgraphd", "config.yaml")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config", "ctxgraphd", "config.yaml")
+}
+
+// Load builds the effective configuration from src's layers over the
+// defaults. A missing user or project file is not an error; an unreadable
+// one is. On any problem Load returns no configuration and an error that
+// joins every problem of every layer, one per line.
+func Load(src Sources) (*Config, Provenance, error) {
+	c := Default()
+	prov := make(Provenance, len(registry))
+	for _, k := range registry {
+		prov[k.name] = Origin{Layer: LayerDefault}
+	}
+	var errs []error
+
+	userFile := src.UserFile
+	if userFile == "" {
+		userFile = DefaultUserFile()
+	}
+	if userFile != "" && userFile != "-" {
+		errs = append(errs, loadFile(c, prov, LayerUser, userFile)...)
+	}
+	if src.ProjectDir != "" {
+		errs = append(errs, loadFile(c, prov, LayerProject, ProjectFile(src.ProjectDir))...)
+	}
+	env := src.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	errs = append(errs, applyEnv(c, prov, env)...)
+	errs = append(errs, applyFlags(c, prov, src.Flags)...)
+
+	if len(errs) == 0 {
+		// Each value was checked as it was applied; this catches rules
+		// that span keys, should any be added.
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	return c, prov, nil
+}

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+)
+
+// Describe prints every key with its effective value and where the value
+// came from, one per line, aligned, in the order of Keys:
+//
+//	agent.timeout             = 30m0s   # default
+//	agent.model               = opus    # project /p/.claude/ctxgraphd.yaml
+//	limits.max_retries        = 5       # env CTXGRAPHD_LIMITS_MAX_RETRIES
+//
+// A key missing from p is shown as default.
+func (c *Config) Describe(p Provenance) string {
+	names := make([]string, len(registry))
+	values := make([]string, len(registry))
+	nameW, valueW := 0, 0
+	for i, k := range registry {
+		names[i], values[i] = k.name, display(k.get(c))
+		nameW = max(nameW, len(names[i]))
+		valueW = max(valueW, len(values[i]))
+	}
+	var b strings.Builder
+	for i := range registry {
+		b.WriteString(pad(names[i], nameW))
+		b.WriteString(" = ")
+		b.WriteString(pad(values[i], valueW))
+		b.WriteString("  # ")
+		b.WriteString(p[names[i]].String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// pad right-pads s with spaces to width bytes; keys and the usual values are
+// ASCII, and a wide value only shifts its own comment.
+func pad(s string, width int) string {
+	if len(s) >= width {
+		return s
+	}
+	return s + strings.Repeat(" ", width-len(s))
+}

@@ -1,0 +1,316 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// kind is how a key's raw text is parsed and checked.
+type kind int
+
+const (
+	kindString   kind = iota // any text; nonEmpty refuses ""
+	kindDuration             // Go syntax ("90s", "30m"), >= 0 or > 0 (positive)
+	kindInt                  // a whole number >= 0
+	kindBool                 // true or false
+	kindFloat                // a finite number >= 0
+	kindEnum                 // one of enum
+)
+
+// key is one entry of the registry: everything Load, Validate, Describe and
+// Keys know about a setting.
+type key struct {
+	name     string
+	kind     kind
+	help     string
+	enum     []string // kindEnum: the allowed values
+	positive bool     // kindDuration: 0 is refused
+	nonEmpty bool     // kindString: "" is refused
+	what     string   // kindString: what the value is, for messages
+	access
+}
+
+// access reads and writes a key's value in a Config; values are typed as
+// parse returns them for the key's kind.
+type access struct {
+	get func(*Config) any
+	set func(*Config, any)
+}
+
+// field makes the access of a key stored in a plain Config field.
+func field[T any](p func(*Config) *T) access {
+	return access{
+		get: func(c *Config) any { return *p(c) },
+		set: func(c *Config, v any) { *p(c) = v.(T) },
+	}
+}
+
+// gate makes the access of a key stored in Config.Gates.
+func gate(name string) access {
+	return access{
+		get: func(c *Config) any {
+			if m, ok := c.Gates[name]; ok {
+				return string(m)
+			}
+			return string(Enforce) // a gate missing from the map is enforced
+		},
+		set: func(c *Config, v any) {
+			if c.Gates == nil {
+				c.Gates = make(map[string]GateMode, len(GateNames))
+			}
+			c.Gates[name] = GateMode(v.(string))
+		},
+	}
+}
+
+// gateHelp says what each gate guards (SPEC section 5).
+var gateHelp = map[string]string{
+	"tested-needs-evidence": "tested: true only from the feature's tester run, after its test passed, with evidence",
+	"tester-must-test":      "a tester run may not stop before it ran a test",
+	"role-write-policy":     "testers do not edit source, coders do not set tested, no agent writes the daemon's files",
+	"scope":                 "a coding agent writes only inside its feature's scope",
+	"log-read-limit":        "reading a huge log file whole is denied with a suggestion",
+	"hooks-live":            "a run whose hooks did not check in with the daemon is killed",
+}
+
+var gateModes = []string{string(Enforce), string(Warn), string(Off)}
+
+// registry lists every key, in the order Describe and Keys show them.
+var registry = buildRegistry()
+
+// byName indexes the registry by dotted name; byEnv by variable name.
+var byName, byEnv = indexRegistry(registry)
+
+// sections are the proper prefixes of the keys ("agent", "gates"): YAML
+// mappings that hold keys rather than values.
+var sections = sectionsOf(registry)
+
+func buildRegistry() []*key {
+	keys := []*key{
+		{name: "agent.command", kind: kindString, nonEmpty: true, what: "a program name on PATH or a path to it",
+			help: "the Claude Code binary", access: field(func(c *Config) *string { return &c.Agent.Command })},
+		{name: "agent.model", kind: kindString, what: "a model name, or empty for Claude Code's default",
+			help: "passed as --model when set", access: field(func(c *Config) *string { return &c.Agent.Model })},
+		{name: "agent.timeout", kind: kindDuration, positive: true,
+			help: "wall time of one run", access: field(func(c *Config) *time.Duration { return &c.Agent.Timeout })},
+		{name: "agent.idle_timeout", kind: kindDuration, positive: true,
+			help: "no stream event for this long: the run is stuck", access: field(func(c *Config) *time.Duration { return &c.Agent.IdleTimeout })},
+		{name: "agent.max_turns", kind: kindInt,
+			help: "passed as --max-turns; 0: no limit", access: field(func(c *Config) *int { return &c.Agent.MaxTurns })},
+		{name: "agent.allow_root", kind: kindBool,
+			help: "run agents as root (sets IS_SANDBOX=1 for them)", access: field(func(c *Config) *bool { return &c.Agent.AllowRoot })},
+		{name: "agent.hooks_live_timeout", kind: kindDuration, positive: true,
+			help: "a run's hooks must check in with the daemon within this time (gate hooks-live)", access: field(func(c *Config) *time.Duration { return &c.Agent.HooksLiveTimeout })},
+		{name: "limits.max_retries", kind: kindInt,
+			help: "failed tests before a feature is blocked", access: field(func(c *Config) *int { return &c.Limits.MaxRetries })},
+		{name: "limits.max_blocked", kind: kindInt,
+			help: "blocked features before the session stops; 0: no limit", access: field(func(c *Config) *int { return &c.Limits.MaxBlocked })},
+		{name: "limits.debounce", kind: kindDuration,
+			help: "quiet time after a change of feature-list.json before the daemon reacts", access: field(func(c *Config) *time.Duration { return &c.Limits.Debounce })},
+		{name: "budget.run_usd", kind: kindFloat,
+			help: "USD per run, passed as --max-budget-usd; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.RunUSD })},
+		{name: "budget.feature_usd", kind: kindFloat,
+			help: "USD per feature, all attempts; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.FeatureUSD })},
+		{name: "budget.session_usd", kind: kindFloat,
+			help: "USD per session; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.SessionUSD })},
+	}
+	for _, g := range GateNames {
+		keys = append(keys, &key{name: "gates." + g, kind: kindEnum, enum: gateModes,
+			help: "gate: " + gateHelp[g], access: gate(g)})
+	}
+	keys = append(keys,
+		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
+			help: "the daemon's log level", access: field(func(c *Config) *string { return &c.Log.Level })},
+		&key{name: "log.format", kind: kindEnum, enum: []string{"console", "json"},
+			help: "the daemon's log format", access: field(func(c *Config) *string { return &c.Log.Format })},
+	)
+	return keys
+}
+
+func indexRegistry(keys []*key) (byName, byEnv map[string]*key) {
+	byName = make(map[string]*key, len(keys))
+	byEnv = make(map[string]*key, len(keys))
+	for _, k := range keys {
+		byName[k.name] = k
+		byEnv[k.envName()] = k
+	}
+	return byName, byEnv
+}
+
+func sectionsOf(keys []*key) map[string]bool {
+	s := map[string]bool{}
+	for _, k := range keys {
+		for i, r := range k.name {
+			if r == '.' {
+				s[k.name[:i]] = true
+			}
+		}
+	}
+	return s
+}
+
+// envName is the key's environment variable: CTXGRAPHD_ and the key in
+// upper case with '.' and '-' as '_' (agent.timeout: CTXGRAPHD_AGENT_TIMEOUT).
+func (k *key) envName() string { return envNameOf(k.name) }
+
+func envNameOf(name string) string {
+	return envPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(name))
+}
+
+// allowed says what the key accepts, phrased to follow "want" or "must be".
+func (k *key) allowed() string {
+	switch k.kind {
+	case kindString:
+		if k.nonEmpty {
+			return k.what + ", not empty"
+		}
+		return k.what
+	case kindDuration:
+		// "with a unit" because a bare "30" is the usual mistake.
+		if k.positive {
+			return "a duration > 0 with a unit, such as 90s or 30m"
+		}
+		return "a duration >= 0 with a unit, such as 20ms or 1s"
+	case kindInt:
+		return "a whole number >= 0"
+	case kindBool:
+		return "true or false"
+	case kindFloat:
+		return "a number >= 0"
+	case kindEnum:
+		return "one of " + strings.Join(k.enum, ", ")
+	}
+	panic("config: unknown kind")
+}
+
+// errNotAllowed is parse's only error: the caller knows where the value came
+// from and says so, with k.allowed().
+var errNotAllowed = errors.New("not allowed")
+
+// parse turns raw text into the key's typed value, or errNotAllowed.
+func (k *key) parse(raw string) (any, error) {
+	switch k.kind {
+	case kindString:
+		if k.nonEmpty && strings.TrimSpace(raw) == "" {
+			return nil, errNotAllowed
+		}
+		return raw, nil
+	case kindDuration:
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 || (k.positive && d == 0) {
+			return nil, errNotAllowed
+		}
+		return d, nil
+	case kindInt:
+		// Base 10 only: "0x10" or "1_000" in a config file is more likely
+		// a mistake than a wish.
+		n, err := strconv.ParseInt(raw, 10, strconv.IntSize)
+		if err != nil || n < 0 {
+			return nil, errNotAllowed
+		}
+		return int(n), nil
+	case kindBool:
+		// Only true and false: YAML 1.1's yes/no/on/off are exactly the
+		// ambiguity a user should be told about.
+		switch strings.ToLower(raw) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, errNotAllowed
+	case kindFloat:
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, errNotAllowed
+		}
+		return f, nil
+	case kindEnum:
+		if slices.Contains(k.enum, raw) {
+			return raw, nil
+		}
+		return nil, errNotAllowed
+	}
+	panic("config: unknown kind")
+}
+
+// raw formats a typed value so that parse reads it back unchanged.
+func raw(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case time.Duration:
+		return v.String()
+	case int:
+		return strconv.Itoa(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	panic(fmt.Sprintf("config: value of type %T", v))
+}
+
+// display formats a typed value for people: like raw (durations as
+// Duration.String, "30m0s", which people and ParseDuration both read), but
+// an empty string shows as "" so that it does not look like a missing column.
+func display(v any) string {
+	if s := raw(v); s != "" {
+		return s
+	}
+	return `""`
+}
+
+// KeyInfo describes one configuration key, for docs and
+// `ctxgraphd config --keys`.
+type KeyInfo struct {
+	Name    string // dotted name, e.g. "agent.timeout"; gates are gates.<name>
+	Default string // the built-in value, as Describe prints it
+	Allowed string // what the key accepts, e.g. "a whole number >= 0"
+	Help    string // what the key does
+}
+
+// Env returns the environment variable that sets the key,
+// e.g. CTXGRAPHD_AGENT_TIMEOUT.
+func (i KeyInfo) Env() string { return envNameOf(i.Name) }
+
+// Keys lists every configuration key in the order Describe prints them.
+func Keys() []KeyInfo {
+	def := Default()
+	out := make([]KeyInfo, len(registry))
+	for i, k := range registry {
+		out[i] = KeyInfo{Name: k.name, Default: display(k.get(def)), Allowed: k.allowed(), Help: k.help}
+	}
+	return out
+}
+
+// Validate checks a Config built or changed in code (Load checks every value
+// as it applies it) against the same rules as Load, and reports every
+// problem: each names the key, the value and what is allowed.
+func (c *Config) Validate() error {
+	var errs []error
+	for _, k := range registry {
+		// Formatting then parsing applies exactly the rules a layer's
+		// text goes through.
+		s := raw(k.get(c))
+		if _, err := k.parse(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not allowed: want %s", k.name, s, k.allowed()))
+		}
+	}
+	var unknown []string
+	for g := range c.Gates {
+		if !slices.Contains(GateNames, g) {
+			unknown = append(unknown, g)
+		}
+	}
+	slices.Sort(unknown)
+	for _, g := range unknown {
+		errs = append(errs, fmt.Errorf("gates.%s: %s", g, unknownGate(g)))
+	}
+	return errors.Join(errs...)
+}
