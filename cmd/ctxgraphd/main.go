@@ -68,7 +68,9 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "ctxgraphd:", err)
+	if !errors.Is(err, errAlreadyReported) {
+		fmt.Fprintln(os.Stderr, "ctxgraphd:", err)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+)
+
+func init() { subcommands = append(subcommands, newDemoCmd) }
+
+const demoGoal = `A tiny greeting toolkit: greet people, bid them farewell, count visitors,
+and report the network status. Each piece has its own test script.
+`
+
+func newDemoCmd() *cobra.Command {
+	var dir, scenarioFile, claude string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "demo [--dir DIR] [--scenario FILE]",
+		Short: "Run the whole loop on a sample project with the real Claude Code CLI and a built-in scripted model",
+		Long: `demo creates a throwaway sample project, starts a scripted model that speaks the
+Anthropic Messages API on loopback, and runs the daemon on the project with the
+real Claude Code CLI until every feature is tested or blocked. No API key and no
+network are needed. The sample scenario has a feature that passes at once, one
+that fails its test once and is fixed on retry, and one that never passes and
+ends blocked.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc := scriptedmodel.DefaultScenario()
+			if scenarioFile != "" {
+				var err error
+				if sc, err = scriptedmodel.LoadScenario(scenarioFile); err != nil {
+					return err
+				}
+			}
+			if claude == "" {
+				p, err := exec.LookPath("claude")
+				if err != nil {
+					return fmt.Errorf("the demo runs the real Claude Code CLI, and `claude` is not on PATH: install it (make claude) or pass --claude PATH")
+				}
+				claude = p
+			}
+			if dir == "" {
+				tmp, err := os.MkdirTemp("", "ctxgraphd-demo-")
+				if err != nil {
+					return err
+				}
+				dir = tmp
+			}
+			if err := os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755); err != nil {
+				return err
+			}
+			if err := progress.WriteGoal(filepath.Join(dir, paths.ProgressDir), demoGoal); err != nil {
+				return err
+			}
+			// The demo's state lives beside its throwaway project, not in the
+			// user's state directory.
+			os.Setenv("XDG_STATE_HOME", filepath.Join(dir, ".demo-state"))
+			proj, err := paths.ForProject(dir)
+			if err != nil {
+				return err
+			}
+
+			level := "info"
+			if verbose {
+				level = "debug"
+			}
+			log, err := newLogger(config.Log{Level: level, Format: "console"}, proj)
+			if err != nil {
+				return err
+			}
+			defer log.Sync()
+			model := scriptedmodel.New(sc, log.Named("model"))
+			url, err := model.Start()
+			if err != nil {
+				return err
+			}
+			defer model.Close()
+
+			cfg := config.Default()
+			cfg.Agent.Command = claude
+			// The sample project is a sandbox made for this run: agents may
+			// run as root here (SPEC section 4), which containers need.
+			cfg.Agent.AllowRoot = true
+			env := append(os.Environ(),
+				"ANTHROPIC_BASE_URL="+url,
+				"ANTHROPIC_API_KEY=scripted-model",
+				"CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".demo-claude"),
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				"DISABLE_AUTOUPDATER=1",
+			)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "ctxgraphd demo: sample project %s\nscripted model on %s, Claude Code at %s\n\n", dir, url, claude)
+			log.Info("demo starting", zap.String("scenario", sc.Name))
+			err = runDaemon(cmd.Context(), daemonOptions{Project: proj, Config: cfg, Log: log, ExitWhenDone: true, AgentEnv: env})
+			if err != nil {
+				return err
+			}
+			l, _, err := progress.ReadFeatureList(proj.Progress())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "\nfinal feature list:")
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tTESTED\tTITLE")
+			for _, f := range l.Features {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", f.ID, f.Status, f.Tested, f.Title)
+			}
+			tw.Flush()
+			fmt.Fprintf(out, "\nthe project, its evidence and session-state.json are in %s\n", dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "where to create the sample project (default: a new temporary directory)")
+	cmd.Flags().StringVar(&scenarioFile, "scenario", "", "a scenario JSON file for the scripted model")
+	cmd.Flags().StringVar(&claude, "claude", "", "the Claude Code binary (default: claude on PATH)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every tool call")
+	return cmd
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oklog/run"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
+	"github.com/ctxgraphd/ctxgraphd/orchestrator"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd) }
+
+func newRunCmd() *cobra.Command {
+	var (
+		projectDir   string
+		exitWhenDone bool
+		sets         []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--project DIR] [--exit-when-done]",
+		Short: "Run the project's daemon in the foreground (systemd and launchd run it this way)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			proj, err := findProject(projectDir)
+			if err != nil {
+				return err
+			}
+			flags, err := parseSets(sets)
+			if err != nil {
+				return withExitCode(exitUsage, err)
+			}
+			cfg, _, err := config.Load(config.Sources{ProjectDir: proj.Dir, Flags: flags})
+			if err != nil {
+				return fmt.Errorf("invalid configuration, not starting:\n%w", err)
+			}
+			log, err := newLogger(cfg.Log, proj)
+			if err != nil {
+				return err
+			}
+			defer log.Sync()
+			err = runDaemon(cmd.Context(), daemonOptions{Project: proj, Config: cfg, Log: log, ExitWhenDone: exitWhenDone})
+			if errors.Is(err, orchestrator.ErrSessionStopped) {
+				return withExitCode(exitFailure, err)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&projectDir, "project", "", "project directory (default: the project around the current directory)")
+	cmd.Flags().BoolVar(&exitWhenDone, "exit-when-done", false, "exit 0 once every feature is tested or blocked (exit 1 if the session stops)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a configuration key, e.g. --set agent.timeout=10m (repeatable)")
+	return cmd
+}
+
+// daemonOptions are what runDaemon needs; demo builds them too.
+type daemonOptions struct {
+	Project      paths.Project
+	Config       *config.Config
+	Log          *zap.Logger
+	ExitWhenDone bool
+	// AgentEnv is the environment of the agents; nil means the daemon's.
+	AgentEnv []string
+}
+
+// runDaemon runs one project's daemon until a signal, ctx, or (with
+// ExitWhenDone) the end of the work. The actors: the orchestrator's loop,
+// the control server, the signal handler; when one ends, all end.
+func runDaemon(ctx context.Context, o daemonOptions) error {
+	cfg, log := o.Config, o.Log
+	env := o.AgentEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	if err := agents.CheckRoot(cfg.Agent.AllowRoot, env); err != nil {
+		return err
+	}
+	st, err := store.Open(o.Project.StateDir, time.Second)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := store.WritePID(o.Project.StateDir); err != nil {
+		return err
+	}
+	ln, err := control.Listen(o.Project.Socket)
+	if err != nil {
+		return err
+	}
+	runner := agents.NewRunner(agents.Options{
+		Command: cfg.Agent.Command, Model: cfg.Agent.Model, Timeout: cfg.Agent.Timeout, IdleTimeout: cfg.Agent.IdleTimeout,
+		MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Budget.RunUSD, AllowRoot: cfg.Agent.AllowRoot,
+		SocketPath: o.Project.Socket, BaseEnv: env,
+	}, log.Named("agents"))
+	exe, err := os.Executable()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+	}
+	orch, err := orchestrator.New(orchestrator.Options{
+		Project: o.Project, Config: cfg, Store: st, Runner: runner, Log: log.Named("orchestrator"), ExitWhenDone: o.ExitWhenDone,
+		Settings: guard.HookSettings(exe),
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := control.NewServer(orch, log.Named("control"))
+
+	var g run.Group
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	g.Add(func() error { return orch.Run(loopCtx) }, func(error) { stopLoop() })
+	g.Add(func() error { return srv.Serve(ln) }, func(error) {
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutCtx)
+	})
+	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+
+	log.Info("daemon started", zap.String("dir", o.Project.Dir), zap.String("socket", o.Project.Socket), zap.String("state", st.Path()), zap.Int("pid", os.Getpid()))
+	sdnotify.Ready()
+	err = g.Run()
+	sdnotify.Stopping()
+	var sig run.SignalError
+	if errors.As(err, &sig) {
+		log.Info("daemon stopped by signal", zap.String("signal", sig.Signal.String()))
+		return nil
+	}
+	if err == nil {
+		log.Info("daemon stopped")
+	}
+	return err
+}
+
+func findProject(dir string) (paths.Project, error) {
+	if dir != "" {
+		p, err := paths.ForProject(dir)
+		if err != nil {
+			return p, err
+		}
+		if _, err := os.Stat(p.Progress()); err != nil {
+			return p, fmt.Errorf("%s is not a ctxgraphd project (no .claude/progress); run `ctxgraphd init` there first", p.Dir)
+		}
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return paths.Project{}, err
+	}
+	return paths.FindProject(wd)
+}
+
+// parseSets turns repeated --set key=value into config flags.
+func parseSets(sets []string) (map[string]string, error) {
+	flags := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want key=value, e.g. --set agent.timeout=10m", s)
+		}
+		flags[k] = v
+	}
+	return flags, nil
+}
+
+// newLogger builds the daemon's logger: to stderr (the journal, launchd's
+// log file), with the project on every line.
+func newLogger(c config.Log, proj paths.Project) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level %q: %w", c.Level, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.Sampling = nil
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	if c.Format != "json" {
+		zc.Encoding = "console"
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+	}
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	l, err := zc.Build(zap.WithCaller(false))
+	if err != nil {
+		return nil, err
+	}
+	return l.With(zap.String("project", proj.ID)), nil
+}

@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// binary is the ctxgraphd built once for the whole test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ctxgraphd-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ctxgraphd")
+	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/ctxgraphd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ctxgraphd:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// project is a sample project with its own scripted model, state directory
+// and Claude Code configuration.
+type project struct {
+	t     *testing.T
+	dir   string
+	env   []string
+	model *scriptedmodel.Server
+	paths paths.Project
+}
+
+func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
+	t.Helper()
+	claude := claudetest.Binary(t)
+	model := scriptedmodel.New(sc, nil)
+	url, err := model.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+
+	dir := t.TempDir()
+	runtime, err := os.MkdirTemp("", "cgrt") // short: socket paths have a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	state := t.TempDir()
+	env := append(claudetest.Env(t, url),
+		"PATH="+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"XDG_STATE_HOME="+state,
+		"XDG_RUNTIME_DIR="+runtime,
+		"XDG_CONFIG_HOME="+t.TempDir(),
+		"CTXGRAPHD_LIMITS_DEBOUNCE=10ms",
+	)
+	p := &project{t: t, dir: dir, env: env, model: model}
+	p.mustRun("init", "--project", dir, "--goal", "the "+sc.Name+" scenario")
+	// Resolve the project's paths the way the binary does, under the same
+	// environment.
+	for _, kv := range []string{"XDG_STATE_HOME=" + state, "XDG_RUNTIME_DIR=" + runtime} {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	if p.paths, err = paths.ForProject(dir); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ctxgraphd runs the binary to its end.
+func (p *project) ctxgraphd(args ...string) (stdout, stderr string, code int) {
+	p.t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatalf("ctxgraphd %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func (p *project) mustRun(args ...string) string {
+	p.t.Helper()
+	out, errOut, code := p.ctxgraphd(args...)
+	if code != 0 {
+		p.t.Fatalf("ctxgraphd %v exited %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+	}
+	return out
+}
+
+// runToEnd runs the daemon with --exit-when-done and returns its log.
+func (p *project) runToEnd(extra ...string) string {
+	p.t.Helper()
+	out, errOut, code := p.ctxgraphd(append([]string{"run", "--exit-when-done"}, extra...)...)
+	if code != 0 {
+		p.t.Fatalf("daemon exited %d\nstdout:\n%s\nlog:\n%s", code, out, errOut)
+	}
+	return errOut
+}
+
+// start starts the daemon in the background; the caller waits or kills it.
+func (p *project) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	p.t.Helper()
+	cmd := exec.Command(binary, append([]string{"run"}, extra...)...)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &log
+}
+
+func (p *project) featureList() *progress.List {
+	p.t.Helper()
+	l, _, err := progress.ReadFeatureList(p.paths.Progress())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return l
+}
+
+// states is "F-001=tested F-002=blocked …", the comparable outcome of a run.
+func states(l *progress.List) string {
+	var parts []string
+	for _, f := range l.Features {
+		s := string(f.Status)
+		if f.Tested {
+			s = "tested"
+		}
+		parts = append(parts, f.ID+"="+s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// runs reads the runs from the state of record; the daemon must be down.
+func (p *project) runs() []store.Run {
+	p.t.Helper()
+	st, err := store.Open(p.paths.StateDir, time.Second)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return runs
+}
+
+func (p *project) transitions() []store.Transition {
+	p.t.Helper()
+	st, err := store.Open(p.paths.StateDir, time.Second)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer st.Close()
+	ts, err := st.Transitions()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return ts
+}
+
+// status asks the daemon for ctl status --json; ok is false when none runs.
+func (p *project) status() (map[string]any, bool) {
+	p.t.Helper()
+	out, errOut, code := p.ctxgraphd("ctl", "status", "--json")
+	if code == 3 {
+		return nil, false
+	}
+	if code != 0 {
+		p.t.Fatalf("ctl status exited %d: %s", code, errOut)
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		p.t.Fatalf("ctl status --json: %v\n%s", err, out)
+	}
+	return st, true
+}
+
+// waitFor polls cond until it holds or the deadline passes. It waits for a
+// condition of the system, never for an amount of time.
+func (p *project) waitFor(what string, deadline time.Duration, cond func() bool) {
+	p.t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			p.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// codingRuns lists the coding runs of a feature that ended by themselves.
+func codingRuns(runs []store.Run, feature string) []store.Run {
+	var out []store.Run
+	for _, r := range runs {
+		if r.Role == "coding-agent" && r.Feature == feature && r.Outcome != "interrupted" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+)
+
+func scenario(name string, features ...scriptedmodel.FeatureScript) scriptedmodel.Scenario {
+	return scriptedmodel.Scenario{Name: name, Features: features}
+}
+
+func feature(id string, b scriptedmodel.Behavior, deps ...string) scriptedmodel.FeatureScript {
+	return scriptedmodel.FeatureScript{ID: id, Title: "feature " + id, Behavior: b, DependsOn: deps}
+}
+
+func TestHappyPathTestsEveryFeature(t *testing.T) {
+	p := newProject(t, scenario("happy",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.Pass),
+	))
+	p.runToEnd()
+
+	l := p.featureList()
+	if got, want := states(l), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	for _, f := range l.Features {
+		if len(f.Evidence) == 0 {
+			t.Errorf("%s is tested without evidence", f.ID)
+		}
+		for _, e := range f.Evidence {
+			if _, err := os.Stat(filepath.Join(p.dir, e)); err != nil {
+				t.Errorf("%s evidence %s: %v", f.ID, e, err)
+			}
+		}
+	}
+	runs := p.runs()
+	var roles []string
+	for _, r := range runs {
+		roles = append(roles, r.Role+":"+r.Feature)
+		if r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s) outcome %q: %s", r.ID, r.Role, r.Feature, r.Outcome, r.Summary)
+		}
+		if r.SessionID == "" || r.EndedAt.IsZero() || r.NumTurns == 0 {
+			t.Errorf("run %s is missing its record: %+v", r.ID, r)
+		}
+	}
+	if got, want := strings.Join(roles, " "), "initializer-agent: coding-agent:F-001 tester-agent:F-001 coding-agent:F-002 tester-agent:F-002"; got != want {
+		t.Fatalf("runs\n got  %s\n want %s", got, want)
+	}
+	mirror, err := os.ReadFile(p.paths.Progress("session-state.json"))
+	if err != nil || !strings.Contains(string(mirror), `"state": "done"`) {
+		t.Fatalf("session-state.json does not mirror done: %v\n%s", err, mirror)
+	}
+	if _, ok := p.status(); ok {
+		t.Fatal("ctl status found a daemon after --exit-when-done")
+	}
+}
+
+func TestFailedTestIsRetriedOnTheResumedSession(t *testing.T) {
+	p := newProject(t, scenario("retry", feature("F-001", scriptedmodel.FailOnce)))
+	p.runToEnd()
+
+	if got := states(p.featureList()); got != "F-001=tested" {
+		t.Fatalf("final states %q", got)
+	}
+	coding := codingRuns(p.runs(), "F-001")
+	if len(coding) != 2 {
+		t.Fatalf("%d coding runs, want 2 (one failed attempt, one retry)", len(coding))
+	}
+	if coding[0].Attempt != 1 || coding[1].Attempt != 2 {
+		t.Fatalf("attempts %d, %d", coding[0].Attempt, coding[1].Attempt)
+	}
+	if !coding[1].Resume || coding[1].SessionID != coding[0].SessionID {
+		t.Fatalf("the retry did not resume the coding session: %+v", coding[1])
+	}
+}
+
+func TestFeatureThatNeverPassesEndsBlocked(t *testing.T) {
+	p := newProject(t, scenario("blocked",
+		feature("F-001", scriptedmodel.NeverPass),
+		feature("F-002", scriptedmodel.Pass),
+	))
+	p.runToEnd()
+
+	if got, want := states(p.featureList()), "F-001=blocked F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	if n := len(codingRuns(p.runs(), "F-001")); n != 3 {
+		t.Fatalf("F-001 had %d coding runs; max_retries 2 means 3 attempts", n)
+	}
+}
+
+func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
+	p := newProject(t, scenario("stop",
+		feature("F-001", scriptedmodel.NeverPass),
+		feature("F-002", scriptedmodel.NeverPass),
+		feature("F-003", scriptedmodel.Pass),
+	))
+	_, log, code := p.ctxgraphd("run", "--exit-when-done", "--set", "limits.max_blocked=2", "--set", "limits.max_retries=0")
+	if code != 1 || !strings.Contains(log, "2 features were blocked") {
+		t.Fatalf("exit %d, want 1 with the reason; log:\n%s", code, log)
+	}
+	if got, want := states(p.featureList()), "F-001=blocked F-002=blocked F-003=pending"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+}
+
+func TestDependenciesAreImplementedFirst(t *testing.T) {
+	p := newProject(t, scenario("deps",
+		feature("F-001", scriptedmodel.Pass, "F-003"),
+		feature("F-002", scriptedmodel.Pass, "F-001"),
+		feature("F-003", scriptedmodel.Pass),
+	))
+	p.runToEnd()
+
+	var order []string
+	for _, r := range p.runs() {
+		if r.Role == "coding-agent" {
+			order = append(order, r.Feature)
+		}
+	}
+	if got := strings.Join(order, " "); got != "F-003 F-001 F-002" {
+		t.Fatalf("coding order %q, want dependencies first: F-003 F-001 F-002", got)
+	}
+	if got := states(p.featureList()); got != "F-001=tested F-002=tested F-003=tested" {
+		t.Fatalf("final states %q", got)
+	}
+}
+
+// TestKill9ThenRestartFinishesLikeAnUninterruptedRun kills the daemon while
+// an agent runs, checks nothing of the run survives it, restarts, and
+// compares the outcome with what an uninterrupted run gives.
+func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
+	sc := scenario("kill9",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.FailOnce),
+		feature("F-003", scriptedmodel.NeverPass),
+	)
+	const want = "F-001=tested F-002=tested F-003=blocked"
+
+	for _, target := range []string{"coding-agent", "tester-agent"} {
+		t.Run("during "+target, func(t *testing.T) {
+			p := newProject(t, sc)
+			daemon, log := p.start()
+			var agentPID int
+			p.waitFor("a "+target+" run on F-002", 2*time.Minute, func() bool {
+				st, ok := p.status()
+				if !ok {
+					return false
+				}
+				cur, _ := st["current"].(map[string]any)
+				if cur == nil || cur["role"] != target || cur["feature"] != "F-002" {
+					return false
+				}
+				pid, _ := cur["pid"].(float64)
+				agentPID = int(pid)
+				return agentPID > 0
+			})
+			daemon.Process.Signal(syscall.SIGKILL)
+			daemon.Wait()
+			p.waitFor("the orphaned agent to die with the daemon", 30*time.Second, func() bool { return !alive(agentPID) })
+
+			p.runToEnd()
+			if got := states(p.featureList()); got != want {
+				t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+			}
+			// Nothing done twice: one finished run per role, feature and attempt.
+			seen := map[string]string{}
+			for _, r := range p.runs() {
+				if r.Outcome == "interrupted" || r.Role == "initializer-agent" {
+					continue
+				}
+				key := r.Role + " " + r.Feature + " attempt " + string(rune('0'+r.Attempt))
+				if prev, dup := seen[key]; dup {
+					t.Fatalf("%s ran twice to its end (%s and %s)", key, prev, r.ID)
+				}
+				seen[key] = r.ID
+			}
+			if n := len(codingRuns(p.runs(), "F-003")); n != 3 {
+				t.Fatalf("F-003 had %d finished coding runs, want 3: the counters were not kept", n)
+			}
+			ts := p.transitions()
+			for i := 1; i < len(ts); i++ {
+				if ts[i].Seq != ts[i-1].Seq+1 {
+					t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
+				}
+				if ts[i].From != ts[i-1].To {
+					t.Fatalf("transition %d starts from %s, but %d ended in %s", ts[i].Seq, ts[i].From, ts[i-1].Seq, ts[i-1].To)
+				}
+			}
+		})
+	}
+}
+
+func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
+	p := newProject(t, scenario("malformed", feature("F-001", scriptedmodel.Pass)))
+	// A person's half-written list: the daemon must neither crash nor let
+	// an initializer overwrite it.
+	broken := "{\n  \"version\": 1,\n  \"features\": [\n    {\"id\": \"F-001\", \"title\": \"Greeting\", \"test\": \"sh tests/F-001.sh\"\n"
+	listPath := p.paths.Progress("feature-list.json")
+	if err := os.WriteFile(listPath, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	daemon, log := p.start()
+	var msg string
+	p.waitFor("the problem to be reported", time.Minute, func() bool {
+		st, ok := p.status()
+		if !ok {
+			return false
+		}
+		msg, _ = st["message"].(string)
+		return strings.Contains(msg, "feature-list.json")
+	})
+	if !strings.Contains(msg, "incomplete") && !strings.Contains(msg, "half") {
+		t.Errorf("the message does not say what is wrong: %q", msg)
+	}
+	if data, _ := os.ReadFile(listPath); string(data) != broken {
+		t.Fatalf("the person's file was changed:\n%s", data)
+	}
+	if st, _ := p.status(); st["state"] != "idle" {
+		t.Fatalf("state %v, want idle while the list is broken", st["state"])
+	}
+
+	// Fixed: the daemon takes it and works through it. The test script is
+	// the person's too.
+	os.MkdirAll(filepath.Join(p.dir, "tests"), 0o755)
+	os.WriteFile(filepath.Join(p.dir, "tests", "F-001.sh"), []byte("#!/bin/sh\ngrep -qx 'F-001 works' src/F-001.txt\n"), 0o755)
+	fixed := broken + "    , \"status\": \"pending\", \"tested\": false, \"scope\": [\"src/F-001.txt\"]}\n  ]\n}\n"
+	if err := os.WriteFile(listPath, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("F-001 to be tested", 2*time.Minute, func() bool {
+		st, ok := p.status()
+		if !ok {
+			return false
+		}
+		f, _ := st["features"].(map[string]any)
+		return f["tested"] == float64(1)
+	})
+	// Garbage now: reported, last good state kept.
+	if err := os.WriteFile(listPath, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("the garbage to be reported", time.Minute, func() bool {
+		st, _ := p.status()
+		m, _ := st["message"].(string)
+		return strings.Contains(m, "invalid JSON")
+	})
+	st, _ := p.status()
+	if f, _ := st["features"].(map[string]any); f["tested"] != float64(1) || f["total"] != float64(1) {
+		t.Fatalf("the last good state was lost: %v", st)
+	}
+	daemon.Process.Signal(syscall.SIGTERM)
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("daemon did not stop cleanly on SIGTERM: %v\n%s", err, log)
+	}
+}
+
+func TestSecondDaemonForTheSameProjectIsRefused(t *testing.T) {
+	p := newProject(t, scenario("twice", feature("F-001", scriptedmodel.Pass)))
+	p.start()
+	p.waitFor("the first daemon", time.Minute, func() bool { _, ok := p.status(); return ok })
+	_, log, code := p.ctxgraphd("run")
+	if code == 0 || !strings.Contains(log, "already") && !strings.Contains(log, "one daemon") {
+		t.Fatalf("second daemon: exit %d\n%s", code, log)
+	}
+}

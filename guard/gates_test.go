@@ -1,0 +1,286 @@
+package guard
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// fixture loads a payload captured from the real CLI and points it at a
+// tool call of the test's choosing.
+func fixture(t *testing.T, name, tool string, input any) *Payload {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if tool != "" {
+		raw["tool_name"] = tool
+		raw["tool_input"] = input
+	}
+	data, _ = json.Marshal(raw)
+	event := map[string]string{"PreToolUse.json": "pre-tool-use", "Stop.json": "stop", "Stop-active.json": "stop",
+		"PostToolUse.json": "post-tool-use", "PostToolUseFailure.json": "post-tool-use-failure", "SessionStart.json": "session-start"}[name]
+	p, err := ParsePayload(event, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const listJSON = `{"version": 1, "features": [
+ {"id": "F-001", "title": "Greeting", "scope": ["src/greet/**", "src/F-001.txt"], "test": "sh tests/F-001.sh", "status": "in_progress", "tested": false},
+ {"id": "F-002", "title": "Farewell", "test": "sh tests/F-002.sh", "status": "pending", "tested": false}
+]}`
+
+type env struct {
+	dir   string
+	list  *progress.List
+	state State
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".claude", "progress"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "progress", "feature-list.json"), []byte(listJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := progress.Parse([]byte(listJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "build.log")
+	os.WriteFile(big, []byte(strings.Repeat("a log line of moderate length\n", 100000)), 0o644)
+	return &env{dir: dir, list: l, state: State{ProjectDir: dir, List: l, Protected: []string{"/var/lib/ctxgraphd-state"}}}
+}
+
+// withTested returns the feature list with F-001 changed by fn.
+func (e *env) edited(fn func(f *progress.Feature)) string {
+	l := e.list.Clone()
+	fn(l.Feature("F-001"))
+	return string(l.Marshal())
+}
+
+func (e *env) p(rel string) string { return filepath.Join(e.dir, rel) }
+
+func TestPreToolUseGates(t *testing.T) {
+	e := newEnv(t)
+	listPath := e.p(".claude/progress/feature-list.json")
+	passing := []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 0, IsTest: true}}
+	failing := []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
+	testedWithEvidence := e.edited(func(f *progress.Feature) {
+		f.Tested, f.Status, f.Evidence = true, progress.Completed, []string{".claude/progress/evidence/F-001/a.log"}
+	})
+	testedNoEvidence := e.edited(func(f *progress.Feature) { f.Tested = true })
+
+	tests := []struct {
+		name     string
+		actor    Actor
+		tool     string
+		input    map[string]any
+		commands []TestRecord
+		offline  bool
+		modes    Modes
+		gate     string // "" = allowed
+		code     string
+		mode     Mode
+	}{
+		{name: "tester sets tested after a passing test with evidence", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence}, commands: passing},
+		{name: "tester sets tested before running the test", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence},
+			gate: TestedNeedsEvidence, code: "no_test_run"},
+		{name: "tester sets tested after the test failed", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence}, commands: failing,
+			gate: TestedNeedsEvidence, code: "test_failed"},
+		{name: "another command passing is not the feature's test", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence},
+			commands: []TestRecord{{Command: "go test ./...", IsTest: true}}, gate: TestedNeedsEvidence, code: "no_test_run"},
+		{name: "tester sets tested without evidence", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedNoEvidence}, commands: passing,
+			gate: TestedNeedsEvidence, code: "no_evidence"},
+		{name: "daemon down: tested fails closed", actor: Actor{Role: Tester, Feature: "F-001"}, offline: true,
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence}, commands: passing,
+			gate: TestedNeedsEvidence, code: "daemon_unreachable"},
+		{name: "tester of F-002 marks F-001", actor: Actor{Role: Tester, Feature: "F-002"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence}, commands: passing,
+			gate: RoleWritePolicy, code: "not_your_feature"},
+		{name: "coder marks its own feature tested (Edit)", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"status": "in_progress", "tested": false`, "new_string": `"status": "completed", "tested": true`},
+			gate: RoleWritePolicy, code: "coder_sets_tested"},
+		{name: "coder completes its feature (Edit)", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"status": "in_progress"`, "new_string": `"status": "completed"`}},
+		{name: "coder blocks its own feature", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"status": "in_progress"`, "new_string": `"status": "blocked"`},
+			gate: RoleWritePolicy, code: "status_not_allowed"},
+		{name: "coder rewrites a test command", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"sh tests/F-001.sh"`, "new_string": `"true"`},
+			gate: RoleWritePolicy, code: "feature_rewrite"},
+		{name: "coder deletes a feature", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": `{"version":1,"features":[{"id":"F-001","title":"Greeting","scope":["src/greet/**","src/F-001.txt"],"test":"sh tests/F-001.sh","status":"completed"}]}`},
+			gate: RoleWritePolicy, code: "feature_rewrite"},
+		{name: "agent writes broken JSON", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": listPath, "content": `{"version": 1, "features": [`},
+			gate: RoleWritePolicy, code: "invalid_feature_list"},
+		{name: "any agent writes session-state.json", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": e.p(".claude/progress/session-state.json"), "content": "{}"},
+			gate: RoleWritePolicy, code: "session_state"},
+		{name: "bash flips tested with sed", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Bash", input: map[string]any{"command": `sed -i 's/"tested": false/"tested": true/' .claude/progress/feature-list.json`},
+			gate: RoleWritePolicy, code: "bash_writes_feature_list"},
+		{name: "bash python rewrite of the list", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Bash", input: map[string]any{"command": `python3 -c "import json; d=json.load(open('.claude/progress/feature-list.json'))"`},
+			gate: RoleWritePolicy, code: "bash_writes_feature_list"},
+		{name: "bash reads the list", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Bash", input: map[string]any{"command": `cat .claude/progress/feature-list.json`}},
+		{name: "bash writes the session state", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Bash", input: map[string]any{"command": `echo '{}' > .claude/progress/session-state.json`},
+			gate: RoleWritePolicy, code: "session_state"},
+		{name: "bash touches the daemon's state", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Bash", input: map[string]any{"command": `rm -rf /var/lib/ctxgraphd-state/state.db`},
+			gate: RoleWritePolicy, code: "daemon_files"},
+		{name: "tester edits source", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/F-001.txt"), "content": "F-001 works\n"},
+			gate: RoleWritePolicy, code: "tester_edits_source"},
+		{name: "tester writes evidence", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": e.p(".claude/progress/evidence/F-001/a.log"), "content": "ok"}},
+		{name: "coder writes inside its scope (glob)", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/greet/deep/hello.go"), "content": "package greet"}},
+		{name: "coder writes outside its scope", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/other/x.go"), "content": "package other"},
+			gate: Scope, code: "out_of_scope"},
+		{name: "coder of a feature without scope writes anywhere", actor: Actor{Role: Coder, Feature: "F-002"},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/other/x.go"), "content": "package other"}},
+		{name: "scope in warn mode lets it through, marked", actor: Actor{Role: Coder, Feature: "F-001"}, modes: Modes{Scope: Warn},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/other/x.go"), "content": "x"}, gate: Scope, code: "out_of_scope", mode: Warn},
+		{name: "scope off", actor: Actor{Role: Coder, Feature: "F-001"}, modes: Modes{Scope: Off},
+			tool: "Write", input: map[string]any{"file_path": e.p("src/other/x.go"), "content": "x"}},
+		{name: "agent edits the daemon's configuration", actor: Actor{Role: Coder, Feature: "F-002"},
+			tool: "Write", input: map[string]any{"file_path": e.p(".claude/ctxgraphd.yaml"), "content": "gates: {}"},
+			gate: RoleWritePolicy, code: "daemon_files"},
+		{name: "reading a huge log whole", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Read", input: map[string]any{"file_path": e.p("build.log")}, gate: LogReadLimit, code: "file_too_large"},
+		{name: "reading a huge log by range", actor: Actor{Role: Tester, Feature: "F-001"},
+			tool: "Read", input: map[string]any{"file_path": e.p("build.log"), "offset": 99000, "limit": 200}},
+		{name: "cat of a huge log", actor: Actor{Role: Coder, Feature: "F-002"},
+			tool: "Bash", input: map[string]any{"command": "cat build.log"}, gate: LogReadLimit, code: "file_too_large"},
+		{name: "reading a small file", actor: Actor{Role: Coder, Feature: "F-002"},
+			tool: "Read", input: map[string]any{"file_path": listPath}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := e.state
+			s.Commands, s.Offline = tt.commands, tt.offline
+			d := PreToolUse(tt.modes, tt.actor, s, fixture(t, "PreToolUse.json", tt.tool, tt.input))
+			if tt.gate == "" {
+				if d != nil {
+					t.Fatalf("an honest action was stopped: %+v", d)
+				}
+				return
+			}
+			if d == nil {
+				t.Fatalf("allowed; want %s/%s", tt.gate, tt.code)
+			}
+			want := tt.mode
+			if want == "" {
+				want = Enforce
+			}
+			if d.Gate != tt.gate || d.Code != tt.code || d.Mode != want {
+				t.Fatalf("got %s/%s (%s), want %s/%s (%s): %s", d.Gate, d.Code, d.Mode, tt.gate, tt.code, want, d.Message)
+			}
+			if d.Message == "" || d.Suggestion == "" {
+				t.Fatalf("a denial must say what and what to do: %+v", d)
+			}
+		})
+	}
+}
+
+func TestTesterMustTestBeforeStopping(t *testing.T) {
+	e := newEnv(t)
+	tester := Actor{Role: Tester, Feature: "F-001"}
+	stop := fixture(t, "Stop.json", "", nil)
+	if d := Stop(nil, tester, e.state, stop); d == nil || d.Code != "no_test_run" || !strings.Contains(d.Suggestion, "sh tests/F-001.sh") {
+		t.Fatalf("tester stopping without a test: %+v", d)
+	}
+	s := e.state
+	s.Commands = []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
+	if d := Stop(nil, tester, s, stop); d != nil {
+		t.Fatalf("a tester that ran a (failing) test must be able to stop and report: %+v", d)
+	}
+	s = e.state
+	s.StopBlocks = MaxStopBlocks
+	if d := Stop(nil, tester, s, fixture(t, "Stop-active.json", "", nil)); d != nil {
+		t.Fatalf("the gate must give up under Claude Code's cap of 8: %+v", d)
+	}
+	if d := Stop(nil, Actor{Role: Coder, Feature: "F-001"}, e.state, stop); d != nil {
+		t.Fatalf("a coder may stop: %+v", d)
+	}
+}
+
+func TestIsTestCommand(t *testing.T) {
+	tests := []struct {
+		cmd, featureTest string
+		want             bool
+	}{
+		{"sh tests/F-001.sh", "sh tests/F-001.sh", true},
+		{"cd sub &&  sh tests/F-001.sh", "sh tests/F-001.sh", true},
+		{"go test ./...", "", true},
+		{"python -m pytest -q", "", true},
+		{"npm test", "", true},
+		{"cargo test --all", "", true},
+		{"ls -la", "", false},
+		{"echo tested", "", false},
+		{"cat tests.txt", "", false},
+	}
+	for _, tt := range tests {
+		if got := IsTestCommand(tt.cmd, tt.featureTest); got != tt.want {
+			t.Errorf("IsTestCommand(%q, %q) = %v", tt.cmd, tt.featureTest, got)
+		}
+	}
+}
+
+func TestParsePayloadErrorsNameTheProblem(t *testing.T) {
+	tests := []struct{ event, data, want string }{
+		{"pre-tool-use", "", "stdin is empty"},
+		{"pre-tool-use", "not json", "not a JSON object"},
+		{"pre-tool-use", `{"hook_event_name":"PreToolUse"}`, "no tool_name"},
+		{"pre-tool-use", `{"hook_event_name":"Stop"}`, "installed for PreToolUse"},
+		{"frobnicate", `{}`, "unknown event"},
+		{"pre-tool-use", `{"tool_name":"Bash","tool_input":"rm -rf /"}`, "not an object"},
+	}
+	for _, tt := range tests {
+		_, err := ParsePayload(tt.event, []byte(tt.data))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParsePayload(%q, %q) = %v; want %q", tt.event, tt.data, err, tt.want)
+		}
+	}
+}
+
+func FuzzParsePayload(f *testing.F) {
+	for _, name := range []string{"PreToolUse.json", "PostToolUse.json", "PostToolUseFailure.json", "Stop.json", "SessionStart.json"} {
+		data, _ := os.ReadFile(filepath.Join("testdata", name))
+		f.Add("pre-tool-use", data)
+		f.Add("stop", data)
+	}
+	f.Add("post-tool-use", []byte(`{"tool_name":"Bash","tool_input":{"command":1}}`))
+	f.Fuzz(func(t *testing.T, event string, data []byte) {
+		p, err := ParsePayload(event, data)
+		if err != nil {
+			return
+		}
+		// Whatever parsed must be judgeable without a panic.
+		s := State{ProjectDir: t.TempDir()}
+		PreToolUse(nil, Actor{Role: Tester, Feature: "F-1"}, s, p)
+		Stop(nil, Actor{Role: Tester}, s, p)
+		RecordCommand(Actor{Role: Tester, Run: "r"}, "", p)
+	})
+}

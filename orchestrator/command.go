@@ -1,0 +1,91 @@
+package orchestrator
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+)
+
+// command builds the explicit handoff of a run (SPEC section 4).
+func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev statemachine.State) agents.Command {
+	cmd := agents.Command{
+		Agent:     role,
+		Context:   agents.CommandContext{FeatureID: a.Feature, Attempt: a.Attempt, PreviousState: string(prev)},
+		Precedent: o.precedent(a.Feature),
+		NextAgent: "main",
+	}
+	if cmd.Precedent == nil {
+		cmd.Precedent = []string{}
+	}
+	var f *progress.Feature
+	if o.canonical != nil {
+		f = o.canonical.Feature(a.Feature)
+	}
+	switch role {
+	case agents.Initializer:
+		cmd.Task = "initialize_project"
+		goal, _ := progress.ReadGoal(o.opts.Project.Progress())
+		cmd.Context.Goal = strings.TrimSpace(goal)
+		cmd.Context.FeatureList = filepath.Join(".claude", "progress", progress.FeatureListFile)
+		cmd.SuccessCriteria = agents.SuccessCriteria{FeatureListWritten: true}
+	case agents.Coder:
+		cmd.Task = "implement_feature"
+		if a.Attempt > 1 {
+			cmd.Task = "fix_feature"
+			cmd.Context.TesterReport = o.counters[a.Feature].LastFailure
+		}
+		cmd.Context.Feature = brief(f)
+		cmd.SuccessCriteria = agents.SuccessCriteria{Test: testOf(f), FeatureStatus: string(progress.Completed)}
+		cmd.NextAgent = string(agents.Tester)
+	case agents.Tester:
+		cmd.Task = "validate_feature"
+		cmd.Context.Feature = brief(f)
+		cmd.SuccessCriteria = agents.SuccessCriteria{Test: testOf(f), TestsPass: true, Tested: true}
+	}
+	return cmd
+}
+
+// precedent summarises what happened to the feature before, so that a retry
+// does not repeat the last attempt's mistake.
+func (o *Orchestrator) precedent(feature string) []string {
+	if feature == "" {
+		return nil
+	}
+	c := o.counters[feature]
+	var out []string
+	if c.LastFailure != "" {
+		out = append(out, fmt.Sprintf("%s: attempt %d failed: %s", feature, c.Failures, c.LastFailure))
+	}
+	if c.Note != "" {
+		out = append(out, fmt.Sprintf("%s: a person noted: %s", feature, c.Note))
+	}
+	return out
+}
+
+func brief(f *progress.Feature) *agents.FeatureBrief {
+	if f == nil {
+		return nil
+	}
+	return &agents.FeatureBrief{ID: f.ID, Title: f.Title, Description: f.Description, Steps: f.Steps, Scope: f.Scope, Test: f.Test}
+}
+
+func testOf(f *progress.Feature) string {
+	if f == nil {
+		return ""
+	}
+	return f.Test
+}
+
+// prompts renders the run's prompt (with the command object) and its role
+// prompt, which a project may override.
+func (o *Orchestrator) prompts(role agents.Role, cmd agents.Command) (prompt, system string, err error) {
+	system, _, err = agents.RolePrompt(o.opts.Project.Dir, role)
+	if err != nil {
+		return "", "", fmt.Errorf("role prompt for %s: %w", role, err)
+	}
+	return cmd.Prompt(), system, nil
+}

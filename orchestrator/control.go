@@ -1,0 +1,252 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+var _ control.Backend = (*Orchestrator)(nil)
+
+// publish refreshes the snapshot that control reads, so that ctl answers at
+// once even while the loop is busy (verifying a test, for instance).
+func (o *Orchestrator) publish() {
+	st := control.Status{
+		State:            o.session.State,
+		Project:          o.opts.Project.Dir,
+		ProjectID:        o.opts.Project.ID,
+		PID:              os.Getpid(),
+		StartedAt:        o.startedAt,
+		BlockedInSession: o.session.BlockedInSession,
+		Message:          o.session.Message,
+		CostUSD:          o.totalCost,
+		Runs:             o.runCount,
+	}
+	if o.problem != "" {
+		st.Message = "feature-list.json: " + o.problem
+	}
+	if !o.session.WaitingUntil.IsZero() {
+		t := o.session.WaitingUntil
+		st.WaitingUntil = &t
+	}
+	if r := o.session.Run; r != nil {
+		st.Current = &control.RunInfo{ID: r.ID, Role: r.Role, Feature: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, PID: r.PID, StartedAt: r.StartedAt}
+	}
+	var feats []control.Feature
+	if o.canonical != nil {
+		c := o.canonical.Counts()
+		st.Features = control.FeatureCounts{Total: c.Total, Pending: c.Pending, InProgress: c.InProgress, Completed: c.Completed, Tested: c.Tested, Blocked: c.Blocked}
+		for _, f := range o.canonical.Features {
+			ctr := o.counters[f.ID]
+			attempts := ctr.Failures
+			if f.Tested || f.Status == progress.InProgress || f.Status == progress.Completed {
+				attempts++
+			}
+			feats = append(feats, control.Feature{
+				ID: f.ID, Title: f.Title, Status: string(f.Status), Tested: f.Tested, DependsOn: f.DependsOn,
+				Attempts: attempts, Retries: ctr.Failures, CostUSD: ctr.CostUSD, LastFailure: ctr.LastFailure, Note: ctr.Note,
+			})
+		}
+	}
+	if feats == nil {
+		feats = []control.Feature{}
+	}
+	o.gates.setList(o.canonical)
+	o.snap.Store(&st)
+	o.features.Store(&feats)
+}
+
+// writeMirror writes session-state.json, the human-readable mirror of the
+// state of record. It is never read back.
+func (o *Orchestrator) writeMirror() {
+	s := progress.SessionState{
+		Version:          1,
+		Note:             "written by ctxgraphd as a mirror of its state; edits are ignored and overwritten",
+		Project:          o.opts.Project.Dir,
+		State:            o.session.State,
+		UpdatedAt:        o.now().UTC(),
+		BlockedInSession: o.session.BlockedInSession,
+		Message:          o.session.Message,
+	}
+	if o.problem != "" {
+		s.Message = "feature-list.json: " + o.problem
+	}
+	if o.canonical != nil {
+		s.Features = o.canonical.Counts()
+		s.FeatureStates = map[string]progress.FeatureState{}
+		for _, f := range o.canonical.Features {
+			c := o.counters[f.ID]
+			s.FeatureStates[f.ID] = progress.FeatureState{Attempts: c.Runs, Retries: c.Failures, Status: string(f.Status), Tested: f.Tested, LastFailure: c.LastFailure}
+		}
+	}
+	if r := o.session.Run; r != nil {
+		s.Current = &progress.CurrentRun{RunID: r.ID, Role: r.Role, FeatureID: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, StartedAt: r.StartedAt}
+	}
+	if err := progress.WriteSessionState(o.opts.Project.Progress(), s); err != nil {
+		o.log.Warn("could not write session-state.json", zap.Error(err))
+	}
+}
+
+// Status implements control.Backend.
+func (o *Orchestrator) Status(context.Context) (control.Status, error) { return *o.snap.Load(), nil }
+
+// Features implements control.Backend.
+func (o *Orchestrator) Features(context.Context) ([]control.Feature, error) {
+	return *o.features.Load(), nil
+}
+
+// Pause implements control.Backend: no new run starts; the one in flight
+// finishes and is judged first.
+func (o *Orchestrator) Pause(ctx context.Context) error {
+	return o.do(ctx, func() error {
+		switch statemachine.State(o.session.State) {
+		case statemachine.Paused:
+			return nil
+		case statemachine.Stopped:
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "bad_state", Message: "the session is stopped; resume it first"}
+		}
+		if o.active != nil {
+			o.session.PauseRequested = true
+			o.commit()
+			return nil
+		}
+		o.transition(statemachine.Pause, "", "paused by ctl")
+		return nil
+	})
+}
+
+// Resume implements control.Backend.
+func (o *Orchestrator) Resume(ctx context.Context) error {
+	return o.do(ctx, func() error {
+		o.session.PauseRequested = false
+		switch statemachine.State(o.session.State) {
+		case statemachine.Paused, statemachine.Waiting:
+		case statemachine.Stopped:
+			o.session.BlockedInSession = 0
+			o.session.InitFailures = 0
+		default:
+			o.commit()
+			return nil
+		}
+		if o.waitTimer != nil {
+			o.waitTimer.Stop()
+			o.waitTimer = nil
+		}
+		// Edits made while paused are taken now.
+		o.syncFeatureList(false)
+		o.transition(statemachine.Advance, "", "resumed by ctl")
+		o.step(nil)
+		return nil
+	})
+}
+
+// Stop implements control.Backend: the run in flight is stopped (and redone
+// after a resume, not counted) and the session waits for a person.
+func (o *Orchestrator) Stop(ctx context.Context) error {
+	return o.do(ctx, func() error {
+		if statemachine.State(o.session.State) == statemachine.Stopped {
+			return nil
+		}
+		if o.active != nil {
+			o.stopAfter = true
+			o.active.interrupt = "stopped by ctl"
+			o.active.cancel()
+			return nil
+		}
+		o.transition(statemachine.Stop, "", "stopped by ctl")
+		return nil
+	})
+}
+
+// Retry implements control.Backend: a feature's attempts start over.
+func (o *Orchestrator) Retry(ctx context.Context, id string) error {
+	return o.reopen(ctx, id, "", "retry")
+}
+
+// Unblock implements control.Backend: like Retry, with a note that the next
+// coding agent reads.
+func (o *Orchestrator) Unblock(ctx context.Context, id, note string) error {
+	return o.reopen(ctx, id, note, "unblock")
+}
+
+func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error {
+	return o.do(ctx, func() error {
+		f, err := o.feature(id)
+		if err != nil {
+			return err
+		}
+		if f.Tested {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "already_tested", Message: fmt.Sprintf("%s is already tested", id)}
+		}
+		if verb == "unblock" && f.Status != progress.Blocked {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "not_blocked", Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
+		}
+		if o.active != nil && o.active.run.Feature == id {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running", Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.active.run.ID)}
+		}
+		f.Status = progress.Pending
+		c := o.counters[id]
+		c.Failures = 0
+		c.CoderSession = ""
+		if note != "" {
+			c.Note = note
+		}
+		o.setCounters(id, c)
+		o.pending.FeatureList = o.canonical.Marshal()
+		o.commit()
+		o.writeFeatureList()
+		o.log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
+		o.afterListChange()
+		return nil
+	})
+}
+
+// Skip implements control.Backend: the feature is set aside as blocked, by a
+// person's choice (not counted against the session's blocked limit).
+func (o *Orchestrator) Skip(ctx context.Context, id string) error {
+	return o.do(ctx, func() error {
+		f, err := o.feature(id)
+		if err != nil {
+			return err
+		}
+		if f.Tested {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "already_tested", Message: fmt.Sprintf("%s is already tested", id)}
+		}
+		f.Status = progress.Blocked
+		c := o.counters[id]
+		c.LastFailure = "skipped by ctl"
+		o.setCounters(id, c)
+		o.pending.FeatureList = o.canonical.Marshal()
+		o.commit()
+		o.writeFeatureList()
+		if o.active != nil && o.active.run.Feature == id {
+			o.active.interrupt = "feature skipped by ctl"
+			o.active.cancel()
+			return nil
+		}
+		o.afterListChange()
+		return nil
+	})
+}
+
+func (o *Orchestrator) feature(id string) (*progress.Feature, error) {
+	if o.canonical == nil {
+		return nil, &control.APIError{HTTPStatus: http.StatusConflict, Code: "no_feature_list", Message: "there is no feature list yet"}
+	}
+	f := o.canonical.Feature(id)
+	if f == nil {
+		return nil, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_feature", Message: fmt.Sprintf("no feature %q in the feature list", id)}
+	}
+	return f, nil
+}
+
+// Runs returns every run recorded for the project, oldest first.
+func (o *Orchestrator) Runs() ([]store.Run, error) { return o.st.Runs() }

@@ -1,0 +1,206 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// maxStepsPerDecision bounds the decide-act loop of one step: blocking a
+// feature leads to another decision, but never to more than one per feature.
+const maxStepsPerDecision = 10000
+
+// step decides what to do after out (nil: decide afresh) and does it.
+func (o *Orchestrator) step(out *statemachine.Outcome) {
+	defer o.commit() // whatever else happened rides with a final commit
+	for i := 0; i < maxStepsPerDecision; i++ {
+		if o.active != nil {
+			return
+		}
+		state := statemachine.State(o.session.State)
+		if o.session.PauseRequested {
+			o.session.PauseRequested = false
+			o.transition(statemachine.Pause, "", "paused by ctl")
+			return
+		}
+		if o.stopAfter {
+			o.stopAfter = false
+			o.transition(statemachine.Stop, "", "stopped by ctl")
+			return
+		}
+		if state == statemachine.Paused || state == statemachine.Stopped || state == statemachine.Waiting {
+			return
+		}
+		if o.canonical == nil && o.problem != "" && !o.problemFromAgent {
+			// A list is there but broken: an initializer would overwrite
+			// someone's work. Hold until it is fixed.
+			return
+		}
+		a := statemachine.Decide(o.decisionInput(out))
+		out = nil
+		o.log.Debug("decided", zap.String("action", a.String()))
+		o.count(a)
+		switch a.Kind {
+		case statemachine.BlockFeature:
+			o.block(a.Feature, a.Reason)
+			continue
+		case statemachine.SpawnInitializer, statemachine.SpawnCoder, statemachine.SpawnTester:
+			o.spawn(a)
+			return
+		case statemachine.FinishAll:
+			if state != statemachine.Done || o.session.Message != a.Reason {
+				o.transition(statemachine.Finish, "", a.Reason)
+				o.log.Info("session done", zap.String("why", a.Reason))
+			}
+			return
+		case statemachine.StopSession:
+			o.transition(statemachine.Stop, "", a.Reason)
+			o.log.Warn("session stopped; a person is needed", zap.String("why", a.Reason))
+			return
+		case statemachine.WaitAndRetry:
+			o.wait(a)
+			return
+		default:
+			return
+		}
+	}
+	o.log.Error("decision loop did not settle", zap.Int("steps", maxStepsPerDecision))
+}
+
+func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Input {
+	counters := make(map[string]statemachine.Counters, len(o.counters))
+	for id, c := range o.counters {
+		counters[id] = statemachine.Counters{Failures: c.Failures}
+	}
+	return statemachine.Input{
+		List:             o.canonical,
+		Counters:         counters,
+		InitFailures:     o.session.InitFailures,
+		BlockedInSession: o.session.BlockedInSession,
+		MaxRetries:       o.cfg.Limits.MaxRetries,
+		MaxBlocked:       o.cfg.Limits.MaxBlocked,
+		Outcome:          out,
+	}
+}
+
+// count applies the counter changes of an action; they are committed with
+// the action's transition, before its side effect.
+func (o *Orchestrator) count(a statemachine.Action) {
+	if a.CountFailure {
+		c := o.counters[a.Feature]
+		c.Failures++
+		c.LastFailure = a.Reason
+		o.setCounters(a.Feature, c)
+	}
+	if a.CountInitFailure {
+		o.session.InitFailures++
+	}
+}
+
+func (o *Orchestrator) setCounters(id string, c store.FeatureCounters) {
+	o.counters[id] = c
+	if o.pending.Counters == nil {
+		o.pending.Counters = map[string]store.FeatureCounters{}
+	}
+	o.pending.Counters[id] = c
+}
+
+// transition moves the state machine along e, persisting the move (and all
+// pending changes) before the machine itself moves.
+func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) bool {
+	from := o.machine.State()
+	to, err := o.machine.Target(e)
+	if err != nil {
+		// A bug, not an input problem: log it loudly and stay put.
+		o.log.Error("refused transition", zap.Error(err))
+		return false
+	}
+	o.lastTrans++
+	t := store.Transition{Seq: o.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
+	if o.session.Run != nil {
+		t.Run = o.session.Run.ID
+	}
+	o.pending.Transitions = append(o.pending.Transitions, t)
+	o.session.State = string(to)
+	o.session.Feature = feature
+	o.session.Message = reason
+	if to != statemachine.Waiting {
+		o.session.WaitingUntil = time.Time{}
+	}
+	if err := o.commitErr(); err != nil {
+		// Not persisted: do not move, do not act. The transition will be
+		// decided again on the next event.
+		o.lastTrans--
+		o.session.State = string(from)
+		o.log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
+		return false
+	}
+	if err := o.machine.Fire(e); err != nil {
+		o.log.Error("state machine refused a persisted transition", zap.Error(err))
+	}
+	o.log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
+	return true
+}
+
+// commit flushes pending changes and the session to the store, then
+// refreshes the mirror and the control snapshot.
+func (o *Orchestrator) commit() {
+	if err := o.commitErr(); err != nil {
+		o.log.Error("could not persist state", zap.Error(err))
+	}
+}
+
+func (o *Orchestrator) commitErr() error {
+	o.session.UpdatedAt = o.now().UTC()
+	c := o.pending
+	sess := o.session
+	c.Session = &sess
+	if err := o.st.Apply(c); err != nil {
+		return err
+	}
+	o.pending = store.Commit{}
+	o.writeMirror()
+	o.publish()
+	return nil
+}
+
+// block marks a feature blocked: its attempts are used up.
+func (o *Orchestrator) block(id, reason string) {
+	f := o.canonical.Feature(id)
+	if f == nil {
+		return
+	}
+	f.Status = progress.Blocked
+	f.Tested = false
+	o.session.BlockedInSession++
+	c := o.counters[id]
+	c.LastFailure = reason
+	o.setCounters(id, c)
+	o.pending.FeatureList = o.canonical.Marshal()
+	o.commit()
+	o.writeFeatureList()
+	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason))
+}
+
+// wait holds the session after a transient failure: until the limit's reset
+// time when the run reported one, else with exponential backoff.
+func (o *Orchestrator) wait(a statemachine.Action) {
+	o.transient++
+	d := time.Duration(1<<min(o.transient-1, 6)) * 30 * time.Second
+	until := o.now().Add(d)
+	if !o.retryAt.IsZero() && o.retryAt.After(o.now()) {
+		until = o.retryAt
+	}
+	o.retryAt = time.Time{}
+	o.session.WaitingUntil = until
+	o.transition(statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
+	if o.waitTimer != nil {
+		o.waitTimer.Stop()
+	}
+	o.waitTimer = time.NewTimer(until.Sub(o.now()))
+}

@@ -1,0 +1,326 @@
+// Package orchestrator owns the loop of one project's daemon: it watches
+// .claude/progress/, decides with the statemachine rules, spawns Claude Code
+// runs through the agents package, judges their results and keeps the state
+// of record in the store.
+//
+// One goroutine, the loop in Run, owns the state machine, the session and the
+// canonical feature list. Everything else (the watcher, the running agent,
+// control requests) talks to it over channels. Every change is committed to
+// the store before its side effect starts, so that a crash at any point is
+// resumed from the store without losing or repeating a transition.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// AgentRunner runs one claude -p process to its end. *agents.Runner is the
+// implementation; the interface keeps the loop testable.
+type AgentRunner interface {
+	Run(ctx context.Context, spec agents.Spec, onStart func(pid int), onEvent func(agents.Event)) agents.Result
+}
+
+// Options configure an Orchestrator.
+type Options struct {
+	Project paths.Project
+	Config  *config.Config
+	Store   *store.Store
+	Runner  AgentRunner
+	Log     *zap.Logger
+	// Settings is the --settings JSON passed to every run (the hooks).
+	Settings string
+	// ExitWhenDone makes Run return once the session is done (or stopped).
+	ExitWhenDone bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ErrSessionStopped is returned by Run with ExitWhenDone when the session
+// stopped for a person rather than finishing.
+var ErrSessionStopped = errors.New("session stopped")
+
+// Orchestrator is one project's loop. Create it with New, run it with Run.
+type Orchestrator struct {
+	opts Options
+	cfg  *config.Config
+	log  *zap.Logger
+	st   *store.Store
+	now  func() time.Time
+
+	// Owned by the loop goroutine.
+	machine   *statemachine.Machine
+	session   store.Session
+	canonical *progress.List // nil before the initializer
+	counters  map[string]store.FeatureCounters
+	lastRun   uint64
+	lastTrans uint64
+	totalCost float64
+	runCount  int
+	pending   store.Commit // changes that ride with the next commit
+	active    *activeRun   // the run in flight, if any
+	claim     string       // feature whose tester wrote tested:true, pending verification
+	problem   string       // what is wrong with feature-list.json on disk, if anything
+	// problemFromAgent: the broken file was written during a run, so the
+	// agent's redo may overwrite it; a person's broken file is held for them.
+	problemFromAgent bool
+	ownWrite         []byte    // last bytes the daemon wrote to feature-list.json
+	transient        int       // consecutive transient failures, for backoff
+	retryAt          time.Time // when a usage limit resets, from the last run
+	waitTimer        *time.Timer
+	stopAfter        bool // ctl stop: stop the session once the run is down
+	// hooksSilent counts runs in a row whose hooks never checked in.
+	hooksSilent int
+	gates       *gates
+
+	requests  chan request
+	runEvents chan any
+	startedAt time.Time
+	snap      atomic.Pointer[control.Status]
+	features  atomic.Pointer[[]control.Feature]
+}
+
+type activeRun struct {
+	run    store.Run
+	cancel context.CancelFunc
+	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
+	interrupt string
+}
+
+type request struct {
+	fn   func() error
+	done chan error
+}
+
+type runStarted struct {
+	runID string
+	pid   int
+}
+
+type runEnded struct {
+	runID  string
+	result agents.Result
+}
+
+// New loads the state of record and prepares the loop.
+func New(opts Options) (*Orchestrator, error) {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	st, err := opts.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	o := &Orchestrator{
+		opts:      opts,
+		cfg:       opts.Config,
+		log:       opts.Log,
+		st:        opts.Store,
+		now:       opts.Now,
+		session:   st.Session,
+		counters:  st.Counters,
+		lastRun:   st.LastRunSeq,
+		lastTrans: st.LastTransSeq,
+		totalCost: st.TotalCostUSD,
+		runCount:  st.RunCount,
+		requests:  make(chan request),
+		runEvents: make(chan any, 4),
+		startedAt: opts.Now(),
+	}
+	modes := guard.Modes{}
+	for name, mode := range opts.Config.Gates {
+		modes[name] = guard.Mode(mode)
+	}
+	o.gates = newGates(modes)
+	if !st.HasSession || !statemachine.State(o.session.State).Valid() {
+		o.session = store.Session{State: string(statemachine.Idle)}
+	}
+	if st.FeatureList != nil {
+		l, err := progress.Parse(st.FeatureList)
+		if err != nil {
+			return nil, fmt.Errorf("the canonical feature list in %s is unreadable: %w", opts.Store.Path(), err)
+		}
+		o.canonical = l
+	}
+	o.machine = statemachine.New(statemachine.State(o.session.State))
+	o.publish()
+	return o, nil
+}
+
+// Run runs the loop until ctx is cancelled (then it stops the agent in
+// flight, records it as interrupted and returns nil) or, with ExitWhenDone,
+// until the session is done.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	progressDir := o.opts.Project.Progress()
+	if err := os.MkdirAll(progressDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", progressDir, err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	changed := make(chan string, 4)
+	watchErr := make(chan error, 1)
+	go func() {
+		watchErr <- watchProgressDir(watchCtx, progressDir, []string{progress.FeatureListFile}, o.cfg.Limits.Debounce, changed, o.log)
+	}()
+	defer func() {
+		stopWatch()
+		<-watchErr
+	}()
+
+	o.ingestSpool()
+	o.recover()
+	for {
+		if o.opts.ExitWhenDone && o.active == nil {
+			switch statemachine.State(o.session.State) {
+			case statemachine.Done:
+				return nil
+			case statemachine.Stopped:
+				return fmt.Errorf("%w: %s", ErrSessionStopped, o.session.Message)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			o.shutdown()
+			return nil
+		case err := <-watchErr:
+			watchErr <- nil // for the deferred receive
+			if err != nil {
+				o.shutdown()
+				return fmt.Errorf("watch %s: %w", progressDir, err)
+			}
+		case <-changed:
+			o.syncFeatureList(false)
+			o.afterListChange()
+		case ev := <-o.runEvents:
+			switch ev := ev.(type) {
+			case runStarted:
+				o.onRunStarted(ev)
+			case runEnded:
+				o.onRunEnded(ev)
+			case hooksLiveCheck:
+				o.onHooksLiveCheck(ev)
+			}
+		case r := <-o.requests:
+			r.done <- r.fn()
+		case <-o.waitC():
+			o.waitTimer = nil
+			o.log.Info("wait over; resuming")
+			o.transition(statemachine.Advance, "", "the wait is over")
+			o.step(nil)
+		}
+	}
+}
+
+func (o *Orchestrator) waitC() <-chan time.Time {
+	if o.waitTimer == nil {
+		return nil
+	}
+	return o.waitTimer.C
+}
+
+// do runs fn on the loop goroutine and returns its error: control requests
+// change state only there.
+func (o *Orchestrator) do(ctx context.Context, fn func() error) error {
+	r := request{fn: fn, done: make(chan error, 1)}
+	select {
+	case o.requests <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recover continues from the store after a start: a run that was in flight
+// when the previous daemon died is killed if anything of it survived, and
+// redone; a stopped session starts afresh, since starting the daemon is the
+// request to continue.
+func (o *Orchestrator) recover() {
+	if r := o.session.Run; r != nil {
+		if runs, err := o.st.Runs(); err == nil {
+			for _, rec := range runs {
+				if rec.ID == r.ID && rec.PID > 0 {
+					r.PID = rec.PID
+				}
+			}
+		}
+		if r.PID > 0 {
+			if err := agents.KillGroup(r.PID, r.ID); err != nil {
+				o.log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
+			}
+		}
+		o.log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
+		// Its writes since the crash are judged as that run's writes.
+		o.active = &activeRun{run: *r}
+		o.syncFeatureList(true)
+		o.active = nil
+		ended := *r
+		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
+		o.pending.Runs = append(o.pending.Runs, ended)
+		o.session.Run = nil
+		o.step(&statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
+		return
+	}
+	o.syncFeatureList(true)
+	switch statemachine.State(o.session.State) {
+	case statemachine.Paused:
+		o.commit()
+		return
+	case statemachine.Stopped:
+		o.session.BlockedInSession = 0
+		o.transition(statemachine.Advance, "", "daemon started")
+	case statemachine.Waiting:
+		if d := o.session.WaitingUntil.Sub(o.now()); d > 0 {
+			o.waitTimer = time.NewTimer(d)
+			o.commit()
+			return
+		}
+		o.transition(statemachine.Advance, "", "the wait is over")
+	}
+	o.step(nil)
+}
+
+// shutdown stops the run in flight and records it as interrupted; the next
+// start redoes it.
+func (o *Orchestrator) shutdown() {
+	if o.active != nil {
+		o.active.interrupt = "daemon shutting down"
+		o.active.cancel()
+		for o.active != nil {
+			if ev, ok := (<-o.runEvents).(runEnded); ok && ev.runID == o.active.run.ID {
+				o.gates.forget(ev.runID)
+				r := o.active.run
+				o.finishRunRecord(&r, ev.result, "interrupted")
+				o.pending.Runs = append(o.pending.Runs, r)
+				// Session.Run stays set: the next start sees the run as in
+				// flight and redoes it.
+				o.active = nil
+			}
+		}
+	}
+	if o.waitTimer != nil {
+		o.waitTimer.Stop()
+	}
+	o.commit()
+}

@@ -1,0 +1,285 @@
+package statemachine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// Role is an agent role (contract: SPEC section 1). The strings match the
+// agents package; statemachine keeps its own type so that the rules depend
+// on nothing but the feature list.
+type Role string
+
+// Roles.
+const (
+	Initializer Role = "initializer-agent"
+	Coder       Role = "coding-agent"
+	Tester      Role = "tester-agent"
+)
+
+// Counters are what the session remembers of one feature across runs.
+type Counters struct {
+	// Failures is the number of failed attempts. Attempt n+1 is the one
+	// running or next; a feature is blocked when Failures exceeds MaxRetries.
+	Failures int `json:"failures"`
+}
+
+// Attempt is the number of the current (or next) attempt of the feature.
+func (c Counters) Attempt() int { return c.Failures + 1 }
+
+// Outcome is how a run ended, as far as the rules care.
+type Outcome struct {
+	Role    Role
+	Feature string
+	// Interrupted: the run did not end on its own (the daemon crashed or
+	// was stopped, or the run's hooks never checked in). It is redone and
+	// does not count as a failed attempt.
+	Interrupted bool
+	// Transient: the run hit a usage limit or an API error that goes away
+	// by waiting. It is redone after a wait and does not count.
+	Transient bool
+	// Verdict is the tester's accepted verdict; for the other roles false.
+	// A tester's tested:true counts only once the daemon has verified it.
+	Verdict bool
+	// Reason explains a failure in a sentence, for the next agent and the
+	// feature's dossier.
+	Reason string
+}
+
+// Input is everything Decide looks at.
+type Input struct {
+	// List is the canonical feature list, nil before the initializer wrote one.
+	List             *progress.List
+	Counters         map[string]Counters
+	InitFailures     int // failed initializer runs this session
+	BlockedInSession int
+	MaxRetries       int
+	MaxBlocked       int
+	// Outcome is the run that just ended, nil when deciding afresh (at
+	// start, after a feature-list change, after ctl resume).
+	Outcome *Outcome
+}
+
+// Kind is what the orchestrator should do.
+type Kind int
+
+// Kinds of action.
+const (
+	Nothing Kind = iota
+	SpawnInitializer
+	SpawnCoder
+	SpawnTester
+	BlockFeature // mark Feature blocked, then decide again
+	FinishAll    // → done; keep watching
+	StopSession  // → stopped; a person is needed
+	WaitAndRetry // → waiting; redo the same run after a backoff
+)
+
+var kindNames = map[Kind]string{
+	Nothing: "nothing", SpawnInitializer: "spawn initializer", SpawnCoder: "spawn coder",
+	SpawnTester: "spawn tester", BlockFeature: "block feature", FinishAll: "finish",
+	StopSession: "stop session", WaitAndRetry: "wait and retry",
+}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Action is Decide's answer.
+type Action struct {
+	Kind    Kind
+	Feature string
+	Attempt int
+	// Resume: continue the feature's coding session (--resume) with the
+	// tester's report, rather than starting a new one.
+	Resume bool
+	// CountFailure: the attempt that just ended failed. The orchestrator
+	// persists Failures+1 for Feature together with the transition.
+	CountFailure bool
+	// CountInitFailure: the initializer run that just ended failed.
+	CountInitFailure bool
+	// Redo: the action repeats the run that was interrupted or waited.
+	Redo   bool
+	Reason string
+}
+
+// Event is the state-machine event that carries the action out, or "" when
+// the action does not change the session state by itself.
+func (a Action) Event() Event {
+	switch a.Kind {
+	case SpawnInitializer:
+		return Initialize
+	case SpawnCoder:
+		return Implement
+	case SpawnTester:
+		return Validate
+	case FinishAll:
+		return Finish
+	case StopSession:
+		return Stop
+	case WaitAndRetry:
+		return Wait
+	}
+	return ""
+}
+
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(a.Kind.String())
+	if a.Feature != "" {
+		fmt.Fprintf(&b, " %s", a.Feature)
+	}
+	if a.Attempt > 0 {
+		fmt.Fprintf(&b, " attempt %d", a.Attempt)
+	}
+	if a.Resume {
+		b.WriteString(" (resume)")
+	}
+	if a.Reason != "" {
+		fmt.Fprintf(&b, ": %s", a.Reason)
+	}
+	return b.String()
+}
+
+// Decide applies the orchestration rules of SPEC section 3. It is pure: the
+// same input always gives the same action, which is what makes a restart
+// after a crash land where the uninterrupted run would have gone.
+func Decide(in Input) Action {
+	if o := in.Outcome; o != nil {
+		if a, decided := afterRun(in, *o); decided {
+			return a
+		}
+	}
+	return selectNext(in)
+}
+
+// afterRun handles the run that just ended. decided is false when the
+// answer is "pick the next feature".
+func afterRun(in Input, o Outcome) (Action, bool) {
+	if o.Transient {
+		return Action{Kind: WaitAndRetry, Feature: o.Feature, Redo: true, Reason: o.Reason}, true
+	}
+	if o.Role == Initializer {
+		if in.List != nil {
+			return Action{}, false
+		}
+		if o.Interrupted {
+			return Action{Kind: SpawnInitializer, Redo: true, Reason: "the initializer run was interrupted"}, true
+		}
+		if in.InitFailures+1 > in.MaxRetries {
+			return Action{Kind: StopSession, CountInitFailure: true,
+				Reason: fmt.Sprintf("the initializer did not write a valid feature list in %d runs: %s", in.InitFailures+1, o.Reason)}, true
+		}
+		return Action{Kind: SpawnInitializer, CountInitFailure: true, Reason: o.Reason}, true
+	}
+	if in.List == nil {
+		return Action{}, false
+	}
+	f := in.List.Feature(o.Feature)
+	if f == nil || f.Status == progress.Blocked || f.Tested {
+		// Deleted or settled by a person meanwhile (ctl skip, an edit
+		// while paused): nothing left to judge.
+		return Action{}, false
+	}
+	c := in.Counters[o.Feature]
+	switch o.Role {
+	case Coder:
+		if f.Status == progress.Completed {
+			return Action{Kind: SpawnTester, Feature: f.ID, Attempt: c.Attempt()}, true
+		}
+		if o.Interrupted {
+			return Action{Kind: SpawnCoder, Feature: f.ID, Attempt: c.Attempt(), Redo: true, Reason: "the coding run was interrupted"}, true
+		}
+		reason := o.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("the coding run ended without setting %s to completed", f.ID)
+		}
+		return fail(in, f.ID, c, reason), true
+	case Tester:
+		if o.Verdict {
+			return Action{}, false
+		}
+		if o.Interrupted {
+			return Action{Kind: SpawnTester, Feature: f.ID, Attempt: c.Attempt(), Redo: true, Reason: "the tester run was interrupted"}, true
+		}
+		reason := o.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("the tester run ended without an accepted verdict for %s", f.ID)
+		}
+		return fail(in, f.ID, c, reason), true
+	}
+	return Action{}, false
+}
+
+// fail counts a failed attempt: a retry that resumes the coding session with
+// the reason, or, when the retries are used up, the blocked outcome.
+func fail(in Input, id string, c Counters, reason string) Action {
+	failures := c.Failures + 1
+	if failures > in.MaxRetries {
+		return Action{Kind: BlockFeature, Feature: id, CountFailure: true,
+			Reason: fmt.Sprintf("%d of %d attempts failed; last: %s", failures, in.MaxRetries+1, reason)}
+	}
+	return Action{Kind: SpawnCoder, Feature: id, Attempt: failures + 1, Resume: true, CountFailure: true, Reason: reason}
+}
+
+// selectNext picks the first feature, in list order, that is not settled and
+// whose dependencies are all tested.
+func selectNext(in Input) Action {
+	if in.List == nil {
+		return Action{Kind: SpawnInitializer, Reason: "no feature list yet"}
+	}
+	if in.MaxBlocked > 0 && in.BlockedInSession >= in.MaxBlocked {
+		return Action{Kind: StopSession,
+			Reason: fmt.Sprintf("%d features were blocked in this session (limit %d); a person should look at them", in.BlockedInSession, in.MaxBlocked)}
+	}
+	var waiting []string
+	for i := range in.List.Features {
+		f := &in.List.Features[i]
+		if f.Tested || f.Status == progress.Blocked {
+			continue
+		}
+		if missing := unmetDependencies(in.List, f); len(missing) > 0 {
+			waiting = append(waiting, fmt.Sprintf("%s waits on %s", f.ID, strings.Join(missing, ", ")))
+			continue
+		}
+		c := in.Counters[f.ID]
+		if f.Status == progress.Completed {
+			return Action{Kind: SpawnTester, Feature: f.ID, Attempt: c.Attempt()}
+		}
+		return Action{Kind: SpawnCoder, Feature: f.ID, Attempt: c.Attempt()}
+	}
+	if len(waiting) == 0 {
+		return Action{Kind: FinishAll, Reason: "every feature is tested or blocked"}
+	}
+	reason := strings.Join(waiting, "; ")
+	if cycles := in.List.Cycles(); len(cycles) > 0 {
+		var cs []string
+		for _, c := range cycles {
+			cs = append(cs, strings.Join(c, " -> "))
+		}
+		sort.Strings(cs)
+		reason = "dependency cycle: " + strings.Join(cs, "; ") + "; " + reason
+	}
+	return Action{Kind: FinishAll, Reason: reason}
+}
+
+// unmetDependencies lists the dependencies of f that are not tested. An
+// unknown id counts as unmet: the list's validation reports it.
+func unmetDependencies(l *progress.List, f *progress.Feature) []string {
+	var missing []string
+	for _, dep := range f.DependsOn {
+		d := l.Feature(dep)
+		if d == nil || !d.Tested {
+			state := "missing"
+			if d != nil {
+				state = string(d.Status)
+				if state == "" {
+					state = string(progress.Pending)
+				}
+			}
+			missing = append(missing, fmt.Sprintf("%s (%s)", dep, state))
+		}
+	}
+	return missing
+}

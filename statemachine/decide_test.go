@@ -1,0 +1,237 @@
+package statemachine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// list builds a feature list from "ID:status[:tested][:dep,dep]" specs.
+func list(specs ...string) *progress.List {
+	l := &progress.List{Version: 1}
+	for _, s := range specs {
+		parts := strings.Split(s, ":")
+		f := progress.Feature{ID: parts[0], Title: parts[0], Status: progress.Status(parts[1])}
+		for _, p := range parts[2:] {
+			switch {
+			case p == "tested":
+				f.Tested = true
+			case p != "":
+				f.DependsOn = strings.Split(p, ",")
+			}
+		}
+		l.Features = append(l.Features, f)
+	}
+	return l
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want Action
+	}{
+		{
+			name: "no feature list: spawn the initializer",
+			in:   Input{},
+			want: Action{Kind: SpawnInitializer, Reason: "no feature list yet"},
+		},
+		{
+			name: "first pending feature whose dependencies are tested",
+			in:   Input{List: list("F-1:pending:F-2", "F-2:pending")},
+			want: Action{Kind: SpawnCoder, Feature: "F-2", Attempt: 1},
+		},
+		{
+			name: "dependency tested: the dependent feature is next",
+			in:   Input{List: list("F-1:pending:F-2", "F-2:completed:tested")},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "a completed feature that is not tested goes to the tester",
+			in:   Input{List: list("F-1:completed")},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "an in-progress feature (interrupted earlier) is picked up at its attempt",
+			in:   Input{List: list("F-1:in_progress"), Counters: map[string]Counters{"F-1": {Failures: 1}}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 2},
+		},
+		{
+			name: "coding run ended with the feature completed: spawn the tester",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Coder, Feature: "F-1"}},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "coding run ended without completing: a failed attempt, resumed",
+			in: Input{List: list("F-1:in_progress"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Coder, Feature: "F-1", Reason: "stopped early"}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 2, Resume: true, CountFailure: true, Reason: "stopped early"},
+		},
+		{
+			name: "tested accepted: select the next feature",
+			in: Input{List: list("F-1:completed:tested", "F-2:pending"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Tester, Feature: "F-1", Verdict: true}},
+			want: Action{Kind: SpawnCoder, Feature: "F-2", Attempt: 1},
+		},
+		{
+			name: "test failed with retries left: resume the coder with the report",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2, Counters: map[string]Counters{"F-1": {Failures: 1}},
+				Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "test exited 1"}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 3, Resume: true, CountFailure: true, Reason: "test exited 1"},
+		},
+		{
+			name: "test failed and retries exhausted: block",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2, Counters: map[string]Counters{"F-1": {Failures: 2}},
+				Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "test exited 1"}},
+			want: Action{Kind: BlockFeature, Feature: "F-1", CountFailure: true, Reason: "3 of 3 attempts failed; last: test exited 1"},
+		},
+		{
+			name: "max_retries 0: the first failure blocks",
+			in: Input{List: list("F-1:completed"), MaxRetries: 0,
+				Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "no verdict"}},
+			want: Action{Kind: BlockFeature, Feature: "F-1", CountFailure: true, Reason: "1 of 1 attempts failed; last: no verdict"},
+		},
+		{
+			name: "tester ended without a verdict counts as a failure",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Tester, Feature: "F-1"}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 2, Resume: true, CountFailure: true,
+				Reason: "the tester run ended without an accepted verdict for F-1"},
+		},
+		{
+			name: "interrupted coding run is redone at the same attempt, not counted",
+			in: Input{List: list("F-1:in_progress"), MaxRetries: 2, Counters: map[string]Counters{"F-1": {Failures: 1}},
+				Outcome: &Outcome{Role: Coder, Feature: "F-1", Interrupted: true}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 2, Redo: true, Reason: "the coding run was interrupted"},
+		},
+		{
+			name: "interrupted coding run that had completed the feature goes on to the tester",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Coder, Feature: "F-1", Interrupted: true}},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "interrupted tester run is redone",
+			in: Input{List: list("F-1:completed"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Tester, Feature: "F-1", Interrupted: true}},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1, Redo: true, Reason: "the tester run was interrupted"},
+		},
+		{
+			name: "transient API error: wait and redo",
+			in: Input{List: list("F-1:in_progress"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Coder, Feature: "F-1", Transient: true, Reason: "rate limited"}},
+			want: Action{Kind: WaitAndRetry, Feature: "F-1", Redo: true, Reason: "rate limited"},
+		},
+		{
+			name: "initializer wrote the list: go on to the first feature",
+			in:   Input{List: list("F-1:pending"), MaxRetries: 2, Outcome: &Outcome{Role: Initializer}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "initializer wrote nothing: run it again, counted",
+			in:   Input{MaxRetries: 2, Outcome: &Outcome{Role: Initializer, Reason: "no feature-list.json"}},
+			want: Action{Kind: SpawnInitializer, CountInitFailure: true, Reason: "no feature-list.json"},
+		},
+		{
+			name: "initializer failed too often: stop for a person",
+			in:   Input{MaxRetries: 2, InitFailures: 2, Outcome: &Outcome{Role: Initializer, Reason: "invalid JSON"}},
+			want: Action{Kind: StopSession, CountInitFailure: true,
+				Reason: "the initializer did not write a valid feature list in 3 runs: invalid JSON"},
+		},
+		{
+			name: "too many blocked features: stop the session",
+			in:   Input{List: list("F-1:blocked", "F-2:blocked", "F-3:blocked", "F-4:pending"), MaxBlocked: 3, BlockedInSession: 3},
+			want: Action{Kind: StopSession, Reason: "3 features were blocked in this session (limit 3); a person should look at them"},
+		},
+		{
+			name: "every feature tested or blocked: done",
+			in:   Input{List: list("F-1:completed:tested", "F-2:blocked")},
+			want: Action{Kind: FinishAll, Reason: "every feature is tested or blocked"},
+		},
+		{
+			name: "empty list: done",
+			in:   Input{List: &progress.List{Version: 1}},
+			want: Action{Kind: FinishAll, Reason: "every feature is tested or blocked"},
+		},
+		{
+			name: "a feature waiting on a blocked one is reported, not looped on",
+			in:   Input{List: list("F-1:blocked", "F-2:pending:F-1")},
+			want: Action{Kind: FinishAll, Reason: "F-2 waits on F-1 (blocked)"},
+		},
+		{
+			name: "a dependency cycle is reported, not looped on",
+			in:   Input{List: list("F-1:pending:F-2", "F-2:pending:F-1")},
+			want: Action{Kind: FinishAll, Reason: "dependency cycle: F-1 -> F-2 -> F-1; F-1 waits on F-2 (pending); F-2 waits on F-1 (pending)"},
+		},
+		{
+			name: "feature skipped by a person while its tester ran: move on",
+			in: Input{List: list("F-1:blocked", "F-2:pending"), MaxRetries: 2,
+				Outcome: &Outcome{Role: Tester, Feature: "F-1"}},
+			want: Action{Kind: SpawnCoder, Feature: "F-2", Attempt: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.in)
+			if got != tt.want {
+				t.Fatalf("Decide:\n got  %+v\n want %+v", got, tt.want)
+			}
+			if got2 := Decide(tt.in); got2 != got {
+				t.Fatalf("Decide is not deterministic: %+v then %+v", got, got2)
+			}
+		})
+	}
+}
+
+// TestAttemptsAreBounded walks one feature that never passes through the
+// rules and checks it gets exactly max_retries+1 attempts.
+func TestAttemptsAreBounded(t *testing.T) {
+	for _, maxRetries := range []int{0, 1, 2, 5} {
+		l := list("F-1:pending")
+		counters := map[string]Counters{}
+		in := Input{List: l, Counters: counters, MaxRetries: maxRetries, MaxBlocked: 3}
+		codingRuns := 0
+		for step := 0; step < 100; step++ {
+			a := Decide(in)
+			if a.CountFailure {
+				c := counters[a.Feature]
+				c.Failures++
+				counters[a.Feature] = c
+			}
+			switch a.Kind {
+			case SpawnCoder:
+				codingRuns++
+				l.Features[0].Status = progress.Completed
+				in.Outcome = &Outcome{Role: Coder, Feature: "F-1"}
+			case SpawnTester:
+				in.Outcome = &Outcome{Role: Tester, Feature: "F-1", Reason: "failed"}
+			case BlockFeature:
+				l.Features[0].Status = progress.Blocked
+				in.Outcome = nil
+			case FinishAll:
+				if codingRuns != maxRetries+1 {
+					t.Fatalf("max_retries %d: %d attempts, want %d", maxRetries, codingRuns, maxRetries+1)
+				}
+				return
+			default:
+				t.Fatalf("unexpected action %v", a)
+			}
+		}
+		t.Fatalf("max_retries %d: no end after 100 steps", maxRetries)
+	}
+}
+
+func TestActionEvents(t *testing.T) {
+	m := New(Next)
+	for _, k := range []Kind{SpawnInitializer, SpawnCoder, SpawnTester, FinishAll, StopSession, WaitAndRetry} {
+		if (Action{Kind: k}).Event() == "" {
+			t.Errorf("%v has no event", k)
+		}
+	}
+	if (Action{Kind: BlockFeature}).Event() != "" || (Action{Kind: Nothing}).Event() != "" {
+		t.Error("block and nothing must not move the session by themselves")
+	}
+	_ = m
+}
