@@ -1,0 +1,217 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// script plays one run in-process: it changes files as an agent would and
+// returns the run's result. These unit tests exercise the loop's rules; the
+// end-to-end tests (package e2e) run the real Claude Code CLI.
+type script func(ctx context.Context, spec agents.Spec, h *harness) agents.Result
+
+type fakeRunner struct {
+	h      *harness
+	mu     sync.Mutex
+	specs  []agents.Spec
+	script map[agents.Role]script
+}
+
+func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), _ func(agents.Event)) agents.Result {
+	f.mu.Lock()
+	f.specs = append(f.specs, spec)
+	s := f.script[spec.Role]
+	f.mu.Unlock()
+	onStart(os.Getpid())
+	res := s(ctx, spec, f.h)
+	res.RunID, res.SessionID = spec.RunID, spec.SessionID
+	if res.Ended == "" {
+		res.Ended = agents.EndExited
+	}
+	return res
+}
+
+func (f *fakeRunner) runs() []agents.Spec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]agents.Spec(nil), f.specs...)
+}
+
+type harness struct {
+	t      *testing.T
+	proj   paths.Project
+	cfg    *config.Config
+	st     *store.Store
+	runner *fakeRunner
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	rt, err := os.MkdirTemp("", "cgo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755)
+	proj, err := paths.ForProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Limits.Debounce = 5 * time.Millisecond
+	h := &harness{t: t, proj: proj, cfg: cfg}
+	h.runner = &fakeRunner{h: h, script: map[agents.Role]script{
+		agents.Initializer: initializerWrites(2),
+		agents.Coder:       coderCompletes,
+		agents.Tester:      testerRunsTheTest,
+	}}
+	h.reopen()
+	return h
+}
+
+func (h *harness) reopen() {
+	h.t.Helper()
+	if h.st != nil {
+		h.st.Close()
+	}
+	st, err := store.Open(h.proj.StateDir, time.Second)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.st = st
+	h.t.Cleanup(func() { st.Close() })
+}
+
+func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
+	h.t.Helper()
+	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Log: zaptest.NewLogger(h.t), ExitWhenDone: exitWhenDone})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return o
+}
+
+// runToEnd runs a loop with ExitWhenDone and returns its error.
+func (h *harness) runToEnd() error {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return h.orchestrator(true).Run(ctx)
+}
+
+func (h *harness) list() *progress.List {
+	h.t.Helper()
+	l, _, err := progress.ReadFeatureList(h.proj.Progress())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return l
+}
+
+func (h *harness) edit(fn func(l *progress.List)) {
+	h.t.Helper()
+	l := h.list()
+	fn(l)
+	if _, err := progress.WriteFeatureList(h.proj.Progress(), l); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) write(rel, content string) {
+	h.t.Helper()
+	p := filepath.Join(h.proj.Dir, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func summary(l *progress.List) string {
+	var parts []string
+	for _, f := range l.Features {
+		s := string(f.Status)
+		if f.Tested {
+			s = "tested"
+		}
+		parts = append(parts, f.ID+"="+s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// The agents of these tests.
+
+func initializerWrites(n int) script {
+	return func(_ context.Context, _ agents.Spec, h *harness) agents.Result {
+		l := &progress.List{Version: 1}
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf("F-%03d", i)
+			h.write("tests/"+id+".sh", fmt.Sprintf("#!/bin/sh\ngrep -qx '%s works' src/%s.txt\n", id, id))
+			l.Features = append(l.Features, progress.Feature{ID: id, Title: "feature " + id, Test: "sh tests/" + id + ".sh", Status: progress.Pending, Scope: []string{"src/" + id + ".txt"}})
+		}
+		progress.WriteFeatureList(h.proj.Progress(), l)
+		return agents.Result{Summary: "wrote the list", NumTurns: 2}
+	}
+}
+
+func coderCompletes(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.write("src/"+spec.FeatureID+".txt", spec.FeatureID+" works\n")
+	h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+	return agents.Result{Summary: "implemented", NumTurns: 3, CostUSD: 0.01}
+}
+
+// testerRunsTheTest reports, as the hooks would, a passing run of the
+// feature's test, leaves evidence and claims tested.
+func testerRunsTheTest(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	return testerClaims(true)(context.Background(), spec, h)
+}
+
+func testerClaims(runTest bool) script {
+	return func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		if runTest {
+			h.hook("post-tool-use", spec, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash",
+				"tool_input": map[string]any{"command": "sh tests/" + spec.FeatureID + ".sh"}, "tool_response": map[string]any{"stdout": "", "stderr": ""}})
+		}
+		ev := ".claude/progress/evidence/" + spec.FeatureID + "/a.log"
+		h.write(ev, "ok\n")
+		h.edit(func(l *progress.List) {
+			f := l.Feature(spec.FeatureID)
+			f.Tested, f.Evidence = true, []string{ev}
+		})
+		return agents.Result{Summary: "passed", NumTurns: 3}
+	}
+}
+
+// hook sends a hook event to the running orchestrator, as `ctxgraphd hook`
+// does over the socket.
+func (h *harness) hook(event string, spec agents.Spec, payload map[string]any) *control.HookDecision {
+	h.t.Helper()
+	data, _ := json.Marshal(payload)
+	resp, err := h.current.Hook(context.Background(), control.HookRequest{Event: event, Role: string(spec.Role), Feature: spec.FeatureID, Run: spec.RunID, Payload: data})
+	if err != nil {
+		h.t.Errorf("hook %s: %v", event, err)
+		return nil
+	}
+	return resp.Decision
+}
