@@ -29,8 +29,9 @@ import (
 //
 // An unreadable or invalid file is reported and the last good state kept.
 // A person's broken file is left alone for them to fix; an agent's is
-// restored when its run ends (runEnded true).
-func (o *Orchestrator) syncFeatureList(runEnded bool) {
+// restored when its run ends (runEnded true). It reports whether the
+// canonical list changed, which is what can give the loop new work.
+func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	dir := o.opts.Project.Progress()
 	l, data, err := progress.ReadFeatureList(dir)
 	switch {
@@ -40,7 +41,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) {
 			o.violation("feature-list.json was deleted")
 			o.writeFeatureList()
 		}
-		return
+		return false
 	case err != nil:
 		o.problemFromAgent = o.active != nil
 		o.setProblem(err.Error())
@@ -49,12 +50,12 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) {
 			o.writeFeatureList()
 			o.setProblem("")
 		}
-		return
-	}
-	if o.ownWrite != nil && bytes.Equal(data, o.ownWrite) {
-		return
+		return false
 	}
 	o.setProblem("")
+	if o.ownWrite != nil && bytes.Equal(data, o.ownWrite) {
+		return false
+	}
 
 	if o.canonical == nil {
 		for i := range l.Features {
@@ -76,7 +77,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) {
 				o.writeFeatureList()
 			}
 		}
-		return
+		return true
 	}
 
 	merged, shown := o.merge(l)
@@ -93,6 +94,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) {
 		}
 		o.writeShown(shown)
 	}
+	return changedCanonical
 }
 
 // merge applies the allowed part of disk to the canonical copy. It returns

@@ -36,6 +36,14 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 		if state == statemachine.Paused || state == statemachine.Stopped || state == statemachine.Waiting {
 			return
 		}
+		if state == statemachine.Init || state == statemachine.Code || state == statemachine.Test {
+			// The run of this state has ended: the session is choosing what
+			// comes next, and the log says so.
+			if !o.transition(statemachine.Advance, o.session.Feature, "run ended") {
+				return
+			}
+			state = statemachine.Next
+		}
 		if o.canonical == nil && o.problem != "" && !o.problemFromAgent {
 			// A list is there but broken: an initializer would overwrite
 			// someone's work. Hold until it is fixed.

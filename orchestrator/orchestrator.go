@@ -206,8 +206,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				return fmt.Errorf("watch %s: %w", progressDir, err)
 			}
 		case <-changed:
-			o.syncFeatureList(false)
-			o.afterListChange()
+			if o.syncFeatureList(false) {
+				o.afterListChange()
+			} else {
+				o.commit() // violations and problems found on the way
+			}
 		case ev := <-o.runEvents:
 			switch ev := ev.(type) {
 			case runStarted:

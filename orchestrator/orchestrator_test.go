@@ -62,6 +62,8 @@ type harness struct {
 	cfg    *config.Config
 	st     *store.Store
 	runner *fakeRunner
+	// current is the orchestrator under test, which the scripts' hooks talk to.
+	current *Orchestrator
 }
 
 func newHarness(t *testing.T) *harness {
@@ -110,6 +112,7 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.current = o
 	return o
 }
 
@@ -214,4 +217,195 @@ func (h *harness) hook(event string, spec agents.Spec, payload map[string]any) *
 		return nil
 	}
 	return resp.Decision
+}
+
+func roles(specs []agents.Spec) string {
+	var out []string
+	for _, s := range specs {
+		r := strings.TrimSuffix(string(s.Role), "-agent")
+		if s.FeatureID != "" {
+			r += ":" + s.FeatureID
+		}
+		out = append(out, r)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestLoopHappyPath(t *testing.T) {
+	h := newHarness(t)
+	if err := h.runToEnd(); err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	if got, want := summary(h.list()), "F-001=tested F-002=tested"; got != want {
+		t.Errorf("features = %s, want %s", got, want)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001 tester:F-001 coding:F-002 tester:F-002"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	// Every transition was persisted, in order, and the state ends done.
+	sess, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Session.State != "done" {
+		t.Errorf("stored state = %q, want done", sess.Session.State)
+	}
+	trs, err := h.st.Transitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trs) < 6 {
+		t.Errorf("only %d transitions stored", len(trs))
+	}
+	// The mirror is written for people and tools.
+	var mirror map[string]any
+	data, err := os.ReadFile(filepath.Join(h.proj.Progress(), progress.SessionStateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &mirror); err != nil {
+		t.Fatalf("session-state.json: %v", err)
+	}
+}
+
+func TestCommandObjectHandsOffTheFeature(t *testing.T) {
+	h := newHarness(t)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	specs := h.runner.runs()
+	cmd, err := agents.ParseCommand(specs[2].Prompt)
+	if err != nil {
+		t.Fatalf("tester prompt: %v\n%s", err, specs[2].Prompt)
+	}
+	if cmd.Agent != agents.Tester || cmd.Task != "validate_feature" || cmd.Context.FeatureID != "F-001" ||
+		cmd.SuccessCriteria.Test != "sh tests/F-001.sh" || !cmd.SuccessCriteria.TestsPass || cmd.NextAgent != "main" {
+		t.Errorf("tester command = %+v", cmd)
+	}
+	if specs[2].SystemPrompt == "" {
+		t.Error("no role prompt")
+	}
+}
+
+// A tester that claims tested without a recorded passing run of the test is
+// refused every time; the feature ends blocked after max_retries+1 attempts
+// and is never tested.
+func TestVerdictWithoutTestRunIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Tester] = testerClaims(false)
+	err := h.runToEnd()
+	if err == nil {
+		t.Log("loop ended without error")
+	}
+	l := h.list()
+	if f := l.Feature("F-001"); f.Tested || f.Status != progress.Blocked {
+		t.Errorf("F-001 = status %s tested %v, want blocked and not tested", f.Status, f.Tested)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001 tester:F-001 coding:F-001 tester:F-001 coding:F-001 tester:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trs) == 0 {
+		t.Error("no violation trace for the unproven verdicts")
+	}
+}
+
+// A retry resumes the coding agent's own session and tells it what failed.
+func TestRetryResumesCodingSession(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	failed := false
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if !failed {
+			failed = true
+			return agents.Result{Summary: "the test printed: expected 'F-001 works'", NumTurns: 2}
+		}
+		return testerRunsTheTest(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	specs := h.runner.runs()
+	if got, want := roles(specs), "initializer coding:F-001 tester:F-001 coding:F-001 tester:F-001"; got != want {
+		t.Fatalf("runs = %s, want %s", got, want)
+	}
+	first, retry := specs[1], specs[3]
+	if !retry.Resume || retry.SessionID != first.SessionID || first.Resume {
+		t.Errorf("retry: resume=%v session %s, first: resume=%v session %s", retry.Resume, retry.SessionID, first.Resume, first.SessionID)
+	}
+	cmd, err := agents.ParseCommand(retry.Prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Task != "fix_feature" || cmd.Context.Attempt != 2 || !strings.Contains(cmd.Context.TesterReport, "expected") {
+		t.Errorf("retry command = %+v", cmd)
+	}
+	if summary(h.list()) != "F-001=tested" {
+		t.Errorf("features = %s", summary(h.list()))
+	}
+}
+
+// Features run in dependency order, not list order.
+func TestDependencyOrder(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := initializerWrites(2)(ctx, spec, h)
+		h.edit(func(l *progress.List) { l.Feature("F-001").DependsOn = []string{"F-002"} })
+		return res
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-002 tester:F-002 coding:F-001 tester:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+}
+
+// A half-written feature list never replaces the last good one: the daemon
+// reports the problem, keeps its state, and goes on when the file is fixed.
+func TestMalformedFeatureListKeepsLastGoodState(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := h.orchestrator(false)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	waitFor(t, func() bool { s, _ := o.Status(ctx); return s.State == "done" })
+
+	good, err := os.ReadFile(filepath.Join(h.proj.Progress(), progress.FeatureListFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.write(".claude/progress/feature-list.json", `{"version": 1, "features": [{"id": "F-001", "title": `)
+	waitFor(t, func() bool { s, _ := o.Status(ctx); return strings.Contains(s.Message, "feature-list.json") })
+	s, _ := o.Status(ctx)
+	if s.Features.Tested != 1 {
+		t.Errorf("after a bad write: %+v, want the last good counts", s.Features)
+	}
+	if _, err := o.Features(ctx); err != nil {
+		t.Errorf("features: %v", err)
+	}
+	// Fixing the file clears the problem.
+	h.write(".claude/progress/feature-list.json", string(good))
+	waitFor(t, func() bool { s, _ := o.Status(ctx); return !strings.Contains(s.Message, "feature-list.json:") })
+	cancel()
+	if err := <-done; err != nil && err != context.Canceled {
+		t.Errorf("loop: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -268,8 +268,8 @@ func TestCtlWithoutDaemon(t *testing.T) {
 		}
 	}
 	// The same through run, the way main calls it.
-	if code := run([]string{"ctl", "--project", proj.Dir, "status", "--json"}); code != exitNoDaemon {
-		t.Errorf("run(ctl status) = %d, want %d", code, exitNoDaemon)
+	if code := execute([]string{"ctl", "--project", proj.Dir, "status", "--json"}); code != exitNoDaemon {
+		t.Errorf("execute(ctl status) = %d, want %d", code, exitNoDaemon)
 	}
 }
 

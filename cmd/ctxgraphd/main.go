@@ -58,10 +58,10 @@ var commands = func() []*cobra.Command {
 var subcommands []func() *cobra.Command
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(execute(os.Args[1:]))
 }
 
-func run(args []string) int {
+func execute(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.Execute()

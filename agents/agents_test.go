@@ -1,0 +1,159 @@
+package agents
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestArgs(t *testing.T) {
+	r := NewRunner(Options{MaxTurns: 40, MaxBudgetUSD: 2, Model: "claude-x"}, nil)
+	spec := Spec{SessionID: "s-1", Prompt: "do it", SystemPrompt: "role", Settings: `{"hooks":{}}`}
+	got := r.Args(spec)
+	want := []string{"-p", "do it", "--output-format", "stream-json", "--verbose", "--session-id", "s-1",
+		"--permission-mode", "bypassPermissions", "--settings", `{"hooks":{}}`, "--append-system-prompt", "role",
+		"--max-turns", "40", "--max-budget-usd", "2", "--model", "claude-x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Args =\n%q\nwant\n%q", got, want)
+	}
+
+	spec.Resume, spec.MaxBudgetUSD = true, 0.5
+	got = r.Args(spec)
+	if i := slices.Index(got, "--resume"); i < 0 || got[i+1] != "s-1" || slices.Contains(got, "--session-id") {
+		t.Errorf("resume: %q", got)
+	}
+	if i := slices.Index(got, "--max-budget-usd"); got[i+1] != "0.5" {
+		t.Errorf("the spec's budget must win: %q", got)
+	}
+
+	// A prompt that looks like a flag goes after "--", where no flag can
+	// take it.
+	spec.Prompt = "--dangerous"
+	got = r.Args(spec)
+	if got[len(got)-2] != "--" || got[len(got)-1] != "--dangerous" || got[1] == "--dangerous" {
+		t.Errorf("flag-like prompt: %q", got)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	r := NewRunner(Options{SocketPath: "/run/x.sock", BaseEnv: []string{
+		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
+	}}, nil)
+	env := r.Env(Spec{RunID: "run-000004", Role: Tester, FeatureID: "F-002", ExtraEnv: []string{"EXTRA=1"}})
+	for _, want := range []string{"PATH=/bin", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CTXGRAPH_AGENT=tester-agent",
+		"CTXGRAPH_FEATURE=F-002", "CTXGRAPH_RUN=run-000004", "CTXGRAPH_SOCKET=/run/x.sock", "DISABLE_AUTOUPDATER=1", "EXTRA=1"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env lacks %s: %q", want, env)
+		}
+	}
+	for _, bad := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale"} {
+		if slices.Contains(env, bad) {
+			t.Errorf("env keeps %s", bad)
+		}
+	}
+	if slices.Contains(env, "IS_SANDBOX=1") {
+		t.Error("IS_SANDBOX set without allow_root")
+	}
+}
+
+func TestEnvAllowRoot(t *testing.T) {
+	r := NewRunner(Options{AllowRoot: true, BaseEnv: []string{"PATH=/bin"}}, nil)
+	got := slices.Contains(r.Env(Spec{}), "IS_SANDBOX=1")
+	if want := os.Geteuid() == 0; got != want {
+		t.Errorf("IS_SANDBOX=1 set: %v, want %v (as root only, and only with allow_root)", got, want)
+	}
+}
+
+func TestCheckRoot(t *testing.T) {
+	root := os.Geteuid() == 0
+	for _, tc := range []struct {
+		allow   bool
+		env     []string
+		refused bool
+	}{
+		{false, nil, root},
+		{true, nil, false},
+		{false, []string{"IS_SANDBOX=1"}, false},
+		{false, []string{"IS_SANDBOX=0"}, root},
+	} {
+		err := CheckRoot(tc.allow, tc.env)
+		if (err != nil) != tc.refused {
+			t.Errorf("CheckRoot(%v, %q) = %v, want refused=%v", tc.allow, tc.env, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "allow_root") {
+			t.Errorf("the refusal must say how to opt in: %v", err)
+		}
+	}
+}
+
+func TestCommandRoundTrip(t *testing.T) {
+	cmd := Command{
+		Agent: Tester, Task: "validate_feature",
+		Context:         CommandContext{FeatureID: "F-003", Attempt: 2, FilesChanged: []string{"a.go"}, PreviousState: "code"},
+		Precedent:       []string{"F-003: attempt 1 failed: x"},
+		SuccessCriteria: SuccessCriteria{Test: "go test ./...", TestsPass: true},
+		NextAgent:       "main",
+	}
+	p := cmd.Prompt()
+	for _, key := range []string{`"command"`, `"agent": "tester-agent"`, `"feature_id": "F-003"`, `"previous_state": "code"`,
+		`"success_criteria"`, `"tests_pass": true`, `"next_agent": "main"`, `"precedent"`, `"files_changed"`} {
+		if !strings.Contains(p, key) {
+			t.Errorf("prompt lacks %s:\n%s", key, p)
+		}
+	}
+	back, err := ParseCommand(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Context.FeatureID != "F-003" || back.Context.Attempt != 2 || back.SuccessCriteria.Test != "go test ./..." || back.Agent != Tester {
+		t.Errorf("round trip = %+v", back)
+	}
+}
+
+func TestParseCommandErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"no json here", "command object"},
+		{"```json\n{\"cmd\": {}}\n```", "unknown field"},
+		{"```json\n{\"command\": {\"agent\": \"boss\"}}\n```", `"boss" is not one of`},
+		{"```json\n{}\n```", `missing the "command" key`},
+		{"", "no command object"},
+	} {
+		_, err := ParseCommand(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseCommand(%q) = %v, want an error with %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestRolePrompt(t *testing.T) {
+	dir := t.TempDir()
+	for _, r := range Roles {
+		text, src, err := RolePrompt(dir, r)
+		if err != nil || src != "embedded" || len(text) < 100 {
+			t.Errorf("RolePrompt(%s) = %d bytes from %q, %v", r, len(text), src, err)
+		}
+	}
+	over := filepath.Join(dir, filepath.FromSlash(PromptOverrideDir))
+	os.MkdirAll(over, 0o755)
+	os.WriteFile(filepath.Join(over, "tester-agent.md"), []byte("Test like we do here.\n"), 0o644)
+	text, src, err := RolePrompt(dir, Tester)
+	if err != nil || text != "Test like we do here.\n" || !strings.HasSuffix(src, "tester-agent.md") {
+		t.Errorf("override: %q from %q, %v", text, src, err)
+	}
+	if _, src, _ := RolePrompt(dir, Coder); src != "embedded" {
+		t.Errorf("an override of one role changed another: %s", src)
+	}
+	os.WriteFile(filepath.Join(over, "coding-agent.md"), []byte("  \n"), 0o644)
+	if _, _, err := RolePrompt(dir, Coder); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("empty override: %v", err)
+	}
+	if _, _, err := RolePrompt(dir, Role("x")); err == nil {
+		t.Error("unknown role accepted")
+	}
+}

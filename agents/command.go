@@ -1,0 +1,128 @@
+package agents
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Role names an agent's job. The values are the command object's "agent"
+// field and the CTXGRAPH_AGENT variable (SPEC section 4).
+type Role string
+
+// The three roles of the loop.
+const (
+	Initializer Role = "initializer-agent"
+	Coder       Role = "coding-agent"
+	Tester      Role = "tester-agent"
+)
+
+// Roles lists every role, in the order of the loop.
+var Roles = []Role{Initializer, Coder, Tester}
+
+// Valid reports whether r is one of the three roles.
+func (r Role) Valid() bool {
+	for _, x := range Roles {
+		if r == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Command is the explicit handoff to one run: everything the agent needs to
+// know, and nothing it must guess. Its JSON shape is a contract (SPEC
+// section 4): agents and outside tools read these keys.
+type Command struct {
+	Agent           Role            `json:"agent"`
+	Task            string          `json:"task"`
+	Context         CommandContext  `json:"context"`
+	Precedent       []string        `json:"precedent"`
+	SuccessCriteria SuccessCriteria `json:"success_criteria"`
+	NextAgent       string          `json:"next_agent"`
+}
+
+// CommandContext is the situation the run starts from.
+type CommandContext struct {
+	FeatureID     string        `json:"feature_id,omitempty"`
+	Attempt       int           `json:"attempt,omitempty"`
+	FilesChanged  []string      `json:"files_changed,omitempty"`
+	PreviousState string        `json:"previous_state,omitempty"`
+	Goal          string        `json:"goal,omitempty"`
+	Feature       *FeatureBrief `json:"feature,omitempty"`
+	TesterReport  string        `json:"tester_report,omitempty"`
+	FeatureList   string        `json:"feature_list,omitempty"`
+}
+
+// FeatureBrief is the part of a feature an agent works from, copied from the
+// canonical feature list so the agent need not trust what is on disk.
+type FeatureBrief struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Steps       []string `json:"steps,omitempty"`
+	Scope       []string `json:"scope,omitempty"`
+	Test        string   `json:"test,omitempty"`
+}
+
+// SuccessCriteria says how the run will be judged; the gates hold the run
+// to it whatever the agent claims.
+type SuccessCriteria struct {
+	Test               string `json:"test,omitempty"`
+	TestsPass          bool   `json:"tests_pass,omitempty"`
+	FeatureStatus      string `json:"feature_status,omitempty"`
+	Tested             bool   `json:"tested,omitempty"`
+	FeatureListWritten bool   `json:"feature_list_written,omitempty"`
+}
+
+// envelope is the JSON block of the prompt: {"command": {...}}.
+type envelope struct {
+	Command *Command `json:"command"`
+}
+
+// Prompt renders the run's prompt: one line of orientation and the command
+// object as a fenced JSON block, which is the part agents act on.
+func (c Command) Prompt() string {
+	body, err := json.MarshalIndent(envelope{Command: &c}, "", "  ")
+	if err != nil {
+		// Command holds only strings, ints, bools and slices of them.
+		panic(fmt.Sprintf("agents: marshal command: %v", err))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the %s of ctxgraphd. Carry out the command below; its success_criteria are checked by the daemon, not taken on trust.\n\n", c.Agent)
+	b.WriteString("```json\n")
+	b.Write(body)
+	b.WriteString("\n```\n")
+	return b.String()
+}
+
+// ParseCommand finds the command object in a prompt (or takes the whole
+// input as JSON) and decodes it. The scripted model and the hooks use it to
+// read what a run was told to do.
+func ParseCommand(prompt string) (Command, error) {
+	text := prompt
+	if i := strings.Index(text, "```json"); i >= 0 {
+		text = text[i+len("```json"):]
+		if j := strings.Index(text, "```"); j >= 0 {
+			text = text[:j]
+		}
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return Command{}, fmt.Errorf("no command object: the prompt has no ```json block")
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.DisallowUnknownFields()
+	var env envelope
+	if err := dec.Decode(&env); err != nil {
+		return Command{}, fmt.Errorf("command object: %w", err)
+	}
+	if env.Command == nil {
+		return Command{}, fmt.Errorf(`command object: missing the "command" key`)
+	}
+	if !env.Command.Agent.Valid() {
+		return Command{}, fmt.Errorf("command object: agent %q is not one of %s, %s, %s", env.Command.Agent, Initializer, Coder, Tester)
+	}
+	return *env.Command, nil
+}

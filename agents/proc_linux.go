@@ -1,0 +1,84 @@
+//go:build linux
+
+package agents
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// sysProcAttr puts a run in its own process group, so that one signal
+// reaches claude and everything it started, and has the kernel kill claude
+// if the daemon dies without a chance to (kill -9); what claude started is
+// found and killed by KillGroup when the daemon comes back.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// KillGroup kills what is left of an interrupted run: the process group
+// pgid, but only if one of its processes carries CTXGRAPH_RUN=runID in its
+// environment. Process ids are reused; a run id is not, so a group that
+// belongs to someone else is never touched.
+func KillGroup(pgid int, runID string) error {
+	if pgid <= 0 {
+		return nil
+	}
+	members, err := groupMembers(pgid)
+	if err != nil {
+		return err
+	}
+	want := []byte("CTXGRAPH_RUN=" + runID)
+	for _, pid := range members {
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+					return fmt.Errorf("kill process group %d of %s: %w", pgid, runID, err)
+				}
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// groupMembers lists the processes whose process group is pgid.
+func groupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may hold spaces: fields
+		// are counted from the last ')'. After it: state, ppid, pgrp.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,540 @@
+// Package agents runs the real Claude Code CLI (`claude -p`) as one agent
+// run: it builds the command line and environment of SPEC section 4, reads
+// the stream-json output live to EOF, and supervises the process group with
+// a wall timeout and an idle timeout so that no run outlives its welcome and
+// no process outlives its run.
+//
+// It also holds what a run is told: the command object (the JSON handoff),
+// and the three role prompts, embedded and overridable per project.
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a Runner; they come from the daemon's configuration.
+type Options struct {
+	Command      string        // the claude binary, looked up on PATH when it has no slash
+	Model        string        // --model, when set
+	Timeout      time.Duration // wall time of one run; 0: none
+	IdleTimeout  time.Duration // longest silence on the stream; 0: none
+	MaxTurns     int           // --max-turns, when > 0
+	MaxBudgetUSD float64       // --max-budget-usd, when > 0 and the Spec sets none
+	AllowRoot    bool          // agent.allow_root: opt in to IS_SANDBOX=1 as root
+	SocketPath   string        // CTXGRAPH_SOCKET for the hooks
+	BaseEnv      []string      // the environment runs start from; nil: the daemon's
+	KillGrace    time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
+}
+
+// DefaultKillGrace is how long a process group gets between SIGTERM and
+// SIGKILL. Claude Code flushes its session file on SIGTERM, which is what
+// lets a retry resume it.
+const DefaultKillGrace = 3 * time.Second
+
+// drainGrace bounds the wait for EOF after the run's process has exited:
+// a grandchild that left the process group may hold stdout open forever.
+const drainGrace = 2 * time.Second
+
+// Spec is one run.
+type Spec struct {
+	RunID        string
+	Role         Role
+	FeatureID    string
+	Attempt      int
+	SessionID    string // the conversation: new for a fresh run, the old one to resume
+	Resume       bool   // --resume SessionID instead of --session-id SessionID
+	Prompt       string // with the command object
+	SystemPrompt string // the role prompt, passed with --append-system-prompt
+	Dir          string // the project directory, the run's working directory
+	Settings     string // --settings: the hooks of ctxgraphd
+	ExtraEnv     []string
+	MaxBudgetUSD float64 // overrides Options.MaxBudgetUSD when > 0
+}
+
+// EndReason says why a run's process ended.
+type EndReason string
+
+// The ways a run ends.
+const (
+	EndExited      EndReason = "exited"       // the process ended by itself
+	EndWallTimeout EndReason = "wall_timeout" // killed: agent.timeout
+	EndIdleTimeout EndReason = "idle_timeout" // killed: no stream event for agent.idle_timeout
+	EndCancelled   EndReason = "cancelled"    // killed: the daemon stopped or asked
+	EndStartFailed EndReason = "start_failed" // never ran
+)
+
+// Event is one thing seen on a run's stream, for logs and `ctl watch`.
+type Event struct {
+	Time      time.Time
+	RunID     string
+	Kind      string // init, text, tool_use, tool_result, hook, api_retry, result, stream_error
+	Tool      string
+	Detail    string
+	IsError   bool
+	SessionID string
+}
+
+// Result is what a run came to, read from its exit and its stream.
+type Result struct {
+	RunID     string
+	SessionID string
+	StartedAt time.Time
+	EndedAt   time.Time
+	PID       int
+	ExitCode  int // -1 when killed by a signal or never started
+	Ended     EndReason
+
+	SawResult         bool // a result line was read
+	IsError           bool
+	Subtype           string
+	TerminalReason    string
+	NumTurns          int
+	CostUSD           float64
+	APIErrorStatus    int
+	RateLimitResetsAt time.Time
+	Text              string // the result line's text, or the last assistant text
+	Summary           string // Text distilled to one short line
+	ToolCalls         int
+	StderrTail        string
+	Err               error // a start or supervision error, not an agent's failure
+}
+
+// OK reports whether the run ended by itself, said it succeeded, and exited 0.
+func (r Result) OK() bool {
+	return r.Ended == EndExited && r.SawResult && !r.IsError && r.ExitCode == 0
+}
+
+// Runner starts runs.
+type Runner struct {
+	opts Options
+	log  *zap.Logger
+}
+
+// NewRunner returns a runner; log may be nil.
+func NewRunner(opts Options, log *zap.Logger) *Runner {
+	if opts.Command == "" {
+		opts.Command = "claude"
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Runner{opts: opts, log: log}
+}
+
+// Args returns the command line of a run, without the binary. The prompt
+// comes first, as NOTES.md advises: variadic flags would swallow it at the
+// end.
+func (r *Runner) Args(spec Spec) []string {
+	args := []string{"-p"}
+	promptLast := strings.HasPrefix(spec.Prompt, "-")
+	if !promptLast {
+		args = append(args, spec.Prompt)
+	}
+	args = append(args, "--output-format", "stream-json", "--verbose")
+	if spec.Resume {
+		args = append(args, "--resume", spec.SessionID)
+	} else if spec.SessionID != "" {
+		args = append(args, "--session-id", spec.SessionID)
+	}
+	args = append(args, "--permission-mode", "bypassPermissions")
+	if spec.Settings != "" {
+		args = append(args, "--settings", spec.Settings)
+	}
+	if spec.SystemPrompt != "" {
+		args = append(args, "--append-system-prompt", spec.SystemPrompt)
+	}
+	if r.opts.MaxTurns > 0 {
+		args = append(args, "--max-turns", fmt.Sprint(r.opts.MaxTurns))
+	}
+	budget := r.opts.MaxBudgetUSD
+	if spec.MaxBudgetUSD > 0 {
+		budget = spec.MaxBudgetUSD
+	}
+	if budget > 0 {
+		args = append(args, "--max-budget-usd", fmt.Sprint(budget))
+	}
+	if r.opts.Model != "" {
+		args = append(args, "--model", r.opts.Model)
+	}
+	if promptLast {
+		args = append(args, "--", spec.Prompt)
+	}
+	return args
+}
+
+// nestedVars make Claude Code believe it runs inside another session, or
+// leak that session's identity into the run.
+var nestedVars = []string{
+	"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
+	"CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SSE_PORT",
+}
+
+// Env returns the environment of a run: the base environment minus nested
+// and stale CTXGRAPH_* variables, plus the run's identity for the hooks.
+func (r *Runner) Env(spec Spec) []string {
+	base := r.opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	drop := map[string]bool{}
+	for _, k := range nestedVars {
+		drop[k] = true
+	}
+	env := make([]string, 0, len(base)+8)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if drop[k] || strings.HasPrefix(k, "CTXGRAPH_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"CTXGRAPH_AGENT="+string(spec.Role),
+		"CTXGRAPH_FEATURE="+spec.FeatureID,
+		"CTXGRAPH_RUN="+spec.RunID,
+		"CTXGRAPH_SOCKET="+r.opts.SocketPath,
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+	if r.opts.AllowRoot && os.Geteuid() == 0 && !hasVar(env, "IS_SANDBOX", "1") {
+		env = append(env, "IS_SANDBOX=1")
+	}
+	return append(env, spec.ExtraEnv...)
+}
+
+func hasVar(env []string, key, value string) bool {
+	for _, kv := range env {
+		if kv == key+"="+value {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRoot refuses to run agents as root unless the user opted in (SPEC
+// section 4): Claude Code's bypassPermissions as root is only safe in a
+// sandbox, and only the user can say that the machine is one.
+func CheckRoot(allowRoot bool, env []string) error {
+	if os.Geteuid() != 0 || allowRoot || hasVar(env, "IS_SANDBOX", "1") {
+		return nil
+	}
+	return errors.New("ctxgraphd is running as root, and Claude Code runs agents as root only in a sandbox: " +
+		"run the daemon as an ordinary user, or, if this machine is a sandbox, opt in with " +
+		"`agent.allow_root: true` in .claude/ctxgraphd.yaml (or CTXGRAPHD_AGENT_ALLOW_ROOT=true, or IS_SANDBOX=1 in the daemon's environment)")
+}
+
+// Run starts one run and supervises it to its end: every process of its
+// group is gone when Run returns. onStart gets the pid (which is also the
+// process group id) once the process runs; onEvent gets stream events as
+// they come. Both are called from Run's goroutine and must not block long.
+func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEvent func(Event)) Result {
+	res := Result{RunID: spec.RunID, SessionID: spec.SessionID, StartedAt: time.Now(), ExitCode: -1}
+	log := r.log.With(zap.String("run", spec.RunID))
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+
+	stdout, stdoutW, err := os.Pipe()
+	if err != nil {
+		return startFailed(res, fmt.Errorf("stdout pipe: %w", err))
+	}
+	defer stdout.Close()
+	stderr := &tailBuffer{max: 4 << 10}
+	cmd := exec.Command(r.opts.Command, r.Args(spec)...)
+	cmd.Dir = spec.Dir
+	cmd.Env = r.Env(spec)
+	cmd.Stdin = nil // /dev/null: an open pipe makes claude wait for input
+	cmd.Stdout = stdoutW
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = sysProcAttr()
+	err = cmd.Start()
+	stdoutW.Close() // the child holds its own copy; EOF comes when every holder is gone
+	if err != nil {
+		return startFailed(res, fmt.Errorf("start %s: %w", r.opts.Command, err))
+	}
+	res.PID = cmd.Process.Pid
+	if onStart != nil {
+		onStart(res.PID)
+	}
+	log.Debug("agent started", zap.Int("pid", res.PID), zap.String("role", string(spec.Role)))
+
+	msgs := make(chan Message, 64)
+	readDone := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		dec := NewDecoder(stdout)
+		for {
+			m, err := dec.Next()
+			var le *LineError
+			switch {
+			case err == nil:
+				msgs <- m
+			case errors.As(err, &le):
+				msgs <- Message{Type: "stream_error", Result: le.Error()}
+			default:
+				if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+					err = nil
+				}
+				readDone <- err
+				return
+			}
+		}
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	var (
+		wall, idle, grace, drain <-chan time.Time
+		idleTimer                *time.Timer
+		killing                  bool
+	)
+	if r.opts.Timeout > 0 {
+		t := time.NewTimer(r.opts.Timeout)
+		defer t.Stop()
+		wall = t.C
+	}
+	if r.opts.IdleTimeout > 0 {
+		idleTimer = time.NewTimer(r.opts.IdleTimeout)
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
+	kill := func(why EndReason) {
+		if killing {
+			return
+		}
+		killing = true
+		res.Ended = why
+		log.Info("stopping agent", zap.String("why", string(why)), zap.Int("pid", res.PID))
+		signalGroup(res.PID, sigTerm)
+		t := time.NewTimer(r.opts.KillGrace)
+		grace = t.C
+	}
+	var lastText string
+	exited, eof := false, false
+	done := ctx.Done()
+	for !exited || !eof {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				eof, msgs = true, nil
+				continue
+			}
+			if idleTimer != nil && !killing {
+				idleTimer.Reset(r.opts.IdleTimeout)
+			}
+			r.absorb(&res, &lastText, m, onEvent)
+		case err := <-waitDone:
+			exited = true
+			if err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					res.Err = err
+				}
+			}
+			res.ExitCode = cmd.ProcessState.ExitCode()
+			// Whatever it left behind in its group goes with it.
+			signalGroup(res.PID, sigKill)
+			if !eof {
+				drain = time.After(drainGrace)
+			}
+		case <-drain:
+			log.Warn("agent's stdout still open after it exited; a process left its group", zap.Int("pid", res.PID))
+			stdout.Close()
+			drain = nil
+		case <-done:
+			done = nil
+			kill(EndCancelled)
+		case <-wall:
+			kill(EndWallTimeout)
+		case <-idle:
+			kill(EndIdleTimeout)
+		case <-grace:
+			grace = nil
+			signalGroup(res.PID, sigKill)
+		}
+	}
+	if err := <-readDone; err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("reading the agent's output: %w", err)
+	}
+	if res.Ended == "" {
+		res.Ended = EndExited
+	}
+	res.EndedAt = time.Now()
+	if res.Text == "" {
+		res.Text = lastText
+	}
+	res.StderrTail = stderr.String()
+	res.Summary = summarize(res)
+	return res
+}
+
+// absorb folds one stream message into the result and passes it on as an
+// event.
+func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(Event)) {
+	ev := Event{Time: time.Now(), RunID: res.RunID, SessionID: m.SessionID}
+	if m.SessionID != "" {
+		res.SessionID = m.SessionID
+	}
+	switch m.Type {
+	case "system":
+		switch m.Subtype {
+		case "init":
+			ev.Kind = "init"
+		case "hook_started", "hook_response":
+			ev.Kind, ev.Detail = "hook", m.HookEvent
+		case "api_retry":
+			ev.Kind, ev.Detail, ev.IsError = "api_retry", fmt.Sprintf("status %d", m.ErrorStatus), true
+		default:
+			ev.Kind, ev.Detail = "system", m.Subtype
+		}
+		onEvent(ev)
+	case "rate_limit_event":
+		if m.RateLimitInfo != nil && m.RateLimitInfo.ResetsAt > 0 && m.RateLimitInfo.Status != "allowed" {
+			res.RateLimitResetsAt = time.Unix(m.RateLimitInfo.ResetsAt, 0)
+		}
+	case "assistant", "user":
+		if m.APIErrorStatus != 0 {
+			res.APIErrorStatus = m.APIErrorStatus
+		}
+		if m.Message == nil {
+			return
+		}
+		for _, b := range m.Message.Content {
+			e := ev
+			switch b.Type {
+			case "text":
+				if m.Type == "assistant" && m.ParentToolUseID == "" && strings.TrimSpace(b.Text) != "" {
+					*lastText = b.Text
+				}
+				e.Kind, e.Detail = "text", clip(b.Text, 200)
+			case "tool_use":
+				if m.ParentToolUseID == "" {
+					res.ToolCalls++
+				}
+				e.Kind, e.Tool, e.Detail = "tool_use", b.Name, toolDetail(b.Name, b.Input)
+			case "tool_result":
+				e.Kind, e.IsError = "tool_result", b.IsError
+			default:
+				continue
+			}
+			onEvent(e)
+		}
+	case "result":
+		// Background subagents can add a second result: the last one read
+		// is the run's, and cost and turns are the CLI's running totals.
+		res.SawResult = true
+		res.IsError = m.IsError
+		res.Subtype = m.Subtype
+		res.TerminalReason = m.TerminalReason
+		res.NumTurns = m.NumTurns
+		res.CostUSD = m.TotalCostUSD
+		if m.APIErrorStatus != 0 {
+			res.APIErrorStatus = m.APIErrorStatus
+		}
+		if t := strings.TrimSpace(m.Result); t != "" {
+			res.Text = t
+		} else if len(m.Errors) > 0 {
+			res.Text = strings.Join(m.Errors, "; ")
+		}
+		ev.Kind, ev.IsError, ev.Detail = "result", m.IsError, m.Subtype
+		onEvent(ev)
+	case "stream_error":
+		ev.Kind, ev.IsError, ev.Detail = "stream_error", true, m.Result
+		onEvent(ev)
+	}
+}
+
+// toolDetail picks the one input field that says what a tool call does.
+func toolDetail(tool string, input json.RawMessage) string {
+	var in map[string]any
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			return clip(s, 200)
+		}
+	}
+	return ""
+}
+
+// summarize distils a run into one line to keep with it.
+func summarize(res Result) string {
+	text := strings.Join(strings.Fields(res.Text), " ")
+	switch {
+	case res.Ended == EndStartFailed:
+		return fmt.Sprintf("did not start: %v", res.Err)
+	case res.Ended == EndWallTimeout:
+		return prefixed("killed after the wall timeout", text)
+	case res.Ended == EndIdleTimeout:
+		return prefixed("killed after the idle timeout", text)
+	case res.Ended == EndCancelled:
+		return prefixed("stopped", text)
+	case !res.SawResult:
+		tail := strings.Join(strings.Fields(res.StderrTail), " ")
+		return prefixed(fmt.Sprintf("exited %d without a result", res.ExitCode), firstNonEmpty(tail, text))
+	case res.IsError:
+		return prefixed(firstNonEmpty(res.Subtype, "error"), text)
+	}
+	return clip(text, 300)
+}
+
+func prefixed(what, text string) string {
+	if text == "" {
+		return what
+	}
+	return clip(what+": "+text, 300)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func startFailed(res Result, err error) Result {
+	res.Ended, res.Err, res.EndedAt = EndStartFailed, err, time.Now()
+	res.Summary = summarize(res)
+	return res
+}
+
+// tailBuffer keeps the last max bytes written to it: a run's stderr can be
+// long, and only its end explains a crash.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
