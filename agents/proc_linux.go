@@ -50,7 +50,13 @@ func KillGroup(pgid int, runID string) error {
 	return nil
 }
 
-// groupMembers lists the processes whose process group is pgid.
+// groupAlive reports whether a live process is left in the group.
+func groupAlive(pgid int) bool {
+	members, err := groupMembers(pgid)
+	return err == nil && len(members) > 0
+}
+
+// groupMembers lists the live processes whose process group is pgid.
 func groupMembers(pgid int) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -75,6 +81,9 @@ func groupMembers(pgid int) ([]int, error) {
 		f := strings.Fields(string(stat[i+1:]))
 		if len(f) < 3 {
 			continue
+		}
+		if f[0] == "Z" || f[0] == "X" {
+			continue // dead, waiting to be reaped: nothing left to kill
 		}
 		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
 			out = append(out, pid)

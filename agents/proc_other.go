@@ -20,7 +20,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 // environment (read with ps, as there is no /proc here). Process ids are
 // reused; a run id is not.
 func KillGroup(pgid int, runID string) error {
-	if pgid <= 0 || !groupAlive(pgid) {
+	if pgid <= 0 || !groupExists(pgid) {
 		return nil
 	}
 	out, err := exec.Command("ps", "-E", "-ww", "-o", "pgid=,command=", "-g", strconv.Itoa(pgid)).Output()
@@ -35,3 +35,6 @@ func KillGroup(pgid int, runID string) error {
 	}
 	return nil
 }
+
+// groupAlive reports whether any process is left in the group.
+func groupAlive(pgid int) bool { return groupExists(pgid) }

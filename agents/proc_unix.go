@@ -21,8 +21,9 @@ func signalGroup(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
 }
 
-// groupAlive reports whether any process is left in the group.
-func groupAlive(pgid int) bool {
+// groupExists reports whether the group has any process left, zombies
+// included.
+func groupExists(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }

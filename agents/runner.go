@@ -261,6 +261,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = sysProcAttr()
+	// stderr is copied through a pipe that a process which left the group
+	// could hold open forever; Wait gives up on it after this long.
+	cmd.WaitDelay = drainGrace
 	err = cmd.Start()
 	stdoutW.Close() // the child holds its own copy; EOF comes when every holder is gone
 	if err != nil {
@@ -341,7 +344,11 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			exited = true
 			if err != nil {
 				var ee *exec.ExitError
-				if !errors.As(err, &ee) {
+				switch {
+				case errors.As(err, &ee):
+				case errors.Is(err, exec.ErrWaitDelay):
+					log.Warn("agent's stderr still open after it exited; a process left its group", zap.Int("pid", res.PID))
+				default:
 					res.Err = err
 				}
 			}

@@ -506,4 +506,3 @@ func (s State) maxRead() int64 {
 	}
 	return 256 << 10
 }
-

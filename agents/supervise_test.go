@@ -1,0 +1,231 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeClaude writes a shell script that stands in for claude in these
+// supervision tests: they are about processes, not about the CLI (the real
+// CLI is driven in claude_test.go and package e2e).
+func fakeClaude(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\n" + body + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const resultLine = `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"total_cost_usd":0.5,"result":"all done","session_id":"s-1"}`
+
+func runFake(t *testing.T, opts Options, body string) (Result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	opts.Command = fakeClaude(t, body)
+	if opts.KillGrace == 0 {
+		opts.KillGrace = 200 * time.Millisecond
+	}
+	r := NewRunner(opts, nil)
+	var started int
+	res := r.Run(context.Background(), Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p"},
+		func(pid int) { started = pid }, nil)
+	if res.Ended != EndStartFailed && started != res.PID {
+		t.Errorf("onStart got %d, result says %d", started, res.PID)
+	}
+	return res, dir
+}
+
+func TestRunReadsResult(t *testing.T) {
+	res, _ := runFake(t, Options{}, `echo '{"type":"system","subtype":"init","session_id":"s-1"}'; echo '`+resultLine+`'`)
+	if !res.OK() || res.SessionID != "s-1" || res.CostUSD != 0.5 || res.NumTurns != 2 || res.Summary != "all done" {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestRunSeesEnvAndStdin(t *testing.T) {
+	res, dir := runFake(t, Options{SocketPath: "/x.sock"}, `env > env.txt; cat > stdin.txt; echo '`+resultLine+`'`)
+	if !res.OK() {
+		t.Fatalf("result = %+v", res)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, "env.txt"))
+	for _, want := range []string{"CTXGRAPH_RUN=run-000001", "CTXGRAPH_AGENT=coding-agent", "CTXGRAPH_SOCKET=/x.sock"} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("the run's environment lacks %s", want)
+		}
+	}
+	if in, _ := os.ReadFile(filepath.Join(dir, "stdin.txt")); len(in) != 0 {
+		t.Errorf("stdin was not empty: %q", in)
+	}
+}
+
+func TestRunExitWithoutResult(t *testing.T) {
+	res, _ := runFake(t, Options{}, `echo 'it broke' >&2; exit 3`)
+	if res.OK() || res.SawResult || res.ExitCode != 3 || res.Ended != EndExited || !strings.Contains(res.Summary, "it broke") {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestRunStartFailure(t *testing.T) {
+	r := NewRunner(Options{Command: filepath.Join(t.TempDir(), "no-such-claude")}, nil)
+	res := r.Run(context.Background(), Spec{Dir: t.TempDir()}, func(int) { t.Error("onStart called") }, nil)
+	if res.Ended != EndStartFailed || res.Err == nil {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+// alive reports whether pid still runs (a zombie counts as gone).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust kill(0)
+	}
+	return !strings.Contains(string(stat), ") Z ")
+}
+
+func childPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatalf("the fake agent did not start its child: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// A run that goes quiet is killed after the idle timeout, with everything
+// it started; one that talks but never ends is killed at the wall timeout.
+func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		body string
+		want EndReason
+	}{
+		{"idle", Options{IdleTimeout: 300 * time.Millisecond},
+			`sleep 1000 & echo $! > child.pid; echo '{"type":"system","subtype":"init"}'; wait`, EndIdleTimeout},
+		{"wall", Options{Timeout: 500 * time.Millisecond, IdleTimeout: time.Minute},
+			`sleep 1000 & echo $! > child.pid; while :; do echo '{"type":"system","subtype":"status"}'; sleep 0.05; done`, EndWallTimeout},
+		// A process that ignores SIGTERM gets SIGKILL after the grace.
+		{"stubborn", Options{IdleTimeout: 200 * time.Millisecond},
+			`trap '' TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! > child.pid; sleep 1000`, EndIdleTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res, dir := runFake(t, tc.opts, tc.body)
+			if res.Ended != tc.want {
+				t.Errorf("ended %s, want %s: %+v", res.Ended, tc.want, res)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("took %s", time.Since(start))
+			}
+			if pid := childPID(t, dir); alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("child %d outlived its run", pid)
+			}
+			if groupAlive(res.PID) {
+				t.Errorf("process group %d still has members", res.PID)
+			}
+		})
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	dir := t.TempDir()
+	r := NewRunner(Options{Command: fakeClaude(t, `sleep 1000 & echo $! > child.pid; wait`), KillGrace: 200 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int, 1)
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(ctx, Spec{Dir: dir}, func(pid int) { started <- pid }, nil) }()
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	res := <-done
+	if res.Ended != EndCancelled {
+		t.Errorf("ended %s", res.Ended)
+	}
+	if pid := childPID(t, dir); alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("child %d outlived its cancelled run", pid)
+	}
+}
+
+// Whatever a run leaves running in its group when it exits is killed with
+// it: no orphan, ever.
+func TestRunKillsLeftoversAfterExit(t *testing.T) {
+	res, dir := runFake(t, Options{}, `sleep 1000 >/dev/null 2>&1 & echo $! > child.pid; echo '`+resultLine+`'`)
+	if !res.OK() {
+		t.Errorf("result = %+v", res)
+	}
+	pid := childPID(t, dir)
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("leftover %d survived its run", pid)
+	}
+}
+
+// A grandchild that left the group and holds stdout open cannot keep the
+// run from ending.
+func TestRunDoesNotWaitForEscapedStdout(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
+		t.Skip("setsid(1) not available")
+	}
+	start := time.Now()
+	res, dir := runFake(t, Options{}, `setsid sleep 30 & echo $! > child.pid; echo '`+resultLine+`'`)
+	if pid := childPID(t, dir); pid > 0 {
+		defer syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if !res.OK() {
+		t.Errorf("result = %+v", res)
+	}
+	if d := time.Since(start); d > drainGrace+5*time.Second {
+		t.Errorf("Run waited %s for an escaped process", d)
+	}
+}
+
+func TestKillGroupChecksTheRun(t *testing.T) {
+	dir := t.TempDir()
+	script := fakeClaude(t, `sleep 1000`)
+	r := NewRunner(Options{Command: script, KillGrace: 100 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan int, 1)
+	done := make(chan Result, 1)
+	go func() { done <- r.Run(ctx, Spec{RunID: "run-000042", Dir: dir}, func(pid int) { started <- pid }, nil) }()
+	pid := <-started
+	time.Sleep(100 * time.Millisecond)
+	// Another run's id: the group is not that run's, so it is left alone.
+	if err := KillGroup(pid, "run-000041"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !groupAlive(pid) {
+		t.Fatal("KillGroup killed a group that belongs to another run")
+	}
+	if err := KillGroup(pid, "run-000042"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.Ended != EndExited || res.ExitCode != -1 {
+			t.Errorf("after KillGroup: %+v", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("KillGroup did not kill the run")
+	}
+}
