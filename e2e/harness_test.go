@@ -73,6 +73,9 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		"XDG_RUNTIME_DIR="+runtime,
 		"XDG_CONFIG_HOME="+t.TempDir(),
 		"CTXGRAPHD_LIMITS_DEBOUNCE=10ms",
+		// The daemon and every hook are race-enabled builds, which sleep
+		// a second at exit by default; a hook runs on every tool call.
+		"GORACE=atexit_sleep_ms=0",
 	)
 	p := &project{t: t, dir: dir, env: env, model: model}
 	p.mustRun("init", "--project", dir, "--goal", "the "+sc.Name+" scenario")

@@ -135,9 +135,15 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	sdnotify.Ready()
 	err = g.Run()
 	sdnotify.Stopping()
-	var sig run.SignalError
-	if errors.As(err, &sig) {
+	// oklog/run returns *SignalError; its As method claims the value type
+	// too without filling it in, so ask for the pointer.
+	var sig *run.SignalError
+	if errors.As(err, &sig) && sig != nil && sig.Signal != nil {
 		log.Info("daemon stopped by signal", zap.String("signal", sig.Signal.String()))
+		return nil
+	}
+	if errors.Is(err, run.ErrSignal) {
+		log.Info("daemon stopped by signal")
 		return nil
 	}
 	if err == nil {
