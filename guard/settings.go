@@ -41,13 +41,25 @@ func hookTable(binary string) map[string]any {
 	return t
 }
 
-func handler(binary, event string) map[string]any {
-	return map[string]any{"type": "command", "command": binary, "args": []any{"hook", event}, "timeout": hookTimeout}
+func handler(binary, event string, extra ...string) map[string]any {
+	args := []any{"hook", event}
+	for _, a := range extra {
+		args = append(args, a)
+	}
+	return map[string]any{"type": "command", "command": binary, "args": args, "timeout": hookTimeout}
 }
 
-// MergeHookSettings adds ctxgraphd's hooks to an existing settings file's
-// content (nil or empty for none), keeping every other key and every hook
-// already there; a handler that is already installed is not added twice.
+// InteractiveFlag marks the hooks `ctxgraphd init --install-hooks` writes
+// into .claude/settings.json. Claude Code runs those hooks in the daemon's
+// runs too, beside the ones passed with --settings; marked, they stand aside
+// there (CTXGRAPH_RUN is set) so that no event is judged or recorded twice,
+// and they gate interactive sessions, where no --settings hooks run.
+const InteractiveFlag = "--interactive"
+
+// MergeHookSettings adds ctxgraphd's hooks (marked with InteractiveFlag) to
+// an existing settings file's content (nil or empty for none), keeping every
+// other key and every hook already there; a handler that is already
+// installed is not added twice.
 func MergeHookSettings(existing []byte, binary string) ([]byte, bool, error) {
 	settings := map[string]any{}
 	if len(existing) > 0 {
@@ -68,7 +80,7 @@ func MergeHookSettings(existing []byte, binary string) ([]byte, bool, error) {
 		if hasHandler(groups, binary, e.kebab) {
 			continue
 		}
-		hooks[e.claude] = append(groups, map[string]any{"hooks": []any{handler(binary, e.kebab)}})
+		hooks[e.claude] = append(groups, map[string]any{"hooks": []any{handler(binary, e.kebab, InteractiveFlag)}})
 		changed = true
 	}
 	settings["hooks"] = hooks
@@ -89,7 +101,7 @@ func hasHandler(groups []any, binary, event string) bool {
 				continue
 			}
 			args, _ := hm["args"].([]any)
-			if slices.Equal(args, []any{"hook", event}) {
+			if slices.Equal(args, []any{"hook", event, InteractiveFlag}) {
 				return true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -19,7 +20,28 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain serves two masters: testscript re-executes this test binary as
+// the ctxgraphd command of the scripts in testdata/script, and the tests of
+// the package run under goleak.
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(leakChecked{m}, map[string]func() int{
+		"ctxgraphd": func() int { return execute(os.Args[1:]) },
+	}))
+}
+
+// leakChecked fails a passing test run that leaves goroutines behind.
+type leakChecked struct{ m *testing.M }
+
+func (l leakChecked) Run() int {
+	code := l.m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
 
 // shortTempDir is a fresh directory with a short path, for sockets: sun_path
 // holds about 104 bytes, and t.TempDir's names grow with the test's.

@@ -29,7 +29,8 @@ const hookDaemonTimeout = 5 * time.Second
 const maxHookPayload = 64 << 20
 
 func newHookCmd() *cobra.Command {
-	return &cobra.Command{
+	var interactive bool
+	cmd := &cobra.Command{
 		Use:   "hook EVENT",
 		Short: "The hook Claude Code runs (pre-tool-use, post-tool-use, stop, …): asks the daemon's gates",
 		Long: `hook is called by Claude Code, not by people. It reads the hook payload on stdin,
@@ -39,6 +40,11 @@ answer it decides alone from the files, refuses tested: true, and spools what it
 saw for the daemon to take in later.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if interactive && os.Getenv("CTXGRAPH_RUN") != "" {
+				// A daemon's run: its own --settings hooks judge this
+				// event; judging it twice would count it twice.
+				return nil
+			}
 			code := runHook(cmd.Context(), args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), os.Getenv)
 			if code != 0 {
 				return withExitCode(code, errAlreadyReported)
@@ -46,6 +52,8 @@ saw for the daemon to take in later.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&interactive, "interactive", false, "installed by `init --install-hooks`: stand aside in the daemon's own runs")
+	return cmd
 }
 
 // errAlreadyReported ends a command whose message is already on stderr.
