@@ -374,6 +374,12 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			signalGroup(res.PID, sigKill)
 		}
 	}
+	// SIGKILL is delivered asynchronously: wait, briefly, until the group
+	// is really empty, so that "the run is over" means no process is left.
+	for deadline := time.Now().Add(drainGrace); groupAlive(res.PID) && time.Now().Before(deadline); {
+		signalGroup(res.PID, sigKill)
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := <-readDone; err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("reading the agent's output: %w", err)
 	}
