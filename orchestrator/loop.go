@@ -83,7 +83,7 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Input {
 	counters := make(map[string]statemachine.Counters, len(o.counters))
 	for id, c := range o.counters {
-		counters[id] = statemachine.Counters{Failures: c.Failures}
+		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD}
 	}
 	return statemachine.Input{
 		List:             o.canonical,
@@ -92,6 +92,9 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		BlockedInSession: o.session.BlockedInSession,
 		MaxRetries:       o.cfg.Limits.MaxRetries,
 		MaxBlocked:       o.cfg.Limits.MaxBlocked,
+		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
+		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
+		SessionCostUSD:   o.totalCost,
 		Outcome:          out,
 	}
 }

@@ -409,3 +409,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The budgets reach the rules: a session that has spent its budget stops
+// before the next run, with a message that names the key.
+func TestSessionBudgetStopsTheLoop(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Budget.SessionUSD = 0.005 // the coder costs 0.01
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "budget.session_usd") {
+		t.Fatalf("loop ended with %v, want a stop naming budget.session_usd", err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+}

@@ -25,6 +25,8 @@ type Counters struct {
 	// Failures is the number of failed attempts. Attempt n+1 is the one
 	// running or next; a feature is blocked when Failures exceeds MaxRetries.
 	Failures int `json:"failures"`
+	// CostUSD is what the feature's runs have cost so far.
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // Attempt is the number of the current (or next) attempt of the feature.
@@ -58,6 +60,11 @@ type Input struct {
 	BlockedInSession int
 	MaxRetries       int
 	MaxBlocked       int
+	// Budgets in USD (0: none) and what the session has spent. A feature
+	// over its budget is blocked; a session over its budget stops.
+	FeatureBudgetUSD float64
+	SessionBudgetUSD float64
+	SessionCostUSD   float64
 	// Outcome is the run that just ended, nil when deciding afresh (at
 	// start, after a feature-list change, after ctl resume).
 	Outcome *Outcome
@@ -148,10 +155,40 @@ func (a Action) String() string {
 func Decide(in Input) Action {
 	if o := in.Outcome; o != nil {
 		if a, decided := afterRun(in, *o); decided {
-			return a
+			return withinBudget(in, a)
 		}
 	}
-	return selectNext(in)
+	return withinBudget(in, selectNext(in))
+}
+
+// withinBudget turns a run the budgets cannot pay for into the outcome a
+// person would choose: a feature over budget.feature_usd is blocked, and a
+// session over budget.session_usd stops. Runs already paid for are never
+// cut short here; --max-budget-usd bounds a single run.
+func withinBudget(in Input, a Action) Action {
+	if a.Kind != SpawnInitializer && a.Kind != SpawnCoder && a.Kind != SpawnTester {
+		return a
+	}
+	if in.SessionBudgetUSD > 0 && in.SessionCostUSD >= in.SessionBudgetUSD {
+		return Action{Kind: StopSession, CountFailure: a.CountFailure, Feature: failedFeature(a),
+			Reason: fmt.Sprintf("the session has spent $%.2f, its budget.session_usd is $%.2f: raise it and restart the daemon to go on", in.SessionCostUSD, in.SessionBudgetUSD)}
+	}
+	if a.Feature != "" && in.FeatureBudgetUSD > 0 {
+		if spent := in.Counters[a.Feature].CostUSD; spent >= in.FeatureBudgetUSD {
+			return Action{Kind: BlockFeature, Feature: a.Feature, CountFailure: a.CountFailure,
+				Reason: fmt.Sprintf("%s has cost $%.2f, its budget.feature_usd is $%.2f", a.Feature, spent, in.FeatureBudgetUSD)}
+		}
+	}
+	return a
+}
+
+// failedFeature keeps the feature of a counted failure when a budget
+// replaces the action, so the failure is still counted against it.
+func failedFeature(a Action) string {
+	if a.CountFailure {
+		return a.Feature
+	}
+	return ""
 }
 
 // afterRun handles the run that just ended. decided is false when the

@@ -235,3 +235,34 @@ func TestActionEvents(t *testing.T) {
 	}
 	_ = m
 }
+
+func TestBudgets(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want Kind
+		feat string
+		why  string
+	}{
+		{"no budgets: work goes on", Input{List: list("F-1:pending"), SessionCostUSD: 1e6}, SpawnCoder, "F-1", ""},
+		{"under the feature budget", Input{List: list("F-1:pending"), FeatureBudgetUSD: 2, Counters: map[string]Counters{"F-1": {CostUSD: 1.99}}}, SpawnCoder, "F-1", ""},
+		{"feature over its budget is blocked", Input{List: list("F-1:pending", "F-2:pending"), FeatureBudgetUSD: 2, Counters: map[string]Counters{"F-1": {CostUSD: 2}}}, BlockFeature, "F-1", "budget.feature_usd"},
+		{"only that feature: the next is not charged", Input{List: list("F-1:blocked", "F-2:pending"), FeatureBudgetUSD: 2, Counters: map[string]Counters{"F-1": {CostUSD: 5}}}, SpawnCoder, "F-2", ""},
+		{"a retry over budget is blocked, and the failure still counts", Input{List: list("F-1:completed"), FeatureBudgetUSD: 1, MaxRetries: 2,
+			Counters: map[string]Counters{"F-1": {CostUSD: 1.5}}, Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "failed"}}, BlockFeature, "F-1", "budget.feature_usd"},
+		{"session over its budget stops", Input{List: list("F-1:pending"), SessionBudgetUSD: 10, SessionCostUSD: 10}, StopSession, "", "budget.session_usd"},
+		{"session budget does not stop a finished session", Input{List: list("F-1:completed:tested"), SessionBudgetUSD: 10, SessionCostUSD: 11}, FinishAll, "", ""},
+		{"the initializer is charged to the session", Input{SessionBudgetUSD: 1, SessionCostUSD: 1}, StopSession, "", "budget.session_usd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Decide(tt.in)
+			if a.Kind != tt.want || a.Feature != tt.feat || !strings.Contains(a.Reason, tt.why) {
+				t.Errorf("Decide = %+v, want %v %s with %q", a, tt.want, tt.feat, tt.why)
+			}
+			if tt.in.Outcome != nil && !a.CountFailure {
+				t.Errorf("the failed attempt was not counted: %+v", a)
+			}
+		})
+	}
+}
