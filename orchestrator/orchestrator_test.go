@@ -423,3 +423,59 @@ func TestSessionBudgetStopsTheLoop(t *testing.T) {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
 }
+
+// blockUntilCancelled is a run whose hooks never check in: it runs until
+// the daemon kills it.
+func blockUntilCancelled(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
+	<-ctx.Done()
+	return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
+}
+
+// A run whose SessionStart hook never reaches the daemon is killed: its
+// gates are not running. A few in a row stop the session with a message
+// that says what to check, and each is a hooks-live violation.
+func TestHooksLiveKillsSilentRuns(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.script[agents.Initializer] = blockUntilCancelled
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := 0
+	for _, tr := range trs {
+		if tr.Gate == "hooks-live" && tr.Code == "hooks_silent" {
+			silent++
+		}
+	}
+	if silent != 3 {
+		t.Errorf("%d hooks-live violations, want 3", silent)
+	}
+}
+
+// A run whose hooks check in is left alone, however long it takes.
+func TestHooksLiveSparesLiveRuns(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
+		time.Sleep(100 * time.Millisecond)
+		if ctx.Err() != nil {
+			return agents.Result{Ended: agents.EndCancelled}
+		}
+		return initializerWrites(1)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+}
