@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
@@ -242,19 +243,49 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 		return
 	}
 	run := o.active.run
-	mode := o.gates.modes.Of(guard.HooksLive)
 	what := fmt.Sprintf("the hooks of %s did not check in within agent.hooks_live_timeout (%s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.HooksLive, Code: "hooks_silent",
-		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
-		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "every run's SessionStart hook reaches the daemon", Why: "gates that are not running must not be trusted"}})
-	if mode != guard.Enforce {
-		o.log.Warn("hooks did not check in (hooks-live in warn mode)", zap.String("run", run.ID))
+	if !o.hooksSilentViolation(run, what) {
 		return
 	}
-	o.hooksSilent++
 	o.log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
 	o.active.interrupt = what
 	o.active.cancel()
+}
+
+// endedSilent catches the run that ended, by itself, before its hooks-live
+// check: a quick run whose hooks never checked in (hooks turned off by
+// disableAllHooks, say) did its work without gates just as surely as a
+// slow one. It returns why the run is not to be judged, or "".
+func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
+	if o.gates.modes.Of(guard.HooksLive) == guard.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || o.gates.isLive(act.run.ID) {
+		return ""
+	}
+	what := fmt.Sprintf("%s ended without its hooks ever checking in (no SessionStart reached the daemon)", act.run.ID)
+	if !o.hooksSilentViolation(act.run, what) {
+		return ""
+	}
+	if o.claim != "" {
+		// The claim was made where no gate could see: the canonical
+		// list, which does not have it, goes back on disk.
+		o.claim = ""
+		o.writeFeatureList()
+	}
+	return what
+}
+
+// hooksSilentViolation records a run whose gates were not running and, in
+// enforce mode, counts it; it reports whether the run must be treated as
+// interrupted.
+func (o *Orchestrator) hooksSilentViolation(run store.Run, what string) bool {
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.HooksLive, Code: "hooks_silent",
+		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
+		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "every run's SessionStart hook reaches the daemon", Why: "gates that are not running must not be trusted"}})
+	if o.gates.modes.Of(guard.HooksLive) != guard.Enforce {
+		o.log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
+		return false
+	}
+	o.hooksSilent++
+	return true
 }
 
 // maxSilentHookRuns is how many runs in a row may lose their hooks before

@@ -34,14 +34,20 @@ type fakeRunner struct {
 	mu     sync.Mutex
 	specs  []agents.Spec
 	script map[agents.Role]script
+	// silent runs never send their SessionStart hook, as when hooks are
+	// turned off; every other run checks in first, as Claude Code does.
+	silent bool
 }
 
 func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), _ func(agents.Event)) agents.Result {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
-	s := f.script[spec.Role]
+	s, silent := f.script[spec.Role], f.silent
 	f.mu.Unlock()
 	onStart(os.Getpid())
+	if !silent {
+		f.h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
+	}
 	res := s(ctx, spec, f.h)
 	res.RunID, res.SessionID = spec.RunID, spec.SessionID
 	if res.Ended == "" {
@@ -438,6 +444,7 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.script[agents.Initializer] = blockUntilCancelled
+	h.runner.silent = true
 	err := h.runToEnd()
 	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
 		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
@@ -465,7 +472,6 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
-		h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
 		time.Sleep(100 * time.Millisecond)
 		if ctx.Err() != nil {
 			return agents.Result{Ended: agents.EndCancelled}
@@ -477,5 +483,20 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	}
 	if got := summary(h.list()); got != "F-001=tested" {
 		t.Errorf("features = %s", got)
+	}
+}
+
+// A quick run that ends before its hooks-live check, without its hooks
+// ever checking in, is not judged either: its tested: true is not taken.
+func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.silent = true
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
+	}
+	if l := h.list(); l.Features[0].Tested {
+		t.Error("a run without gates got its feature tested")
 	}
 }

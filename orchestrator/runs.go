@@ -120,7 +120,14 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	o.syncFeatureList(true)
 	o.active = nil
 
-	out := o.judge(act, res)
+	var out statemachine.Outcome
+	if why := o.endedSilent(act, res); why != "" {
+		// Its gates never ran: nothing the run claims is judged, and
+		// the run is redone.
+		out = statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why}
+	} else {
+		out = o.judge(act, res)
+	}
 	if o.gates.isLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
