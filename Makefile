@@ -49,9 +49,14 @@ test-short: deps
 bench: deps claude
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./...
 
+# Every parser of outside input, 30 s each (FUZZTIME=5m make fuzz for longer).
+FUZZTIME ?= 30s
 fuzz: deps
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./progress
-	$(GO) test -run '^$$' -fuzz FuzzStreamDecoder -fuzztime 30s ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./progress
+	$(GO) test -run '^$$' -fuzz '^FuzzStreamDecoder$$' -fuzztime $(FUZZTIME) ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) ./guard
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./scriptedmodel
 
 demo: build claude
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo
