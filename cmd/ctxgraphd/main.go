@@ -3,7 +3,8 @@
 //
 // One binary: the daemon (run), its control client (ctl), the hook command
 // Claude Code calls (hook), project set-up (init), the effective
-// configuration (config) and a self-contained demo (demo).
+// configuration (config), the daemon as a systemd or launchd service
+// (service) and a self-contained demo (demo).
 package main
 
 import (
