@@ -43,7 +43,7 @@ func TestArgs(t *testing.T) {
 
 func TestEnv(t *testing.T) {
 	r := NewRunner(Options{SocketPath: "/run/x.sock", BaseEnv: []string{
-		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
+		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify", "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
 	}}, nil)
 	env := r.Env(Spec{RunID: "run-000004", Role: Tester, FeatureID: "F-002", ExtraEnv: []string{"EXTRA=1"}})
 	for _, want := range []string{"PATH=/bin", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CTXGRAPH_AGENT=tester-agent",
@@ -52,7 +52,7 @@ func TestEnv(t *testing.T) {
 			t.Errorf("env lacks %s: %q", want, env)
 		}
 	}
-	for _, bad := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale"} {
+	for _, bad := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify"} {
 		if slices.Contains(env, bad) {
 			t.Errorf("env keeps %s", bad)
 		}

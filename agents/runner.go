@@ -178,9 +178,10 @@ func (r *Runner) Args(spec Spec) []string {
 
 // nestedVars make Claude Code believe it runs inside another session, or
 // leak that session's identity into the run.
+// NOTIFY_SOCKET is the daemon's line to systemd, not the agents'.
 var nestedVars = []string{
 	"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
-	"CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SSE_PORT",
+	"CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SSE_PORT", "NOTIFY_SOCKET",
 }
 
 // Env returns the environment of a run: the base environment minus nested

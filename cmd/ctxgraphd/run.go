@@ -123,7 +123,12 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 
 	var g run.Group
 	loopCtx, stopLoop := context.WithCancel(ctx)
-	g.Add(func() error { return orch.Run(loopCtx) }, func(error) { stopLoop() })
+	g.Add(func() error { return orch.Run(loopCtx) }, func(error) {
+		// Tell systemd as soon as shutdown starts: stopping the run in
+		// flight can take agent.kill_grace, and it should not look hung.
+		sdnotify.Stopping()
+		stopLoop()
+	})
 	g.Add(func() error { return srv.Serve(ln) }, func(error) {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -134,7 +139,6 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	log.Info("daemon started", zap.String("dir", o.Project.Dir), zap.String("socket", o.Project.Socket), zap.String("state", st.Path()), zap.Int("pid", os.Getpid()))
 	sdnotify.Ready()
 	err = g.Run()
-	sdnotify.Stopping()
 	// oklog/run returns *SignalError; its As method claims the value type
 	// too without filling it in, so ask for the pointer.
 	var sig *run.SignalError
