@@ -125,7 +125,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	g.Add(func() error { return orch.Run(loopCtx) }, func(error) {
 		// Tell systemd as soon as shutdown starts: stopping the run in
-		// flight can take agent.kill_grace, and it should not look hung.
+		// flight takes a few seconds, and it should not look hung.
 		sdnotify.Stopping()
 		stopLoop()
 	})
