@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "ctxgraphd")
-	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/ctxgraphd")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/ctxgraphd")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building ctxgraphd:", err)
@@ -73,8 +77,9 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		"XDG_RUNTIME_DIR="+runtime,
 		"XDG_CONFIG_HOME="+t.TempDir(),
 		"CTXGRAPHD_LIMITS_DEBOUNCE=10ms",
-		// The daemon and every hook are race-enabled builds, which sleep
-		// a second at exit by default; a hook runs on every tool call.
+		// Under -race the daemon and every hook are race-enabled builds,
+		// which sleep a second at exit by default; a hook runs on every
+		// tool call.
 		"GORACE=atexit_sleep_ms=0",
 	)
 	p := &project{t: t, dir: dir, env: env, model: model}

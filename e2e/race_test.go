@@ -1,0 +1,7 @@
+//go:build race
+
+package e2e
+
+// raceEnabled reports whether this test binary was built with -race; the
+// ctxgraphd it drives is built the same way.
+const raceEnabled = true
