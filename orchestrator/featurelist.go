@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -38,7 +39,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.canonical != nil {
 			o.log.Warn("feature-list.json was deleted; restoring the canonical copy")
-			o.violation("feature-list.json was deleted")
+			o.violation(guard.RoleWritePolicy, "feature-list.json was deleted")
 			o.writeFeatureList()
 		}
 		return false
@@ -61,7 +62,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		for i := range l.Features {
 			if l.Features[i].Tested {
 				l.Features[i].Tested = false
-				o.violation(fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
+				o.violation(guard.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
 			}
 			if l.Features[i].Status == "" {
 				l.Features[i].Status = progress.Pending
@@ -90,7 +91,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	rejected := progress.Diff(shown, l)
 	if len(rejected) > 0 {
 		for _, c := range rejected {
-			o.violation(describeChange(o.actor(), c))
+			o.violation(o.revertGate(c), describeChange(o.actor(), c))
 		}
 		o.writeShown(shown)
 	}
@@ -169,11 +170,29 @@ func describeChange(actor string, c progress.Change) string {
 	return fmt.Sprintf("%s changed %s.%s from %v to %v; reverted", actor, c.FeatureID, c.Field, c.Old, c.New)
 }
 
-// violation records a change that was refused. The context graph keeps
-// these as traces; until then they go to the log and the session message.
-func (o *Orchestrator) violation(what string) {
-	o.log.Warn("violation", zap.String("what", what))
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Code: "reverted",
+// revertGate names the gate a reverted change broke, the one the hook names
+// when it denies the same change through Write or Edit, so that a change
+// made where no hook could see it (Bash, a script) is traced, counted and
+// grouped like its denial: a coding agent's tested: true is
+// role-write-policy's (coding agents do not set tested), anyone else's
+// tested: true that did not come through the verdict is
+// tested-needs-evidence's, and any other change to the list is
+// role-write-policy's.
+func (o *Orchestrator) revertGate(c progress.Change) string {
+	if now, _ := c.New.(bool); c.Kind == progress.Modified && c.Field == "tested" && now {
+		if o.active != nil && agents.Role(o.active.run.Role) == agents.Coder {
+			return guard.RoleWritePolicy
+		}
+		return guard.TestedNeedsEvidence
+	}
+	return guard.RoleWritePolicy
+}
+
+// violation records a change that was refused and undone on disk, as a
+// violation of gate.
+func (o *Orchestrator) violation(gate, what string) {
+	o.log.Warn("violation", zap.String("gate", gate), zap.String("what", what))
+	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gate, Code: "reverted",
 		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
 	if o.active != nil {
 		t.Context = store.TraceContext{Agent: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
