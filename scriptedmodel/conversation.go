@@ -171,6 +171,11 @@ type turn struct {
 	// all are the tool calls of the whole conversation, including those of
 	// an earlier command in a resumed session.
 	all []exchange
+	// stopFeedback are the texts of the Stop hook feedback the CLI sent
+	// since the command, oldest first: each is a refused end of turn.
+	stopFeedback []string
+	// session is the CLI's session id, when the request says it.
+	session string
 }
 
 // readTurn derives the turn from a request. A resumed session holds the
@@ -202,6 +207,16 @@ func readTurn(req *request) turn {
 		}
 	}
 	t.exchanges = exchanges(req.Messages[at+1:])
+	for _, m := range req.Messages[at+1:] {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "text" && strings.Contains(b.Text, stopFeedbackPrefix) {
+				t.stopFeedback = append(t.stopFeedback, b.Text)
+			}
+		}
+	}
 	return t
 }
 
@@ -291,7 +306,24 @@ func (t *turn) knownContent(path string) (string, bool) {
 		switch x.call.Name {
 		case "Write":
 			got, ok = x.call.str("content"), true
+		case "Edit":
+			// The CLI applied the edit to what it last knew of the file;
+			// so does the model.
+			if ok {
+				old, repl := x.call.str("old_string"), x.call.str("new_string")
+				if all, _ := x.call.Input["replace_all"].(bool); all {
+					got = strings.ReplaceAll(got, old, repl)
+				} else {
+					got = strings.Replace(got, old, repl, 1)
+				}
+			}
 		case "Read":
+			if _, ranged := x.call.Input["offset"]; ranged {
+				continue // a part of the file is not its content
+			}
+			if _, ranged := x.call.Input["limit"]; ranged {
+				continue
+			}
 			if s, numbered := stripLineNumbers(x.result); numbered {
 				got, ok = s, true
 			}
@@ -321,10 +353,14 @@ func stripLineNumbers(s string) (out string, numbered bool) {
 	return strings.Join(kept, "\n"), len(kept) > 0
 }
 
-func (x exchange) String() string {
-	target := x.call.str("file_path")
-	if target == "" {
-		target = x.call.str("command")
+// target is the file or command of the call.
+func (x exchange) target() string {
+	if p := x.call.str("file_path"); p != "" {
+		return p
 	}
-	return fmt.Sprintf("%s %s", x.call.Name, target)
+	return x.call.str("command")
+}
+
+func (x exchange) String() string {
+	return fmt.Sprintf("%s %s", x.call.Name, x.target())
 }

@@ -54,6 +54,22 @@ func initialFeatureList(sc Scenario) (string, error) {
 // returns the new list. Everything else, including fields and features this
 // package does not know, is kept as it was read; only key order is lost.
 func editFeature(list, id string, change func(map[string]any)) (string, error) {
+	return editList(list, func(features []map[string]any) error {
+		for _, f := range features {
+			if f["id"] == id {
+				change(f)
+				return nil
+			}
+		}
+		return fmt.Errorf("no feature %q", id)
+	})
+}
+
+// editList applies change to the features of a feature list (each an
+// object; entries that are not are left out of what change sees and kept as
+// they are) and returns the new list, keeping what it does not change as
+// editFeature does.
+func editList(list string, change func([]map[string]any) error) (string, error) {
 	var doc map[string]any
 	dec := json.NewDecoder(strings.NewReader(list))
 	// Numbers stay as written, not rounded through float64.
@@ -65,13 +81,16 @@ func editFeature(list, id string, change func(map[string]any)) (string, error) {
 	if !ok {
 		return "", errors.New(`no "features" array`)
 	}
+	var objects []map[string]any
 	for _, f := range features {
-		if m, ok := f.(map[string]any); ok && m["id"] == id {
-			change(m)
-			return encodeJSON(doc)
+		if m, ok := f.(map[string]any); ok {
+			objects = append(objects, m)
 		}
 	}
-	return "", fmt.Errorf("no feature %q", id)
+	if err := change(objects); err != nil {
+		return "", err
+	}
+	return encodeJSON(doc)
 }
 
 // encodeJSON writes JSON the way people write it: two-space indent, a final

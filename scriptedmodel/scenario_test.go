@@ -20,13 +20,14 @@ func TestLoadScenario(t *testing.T) {
 	good := write("good.json", `{"name": "two", "features": [
   {"id": "F-001", "title": "A", "behavior": "pass"},
   {"id": "F-002", "title": "B", "depends_on": ["F-001", "F-003"], "behavior": "fail-once"},
-  {"id": "F-003", "title": "C", "behavior": "stop-early"}
+  {"id": "F-003", "title": "C", "behavior": "stop-early", "tester": "skips-test"}
 ]}`)
 	sc, err := LoadScenario(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Name != "two" || len(sc.Features) != 3 || sc.Features[1].Behavior != FailOnce || sc.Features[1].DependsOn[1] != "F-003" {
+	if sc.Name != "two" || len(sc.Features) != 3 || sc.Features[1].Behavior != FailOnce || sc.Features[1].DependsOn[1] != "F-003" ||
+		sc.Features[0].Tester != "" || sc.Features[2].Tester != SkipsTest {
 		t.Fatalf("loaded %+v", sc)
 	}
 
@@ -42,6 +43,8 @@ func TestLoadScenario(t *testing.T) {
 			[]string{`features[1].id "F-1" is used twice (first at features[0])`}},
 		{"unknown behavior", `{"features": [{"id": "F-1", "title": "a", "behavior": "sometimes"}]}`,
 			[]string{`features[0] (F-1): behavior "sometimes" is unknown`, "pass, fail-once, never-pass, stop-early"}},
+		{"unknown tester", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "tester": "lazy"}]}`,
+			[]string{`features[0] (F-1): tester "lazy" is unknown`, "honest, tested-first, bash-tested, skips-test, touches-other"}},
 		{"missing behavior", `{"features": [{"id": "F-1", "title": "a"}]}`, []string{"features[0] (F-1): behavior is missing"}},
 		{"missing dependency", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "depends_on": ["F-9"]}]}`,
 			[]string{`features[0] (F-1): depends_on "F-9", which is not a feature`}},

@@ -44,6 +44,22 @@ func (s step) tolerant() step {
 	return s
 }
 
+// refusable is a misbehaving step that a gate is expected to deny. A denial
+// (a tool error that holds the structured reason) lets the script go on to
+// the steps that react to it, as a model that read the reason would; any
+// other error ends the turn and quotes it. A step that is not denied goes
+// on too: the misbehavior went through, which is for the test that watches
+// the gate to notice.
+func (s step) refusable() step {
+	s.onError = func(result string) (string, bool) {
+		if _, ok := parseReason(result); ok {
+			return "", true
+		}
+		return fmt.Sprintf("Stopping: %s was refused without a reason I can act on: %q", s.tool, excerpt(result, 500)), false
+	}
+	return s
+}
+
 // script is what a role does for one command object: its steps in order,
 // then a final text.
 type script struct {
@@ -85,7 +101,7 @@ func (t *turn) play(sc script) reply {
 			return say("Stopping: my script makes a %s call here, but the conversation has %s.", st.tool, x)
 		}
 		if x.isError {
-			if x.call.Name == "Write" && mustReadFirst(x.result) {
+			if (x.call.Name == "Write" || x.call.Name == "Edit") && mustReadFirst(x.result) {
 				reread = x.call.str("file_path")
 				continue
 			}
@@ -113,9 +129,9 @@ func (t *turn) play(sc script) reply {
 	return reply{text: sc.final()}
 }
 
-// mustReadFirst recognizes the CLI's refusal to write a file that the
-// conversation has not read, or that changed since it was read: a real
-// model reads it and writes again.
+// mustReadFirst recognizes the CLI's refusal to write or edit a file that
+// the conversation has not read, or that changed since it was read: a real
+// model reads it and tries again.
 func mustReadFirst(result string) bool {
 	return strings.Contains(result, "has not been read yet") ||
 		strings.Contains(result, "modified since read")
@@ -144,6 +160,10 @@ func writeCall(path, content string) toolCall {
 	return toolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
 }
 
+func editCall(path, oldString, newString string) toolCall {
+	return toolCall{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": oldString, "new_string": newString}}
+}
+
 func bashCall(command, description string) toolCall {
 	return toolCall{Name: "Bash", Input: map[string]any{"command": command, "description": description}}
 }
@@ -152,6 +172,27 @@ func bashCall(command, description string) toolCall {
 func (t *turn) read(rel string) step {
 	c := readCall(t.abs(rel))
 	return step{tool: "Read", call: func() (toolCall, error) { return c, nil }}
+}
+
+// readRange is the step that reads limit lines of a project file from line
+// offset (from 1).
+func (t *turn) readRange(rel string, offset, limit int) step {
+	c := readCall(t.abs(rel))
+	c.Input["offset"], c.Input["limit"] = offset, limit
+	return step{tool: "Read", call: func() (toolCall, error) { return c, nil }}
+}
+
+// edit is the step that replaces one string of a project file; change
+// computes both from what the conversation shows when the step is due.
+func (t *turn) edit(rel string, change func() (oldString, newString string, err error)) step {
+	path := t.abs(rel)
+	return step{tool: "Edit", call: func() (toolCall, error) {
+		o, n, err := change()
+		if err != nil {
+			return toolCall{}, err
+		}
+		return editCall(path, o, n), nil
+	}}
 }
 
 // write is the step that writes a project file with the content body

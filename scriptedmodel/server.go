@@ -17,7 +17,13 @@
 // Write before a Read, a tool error worth quoting), and answers with the
 // next step. Behaviors map attempts to the kind of work a coding agent does
 // in the codingWork table; misbehaving variants are new rows and, when
-// needed, new scripts.
+// needed, new scripts. A feature's tester behavior (honest by default)
+// picks the tester's script the same way.
+//
+// Misbehaving scripts break the gates of ctxgraphd on purpose and react to
+// the structured reason of each denial as a model would. The server keeps
+// every denial the model read (Denials), so that a test can check that a
+// gate's reason reached the model, not only that the gate fired.
 package scriptedmodel
 
 import (
@@ -33,6 +39,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,8 +75,12 @@ type Server struct {
 
 	mu    sync.Mutex
 	stats Stats
-	srv   *http.Server
-	done  chan struct{}
+	// denials are the refusals the model has read, in the order it first
+	// read them; seen holds their keys (turn.denials).
+	denials []Denial
+	seen    map[string]bool
+	srv     *http.Server
+	done    chan struct{}
 }
 
 // New returns a server that plays sc. A nil log discards the logs.
@@ -85,6 +96,7 @@ func New(sc Scenario, log *zap.Logger) *Server {
 		log:      log,
 		idPrefix: hex.EncodeToString(p[:]),
 		stats:    Stats{Runs: map[string]int{}},
+		seen:     map[string]bool{},
 	}
 	for _, f := range sc.Features {
 		s.features[f.ID] = f
@@ -154,6 +166,37 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
+// Denials returns the refusals of ctxgraphd's gates that the model has read
+// (SPEC section 5's structured reason, in a tool error or in Stop hook
+// feedback), each once, in the order it first read them.
+func (s *Server) Denials() []Denial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.denials)
+}
+
+// record keeps the refusals a request shows that the model had not read
+// before.
+func (s *Server) record(t *turn) {
+	if !t.found {
+		return
+	}
+	keys, ds := t.denials()
+	if len(ds) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range keys {
+		if s.seen[k] {
+			continue
+		}
+		s.seen[k] = true
+		s.denials = append(s.denials, ds[i])
+		s.log.Debug("denial read", zap.Stringer("denial", ds[i]))
+	}
+}
+
 func (s *Server) count(f func(*Stats)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,6 +238,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := readTurn(&req)
+	t.session = r.Header.Get("X-Claude-Code-Session-Id")
+	s.record(&t)
 	rep := s.answer(&t)
 	log := s.log.With(zap.Int("messages", len(req.Messages)), zap.Bool("stream", req.Stream))
 	if t.found {
