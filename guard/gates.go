@@ -209,6 +209,11 @@ func judgeBash(m Modes, a Actor, s State, cmd string) *Decision {
 			"changes to feature-list.json go through the Edit or Write tool, where the gates can check them",
 			"use the Edit tool to change your own feature's entry")
 	}
+	for _, target := range bashWriteTargets(cmd) {
+		if d := judgeProjectWrite(m, a, s, s.rel(s.abs(target))); d != nil {
+			return d
+		}
+	}
 	if mm := catRe.FindStringSubmatch(cmd); mm != nil {
 		path := s.abs(mm[1])
 		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Size() > s.maxRead() {
@@ -218,6 +223,53 @@ func judgeBash(m Modes, a Actor, s State, cmd string) *Decision {
 		}
 	}
 	return nil
+}
+
+// redirectRe and teeRe find the files a shell command plainly writes: the
+// target of >, >>, 2>, &> and of tee. What a script or an interpreter
+// writes cannot be read off the command; for the feature list the watcher
+// catches it, and the tester's verdict does not depend on any of it.
+var (
+	redirectRe = regexp.MustCompile(`(?:^|[^<>=\-])(?:[0-9]|&)?>>?[ \t]*([^\s;&|<>()]+)`)
+	teeRe      = regexp.MustCompile(`\btee\b((?:[ \t]+-[a-z-]+)*)((?:[ \t]+[^\s;&|<>()-][^\s;&|<>()]*)+)`)
+	quotedRe   = regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
+	touchRe    = regexp.MustCompile(`\btouch((?:[ \t]+[^\s;&|<>()]+)+)`)
+)
+
+// bashWriteTargets lists the paths a command visibly writes, skipping
+// file descriptors and paths that depend on the shell's expansion.
+func bashWriteTargets(cmd string) []string {
+	// A here-document's body is data, not commands: judge the line that
+	// opens it and nothing after.
+	if i := strings.Index(cmd, "<<"); i >= 0 {
+		if j := strings.IndexByte(cmd[i:], '\n'); j >= 0 {
+			cmd = cmd[:i+j]
+		}
+	}
+	// A > inside quotes is text ("a > b"), not a redirection.
+	cmd = quotedRe.ReplaceAllString(cmd, "''")
+	var out []string
+	add := func(t string) {
+		t = strings.Trim(t, `'"`)
+		if t == "" || strings.HasPrefix(t, "&") || strings.HasPrefix(t, "-") || strings.ContainsAny(t, "$`*?[{~") {
+			return
+		}
+		out = append(out, t)
+	}
+	for _, m := range redirectRe.FindAllStringSubmatch(cmd, -1) {
+		add(m[1])
+	}
+	for _, m := range teeRe.FindAllStringSubmatch(cmd, -1) {
+		for _, t := range strings.Fields(m[2]) {
+			add(t)
+		}
+	}
+	for _, m := range touchRe.FindAllStringSubmatch(cmd, -1) {
+		for _, t := range strings.Fields(m[1]) {
+			add(t)
+		}
+	}
+	return out
 }
 
 // writeRe matches the shell idioms that change files. It errs on the side
@@ -259,7 +311,15 @@ func judgeWrite(m Modes, a Actor, s State, tool, path string, in ToolInput) *Dec
 		}
 		return nil
 	}
-	inside := !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel)
+	return judgeProjectWrite(m, a, s, rel)
+}
+
+// judgeProjectWrite holds a write to a file of the project to the writer's
+// role: testers write evidence only, coding agents stay in their feature's
+// scope. It serves the Write and Edit tools and the files a Bash command
+// visibly writes.
+func judgeProjectWrite(m Modes, a Actor, s State, rel string) *Decision {
+	inside := rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 	if !inside {
 		return nil // outside the project: scratch space is the agent's business
 	}

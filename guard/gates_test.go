@@ -284,3 +284,62 @@ func FuzzParsePayload(f *testing.F) {
 		RecordCommand(Actor{Role: Tester, Run: "r"}, "", p)
 	})
 }
+
+func TestBashWriteTargets(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want string
+	}{
+		{"echo x > src/a.txt", "src/a.txt"},
+		{"echo x >> src/a.txt; echo y>src/b.txt", "src/a.txt src/b.txt"},
+		{"go test ./... 2> err.log", "err.log"},
+		{"make &> build.log", "build.log"},
+		{"sh tests/F-001.sh > .claude/progress/evidence/F-001/a.log 2>&1", ".claude/progress/evidence/F-001/a.log"},
+		{"ls | tee -a out.txt copy.txt", "out.txt copy.txt"},
+		{"touch src/new.go src/other.go", "src/new.go src/other.go"},
+		{"go test ./... >/dev/null", "/dev/null"},
+		{`git commit -m "a > b"`, ""},
+		{`echo 'x > y'`, ""},
+		{"cat > src/a.txt <<'EOF'\nline > with arrow\nEOF", "src/a.txt"},
+		{"echo $X > $OUT", ""},
+		{"cmd 2>&1", ""},
+		{"ls -la", ""},
+		{"[ -f x ] && echo ok", ""},
+	} {
+		if got := strings.Join(bashWriteTargets(tc.cmd), " "); got != tc.want {
+			t.Errorf("bashWriteTargets(%q) = %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+}
+
+func TestBashWritesAreHeldToRoleAndScope(t *testing.T) {
+	dir := t.TempDir()
+	l := &progress.List{Version: 1, Features: []progress.Feature{{ID: "F-001", Title: "x", Status: progress.InProgress, Scope: []string{"src/F-001.txt"}}}}
+	s := State{ProjectDir: dir, List: l}
+	coder := Actor{Role: Coder, Feature: "F-001", Run: "run-000002"}
+	tester := Actor{Role: Tester, Feature: "F-001", Run: "run-000003"}
+	for _, tc := range []struct {
+		actor Actor
+		cmd   string
+		code  string
+	}{
+		{coder, "echo 'F-001 works' > src/F-001.txt", ""},
+		{coder, "echo x > src/other.txt", "out_of_scope"},
+		{coder, "echo x | tee src/F-002.txt", "out_of_scope"},
+		{coder, "go build ./... 2> /tmp/build.log", ""},
+		{tester, "sh tests/F-001.sh > .claude/progress/evidence/F-001/attempt-1.log 2>&1", ""},
+		{tester, "echo fixed > src/F-001.txt", "tester_edits_source"},
+		{Actor{}, "echo x > anywhere.txt", ""},
+	} {
+		in, _ := json.Marshal(map[string]string{"command": tc.cmd})
+		p := &Payload{Event: "PreToolUse", ToolName: "Bash", ToolInput: in}
+		d := PreToolUse(Modes{}, tc.actor, s, p)
+		got := ""
+		if d.Blocks() {
+			got = d.Code
+		}
+		if got != tc.code {
+			t.Errorf("%s: %q → %q, want %q", tc.actor.Role, tc.cmd, got, tc.code)
+		}
+	}
+}

@@ -41,10 +41,12 @@ func initialFeatureList(sc Scenario) (string, error) {
 			// Empty lists rather than null: readers of the contract may
 			// expect arrays.
 			DependsOn: append([]string{}, f.DependsOn...),
-			Scope:     []string{sourcePath(f.ID)},
-			Test:      testCommand(f.ID),
-			Status:    "pending",
-			Evidence:  []string{},
+			// The feature's source file, and the build log an agent may
+			// keep (the reads-huge-log behavior writes it with Bash).
+			Scope:    []string{sourcePath(f.ID), hugeLogPath(f.ID)},
+			Test:     testCommand(f.ID),
+			Status:   "pending",
+			Evidence: []string{},
 		})
 	}
 	return encodeJSON(list)
