@@ -183,6 +183,9 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 
 func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome string) {
 	r.EndedAt = o.now().UTC()
+	if res.Ended != agents.EndStartFailed && !res.EndedAt.IsZero() {
+		r.AgentWall = res.EndedAt.Sub(res.StartedAt)
+	}
 	r.Outcome = outcome
 	r.Ended = string(res.Ended)
 	r.ExitCode = res.ExitCode

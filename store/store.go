@@ -94,8 +94,12 @@ type Run struct {
 	SessionID string    `json:"session_id"`
 	Resume    bool      `json:"resume,omitempty"`
 	PID       int       `json:"pid,omitempty"`
-	StartedAt time.Time `json:"started_at"`
+	StartedAt time.Time `json:"started_at"` // decided and committed
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// AgentWall is how long the claude process itself ran, from its
+	// start to the end of its output: StartedAt..EndedAt less the daemon's
+	// own work around it (committing, judging, re-running the test).
+	AgentWall time.Duration `json:"agent_wall_ns,omitempty"`
 	// Outcome: "" while in flight; then ok, failed, interrupted, transient.
 	Outcome   string  `json:"outcome,omitempty"`
 	Ended     string  `json:"ended,omitempty"` // exited, wall_timeout, idle_timeout, cancelled, start_failed, lost
