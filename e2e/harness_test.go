@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,6 +252,33 @@ func codingRuns(runs []store.Run, feature string) []store.Run {
 		if r.Role == "coding-agent" && r.Feature == feature && r.Outcome != "interrupted" {
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// leftovers lists the live processes that still carry this project's
+// CTXGRAPH_SOCKET: agents, or what they started, that outlived their run.
+// Only Linux has /proc to look in; elsewhere the list is empty.
+func (p *project) leftovers() []int {
+	p.t.Helper()
+	want := []byte("CTXGRAPH_SOCKET=" + p.paths.Socket + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+				continue // dead, waiting to be reaped
+			}
+		}
+		out = append(out, pid)
 	}
 	return out
 }
