@@ -2,12 +2,15 @@ package orchestrator
 
 import (
 	"fmt"
+
+	"go.uber.org/zap"
 	"path/filepath"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // command builds the explicit handoff of a run (SPEC section 4).
@@ -63,7 +66,32 @@ func (o *Orchestrator) precedent(feature string) []string {
 	if c.Note != "" {
 		out = append(out, fmt.Sprintf("%s: a person noted: %s", feature, c.Note))
 	}
+	// What the gates refused on this feature before: the mistakes most
+	// worth not repeating. Newest first, a few, each one line.
+	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Feature: feature, Limit: maxPrecedentViolations})
+	if err != nil {
+		o.log.Warn("could not read past violations for the precedent", zap.String("feature", feature), zap.Error(err))
+	}
+	for _, t := range trs {
+		line := fmt.Sprintf("%s: refused by %s (%s): %s", feature, firstNonEmpty(t.Gate, "the daemon"), t.Code, t.Event.WhatHappened)
+		if t.Event.WhatWasCorrect != "" {
+			line += "; instead: " + t.Event.WhatWasCorrect
+		}
+		out = append(out, clipLine(line, 400))
+	}
 	return out
+}
+
+// maxPrecedentViolations bounds the past refusals a command carries: the
+// command is read on every turn, and a few recent ones say enough.
+const maxPrecedentViolations = 3
+
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func brief(f *progress.Feature) *agents.FeatureBrief {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,6 +318,14 @@ func TestVerdictWithoutTestRunIsRefused(t *testing.T) {
 	}
 	if len(trs) == 0 {
 		t.Error("no violation trace for the unproven verdicts")
+	}
+	// The next coding attempt is told what was refused.
+	cmd, err := agents.ParseCommand(h.runner.runs()[3].Prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(cmd.Precedent, func(p string) bool { return strings.Contains(p, "refused by tested-needs-evidence") }) {
+		t.Errorf("the retry's precedent does not carry the refusal: %q", cmd.Precedent)
 	}
 }
 
