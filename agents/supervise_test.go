@@ -149,7 +149,7 @@ func TestRunCancelled(t *testing.T) {
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(ctx, Spec{Dir: dir}, func(pid int) { started <- pid }, nil) }()
 	<-started
-	time.Sleep(100 * time.Millisecond)
+	waitForFile(t, filepath.Join(dir, "child.pid")) // the child runs: now cancel
 	cancel()
 	res := <-done
 	if res.Ended != EndCancelled {
@@ -208,11 +208,11 @@ func TestKillGroupChecksTheRun(t *testing.T) {
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(ctx, Spec{RunID: "run-000042", Dir: dir}, func(pid int) { started <- pid }, nil) }()
 	pid := <-started
-	time.Sleep(100 * time.Millisecond)
 	// Another run's id: the group is not that run's, so it is left alone.
 	if err := KillGroup(pid, "run-000041"); err != nil {
 		t.Fatal(err)
 	}
+	// A wrong kill would show within a moment; give it that moment.
 	time.Sleep(100 * time.Millisecond)
 	if !groupAlive(pid) {
 		t.Fatal("KillGroup killed a group that belongs to another run")
@@ -227,5 +227,20 @@ func TestKillGroupChecksTheRun(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("KillGroup did not kill the run")
+	}
+}
+
+// waitForFile waits until path exists: the fake agent has got that far.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

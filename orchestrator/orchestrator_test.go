@@ -481,7 +481,7 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
 		if ctx.Err() != nil {
 			return agents.Result{Ended: agents.EndCancelled}
 		}
