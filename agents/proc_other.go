@@ -3,6 +3,7 @@
 package agents
 
 import (
+	"errors"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -38,3 +39,10 @@ func KillGroup(pgid int, runID string) error {
 
 // groupAlive reports whether any process is left in the group.
 func groupAlive(pgid int) bool { return groupExists(pgid) }
+
+// groupExists reports whether the group has any process left, zombies
+// included.
+func groupExists(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

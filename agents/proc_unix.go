@@ -2,10 +2,7 @@
 
 package agents
 
-import (
-	"errors"
-	"syscall"
-)
+import "syscall"
 
 const (
 	sigTerm = syscall.SIGTERM
@@ -19,11 +16,4 @@ func signalGroup(pgid int, sig syscall.Signal) {
 		return
 	}
 	_ = syscall.Kill(-pgid, sig)
-}
-
-// groupExists reports whether the group has any process left, zombies
-// included.
-func groupExists(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
