@@ -30,7 +30,7 @@ func TestRunsWithoutHooksAreNotTrusted(t *testing.T) {
 	}
 	for _, f := range p.featureList().Features {
 		if f.Tested {
-			t.Errorf("%s is tested although no gate ran", f.ID)
+			t.Errorf("%s is tested although no gate ran\n%s", f.ID, log)
 		}
 	}
 }

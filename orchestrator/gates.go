@@ -264,12 +264,6 @@ func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
 	if !o.hooksSilentViolation(act.run, what) {
 		return ""
 	}
-	if o.claim != "" {
-		// The claim was made where no gate could see: the canonical
-		// list, which does not have it, goes back on disk.
-		o.claim = ""
-		o.writeFeatureList()
-	}
 	return what
 }
 

@@ -278,6 +278,7 @@ func (o *Orchestrator) recover() {
 		o.active = &activeRun{run: *r}
 		o.syncFeatureList(true)
 		o.active = nil
+		o.dropUnjudgedClaim()
 		ended := *r
 		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)

@@ -509,3 +509,24 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 		t.Error("a run without gates got its feature tested")
 	}
 }
+
+// A tester's tested: true that no verdict judged (here the run is stopped
+// by ctl stop right after the claim) does not stay on disk.
+func TestUnjudgedClaimIsTakenOffTheDisk(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		testerClaims(true)(ctx, spec, h)
+		if err := h.current.Stop(context.Background()); err != nil {
+			t.Errorf("ctl stop: %v", err)
+		}
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled}
+	}
+	if err := h.runToEnd(); err == nil {
+		t.Fatal("the loop finished; want it stopped")
+	}
+	if f := h.list().Feature("F-001"); f.Tested {
+		t.Error("the stopped tester's tested: true is still on disk")
+	}
+}

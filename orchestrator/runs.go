@@ -128,6 +128,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	} else {
 		out = o.judge(act, res)
 	}
+	o.dropUnjudgedClaim()
 	if o.gates.isLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
@@ -281,6 +282,19 @@ func (o *Orchestrator) verdict(id, runID string, res agents.Result) (bool, strin
 		}
 	}
 	return o.accept(f)
+}
+
+// dropUnjudgedClaim takes a tester's tested: true off the disk when no
+// verdict judged it: its run was interrupted, timed out or ran without
+// hooks. Left there, it would read as tested to anyone who looks, and as a
+// claim to the next tester run.
+func (o *Orchestrator) dropUnjudgedClaim() {
+	if o.claim == "" {
+		return
+	}
+	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.claim))
+	o.claim = ""
+	o.writeFeatureList()
 }
 
 func (o *Orchestrator) accept(f *progress.Feature) (bool, string) {
