@@ -98,8 +98,10 @@ func (c Command) Prompt() string {
 }
 
 // ParseCommand finds the command object in a prompt (or takes the whole
-// input as JSON) and decodes it. The scripted model and the hooks use it to
-// read what a run was told to do.
+// input as JSON) and decodes it strictly: unknown keys and roles are
+// errors. It is the reader for what a run was told to do; the tests use it
+// to check the handoffs the daemon writes. (The scripted model has its own,
+// lenient reader: a model must cope with whatever prompt it is given.)
 func ParseCommand(prompt string) (Command, error) {
 	text := prompt
 	if i := strings.Index(text, "```json"); i >= 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -48,12 +49,13 @@ func (m Modes) Of(gate string) Mode {
 	return Enforce
 }
 
-// Roles, as in CTXGRAPH_AGENT. An empty role is an interactive session that
-// runs the hooks installed by `ctxgraphd init`.
+// Roles, as in CTXGRAPH_AGENT, named once in package agents. An empty role
+// is an interactive session that runs the hooks installed by
+// `ctxgraphd init --install-hooks`.
 const (
-	Initializer = "initializer-agent"
-	Coder       = "coding-agent"
-	Tester      = "tester-agent"
+	Initializer = string(agents.Initializer)
+	Coder       = string(agents.Coder)
+	Tester      = string(agents.Tester)
 )
 
 // Actor is who acts: from the CTXGRAPH_* environment of the run.
