@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,9 +257,35 @@ func codingRuns(runs []store.Run, feature string) []store.Run {
 	return out
 }
 
+// checkNoLeftovers fails the test if a process of the project's runs is
+// still alive. It first plants a stray of its own, so that a check that sees
+// nothing cannot pass for one that finds nothing. Processes' environments
+// are read from /proc: without it (macOS) the check cannot be made, and the
+// test says so in its log.
+func (p *project) checkNoLeftovers() {
+	p.t.Helper()
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		p.t.Log("no /proc here: the check for leftover processes is Linux only")
+		return
+	}
+	if left := p.leftovers(); len(left) > 0 {
+		p.t.Fatalf("processes of the project's runs outlived the daemons: %v", left)
+	}
+	stray := exec.Command("sleep", "30")
+	stray.Env = append(os.Environ(), "CTXGRAPH_SOCKET="+p.paths.Socket)
+	if err := stray.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	found := slices.Contains(p.leftovers(), stray.Process.Pid)
+	stray.Process.Kill()
+	stray.Wait()
+	if !found {
+		p.t.Fatal("the leftover check does not see a process that carries the project's socket")
+	}
+}
+
 // leftovers lists the live processes that still carry this project's
 // CTXGRAPH_SOCKET: agents, or what they started, that outlived their run.
-// Only Linux has /proc to look in; elsewhere the list is empty.
 func (p *project) leftovers() []int {
 	p.t.Helper()
 	want := []byte("CTXGRAPH_SOCKET=" + p.paths.Socket + "\x00")

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,21 +171,7 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 			if got := states(p.featureList()); got != want {
 				t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
 			}
-			if left := p.leftovers(); len(left) > 0 {
-				t.Fatalf("processes of the project's runs outlived the daemons: %v", left)
-			}
-			// The check can see a stray: one planted by hand is found.
-			stray := exec.Command("sleep", "30")
-			stray.Env = append(os.Environ(), "CTXGRAPH_SOCKET="+p.paths.Socket)
-			if err := stray.Start(); err != nil {
-				t.Fatal(err)
-			}
-			found := slices.Contains(p.leftovers(), stray.Process.Pid)
-			stray.Process.Kill()
-			stray.Wait()
-			if !found {
-				t.Fatal("leftovers() does not see a process that carries the project's socket")
-			}
+			p.checkNoLeftovers()
 			// Nothing done twice: one finished run per role, feature and attempt.
 			seen := map[string]string{}
 			for _, r := range p.runs() {
