@@ -150,7 +150,6 @@ func TestSummarize(t *testing.T) {
 	if len(long) > 310 {
 		t.Errorf("summary not clipped: %d bytes", len(long))
 	}
-	_ = time.Second
 }
 
 func FuzzStreamDecoder(f *testing.F) {
@@ -184,4 +183,21 @@ func FuzzStreamDecoder(f *testing.F) {
 		}
 		_ = summarize(res)
 	})
+}
+
+// A usage limit comes as a rate_limit_event (seconds since the epoch)
+// before the failing result; an "allowed" one is only information.
+func TestRateLimitEvent(t *testing.T) {
+	in := `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1784283600,"rateLimitType":"five_hour"}}
+{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1778565600,"rateLimitType":"five_hour"}}
+{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"You've hit your limit","session_id":"s"}
+`
+	res, _, bad := decodeAll(t, []byte(in))
+	if bad != 0 || !res.IsError || !res.RateLimitResetsAt.Equal(time.Unix(1778565600, 0)) {
+		t.Errorf("result = %+v (bad lines %d), want resets at %v", res, bad, time.Unix(1778565600, 0))
+	}
+	res, _, _ = decodeAll(t, []byte(strings.SplitN(in, "\n", 2)[0]))
+	if !res.RateLimitResetsAt.IsZero() {
+		t.Errorf("an allowed event set a reset time: %v", res.RateLimitResetsAt)
+	}
 }
