@@ -5,31 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 )
 
-// Role names an agent's job. The values are the command object's "agent"
-// field and the CTXGRAPH_AGENT variable (SPEC section 4).
-type Role string
+// Role names an agent's job; the names live in package role, which the
+// hook can link without this package.
+type Role = role.Role
 
 // The three roles of the loop.
 const (
-	Initializer Role = "initializer-agent"
-	Coder       Role = "coding-agent"
-	Tester      Role = "tester-agent"
+	Initializer = role.Initializer
+	Coder       = role.Coder
+	Tester      = role.Tester
 )
 
 // Roles lists every role, in the order of the loop.
-var Roles = []Role{Initializer, Coder, Tester}
-
-// Valid reports whether r is one of the three roles.
-func (r Role) Valid() bool {
-	for _, x := range Roles {
-		if r == x {
-			return true
-		}
-	}
-	return false
-}
+var Roles = role.All
 
 // Command is the explicit handoff to one run: everything the agent needs to
 // know, and nothing it must guess. Its JSON shape is a contract (SPEC

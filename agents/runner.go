@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"go.uber.org/zap"
 )
 
@@ -57,7 +58,10 @@ type Spec struct {
 	Prompt       string // with the command object
 	SystemPrompt string // the role prompt, passed with --append-system-prompt
 	Dir          string // the project directory, the run's working directory
-	Settings     string // --settings: the hooks of ctxgraphd
+	Settings     string // --settings: the hooks and the sandbox of ctxgraphd
+	// Token is the run's secret (CTXGRAPH_TOKEN): its hooks present it, and
+	// the daemon knows the run by it.
+	Token        string
 	ExtraEnv     []string
 	MaxBudgetUSD float64 // overrides Options.MaxBudgetUSD when > 0
 }
@@ -103,11 +107,14 @@ type Result struct {
 	CostUSD           float64
 	APIErrorStatus    int
 	RateLimitResetsAt time.Time
-	Text              string // the result line's text, or the last assistant text
-	Summary           string // Text distilled to one short line
-	ToolCalls         int
-	StderrTail        string
-	Err               error // a start or supervision error, not an agent's failure
+	// StartupFailure is the CLI's startup_failure_reason: it could not start
+	// the session at all ("sandbox_required_unavailable", …). No agent ran.
+	StartupFailure string
+	Text           string // the result line's text, or the last assistant text
+	Summary        string // Text distilled to one short line
+	ToolCalls      int
+	StderrTail     string
+	Err            error // a start or supervision error, not an agent's failure
 }
 
 // OK reports whether the run ended by itself, said it succeeded, and exited 0.
@@ -208,6 +215,7 @@ func (r *Runner) Env(spec Spec) []string {
 		"CTXGRAPH_FEATURE="+spec.FeatureID,
 		"CTXGRAPH_RUN="+spec.RunID,
 		"CTXGRAPH_SOCKET="+r.opts.SocketPath,
+		control.RunTokenEnv+"="+spec.Token,
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	)
@@ -456,6 +464,9 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 		res.TerminalReason = m.TerminalReason
 		res.NumTurns = m.NumTurns
 		res.CostUSD = m.TotalCostUSD
+		if m.StartupFailureReason != "" {
+			res.StartupFailure = m.StartupFailureReason
+		}
 		if m.APIErrorStatus != 0 {
 			res.APIErrorStatus = m.APIErrorStatus
 		}

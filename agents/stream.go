@@ -43,6 +43,9 @@ type Message struct {
 	Result         string   `json:"result"`
 	TerminalReason string   `json:"terminal_reason"`
 	Errors         []string `json:"errors"`
+	// StartupFailureReason: the CLI could not start the session at all
+	// (sandbox_required_unavailable when the sandbox cannot run).
+	StartupFailureReason string `json:"startup_failure_reason"`
 }
 
 // APIMessage is the message of an assistant or user line.

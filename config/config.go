@@ -18,9 +18,14 @@ package config
 
 import (
 	"errors"
+	"slices"
+
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 // GateMode is how a gate acts: enforce blocks the action, warn lets it
@@ -35,8 +40,9 @@ const (
 )
 
 // GateNames lists the built-in gates (SPEC section 5), each configurable as
-// gates.<name> and enforced by default.
-var GateNames = []string{"tested-needs-evidence", "tester-must-test", "role-write-policy", "scope", "log-read-limit", "hooks-live"}
+// gates.<name> and enforced by default. They are named once, in package
+// guard, where they are enforced.
+var GateNames = guard.Gates
 
 // Config is the effective configuration of one project's daemon.
 type Config struct {
@@ -46,7 +52,29 @@ type Config struct {
 	// Gates maps gate names to modes; a gate missing from the map is
 	// enforced, so that no gate fails open.
 	Gates map[string]GateMode `yaml:"gates"`
-	Log   Log                 `yaml:"log"`
+	// Protected (gates.protected) are globs of where the project's tests
+	// live: frozen with the feature list, so that no agent adds, changes
+	// or removes a test (gate frozen-tests).
+	Protected []string `yaml:"gates.protected"` // the dotted name: a key of the gates section
+	Sandbox   Sandbox  `yaml:"sandbox"`
+	Git       Git      `yaml:"git"`
+	Log       Log      `yaml:"log"`
+}
+
+// Sandbox configures the confinement of agent runs by Claude Code's own
+// sandbox.
+type Sandbox struct {
+	// Enabled is true unless the user turns confinement off, which only an
+	// explicit setting can do, and which ctl status and the logs then say.
+	Enabled        bool     `yaml:"enabled"`
+	AllowedDomains []string `yaml:"allowed_domains"` // hosts agents' programs may reach
+	AllowWrite     []string `yaml:"allow_write"`     // absolute directories writable besides the project, temp and tool caches
+}
+
+// Git configures what the daemon does with the project's repository.
+type Git struct {
+	// Commit: one commit of exactly the tested tree per tested feature.
+	Commit bool `yaml:"commit"`
 }
 
 // Agent configures the `claude -p` runs.
@@ -95,10 +123,26 @@ func Default() *Config {
 			IdleTimeout:      10 * time.Minute,
 			HooksLiveTimeout: 10 * time.Second,
 		},
-		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond},
-		Gates:  gates,
-		Log:    Log{Level: "info", Format: "console"},
+		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond},
+		Gates:     gates,
+		Protected: slices.Clone(DefaultProtected),
+		Sandbox:   Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains)},
+		Git:       Git{Commit: true},
+		Log:       Log{Level: "info", Format: "console"},
 	}
+}
+
+// DefaultProtected are the test layouts of Go, Python and JavaScript
+// projects, frozen with the feature list (gates.protected).
+var DefaultProtected = []string{
+	// Go
+	"**/*_test.go", "**/testdata/**",
+	// Python
+	"**/test_*.py", "**/*_test.py", "**/conftest.py", "pytest.ini", "tox.ini",
+	// JavaScript and TypeScript
+	"**/*.{test,spec}.{js,jsx,ts,tsx,mjs,cjs}", "**/__tests__/**", "jest.config.*", "vitest.config.*", ".mocharc*",
+	// the usual test directories
+	"tests/**", "test/**", "spec/**",
 }
 
 // Layer names, as found in Origin.Layer.

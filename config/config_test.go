@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 // writeFile writes a config file, creating its directory.
@@ -58,8 +60,12 @@ func TestDefault(t *testing.T) {
 		Gates: map[string]GateMode{
 			"tested-needs-evidence": Enforce, "tester-must-test": Enforce, "role-write-policy": Enforce,
 			"scope": Enforce, "log-read-limit": Enforce, "hooks-live": Enforce,
+			"frozen-tests": Enforce, "red-before-green": Enforce,
 		},
-		Log: Log{Level: "info", Format: "console"},
+		Protected: DefaultProtected,
+		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains},
+		Git:       Git{Commit: true},
+		Log:       Log{Level: "info", Format: "console"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)
@@ -268,7 +274,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"bad log level", "log:\n  level: verbose\n",
 			`FILE:2: log.level: "verbose" is not allowed: want one of debug, info, warn, error`},
 		{"unknown gate", "gates:\n  scopes: warn\n",
-			`FILE:2: unknown gate "scopes" (did you mean "scope"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live`},
+			`FILE:2: unknown gate "scopes" (did you mean "scope"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`},
 		{"misspelt key", "agent:\n  command: claude\n\n  timout: 5m\n",
 			`FILE:4: unknown key "agent.timout" (did you mean "agent.timeout"?)`},
 		{"misspelt section", "agnet:\n  timeout: 5m\n",
@@ -280,7 +286,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"unknown key far from any", "agent:\n  colour: blue\n",
 			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout`},
 		{"unknown section far from any", "telemetry:\n  on: true\n",
-			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, log`},
+			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, log`},
 		{"value where a section goes", "agent: claude\n",
 			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout), found the value "claude"`},
 		{"mapping where a value goes", "agent:\n  timeout:\n    run: 5m\n",
@@ -354,7 +360,7 @@ func TestLoadEnvErrors(t *testing.T) {
 		{"unknown variable", []string{"CTXGRAPHD_VERBOSE=1"},
 			`CTXGRAPHD_VERBOSE: unknown configuration variable; a CTXGRAPHD_ variable sets the key it names, e.g. CTXGRAPHD_AGENT_TIMEOUT sets agent.timeout (unset it if it is not meant for ctxgraphd)`},
 		{"unknown gate", []string{"CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENSE=off"},
-			`CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENSE: unknown gate "tested-needs-evidense" (did you mean "tested-needs-evidence"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live`},
+			`CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENSE: unknown gate "tested-needs-evidense" (did you mean "tested-needs-evidence"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`},
 		{"every problem, sorted by name", []string{"CTXGRAPHD_LOG_LEVEL=loud", "CTXGRAPHD_AGENT_MAX_TURNS=x", "CTXGRAPHD_TEST_CLAUDE=/x"},
 			"CTXGRAPHD_AGENT_MAX_TURNS=\"x\": agent.max_turns must be a whole number >= 0\n" +
 				`CTXGRAPHD_LOG_LEVEL="loud": log.level must be one of debug, info, warn, error`},
@@ -403,9 +409,9 @@ func TestLoadFlagErrors(t *testing.T) {
 		{"misspelt key", map[string]string{"agent.timout": "5m"},
 			`--set agent.timout: unknown key "agent.timout" (did you mean "agent.timeout"?)`},
 		{"unknown gate", map[string]string{"gates.lint": "off"},
-			`--set gates.lint: unknown gate "lint"; the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live`},
+			`--set gates.lint: unknown gate "lint"; the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`},
 		{"a section", map[string]string{"gates": "off"},
-			`--set gates: "gates" is a section, not a key; set one of gates.tested-needs-evidence, gates.tester-must-test, gates.role-write-policy, gates.scope, gates.log-read-limit, gates.hooks-live`},
+			`--set gates: "gates" is a section, not a key; set one of gates.tested-needs-evidence, gates.tester-must-test, gates.role-write-policy, gates.scope, gates.log-read-limit, gates.hooks-live, gates.frozen-tests, gates.red-before-green, gates.protected`},
 		{"every problem, sorted by key", map[string]string{"log.level": "x", "budget.run_usd": "-1"},
 			"--set budget.run_usd=\"-1\": budget.run_usd must be a number >= 0\n" +
 				`--set log.level="x": log.level must be one of debug, info, warn, error`},
@@ -434,7 +440,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		projectPath + `:2: unknown key "agent.timout" (did you mean "agent.timeout"?)`,
 		projectPath + `:3: agent.max_turns: "-3" is not allowed: want a whole number >= 0`,
 		projectPath + `:5: gates.scope: "strict" is not allowed: want one of enforce, warn, off`,
-		projectPath + `:6: unknown gate "lint"; the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live`,
+		projectPath + `:6: unknown gate "lint"; the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`,
 		`CTXGRAPHD_BUDGET_RUN_USD="lots": budget.run_usd must be a number >= 0`,
 		`--set limits.max_blocked="many": limits.max_blocked must be a whole number >= 0`,
 	}
@@ -560,7 +566,7 @@ func TestValidate(t *testing.T) {
 		{"bad gate mode", func(c *Config) { c.Gates["scope"] = "strict" },
 			`gates.scope: "strict" is not allowed: want one of enforce, warn, off`},
 		{"unknown gate", func(c *Config) { c.Gates["scop"] = Off },
-			`gates.scop: unknown gate "scop" (did you mean "scope"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live`},
+			`gates.scop: unknown gate "scop" (did you mean "scope"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`},
 		{"empty log level", func(c *Config) { c.Log.Level = "" },
 			`log.level: "" is not allowed: want one of debug, info, warn, error`},
 		{"every problem", func(c *Config) { c.Agent.Command = ""; c.Budget.SessionUSD = -1 },
@@ -645,7 +651,7 @@ func TestRegistryCoversConfig(t *testing.T) {
 // nonDefault returns a valid raw value of k that differs from its default.
 func nonDefault(k *key) string {
 	def := raw(k.get(Default()))
-	for _, v := range []string{"x-other", "7m0s", "7", "true", "false", "2.5", "warn", "debug", "json"} {
+	for _, v := range []string{"x-other", "7m0s", "7", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh"} {
 		if _, err := k.parse(v); err == nil && v != def {
 			return v
 		}
@@ -736,4 +742,50 @@ func FuzzParseFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListKeys: lists come as YAML lists in files and comma-separated in
+// the environment and flags, with a glob's braces kept whole; a bad element
+// is named with the key.
+func TestListKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		l       layers
+		key     string
+		want    []string
+		wantErr string
+	}{
+		{"yaml list", layers{project: "gates:\n  protected:\n    - tests/**\n    - \"**/*.{test,spec}.js\"\n"}, "gates.protected",
+			[]string{"tests/**", "**/*.{test,spec}.js"}, ""},
+		{"env, braces kept", layers{env: []string{"CTXGRAPHD_GATES_PROTECTED=tests/**, **/*.{test,spec}.js"}}, "gates.protected",
+			[]string{"tests/**", "**/*.{test,spec}.js"}, ""},
+		{"an empty list", layers{project: "sandbox:\n  allowed_domains: []\n"}, "sandbox.allowed_domains", []string{}, ""},
+		{"flag", layers{flags: map[string]string{"sandbox.allow_write": "/opt/cache,/var/tmp/x"}}, "sandbox.allow_write",
+			[]string{"/opt/cache", "/var/tmp/x"}, ""},
+		{"a relative directory", layers{flags: map[string]string{"sandbox.allow_write": "cache"}}, "", nil,
+			`--set sandbox.allow_write="cache": sandbox.allow_write must be a list of absolute directory paths`},
+		{"a URL is not a host", layers{project: "sandbox:\n  allowed_domains: [\"https://example.com\"]\n"}, "", nil,
+			`sandbox.allowed_domains: "https://example.com" is not allowed: want a list of host names`},
+		{"a glob out of the project", layers{env: []string{"CTXGRAPHD_GATES_PROTECTED=../x/**"}}, "", nil,
+			`CTXGRAPHD_GATES_PROTECTED="../x/**": gates.protected must be a list of glob patterns`},
+		{"a mapping in the list", layers{project: "gates:\n  protected:\n    - {a: b}\n"}, "", nil,
+			`gates.protected: want a list of glob patterns`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, _, _, err := load(t, tt.l)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := byName[tt.key].get(cfg); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("%s = %#v, want %#v", tt.key, got, tt.want)
+			}
+		})
+	}
 }

@@ -19,7 +19,9 @@ func (c *Config) Describe(p Provenance) string {
 	for i, k := range registry {
 		names[i], values[i] = k.name, display(k.get(c))
 		nameW = max(nameW, len(names[i]))
-		valueW = max(valueW, len(values[i]))
+		if len(values[i]) <= maxAlignedValue {
+			valueW = max(valueW, len(values[i]))
+		}
 	}
 	var b strings.Builder
 	for i := range registry {
@@ -32,6 +34,10 @@ func (c *Config) Describe(p Provenance) string {
 	}
 	return b.String()
 }
+
+// maxAlignedValue is the widest value that sets the column of comments: a
+// list of globs is long, and the other lines should not pay for it.
+const maxAlignedValue = 24
 
 // pad right-pads s with spaces to width bytes; keys and the usual values are
 // ASCII, and a wide value only shifts its own comment.

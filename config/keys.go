@@ -2,12 +2,17 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
+	"regexp"
+
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // kind is how a key's raw text is parsed and checked.
@@ -20,6 +25,7 @@ const (
 	kindBool                 // true or false
 	kindFloat                // a finite number >= 0
 	kindEnum                 // one of enum
+	kindList                 // a YAML list, or comma-separated text in the environment and flags
 )
 
 // key is one entry of the registry: everything Load, Validate, Describe and
@@ -31,7 +37,9 @@ type key struct {
 	enum     []string // kindEnum: the allowed values
 	positive bool     // kindDuration: 0 is refused
 	nonEmpty bool     // kindString: "" is refused
-	what     string   // kindString: what the value is, for messages
+	what     string   // kindString, kindList: what the value (an element) is, for messages
+	// elem checks one element of a kindList; nil accepts any non-empty one.
+	elem func(string) bool
 	access
 }
 
@@ -72,6 +80,8 @@ func gate(name string) access {
 var gateHelp = map[string]string{
 	"tested-needs-evidence": "tested: true only from the feature's tester run, after its test passed, with evidence",
 	"tester-must-test":      "a tester run may not stop before it ran a test",
+	"frozen-tests":          "the acceptance tests keep the content they had when the list was accepted",
+	"red-before-green":      "a feature's test must run, and fail, before its first coding attempt",
 	"role-write-policy":     "testers do not edit source, coders do not set tested, no agent writes the daemon's files",
 	"scope":                 "a coding agent writes only inside its feature's scope",
 	"log-read-limit":        "reading a huge log file whole is denied with a suggestion",
@@ -123,6 +133,18 @@ func buildRegistry() []*key {
 		keys = append(keys, &key{name: "gates." + g, kind: kindEnum, enum: gateModes,
 			help: "gate: " + gateHelp[g], access: gate(g)})
 	}
+	keys = append(keys,
+		&key{name: "gates.protected", kind: kindList, what: "glob patterns of project paths, such as tests/** or **/*_test.go", elem: validGlob,
+			help: "where the project's tests live: frozen with the feature list (gate frozen-tests)", access: field(func(c *Config) *[]string { return &c.Protected })},
+		&key{name: "sandbox.enabled", kind: kindBool,
+			help: "confine every agent run in Claude Code's sandbox; false turns confinement off, visibly", access: field(func(c *Config) *bool { return &c.Sandbox.Enabled })},
+		&key{name: "sandbox.allowed_domains", kind: kindList, what: "host names, such as proxy.golang.org or *.example.com", elem: validDomain,
+			help: "hosts that programs run by agents may reach", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
+		&key{name: "sandbox.allow_write", kind: kindList, what: "absolute directory paths", elem: filepath.IsAbs,
+			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
+		&key{name: "git.commit", kind: kindBool,
+			help: "commit exactly the tested tree for each tested feature", access: field(func(c *Config) *bool { return &c.Git.Commit })},
+	)
 	keys = append(keys,
 		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
 			help: "the daemon's log level", access: field(func(c *Config) *string { return &c.Log.Level })},
@@ -184,6 +206,8 @@ func (k *key) allowed() string {
 		return "a number >= 0"
 	case kindEnum:
 		return "one of " + strings.Join(k.enum, ", ")
+	case kindList:
+		return "a list of " + k.what + " (comma-separated in the environment and in --set)"
 	}
 	panic("config: unknown kind")
 }
@@ -235,9 +259,60 @@ func (k *key) parse(raw string) (any, error) {
 			return raw, nil
 		}
 		return nil, errNotAllowed
+	case kindList:
+		return k.parseList(splitList(raw))
 	}
 	panic("config: unknown kind")
 }
+
+// parseList checks the elements of a list value.
+func (k *key) parseList(elems []string) (any, error) {
+	out := []string{}
+	for _, e := range elems {
+		e = strings.TrimSpace(e)
+		if e == "" || (k.elem != nil && !k.elem(e)) {
+			return nil, errNotAllowed
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// splitList splits comma-separated text, leaving commas inside braces
+// alone: a glob's alternatives ({js,ts}) are one element.
+func splitList(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			depth = max(0, depth-1)
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+func validGlob(g string) bool {
+	return doublestar.ValidatePattern(g) && !strings.HasPrefix(g, "/") && !strings.HasPrefix(g, "../")
+}
+
+// validDomain accepts a host name, optionally with a leading wildcard
+// label, as the sandbox's network proxy matches them.
+func validDomain(d string) bool {
+	return domainRe.MatchString(d)
+}
+
+var domainRe = regexp.MustCompile(`^(\*\.)?([A-Za-z0-9-]+\.)*[A-Za-z0-9-]+$`)
 
 // raw formats a typed value so that parse reads it back unchanged.
 func raw(v any) string {
@@ -252,6 +327,8 @@ func raw(v any) string {
 		return strconv.FormatBool(v)
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
+	case []string:
+		return strings.Join(v, ",")
 	}
 	panic(fmt.Sprintf("config: value of type %T", v))
 }
@@ -260,6 +337,9 @@ func raw(v any) string {
 // Duration.String, "30m0s", which people and ParseDuration both read), but
 // an empty string shows as "" so that it does not look like a missing column.
 func display(v any) string {
+	if l, ok := v.([]string); ok && len(l) > 0 {
+		return strings.Join(l, ", ")
+	}
 	if s := raw(v); s != "" {
 		return s
 	}

@@ -130,6 +130,24 @@ func (p *fileParser) value(k *key, kn, vn *yaml.Node) {
 		return
 	}
 	p.seen[k.name] = kn.Line
+	if k.kind == kindList && (vn.Kind == yaml.SequenceNode || isNull(vn)) {
+		var elems []string
+		for _, e := range vn.Content {
+			e = resolve(e)
+			if e.Kind != yaml.ScalarNode {
+				p.errorf(e.Line, "%s: want %s, found %s in the list", k.name, k.allowed(), describeNode(e))
+				return
+			}
+			elems = append(elems, e.Value)
+		}
+		v, err := k.parseList(elems)
+		if err != nil {
+			p.errorf(vn.Line, "%s: %q is not allowed: want %s", k.name, strings.Join(elems, ", "), k.allowed())
+			return
+		}
+		p.values = append(p.values, parsed{key: k, value: v})
+		return
+	}
 	if vn.Kind != yaml.ScalarNode {
 		p.errorf(vn.Line, "%s: want a single value, %s, found %s", k.name, k.allowed(), describeNode(vn))
 		return

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,12 @@ type Client struct {
 	// Timeout bounds each request whose context has no deadline of its
 	// own; zero means no bound. NewClient sets DefaultTimeout.
 	Timeout time.Duration
+
+	// RunToken is presented with every request (RunTokenHeader). NewClient
+	// takes it from RunTokenEnv: a client started inside an agent's run
+	// says so, whoever started it, so that the daemon can refuse it what is
+	// for people.
+	RunToken string
 }
 
 var _ Backend = (*Client)(nil)
@@ -66,7 +73,8 @@ func NewClient(socketPath string) *Client {
 			// POST into a GET.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Timeout: DefaultTimeout,
+		Timeout:  DefaultTimeout,
+		RunToken: os.Getenv(RunTokenEnv),
 	}
 }
 
@@ -153,6 +161,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.RunToken != "" {
+		req.Header.Set(RunTokenHeader, c.RunToken)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return c.transportError(ctx, err)
@@ -199,7 +210,7 @@ func decodeError(resp *http.Response) error {
 	}
 	return &APIError{
 		HTTPStatus: resp.StatusCode,
-		Code:       codeForStatus(resp.StatusCode),
+		Code:       CodeForStatus(resp.StatusCode),
 		Message:    fmt.Sprintf("the daemon answered %d: %s", resp.StatusCode, msg),
 	}
 }

@@ -9,14 +9,12 @@ import (
 	"time"
 )
 
-// HookRequest is what `ctxgraphd hook EVENT` sends the daemon: the event,
-// who is acting (from the run's CTXGRAPH_* environment) and Claude Code's
-// payload, untouched.
+// HookRequest is what a hook sends the daemon: the event and Claude Code's
+// payload, untouched. Who is acting is not in it: the daemon knows that from
+// the run token the client presents (RunTokenHeader), and from nothing a
+// request could claim about itself.
 type HookRequest struct {
 	Event   string          `json:"event"` // kebab case, as in `ctxgraphd hook EVENT`
-	Role    string          `json:"role,omitempty"`
-	Feature string          `json:"feature,omitempty"`
-	Run     string          `json:"run,omitempty"`
 	Payload json.RawMessage `json:"payload"`
 }
 
@@ -76,7 +74,9 @@ type TraceQuery struct {
 	Limit   int
 }
 
-func (q TraceQuery) values() url.Values {
+// Values encodes q as the query of GET /v1/traces; ParseTraceQuery is its
+// inverse, so that the two cannot drift apart.
+func (q TraceQuery) Values() url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"type": q.Type, "agent": q.Agent, "feature": q.Feature, "run": q.Run, "q": q.Text, "level": q.Level} {
 		if s != "" {
@@ -92,8 +92,9 @@ func (q TraceQuery) values() url.Values {
 	return v
 }
 
-func parseTraceQuery(r *http.Request) (TraceQuery, error) {
-	v := r.URL.Query()
+// ParseTraceQuery decodes the query of GET /v1/traces. A malformed value is
+// a 400 *APIError that says what is wanted.
+func ParseTraceQuery(v url.Values) (TraceQuery, error) {
 	q := TraceQuery{Type: v.Get("type"), Agent: v.Get("agent"), Feature: v.Get("feature"), Run: v.Get("run"), Text: v.Get("q"), Level: v.Get("level")}
 	if s := v.Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
@@ -115,33 +116,11 @@ func parseTraceQuery(r *http.Request) (TraceQuery, error) {
 // GateBackend is what a daemon that enforces gates adds to Backend. The
 // server serves the hook and trace routes when its backend has them.
 type GateBackend interface {
-	Hook(ctx context.Context, req HookRequest) (HookResponse, error)
+	// Hook judges one hook event. token is the run token the client
+	// presented ("" for an interactive session, which has none).
+	Hook(ctx context.Context, token string, req HookRequest) (HookResponse, error)
 	Traces(ctx context.Context, q TraceQuery) ([]Trace, error)
 	Trace(ctx context.Context, id string) (Trace, error)
-}
-
-func (s *Server) gateRoutes(g GateBackend) {
-	s.Handle("POST /v1/hook", Endpoint(func(r *http.Request) (HookResponse, error) {
-		var req HookRequest
-		if err := ReadJSON(r, &req); err != nil {
-			return HookResponse{}, err
-		}
-		return g.Hook(r.Context(), req)
-	}))
-	s.Handle("GET /v1/traces", Endpoint(func(r *http.Request) ([]Trace, error) {
-		q, err := parseTraceQuery(r)
-		if err != nil {
-			return nil, err
-		}
-		ts, err := g.Traces(r.Context(), q)
-		if ts == nil && err == nil {
-			ts = []Trace{}
-		}
-		return ts, err
-	}))
-	s.Handle("GET /v1/traces/{id}", Endpoint(func(r *http.Request) (Trace, error) {
-		return g.Trace(r.Context(), r.PathValue("id"))
-	}))
 }
 
 // Hook asks the daemon's gates about a hook event.
@@ -155,7 +134,7 @@ func (c *Client) Hook(ctx context.Context, req HookRequest) (HookResponse, error
 func (c *Client) Traces(ctx context.Context, q TraceQuery) ([]Trace, error) {
 	var ts []Trace
 	path := "/v1/traces"
-	if v := q.values().Encode(); v != "" {
+	if v := q.Values().Encode(); v != "" {
 		path += "?" + v
 	}
 	err := c.get(ctx, path, &ts)

@@ -1,13 +1,11 @@
-// Package control is the daemon's local API: HTTP/JSON over a Unix socket.
+// Package control is the daemon's local API, HTTP/JSON over a Unix socket,
+// as its clients see it: the wire types, which the server (package
+// control/server) shares so that the two cannot drift apart, and the client
+// used by `ctxgraphd ctl`, the hook and the MCP server.
 //
-// It holds the wire types, shared by the server and the client so that the
-// two cannot drift apart; the server, which serves any Backend (the daemon's
-// orchestrator implements it); and the client used by `ctxgraphd ctl`, the
-// hook command and the MCP server.
-//
-// The package stays light on purpose: it must not import bbolt, fsnotify or
-// any daemon package, because every ctl and hook invocation links it and
-// those paths must start fast and never touch the state of record.
+// The package stays light on purpose: it must not import bbolt, fsnotify,
+// zap or any daemon package, because every ctl and hook invocation links it
+// and those paths must start fast and never touch the state of record.
 //
 // Routes (version 1):
 //
@@ -25,6 +23,8 @@ package control
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,6 +40,25 @@ var (
 	// when a live daemon already answers on the socket.
 	ErrDaemonRunning = errors.New("another ctxgraphd is already serving")
 )
+
+// RunTokenHeader carries a run's secret (CTXGRAPH_TOKEN in the run's
+// environment) on every request of a client started inside a run. The hook
+// route binds the request to its run by it; the routes for people refuse a
+// request that carries one.
+const RunTokenHeader = "Ctxgraph-Run-Token"
+
+// RunTokenEnv is the variable of a run's environment that holds its token.
+const RunTokenEnv = "CTXGRAPH_TOKEN"
+
+// TokenHash is how a run's token is kept where it is written down (the
+// spool, the store): enough to bind a record to its run, useless to present.
+func TokenHash(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
 
 // FeatureCounts counts the features of the feature list by where they are.
 // Each feature is counted once: tested features are in Tested only, blocked
@@ -80,6 +99,14 @@ type Status struct {
 	Message          string        `json:"message,omitempty"`
 	CostUSD          float64       `json:"cost_usd"`
 	Runs             int           `json:"runs"`
+	// Confined says whether agent runs are confined by Claude Code's
+	// sandbox; false only when the user turned confinement off.
+	Confined bool `json:"confined"`
+	// Working says what the daemon itself is doing, when it is busy with
+	// more than waiting for a run: re-running a test, judging a run.
+	Working string `json:"working,omitempty"`
+	// PauseRequested: a pause takes effect once the run in flight ends.
+	PauseRequested bool `json:"pause_requested,omitempty"`
 }
 
 // Feature is one feature as the daemon sees it: the list's fields plus the
@@ -163,10 +190,10 @@ type Backend interface {
 	Skip(ctx context.Context, id string) error
 }
 
-// codeForStatus names an HTTP status for answers that carry no code of
+// CodeForStatus names an HTTP status for answers that carry no code of
 // their own: the mux's 404 and 405, or a non-JSON body from something that
 // is not our server.
-func codeForStatus(status int) string {
+func CodeForStatus(status int) string {
 	switch status {
 	case http.StatusBadRequest:
 		return CodeBadRequest

@@ -376,7 +376,10 @@ func BenchmarkHook(b *testing.B) {
 		})
 
 		b.Run("socket/"+c.name, func(b *testing.B) {
-			req := control.HookRequest{Event: "pre-tool-use", Role: actor.Role, Feature: actor.Feature, Run: actor.Run, Payload: payload}
+			// No run token: the daemon takes the question as a person's
+			// interactive session's, which the session-state rule holds
+			// too.
+			req := control.HookRequest{Event: "pre-tool-use", Payload: payload}
 			for i := 0; i < b.N; i++ {
 				// A client per question, as each hook process has.
 				resp, err := control.NewClient(p.paths.Socket).Hook(context.Background(), req)

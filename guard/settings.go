@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // hookEvents are the Claude Code events ctxgraphd hooks, with the kebab
@@ -24,29 +25,51 @@ var hookEvents = []struct{ claude, kebab string }{
 // enough never to be reached by a live one.
 const hookTimeout = 30
 
-// HookSettings returns the settings JSON that installs ctxgraphd's hooks:
-// the exec form (command + args, no shell quoting) of `binary hook EVENT`
-// for every event the gates need. The daemon passes it to every run with
-// --settings.
-func HookSettings(binary string) string {
-	data, _ := json.Marshal(map[string]any{"hooks": hookTable(binary)})
-	return string(data)
+// HookCommand is the program Claude Code runs for a hook event, with the
+// arguments that come before the event's name: the lean companion binary
+// (`ctxgraphd-hook EVENT`) or the main one (`ctxgraphd hook EVENT`).
+type HookCommand struct {
+	Path string
+	Args []string
 }
 
-func hookTable(binary string) map[string]any {
+// MainHook is the hook as the ctxgraphd binary at path runs it.
+func MainHook(path string) HookCommand { return HookCommand{Path: path, Args: []string{"hook"}} }
+
+// String is the command line, as a person would type it, up to the event.
+func (c HookCommand) String() string {
+	return strings.Join(append([]string{c.Path}, c.Args...), " ")
+}
+
+// Hooks returns the "hooks" value of Claude Code's settings that installs
+// ctxgraphd's hooks: the exec form (command + args, no shell quoting) of
+// cmd EVENT for every event the gates need. The daemon passes it, with the
+// sandbox, to every run with --settings.
+func Hooks(cmd HookCommand) map[string]any {
 	t := map[string]any{}
 	for _, e := range hookEvents {
-		t[e.claude] = []any{map[string]any{"hooks": []any{handler(binary, e.kebab)}}}
+		t[e.claude] = []any{map[string]any{"hooks": []any{handler(cmd, e.kebab)}}}
 	}
 	return t
 }
 
-func handler(binary, event string, extra ...string) map[string]any {
-	args := []any{"hook", event}
+// HookSettings returns the settings JSON that installs only ctxgraphd's
+// hooks, as the ctxgraphd binary at path runs them.
+func HookSettings(path string) string {
+	data, _ := json.Marshal(map[string]any{"hooks": Hooks(MainHook(path))})
+	return string(data)
+}
+
+func handler(cmd HookCommand, event string, extra ...string) map[string]any {
+	args := []any{}
+	for _, a := range cmd.Args {
+		args = append(args, a)
+	}
+	args = append(args, event)
 	for _, a := range extra {
 		args = append(args, a)
 	}
-	return map[string]any{"type": "command", "command": binary, "args": args, "timeout": hookTimeout}
+	return map[string]any{"type": "command", "command": cmd.Path, "args": args, "timeout": hookTimeout}
 }
 
 // InteractiveFlag marks the hooks `ctxgraphd init --install-hooks` writes
@@ -80,7 +103,7 @@ func MergeHookSettings(existing []byte, binary string) ([]byte, bool, error) {
 		if hasHandler(groups, binary, e.kebab) {
 			continue
 		}
-		hooks[e.claude] = append(groups, map[string]any{"hooks": []any{handler(binary, e.kebab, InteractiveFlag)}})
+		hooks[e.claude] = append(groups, map[string]any{"hooks": []any{handler(MainHook(binary), e.kebab, InteractiveFlag)}})
 		changed = true
 	}
 	settings["hooks"] = hooks

@@ -3,9 +3,10 @@ package orchestrator
 import (
 	"fmt"
 
-	"go.uber.org/zap"
 	"path/filepath"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/progress"

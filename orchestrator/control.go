@@ -29,6 +29,11 @@ func (o *Orchestrator) publish() {
 		Message:          o.session.Message,
 		CostUSD:          o.totalCost,
 		Runs:             o.runCount,
+		Confined:         o.cfg.Sandbox.Enabled,
+		PauseRequested:   o.session.PauseRequested,
+	}
+	if o.job != nil {
+		st.Working = o.job.what
 	}
 	if o.problem != "" {
 		st.Message = "feature-list.json: " + o.problem
@@ -59,7 +64,7 @@ func (o *Orchestrator) publish() {
 	if feats == nil {
 		feats = []control.Feature{}
 	}
-	o.gates.setList(o.canonical)
+	o.judge.SetList(o.canonical)
 	o.snap.Store(&st)
 	o.features.Store(&feats)
 }
@@ -113,7 +118,7 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		case statemachine.Stopped:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "bad_state", Message: "the session is stopped; resume it first"}
 		}
-		if o.active != nil {
+		if o.busy() {
 			o.session.PauseRequested = true
 			o.commit()
 			return nil
@@ -140,8 +145,10 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 			o.waitTimer.Stop()
 			o.waitTimer = nil
 		}
-		// Edits made while paused are taken now.
+		// Edits made while paused are taken now, tests included: the
+		// record of the frozen tests follows a person.
 		o.syncFeatureList(false)
+		o.refreeze("", "resumed by ctl")
 		o.transition(statemachine.Advance, "", "resumed by ctl")
 		o.step(nil)
 		return nil
@@ -155,10 +162,17 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 		if statemachine.State(o.session.State) == statemachine.Stopped {
 			return nil
 		}
-		if o.active != nil {
+		switch {
+		case o.active != nil:
 			o.stopAfter = true
 			o.active.interrupt = "stopped by ctl"
 			o.active.cancel()
+			return nil
+		case o.job != nil:
+			// The daemon's own work (a test it runs) ends with it.
+			o.stopAfter = true
+			o.job.interrupt = "stopped by ctl"
+			o.job.cancel()
 			return nil
 		}
 		o.transition(statemachine.Stop, "", "stopped by ctl")
@@ -192,10 +206,18 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		if o.active != nil && o.active.run.Feature == id {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running", Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.active.run.ID)}
 		}
+		if o.job != nil && o.job.feature == id {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running", Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
+		}
 		f.Status = progress.Pending
 		c := o.counters[id]
 		c.Failures = 0
 		c.CoderSession = ""
+		// A person looked at it: its test is checked again (they may have
+		// fixed it, and the record of frozen tests follows them).
+		c.Red, c.RedDetail = string(statemachine.RedDue), ""
+		c.Base, c.BaseHead = "", ""
+		o.refreeze("", verb+" by ctl")
 		if note != "" {
 			c.Note = note
 		}

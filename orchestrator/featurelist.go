@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 
 	"go.uber.org/zap"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -59,9 +57,10 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	}
 
 	if o.canonical == nil {
+		reset := false
 		for i := range l.Features {
 			if l.Features[i].Tested {
-				l.Features[i].Tested = false
+				l.Features[i].Tested, reset = false, true
 				o.violation(guard.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
 			}
 			if l.Features[i].Status == "" {
@@ -69,14 +68,21 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			}
 		}
 		o.canonical = l
+		o.markNewFeatures()
 		o.pending.FeatureList = l.Marshal()
+		if o.active == nil {
+			// A person's list: its tests are frozen now. An initializer's
+			// are frozen when its run ends, with all it wrote.
+			o.refreeze("", "the feature list was accepted")
+		}
 		o.commit()
-		o.log.Info("feature list accepted", zap.Int("features", len(l.Features)))
-		if !bytes.Equal(data, o.pending.FeatureList) && l.Format == progress.FormatV1 {
+		o.log.Info("feature list accepted", zap.Int("features", len(l.Features)), zap.String("format", l.Format.String()))
+		if l.Format == progress.FormatQuickstart {
+			o.log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
+		}
+		if reset && l.Format == progress.FormatV1 {
 			// Keep the author's formatting unless something was reset.
-			if slices.ContainsFunc(l.Features, func(f progress.Feature) bool { return f.Tested }) {
-				o.writeFeatureList()
-			}
+			o.writeFeatureList()
 		}
 		return true
 	}
@@ -86,6 +92,12 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	if changedCanonical {
 		o.canonical = merged
 		o.pending.FeatureList = merged.Marshal()
+		if o.active == nil {
+			// A person's edit: new features are due a test check, and the
+			// tests the list names now are frozen as they are.
+			o.markNewFeatures()
+			o.refreeze("", "a person changed the feature list")
+		}
 		o.commit()
 	}
 	rejected := progress.Diff(shown, l)
@@ -101,6 +113,13 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 // merge applies the allowed part of disk to the canonical copy. It returns
 // the new canonical list and the list as it should read on disk (the same,
 // plus a tester's pending tested:true claim).
+//
+// While a run is in flight, who may change what is guard.ListChange's rule,
+// the one the hook applies to an Edit: a change an enforced gate refuses is
+// left out (and so written back), a change a gate in warn mode lets through
+// is taken and recorded. tested: true never becomes canonical here: a
+// tester's is a claim for the verdict. Features added, removed or
+// reordered by a run are always written back.
 func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List) {
 	if o.active == nil {
 		merged = disk.Clone()
@@ -115,36 +134,50 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 				f.Tested = false // only a paused session takes a person's tested:true
 			}
 		}
-		return merged, merged
+		return merged, o.withClaim(merged)
 	}
 	merged = o.canonical.Clone()
 	run := o.active.run
-	m, d := merged.Feature(run.Feature), disk.Feature(run.Feature)
-	if m != nil && d != nil {
-		switch agents.Role(run.Role) {
-		case agents.Coder:
-			if d.Status == progress.InProgress || d.Status == progress.Completed {
-				m.Status = d.Status
-			}
-		case agents.Tester:
-			if d.Status == progress.InProgress || d.Status == progress.Completed {
-				m.Status = d.Status
-			}
-			m.Evidence = slices.Clone(d.Evidence)
-			if d.Tested && !m.Tested {
+	actor := guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+	modes := o.judge.Modes()
+	for _, c := range progress.Diff(o.canonical, disk) {
+		fd, isField := progress.FieldByKey(c.Field)
+		if c.Kind != progress.Modified || !isField {
+			continue // structure: written back
+		}
+		d := guard.ListChange(modes, actor, c)
+		if d.Blocks() {
+			continue
+		}
+		if d != nil {
+			o.violationMode(d.Gate, d.Code, describeChange(o.actor(), c)+" (warn mode: kept)")
+		}
+		if c.Field == "tested" {
+			switch now, _ := c.New.(bool); {
+			case now && actor.Role == guard.Tester && d == nil:
 				o.claim = run.Feature
-			} else if !d.Tested {
+			case !now && o.claim == c.FeatureID:
 				o.claim = ""
 			}
+			continue
+		}
+		if m, df := merged.Feature(c.FeatureID), disk.Feature(c.FeatureID); m != nil && df != nil {
+			fd.Copy(m, df)
 		}
 	}
-	shown = merged.Clone()
+	return merged, o.withClaim(merged)
+}
+
+// withClaim is l as it should read on disk: with a tester's pending
+// tested: true shown, until the verdict takes it or drops it.
+func (o *Orchestrator) withClaim(l *progress.List) *progress.List {
+	shown := l.Clone()
 	if o.claim != "" {
 		if f := shown.Feature(o.claim); f != nil {
 			f.Tested = true
 		}
 	}
-	return merged, shown
+	return shown
 }
 
 func (o *Orchestrator) actor() string {
@@ -170,29 +203,30 @@ func describeChange(actor string, c progress.Change) string {
 	return fmt.Sprintf("%s changed %s.%s from %v to %v; reverted", actor, c.FeatureID, c.Field, c.Old, c.New)
 }
 
-// revertGate names the gate a reverted change broke, the one the hook names
-// when it denies the same change through Write or Edit, so that a change
-// made where no hook could see it (Bash, a script) is traced, counted and
-// grouped like its denial: a coding agent's tested: true is
-// role-write-policy's (coding agents do not set tested), anyone else's
-// tested: true that did not come through the verdict is
-// tested-needs-evidence's, and any other change to the list is
-// role-write-policy's.
+// revertGate names the gate a reverted change broke: the one the hook names
+// when it denies the same change through Write or Edit (guard.ListChange),
+// so that a change made where no hook could see it (Bash, a script) is
+// traced, counted and grouped like its denial.
 func (o *Orchestrator) revertGate(c progress.Change) string {
-	if now, _ := c.New.(bool); c.Kind == progress.Modified && c.Field == "tested" && now {
-		if o.active != nil && agents.Role(o.active.run.Role) == agents.Coder {
-			return guard.RoleWritePolicy
-		}
-		return guard.TestedNeedsEvidence
+	a := guard.Actor{}
+	if o.active != nil {
+		a = guard.Actor{Role: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
+	}
+	if d := guard.ListChange(guard.Modes{}, a, c); d != nil {
+		return d.Gate
 	}
 	return guard.RoleWritePolicy
 }
 
 // violation records a change that was refused and undone on disk, as a
 // violation of gate.
-func (o *Orchestrator) violation(gate, what string) {
-	o.log.Warn("violation", zap.String("gate", gate), zap.String("what", what))
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gate, Code: "reverted",
+func (o *Orchestrator) violation(gate, what string) { o.violationMode(gate, "reverted", what) }
+
+// violationMode records a change of the list a gate refused (code
+// "reverted") or, in warn mode, let through.
+func (o *Orchestrator) violationMode(gate, code, what string) {
+	o.log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
+	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gate, Code: code,
 		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
 	if o.active != nil {
 		t.Context = store.TraceContext{Agent: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
@@ -234,14 +268,7 @@ func (o *Orchestrator) writeFeatureList() {
 	if o.canonical == nil {
 		return
 	}
-	shown := o.canonical
-	if o.claim != "" {
-		shown = o.canonical.Clone()
-		if f := shown.Feature(o.claim); f != nil {
-			f.Tested = true
-		}
-	}
-	o.writeShown(shown)
+	o.writeShown(o.withClaim(o.canonical))
 }
 
 func (o *Orchestrator) writeShown(l *progress.List) {
@@ -251,4 +278,31 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 		return
 	}
 	o.ownWrite = data
+}
+
+// dropUnjudgedClaim takes a tester's tested: true off the disk when no
+// verdict judged it: its run was interrupted, timed out or ran without
+// hooks. Left there, it would read as tested to anyone who looks, and as a
+// claim to the next tester run.
+func (o *Orchestrator) dropUnjudgedClaim() {
+	if o.claim == "" {
+		return
+	}
+	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.claim))
+	o.claim = ""
+	o.writeFeatureList()
+}
+
+// markNewFeatures opens the dossier of every feature the daemon has not
+// seen before: its test is due to be run, and to fail, before any code is
+// written for it (gate red-before-green).
+func (o *Orchestrator) markNewFeatures() {
+	if o.canonical == nil {
+		return
+	}
+	for _, f := range o.canonical.Features {
+		if _, known := o.counters[f.ID]; !known && !f.Tested {
+			o.setCounters(f.ID, store.FeatureCounters{Red: string(statemachine.RedDue)})
+		}
+	}
 }

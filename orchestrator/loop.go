@@ -1,11 +1,15 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -19,7 +23,7 @@ const maxStepsPerDecision = 10000
 func (o *Orchestrator) step(out *statemachine.Outcome) {
 	defer o.commit() // whatever else happened rides with a final commit
 	for i := 0; i < maxStepsPerDecision; i++ {
-		if o.active != nil {
+		if o.busy() {
 			return
 		}
 		state := statemachine.State(o.session.State)
@@ -55,8 +59,11 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 		o.count(a)
 		switch a.Kind {
 		case statemachine.BlockFeature:
-			o.block(a.Feature, a.Reason)
+			o.block(a.Feature, a.Reason, !a.NotCharged)
 			continue
+		case statemachine.CheckTest:
+			o.checkTest(a)
+			return
 		case statemachine.SpawnInitializer, statemachine.SpawnCoder, statemachine.SpawnTester:
 			o.spawn(a)
 			return
@@ -83,8 +90,9 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Input {
 	counters := make(map[string]statemachine.Counters, len(o.counters))
 	for id, c := range o.counters {
-		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD}
+		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD, Red: statemachine.RedState(c.Red), RedDetail: c.RedDetail}
 	}
+	red := o.judge.Modes().Of(guard.RedBeforeGreen)
 	return statemachine.Input{
 		List:             o.canonical,
 		Counters:         counters,
@@ -95,6 +103,8 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
 		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
 		SessionCostUSD:   o.totalCost,
+		CheckTests:       red != guard.Off,
+		TestsMustFail:    red == guard.Enforce,
 		Outcome:          out,
 	}
 }
@@ -180,22 +190,40 @@ func (o *Orchestrator) commitErr() error {
 	return nil
 }
 
-// block marks a feature blocked: its attempts are used up.
-func (o *Orchestrator) block(id, reason string) {
+// block marks a feature blocked: its attempts are used up (charged), or
+// its test makes it unworkable (not charged against the session's limit).
+// Its work is kept under a ref and the work tree put back as it was when
+// the feature's work began, so that the next feature starts clean.
+func (o *Orchestrator) block(id, reason string, charged bool) {
 	f := o.canonical.Feature(id)
 	if f == nil {
 		return
 	}
 	f.Status = progress.Blocked
 	f.Tested = false
-	o.session.BlockedInSession++
+	if charged {
+		o.session.BlockedInSession++
+	}
 	c := o.counters[id]
 	c.LastFailure = reason
+	kept := ""
+	if c.Base != "" {
+		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base))
+		switch {
+		case err != nil:
+			o.log.Warn("could not keep a blocked feature's work aside; it stays in the work tree", zap.String("feature", id), zap.Error(err))
+		case commit != "":
+			kept = fmt.Sprintf("; its work (%d files) is kept as %s (%s) and the work tree was put back as it was before it", len(restored), commit, judge.BlockedRef(id))
+		}
+		c.Base, c.BaseHead = "", ""
+	}
 	o.setCounters(id, c)
 	o.pending.FeatureList = o.canonical.Marshal()
 	o.commit()
 	o.writeFeatureList()
-	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason))
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Feature: id},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
+	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
 }
 
 // wait holds the session after a transient failure: until the limit's reset

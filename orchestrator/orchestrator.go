@@ -1,17 +1,20 @@
 // Package orchestrator owns the loop of one project's daemon: it watches
 // .claude/progress/, decides with the statemachine rules, spawns Claude Code
-// runs through the agents package, judges their results and keeps the state
-// of record in the store.
+// runs through the agents package, confined by Claude Code's sandbox, has
+// them judged by their outcome (package judge) and keeps the state of
+// record in the store.
 //
 // One goroutine, the loop in Run, owns the state machine, the session and the
 // canonical feature list. Everything else (the watcher, the running agent,
-// control requests) talks to it over channels. Every change is committed to
-// the store before its side effect starts, so that a crash at any point is
-// resumed from the store without losing or repeating a transition.
+// the daemon's own slow work such as re-running a test, control requests)
+// talks to it over channels. Every change is committed to the store before
+// its side effect starts, so that a crash at any point is resumed from the
+// store without losing or repeating a transition.
 package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,8 +26,9 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -42,9 +46,18 @@ type Options struct {
 	Config  *config.Config
 	Store   *store.Store
 	Runner  AgentRunner
-	Log     *zap.Logger
-	// Settings is the --settings JSON passed to every run (the hooks).
-	Settings string
+	// Judge is the daemon side of the gates; Repo the project's repository,
+	// in which runs are judged and verdicts committed.
+	Judge *judge.Judge
+	Repo  *gitrepo.Repo
+	Log   *zap.Logger
+	// Hooks is the "hooks" value of the settings every run is given
+	// (guard.Hooks), and HookCommand the hook's command line, for messages.
+	Hooks       map[string]any
+	HookCommand string
+	// Writable are the directories outside the project that agents' programs
+	// may write (temp and tool caches): the sandbox's allowWrite.
+	Writable []string
 	// ExitWhenDone makes Run return once the session is done (or stopped).
 	ExitWhenDone bool
 	// Now is the clock; nil means time.Now.
@@ -57,11 +70,13 @@ var ErrSessionStopped = errors.New("session stopped")
 
 // Orchestrator is one project's loop. Create it with New, run it with Run.
 type Orchestrator struct {
-	opts Options
-	cfg  *config.Config
-	log  *zap.Logger
-	st   *store.Store
-	now  func() time.Time
+	opts  Options
+	cfg   *config.Config
+	log   *zap.Logger
+	st    *store.Store
+	judge *judge.Judge
+	repo  *gitrepo.Repo
+	now   func() time.Time
 
 	// Owned by the loop goroutine.
 	machine   *statemachine.Machine
@@ -74,6 +89,7 @@ type Orchestrator struct {
 	runCount  int
 	pending   store.Commit // changes that ride with the next commit
 	active    *activeRun   // the run in flight, if any
+	job       *job         // the daemon's own work in flight (a test, a verdict), if any
 	claim     string       // feature whose tester wrote tested:true, pending verification
 	problem   string       // what is wrong with feature-list.json on disk, if anything
 	// problemFromAgent: the broken file was written during a run, so the
@@ -86,19 +102,32 @@ type Orchestrator struct {
 	stopAfter        bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
-	gates       *gates
 
 	requests  chan request
 	runEvents chan any
+	quit      chan struct{} // closed when Run returns
 	startedAt time.Time
 	snap      atomic.Pointer[control.Status]
 	features  atomic.Pointer[[]control.Feature]
 }
 
 type activeRun struct {
-	run    store.Run
-	cancel context.CancelFunc
+	run       store.Run
+	cancel    context.CancelFunc
+	liveTimer *time.Timer // the hooks-live check
 	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
+	interrupt string
+}
+
+// job is the daemon's own work on the loop's behalf, off the loop: a
+// feature's test run before its first attempt, or the judging of a run that
+// ended. While one is in flight nothing new starts; ctl stop and a shutdown
+// cancel it, which ends its process group.
+type job struct {
+	what    string // for ctl status and the logs
+	feature string
+	cancel  context.CancelFunc
+	// interrupt is why the daemon cancelled it.
 	interrupt string
 }
 
@@ -125,6 +154,9 @@ func New(opts Options) (*Orchestrator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Judge == nil || opts.Repo == nil {
+		return nil, errors.New("orchestrator: Options.Judge and Options.Repo are required")
+	}
 	st, err := opts.Store.Load()
 	if err != nil {
 		return nil, err
@@ -134,6 +166,8 @@ func New(opts Options) (*Orchestrator, error) {
 		cfg:       opts.Config,
 		log:       opts.Log,
 		st:        opts.Store,
+		judge:     opts.Judge,
+		repo:      opts.Repo,
 		now:       opts.Now,
 		session:   st.Session,
 		counters:  st.Counters,
@@ -143,13 +177,9 @@ func New(opts Options) (*Orchestrator, error) {
 		runCount:  st.RunCount,
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
+		quit:      make(chan struct{}),
 		startedAt: opts.Now(),
 	}
-	modes := guard.Modes{}
-	for name, mode := range opts.Config.Gates {
-		modes[name] = guard.Mode(mode)
-	}
-	o.gates = newGates(modes)
 	if !st.HasSession || !statemachine.State(o.session.State).Valid() {
 		o.session = store.Session{State: string(statemachine.Idle)}
 	}
@@ -159,6 +189,15 @@ func New(opts Options) (*Orchestrator, error) {
 			return nil, fmt.Errorf("the canonical feature list in %s is unreadable: %w", opts.Store.Path(), err)
 		}
 		o.canonical = l
+	}
+	if st.Frozen != nil {
+		var fz judge.Frozen
+		if err := json.Unmarshal(st.Frozen, &fz); err != nil {
+			return nil, fmt.Errorf("the frozen tests' record in %s is unreadable: %w", opts.Store.Path(), err)
+		}
+		if err := o.judge.SetFrozen(fz); err != nil {
+			o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
+		}
 	}
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
@@ -180,6 +219,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		watchErr <- watchProgressDir(watchCtx, progressDir, []string{progress.FeatureListFile}, o.cfg.Limits.Debounce, changed, o.log)
 	}()
 	defer func() {
+		close(o.quit)
 		stopWatch()
 		<-watchErr
 	}()
@@ -187,7 +227,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	o.ingestSpool()
 	o.recover()
 	for {
-		if o.opts.ExitWhenDone && o.active == nil {
+		if o.opts.ExitWhenDone && o.active == nil && o.job == nil {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done:
 				return nil
@@ -212,14 +252,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				o.commit() // violations and problems found on the way
 			}
 		case ev := <-o.runEvents:
-			switch ev := ev.(type) {
-			case runStarted:
-				o.onRunStarted(ev)
-			case runEnded:
-				o.onRunEnded(ev)
-			case hooksLiveCheck:
-				o.onHooksLiveCheck(ev)
-			}
+			o.onEvent(ev)
 		case r := <-o.requests:
 			r.done <- r.fn()
 		case <-o.waitC():
@@ -231,12 +264,32 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	}
 }
 
+// onEvent handles what the goroutines of runs and jobs report.
+func (o *Orchestrator) onEvent(ev any) {
+	switch ev := ev.(type) {
+	case runStarted:
+		o.onRunStarted(ev)
+	case runEnded:
+		o.onRunEnded(ev)
+	case hooksLiveCheck:
+		o.onHooksLiveCheck(ev)
+	case testChecked:
+		o.onTestChecked(ev)
+	case runJudged:
+		o.onRunJudged(ev)
+	}
+}
+
 func (o *Orchestrator) waitC() <-chan time.Time {
 	if o.waitTimer == nil {
 		return nil
 	}
 	return o.waitTimer.C
 }
+
+// busy reports whether a run or a job of the daemon is in flight: nothing
+// new starts then.
+func (o *Orchestrator) busy() bool { return o.active != nil || o.job != nil }
 
 // do runs fn on the loop goroutine and returns its error: control requests
 // change state only there.
@@ -256,9 +309,10 @@ func (o *Orchestrator) do(ctx context.Context, fn func() error) error {
 }
 
 // recover continues from the store after a start: a run that was in flight
-// when the previous daemon died is killed if anything of it survived, and
-// redone; a stopped session starts afresh, since starting the daemon is the
-// request to continue.
+// when the previous daemon died is killed if anything of it survived,
+// judged by what it left in the tree (so that nothing it did escapes its
+// gates for having outlived its daemon), and redone; a stopped session
+// starts afresh, since starting the daemon is the request to continue.
 func (o *Orchestrator) recover() {
 	if r := o.session.Run; r != nil {
 		if runs, err := o.st.Runs(); err == nil {
@@ -279,6 +333,7 @@ func (o *Orchestrator) recover() {
 		o.syncFeatureList(true)
 		o.active = nil
 		o.dropUnjudgedClaim()
+		o.judgeLeftovers(*r)
 		ended := *r
 		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)
@@ -305,22 +360,31 @@ func (o *Orchestrator) recover() {
 	o.step(nil)
 }
 
-// shutdown stops the run in flight and records it as interrupted; the next
-// start redoes it.
+// shutdown stops the run or job in flight and records the run as
+// interrupted; the next start redoes it.
 func (o *Orchestrator) shutdown() {
+	if o.job != nil {
+		o.job.interrupt = "daemon shutting down"
+		o.job.cancel()
+	}
 	if o.active != nil {
 		o.active.interrupt = "daemon shutting down"
 		o.active.cancel()
-		for o.active != nil {
-			if ev, ok := (<-o.runEvents).(runEnded); ok && ev.runID == o.active.run.ID {
-				o.gates.forget(ev.runID)
+	}
+	for o.active != nil || o.job != nil {
+		switch ev := (<-o.runEvents).(type) {
+		case runEnded:
+			if o.active != nil && ev.runID == o.active.run.ID {
+				o.judge.Forget(ev.runID)
 				r := o.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)
-				// Session.Run stays set: the next start sees the run as in
-				// flight and redoes it.
+				// Session.Run stays set: the next start sees the run as
+				// in flight, judges what it left and redoes it.
 				o.active = nil
 			}
+		case testChecked, runJudged:
+			o.job = nil // its result is not taken: the work is redone at the next start
 		}
 	}
 	if o.waitTimer != nil {

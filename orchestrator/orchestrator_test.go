@@ -18,7 +18,10 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -84,6 +87,9 @@ func newHarness(t *testing.T) *harness {
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755)
+	if _, err := gitrepo.Init(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
 	proj, err := paths.ForProject(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +121,20 @@ func (h *harness) reopen() {
 
 func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	h.t.Helper()
-	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Log: zaptest.NewLogger(h.t), ExitWhenDone: exitWhenDone})
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: h.proj.Dir, Index: filepath.Join(h.proj.StateDir, "snapshot.index"), Exclude: []string{".claude"}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	modes := guard.Modes{}
+	for g, m := range h.cfg.Gates {
+		modes[g] = guard.Mode(m)
+	}
+	log := zaptest.NewLogger(h.t)
+	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Env: os.Environ(),
+		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
+	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
+		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook"})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -218,7 +237,7 @@ func testerClaims(runTest bool) script {
 func (h *harness) hook(event string, spec agents.Spec, payload map[string]any) *control.HookDecision {
 	h.t.Helper()
 	data, _ := json.Marshal(payload)
-	resp, err := h.current.Hook(context.Background(), control.HookRequest{Event: event, Role: string(spec.Role), Feature: spec.FeatureID, Run: spec.RunID, Payload: data})
+	resp, err := h.current.Hook(context.Background(), spec.Token, control.HookRequest{Event: event, Payload: data})
 	if err != nil {
 		h.t.Errorf("hook %s: %v", event, err)
 		return nil

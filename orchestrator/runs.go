@@ -1,27 +1,30 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// spawn starts the run an action asks for. The run, its transition and the
-// counters are committed before the process starts.
+// spawn starts the run an action asks for. The run (with the work tree it
+// starts from), its transition and the counters are committed before the
+// process starts.
 func (o *Orchestrator) spawn(a statemachine.Action) {
 	role := map[statemachine.Kind]agents.Role{
 		statemachine.SpawnInitializer: agents.Initializer,
@@ -30,10 +33,18 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	}[a.Kind]
 	prev := o.machine.State()
 
+	// What the run changes is judged against the tree it starts from.
+	base, err := o.repo.Snapshot(context.Background())
+	if err != nil {
+		o.transition(statemachine.Stop, a.Feature, fmt.Sprintf("could not record the project's work tree before a run, so the run could not be judged: %v", err))
+		return
+	}
+	o.adoptFrozenDrift(base)
+
 	o.lastRun++
 	run := store.Run{
 		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(role), Feature: a.Feature,
-		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(),
+		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
 	}
 	listChanged := false
 	if role == agents.Coder {
@@ -42,6 +53,15 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 			run.SessionID, run.Resume = c.CoderSession, true
 		} else {
 			c.CoderSession = run.SessionID
+		}
+		if c.Base == "" {
+			// The feature's work begins: what a verdict may commit on the
+			// branch is measured from here.
+			head, _, _, err := o.repo.Head(context.Background())
+			if err != nil {
+				o.log.Warn("could not read HEAD", zap.Error(err))
+			}
+			c.Base, c.BaseHead = string(base), head
 		}
 		c.Runs++
 		o.setCounters(a.Feature, c)
@@ -64,10 +84,20 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
+	settings, err := o.runSettings(role, a.Feature)
+	if err != nil {
+		o.lastRun--
+		o.transition(statemachine.Stop, a.Feature, err.Error())
+		return
+	}
+	actor := guard.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
+	token := o.judge.Register(actor)
+	run.TokenHash = control.TokenHash(token)
 	o.session.Run = &run
 	o.pending.Runs = append(o.pending.Runs, run)
 	if !o.transition(a.Event(), a.Feature, a.String()) {
 		o.session.Run = nil // refused or not persisted, and logged: do not act
+		o.judge.Forget(run.ID)
 		return
 	}
 	if listChanged {
@@ -76,15 +106,15 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	o.active = &activeRun{run: run, cancel: cancel}
-	o.gates.register(guard.Actor{Role: string(role), Feature: a.Feature, Run: run.ID})
 	o.armHooksLive(run.ID)
 	o.claim = ""
 	spec := agents.Spec{
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
-		Dir: o.opts.Project.Dir, Settings: o.opts.Settings, MaxBudgetUSD: o.cfg.Budget.RunUSD,
+		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.cfg.Budget.RunUSD,
 	}
-	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt), zap.Bool("resume", run.Resume), zap.String("session", run.SessionID))
+	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
+		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.cfg.Sandbox.Enabled))
 	runner, events, log := o.opts.Runner, o.runEvents, o.log.With(zap.String("run", run.ID))
 	go func() {
 		res := runner.Run(ctx, spec,
@@ -98,41 +128,199 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	}()
 }
 
+// runSettings is the --settings of a run: ctxgraphd's hooks and, unless the
+// user turned confinement off, the sandbox that holds every program the
+// agent runs to what it may touch.
+func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, error) {
+	settings := map[string]any{"hooks": o.opts.Hooks}
+	if o.cfg.Sandbox.Enabled {
+		settings["sandbox"] = o.policy(role, feature).Settings()
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		return "", fmt.Errorf("the settings of a run: %w", err)
+	}
+	return string(data), nil
+}
+
+// policy is what a run's programs may touch: the project but for what is
+// the daemon's, Claude Code's and the frozen tests'; the temp and cache
+// directories honest builds need; the hosts the user allows. The daemon's
+// state and socket can be neither read nor written.
+func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
+	dir := o.opts.Project.Dir
+	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
+	deny := []string{
+		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
+		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
+		in(".mcp.json"), in(".git"),
+		o.opts.Project.StateDir, o.opts.Project.Socket,
+	}
+	for _, p := range o.judge.Frozen().Sorted() {
+		deny = append(deny, in(p))
+	}
+	allow := slices.Clone(o.opts.Writable)
+	if role == agents.Tester && feature != "" {
+		// Its own evidence, which Claude Code's sandbox would otherwise
+		// keep it from writing with Bash (it holds .claude/ read-only).
+		allow = append(allow, in(".claude/progress/"+progress.EvidenceDir+"/"+feature))
+	}
+	return sandbox.Policy{
+		ProjectDir:     dir,
+		DenyWrite:      deny,
+		DenyRead:       []string{o.opts.Project.StateDir, o.opts.Project.Socket},
+		AllowWrite:     allow,
+		AllowedDomains: o.cfg.Sandbox.AllowedDomains,
+	}
+}
+
 func (o *Orchestrator) onRunStarted(ev runStarted) {
 	if o.active == nil || o.active.run.ID != ev.runID {
 		return
 	}
+	o.judge.Started(ev.runID, ev.pid)
 	o.active.run.PID = ev.pid
 	o.session.Run.PID = ev.pid
 	o.pending.Runs = append(o.pending.Runs, o.active.run)
 	o.commit()
 }
 
-// onRunEnded judges a finished run and decides what comes next.
+// runJudged is a run whose outcome was judged off the loop.
+type runJudged struct {
+	run     store.Run
+	res     agents.Result
+	out     statemachine.Outcome
+	claimed bool   // the tester claimed tested: true
+	refused string // why the claim was refused before the outcome was judged
+	jd      judge.Judgement
+	// interrupted: the judging was stopped (ctl stop, a shutdown): the
+	// run is redone.
+	interrupted string
+}
+
+// onRunEnded takes a run that ended. One that ended by itself is judged by
+// its outcome, off the loop (a snapshot, and for a tester's claim the
+// daemon's own run of the test, take time); then finishRun decides.
 func (o *Orchestrator) onRunEnded(ev runEnded) {
 	if o.active == nil || o.active.run.ID != ev.runID {
 		return
 	}
 	act := o.active
 	res := ev.result
+	if act.liveTimer != nil {
+		act.liveTimer.Stop()
+	}
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	o.syncFeatureList(true)
 	o.active = nil
 
-	var out statemachine.Outcome
 	if why := o.endedSilent(act, res); why != "" {
-		// Its gates never ran: nothing the run claims is judged, and
-		// the run is redone.
-		out = statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why}
-	} else {
-		out = o.judge(act, res)
+		// Its gates never ran: nothing the run claims is judged, and the
+		// run is redone; what it changed in the tree is still held to
+		// the rules.
+		o.judgeLeftovers(act.run)
+		o.finishRun(act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
+		return
 	}
+	out := o.prejudge(act, res)
+	if out.Interrupted || out.Transient || res.Ended == agents.EndStartFailed || res.StartupFailure != "" {
+		o.judgeLeftovers(act.run)
+		o.finishRun(act, res, out)
+		return
+	}
+
+	in := judge.RunEnd{
+		Actor:   guard.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
+		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(),
+	}
+	ev2 := runJudged{run: act.run, res: res, out: out}
+	if out.Role == statemachine.Tester {
+		ev2.claimed = o.claim == act.run.Feature
+		if ev2.claimed {
+			ev2.refused = o.claimProblem(act.run.Feature, act.run.ID)
+			in.Rerun = ev2.refused == "" && o.judge.Modes().Of(guard.TestedNeedsEvidence) != guard.Off
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel}
+	if in.Rerun {
+		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
+	}
+	o.publish()
+	j, events := o.judge, o.runEvents
+	go func() {
+		ev2.jd = j.JudgeRun(ctx, in)
+		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
+			ev2.interrupted = "stopped"
+		}
+		cancel()
+		events <- ev2
+	}()
+}
+
+// onRunJudged takes the outcome of a run as the judge found it.
+func (o *Orchestrator) onRunJudged(ev runJudged) {
+	jb := o.job
+	o.job = nil
+	act := &activeRun{run: ev.run}
+	out := ev.out
+	if ev.interrupted != "" {
+		if jb != nil && jb.interrupt != "" {
+			act.interrupt = jb.interrupt
+		}
+		o.dropUnjudgedClaim()
+		o.finishRun(act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"})
+		return
+	}
+	jd := ev.jd
+	if jd.Err != nil {
+		o.log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
+		o.dropUnjudgedClaim()
+		o.finishRunRecord(&act.run, ev.res, "interrupted")
+		o.pending.Runs = append(o.pending.Runs, act.run)
+		o.session.Run = nil
+		o.transition(statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
+		return
+	}
+	o.recordFindings(ev.run, jd)
+	switch out.Role {
+	case statemachine.Initializer:
+		if o.canonical != nil {
+			o.afterInitializer(ev.run, jd)
+		}
+	case statemachine.Coder:
+		if jd.Blocks() {
+			out.Reason = firstNonEmpty(findingsReason(jd), out.Reason)
+			if f := o.canonical.Feature(ev.run.Feature); f != nil && f.Status == progress.Completed {
+				// Not completed on terms the gates accept: the retry
+				// starts from the report.
+				f.Status = progress.InProgress
+				o.pending.FeatureList = o.canonical.Marshal()
+				o.writeFeatureList()
+			}
+		}
+	case statemachine.Tester:
+		out.Verdict, out.Reason = o.verdict(ev, jd)
+	}
+	o.finishRun(act, ev.res, out)
+}
+
+// listOrEmpty is the canonical list, or an empty one before the initializer.
+func (o *Orchestrator) listOrEmpty() *progress.List {
+	if o.canonical == nil {
+		return &progress.List{Version: 1}
+	}
+	return o.canonical.Clone()
+}
+
+// finishRun records a run's end and decides what comes next.
+func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemachine.Outcome) {
 	o.dropUnjudgedClaim()
-	if o.gates.isLive(act.run.ID) {
+	if o.judge.IsLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
-	o.gates.forget(act.run.ID)
+	o.judge.Forget(act.run.ID)
 	outcome := "ok"
 	switch {
 	case out.Interrupted:
@@ -144,6 +332,9 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 	run := act.run
 	o.finishRunRecord(&run, res, outcome)
+	if out.Role == statemachine.Tester && out.Verdict {
+		run.Commit = o.counters[run.Feature].Commit
+	}
 	o.pending.Runs = append(o.pending.Runs, run)
 	o.session.Run = nil
 	o.totalCost += res.CostUSD
@@ -159,19 +350,26 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	o.log.Info("run ended", zap.String("run", run.ID), zap.String("outcome", outcome), zap.String("ended", string(res.Ended)),
 		zap.Int("exit", res.ExitCode), zap.Float64("cost_usd", res.CostUSD), zap.Int("turns", res.NumTurns), zap.String("summary", res.Summary))
 
-	if res.Ended == agents.EndStartFailed {
+	switch {
+	case res.Ended == agents.EndStartFailed:
 		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("could not start %q: %v (set agent.command to the Claude Code binary)", o.cfg.Agent.Command, res.Err))
 		return
-	}
-	if res.APIErrorStatus == 401 || res.APIErrorStatus == 403 {
+	case res.StartupFailure == "sandbox_required_unavailable":
+		o.transition(statemachine.Stop, run.Feature, "Claude Code could not start its sandbox, so no agent can run confined: "+
+			firstNonEmpty(strings.TrimSpace(res.StderrTail), res.Summary)+" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)")
+		return
+	case res.StartupFailure != "":
+		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("Claude Code could not start a session (%s): %s", res.StartupFailure, res.Summary))
+		return
+	case res.APIErrorStatus == 401 || res.APIErrorStatus == 403:
 		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("Claude Code could not authenticate (HTTP %d): %s", res.APIErrorStatus, res.Summary))
 		return
 	}
 	if o.hooksSilent >= maxSilentHookRuns {
 		o.hooksSilent = 0
 		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf(
-			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that `%s hook session-start` works and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
-			maxSilentHookRuns, hookBinary()))
+			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that `%s` works and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
+			maxSilentHookRuns, o.opts.HookCommand+" session-start"))
 		return
 	}
 	if act.interrupt != "" && o.stopAfter {
@@ -204,8 +402,10 @@ func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome 
 	}
 }
 
-// judge turns a run's result into the outcome the rules decide on.
-func (o *Orchestrator) judge(act *activeRun, res agents.Result) statemachine.Outcome {
+// prejudge turns a run's result into the outcome the rules decide on, as
+// far as it can be told without judging the run's work: interrupted,
+// transient, timed out, the initializer's list, the coder's status.
+func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.Outcome {
 	run := act.run
 	out := statemachine.Outcome{Role: statemachine.Role(run.Role), Feature: run.Feature}
 	if act.interrupt != "" || res.Ended == agents.EndCancelled {
@@ -236,131 +436,335 @@ func (o *Orchestrator) judge(act *activeRun, res agents.Result) statemachine.Out
 		if f := o.canonical.Feature(run.Feature); f != nil && f.Status != progress.Completed {
 			out.Reason = firstNonEmpty(out.Reason, fmt.Sprintf("the coding run ended without setting %s to completed: %s", run.Feature, res.Summary))
 		}
-	case statemachine.Tester:
-		out.Verdict, out.Reason = o.verdict(run.Feature, run.ID, res)
 	}
 	return out
 }
 
-// verdict accepts a tester's tested:true only when the daemon, re-running the
-// feature's test itself, sees it pass and the tester left evidence. A
-// rejected claim is reverted on disk.
-func (o *Orchestrator) verdict(id, runID string, res agents.Result) (bool, string) {
-	f := o.canonical.Feature(id)
-	if f == nil {
-		return false, ""
-	}
-	claimed := o.claim == id
-	o.claim = ""
-	if !claimed {
-		return false, firstNonEmpty(res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
-	}
-	reject := func(why string) (bool, string) {
-		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "verdict_rejected",
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: runID},
-			Event:   store.TraceEvent{WhatHappened: why, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence", Why: "tested must mean tested"}})
-		o.writeFeatureList() // the canonical copy still says tested: false
-		return false, why
-	}
-	mode := o.gates.modes.Of(guard.TestedNeedsEvidence)
-	if mode == guard.Off {
-		return o.accept(f)
-	}
-	if why := o.evidenceProblem(f, runID); why != "" {
-		if mode == guard.Enforce {
-			return reject(why)
-		}
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "unverified",
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: runID},
-			Event:   store.TraceEvent{WhatHappened: why + " (warn mode: accepted)"}})
-		return o.accept(f)
-	}
-	if f.Test != "" {
-		if ok, output := o.runTest(f.Test); !ok {
-			return reject(fmt.Sprintf("the daemon re-ran `%s` and it failed: %s", f.Test, output))
-		}
-	}
-	return o.accept(f)
-}
-
-// dropUnjudgedClaim takes a tester's tested: true off the disk when no
-// verdict judged it: its run was interrupted, timed out or ran without
-// hooks. Left there, it would read as tested to anyone who looks, and as a
-// claim to the next tester run.
-func (o *Orchestrator) dropUnjudgedClaim() {
-	if o.claim == "" {
+// judgeLeftovers holds what a run that is not judged in full (interrupted,
+// silent, lost in a crash) changed in the tree to the rules all the same,
+// and puts back what they refuse: no route around a gate by dying.
+func (o *Orchestrator) judgeLeftovers(r store.Run) {
+	if r.BaseTree == "" {
 		return
 	}
-	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.claim))
-	o.claim = ""
-	o.writeFeatureList()
-}
-
-func (o *Orchestrator) accept(f *progress.Feature) (bool, string) {
-	f.Tested = true
-	o.pending.FeatureList = o.canonical.Marshal()
-	o.commit()
-	o.writeFeatureList()
-	o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested", f.ID), Why: "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"}})
-	return true, ""
-}
-
-// evidenceProblem says why a tester run's tested:true is not backed by its
-// own recorded test runs and evidence, or "" when it is.
-func (o *Orchestrator) evidenceProblem(f *progress.Feature, runID string) string {
-	if len(f.Evidence) == 0 {
-		return fmt.Sprintf("tested: true for %s came without evidence", f.ID)
+	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
+		Actor: guard.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
+		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(),
+	})
+	if jd.Err != nil {
+		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
+		return
 	}
-	var ran, passed bool
-	for _, c := range o.gates.commandsOf(runID) {
-		if (f.Test != "" && guard.MatchesTest(c.Command, f.Test)) || (f.Test == "" && c.IsTest) {
-			ran = true
-			passed = passed || c.Passed()
+	o.recordFindings(r, jd)
+}
+
+// recordFindings keeps what the gates found in a run's change set as
+// violations: what the run changed, by whatever route, and whether it was
+// put back.
+func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
+	for _, f := range jd.Findings {
+		what := fmt.Sprintf("%s (%s, %s) %s %s, found in the project's tree after the run: %s", r.Role, firstNonEmpty(r.Feature, "-"), r.ID, f.Kind, f.Path, f.Message)
+		if f.Mode == guard.Enforce {
+			what += "; put back as it was before the run"
+		} else {
+			what += " (warn mode: left as it is)"
+		}
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: f.Gate, Code: f.Code,
+			Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
+			Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
+		o.log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))
+	}
+}
+
+// findingsReason says in a sentence why a run's outcome was refused.
+func findingsReason(jd judge.Judgement) string {
+	var parts []string
+	for _, f := range jd.Findings {
+		if f.Mode == guard.Enforce {
+			parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", f.Kind, f.Path, f.Gate, f.Code))
 		}
 	}
-	want := "a test command"
-	if f.Test != "" {
-		want = "`" + f.Test + "`"
+	if len(parts) == 0 {
+		return ""
 	}
+	return "the run changed what it must not, by whatever route; put back: " + strings.Join(parts, "; ")
+}
+
+// claimProblem says why a tester's tested: true is not backed by its own
+// recorded test runs and evidence, or "" when it is. The run's record is
+// guard.RanTest's, as the hook reads it.
+func (o *Orchestrator) claimProblem(id, runID string) string {
+	f := o.canonical.Feature(id)
+	if f == nil {
+		return ""
+	}
+	if strings.TrimSpace(f.Test) == "" && o.judge.Modes().Of(guard.RedBeforeGreen) == guard.Enforce {
+		return fmt.Sprintf("%s has no test command, and a feature without one cannot be accepted as tested", id)
+	}
+	if len(f.Evidence) == 0 {
+		return fmt.Sprintf("tested: true for %s came without evidence", id)
+	}
+	ran, passed := guard.RanTest(o.judge.Commands(runID), f.Test)
 	switch {
 	case !ran:
-		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", f.ID, want)
+		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, guard.TestName(f.Test))
 	case !passed:
-		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", f.ID, want)
+		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, guard.TestName(f.Test))
 	}
 	return ""
 }
 
-// runTest runs a feature's test command the way the tester should have, in
-// the project directory, under the run timeout.
-func (o *Orchestrator) runTest(command string) (bool, string) {
-	timeout := o.cfg.Agent.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Minute
+// verdict accepts a tester's tested: true only when the run's own record
+// holds (its test ran and passed, evidence left), its change set broke no
+// rule, and the daemon, running the feature's test itself on exactly the
+// tree it then commits, sees it pass. A rejected claim is taken off the
+// disk.
+func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) {
+	id, run := ev.run.Feature, ev.run
+	f := o.canonical.Feature(id)
+	if f == nil {
+		return false, ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
-	cmd.Dir = o.opts.Project.Dir
-	cmd.Env = os.Environ()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	setProcessGroup(cmd)
-	err := cmd.Run()
-	text := strings.TrimSpace(out.String())
-	if len(text) > 400 {
-		text = "…" + text[len(text)-400:]
+	o.claim = ""
+	if !ev.claimed {
+		if jd.Blocks() {
+			return false, findingsReason(jd)
+		}
+		return false, firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
+	}
+	reject := func(why, output string) (bool, string) {
+		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "verdict_rejected",
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+			Event:   store.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
+		o.writeFeatureList() // the canonical copy still says tested: false
+		return false, why
+	}
+	mode := o.judge.Modes().Of(guard.TestedNeedsEvidence)
+	if jd.Blocks() {
+		return reject(findingsReason(jd), "")
+	}
+	if ev.refused != "" {
+		if mode == guard.Enforce {
+			return reject(ev.refused, "")
+		}
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "unverified",
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+			Event:   store.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
+		return o.accept(f, run, jd, nil)
+	}
+	if mode == guard.Off {
+		return o.accept(f, run, jd, nil)
+	}
+	if jd.Test == nil {
+		return reject("the daemon did not run the test", "")
+	}
+	log, err := o.judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
+	if err != nil {
+		o.log.Warn("could not keep the daemon's test output", zap.Error(err))
+	}
+	if !jd.Test.Passed() {
+		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
+	}
+	return o.accept(f, run, jd, &log)
+}
+
+func evidenceNote(log string) string {
+	if log == "" {
+		return ""
+	}
+	return " (output in " + log + ")"
+}
+
+// accept makes a verdict canonical and, unless git.commit is off, commits
+// exactly the tree the daemon's test ran on.
+func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string) (bool, string) {
+	f.Tested = true
+	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
+		f.Evidence = append(f.Evidence, *log)
+	}
+	o.pending.FeatureList = o.canonical.Marshal()
+	o.commit()
+	o.writeFeatureList()
+	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
+	if jd.Test != nil {
+		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
+	}
+	tr := o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)", f.ID, run.Attempt), Why: why}})
+	c := o.counters[f.ID]
+	if o.cfg.Git.Commit && jd.Tree != "" {
+		done, err := o.judge.Commit(context.Background(), judge.Verdict{
+			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
+			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
+		})
+		switch {
+		case err != nil:
+			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
+		default:
+			c.Commit, c.Branch = done.Commit, done.Branch
+			where := "on " + done.Branch
+			if done.Branch == "" {
+				where = "under " + done.Ref + " only: " + done.NotOnBranch
+			}
+			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
+			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
+				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+		}
+	}
+	c.Base, c.BaseHead = "", ""
+	o.setCounters(f.ID, c)
+	o.commit()
+	return true, ""
+}
+
+// afterInitializer freezes the acceptance tests the initializer wrote with
+// the list and, when the tree held nothing but HEAD before it ran, commits
+// its work, so that the features' commits start from a clean tree.
+func (o *Orchestrator) afterInitializer(run store.Run, jd judge.Judgement) {
+	o.refreeze(jd.Tree, "the feature list was accepted")
+	if !o.cfg.Git.Commit || jd.Tree == "" || len(jd.Changes) == 0 {
+		return
+	}
+	ctx := context.Background()
+	head, headTree, branch, err := o.repo.Head(ctx)
+	if err != nil || branch == "" || string(headTree) != run.BaseTree {
+		return // a person's work was in the tree: it is not ours to commit
+	}
+	var parents []string
+	if head != "" {
+		parents = []string{head}
+	}
+	msg := fmt.Sprintf("ctxgraphd: the feature list's acceptance tests and scaffolding\n\nWritten by the initializer (%s) for %d features.\n\nctxgraphd-run: %s\n", run.ID, len(o.canonical.Features), run.ID)
+	c, err := o.repo.Commit(ctx, jd.Tree, parents, msg, judge.Author)
+	if err == nil {
+		_, err = o.repo.AdvanceBranch(ctx, head, c)
 	}
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return false, fmt.Sprintf("exit %d: %s", ee.ExitCode(), text)
-		}
-		return false, err.Error()
+		o.log.Warn("could not commit the initializer's work", zap.Error(err))
+		return
 	}
-	return true, text
+	o.log.Info("initializer's work committed", zap.String("commit", c))
+}
+
+// refreeze records the acceptance tests as tree holds them: when the list is
+// accepted, and whenever a person may have changed a test (the record
+// follows a person, never an agent).
+func (o *Orchestrator) refreeze(tree gitrepo.Tree, why string) {
+	if o.canonical == nil {
+		return
+	}
+	ctx := context.Background()
+	if tree == "" {
+		var err error
+		if tree, err = o.repo.Snapshot(ctx); err != nil {
+			o.log.Warn("could not record the frozen tests", zap.Error(err))
+			return
+		}
+	}
+	fz, err := o.judge.Freeze(ctx, o.canonical, tree)
+	if err != nil {
+		o.log.Warn("could not record the frozen tests", zap.Error(err))
+		return
+	}
+	if err := o.judge.SetFrozen(fz); err != nil {
+		o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
+	}
+	data, _ := json.Marshal(fz)
+	o.pending.Frozen = data
+	o.log.Info("frozen tests recorded", zap.String("why", why), zap.Int("files", len(fz.Files)))
+}
+
+// adoptFrozenDrift takes a frozen test that changed between runs as a
+// person's change: no agent runs then, and what agents change in a run is
+// put back when the run ends.
+func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
+	drift, err := o.judge.Drift(context.Background(), base)
+	if err != nil || len(drift) == 0 {
+		return
+	}
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto,
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
+			Why: "tests are a person's to change"}})
+	o.refreeze(base, "frozen tests changed while no agent ran")
+}
+
+// testChecked is a feature's test, run before its first coding attempt.
+type testChecked struct {
+	feature string
+	result  judge.TestResult
+}
+
+// checkTest runs a feature's test once before any code is written for it
+// (gate red-before-green), off the loop.
+func (o *Orchestrator) checkTest(a statemachine.Action) {
+	f := o.canonical.Feature(a.Feature)
+	if f == nil {
+		return
+	}
+	test := f.Test
+	ctx, cancel := context.WithCancel(context.Background())
+	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel}
+	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
+	o.publish()
+	j, events, id := o.judge, o.runEvents, a.Feature
+	go func() {
+		r := j.RunTest(ctx, test)
+		cancel()
+		events <- testChecked{feature: id, result: r}
+	}()
+}
+
+func (o *Orchestrator) onTestChecked(ev testChecked) {
+	jb := o.job
+	o.job = nil
+	r := ev.result
+	if r.Interrupted {
+		if jb != nil && jb.interrupt != "" && o.stopAfter {
+			o.stopAfter = false
+			o.transition(statemachine.Stop, ev.feature, jb.interrupt)
+			return
+		}
+		o.step(nil) // checked again
+		return
+	}
+	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
+		o.log.Warn("could not keep the test's output", zap.Error(err))
+	}
+	c := o.counters[ev.feature]
+	code := ""
+	switch {
+	case r.Passed():
+		c.Red, code = string(statemachine.RedPasses), "vacuous_test"
+		c.RedDetail = fmt.Sprintf("%s's test `%s` passes before any code was written for it: it tests nothing the feature adds (or the feature is already there). Make the test fail until the feature exists, then `ctxgraphd ctl retry %s`", ev.feature, r.Command, ev.feature)
+	case r.CannotRun != "":
+		c.Red, code = string(statemachine.RedCannotRun), "test_cannot_run"
+		c.RedDetail = o.cannotRunDetail(ev.feature, r)
+	default:
+		c.Red = string(statemachine.RedFailing)
+		c.RedDetail = r.Summary()
+	}
+	o.setCounters(ev.feature, c)
+	if code != "" {
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.RedBeforeGreen, Code: code,
+			Context: store.TraceContext{Feature: ev.feature},
+			Event:   store.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
+		o.log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
+	} else {
+		o.log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
+	}
+	o.step(nil)
+}
+
+// cannotRunDetail says why a test cannot run and what to do about it.
+func (o *Orchestrator) cannotRunDetail(id string, r judge.TestResult) string {
+	if strings.TrimSpace(r.Command) != "" {
+		return fmt.Sprintf("%s's test `%s` cannot run: %s. Fix the test command or add what it needs, then `ctxgraphd ctl retry %s`", id, r.Command, r.CannotRun, id)
+	}
+	if o.canonical != nil && o.canonical.Format == progress.FormatQuickstart {
+		return fmt.Sprintf("%s has no test command: feature-list.json is in the quickstart format, which has none. Rewrite it as {\"version\": 1, \"features\": [...]} and give each feature a \"test\" (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
+	}
+	return fmt.Sprintf("%s has no test command, and a feature without one can never be accepted as tested. Give it a \"test\" in feature-list.json (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
 }
 
 // transient reports results that waiting cures: rate limits, overload and

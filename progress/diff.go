@@ -131,32 +131,14 @@ func ids(l *List) []string {
 }
 
 // diffFeature lists the Modified changes between two versions of one
-// feature, in the order of the Feature fields.
+// feature, in the order of Fields.
 func diffFeature(o, n Feature) []Change {
 	var changes []Change
-	str := func(field, a, b string) {
-		if a != b {
-			changes = append(changes, Change{FeatureID: n.ID, Field: field, Kind: Modified, Old: a, New: b})
+	for _, fd := range Fields {
+		if fd.Key == "id" || fd.Equal(&o, &n) {
+			continue
 		}
+		changes = append(changes, Change{FeatureID: n.ID, Field: fd.Key, Kind: Modified, Old: fd.Value(&o), New: fd.Value(&n)})
 	}
-	list := func(field string, a, b []string) {
-		if !slices.Equal(a, b) {
-			changes = append(changes, Change{FeatureID: n.ID, Field: field, Kind: Modified, Old: slices.Clone(a), New: slices.Clone(b)})
-		}
-	}
-	str("title", o.Title, n.Title)
-	str("description", o.Description, n.Description)
-	str("category", o.Category, n.Category)
-	list("steps", o.Steps, n.Steps)
-	list("depends_on", o.DependsOn, n.DependsOn)
-	list("scope", o.Scope, n.Scope)
-	str("test", o.Test, n.Test)
-	if o.Status.normal() != n.Status.normal() {
-		changes = append(changes, Change{FeatureID: n.ID, Field: "status", Kind: Modified, Old: o.Status.normal(), New: n.Status.normal()})
-	}
-	if o.Tested != n.Tested {
-		changes = append(changes, Change{FeatureID: n.ID, Field: "tested", Kind: Modified, Old: o.Tested, New: n.Tested})
-	}
-	list("evidence", o.Evidence, n.Evidence)
 	return changes
 }

@@ -316,44 +316,32 @@ func parseFeature(path string, raw json.RawMessage) (Feature, *ParseError) {
 		return f, problem(path, "is "+k+`; expected an object {"id": …, "title": …, …}`, "write each feature as a JSON object")
 	}
 	o := decodeObject(raw)
-	for _, req := range []string{"id", "title"} {
-		if !o.present(req) {
-			fix := `give every feature a unique id such as "F-001"`
-			if req == "title" {
+	for _, fd := range Fields {
+		if fd.Required && !o.present(fd.Key) {
+			fix := "give every feature a " + fd.Key
+			switch fd.Key {
+			case "id":
+				fix = `give every feature a unique id such as "F-001"`
+			case "title":
 				fix = "give every feature a short title"
 			}
-			return f, problem(path+"."+req, o.missing(req), fix)
+			return f, problem(path+"."+fd.Key, o.missing(fd.Key), fix)
 		}
 	}
-	var err *ParseError
-	set := func(dst *string, key string) {
-		if err == nil {
-			*dst, err = o.str(path, key)
+	for _, fd := range Fields {
+		var err *ParseError
+		switch fd.Kind {
+		case TextField, StatusField:
+			*fd.text(&f), err = o.str(path, fd.Key)
+		case TextListField:
+			*fd.list(&f), err = o.stringList(path, fd.Key)
+		case FlagField:
+			*fd.flag(&f), err = o.boolean(path, fd.Key)
+		}
+		if err != nil {
+			return Feature{}, err
 		}
 	}
-	list := func(dst *[]string, key string) {
-		if err == nil {
-			*dst, err = o.stringList(path, key)
-		}
-	}
-	var status string
-	set(&f.ID, "id")
-	set(&f.Title, "title")
-	set(&f.Description, "description")
-	set(&f.Category, "category")
-	list(&f.Steps, "steps")
-	list(&f.DependsOn, "depends_on")
-	list(&f.Scope, "scope")
-	set(&f.Test, "test")
-	set(&status, "status")
-	if err == nil {
-		f.Tested, err = o.boolean(path, "tested")
-	}
-	list(&f.Evidence, "evidence")
-	if err != nil {
-		return Feature{}, err
-	}
-	f.Status = Status(status)
 	if f.Status == "" {
 		f.Status = Pending
 	}

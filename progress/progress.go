@@ -70,11 +70,13 @@ type Feature struct {
 
 // clone returns f with its own copies of the slices.
 func (f Feature) clone() Feature {
-	f.Steps = slices.Clone(f.Steps)
-	f.DependsOn = slices.Clone(f.DependsOn)
-	f.Scope = slices.Clone(f.Scope)
-	f.Evidence = slices.Clone(f.Evidence)
-	return f
+	c := f
+	for _, fd := range Fields {
+		if fd.Kind == TextListField {
+			fd.Copy(&c, &f)
+		}
+	}
+	return c
 }
 
 // Format is the shape a feature list was read from.

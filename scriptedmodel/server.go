@@ -81,6 +81,9 @@ type Server struct {
 	seen    map[string]bool
 	srv     *http.Server
 	done    chan struct{}
+
+	// probe, when set, replaces the roles (NewProbe).
+	probe *probe
 }
 
 // New returns a server that plays sc. A nil log discards the logs.
@@ -248,7 +251,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	s.count(func(st *Stats) {
 		switch {
-		case !t.found:
+		case !t.found && s.probe == nil:
 			st.Unscripted++
 		case rep.call != nil:
 			st.ToolCalls++
@@ -276,6 +279,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // answer is the model's move for a request.
 func (s *Server) answer(t *turn) reply {
+	if s.probe != nil {
+		return s.probe.answer(t)
+	}
 	if !t.found {
 		// Title generation, subagents, anything that is not a run of
 		// ctxgraphd: a short answer ends it.

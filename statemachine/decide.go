@@ -27,7 +27,25 @@ type Counters struct {
 	Failures int `json:"failures"`
 	// CostUSD is what the feature's runs have cost so far.
 	CostUSD float64 `json:"cost_usd"`
+	// Red is what the daemon's own run of the feature's test found before
+	// its first coding attempt (gate red-before-green), and RedDetail
+	// says it in a sentence.
+	Red       RedState `json:"red,omitempty"`
+	RedDetail string   `json:"red_detail,omitempty"`
 }
+
+// RedState is what the daemon's run of a feature's test, before any code
+// was written for it, found (gate red-before-green).
+type RedState string
+
+// The red states. The zero value is a feature from before the gate: never
+// checked, and not to be.
+const (
+	RedDue       RedState = "due"        // to be checked before the next coding attempt
+	RedFailing   RedState = "failing"    // the test runs and fails: there is work to do
+	RedPasses    RedState = "passes"     // it passes before any code: it tests nothing new
+	RedCannotRun RedState = "cannot_run" // it cannot run: no test command, a missing file or program
+)
 
 // Attempt is the number of the current (or next) attempt of the feature.
 func (c Counters) Attempt() int { return c.Failures + 1 }
@@ -65,6 +83,11 @@ type Input struct {
 	FeatureBudgetUSD float64
 	SessionBudgetUSD float64
 	SessionCostUSD   float64
+	// CheckTests: a feature's test is run once before its first coding
+	// attempt (gate red-before-green not off). TestsMustFail: a test that
+	// passes then, or cannot run, blocks the feature (the gate enforced).
+	CheckTests    bool
+	TestsMustFail bool
 	// Outcome is the run that just ended, nil when deciding afresh (at
 	// start, after a feature-list change, after ctl resume).
 	Outcome *Outcome
@@ -83,12 +106,13 @@ const (
 	FinishAll    // → done; keep watching
 	StopSession  // → stopped; a person is needed
 	WaitAndRetry // → waiting; redo the same run after a backoff
+	CheckTest    // run Feature's test before its first coding attempt, then decide again
 )
 
 var kindNames = map[Kind]string{
 	Nothing: "nothing", SpawnInitializer: "spawn initializer", SpawnCoder: "spawn coder",
 	SpawnTester: "spawn tester", BlockFeature: "block feature", FinishAll: "finish",
-	StopSession: "stop session", WaitAndRetry: "wait and retry",
+	StopSession: "stop session", WaitAndRetry: "wait and retry", CheckTest: "check test",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -107,8 +131,12 @@ type Action struct {
 	// CountInitFailure: the initializer run that just ended failed.
 	CountInitFailure bool
 	// Redo: the action repeats the run that was interrupted or waited.
-	Redo   bool
-	Reason string
+	Redo bool
+	// NotCharged: a BlockFeature that is a problem of the list (a test that
+	// cannot fail or cannot run), not of the agents: it does not count
+	// against the session's blocked limit.
+	NotCharged bool
+	Reason     string
 }
 
 // Event is the state-machine event that carries the action out, or "" when
@@ -283,6 +311,16 @@ func selectNext(in Input) Action {
 		c := in.Counters[f.ID]
 		if f.Status == progress.Completed {
 			return Action{Kind: SpawnTester, Feature: f.ID, Attempt: c.Attempt()}
+		}
+		if in.CheckTests {
+			switch c.Red {
+			case RedDue:
+				return Action{Kind: CheckTest, Feature: f.ID, Reason: "its test must run, and fail, before any code is written for it"}
+			case RedPasses, RedCannotRun:
+				if in.TestsMustFail {
+					return Action{Kind: BlockFeature, Feature: f.ID, NotCharged: true, Reason: c.RedDetail}
+				}
+			}
 		}
 		return Action{Kind: SpawnCoder, Feature: f.ID, Attempt: c.Attempt()}
 	}

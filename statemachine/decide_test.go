@@ -166,6 +166,48 @@ func TestDecide(t *testing.T) {
 			want: Action{Kind: FinishAll, Reason: "dependency cycle: F-1 -> F-2 -> F-1; F-1 waits on F-2 (pending); F-2 waits on F-1 (pending)"},
 		},
 		{
+			name: "red-before-green: a feature's test is checked before its first coding attempt",
+			in:   Input{List: list("F-1:pending"), CheckTests: true, TestsMustFail: true, Counters: map[string]Counters{"F-1": {Red: RedDue}}},
+			want: Action{Kind: CheckTest, Feature: "F-1", Reason: "its test must run, and fail, before any code is written for it"},
+		},
+		{
+			name: "red-before-green: a failing test means work to do",
+			in:   Input{List: list("F-1:pending"), CheckTests: true, TestsMustFail: true, Counters: map[string]Counters{"F-1": {Red: RedFailing}}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "red-before-green: a test that passes before any code blocks the feature, not charged",
+			in: Input{List: list("F-1:pending", "F-2:pending"), CheckTests: true, TestsMustFail: true,
+				Counters: map[string]Counters{"F-1": {Red: RedPasses, RedDetail: "vacuous"}, "F-2": {Red: RedFailing}}},
+			want: Action{Kind: BlockFeature, Feature: "F-1", NotCharged: true, Reason: "vacuous"},
+		},
+		{
+			name: "red-before-green: a test that cannot run blocks the feature, not charged",
+			in: Input{List: list("F-1:pending"), CheckTests: true, TestsMustFail: true,
+				Counters: map[string]Counters{"F-1": {Red: RedCannotRun, RedDetail: "tests/a.sh does not exist"}}},
+			want: Action{Kind: BlockFeature, Feature: "F-1", NotCharged: true, Reason: "tests/a.sh does not exist"},
+		},
+		{
+			name: "red-before-green in warn mode: a vacuous test is let through",
+			in:   Input{List: list("F-1:pending"), CheckTests: true, Counters: map[string]Counters{"F-1": {Red: RedPasses}}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "red-before-green off: nothing is checked",
+			in:   Input{List: list("F-1:pending"), Counters: map[string]Counters{"F-1": {Red: RedDue}}},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "red-before-green: a completed feature goes to its tester unchecked",
+			in:   Input{List: list("F-1:completed"), CheckTests: true, TestsMustFail: true, Counters: map[string]Counters{"F-1": {Red: RedDue}}},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "red-before-green: a feature from before the gate (never due) is not checked",
+			in:   Input{List: list("F-1:in_progress"), CheckTests: true, TestsMustFail: true},
+			want: Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1},
+		},
+		{
 			name: "feature skipped by a person while its tester ran: move on",
 			in: Input{List: list("F-1:blocked", "F-2:pending"), MaxRetries: 2,
 				Outcome: &Outcome{Role: Tester, Feature: "F-1"}},

@@ -41,6 +41,7 @@ var (
 	keyProject   = []byte("project")
 	keySession   = []byte("current")
 	keyCanonical = []byte("canonical")
+	keyFrozen    = []byte("frozen")
 )
 
 // Errors.
@@ -82,6 +83,19 @@ type FeatureCounters struct {
 	CostUSD      float64 `json:"cost_usd"`
 	Runs         int     `json:"runs"`
 	Note         string  `json:"note,omitempty"` // from ctl unblock --note
+	// Red is what the daemon's run of the feature's test found before its
+	// first coding attempt (statemachine.RedState), RedDetail in a sentence.
+	Red       string `json:"red,omitempty"`
+	RedDetail string `json:"red_detail,omitempty"`
+	// Base is the work tree (a git tree) when the feature's work began, and
+	// BaseHead the commit HEAD was at: a verdict's commit goes on the
+	// branch only when the tree held nothing else then.
+	Base     string `json:"base,omitempty"`
+	BaseHead string `json:"base_head,omitempty"`
+	// Commit is the commit of exactly the tree the feature was tested on,
+	// and Branch the branch that took it ("" when only its ref did).
+	Commit string `json:"commit,omitempty"`
+	Branch string `json:"branch,omitempty"`
 }
 
 // Run is one claude -p subprocess.
@@ -100,8 +114,15 @@ type Run struct {
 	// start to the end of its output: StartedAt..EndedAt less the daemon's
 	// own work around it (committing, judging, re-running the test).
 	AgentWall time.Duration `json:"agent_wall_ns,omitempty"`
+	// BaseTree is the work tree (a git tree) when the run started: what it
+	// changed is judged against it, even after a crash.
+	BaseTree string `json:"base_tree,omitempty"`
+	// TokenHash identifies the run's hooks (the hash of its token).
+	TokenHash string `json:"token_hash,omitempty"`
 	// Outcome: "" while in flight; then ok, failed, interrupted, transient.
-	Outcome   string  `json:"outcome,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	// Commit is the commit of a tester run's accepted verdict.
+	Commit    string  `json:"commit,omitempty"`
 	Ended     string  `json:"ended,omitempty"` // exited, wall_timeout, idle_timeout, cancelled, start_failed, lost
 	ExitCode  int     `json:"exit_code"`
 	IsError   bool    `json:"is_error"`
@@ -129,6 +150,7 @@ type Transition struct {
 type State struct {
 	Session      Session
 	FeatureList  []byte // canonical feature-list.json, nil before the initializer
+	Frozen       []byte // the frozen tests' record (JSON, package judge), nil before the list
 	Counters     map[string]FeatureCounters
 	LastRunSeq   uint64
 	LastTransSeq uint64
@@ -232,6 +254,9 @@ func (s *Store) Load() (State, error) {
 		if v := tx.Bucket(bucketFeatures).Get(keyCanonical); v != nil {
 			st.FeatureList = append([]byte(nil), v...)
 		}
+		if v := tx.Bucket(bucketFeatures).Get(keyFrozen); v != nil {
+			st.Frozen = append([]byte(nil), v...)
+		}
 		err := tx.Bucket(bucketCounters).ForEach(func(k, v []byte) error {
 			var c FeatureCounters
 			if err := json.Unmarshal(v, &c); err != nil {
@@ -268,6 +293,7 @@ func (s *Store) Load() (State, error) {
 type Commit struct {
 	Session     *Session
 	FeatureList []byte // canonical list; nil leaves it as it is
+	Frozen      []byte // the frozen tests' record; nil leaves it as it is
 	Counters    map[string]FeatureCounters
 	Runs        []Run        // upserted by Seq
 	Transitions []Transition // appended; Seq must be the next ones
@@ -283,6 +309,11 @@ func (s *Store) Apply(c Commit) error {
 		}
 		if c.FeatureList != nil {
 			if err := tx.Bucket(bucketFeatures).Put(keyCanonical, c.FeatureList); err != nil {
+				return err
+			}
+		}
+		if c.Frozen != nil {
+			if err := tx.Bucket(bucketFeatures).Put(keyFrozen, c.Frozen); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -49,6 +50,16 @@ func newInitCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			// Runs are judged by what they change in the project's git tree,
+			// and each tested feature becomes a commit: a project needs a
+			// repository. One that has one is left as it is.
+			created, err := gitrepo.Init(cmd.Context(), proj.Dir)
+			if err != nil {
+				return err
+			}
+			if created {
+				fmt.Fprintf(out, "created a git repository in %s: the daemon judges each run by what it changes there, and commits each tested feature\n", proj.Dir)
+			}
 			if strings.TrimSpace(goal) != "" {
 				if err := progress.WriteGoal(progressDir, goal); err != nil {
 					return err

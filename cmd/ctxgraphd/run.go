@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,11 +18,14 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
-	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -82,11 +87,17 @@ type daemonOptions struct {
 // the control server, the signal handler; when one ends, all end.
 func runDaemon(ctx context.Context, o daemonOptions) error {
 	cfg, log := o.Config, o.Log
+	// The daemon's own environment, captured now: the daemon's runs of the
+	// features' tests use it, and nothing an agent writes later changes it.
+	daemonEnv := os.Environ()
 	env := o.AgentEnv
 	if env == nil {
-		env = os.Environ()
+		env = daemonEnv
 	}
 	if err := agents.CheckRoot(cfg.Agent.AllowRoot, env); err != nil {
+		return err
+	}
+	if err := checkConfinement(ctx, cfg, log); err != nil {
 		return err
 	}
 	st, err := store.Open(o.Project.StateDir, time.Second)
@@ -94,10 +105,23 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		return err
 	}
 	defer st.Close()
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{
+		Dir: o.Project.Dir, Index: filepath.Join(o.Project.StateDir, "snapshot.index"),
+		// .claude/ holds the daemon's progress files and Claude Code's and
+		// the user's settings: the sandbox and the gates keep agents out of
+		// it, and it is not part of what a feature's commit holds.
+		Exclude: []string{".claude"},
+	})
+	if errors.Is(err, gitrepo.ErrNotRepository) {
+		return fmt.Errorf("%s is not a git repository: ctxgraphd judges each run by what it changed in the project's tree and commits each tested feature; run `ctxgraphd init` there (it creates one) or `git init`", o.Project.Dir)
+	}
+	if err != nil {
+		return err
+	}
 	if err := store.WritePID(o.Project.StateDir); err != nil {
 		return err
 	}
-	ln, err := control.Listen(o.Project.Socket)
+	ln, err := server.Listen(o.Project.Socket)
 	if err != nil {
 		return err
 	}
@@ -106,20 +130,30 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Budget.RunUSD, AllowRoot: cfg.Agent.AllowRoot,
 		SocketPath: o.Project.Socket, BaseEnv: env,
 	}, log.Named("agents"))
-	exe, err := os.Executable()
+	hook, err := hookCommand()
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+		return err
 	}
+	// What agents' programs may write outside the project: the sandbox
+	// allows it, and so do the gates for the Write tool (with the temp
+	// directory, where Claude Code's own sandbox gives them scratch space).
+	writable := append(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite...)
+	j := judge.New(judge.Options{
+		Project: o.Project, Modes: gateModes(cfg), Records: st, Repo: repo,
+		Env:            sandbox.VerdictEnv(daemonEnv, o.Project.Dir, append(slices.Clone(writable), sandbox.TempDir(env))),
+		Writable:       append(slices.Clone(writable), os.TempDir()),
+		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
+	})
 	orch, err := orchestrator.New(orchestrator.Options{
-		Project: o.Project, Config: cfg, Store: st, Runner: runner, Log: log.Named("orchestrator"), ExitWhenDone: o.ExitWhenDone,
-		Settings: guard.HookSettings(exe),
+		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
+		ExitWhenDone: o.ExitWhenDone, Hooks: guard.Hooks(hook), HookCommand: hook.String(), Writable: writable,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := control.NewServer(orch, log.Named("control"))
+	srv := server.New(orch, log.Named("control"))
 
 	var g run.Group
 	loopCtx, stopLoop := context.WithCancel(ctx)
@@ -136,7 +170,8 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	})
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 
-	log.Info("daemon started", zap.String("dir", o.Project.Dir), zap.String("socket", o.Project.Socket), zap.String("state", st.Path()), zap.Int("pid", os.Getpid()))
+	log.Info("daemon started", zap.String("dir", o.Project.Dir), zap.String("socket", o.Project.Socket), zap.String("state", st.Path()),
+		zap.Int("pid", os.Getpid()), zap.Bool("confined", cfg.Sandbox.Enabled), zap.String("hook", hook.String()))
 	sdnotify.Ready()
 	err = g.Run()
 	// oklog/run returns *SignalError; its As method claims the value type
@@ -154,6 +189,47 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		log.Info("daemon stopped")
 	}
 	return err
+}
+
+// checkConfinement makes sure agents will run confined before anything is
+// spent: the sandbox can run here, or the user turned confinement off, and
+// then the log says so plainly.
+func checkConfinement(ctx context.Context, cfg *config.Config, log *zap.Logger) error {
+	if !cfg.Sandbox.Enabled {
+		log.Warn("CONFINEMENT IS OFF (sandbox.enabled: false): agents' commands run unconfined and can write anywhere this user can; only the gates and the verdicts hold them")
+		return nil
+	}
+	if err := sandbox.Check(ctx); err != nil {
+		return fmt.Errorf("%w\n(confinement is on by default; turning it off is possible only explicitly, with sandbox.enabled: false in .claude/ctxgraphd.yaml)", err)
+	}
+	return nil
+}
+
+// gateModes are the gates' modes from the configuration.
+func gateModes(cfg *config.Config) guard.Modes {
+	m := guard.Modes{}
+	for name, mode := range cfg.Gates {
+		m[name] = guard.Mode(mode)
+	}
+	return m
+}
+
+// hookCommand is the hook the daemon's runs call: the lean ctxgraphd-hook
+// beside this binary when it is there (make build puts it there), else this
+// binary's own `hook` subcommand.
+func hookCommand() (guard.HookCommand, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return guard.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return guard.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+	}
+	lean := filepath.Join(filepath.Dir(exe), "ctxgraphd-hook")
+	if fi, err := os.Stat(lean); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return guard.HookCommand{Path: lean}, nil
+	}
+	return guard.MainHook(exe), nil
 }
 
 func findProject(dir string) (paths.Project, error) {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/server"
 )
 
 // Call is one call the fake received. ID and Note are empty for the methods
@@ -101,15 +102,15 @@ func (b *Backend) Skip(_ context.Context, id string) error {
 }
 
 // Serve serves b with a real control server on socketPath (through
-// control.Listen) until the test ends, then shuts it down and checks that
+// server.Listen) until the test ends, then shuts it down and checks that
 // Serve returned nil. The server logs to the test log.
-func Serve(t testing.TB, socketPath string, b control.Backend) *control.Server {
+func Serve(t testing.TB, socketPath string, b control.Backend) *server.Server {
 	t.Helper()
-	ln, err := control.Listen(socketPath)
+	ln, err := server.Listen(socketPath)
 	if err != nil {
-		t.Fatalf("control.Listen: %v", err)
+		t.Fatalf("server.Listen: %v", err)
 	}
-	srv := control.NewServer(b, zaptest.NewLogger(t))
+	srv := server.New(b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

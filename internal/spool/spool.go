@@ -24,12 +24,16 @@ const FileName = "hooks-spool.jsonl"
 
 // Record is one hook event seen without the daemon.
 type Record struct {
-	Time    time.Time       `json:"time"`
-	Event   string          `json:"event"`
-	Role    string          `json:"role,omitempty"`
-	Feature string          `json:"feature,omitempty"`
-	Run     string          `json:"run,omitempty"`
-	Payload json.RawMessage `json:"payload"`
+	Time    time.Time `json:"time"`
+	Event   string    `json:"event"`
+	Role    string    `json:"role,omitempty"`
+	Feature string    `json:"feature,omitempty"`
+	Run     string    `json:"run,omitempty"`
+	// TokenHash binds the record to its run: the run's token, hashed (see
+	// hook.TokenHash). Role, Feature and Run are what the run's environment
+	// said; the daemon believes them only when the hash is the run's.
+	TokenHash string          `json:"token_hash,omitempty"`
+	Payload   json.RawMessage `json:"payload"`
 	// Decision is what the hook decided alone, if it decided anything.
 	Decision json.RawMessage `json:"decision,omitempty"`
 }

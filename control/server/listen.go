@@ -1,4 +1,4 @@
-package control
+package server
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // staleDialTimeout bounds the dial that tells a live daemon from a stale
@@ -24,7 +26,7 @@ const staleDialTimeout = time.Second
 // socket (so give the socket a directory of its own, as internal/paths
 // does). A file left at socketPath by a daemon that died is removed, but
 // only after a dial shows that nobody answers on it: when a daemon answers,
-// Listen fails with ErrDaemonRunning instead. The socket itself gets mode
+// Listen fails with control.ErrDaemonRunning instead. The socket itself gets mode
 // 0600.
 //
 // Listen is not the single-daemon lock (two daemons starting at the same
@@ -115,7 +117,7 @@ func clearStale(path string) error {
 	conn, err := net.DialTimeout("unix", path, staleDialTimeout)
 	if err == nil {
 		conn.Close()
-		return fmt.Errorf("%w %s", ErrDaemonRunning, path)
+		return fmt.Errorf("%w %s", control.ErrDaemonRunning, path)
 	}
 	// Refused: a socket nobody listens on. Not a socket: a file in the way.
 	// Gone: someone else cleaned up in between. Anything else (a timeout,

@@ -1,4 +1,4 @@
-package control
+package server
 
 // SetAllowPeer replaces the server's peer rule, so that a test running as
 // one user can see another user refused.

@@ -1,4 +1,11 @@
-package control
+// Package server is the daemon's side of the control socket: the HTTP/JSON
+// server that serves a control.Backend (and, when the backend enforces
+// gates, the hook and trace routes), and Listen, which owns the socket file.
+//
+// It is apart from package control, which holds the wire types and the
+// client, so that the ctl, hook and mcp paths link no server code and no
+// logging library: the hook starts on every tool call of every agent.
+package server
 
 import (
 	"context"
@@ -12,6 +19,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // maxRequestBody bounds what a handler reads from a request: bodies here are
@@ -20,9 +29,9 @@ const maxRequestBody = 4 << 20
 
 var errNotUnix = errors.New("not a Unix socket connection")
 
-// Server serves a Backend on the control socket.
+// Server serves a control.Backend on the control socket.
 type Server struct {
-	b    Backend
+	b    control.Backend
 	log  *zap.Logger
 	mux  *http.ServeMux
 	http *http.Server
@@ -37,8 +46,16 @@ type Server struct {
 	allowPeer func(uid int) bool
 }
 
-// NewServer returns a server for b. A nil log discards the log.
-func NewServer(b Backend, log *zap.Logger) *Server {
+// RunPeers is what a backend that runs agents adds so that the routes for
+// people can refuse a process of a run, whatever it presents.
+type RunPeers interface {
+	// IsRunProcess reports whether pid belongs to an agent's run (it or an
+	// ancestor is a run's process, or it carries a run's token).
+	IsRunProcess(pid int) bool
+}
+
+// New returns a server for b. A nil log discards the log.
+func New(b control.Backend, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -63,35 +80,59 @@ func NewServer(b Backend, log *zap.Logger) *Server {
 		ErrorLog:          errLog,
 	}
 	s.routes()
-	if g, ok := b.(GateBackend); ok {
+	if g, ok := b.(control.GateBackend); ok {
 		s.gateRoutes(g)
 	}
 	return s
 }
 
 func (s *Server) routes() {
-	s.Handle("GET /v1/status", Endpoint(func(r *http.Request) (Status, error) {
+	s.Handle("GET /v1/status", Endpoint(func(r *http.Request) (control.Status, error) {
 		return s.b.Status(r.Context())
 	}))
-	s.Handle("GET /v1/features", Endpoint(func(r *http.Request) ([]Feature, error) {
+	s.Handle("GET /v1/features", Endpoint(func(r *http.Request) ([]control.Feature, error) {
 		fs, err := s.b.Features(r.Context())
 		if fs == nil && err == nil {
-			fs = []Feature{} // an array for scripts, even before the initializer ran
+			fs = []control.Feature{} // an array for scripts, even before the initializer ran
 		}
 		return fs, err
 	}))
-	s.Handle("POST /v1/pause", action(s.b.Pause))
-	s.Handle("POST /v1/resume", action(s.b.Resume))
-	s.Handle("POST /v1/stop", action(s.b.Stop))
-	s.Handle("POST /v1/features/{id}/retry", featureAction(s.b.Retry))
-	s.Handle("POST /v1/features/{id}/skip", featureAction(s.b.Skip))
-	s.Handle("POST /v1/features/{id}/unblock", Endpoint(func(r *http.Request) (OK, error) {
-		var req UnblockRequest
+	// What changes the session is for people: an agent that reached the
+	// socket (it cannot, in the sandbox) must not pause the daemon to
+	// edit its own verdict, or skip another feature.
+	s.Handle("POST /v1/pause", s.peopleOnly(action(s.b.Pause)))
+	s.Handle("POST /v1/resume", s.peopleOnly(action(s.b.Resume)))
+	s.Handle("POST /v1/stop", s.peopleOnly(action(s.b.Stop)))
+	s.Handle("POST /v1/features/{id}/retry", s.peopleOnly(featureAction(s.b.Retry)))
+	s.Handle("POST /v1/features/{id}/skip", s.peopleOnly(featureAction(s.b.Skip)))
+	s.Handle("POST /v1/features/{id}/unblock", s.peopleOnly(Endpoint(func(r *http.Request) (control.OK, error) {
+		var req control.UnblockRequest
 		if err := ReadJSON(r, &req); err != nil {
-			return OK{}, err
+			return control.OK{}, err
 		}
 		return done(s.b.Unblock(r.Context(), r.PathValue("id"), req.Note))
-	}))
+	})))
+}
+
+// peopleOnly refuses a request that carries a run's token, or that comes
+// from a process of a run: defense in depth behind the sandbox, which keeps
+// agents off the socket in the first place.
+func (s *Server) peopleOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(control.RunTokenHeader) != "" {
+			WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
+				Message: "this request carries an agent run's credentials; pausing, resuming, stopping, retrying, unblocking and skipping are for people"})
+			return
+		}
+		if rp, ok := s.b.(RunPeers); ok {
+			if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && rp.IsRunProcess(p.pid) {
+				WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
+					Message: fmt.Sprintf("process %d belongs to an agent's run; pausing, resuming, stopping, retrying, unblocking and skipping are for people", p.pid)})
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handle registers h for pattern (a Go 1.22 ServeMux pattern such as
@@ -141,7 +182,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	// cannot reach a Unix socket today, but a proxy or a future browser
 	// might. Nothing legitimate here sends these headers.
 	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
-		WriteError(w, &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden,
+		WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
 			Message: "requests with an Origin or Referer header are refused: the control socket is not for web pages"})
 		return
 	}
@@ -162,7 +203,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	h, _ := s.mux.Handler(r)
 	rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
 	h.ServeHTTP(rec, r)
-	e := &APIError{HTTPStatus: rec.status, Code: codeForStatus(rec.status)}
+	e := &control.APIError{HTTPStatus: rec.status, Code: control.CodeForStatus(rec.status)}
 	switch rec.status {
 	case http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
@@ -181,6 +222,7 @@ type peerKey struct{}
 // peer is what ConnContext learned about the connecting process.
 type peer struct {
 	uid   int
+	pid   int // 0 where the platform does not say
 	known bool
 	err   error
 }
@@ -188,8 +230,8 @@ type peer struct {
 // connContext reads the peer credentials once per connection, when the
 // kernel can still vouch for them, for checkPeer to use on each request.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	uid, known, err := peerUID(c)
-	return context.WithValue(ctx, peerKey{}, peer{uid: uid, known: known, err: err})
+	uid, pid, known, err := peerCred(c)
+	return context.WithValue(ctx, peerKey{}, peer{uid: uid, pid: pid, known: known, err: err})
 }
 
 // checkPeer refuses other users. The socket's modes already keep them out;
@@ -199,11 +241,11 @@ func (s *Server) checkPeer(ctx context.Context) error {
 	p, ok := ctx.Value(peerKey{}).(peer)
 	switch {
 	case !ok:
-		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden, Message: "connection without peer credentials"}
+		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden, Message: "connection without peer credentials"}
 	case p.err != nil:
-		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden, Message: "cannot read the credentials of the connecting process: " + p.err.Error()}
+		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden, Message: "cannot read the credentials of the connecting process: " + p.err.Error()}
 	case p.known && !s.allowPeer(p.uid):
-		return &APIError{HTTPStatus: http.StatusForbidden, Code: CodeForbidden,
+		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
 			Message: fmt.Sprintf("uid %d may not control this daemon, which runs as uid %d", p.uid, os.Geteuid())}
 	}
 	return nil
@@ -219,7 +261,7 @@ func sameUserOrRoot(self int) func(uid int) bool {
 // (200), or with its error as an Error body (see WriteError). It makes a
 // read route a one-liner:
 //
-//	s.Handle("GET /v1/traces", control.Endpoint(func(r *http.Request) ([]Trace, error) { … }))
+//	s.Handle("GET /v1/traces", server.Endpoint(func(r *http.Request) ([]control.Trace, error) { … }))
 func Endpoint[T any](fn func(r *http.Request) (T, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := fn(r)
@@ -233,19 +275,19 @@ func Endpoint[T any](fn func(r *http.Request) (T, error)) http.Handler {
 
 // action adapts a backend call without arguments.
 func action(fn func(context.Context) error) http.Handler {
-	return Endpoint(func(r *http.Request) (OK, error) { return done(fn(r.Context())) })
+	return Endpoint(func(r *http.Request) (control.OK, error) { return done(fn(r.Context())) })
 }
 
 // featureAction adapts a backend call on the feature named in the path.
 func featureAction(fn func(context.Context, string) error) http.Handler {
-	return Endpoint(func(r *http.Request) (OK, error) { return done(fn(r.Context(), r.PathValue("id"))) })
+	return Endpoint(func(r *http.Request) (control.OK, error) { return done(fn(r.Context(), r.PathValue("id"))) })
 }
 
-func done(err error) (OK, error) {
+func done(err error) (control.OK, error) {
 	if err != nil {
-		return OK{}, err
+		return control.OK{}, err
 	}
-	return OK{OK: true}, nil
+	return control.OK{OK: true}, nil
 }
 
 // ReadJSON decodes the request body into v. An empty body leaves v as it
@@ -254,16 +296,16 @@ func done(err error) (OK, error) {
 func ReadJSON(r *http.Request, v any) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
 	if err != nil {
-		return &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "reading the request body: " + err.Error()}
+		return &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: "reading the request body: " + err.Error()}
 	}
 	if len(body) > maxRequestBody {
-		return &APIError{HTTPStatus: http.StatusRequestEntityTooLarge, Code: CodeBadRequest, Message: fmt.Sprintf("request body larger than %d bytes", maxRequestBody)}
+		return &control.APIError{HTTPStatus: http.StatusRequestEntityTooLarge, Code: control.CodeBadRequest, Message: fmt.Sprintf("request body larger than %d bytes", maxRequestBody)}
 	}
 	if len(body) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "request body: " + err.Error()}
+		return &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: "request body: " + err.Error()}
 	}
 	return nil
 }
@@ -280,18 +322,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// WriteError answers with err as an Error body. An *APIError keeps its
+// WriteError answers with err as an Error body. An *control.APIError keeps its
 // status and code; a context error (the client went away, or the daemon is
 // shutting down) is a 503; anything else is a 500 with the error's text.
 func WriteError(w http.ResponseWriter, err error) {
-	var ae *APIError
+	var ae *control.APIError
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		ae = &APIError{HTTPStatus: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		ae = &control.APIError{HTTPStatus: http.StatusServiceUnavailable, Code: control.CodeUnavailable,
 			Message: "the request was abandoned before the daemon acted on it (" + err.Error() + "); the daemon may be shutting down"}
 	default:
-		ae = &APIError{HTTPStatus: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
+		ae = &control.APIError{HTTPStatus: http.StatusInternalServerError, Code: control.CodeInternal, Message: err.Error()}
 	}
 	status := ae.HTTPStatus
 	if status < 400 || status > 599 {
@@ -299,12 +341,12 @@ func WriteError(w http.ResponseWriter, err error) {
 	}
 	code := ae.Code
 	if code == "" {
-		code = codeForStatus(status)
+		code = control.CodeForStatus(status)
 	}
 	if lw, ok := w.(*logWriter); ok {
 		lw.err = err
 	}
-	b, _ := json.Marshal(Error{Error: ae.Error(), Code: code})
+	b, _ := json.Marshal(control.Error{Error: ae.Error(), Code: code})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

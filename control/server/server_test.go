@@ -1,4 +1,4 @@
-package control_test
+package server_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+	"github.com/ctxgraphd/ctxgraphd/control/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,13 +46,13 @@ func socketIn(t *testing.T) string {
 
 // serve is controltest.Serve with a chance to configure the server before
 // it serves.
-func serve(t *testing.T, sock string, b control.Backend, configure func(*control.Server)) *control.Server {
+func serve(t *testing.T, sock string, b control.Backend, configure func(*server.Server)) *server.Server {
 	t.Helper()
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(b, zaptest.NewLogger(t))
+	srv := server.New(b, zaptest.NewLogger(t))
 	if configure != nil {
 		configure(srv)
 	}
@@ -303,8 +303,8 @@ func TestOtherUsersAreRefused(t *testing.T) {
 	b := &controltest.Backend{}
 	var seen atomic.Int64
 	seen.Store(-1)
-	serve(t, sock, b, func(s *control.Server) {
-		control.SetAllowPeer(s, func(uid int) bool { seen.Store(int64(uid)); return false })
+	serve(t, sock, b, func(s *server.Server) {
+		server.SetAllowPeer(s, func(uid int) bool { seen.Store(int64(uid)); return false })
 	})
 	_, err := control.NewClient(sock).Status(t.Context())
 	var ae *control.APIError
@@ -331,7 +331,7 @@ func TestPeerRule(t *testing.T) {
 		{0, 1000, false},
 	}
 	for _, tt := range tests {
-		if got := control.SameUserOrRoot(tt.self)(tt.peer); got != tt.want {
+		if got := server.SameUserOrRoot(tt.self)(tt.peer); got != tt.want {
 			t.Errorf("daemon uid %d, peer uid %d: allowed = %v, want %v", tt.self, tt.peer, got, tt.want)
 		}
 	}
@@ -339,8 +339,8 @@ func TestPeerRule(t *testing.T) {
 
 func TestExtraRoutes(t *testing.T) {
 	sock := socketIn(t)
-	serve(t, sock, &controltest.Backend{}, func(s *control.Server) {
-		s.Handle("GET /v1/things/{id}", control.Endpoint(func(r *http.Request) (map[string]string, error) {
+	serve(t, sock, &controltest.Backend{}, func(s *server.Server) {
+		s.Handle("GET /v1/things/{id}", server.Endpoint(func(r *http.Request) (map[string]string, error) {
 			return map[string]string{"id": r.PathValue("id")}, nil
 		}))
 	})
@@ -356,11 +356,11 @@ func TestExtraRoutes(t *testing.T) {
 
 func TestServeAndShutdown(t *testing.T) {
 	sock := socketIn(t)
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(&controltest.Backend{}, nil)
+	srv := server.New(&controltest.Backend{}, nil)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if _, err := control.NewClient(sock).Status(t.Context()); err != nil {
@@ -395,12 +395,12 @@ func (b blockingPause) Pause(ctx context.Context) error {
 
 func TestShutdownEndsRequestsInFlight(t *testing.T) {
 	sock := socketIn(t)
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := blockingPause{Backend: &controltest.Backend{}, entered: make(chan struct{})}
-	srv := control.NewServer(b, zaptest.NewLogger(t))
+	srv := server.New(b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -482,7 +482,7 @@ func leaveStaleSocket(t *testing.T, path string) {
 
 func TestListenModes(t *testing.T) {
 	sock := socketIn(t)
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestListenTightensItsDirectory(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
-	ln, err := control.Listen(filepath.Join(dir, "d.sock"))
+	ln, err := server.Listen(filepath.Join(dir, "d.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func TestListenLeavesSharedDirectoriesAlone(t *testing.T) {
 	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := control.Listen(filepath.Join(dir, "d.sock"))
+	ln, err := server.Listen(filepath.Join(dir, "d.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +560,7 @@ func TestListenClearsStaleFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sock := filepath.Join(shortDir(t), "d.sock")
 			tt.leave(t, sock)
-			ln, err := control.Listen(sock)
+			ln, err := server.Listen(sock)
 			if err != nil {
 				t.Fatalf("Listen over a %s: %v", tt.name, err)
 			}
@@ -575,7 +575,7 @@ func TestListenClearsStaleFiles(t *testing.T) {
 func TestListenRefusesALiveDaemon(t *testing.T) {
 	sock := socketIn(t)
 	controltest.Serve(t, sock, &controltest.Backend{})
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err == nil {
 		ln.Close()
 		t.Fatal("a second Listen on a live socket succeeded")
@@ -594,7 +594,7 @@ func TestListenRefusesADirectory(t *testing.T) {
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if ln, err := control.Listen(sock); err == nil {
+	if ln, err := server.Listen(sock); err == nil {
 		ln.Close()
 		t.Fatal("Listen on a directory succeeded")
 	}
@@ -602,7 +602,7 @@ func TestListenRefusesADirectory(t *testing.T) {
 
 func TestCloseLeavesAnotherDaemonsSocket(t *testing.T) {
 	sock := socketIn(t)
-	ln, err := control.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,35 +616,5 @@ func TestCloseLeavesAnotherDaemonsSocket(t *testing.T) {
 	ln.Close()
 	if _, err := os.Lstat(sock); err != nil {
 		t.Errorf("closing our listener removed the other socket: %v", err)
-	}
-}
-
-// TestControlStaysLight keeps the ctl and hook paths from linking the
-// daemon: they import control, so control must not import the store, the
-// watcher or the loop.
-func TestControlStaysLight(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command(gobin, "list", "-deps", "github.com/ctxgraphd/ctxgraphd/control").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	forbidden := []string{
-		"go.etcd.io/bbolt",
-		"github.com/fsnotify/fsnotify",
-		"github.com/looplab/fsm",
-		"github.com/ctxgraphd/ctxgraphd/orchestrator",
-		"github.com/ctxgraphd/ctxgraphd/store",
-		"github.com/ctxgraphd/ctxgraphd/statemachine",
-		"github.com/ctxgraphd/ctxgraphd/agents",
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, f := range forbidden {
-			if dep == f || strings.HasPrefix(dep, f+"/") {
-				t.Errorf("control depends on %s", dep)
-			}
-		}
 	}
 }

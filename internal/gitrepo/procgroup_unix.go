@@ -1,6 +1,6 @@
 //go:build unix
 
-package orchestrator
+package gitrepo
 
 import (
 	"os/exec"
@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// setProcessGroup makes a verification command and everything it starts one
-// process group, killed whole when the command is cancelled.
+// setProcessGroup makes git and whatever it starts (a filter driver from the
+// user's own configuration, say) one process group, killed whole when the
+// context is cancelled, so nothing is left holding our pipes.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

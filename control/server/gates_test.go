@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+)
+
+// gateBackend adds the gate routes to the fake backend.
+type gateBackend struct {
+	controltest.Backend
+	hooks  []control.HookRequest
+	tokens []string
+	query  control.TraceQuery
+	runPID int // IsRunProcess says yes for this pid
+}
+
+func (g *gateBackend) Hook(_ context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
+	g.hooks = append(g.hooks, req)
+	g.tokens = append(g.tokens, token)
+	if req.Event == "pre-tool-use" {
+		return control.HookResponse{Decision: &control.HookDecision{Gate: "scope", Code: "out_of_scope", Message: "m", Suggestion: "s", Mode: "enforce"}}, nil
+	}
+	return control.HookResponse{}, nil
+}
+
+func (g *gateBackend) Traces(_ context.Context, q control.TraceQuery) ([]control.Trace, error) {
+	g.query = q
+	return []control.Trace{{ID: "tr-1", Type: "violation", Source: "enforcement_hook", Context: control.TraceContext{Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: "x"}}}, nil
+}
+
+func (g *gateBackend) Trace(_ context.Context, id string) (control.Trace, error) {
+	if id != "tr-1" {
+		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: "no trace " + id}
+	}
+	return control.Trace{ID: id}, nil
+}
+
+func TestGateRoutes(t *testing.T) {
+	sock := socketIn(t)
+	g := &gateBackend{}
+	controltest.Serve(t, sock, g)
+	c := control.NewClient(sock)
+	c.RunToken = "secret-of-run-1"
+	ctx := t.Context()
+
+	payload := json.RawMessage(`{"hook_event_name":"PreToolUse","tool_name":"Write"}`)
+	resp, err := c.Hook(ctx, control.HookRequest{Event: "pre-tool-use", Payload: payload})
+	if err != nil || resp.Decision == nil || resp.Decision.Code != "out_of_scope" {
+		t.Fatalf("Hook = %+v, %v", resp, err)
+	}
+	if len(g.hooks) != 1 || string(g.hooks[0].Payload) != string(payload) || g.tokens[0] != "secret-of-run-1" {
+		t.Fatalf("the payload and the run token did not reach the backend untouched: %+v %q", g.hooks, g.tokens)
+	}
+	c.RunToken = "" // an interactive session's hook has no token
+	if resp, err := c.Hook(ctx, control.HookRequest{Event: "post-tool-use", Payload: payload}); err != nil || resp.Decision != nil || g.tokens[1] != "" {
+		t.Fatalf("allowed hook: %+v %v (token %q)", resp, err, g.tokens[1])
+	}
+
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	q := control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Text: "tested", Level: "summary", Since: since, Limit: 5}
+	ts, err := c.Traces(ctx, q)
+	if err != nil || len(ts) != 1 || ts[0].ID != "tr-1" {
+		t.Fatalf("Traces = %+v, %v", ts, err)
+	}
+	if !reflect.DeepEqual(g.query, q) {
+		t.Fatalf("query did not round-trip:\n got %+v\nwant %+v", g.query, q)
+	}
+	if _, err := c.Trace(ctx, "tr-9"); !errors.As(err, new(*control.APIError)) {
+		t.Fatalf("unknown trace: %v", err)
+	}
+	bad := raw(t, sock, "GET", "/v1/traces?limit=-3", nil, "")
+	if bad.status != http.StatusBadRequest {
+		t.Fatalf("bad limit: %d %s", bad.status, bad.body)
+	}
+}
+
+func TestBackendWithoutGatesHasNoHookRoute(t *testing.T) {
+	sock := socketIn(t)
+	controltest.Serve(t, sock, &controltest.Backend{})
+	if r := raw(t, sock, "POST", "/v1/hook", nil, "{}"); r.status != http.StatusNotFound {
+		t.Fatalf("POST /v1/hook on a gateless backend = %d", r.status)
+	}
+}
+
+func (g *gateBackend) IsRunProcess(pid int) bool { return pid == g.runPID }
+
+// TestPeopleRoutesRefuseRuns: what changes the session is for people. A
+// client that presents a run's token, or a process of a run, is refused
+// there, and still reads the status and asks the hook route.
+func TestPeopleRoutesRefuseRuns(t *testing.T) {
+	people := []struct {
+		name string
+		call func(context.Context, *control.Client) error
+	}{
+		{"pause", func(ctx context.Context, c *control.Client) error { return c.Pause(ctx) }},
+		{"resume", func(ctx context.Context, c *control.Client) error { return c.Resume(ctx) }},
+		{"stop", func(ctx context.Context, c *control.Client) error { return c.Stop(ctx) }},
+		{"retry", func(ctx context.Context, c *control.Client) error { return c.Retry(ctx, "F-001") }},
+		{"skip", func(ctx context.Context, c *control.Client) error { return c.Skip(ctx, "F-002") }},
+		{"unblock", func(ctx context.Context, c *control.Client) error { return c.Unblock(ctx, "F-001", "n") }},
+	}
+	for _, by := range []string{"token", "process"} {
+		t.Run(by, func(t *testing.T) {
+			sock := socketIn(t)
+			g := &gateBackend{}
+			controltest.Serve(t, sock, g)
+			c := control.NewClient(sock)
+			if by == "token" {
+				c.RunToken = "secret-of-run-1"
+			} else {
+				g.runPID = os.Getpid() // this test process plays the agent
+			}
+			for _, p := range people {
+				err := p.call(t.Context(), c)
+				var ae *control.APIError
+				if !errors.As(err, &ae) || ae.HTTPStatus != http.StatusForbidden {
+					t.Errorf("%s by a run's %s = %v, want 403", p.name, by, err)
+				}
+			}
+			if got := g.Calls(); len(got) != 0 {
+				t.Errorf("refused requests reached the backend: %+v", got)
+			}
+			if _, err := c.Status(t.Context()); err != nil {
+				t.Errorf("status by a run's %s: %v", by, err)
+			}
+			if _, err := c.Hook(t.Context(), control.HookRequest{Event: "post-tool-use", Payload: json.RawMessage(`{}`)}); err != nil {
+				t.Errorf("hook by a run's %s: %v", by, err)
+			}
+			// The same requests from a person go through.
+			c.RunToken, g.runPID = "", 0
+			for _, p := range people {
+				if err := p.call(t.Context(), c); err != nil {
+					t.Errorf("%s by a person: %v", p.name, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package guard
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// judgeFeatureList computes the file as the tool would leave it and checks
+// every change against who may make it.
+func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput) *Decision {
+	var next []byte
+	switch tool {
+	case "Write":
+		next = []byte(in.Content)
+	case "Edit", "MultiEdit":
+		cur, err := s.read(path)
+		if err != nil {
+			return nil // the tool will fail by itself
+		}
+		text := string(cur)
+		edits := in.Edits
+		if tool == "Edit" {
+			edits = append(edits[:0:0], struct {
+				OldString  string `json:"old_string"`
+				NewString  string `json:"new_string"`
+				ReplaceAll bool   `json:"replace_all"`
+			}{in.OldString, in.NewString, in.ReplaceAll})
+		}
+		for _, e := range edits {
+			if e.OldString == "" || !strings.Contains(text, e.OldString) {
+				return nil // the tool will refuse it
+			}
+			if e.ReplaceAll {
+				text = strings.ReplaceAll(text, e.OldString, e.NewString)
+			} else {
+				text = strings.Replace(text, e.OldString, e.NewString, 1)
+			}
+		}
+		next = []byte(text)
+	default:
+		return decide(m, RoleWritePolicy, "bash_writes_feature_list", "feature-list.json is changed with Edit or Write only", "use the Edit tool")
+	}
+	l, err := progress.Parse(next)
+	if err != nil {
+		return decide(m, RoleWritePolicy, "invalid_feature_list",
+			fmt.Sprintf("the change would leave an invalid feature list: %v", err), "keep the file valid JSON in the version 1 format; change only your feature's fields")
+	}
+	if s.List == nil {
+		return judgeFirstList(m, a, l)
+	}
+	for _, c := range progress.Diff(s.List, l) {
+		d := ListChange(m, a, c)
+		if d == nil && a.Role == Tester && c.Field == "tested" && c.New == true {
+			d = judgeTested(m, a, s, l)
+		}
+		if d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+// judgeFirstList judges the list that starts a project: the initializer's
+// (or a person's). Nothing is tested before a test ran, and a feature
+// without a test command could never become tested.
+func judgeFirstList(m Modes, a Actor, l *progress.List) *Decision {
+	for _, f := range l.Features {
+		if f.Tested {
+			return decide(m, TestedNeedsEvidence, "tested_before_test",
+				fmt.Sprintf("%s cannot be tested before any test ran", f.ID), "write every feature with \"tested\": false")
+		}
+	}
+	if a.Role != Initializer && a.Role != "" {
+		return decide(m, RoleWritePolicy, "feature_rewrite", "only the initializer writes the first feature list", "report what is missing instead")
+	}
+	if a.Role == Initializer {
+		for _, f := range l.Features {
+			if strings.TrimSpace(f.Test) == "" {
+				return decide(m, RedBeforeGreen, "no_test_command",
+					fmt.Sprintf("%s has no test command, and a feature without one can never be accepted as tested", f.ID),
+					"give every feature a \"test\": one shell command, run from the project's root, that fails until the feature exists and passes once it works; write the test it runs before the list")
+			}
+		}
+	}
+	return nil
+}
+
+// ListChange judges one change of the feature list by who makes it: the
+// rule of SPEC section 2, the same for a hook judging an Edit and for the
+// daemon judging what it finds on disk. Who may touch a field at all is
+// the field's policy (progress.Fields); which values are allowed is said
+// here. A tester's tested: true passes here as a claim: the hook holds it
+// to the run's test record (judgeTested) and the daemon to its verdict.
+func ListChange(m Modes, a Actor, c progress.Change) *Decision {
+	fd, isField := progress.FieldByKey(c.Field)
+	if c.Kind != progress.Modified || !isField {
+		if a.Role == "" {
+			return nil // a person at an interactive session directs the list
+		}
+		what := c.Field
+		switch c.Kind {
+		case progress.Added:
+			what = "adding feature " + c.FeatureID
+		case progress.Removed:
+			what = "removing feature " + c.FeatureID
+		}
+		return decide(m, RoleWritePolicy, "feature_rewrite", what+": the features and their order are fixed once the initializer wrote them",
+			"change only the status, tested and evidence of your own feature; the user changes the list with ctxgraphd ctl")
+	}
+	settingTested := c.Field == "tested" && c.New == true
+	if a.Role == "" {
+		if settingTested {
+			return decide(m, TestedNeedsEvidence, "not_tester",
+				fmt.Sprintf("only the tester run of %s may set tested: true", c.FeatureID), "let the daemon's tester verify the feature")
+		}
+		return nil
+	}
+	if c.FeatureID != a.Feature {
+		return decide(m, RoleWritePolicy, "not_your_feature",
+			fmt.Sprintf("%s may change only %s, not %s", a.Role, a.Feature, c.FeatureID), "leave other features to their own runs")
+	}
+	if !fd.MayWrite(role.Role(a.Role)) {
+		switch {
+		case c.Field == "tested" && !settingTested:
+			return nil // nothing to fear from tested: false
+		case settingTested && a.Role == Coder:
+			return decide(m, RoleWritePolicy, "coder_sets_tested",
+				fmt.Sprintf("only the tester run of %s may set tested: true", a.Feature), "set status to completed; a tester agent will verify the feature")
+		case settingTested:
+			return decide(m, TestedNeedsEvidence, "not_tester",
+				fmt.Sprintf("only the tester run of %s may set tested: true", a.Feature), "set status to completed; a tester agent will verify the feature")
+		case c.Field == "evidence" && a.Role == Coder:
+			return decide(m, RoleWritePolicy, "coder_sets_evidence", "evidence is the tester's to write",
+				"run the feature's test yourself if you like, but leave evidence and tested to the tester")
+		}
+		return decide(m, RoleWritePolicy, "feature_rewrite",
+			fmt.Sprintf("%s %s: ids, titles, steps, tests, scopes and dependencies are fixed once the initializer wrote them", c.FeatureID, c.Field),
+			"change only the status, tested and evidence of your own feature; the user changes the list with ctxgraphd ctl")
+	}
+	if fd.Kind == progress.StatusField {
+		if st := fmt.Sprint(c.New); st != string(progress.InProgress) && st != string(progress.Completed) {
+			return decide(m, RoleWritePolicy, "status_not_allowed",
+				fmt.Sprintf("%s may set status to in_progress or completed, not %q", a.Role, st), "the daemon decides when a feature is blocked")
+		}
+	}
+	return nil
+}
+
+// judgeTested holds a tester's tested: true to its run: the feature's test
+// ran in this run and passed, and evidence is listed.
+func judgeTested(m Modes, a Actor, s State, next *progress.List) *Decision {
+	if s.Offline {
+		return decide(m, TestedNeedsEvidence, "daemon_unreachable",
+			"the ctxgraphd daemon is not answering, so no test run can be verified; tested: true is refused until it is back",
+			"leave tested false and end with your report; the feature will be verified again")
+	}
+	test := ""
+	if f := s.feature(a.Feature); f != nil {
+		test = f.Test
+	}
+	ran, passed := RanTest(s.Commands, test)
+	want := TestName(test)
+	switch {
+	case !ran:
+		return decide(m, TestedNeedsEvidence, "no_test_run",
+			fmt.Sprintf("tested: true for %s needs a passing run of %s in this session, and there was none", a.Feature, want),
+			fmt.Sprintf("run %s with the Bash tool first", want))
+	case !passed:
+		return decide(m, TestedNeedsEvidence, "test_failed",
+			fmt.Sprintf("%s did not pass in this session, so %s is not tested", want, a.Feature),
+			"leave tested false and report what failed; the coding agent will fix it")
+	}
+	if nf := next.Feature(a.Feature); nf == nil || len(nf.Evidence) == 0 {
+		return decide(m, TestedNeedsEvidence, "no_evidence",
+			fmt.Sprintf("tested: true for %s needs evidence", a.Feature),
+			fmt.Sprintf("save the test output under .claude/progress/evidence/%s/ and list the file in the feature's evidence", a.Feature))
+	}
+	return nil
+}
+
+// RanTest says whether a run's recorded commands include a run of the
+// feature's test (or, for a feature without one, of any recognised test
+// command) and whether one of them passed. It is the one answer to "this
+// run ran this test and saw it pass", for the hook and the verdict alike.
+func RanTest(cmds []TestRecord, test string) (ran, passed bool) {
+	for _, c := range cmds {
+		if test != "" && !MatchesTest(c.Command, test) {
+			continue
+		}
+		if test == "" && !c.IsTest {
+			continue
+		}
+		ran = true
+		passed = passed || c.Passed()
+	}
+	return ran, passed
+}
+
+// TestName is how messages name a feature's test.
+func TestName(test string) string {
+	if test == "" {
+		return "a test command"
+	}
+	return "`" + test + "`"
+}
+
+// testRe recognises the common test runners, for features without a test
+// command of their own.
+var testRe = regexp.MustCompile(`\bgo\s+test\b|\bpytest\b|\bpython3?\s+-m\s+(pytest|unittest)\b|\b(npm|yarn|pnpm)\s+(run\s+)?test\b|\bnode\s+--test\b|\bcargo\s+(test|nextest)\b|\bmake\s+(test|check)\b|\bctest\b|\bmvn\b.*\btest\b|\bgradle\w*\s+test\b|\brspec\b|\bphpunit\b|\bjest\b|\bvitest\b|\bmocha\b|\bbats\b|\btox\b|(^|[\s/])tests?/\S+`)
+
+// IsTestCommand reports whether cmd runs tests: the feature's own test
+// command, or a known test runner.
+func IsTestCommand(cmd, featureTest string) bool {
+	if featureTest != "" && MatchesTest(cmd, featureTest) {
+		return true
+	}
+	return testRe.MatchString(cmd)
+}
+
+// MatchesTest reports whether cmd runs test: the same command, give or take
+// whitespace, alone or as part of a compound command.
+func MatchesTest(cmd, test string) bool {
+	c, t := strings.Join(strings.Fields(cmd), " "), strings.Join(strings.Fields(test), " ")
+	return t != "" && (c == t || strings.Contains(c, t))
+}

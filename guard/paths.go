@@ -1,0 +1,109 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// resolve returns the absolute path a tool call would really touch: p made
+// absolute against the project, cleaned of "." and "..", and with every
+// symlink of its existing part followed. A link in the project (or in the
+// temp directory) that leads to a test, or a path outside the project that
+// leads back into it, is judged as what it leads to. The part that does not
+// exist yet is kept as written: a file about to be created has no links.
+func (s State) resolve(p string) string {
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.ProjectDir, p)
+	}
+	p = filepath.Clean(p)
+	// Walk up to the longest prefix that exists, resolve it, and put the
+	// rest back. A loop of links, or a permission error, leaves the path
+	// as written, which the rules then judge as it reads.
+	rest := ""
+	for cur := p; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(real, rest)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// within returns path relative to the project, with forward slashes, and
+// whether it is inside the project (the project itself included).
+func (s State) within(path string) (string, bool) {
+	r, err := filepath.Rel(s.ProjectDir, path)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		return "", false
+	}
+	return filepath.ToSlash(r), true
+}
+
+// rel is path as a person reads it: relative to the project when inside.
+func (s State) rel(path string) string {
+	if r, ok := s.within(path); ok {
+		return r
+	}
+	return path
+}
+
+// under reports whether path is dir or inside it.
+func under(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// writableOutside reports whether path, outside the project, is in one of
+// the directories agents may write: temp and tool caches.
+func (s State) writableOutside(path string) bool {
+	for _, d := range s.Writable {
+		if under(path, d) {
+			return true
+		}
+		// The directory itself may be reached through a link (/tmp on
+		// macOS is /private/tmp).
+		if real, err := filepath.EvalSymlinks(d); err == nil && under(path, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// touchesDaemon refuses a path, or a command that names one, in the
+// daemon's own directories: its state, its socket.
+func (s State) touchesDaemon(m Modes, text string) *Decision {
+	for _, dir := range s.Protected {
+		if dir == "" {
+			continue
+		}
+		if strings.Contains(text, dir) || (filepath.IsAbs(text) && under(s.resolve(text), s.resolve(dir))) {
+			return decide(m, RoleWritePolicy, "daemon_files",
+				fmt.Sprintf("%s belongs to the ctxgraphd daemon", dir), "leave the daemon's state alone; ask through your final report")
+		}
+	}
+	return nil
+}
+
+// exists reports whether the project file rel exists now.
+func (s State) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(s.ProjectDir, filepath.FromSlash(rel)))
+	return err == nil
+}

@@ -1,0 +1,168 @@
+package guard
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// Project paths the rules name, with forward slashes.
+const (
+	featureListPath  = ".claude/progress/" + progress.FeatureListFile
+	sessionStatePath = ".claude/progress/" + progress.SessionStateFile
+	evidencePath     = ".claude/progress/" + progress.EvidenceDir
+)
+
+// daemonConfig are the project files that configure ctxgraphd and Claude
+// Code for every later run: an agent that changed them would change its own
+// gates, prompts or sandbox.
+var daemonConfig = []string{".claude/ctxgraphd.yaml", ".claude/ctxgraphd/**", ".claude/settings.json", ".claude/settings.local.json"}
+
+// judgeToolWrite judges a Write, Edit, MultiEdit or NotebookEdit: on the
+// path it would really touch, symlinks and ".." resolved.
+func judgeToolWrite(m Modes, a Actor, s State, tool, raw string, in ToolInput) *Decision {
+	if raw == "" {
+		return nil
+	}
+	p := s.resolve(raw)
+	if d := s.touchesDaemon(m, p); d != nil {
+		return d
+	}
+	rel, inside := s.within(p)
+	if !inside {
+		if a.Role == "" || s.writableOutside(p) {
+			return nil
+		}
+		return decide(m, RoleWritePolicy, "outside_project",
+			fmt.Sprintf("%s is outside the project (%s); agents write only in the project and in the temp and cache directories", p, s.ProjectDir),
+			"write inside the project, or in $TMPDIR for scratch files")
+	}
+	if rel == featureListPath {
+		return judgeFeatureList(m, a, s, tool, p, in)
+	}
+	return judgePath(m, a, s, rel)
+}
+
+// judgePath is the one rule for a change of a project file (rel, relative,
+// forward slashes), by whatever route: a file tool, a Bash command that
+// plainly writes it, or a change the daemon found in the project's tree
+// after the run. The feature list is judged by its content elsewhere.
+func judgePath(m Modes, a Actor, s State, rel string) *Decision {
+	if rel == sessionStatePath {
+		return decide(m, RoleWritePolicy, "session_state",
+			"session-state.json is written by the daemon only", "read it if you need the state; do not write it")
+	}
+	if a.Role == "" {
+		return nil // a person at an interactive session
+	}
+	switch {
+	case rel == ".git" || strings.HasPrefix(rel, ".git/"):
+		return decide(m, RoleWritePolicy, "git_internals",
+			fmt.Sprintf("%s is inside the repository's .git; ctxgraphd commits tested work itself", rel),
+			"leave git to the daemon: change the project's files only")
+	case MatchAny(daemonConfig, rel):
+		return decide(m, RoleWritePolicy, "daemon_files",
+			fmt.Sprintf("%s configures ctxgraphd and Claude Code; agents do not change it", rel), "report what you need changed in your final message")
+	case rel == ".mcp.json" || (strings.HasPrefix(rel, ".claude/") && !strings.HasPrefix(rel, ".claude/progress/")):
+		return decide(m, RoleWritePolicy, "claude_config",
+			fmt.Sprintf("%s configures Claude Code for every later run; agents do not change it", rel), "report what you need changed in your final message")
+	case strings.HasPrefix(rel, evidencePath+"/"):
+		return judgeEvidence(m, a, rel)
+	case strings.HasPrefix(rel, ".claude/progress/"):
+		return decide(m, RoleWritePolicy, "daemon_files",
+			fmt.Sprintf("%s is in the daemon's progress directory", rel), "only your feature's entry in feature-list.json and its evidence are yours to write")
+	case s.Frozen[rel]:
+		return decide(m, FrozenTests, "frozen_test",
+			fmt.Sprintf("%s is an acceptance test, frozen when the feature list was accepted; no agent changes it", rel),
+			"make the code pass the test as it is; if the test itself is wrong, say so in your final report")
+	case s.List != nil && a.Role != Initializer && MatchAny(s.ProtectedGlobs, rel):
+		// The initializer writes the tests with the list; once the list is
+		// accepted and its run is over, nobody else adds or changes one.
+		return decide(m, FrozenTests, "protected_test",
+			fmt.Sprintf("%s is where the project's tests live (gates.protected); once the feature list is accepted agents do not add, change or remove tests", rel),
+			"make the code pass the feature's own test; if a test is missing or wrong, say so in your final report")
+	}
+	switch a.Role {
+	case Tester:
+		return decide(m, RoleWritePolicy, "tester_edits_source",
+			fmt.Sprintf("a tester does not change the project (%s); it judges it", rel),
+			fmt.Sprintf("write test output under .claude/progress/evidence/%s/ and report what is wrong; the coding agent will fix it", a.Feature))
+	case Coder:
+		f := s.feature(a.Feature)
+		if f == nil || len(f.Scope) == 0 || InScope(f.Scope, rel) {
+			return nil
+		}
+		return decide(m, Scope, "out_of_scope",
+			fmt.Sprintf("%s is outside the scope of %s (%s)", rel, a.Feature, strings.Join(f.Scope, ", ")),
+			"change only the files of your feature; if the feature needs more, say so in your final report")
+	}
+	return nil
+}
+
+// judgeEvidence: evidence is the tester's, of its own feature.
+func judgeEvidence(m Modes, a Actor, rel string) *Decision {
+	own := evidencePath + "/" + a.Feature + "/"
+	switch {
+	case a.Role == Tester && a.Feature != "" && strings.HasPrefix(rel, own):
+		return nil
+	case a.Role == Coder:
+		return decide(m, RoleWritePolicy, "coder_sets_evidence", "evidence is the tester's to write",
+			"run the feature's test yourself if you like, but leave evidence and tested to the tester")
+	}
+	return decide(m, RoleWritePolicy, "not_your_feature",
+		fmt.Sprintf("%s is not the evidence of %s", rel, a.Feature), fmt.Sprintf("write under %s", own))
+}
+
+// InScope reports whether rel (project-relative, forward slashes) matches
+// one of a feature's scope globs ("**" crosses directories).
+func InScope(scope []string, rel string) bool {
+	for _, glob := range scope {
+		if ok, _ := doublestar.Match(strings.TrimPrefix(path.Clean(strings.ReplaceAll(glob, "\\", "/")), "./"), rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchAny reports whether rel (project-relative, forward slashes) matches
+// one of globs.
+func MatchAny(globs []string, rel string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Change is one file a run changed in the project, as the daemon found it
+// in the project's tree after the run: whatever route made the change.
+type Change struct {
+	Path string // project-relative, forward slashes
+	Kind string // "added", "modified" or "deleted"
+}
+
+// Finding is a change a gate does not let stand.
+type Finding struct {
+	Change
+	Decision
+}
+
+// JudgeChanges holds what a run changed, by any route (a file tool, Bash,
+// a script, a program it started), to the same rule as a file tool's
+// write: the outcome is judged, not the commands. The feature list and the
+// rest of .claude/progress are not in a change set (the daemon watches
+// them itself).
+func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
+	var out []Finding
+	for _, c := range changes {
+		if d := judgePath(m, a, s, c.Path); d != nil {
+			out = append(out, Finding{Change: c, Decision: *d})
+		}
+	}
+	return out
+}

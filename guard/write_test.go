@@ -1,0 +1,284 @@
+package guard
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// writeEnv is a project with a frozen test, a protected test layout, an
+// outside scratch directory and links that lead from one to the other.
+type writeEnv struct {
+	dir, scratch, elsewhere string
+	state                   State
+}
+
+func newWriteEnv(t *testing.T) *writeEnv {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "project")
+	scratch := filepath.Join(root, "tmp")
+	elsewhere := filepath.Join(root, "home")
+	for _, d := range []string{dir + "/tests", dir + "/src", dir + "/.claude/progress/evidence", scratch, elsewhere} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "tests/F-001.sh"), []byte("grep -qx ok src/F-001.txt\n"), 0o755)
+	// Links: from the scratch space back into the project's tests, and from
+	// inside the project to the frozen test.
+	if err := os.Symlink(filepath.Join(dir, "tests"), filepath.Join(scratch, "into-tests")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(dir, "tests/F-001.sh"), filepath.Join(dir, "src/alias.sh"))
+	os.Symlink(elsewhere, filepath.Join(dir, "src/out"))
+	l := &progress.List{Version: 1, Features: []progress.Feature{
+		{ID: "F-001", Title: "x", Status: progress.InProgress, Scope: []string{"src/**"}, Test: "sh tests/F-001.sh"},
+		{ID: "F-002", Title: "y", Status: progress.Pending, Test: "sh tests/F-002.sh"},
+	}}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &writeEnv{dir: real, scratch: scratch, elsewhere: elsewhere, state: State{
+		ProjectDir:     real,
+		List:           l,
+		Protected:      []string{filepath.Join(root, "state")},
+		Frozen:         map[string]bool{"tests/F-001.sh": true},
+		ProtectedGlobs: []string{"tests/**", "**/*_test.go"},
+		Writable:       []string{scratch},
+	}}
+}
+
+func writePayload(tool, path string) *Payload {
+	in, _ := json.Marshal(map[string]string{"file_path": path, "content": "x", "old_string": "a", "new_string": "b"})
+	return &Payload{Event: "PreToolUse", ToolName: tool, ToolInput: in}
+}
+
+func TestWritesAreJudgedWhereTheyLand(t *testing.T) {
+	e := newWriteEnv(t)
+	coder := Actor{Role: Coder, Feature: "F-001", Run: "run-000002"}
+	tester := Actor{Role: Tester, Feature: "F-001", Run: "run-000003"}
+	init := Actor{Role: Initializer, Run: "run-000001"}
+	person := Actor{}
+	p := func(rel string) string { return filepath.Join(e.dir, rel) }
+	tests := []struct {
+		name  string
+		actor Actor
+		tool  string
+		path  string
+		code  string
+	}{
+		{"own code", coder, "Write", p("src/F-001.txt"), ""},
+		{"relative path", coder, "Write", "src/F-001.txt", ""},
+		{"frozen test", coder, "Edit", p("tests/F-001.sh"), "frozen_test"},
+		{"frozen test through ..", coder, "Write", p("src/../tests/F-001.sh"), "frozen_test"},
+		{"frozen test through a link in the project", coder, "Write", p("src/alias.sh"), "frozen_test"},
+		{"frozen test through a link outside the project", coder, "Write", filepath.Join(e.scratch, "into-tests/F-001.sh"), "frozen_test"},
+		{"a new test where tests live", coder, "Write", p("tests/F-009.sh"), "protected_test"},
+		{"a new Go test beside the code", coder, "Write", p("src/zz_test.go"), "protected_test"},
+		{"a new test, by the tester", tester, "Write", p("tests/extra.sh"), "protected_test"},
+		{"scratch space", coder, "Write", filepath.Join(e.scratch, "notes.txt"), ""},
+		{"outside everything", coder, "Write", filepath.Join(e.elsewhere, ".bashrc"), "outside_project"},
+		{"outside through a link in the project", coder, "Write", p("src/out/.profile"), "outside_project"},
+		{"the daemon's state", coder, "Write", filepath.Join(filepath.Dir(e.dir), "state/state.db"), "daemon_files"},
+		{"git internals", coder, "Write", p(".git/hooks/pre-commit"), "git_internals"},
+		{"project settings", coder, "Write", p(".claude/settings.local.json"), "daemon_files"},
+		{"ctxgraphd config", tester, "Write", p(".claude/ctxgraphd.yaml"), "daemon_files"},
+		{"prompt override", coder, "Write", p(".claude/ctxgraphd/prompts/tester-agent.md"), "daemon_files"},
+		{"subagent definitions", coder, "Write", p(".claude/agents/helper.md"), "claude_config"},
+		{"mcp servers", coder, "Write", p(".mcp.json"), "claude_config"},
+		{"session state", coder, "Write", p(".claude/progress/session-state.json"), "session_state"},
+		{"own evidence", tester, "Write", p(".claude/progress/evidence/F-001/a.log"), ""},
+		{"another feature's evidence", tester, "Write", p(".claude/progress/evidence/F-002/a.log"), "not_your_feature"},
+		{"evidence by the coder", coder, "Write", p(".claude/progress/evidence/F-001/a.log"), "coder_sets_evidence"},
+		{"source by the tester", tester, "Edit", p("src/F-001.txt"), "tester_edits_source"},
+		{"out of scope", coder, "Write", p("README.md"), "out_of_scope"},
+		{"the initializer writes tests with the list", init, "Write", p("tests/F-002.sh"), ""},
+		{"but not the frozen ones", init, "Write", p("tests/F-001.sh"), "frozen_test"},
+		{"a person edits a test", person, "Edit", p("tests/F-001.sh"), ""},
+		{"a person writes anywhere", person, "Write", filepath.Join(e.elsewhere, "x"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := PreToolUse(Modes{}, tt.actor, e.state, writePayload(tt.tool, tt.path))
+			got := ""
+			if d.Blocks() {
+				got = d.Code
+			}
+			if got != tt.code {
+				t.Errorf("%s %s by %q: %q, want %q (%+v)", tt.tool, tt.path, tt.actor.Role, got, tt.code, d)
+			}
+		})
+	}
+	// Before the list exists the initializer builds the tests freely.
+	s := e.state
+	s.List, s.Frozen = nil, nil
+	if d := PreToolUse(Modes{}, init, s, writePayload("Write", p("tests/F-002.sh"))); d != nil {
+		t.Errorf("the initializer's test before the list: %+v", d)
+	}
+}
+
+func TestReadsOfTheDaemonAreRefused(t *testing.T) {
+	e := newWriteEnv(t)
+	state := filepath.Join(filepath.Dir(e.dir), "state")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "state.db"), []byte("x"), 0o600)
+	os.Symlink(state, filepath.Join(e.dir, "src/st"))
+	read := func(path string) *Payload {
+		in, _ := json.Marshal(map[string]string{"file_path": path})
+		return &Payload{Event: "PreToolUse", ToolName: "Read", ToolInput: in}
+	}
+	coder := Actor{Role: Coder, Feature: "F-001"}
+	for _, path := range []string{filepath.Join(state, "state.db"), filepath.Join(e.dir, "src/st/state.db")} {
+		if d := PreToolUse(Modes{}, coder, e.state, read(path)); !d.Blocks() || d.Code != "daemon_files" {
+			t.Errorf("Read %s: %+v", path, d)
+		}
+	}
+	if d := PreToolUse(Modes{}, coder, e.state, read(filepath.Join(e.dir, "tests/F-001.sh"))); d != nil {
+		t.Errorf("reading a test is fine: %+v", d)
+	}
+}
+
+// TestChangeSetsAreJudgedLikeWrites: what a run changed by any route meets
+// the rule a file tool meets.
+func TestChangeSetsAreJudgedLikeWrites(t *testing.T) {
+	e := newWriteEnv(t)
+	coder := Actor{Role: Coder, Feature: "F-001"}
+	tester := Actor{Role: Tester, Feature: "F-001"}
+	tests := []struct {
+		name    string
+		actor   Actor
+		changes []Change
+		want    []string // gate:code per finding
+	}{
+		{"honest coder", coder, []Change{{"src/F-001.txt", "added"}, {"src/util/x.go", "modified"}}, nil},
+		{"coder empties the test", coder, []Change{{"tests/F-001.sh", "modified"}}, []string{"frozen-tests:frozen_test"}},
+		{"coder deletes the test", coder, []Change{{"tests/F-001.sh", "deleted"}}, []string{"frozen-tests:frozen_test"}},
+		{"coder adds a TestMain", coder, []Change{{"src/zz_test.go", "added"}}, []string{"frozen-tests:protected_test"}},
+		{"sed -i outside the scope", coder, []Change{{"src/F-001.txt", "modified"}, {"lib/other.go", "modified"}}, []string{"scope:out_of_scope"}},
+		{"settings by a script", coder, []Change{{".claude/settings.local.json", "added"}}, []string{"role-write-policy:daemon_files"}},
+		{"honest tester", tester, nil, nil},
+		{"tester fixes the code", tester, []Change{{"src/F-001.txt", "modified"}}, []string{"role-write-policy:tester_edits_source"}},
+		{"tester edits the test", tester, []Change{{"tests/F-001.sh", "modified"}}, []string{"frozen-tests:frozen_test"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range JudgeChanges(Modes{}, tt.actor, e.state, tt.changes) {
+				got = append(got, f.Gate+":"+f.Code)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("findings %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("finding %d: %s, want %s", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+	// A gate in warn mode still finds, but does not block; off finds nothing.
+	fs := JudgeChanges(Modes{FrozenTests: Warn}, coder, e.state, []Change{{"tests/F-001.sh", "modified"}})
+	if len(fs) != 1 || fs[0].Mode != Warn {
+		t.Errorf("warn mode: %+v", fs)
+	}
+	if fs := JudgeChanges(Modes{FrozenTests: Off}, coder, e.state, []Change{{"tests/F-001.sh", "modified"}}); len(fs) != 0 {
+		t.Errorf("off: %+v", fs)
+	}
+}
+
+// TestListChangePolicy is who may change what in the feature list (SPEC
+// section 2), as the hook and the daemon's watcher both apply it.
+func TestListChangePolicy(t *testing.T) {
+	coder := Actor{Role: Coder, Feature: "F-001"}
+	tester := Actor{Role: Tester, Feature: "F-001"}
+	person := Actor{}
+	mod := func(id, field string, old, new any) progress.Change {
+		return progress.Change{FeatureID: id, Field: field, Kind: progress.Modified, Old: old, New: new}
+	}
+	tests := []struct {
+		name  string
+		actor Actor
+		c     progress.Change
+		code  string
+	}{
+		{"coder completes", coder, mod("F-001", "status", progress.InProgress, progress.Completed), ""},
+		{"coder blocks", coder, mod("F-001", "status", progress.InProgress, progress.Blocked), "status_not_allowed"},
+		{"coder sets tested", coder, mod("F-001", "tested", false, true), "coder_sets_tested"},
+		{"coder clears tested", coder, mod("F-001", "tested", true, false), ""},
+		{"coder sets evidence", coder, mod("F-001", "evidence", nil, []string{"x"}), "coder_sets_evidence"},
+		{"coder changes the test", coder, mod("F-001", "test", "a", "true"), "feature_rewrite"},
+		{"coder changes the scope", coder, mod("F-001", "scope", nil, []string{"**"}), "feature_rewrite"},
+		{"tester claims tested", tester, mod("F-001", "tested", false, true), ""},
+		{"tester lists evidence", tester, mod("F-001", "evidence", nil, []string{"x"}), ""},
+		{"tester changes the title", tester, mod("F-001", "title", "a", "b"), "feature_rewrite"},
+		{"tester touches another feature", tester, mod("F-002", "status", progress.Pending, progress.Blocked), "not_your_feature"},
+		{"coder adds a feature", coder, progress.Change{FeatureID: "F-9", Field: "feature", Kind: progress.Added}, "feature_rewrite"},
+		{"coder reorders", coder, progress.Change{Field: "order", Kind: progress.Modified}, "feature_rewrite"},
+		{"a person renames", person, mod("F-001", "title", "a", "b"), ""},
+		{"a person adds a feature", person, progress.Change{FeatureID: "F-9", Field: "feature", Kind: progress.Added}, ""},
+		{"a person sets tested", person, mod("F-001", "tested", false, true), "not_tester"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := ListChange(Modes{}, tt.actor, tt.c)
+			got := ""
+			if d != nil {
+				got = d.Code
+			}
+			if got != tt.code {
+				t.Errorf("got %q, want %q (%+v)", got, tt.code, d)
+			}
+		})
+	}
+}
+
+func TestTheFirstListNeedsTestCommands(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".claude/progress/feature-list.json")
+	first := `{"version": 1, "features": [{"id": "F-001", "title": "a", "test": "sh tests/a.sh"}, {"id": "F-002", "title": "b"}]}`
+	in, _ := json.Marshal(map[string]string{"file_path": path, "content": first})
+	p := &Payload{Event: "PreToolUse", ToolName: "Write", ToolInput: in}
+	s := State{ProjectDir: dir}
+	d := PreToolUse(Modes{}, Actor{Role: Initializer}, s, p)
+	if !d.Blocks() || d.Gate != RedBeforeGreen || d.Code != "no_test_command" {
+		t.Fatalf("a first list with a feature without a test: %+v", d)
+	}
+	if d := PreToolUse(Modes{RedBeforeGreen: Off}, Actor{Role: Initializer}, s, p); d != nil {
+		t.Fatalf("with red-before-green off: %+v", d)
+	}
+	if d := PreToolUse(Modes{}, Actor{}, s, p); d != nil {
+		t.Fatalf("a person's list: %+v", d)
+	}
+}
+
+func TestRanTest(t *testing.T) {
+	rec := func(cmd string, exit int) TestRecord {
+		return TestRecord{Command: cmd, ExitCode: exit, IsTest: IsTestCommand(cmd, "")}
+	}
+	tests := []struct {
+		name        string
+		cmds        []TestRecord
+		test        string
+		ran, passed bool
+	}{
+		{"nothing", nil, "sh tests/a.sh", false, false},
+		{"another command", []TestRecord{rec("echo ok", 0)}, "sh tests/a.sh", false, false},
+		{"failed", []TestRecord{rec("sh tests/a.sh", 1)}, "sh tests/a.sh", true, false},
+		{"failed then passed", []TestRecord{rec("sh tests/a.sh", 1), rec("sh  tests/a.sh", 0)}, "sh tests/a.sh", true, true},
+		{"inside a compound command", []TestRecord{rec("cd . && sh tests/a.sh", 0)}, "sh tests/a.sh", true, true},
+		{"another test passed, not this one", []TestRecord{rec("go test ./...", 0), rec("sh tests/a.sh", 2)}, "sh tests/a.sh", true, false},
+		{"no test command: any runner", []TestRecord{rec("go test ./...", 0)}, "", true, true},
+		{"no test command: an echo is not a test", []TestRecord{rec("echo PASS", 0)}, "", false, false},
+	}
+	for _, tt := range tests {
+		ran, passed := RanTest(tt.cmds, tt.test)
+		if ran != tt.ran || passed != tt.passed {
+			t.Errorf("%s: ran %v passed %v, want %v %v", tt.name, ran, passed, tt.ran, tt.passed)
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var daemon = Signature{Name: "ctxgraphd", Email: "ctxgraphd@localhost"}
+
+func TestCommitAndAdvanceBranch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		empty     bool                           // no commit before the daemon's
+		user      func(t *testing.T, dir string) // after the snapshot, before AdvanceBranch
+		wantErr   error
+		wantReset bool
+	}{
+		{name: "clean index: the branch moves and status is clean", wantReset: true},
+		{name: "first commit of an empty repository", empty: true, wantReset: true},
+		{
+			name: "something staged: the branch moves, the index stays",
+			user: func(t *testing.T, dir string) {
+				write(t, dir, map[string]string{"staged": "s"})
+				gitT(t, dir, "add", "staged")
+			},
+		},
+		{
+			name: "the user committed meanwhile",
+			user: func(t *testing.T, dir string) {
+				write(t, dir, map[string]string{"user.txt": "mine"})
+				gitT(t, dir, "add", "user.txt")
+				gitT(t, dir, "commit", "-q", "-m", "user")
+			},
+			wantErr: ErrRefChanged,
+		},
+		{
+			name:    "detached HEAD",
+			user:    func(t *testing.T, dir string) { gitT(t, dir, "checkout", "-q", "--detach") },
+			wantErr: ErrDetachedHead,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newRepo(t)
+			var parents []string
+			if !tt.empty {
+				write(t, dir, map[string]string{"a": "a", "d": "d", "ignored.log": "i", ".gitignore": "*.log\n"})
+				parents = []string{commitAll(t, dir)}
+			}
+			r := openRepo(t, dir)
+			old, _, branch, err := r.Head(t.Context())
+			if err != nil || branch != "refs/heads/main" {
+				t.Fatalf("Head: branch %q, %v", branch, err)
+			}
+			// The agent's work.
+			write(t, dir, map[string]string{"a": "a2", "new/n": "n", "run.sh": "exec:x", "l": "link:a"})
+			remove(t, dir, "d")
+			tree, err := r.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			when := time.Date(2025, 3, 4, 5, 6, 7, 0, time.FixedZone("", 3600))
+			commit, err := r.Commit(t.Context(), tree, parents, "feature F-1: tested", Signature{Name: daemon.Name, Email: daemon.Email, When: when})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.user != nil {
+				tt.user(t, dir)
+			}
+			before := viewOf(t, dir)
+			userHead := strings.TrimSpace(before.head)
+
+			reset, err := r.AdvanceBranch(t.Context(), old, commit)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("AdvanceBranch: %v, want %v", err, tt.wantErr)
+			}
+			if reset != tt.wantReset {
+				t.Errorf("index reset %v, want %v", reset, tt.wantReset)
+			}
+			after := viewOf(t, dir)
+			if tt.wantErr != nil {
+				if after != before {
+					t.Errorf("a refused AdvanceBranch changed the user's view:\nbefore %+v\nafter  %+v", before, after)
+				}
+				if got := strings.TrimSpace(after.head); got != userHead {
+					t.Errorf("HEAD %s, want the user's %s", got, userHead)
+				}
+				return
+			}
+			if got := strings.TrimSpace(gitT(t, dir, "rev-parse", "refs/heads/main")); got != commit {
+				t.Errorf("main at %s, want %s", got, commit)
+			}
+			if got := Tree(strings.TrimSpace(gitT(t, dir, "rev-parse", commit+"^{tree}"))); got != tree {
+				t.Errorf("commit's tree %s, want the snapshot %s", got, tree)
+			}
+			wantLog := "ctxgraphd <ctxgraphd@localhost> 1741061167 +0100|ctxgraphd <ctxgraphd@localhost> 1741061167 +0100|feature F-1: tested|" + strings.Join(parents, " ")
+			if got := strings.TrimSpace(gitT(t, dir, "log", "-1", "--format=%an <%ae> %at %ad|%cn <%ce> %ct %cd|%s|%P", "--date=format:%z", commit)); got != wantLog {
+				t.Errorf("commit:\n got %q\nwant %q", got, wantLog)
+			}
+			if tt.wantReset {
+				if st := gitT(t, dir, "status", "--porcelain=v2", "--untracked-files=all"); st != "" {
+					t.Errorf("status after AdvanceBranch:\n%s", st)
+				}
+			} else if after.index != before.index {
+				t.Error("the user's index changed although something was staged")
+			}
+		})
+	}
+}
+
+func TestCommitRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	empty := r.EmptyTree()
+	tests := []struct {
+		name    string
+		tree    Tree
+		parents []string
+		message string
+		sig     Signature
+	}{
+		{name: "tree is a revision", tree: "HEAD^{tree}", message: "m", sig: daemon},
+		{name: "parent is an option", tree: empty, parents: []string{"--help"}, message: "m", sig: daemon},
+		{name: "no name", tree: empty, message: "m", sig: Signature{Email: "e@x"}},
+		{name: "no email", tree: empty, message: "m", sig: Signature{Name: "n"}},
+		{name: "angle bracket", tree: empty, message: "m", sig: Signature{Name: "n", Email: "<e@x>"}},
+		{name: "newline in name", tree: empty, message: "m", sig: Signature{Name: "n\nx", Email: "e@x"}},
+		{name: "empty message", tree: empty, message: " \n", sig: daemon},
+		{name: "missing tree", tree: Tree(strings.Repeat("1", 40)), message: "m", sig: daemon},
+	}
+	for _, tt := range tests {
+		if id, err := r.Commit(t.Context(), tt.tree, tt.parents, tt.message, tt.sig); err == nil {
+			t.Errorf("%s: Commit made %s", tt.name, id)
+		}
+	}
+}
+
+func TestUpdateRef(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	c1, err := r.Commit(t.Context(), r.EmptyTree(), nil, "one", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := r.Commit(t.Context(), r.EmptyTree(), []string{c1}, "two", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/ctxgraphd/tested/F-1"
+	steps := []struct {
+		name      string
+		ref       string
+		commit    string
+		old       string
+		wantErr   error // nil: success; errAny: any error
+		wantAfter string
+	}{
+		{name: "create", ref: ref, commit: c1, old: "", wantAfter: c1},
+		{name: "create again", ref: ref, commit: c2, old: "", wantErr: ErrRefChanged, wantAfter: c1},
+		{name: "move from the value seen", ref: ref, commit: c2, old: c1, wantAfter: c2},
+		{name: "move from a stale value", ref: ref, commit: c1, old: c1, wantErr: ErrRefChanged, wantAfter: c2},
+		{name: "not a full ref name", ref: "main", commit: c1, old: "", wantErr: errAny, wantAfter: c2},
+		{name: "commit is a revision", ref: ref, commit: "HEAD", old: c2, wantErr: errAny, wantAfter: c2},
+		{name: "old is a revision", ref: ref, commit: c1, old: "HEAD", wantErr: errAny, wantAfter: c2},
+	}
+	for _, s := range steps {
+		err := r.UpdateRef(t.Context(), s.ref, s.commit, s.old)
+		switch {
+		case s.wantErr == nil && err != nil:
+			t.Errorf("%s: %v", s.name, err)
+		case s.wantErr == errAny && err == nil:
+			t.Errorf("%s: succeeded", s.name)
+		case s.wantErr != nil && s.wantErr != errAny && !errors.Is(err, s.wantErr):
+			t.Errorf("%s: %v, want %v", s.name, err, s.wantErr)
+		}
+		if got := strings.TrimSpace(gitT(t, dir, "rev-parse", ref)); got != s.wantAfter {
+			t.Errorf("%s: %s at %s, want %s", s.name, ref, got, s.wantAfter)
+		}
+	}
+}
+
+var errAny = errors.New("any error")
+
+func TestHead(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	check := func(name, wantCommit string, wantTree Tree, wantBranch string) {
+		t.Helper()
+		commit, tree, branch, err := r.Head(t.Context())
+		if err != nil || commit != wantCommit || tree != wantTree || branch != wantBranch {
+			t.Errorf("%s: Head() = %q, %q, %q, %v; want %q, %q, %q", name, commit, tree, branch, err, wantCommit, wantTree, wantBranch)
+		}
+	}
+	check("no commit", "", r.EmptyTree(), "refs/heads/main")
+	write(t, dir, map[string]string{"a": "a"})
+	c := commitAll(t, dir)
+	tree := Tree(strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD^{tree}")))
+	check("on main", c, tree, "refs/heads/main")
+	gitT(t, dir, "checkout", "-q", "--detach")
+	check("detached", c, tree, "")
+}
+
+func TestIndexMatchesHead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  bool
+	}{
+		{name: "no commit, nothing staged", setup: func(t *testing.T, dir string) {}, want: true},
+		{name: "no commit, something staged", setup: func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"a": "a"})
+			gitT(t, dir, "add", "a")
+		}},
+		{name: "clean", setup: func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"a": "a"})
+			commitAll(t, dir)
+		}, want: true},
+		{name: "changes not staged", setup: func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"a": "a"})
+			commitAll(t, dir)
+			write(t, dir, map[string]string{"a": "b", "untracked": "u"})
+		}, want: true},
+		{name: "staged", setup: func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"a": "a"})
+			commitAll(t, dir)
+			write(t, dir, map[string]string{"a": "b"})
+			gitT(t, dir, "add", "a")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newRepo(t)
+			tt.setup(t, dir)
+			got, err := openRepo(t, dir).IndexMatchesHead(t.Context())
+			if err != nil || got != tt.want {
+				t.Errorf("IndexMatchesHead() = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRef(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	if got, err := r.Ref(ctx, "refs/ctxgraphd/tested/F-001"); err != nil || got != "" {
+		t.Fatalf("a missing ref: %q, %v", got, err)
+	}
+	tree, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Commit(ctx, tree, nil, "m", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.UpdateRef(ctx, "refs/ctxgraphd/tested/F-001", c, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Ref(ctx, "refs/ctxgraphd/tested/F-001"); err != nil || got != c {
+		t.Fatalf("Ref = %q, %v; want %s", got, err, c)
+	}
+	if _, err := r.Ref(ctx, "HEAD"); err == nil {
+		t.Fatal("a ref that is not under refs/ must be refused")
+	}
+}

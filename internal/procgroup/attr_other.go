@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package procgroup
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -1,0 +1,150 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// Author is who the daemon's commits name: the tool that verified them.
+var Author = gitrepo.Signature{Name: "ctxgraphd", Email: "ctxgraphd@localhost"}
+
+// TestedRef is where the commit of a tested feature is kept, whether or not
+// the branch could take it: "tested" always names a commit.
+func TestedRef(feature string) string { return "refs/ctxgraphd/tested/" + feature }
+
+// BlockedRef keeps the work of a blocked feature when the work tree is put
+// back for the next one.
+func BlockedRef(feature string) string { return "refs/ctxgraphd/blocked/" + feature }
+
+// Verdict is an accepted verdict, to be committed.
+type Verdict struct {
+	Feature *progress.Feature
+	Attempt int
+	Run     string // the tester's run
+	Trace   string // the approval trace
+	// Tree is exactly what the daemon's run of the test saw.
+	Tree gitrepo.Tree
+	// Base is the work tree when the feature's first attempt started, and
+	// BaseHead the commit HEAD was at then: the branch takes the commit
+	// only when the tree held nothing but HEAD then, so that nobody's
+	// uncommitted work is committed under the feature's name.
+	Base     gitrepo.Tree
+	BaseHead string
+}
+
+// Committed says where a verdict's commit went.
+type Committed struct {
+	Commit string
+	Ref    string // TestedRef
+	Branch string // the branch that took it, "" when none did
+	// NotOnBranch says why the branch did not take it.
+	NotOnBranch string
+}
+
+// Commit records exactly the tested tree as a commit on HEAD: under
+// TestedRef always, and on the current branch when the work tree held
+// nothing but HEAD when the feature's work began and HEAD has not moved
+// since. The user's index follows the branch only when nothing was staged;
+// the work tree is never touched.
+func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
+	repo := j.opts.Repo
+	head, headTree, branch, err := repo.Head(ctx)
+	if err != nil {
+		return Committed{}, err
+	}
+	var parents []string
+	if head != "" {
+		parents = []string{head}
+	}
+	c, err := repo.Commit(ctx, v.Tree, parents, commitMessage(v), Author)
+	if err != nil {
+		return Committed{}, err
+	}
+	out := Committed{Commit: c, Ref: TestedRef(v.Feature.ID)}
+	if err := setRef(ctx, repo, out.Ref, c); err != nil {
+		return out, err
+	}
+	switch {
+	case branch == "":
+		out.NotOnBranch = "HEAD is detached"
+	case head != v.BaseHead:
+		out.NotOnBranch = fmt.Sprintf("%s moved while %s was worked on", branchName(branch), v.Feature.ID)
+	case v.Base != headTree:
+		out.NotOnBranch = fmt.Sprintf("the work tree held uncommitted changes that are not %s's when its work began; commit or stash them to get commits on %s", v.Feature.ID, branchName(branch))
+	default:
+		if _, err := repo.AdvanceBranch(ctx, head, c); err != nil {
+			if errors.Is(err, gitrepo.ErrRefChanged) {
+				out.NotOnBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
+				return out, nil
+			}
+			return out, err
+		}
+		out.Branch = branchName(branch)
+	}
+	return out, nil
+}
+
+// Preserve keeps a blocked feature's work under BlockedRef and puts the
+// work tree back as it was when the feature's work began, so that the next
+// feature starts from a tree that holds only what was tested. Only the
+// paths the feature changed are put back; nothing is lost (the ref keeps
+// them).
+func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.Tree) (commit string, restored []string, err error) {
+	repo := j.opts.Repo
+	now, err := repo.Snapshot(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := repo.Changes(ctx, base, now)
+	if err != nil || len(changes) == 0 {
+		return "", nil, err
+	}
+	head, _, _, err := repo.Head(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	var parents []string
+	if head != "" {
+		parents = []string{head}
+	}
+	msg := fmt.Sprintf("%s: blocked, work kept by ctxgraphd\n\n%s\n\nctxgraphd-feature: %s\nctxgraphd-verdict: blocked\n", feature, why, feature)
+	commit, err = repo.Commit(ctx, now, parents, msg, Author)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := setRef(ctx, repo, BlockedRef(feature), commit); err != nil {
+		return "", nil, err
+	}
+	for _, c := range changes {
+		if c.FromMode == gitrepo.ModeGitlink || c.ToMode == gitrepo.ModeGitlink {
+			continue // a repository of its own inside the project: not ours to put back
+		}
+		restored = append(restored, c.Path)
+	}
+	return commit, restored, repo.Restore(ctx, base, restored)
+}
+
+// setRef points one of the daemon's own refs at commit, from whatever it
+// held: a feature tested again (after a person's retry) gets its new commit.
+func setRef(ctx context.Context, repo *gitrepo.Repo, ref, commit string) error {
+	old, err := repo.Ref(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return repo.UpdateRef(ctx, ref, commit, old)
+}
+
+func commitMessage(v Verdict) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n\n", v.Feature.ID, v.Feature.Title)
+	fmt.Fprintf(&b, "Tested by ctxgraphd: on attempt %d, the daemon's own run of `%s` passed on exactly this tree.\n\n", v.Attempt, v.Feature.Test)
+	fmt.Fprintf(&b, "ctxgraphd-feature: %s\nctxgraphd-attempt: %d\nctxgraphd-run: %s\nctxgraphd-verdict: %s\n", v.Feature.ID, v.Attempt, v.Run, v.Trace)
+	return b.String()
+}
+
+func branchName(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }

@@ -1,0 +1,173 @@
+package judge
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// Frozen is the record of the acceptance tests (gate frozen-tests): the
+// files the features' test commands run, and every file where the
+// project's tests live (gates.protected), each with its git blob id as it
+// was when the record was made: when the feature list was accepted, or
+// when a person changed a test and the record followed.
+type Frozen struct {
+	Files map[string]string `json:"files"` // project-relative, forward slashes → blob id
+	At    time.Time         `json:"at"`
+}
+
+// paths returns the frozen paths as the rules take them.
+func (f Frozen) paths() map[string]bool {
+	out := make(map[string]bool, len(f.Files))
+	for p := range f.Files {
+		out[p] = true
+	}
+	return out
+}
+
+// Sorted returns the frozen paths in order.
+func (f Frozen) Sorted() []string {
+	return slices.Sorted(maps.Keys(f.Files))
+}
+
+// Frozen returns the current record.
+func (j *Judge) Frozen() Frozen {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.frozen
+}
+
+// SetFrozen makes f the record the gates hold agents to (after a restart,
+// from the store), and leaves it where a hook deciding alone finds it.
+func (j *Judge) SetFrozen(f Frozen) error {
+	j.mu.Lock()
+	j.frozen = f
+	j.mu.Unlock()
+	return guard.SaveOffline(j.opts.Project.StateDir, guard.Offline{
+		Frozen: f.Sorted(), ProtectedGlobs: j.opts.ProtectedGlobs, Writable: j.opts.Writable,
+	})
+}
+
+// Freeze records the acceptance tests of list l as they are in tree (a
+// snapshot of the work tree): the files each feature's test command names,
+// and the files gates.protected matches.
+func (j *Judge) Freeze(ctx context.Context, l *progress.List, tree gitrepo.Tree) (Frozen, error) {
+	entries, err := j.opts.Repo.Files(ctx, tree)
+	if err != nil {
+		return Frozen{}, err
+	}
+	named := map[string]bool{}
+	if l != nil {
+		for _, f := range l.Features {
+			for _, p := range TestFiles(f.Test) {
+				named[p] = true
+			}
+		}
+	}
+	fz := Frozen{Files: map[string]string{}, At: j.opts.Now().UTC()}
+	for _, e := range entries {
+		if e.Mode == gitrepo.ModeGitlink {
+			continue
+		}
+		if named[e.Path] || guard.MatchAny(j.opts.ProtectedGlobs, e.Path) {
+			fz.Files[e.Path] = e.ID
+		}
+	}
+	return fz, nil
+}
+
+// Drift compares the frozen files in tree with the record: the paths whose
+// content differs (or that are gone).
+func (j *Judge) Drift(ctx context.Context, tree gitrepo.Tree) ([]string, error) {
+	fz := j.Frozen()
+	if len(fz.Files) == 0 {
+		return nil, nil
+	}
+	entries, err := j.opts.Repo.Files(ctx, tree)
+	if err != nil {
+		return nil, err
+	}
+	now := make(map[string]string, len(entries))
+	for _, e := range entries {
+		now[e.Path] = e.ID
+	}
+	var out []string
+	for _, p := range fz.Sorted() {
+		if now[p] != fz.Files[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// TestFiles returns what a test command names that may be a file of the
+// project: its arguments that are relative paths (a script, a test file),
+// package.json for an npm, yarn or pnpm script, the Makefile for make.
+// Which of them exist is the tree's to say. Directories and package
+// patterns (./pkg/...) are not files: the tests inside them are
+// gates.protected's.
+func TestFiles(test string) []string {
+	words := shellWords(test)
+	var out []string
+	for i, w := range words {
+		switch {
+		case w == "npm" || w == "yarn" || w == "pnpm":
+			out = append(out, "package.json")
+		case w == "make" || w == "gmake":
+			out = append(out, "Makefile", "makefile", "GNUmakefile")
+		}
+		if i == 0 && !strings.Contains(w, "/") {
+			continue // a program on PATH
+		}
+		if strings.HasPrefix(w, "-") || strings.ContainsAny(w, "$`*?[{~=") || strings.HasSuffix(w, "/...") || strings.HasPrefix(w, "/") {
+			continue
+		}
+		p := strings.TrimPrefix(w, "./")
+		if p == "" || p == "." || strings.HasPrefix(p, "../") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// shellWords splits a command into words the way a shell would for simple
+// commands: quotes group, and ;, &, | and redirections separate.
+func shellWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	in := false
+	var quote rune
+	flush := func() {
+		if in {
+			out = append(out, cur.String())
+			cur.Reset()
+			in = false
+		}
+	}
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '<' || r == '>':
+			flush()
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	flush()
+	return out
+}

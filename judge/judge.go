@@ -1,0 +1,294 @@
+// Package judge is the daemon side of the gates (SPEC section 5).
+//
+// It answers the hooks of every run, and knows each run by a secret token
+// the run carries in its environment, never by what a request says about
+// itself. It keeps what the hooks recorded (the test commands a run ran,
+// its Stop blocks, whether its hooks checked in). And it judges a run by
+// what it produced rather than by the commands it ran: the run's change set
+// in the project's git tree, held against the scope and the frozen tests;
+// the feature's test, re-run by the daemon in an environment no agent could
+// have changed; and, when a tester's claim holds, a commit of exactly the
+// tree it tested.
+//
+// The rules themselves are package guard's, shared with the hook; this
+// package supplies what only the daemon knows. Its methods are safe for
+// concurrent use: hooks are answered while the loop is busy, and the slow
+// parts (a snapshot, a test) run off the loop, cancellable.
+package judge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// Records is where the judge keeps what it learns: the commands runs ran
+// and the traces of its decisions. *store.Store is one.
+type Records interface {
+	AppendCommand(store.Command) error
+	AppendTraces(...store.Trace) ([]store.Trace, error)
+}
+
+// Options configure a Judge.
+type Options struct {
+	Project paths.Project
+	Modes   guard.Modes
+	Records Records
+	// Repo is the project's repository; the outcome of runs is judged in it.
+	Repo *gitrepo.Repo
+	// Env is the environment of the daemon's own test runs: the daemon's
+	// environment as captured at its start, minus every directory on PATH
+	// an agent could write (see sandbox.VerdictEnv).
+	Env []string
+	// Writable are the directories outside the project agents may write
+	// (temp and tool caches): the Write tool may write there too.
+	Writable []string
+	// ProtectedGlobs are gates.protected: where the project's tests live.
+	ProtectedGlobs []string
+	// TestTimeout bounds one run of a feature's test by the daemon.
+	TestTimeout time.Duration
+	Log         *zap.Logger
+	Now         func() time.Time
+}
+
+// Judge is the daemon side of the gates of one project.
+type Judge struct {
+	opts Options
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	list   *progress.List // canonical, as the loop last published it
+	frozen Frozen
+	runs   map[string]*run // by token
+}
+
+// run is what the judge knows of one run.
+type run struct {
+	actor      guard.Actor
+	token      string
+	pid        int
+	commands   []guard.TestRecord
+	stopBlocks int
+	live       bool
+}
+
+// New returns a judge. Options.Records is required.
+func New(opts Options) *Judge {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TestTimeout <= 0 {
+		opts.TestTimeout = 30 * time.Minute
+	}
+	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}}
+}
+
+// Modes returns the gates' modes.
+func (j *Judge) Modes() guard.Modes { return j.opts.Modes }
+
+// SetList publishes the canonical feature list to the hooks.
+func (j *Judge) SetList(l *progress.List) {
+	if l != nil {
+		l = l.Clone()
+	}
+	j.mu.Lock()
+	j.list = l
+	j.mu.Unlock()
+}
+
+// Register makes a run known to the gates and returns its token: the secret
+// its hooks present (control.RunTokenEnv in its environment). The hooks of
+// a run are believed to be that run's because of the token, and only then.
+func (j *Judge) Register(a guard.Actor) string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
+	token := hex.EncodeToString(b)
+	j.mu.Lock()
+	j.runs[token] = &run{actor: a, token: token}
+	j.mu.Unlock()
+	return token
+}
+
+// Started records the pid of a run's process, so that IsRunProcess can
+// recognise the run's processes.
+func (j *Judge) Started(runID string, pid int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.byRun(runID); r != nil {
+		r.pid = pid
+	}
+}
+
+// Forget ends what the gates know of a run: its token opens nothing after.
+func (j *Judge) Forget(runID string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.byRun(runID); r != nil {
+		delete(j.runs, r.token)
+	}
+}
+
+// IsLive reports whether the run's hooks checked in (SessionStart). A run
+// the judge no longer knows is over: nothing to kill.
+func (j *Judge) IsLive(runID string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.byRun(runID)
+	return r == nil || r.live
+}
+
+// Commands returns the Bash commands the run's hooks recorded.
+func (j *Judge) Commands(runID string) []guard.TestRecord {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.byRun(runID); r != nil {
+		return slices.Clone(r.commands)
+	}
+	return nil
+}
+
+func (j *Judge) byRun(runID string) *run {
+	for _, r := range j.runs {
+		if r.actor.Run == runID {
+			return r
+		}
+	}
+	return nil
+}
+
+// state is what the rules know besides the payload, for actor's run rg (nil
+// for a person's interactive session).
+func (j *Judge) state(rg *run) guard.State {
+	s := guard.State{
+		ProjectDir: j.opts.Project.Dir, List: j.list,
+		Protected: j.Protected(), Frozen: j.frozen.paths(), ProtectedGlobs: j.opts.ProtectedGlobs,
+		Writable: j.opts.Writable,
+	}
+	if rg != nil {
+		s.Commands, s.StopBlocks = rg.commands, rg.stopBlocks
+	}
+	return s
+}
+
+// Protected lists the daemon's own files: its state directory and its
+// socket (the socket itself: its directory may be a shared one).
+func (j *Judge) Protected() []string {
+	return []string{j.opts.Project.StateDir, j.opts.Project.Socket}
+}
+
+// ErrUnknownRun answers a hook whose token is no run's: a run that is over
+// (its process still exiting) or one of a daemon that restarted.
+var errUnknownRun = &control.APIError{HTTPStatus: http.StatusForbidden, Code: "unknown_run",
+	Message: "this hook's run is not one of this daemon's runs (it ended, or the daemon restarted); the action is refused"}
+
+// Hook answers one hook event (control.GateBackend). token says which run
+// sent it; no token is a person's interactive session.
+func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
+	p, err := guard.ParsePayload(req.Event, req.Payload)
+	if err != nil {
+		return control.HookResponse{}, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: "bad_payload", Message: err.Error()}
+	}
+	j.mu.Lock()
+	var rg *run
+	actor := guard.Actor{} // a person
+	if token != "" {
+		if rg = j.runs[token]; rg == nil {
+			j.mu.Unlock()
+			return control.HookResponse{}, errUnknownRun
+		}
+		actor = rg.actor
+	}
+	state := j.state(rg)
+	var d *guard.Decision
+	var rec *guard.TestRecord
+	switch p.Event {
+	case "PreToolUse":
+		d = guard.PreToolUse(j.opts.Modes, actor, state, p)
+	case "Stop", "SubagentStop":
+		d = guard.Stop(j.opts.Modes, actor, state, p)
+		if d.Blocks() && rg != nil {
+			rg.stopBlocks++
+		}
+	case "PostToolUse", "PostToolUseFailure":
+		test := ""
+		if f := state.List.Feature(actor.Feature); state.List != nil && f != nil {
+			test = f.Test
+		}
+		if r, ok := guard.RecordCommand(actor, test, p); ok {
+			if rg != nil {
+				rg.commands = append(rg.commands, r)
+			}
+			rec = &r
+		}
+	case "SessionStart":
+		if rg != nil {
+			rg.live = true
+		}
+	}
+	j.mu.Unlock()
+
+	if rec != nil && rg != nil {
+		if err := j.opts.Records.AppendCommand(store.Command(*rec)); err != nil {
+			j.log.Warn("could not record a command", zap.Error(err))
+		}
+	}
+	if p.Event == "StopFailure" {
+		j.Trace(store.Trace{Type: store.TraceDecision, Source: store.SourceHook, Context: TraceContext(actor),
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the turn ended on an API error: %s", p.Error)}})
+	}
+	if d == nil {
+		return control.HookResponse{}, nil
+	}
+	j.recordDecision(actor, p, d)
+	return control.HookResponse{Decision: &control.HookDecision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: string(d.Mode)}}, nil
+}
+
+// recordDecision keeps every denial (and every warning) as a violation.
+func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decision) {
+	what := fmt.Sprintf("%s %s was blocked by %s: %s", p.Event, p.ToolName, d.Gate, d.Message)
+	if d.Mode == guard.Warn {
+		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
+	}
+	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
+		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
+	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
+		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
+}
+
+// TraceContext is the trace context of an actor.
+func TraceContext(a guard.Actor) store.TraceContext {
+	return store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
+}
+
+// Trace stores a trace of this project and returns it with its id; storage
+// errors are logged, not fatal: the trace is a record, the state of record
+// is elsewhere.
+func (j *Judge) Trace(t store.Trace) store.Trace {
+	t.Project = j.opts.Project.ID
+	if t.Timestamp.IsZero() {
+		t.Timestamp = j.opts.Now().UTC()
+	}
+	out, err := j.opts.Records.AppendTraces(t)
+	if err != nil || len(out) == 0 {
+		j.log.Warn("could not store a trace", zap.Error(err))
+		return t
+	}
+	return out[0]
+}

@@ -1,0 +1,132 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/server"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+var (
+	_ control.GateBackend = (*Orchestrator)(nil)
+	_ server.RunPeers     = (*Orchestrator)(nil)
+)
+
+// Hook implements control.GateBackend: the judge answers the hooks.
+func (o *Orchestrator) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
+	return o.judge.Hook(ctx, token, req)
+}
+
+// IsRunProcess implements server.RunPeers.
+func (o *Orchestrator) IsRunProcess(pid int) bool { return o.judge.IsRunProcess(pid) }
+
+// trace stores a trace of this project; storage errors are logged, not
+// fatal: the trace is a record, the state of record is elsewhere.
+func (o *Orchestrator) trace(t store.Trace) store.Trace { return o.judge.Trace(t) }
+
+// Traces implements control.GateBackend.
+func (o *Orchestrator) Traces(_ context.Context, q control.TraceQuery) ([]control.Trace, error) {
+	ts, err := o.st.Traces(store.TraceFilter{Type: q.Type, Agent: q.Agent, Feature: q.Feature, Run: q.Run, Text: q.Text, Since: q.Since, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]control.Trace, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, toWire(t, q.Level))
+	}
+	return out, nil
+}
+
+// Trace implements control.GateBackend.
+func (o *Orchestrator) Trace(_ context.Context, id string) (control.Trace, error) {
+	t, ok, err := o.st.Trace(id)
+	if err != nil {
+		return control.Trace{}, err
+	}
+	if !ok {
+		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
+	}
+	return toWire(t, "full"), nil
+}
+
+// toWire renders a trace at a level of detail: metadata (who, what kind,
+// when), summary (plus a one-line what happened), full (everything).
+func toWire(t store.Trace, level string) control.Trace {
+	w := control.Trace{ID: t.ID, Project: t.Project, Timestamp: t.Timestamp, Type: t.Type, Source: t.Source, Gate: t.Gate, Code: t.Code,
+		Context: control.TraceContext(t.Context)}
+	switch level {
+	case "metadata":
+	case "summary":
+		w.Event.WhatHappened = shorten(t.Event.WhatHappened, 160)
+	default:
+		w.Event = control.TraceEvent(t.Event)
+	}
+	return w
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// ingestSpool takes in what hooks recorded while the daemon was away: the
+// commands they saw and the decisions they made alone become traces and
+// command records, as if the daemon had answered. A record is believed to
+// be a run's only when it carries that run's token hash; the rest is kept
+// as a person's.
+func (o *Orchestrator) ingestSpool() {
+	byHash := map[string]store.Run{}
+	if runs, err := o.st.Runs(); err == nil {
+		for _, r := range runs {
+			if r.TokenHash != "" {
+				byHash[r.TokenHash] = r
+			}
+		}
+	}
+	n := 0
+	err := spool.Drain(o.opts.Project.StateDir, func(r spool.Record) error {
+		n++
+		actor := guard.Actor{}
+		if run, ok := byHash[r.TokenHash]; ok && r.TokenHash != "" {
+			actor = guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+		}
+		p, err := guard.ParsePayload(r.Event, r.Payload)
+		if err != nil {
+			return nil // recorded by a hook that could not parse it either
+		}
+		if c, ok := guard.RecordCommand(actor, "", p); ok && actor.Run != "" {
+			c.Time = r.Time
+			if err := o.st.AppendCommand(store.Command(c)); err != nil {
+				return err
+			}
+		}
+		if len(r.Decision) > 0 {
+			var d guard.Decision
+			if json.Unmarshal(r.Decision, &d) == nil {
+				o.trace(store.Trace{Timestamp: r.Time, Type: store.TraceViolation, Source: store.SourceHook, Context: judge.TraceContext(actor),
+					Gate: d.Gate, Code: d.Code,
+					Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s %s was blocked by %s while the daemon was down: %s", p.Event, p.ToolName, d.Gate, d.Message),
+						WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate + " (decided by the hook alone)"}})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		o.log.Warn("hook spool", zap.Error(err))
+	}
+	if n > 0 {
+		o.log.Info("took in hook records spooled while the daemon was down", zap.Int("records", n))
+	}
+}

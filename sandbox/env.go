@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// CacheDirs returns the directories outside the project that honest Go,
+// Node and Python work writes, found in env (KEY=VALUE entries, the last
+// one of a key winning, as in exec.Cmd): Go's build and module caches and
+// GOTMPDIR; the caches of npm, yarn, pnpm and node-gyp; pip's cache; and
+// $TMPDIR when it is set. Without them in Policy.AllowWrite, `go test` or
+// `npm install` fail in the sandbox with "read-only file system". Paths are
+// absolute, cleaned and deduplicated; a variable holding a relative path is
+// ignored, as the tools themselves refuse it or resolve it against the
+// directory of the moment.
+//
+// Configuration is left out on purpose: not ~/.config (where `go env -w`
+// writes), ~/.npmrc, ~/.gitconfig, pip.conf, nor anything else whose content
+// changes how later runs behave. An agent that could write there would
+// change the daemon's own test runs, which judge its work, and every later
+// agent's. For the same reason Go's settings from `go env -w` are not read
+// here: pass GOCACHE and GOMODCACHE in the environment to move the caches.
+//
+// Caches are not inert either: Go trusts what its build cache and module
+// cache hold, and pip reuses the wheels it cached. The daemon's own test
+// runs must therefore not share these directories with the agents (give
+// them their own GOCACHE and GOMODCACHE, or the agents theirs).
+func CacheDirs(env []string) []string {
+	return cacheDirs(env, runtime.GOOS)
+}
+
+func cacheDirs(env []string, goos string) []string {
+	get := lookup(env)
+	home := get("HOME")
+	// userCache is os.UserCacheDir's answer for env, which is where Go,
+	// yarn, pnpm, node-gyp and pip put their caches by default.
+	userCache := join(home, ".cache")
+	if x := get("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		userCache = x
+	}
+	if goos == "darwin" {
+		userCache = join(home, "Library", "Caches")
+	}
+	first := func(vals ...string) string {
+		for _, v := range vals {
+			if v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+
+	var dirs []string
+	// Go: `go env GOCACHE`, `go env GOMODCACHE`, GOTMPDIR.
+	if c := get("GOCACHE"); c != "off" {
+		dirs = append(dirs, first(c, join(userCache, "go-build")))
+	}
+	gopath, _, _ := strings.Cut(get("GOPATH"), string(filepath.ListSeparator))
+	dirs = append(dirs, first(get("GOMODCACHE"), join(gopath, "pkg", "mod"), join(home, "go", "pkg", "mod")))
+	dirs = append(dirs, get("GOTMPDIR"))
+
+	// Node: npm's cache (its logs live there too), yarn 1's cache and
+	// yarn 2+'s global folder, pnpm's store and cache, node-gyp's headers.
+	dirs = append(dirs, first(get("npm_config_cache"), get("NPM_CONFIG_CACHE"), join(home, ".npm")))
+	yarnCache, pnpmStore := join(userCache, "yarn"), join(first(abs(get("XDG_DATA_HOME")), join(home, ".local", "share")), "pnpm", "store")
+	if goos == "darwin" {
+		yarnCache, pnpmStore = join(userCache, "Yarn"), join(home, "Library", "pnpm", "store")
+	}
+	dirs = append(dirs,
+		first(get("YARN_CACHE_FOLDER"), yarnCache),
+		first(get("YARN_GLOBAL_FOLDER"), join(home, ".yarn", "berry")),
+		first(get("npm_config_store_dir"), get("NPM_CONFIG_STORE_DIR"), pnpmStore),
+		join(userCache, "pnpm"),
+		first(get("npm_config_devdir"), get("NPM_CONFIG_DEVDIR"), join(userCache, "node-gyp")),
+	)
+
+	// Python: pip's cache.
+	dirs = append(dirs, first(get("PIP_CACHE_DIR"), join(userCache, "pip")))
+
+	dirs = append(dirs, get("TMPDIR"))
+	return absUnique(dirs)
+}
+
+// TempDir returns the directory Claude Code gives sandboxed commands as
+// their TMPDIR, $CLAUDE_CODE_TMPDIR/claude-<uid> or by default
+// /tmp/claude-<uid> (seen with Claude Code 2.1.330 on Linux). The CLI makes
+// it writable in every run whatever the policy says, and every run of the
+// same user shares it: it belongs in VerdictEnv's agentWritable. Setting
+// CLAUDE_CODE_TMPDIR per project keeps projects out of each other's temp
+// files; keep it short (about 30 bytes at most), as the CLI binds Unix
+// sockets below it.
+func TempDir(env []string) string {
+	base := lookup(env)("CLAUDE_CODE_TMPDIR")
+	if !filepath.IsAbs(base) {
+		base = "/tmp"
+	}
+	return filepath.Join(base, "claude-"+strconv.Itoa(os.Getuid()))
+}
+
+// VerdictEnv returns the environment in which the daemon itself runs a
+// feature's test: env (the daemon's environment, captured at start) with
+// every PATH entry removed that is empty or relative, or inside projectDir
+// or one of agentWritable (Policy.AllowWrite and TempDir).
+//
+// The daemon runs the test to judge what an agent did, so nothing an agent
+// wrote may take part in the judging: an agent that can put a `go`, `sh` or
+// `python3` of its own in a directory on PATH gets to print the verdict. An
+// empty or relative entry names a directory relative to where the test
+// runs, which is the project. Symlinks are resolved on both sides, so an
+// entry that only leads into such a directory goes too. Entries are
+// otherwise kept in order, and the other variables as they are.
+func VerdictEnv(env []string, projectDir string, agentWritable []string) []string {
+	var roots []string
+	for _, d := range append([]string{projectDir}, agentWritable...) {
+		if d == "" {
+			continue
+		}
+		if a, err := filepath.Abs(d); err == nil {
+			roots = append(roots, a)
+			if r, err := filepath.EvalSymlinks(a); err == nil {
+				roots = append(roots, r)
+			}
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			out = append(out, kv)
+			continue
+		}
+		var kept []string
+		for _, dir := range filepath.SplitList(path) {
+			if filepath.IsAbs(dir) && !insideAny(dir, roots) {
+				kept = append(kept, dir)
+			}
+		}
+		out = append(out, "PATH="+strings.Join(kept, string(filepath.ListSeparator)))
+	}
+	return out
+}
+
+// insideAny reports whether dir, as written or with its symlinks resolved,
+// is one of roots or below one.
+func insideAny(dir string, roots []string) bool {
+	forms := []string{filepath.Clean(dir)}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		forms = append(forms, r)
+	}
+	for _, f := range forms {
+		for _, root := range roots {
+			if rel, err := filepath.Rel(root, f); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lookup returns a getter for env in which the last entry of a key wins.
+func lookup(env []string) func(string) string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// join is filepath.Join that keeps a missing base missing: without a HOME
+// there is no $HOME/.cache.
+func join(base string, elem ...string) string {
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(append([]string{base}, elem...)...)
+}
+
+func abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return ""
+}
+
+// absUnique keeps the absolute paths, cleaned, each once, in order.
+func absUnique(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

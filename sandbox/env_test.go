@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCacheDirs(t *testing.T) {
+	tests := []struct {
+		name string
+		goos string
+		env  []string
+		want []string
+	}{
+		{
+			name: "linux defaults come from HOME",
+			goos: "linux",
+			env:  []string{"HOME=/home/u", "PATH=/usr/bin"},
+			want: []string{
+				"/home/u/.cache/go-build", "/home/u/go/pkg/mod",
+				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
+				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
+				"/home/u/.cache/pip",
+			},
+		},
+		{
+			name: "XDG directories move the defaults",
+			goos: "linux",
+			env:  []string{"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_DATA_HOME=/xdg/data"},
+			want: []string{
+				"/xdg/cache/go-build", "/home/u/go/pkg/mod",
+				"/home/u/.npm", "/xdg/cache/yarn", "/home/u/.yarn/berry", "/xdg/data/pnpm/store",
+				"/xdg/cache/pnpm", "/xdg/cache/node-gyp",
+				"/xdg/cache/pip",
+			},
+		},
+		{
+			name: "each tool's own variable wins, and TMPDIR and GOTMPDIR count",
+			goos: "linux",
+			env: []string{
+				"HOME=/home/u", "XDG_CACHE_HOME=/xdg",
+				"GOCACHE=/c/go", "GOMODCACHE=/c/mod", "GOPATH=/gopath", "GOTMPDIR=/c/gotmp",
+				"npm_config_cache=/c/npm", "YARN_CACHE_FOLDER=/c/yarn", "YARN_GLOBAL_FOLDER=/c/berry",
+				"npm_config_store_dir=/c/pnpm-store", "npm_config_devdir=/c/gyp",
+				"PIP_CACHE_DIR=/c/pip/", "TMPDIR=/var/tmp/u",
+			},
+			want: []string{
+				"/c/go", "/c/mod", "/c/gotmp",
+				"/c/npm", "/c/yarn", "/c/berry", "/c/pnpm-store", "/xdg/pnpm", "/c/gyp",
+				"/c/pip", "/var/tmp/u",
+			},
+		},
+		{
+			name: "the module cache is in the first GOPATH entry; upper-case npm variables work",
+			goos: "linux",
+			env:  []string{"HOME=/home/u", "GOPATH=/gp1:/gp2", "NPM_CONFIG_CACHE=/npm", "NPM_CONFIG_STORE_DIR=/store", "NPM_CONFIG_DEVDIR=/gyp"},
+			want: []string{
+				"/home/u/.cache/go-build", "/gp1/pkg/mod",
+				"/npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/store",
+				"/home/u/.cache/pnpm", "/gyp",
+				"/home/u/.cache/pip",
+			},
+		},
+		{
+			name: "darwin keeps caches in Library",
+			goos: "darwin",
+			env:  []string{"HOME=/Users/u", "XDG_CACHE_HOME=/ignored", "TMPDIR=/var/folders/xy/T/"},
+			want: []string{
+				"/Users/u/Library/Caches/go-build", "/Users/u/go/pkg/mod",
+				"/Users/u/.npm", "/Users/u/Library/Caches/Yarn", "/Users/u/.yarn/berry", "/Users/u/Library/pnpm/store",
+				"/Users/u/Library/Caches/pnpm", "/Users/u/Library/Caches/node-gyp",
+				"/Users/u/Library/Caches/pip", "/var/folders/xy/T",
+			},
+		},
+		{
+			name: "GOCACHE=off has no cache; relative paths are dropped; the last entry of a key wins",
+			goos: "linux",
+			env:  []string{"HOME=/home/u", "GOCACHE=off", "GOMODCACHE=rel/mod", "XDG_CACHE_HOME=rel", "PIP_CACHE_DIR=/first", "PIP_CACHE_DIR=/second", "TMPDIR=tmp"},
+			want: []string{
+				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
+				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
+				"/second",
+			},
+		},
+		{
+			name: "without HOME only what the variables say",
+			goos: "linux",
+			env:  []string{"GOCACHE=/c/go", "TMPDIR=/tmp"},
+			want: []string{"/c/go", "/tmp"},
+		},
+		{
+			name: "duplicates appear once",
+			goos: "linux",
+			env:  []string{"HOME=/h", "GOCACHE=/c", "GOMODCACHE=/c/", "PIP_CACHE_DIR=/c", "TMPDIR=/c"},
+			want: []string{
+				"/c",
+				"/h/.npm", "/h/.cache/yarn", "/h/.yarn/berry", "/h/.local/share/pnpm/store",
+				"/h/.cache/pnpm", "/h/.cache/node-gyp",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cacheDirs(tt.env, tt.goos)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("cacheDirs:\n got  %q\n want %q", got, tt.want)
+			}
+			for _, d := range got {
+				if strings.HasPrefix(d, "/home/u/.config") || strings.HasSuffix(d, "rc") {
+					t.Errorf("%s is configuration, not a cache", d)
+				}
+			}
+		})
+	}
+}
+
+func TestTempDir(t *testing.T) {
+	uid := strconv.Itoa(os.Getuid())
+	tests := []struct {
+		env  []string
+		want string
+	}{
+		{nil, "/tmp/claude-" + uid},
+		{[]string{"CLAUDE_CODE_TMPDIR=/run/ctx/p1/"}, "/run/ctx/p1/claude-" + uid},
+		{[]string{"CLAUDE_CODE_TMPDIR=relative"}, "/tmp/claude-" + uid},
+	}
+	for _, tt := range tests {
+		if got := TempDir(tt.env); got != tt.want {
+			t.Errorf("TempDir(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestVerdictEnv(t *testing.T) {
+	// Real directories, for the symlinks: a system bin, the project, a
+	// cache the agents may write, and links into them from outside.
+	root := t.TempDir()
+	dir := func(parts ...string) string {
+		d := filepath.Join(append([]string{root}, parts...)...)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	sys, proj, cache, elsewhere := dir("usr", "bin"), dir("proj"), dir("cache"), dir("opt")
+	projBin, cacheBin := dir("proj", "node_modules", ".bin"), dir("cache", "bin")
+	link := filepath.Join(elsewhere, "tools")
+	if err := os.Symlink(projBin, link); err != nil {
+		t.Fatal(err)
+	}
+	cacheLink := filepath.Join(root, "cache-link")
+	if err := os.Symlink(cache, cacheLink); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		path     string
+		writable []string
+		want     string
+	}{
+		{"system directories stay, in order", sys + ":/bin", []string{cache}, sys + ":/bin"},
+		{"empty and relative entries go", ":" + sys + "::.:bin:./node_modules/.bin", nil, sys},
+		{"the project and what is below it go", proj + ":" + projBin + ":" + sys, nil, sys},
+		{"agent-writable directories go", cacheBin + ":" + sys + ":" + cache, []string{cache}, sys},
+		{"a symlink into the project goes", link + ":" + sys, nil, sys},
+		{"an agent-writable directory named through a symlink still counts", cacheBin + ":" + sys, []string{cacheLink}, sys},
+		{"a sibling with a common prefix stays", root + "/project-tools:" + root + "/cache2", []string{cache}, root + "/project-tools:" + root + "/cache2"},
+		{"a parent of the project stays", root, []string{cache}, root},
+		{"nothing left is an empty PATH", proj + ":", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := []string{"HOME=/home/u", "PATH=" + tt.path, "GOFLAGS=-mod=mod"}
+			got := VerdictEnv(env, proj, tt.writable)
+			want := []string{"HOME=/home/u", "PATH=" + tt.want, "GOFLAGS=-mod=mod"}
+			if !slices.Equal(got, want) {
+				t.Errorf("VerdictEnv:\n got  %q\n want %q", got, want)
+			}
+		})
+	}
+
+	t.Run("an environment without PATH is left alone", func(t *testing.T) {
+		env := []string{"HOME=/home/u", "MYPATH=" + proj}
+		if got := VerdictEnv(env, proj, nil); !slices.Equal(got, env) {
+			t.Errorf("VerdictEnv = %q, want %q", got, env)
+		}
+	})
+}
