@@ -228,8 +228,10 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		}
 	case "PostToolUse", "PostToolUseFailure":
 		test := ""
-		if f := state.List.Feature(actor.Feature); state.List != nil && f != nil {
-			test = f.Test
+		if state.List != nil {
+			if f := state.List.Feature(actor.Feature); f != nil {
+				test = f.Test
+			}
 		}
 		if r, ok := guard.RecordCommand(actor, test, p); ok {
 			if rg != nil {

@@ -50,8 +50,10 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 	}
 	bin := claudetest.Binary(t)
 	requireSandbox(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Fatal("python3 is needed to try a Unix socket in the sandbox")
+	for _, tool := range []string{"python3", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to probe the sandbox", tool)
+		}
 	}
 
 	proj, outside, allowed := t.TempDir(), t.TempDir(), t.TempDir()
@@ -98,11 +100,14 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 		{name: "write outside through a symlink", command: "ln -s " + filepath.Join(outside, "via-link.txt") + " link.txt && echo escaped > link.txt"},
 		{name: "ask to run unsandboxed", command: "echo escaped > " + filepath.Join(outside, "unsandboxed.txt"), unsafe: true},
 		{name: "write in an AllowWrite directory", command: "echo cached > " + filepath.Join(allowed, "entry.txt"), succeeds: true},
-		{name: "write in TMPDIR", command: `echo "$TMPDIR" && echo tmp > "$TMPDIR/ctxgraphd-probe.txt"`, succeeds: true},
+		{name: "write in TMPDIR", command: `echo "$TMPDIR" && echo tmp > "$TMPDIR/` + marker + `.txt"`, succeeds: true},
 		{name: "create a Unix socket", command: `python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("probe.sock")'`},
 		{name: "read the daemon's state", command: "cat " + filepath.Join(state, "state.db")},
 		// Not `test -S`: the CLI reports exit 1 of test and grep as no error.
 		{name: "find the daemon's socket", command: "ls -l " + filepath.Join(sockets, "control.sock")},
+		// A registry that is not in this policy's AllowedDomains.
+		{name: "reach a host outside AllowedDomains", command: "curl -sS -o /dev/null https://registry.npmjs.org/"},
+		{name: "reach it around the proxy", command: "curl -sS -o /dev/null --noproxy '*' https://registry.npmjs.org/"},
 		{name: "leave a writer running", succeeds: true, command: "mkfifo ready && " +
 			"(setsid sh -c 'echo started > started.txt; echo > ready; sleep 2; echo late > late.txt' " + marker + " &) && " +
 			"read _ < ready && echo writer started"},
@@ -146,9 +151,10 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 		},
 		DenyRead:       []string{state, sockets},
 		AllowWrite:     append(CacheDirs(env), allowed),
-		AllowedDomains: DefaultAllowedDomains,
+		AllowedDomains: []string{"proxy.golang.org"},
 	}
 
+	t.Cleanup(func() { os.Remove(filepath.Join(TempDir(env), marker+".txt")) }) // shared by every run
 	run := runClaude(t, bin, proj, env, policy)
 	if run.err != nil || run.result == nil || run.result["is_error"] != false {
 		t.Fatalf("claude: %v, result %v\nstderr:\n%s", run.err, run.result, run.stderr)
@@ -171,7 +177,7 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 		filepath.Join(proj, ".claude/progress/session-state.json"): sessionState,
 		filepath.Join(proj, "tests/F-001.sh"):                      frozenTest,
 		filepath.Join(allowed, "entry.txt"):                        "cached\n",
-		filepath.Join(TempDir(env), "ctxgraphd-probe.txt"):         "tmp\n",
+		filepath.Join(TempDir(env), marker+".txt"):                 "tmp\n",
 		filepath.Join(proj, "started.txt"):                         "started\n",
 		byWriteTool:                                                "not sandboxed\n",
 	} {
@@ -179,7 +185,6 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 			t.Errorf("%s = %q (%v), want %q", path, b, err, want)
 		}
 	}
-	os.Remove(filepath.Join(TempDir(env), "ctxgraphd-probe.txt"))
 	for _, path := range []string{
 		filepath.Join(proj, "tests/F-002.sh"),
 		filepath.Join(proj, ".claude/progress-old"),
@@ -199,12 +204,15 @@ func TestClaudeSandboxConfinesBash(t *testing.T) {
 	if got := printed["read the daemon's state"]; strings.Contains(got, secret) {
 		t.Errorf("the daemon's state was read: %s", got)
 	}
+	// 403 is the proxy's refusal, where a host it lets through but cannot
+	// reach gives 502: this holds on a machine without internet too.
+	if got := printed["reach a host outside AllowedDomains"]; !strings.Contains(got, "response 403") {
+		t.Errorf("the sandbox's proxy did not refuse a host outside AllowedDomains:\n%s", got)
+	}
 	if got := printed["go test"]; !strings.Contains(got, "ok  \texample.com/m") {
 		t.Errorf("go test did not pass in the sandbox:\n%s", got)
 	}
 
-	out, _ := exec.Command("find", proj, "-not", "-path", "*/gomod/*").CombinedOutput()
-	t.Logf("TREE\n%s", out)
 	// The writer started (started.txt) and was killed with its command:
 	// once no process of it is left, late.txt can never appear.
 	checkNoProcess(t, marker)

@@ -112,7 +112,9 @@ func TempDir(env []string) string {
 // empty or relative entry names a directory relative to where the test
 // runs, which is the project. Symlinks are resolved on both sides, so an
 // entry that only leads into such a directory goes too. Entries are
-// otherwise kept in order, and the other variables as they are.
+// otherwise kept in order, and the other variables as they are: PATH is
+// not the only way in (see CacheDirs on the caches), but it is the one
+// that hands an agent the verdict outright.
 func VerdictEnv(env []string, projectDir string, agentWritable []string) []string {
 	var roots []string
 	for _, d := range append([]string{projectDir}, agentWritable...) {

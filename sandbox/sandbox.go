@@ -11,7 +11,9 @@
 // except for temp and tool caches (Policy.AllowWrite), the daemon's state
 // cannot be read (Policy.DenyRead), Unix sockets cannot be created, the
 // network goes through a proxy that lets only Policy.AllowedDomains through,
-// and what a command leaves running in the background dies with it.
+// and what a command leaves running in the background dies when the command
+// ends (each Bash call has its own pid namespace). claude_test.go checks
+// each of these against the real CLI.
 //
 // What it does not cover: the Write, Edit and Read tools run inside Claude
 // Code itself, outside the sandbox, and so do hooks. The daemon's hooks
@@ -60,9 +62,11 @@ type Policy struct {
 // fetch its dependencies, and nothing else: an agent has no business
 // talking to any other host.
 var DefaultAllowedDomains = []string{
-	"proxy.golang.org",       // Go module proxy (GOPROXY's default)
-	"sum.golang.org",         // Go checksum database (GOSUMDB's default)
-	"storage.googleapis.com", // where proxy.golang.org redirects module zips
+	"proxy.golang.org", // Go module proxy (GOPROXY's default)
+	"sum.golang.org",   // Go checksum database (GOSUMDB's default)
+	// proxy.golang.org redirects module zips here. That opens all of Cloud
+	// Storage, a way out for data, but Go downloads need it.
+	"storage.googleapis.com",
 	"registry.npmjs.org",     // npm's registry: package metadata and tarballs
 	"pypi.org",               // PyPI's index (pip's /simple/ pages)
 	"files.pythonhosted.org", // PyPI's package files
@@ -76,7 +80,8 @@ var DefaultAllowedDomains = []string{
 // asking), a command cannot ask to run outside it
 // (allowUnsandboxedCommands false: the tool's dangerouslyDisableSandbox is
 // ignored), and a machine where it cannot run makes the run fail at start
-// instead of running unconfined (failIfUnavailable).
+// instead of running unconfined (failIfUnavailable). The network proxy
+// refuses every host not in AllowedDomains (strictAllowlist).
 //
 // Paths are cleaned, deduplicated and sorted, so that the same policy gives
 // the same JSON; an empty list is an empty array, which the CLI accepts.
@@ -100,6 +105,9 @@ func (p Policy) Settings() map[string]any {
 		},
 		"network": map[string]any{
 			"allowedDomains": sorted(p.AllowedDomains),
+			// Without it the proxy asks about any other host, and in a
+			// headless run with bypassPermissions the answer is yes.
+			"strictAllowlist": true,
 		},
 	}
 }

@@ -21,7 +21,7 @@ func TestSettings(t *testing.T) {
 			name:   "an empty policy still sandboxes, with empty lists",
 			policy: Policy{},
 			want: `{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":true,"enabled":true,"failIfUnavailable":true,` +
-				`"filesystem":{"allowWrite":[],"denyRead":[],"denyWrite":[]},"network":{"allowedDomains":[]}}`,
+				`"filesystem":{"allowWrite":[],"denyRead":[],"denyWrite":[]},"network":{"allowedDomains":[],"strictAllowlist":true}}`,
 		},
 		{
 			name: "paths are cleaned, deduplicated and sorted; the project is writable",
@@ -34,7 +34,7 @@ func TestSettings(t *testing.T) {
 			},
 			want: `{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":true,"enabled":true,"failIfUnavailable":true,` +
 				`"filesystem":{"allowWrite":["/home/u/.cache/go-build","/p","/tmp/x"],"denyRead":["/state/a","/state/b"],` +
-				`"denyWrite":["/p/.claude/progress/feature-list.json","/p/tests"]},"network":{"allowedDomains":["proxy.golang.org","pypi.org"]}}`,
+				`"denyWrite":["/p/.claude/progress/feature-list.json","/p/tests"]},"network":{"allowedDomains":["proxy.golang.org","pypi.org"],"strictAllowlist":true}}`,
 		},
 	}
 	for _, tt := range tests {

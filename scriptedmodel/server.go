@@ -57,7 +57,7 @@ type Stats struct {
 	Messages     int            // POST /v1/messages
 	Runs         map[string]int // runs started, by role: first answers to a command object
 	ToolCalls    int            // answers that call a tool
-	FinalAnswers int            // answers that end a turn for a command object
+	FinalAnswers int            // answers that end a turn for a command object, or a probe's
 	Unscripted   int            // Messages requests without a command object (titles, subagents)
 	BadRequests  int            // requests the server could not read
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -63,9 +64,17 @@ ends blocked.`,
 			if err := progress.WriteGoal(filepath.Join(dir, paths.ProgressDir), demoGoal); err != nil {
 				return err
 			}
-			// The demo's state lives beside its throwaway project, not in the
-			// user's state directory.
-			os.Setenv("XDG_STATE_HOME", filepath.Join(dir, ".demo-state"))
+			if _, err := gitrepo.Init(cmd.Context(), dir); err != nil {
+				return err
+			}
+			// The demo's state lives in a throwaway directory of its own, not in
+			// the user's state directory, and not in the project, whose tree
+			// the daemon judges.
+			stateHome, err := os.MkdirTemp("", "ctxgraphd-demo-state-")
+			if err != nil {
+				return err
+			}
+			os.Setenv("XDG_STATE_HOME", stateHome)
 			proj, err := paths.ForProject(dir)
 			if err != nil {
 				return err
@@ -95,7 +104,7 @@ ends blocked.`,
 			env := append(os.Environ(),
 				"ANTHROPIC_BASE_URL="+url,
 				"ANTHROPIC_API_KEY=scripted-model",
-				"CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".demo-claude"),
+				"CLAUDE_CONFIG_DIR="+filepath.Join(stateHome, "claude"),
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 				"DISABLE_AUTOUPDATER=1",
 			)
