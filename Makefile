@@ -1,8 +1,9 @@
 # ctxgraphd build, test and benchmark entry points.
 #
 # `make test` is the one command CI runs: it installs everything the tests need
-# (Go modules and the pinned Claude Code CLI from the npm registry) and runs the
-# whole suite with -race. Nothing here downloads anything else.
+# (Go modules, the pinned Claude Code CLI from the npm registry, and, as root
+# with apt, the Debian packages of the sandbox) and runs the whole suite with
+# -race. Nothing here downloads anything else.
 
 GO            ?= go
 CLAUDE_VERSION := 2.1.330
@@ -10,12 +11,13 @@ TOOLS         := $(CURDIR)/.tools
 CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
 CLAUDE        := $(TOOLS)/node_modules/.bin/claude
 BIN           := $(CURDIR)/bin/ctxgraphd
+HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 
 # The end-to-end tests find the real CLI through this variable; in CI
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
 
-.PHONY: all build test test-short bench demo claude deps fuzz vet clean
+.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox
 
 all: build
 
@@ -28,6 +30,26 @@ deps:
 # same way for the benchmarks.
 build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/ctxgraphd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(HOOK_BIN) ./cmd/ctxgraphd-hook
+
+# Agents run confined by Claude Code's sandbox: on Linux it needs bubblewrap
+# and socat. Installed here where they are missing and we are root with apt;
+# otherwise this says what to install and stops.
+sandbox:
+	@if [ "$$(uname -s)" != Linux ]; then exit 0; fi; \
+	missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing the sandbox's packages:$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; \
+	else \
+		echo "ctxgraphd confines agents with Claude Code's sandbox, which needs:$$missing"; \
+		echo "install them (Debian/Ubuntu: sudo apt install$$missing; Fedora: sudo dnf install$$missing) and run make again"; \
+		exit 1; \
+	fi
 
 # The npm package ships a stub launcher; its postinstall (which npm does not run
 # here by itself) puts the native binary in place. The version check proves it.
@@ -43,14 +65,14 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
-test: deps claude vet
+test: deps claude sandbox vet
 	$(GO) test -race -count=1 -timeout 45m ./...
 
 # Unit tests only: no real CLI needed.
 test-short: deps
 	$(GO) test -race -short -count=1 ./...
 
-bench: deps claude
+bench: deps claude sandbox
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./...
 
 # Every parser of outside input, 30 s each (FUZZTIME=5m make fuzz for longer).
@@ -62,7 +84,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./scriptedmodel
 
-demo: build claude
+demo: build claude sandbox
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo
 
 clean:

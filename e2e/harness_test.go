@@ -36,19 +36,23 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "ctxgraphd")
-	// Without -race, build exactly as `make build` does (releaseBuild),
-	// so that the benchmarks measure the binary users run.
-	args := append([]string{"build", "-o", binary}, releaseBuild...)
-	env := append(os.Environ(), "CGO_ENABLED=0")
-	if raceEnabled {
-		args, env = []string{"build", "-o", binary, "-race"}, os.Environ()
-	}
-	build := exec.Command("go", append(args, "../cmd/ctxgraphd")...)
-	build.Env = env
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building ctxgraphd:", err)
-		os.Exit(1)
+	// The daemon's runs call the lean hook beside it, as `make build`
+	// installs them.
+	for _, b := range []struct{ out, pkg string }{{binary, "../cmd/ctxgraphd"}, {filepath.Join(dir, "ctxgraphd-hook"), "../cmd/ctxgraphd-hook"}} {
+		// Without -race, build exactly as `make build` does (releaseBuild),
+		// so that the benchmarks measure the binaries users run.
+		args := append([]string{"build", "-o", b.out}, releaseBuild...)
+		env := append(os.Environ(), "CGO_ENABLED=0")
+		if raceEnabled {
+			args, env = []string{"build", "-o", b.out, "-race"}, os.Environ()
+		}
+		build := exec.Command("go", append(args, b.pkg)...)
+		build.Env = env
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b.pkg+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

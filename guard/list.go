@@ -119,6 +119,11 @@ func ListChange(m Modes, a Actor, c progress.Change) *Decision {
 		}
 		return nil
 	}
+	if fd.Policy == progress.Fixed {
+		return decide(m, RoleWritePolicy, "feature_rewrite",
+			fmt.Sprintf("%s %s: ids, titles, steps, tests, scopes and dependencies are fixed once the initializer wrote them", c.FeatureID, c.Field),
+			"change only the status, tested and evidence of your own feature; the user changes the list with ctxgraphd ctl")
+	}
 	if c.FeatureID != a.Feature {
 		return decide(m, RoleWritePolicy, "not_your_feature",
 			fmt.Sprintf("%s may change only %s, not %s", a.Role, a.Feature, c.FeatureID), "leave other features to their own runs")

@@ -217,6 +217,7 @@ func TestListChangePolicy(t *testing.T) {
 		{"tester lists evidence", tester, mod("F-001", "evidence", nil, []string{"x"}), ""},
 		{"tester changes the title", tester, mod("F-001", "title", "a", "b"), "feature_rewrite"},
 		{"tester touches another feature", tester, mod("F-002", "status", progress.Pending, progress.Blocked), "not_your_feature"},
+		{"tester renames another feature", tester, mod("F-002", "title", "a", "b"), "feature_rewrite"},
 		{"coder adds a feature", coder, progress.Change{FeatureID: "F-9", Field: "feature", Kind: progress.Added}, "feature_rewrite"},
 		{"coder reorders", coder, progress.Change{Field: "order", Kind: progress.Modified}, "feature_rewrite"},
 		{"a person renames", person, mod("F-001", "title", "a", "b"), ""},

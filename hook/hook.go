@@ -144,9 +144,16 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 // decideOffline judges with what the files say: the feature list on disk
 // and what this run's hooks spooled before. tested: true is refused.
 func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *guard.Decision {
-	state := guard.State{ProjectDir: proj.Dir, Offline: true, Protected: []string{proj.StateDir}}
+	state := guard.State{ProjectDir: proj.Dir, Offline: true, Protected: []string{proj.StateDir, proj.Socket}}
 	if l, _, err := progress.ReadFeatureList(proj.Progress()); err == nil {
 		state.List = l
+	}
+	// What only the daemon knows (the frozen tests, the writable
+	// directories), as it left it. Unreadable, it is empty: nothing frozen
+	// is then known, but nothing outside the project is writable either,
+	// and the sandbox holds the frozen tests whatever the hook knows.
+	if o, err := guard.LoadOffline(proj.StateDir); err == nil {
+		o.Apply(&state)
 	}
 	featureTest := ""
 	if state.List != nil {

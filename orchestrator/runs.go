@@ -152,6 +152,7 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	deny := []string{
 		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
+		in(".claude/progress/" + progress.GoalFile),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
 		in(".mcp.json"), in(".git"),
 		o.opts.Project.StateDir, o.opts.Project.Socket,

@@ -212,12 +212,22 @@ func printLine(line string) func(io.Writer, control.OK) error {
 func printStatus(w io.Writer, st control.Status) error {
 	now := time.Now()
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(tw, "state:\t%s\n", st.State)
+	state := st.State
+	if st.PauseRequested {
+		state += " (pause requested: takes effect when the run in flight ends)"
+	}
+	fmt.Fprintf(tw, "state:\t%s\n", state)
 	fmt.Fprintf(tw, "features:\t%s\n", countsLine(st.Features))
-	if st.Current != nil {
+	switch {
+	case st.Current != nil:
 		fmt.Fprintf(tw, "current:\t%s\n", runLine(st.Current, now))
-	} else {
+	case st.Working != "":
+		fmt.Fprintf(tw, "current:\tthe daemon is %s\n", st.Working)
+	default:
 		fmt.Fprintf(tw, "current:\tno run\n")
+	}
+	if !st.Confined {
+		fmt.Fprintf(tw, "confinement:\tOFF (sandbox.enabled: false): agents' commands run unconfined\n")
 	}
 	if st.WaitingUntil != nil {
 		fmt.Fprintf(tw, "waiting:\tuntil %s (%s)\n", st.WaitingUntil.Local().Format("2006-01-02 15:04:05 MST"), untilText(now, *st.WaitingUntil))

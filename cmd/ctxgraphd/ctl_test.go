@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+	"github.com/ctxgraphd/ctxgraphd/hook"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
@@ -26,6 +28,10 @@ import (
 func TestMain(m *testing.M) {
 	os.Exit(testscript.RunMain(leakChecked{m}, map[string]func() int{
 		"ctxgraphd": func() int { return execute(os.Args[1:]) },
+		// The lean hook binary: the same hook, without the CLI around it.
+		"ctxgraphd-hook": func() int {
+			return hook.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+		},
 	}))
 }
 
@@ -110,6 +116,7 @@ func sampleBackend() *controltest.Backend {
 			Message:          "F-004 blocked: go test ./auth failed 3 times",
 			CostUSD:          1.25,
 			Runs:             7,
+			Confined:         true,
 		},
 		FeatureList: []control.Feature{
 			{ID: "F-001", Title: "Sign in", Status: "completed", Tested: true, Attempts: 1},
@@ -170,6 +177,38 @@ func TestCtlStatusHuman(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCtlStatusSaysWhatAPersonMustKnow: confinement turned off, a pause
+// that waits for the run in flight, and the daemon's own work are said
+// plainly, not left for the person to guess.
+func TestCtlStatusSaysWhatAPersonMustKnow(t *testing.T) {
+	proj := ctlProject(t)
+	b := sampleBackend()
+	b.StatusValue.Confined = false
+	b.StatusValue.PauseRequested = true
+	b.StatusValue.Current = nil
+	b.StatusValue.Working = "re-running the test of F-003 to judge its tester's claim"
+	controltest.Serve(t, proj.Socket, b)
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "status")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"state:       code (pause requested: takes effect when the run in flight ends)\n",
+		"current:     the daemon is re-running the test of F-003 to judge its tester's claim\n",
+		"confinement: OFF (sandbox.enabled: false): agents' commands run unconfined\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	// Confined, nothing is said about it.
+	b.StatusValue.Confined = true
+	out, _, _ = ctl(t, "ctl", "--project", proj.Dir, "status")
+	if strings.Contains(out, "confinement") {
+		t.Errorf("a confined daemon's status mentions confinement:\n%s", out)
 	}
 }
 

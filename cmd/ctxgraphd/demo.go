@@ -109,7 +109,12 @@ ends blocked.`,
 				"DISABLE_AUTOUPDATER=1",
 			)
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ctxgraphd demo: sample project %s\nscripted model on %s, Claude Code at %s\n\n", dir, url, claude)
+			fmt.Fprintf(out, "ctxgraphd demo: sample project %s\nscripted model on %s, Claude Code at %s\n", dir, url, claude)
+			if cfg.Sandbox.Enabled {
+				fmt.Fprintf(out, "agents run confined by Claude Code's sandbox; each tested feature is committed in the sample project's git repository\n\n")
+			} else {
+				fmt.Fprintf(out, "CONFINEMENT IS OFF: agents' commands run unconfined\n\n")
+			}
 			log.Info("demo starting", zap.String("scenario", sc.Name))
 			err = runDaemon(cmd.Context(), daemonOptions{Project: proj, Config: cfg, Log: log, ExitWhenDone: true, AgentEnv: env})
 			if err != nil {

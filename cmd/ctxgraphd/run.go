@@ -94,6 +94,14 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	if env == nil {
 		env = daemonEnv
 	}
+	// Claude Code gives every sandboxed command a temp directory that all
+	// of a user's sessions share; one per project keeps projects out of
+	// each other's scratch files. Short: the CLI binds sockets below it.
+	tmp := filepath.Join(os.TempDir(), "cgt-"+o.Project.ID[strings.LastIndexByte(o.Project.ID, '-')+1:])
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("the agents' temp directory: %w", err)
+	}
+	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
 	if err := agents.CheckRoot(cfg.Agent.AllowRoot, env); err != nil {
 		return err
 	}
@@ -141,7 +149,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	writable := append(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite...)
 	j := judge.New(judge.Options{
 		Project: o.Project, Modes: gateModes(cfg), Records: st, Repo: repo,
-		Env:            sandbox.VerdictEnv(daemonEnv, o.Project.Dir, append(slices.Clone(writable), sandbox.TempDir(env))),
+		Env:            verdictEnv(daemonEnv, o.Project, append(slices.Clone(writable), sandbox.TempDir(env))),
 		Writable:       append(slices.Clone(writable), os.TempDir()),
 		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
 	})
@@ -189,6 +197,18 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		log.Info("daemon stopped")
 	}
 	return err
+}
+
+// verdictEnv is the environment of the daemon's own runs of the features'
+// tests: the daemon's, as captured at start, without a directory on PATH
+// that an agent could write, and with caches of its own for the tools that
+// trust theirs. Go takes a cached "ok" for a test whose inputs it has seen,
+// and Python runs a cached .pyc in place of its source: caches agents may
+// write must not vouch for the verdict.
+func verdictEnv(daemonEnv []string, p paths.Project, agentWritable []string) []string {
+	env := sandbox.VerdictEnv(daemonEnv, p.Dir, agentWritable)
+	caches := filepath.Join(p.StateDir, "verdict-cache")
+	return append(env, "GOCACHE="+filepath.Join(caches, "go-build"), "PYTHONPYCACHEPREFIX="+filepath.Join(caches, "pycache"))
 }
 
 // checkConfinement makes sure agents will run confined before anything is

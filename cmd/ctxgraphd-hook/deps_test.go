@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestHookStaysLean keeps the hook binary, started on every tool call of
+// every agent, free of what it does not need: the store, the watcher, the
+// logging library, the CLI framework and the daemon's packages. Each of them
+// costs start-up time in package initialisation, and the hook must never
+// open the state of record.
+func TestHookStaysLean(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/ctxgraphd/ctxgraphd/cmd/ctxgraphd-hook").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	forbidden := []string{
+		"go.etcd.io/bbolt",
+		"github.com/fsnotify/fsnotify",
+		"go.uber.org/zap",
+		"github.com/spf13/cobra",
+		"github.com/looplab/fsm",
+		"github.com/ctxgraphd/ctxgraphd/orchestrator",
+		"github.com/ctxgraphd/ctxgraphd/store",
+		"github.com/ctxgraphd/ctxgraphd/judge",
+		"github.com/ctxgraphd/ctxgraphd/statemachine",
+		"github.com/ctxgraphd/ctxgraphd/control/server",
+		"github.com/ctxgraphd/ctxgraphd/config",
+	}
+	deps := strings.Fields(string(out))
+	for _, dep := range deps {
+		for _, f := range forbidden {
+			if dep == f || strings.HasPrefix(dep, f+"/") {
+				t.Errorf("ctxgraphd-hook depends on %s", dep)
+			}
+		}
+		// The agents package supervises processes and logs; the hook needs
+		// only the role names.
+		if dep == "github.com/ctxgraphd/ctxgraphd/agents" {
+			t.Errorf("ctxgraphd-hook depends on %s (use agents/role)", dep)
+		}
+	}
+	if len(deps) == 0 {
+		t.Fatal("go list printed no dependencies: the check would pass for nothing")
+	}
+}
