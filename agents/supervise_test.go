@@ -100,7 +100,12 @@ func childPID(t *testing.T, dir string) int {
 	if err != nil {
 		t.Fatalf("the fake agent did not start its child: %v", err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		// Never hand 0 or a negative pid to kill: kill(0) signals the
+		// test's own process group, go test and make with it.
+		t.Fatalf("child.pid holds %q, not a pid", b)
+	}
 	return pid
 }
 
@@ -114,12 +119,12 @@ func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
 		want EndReason
 	}{
 		{"idle", Options{IdleTimeout: 300 * time.Millisecond},
-			`sleep 1000 & echo $! > child.pid; echo '{"type":"system","subtype":"init"}'; wait`, EndIdleTimeout},
+			`sleep 1000 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo '{"type":"system","subtype":"init"}'; wait`, EndIdleTimeout},
 		{"wall", Options{Timeout: 500 * time.Millisecond, IdleTimeout: time.Minute},
-			`sleep 1000 & echo $! > child.pid; while :; do echo '{"type":"system","subtype":"status"}'; sleep 0.05; done`, EndWallTimeout},
+			`sleep 1000 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; while :; do echo '{"type":"system","subtype":"status"}'; sleep 0.05; done`, EndWallTimeout},
 		// A process that ignores SIGTERM gets SIGKILL after the grace.
 		{"stubborn", Options{IdleTimeout: 200 * time.Millisecond},
-			`trap '' TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! > child.pid; sleep 1000`, EndIdleTimeout},
+			`trap '' TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; sleep 1000`, EndIdleTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -143,7 +148,7 @@ func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
 
 func TestRunCancelled(t *testing.T) {
 	dir := t.TempDir()
-	r := NewRunner(Options{Command: fakeClaude(t, `sleep 1000 & echo $! > child.pid; wait`), KillGrace: 200 * time.Millisecond}, nil)
+	r := NewRunner(Options{Command: fakeClaude(t, `sleep 1000 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait`), KillGrace: 200 * time.Millisecond}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan int, 1)
 	done := make(chan Result, 1)
@@ -164,7 +169,7 @@ func TestRunCancelled(t *testing.T) {
 // Whatever a run leaves running in its group when it exits is killed with
 // it: no orphan, ever.
 func TestRunKillsLeftoversAfterExit(t *testing.T) {
-	res, dir := runFake(t, Options{}, `sleep 1000 >/dev/null 2>&1 & echo $! > child.pid; echo '`+resultLine+`'`)
+	res, dir := runFake(t, Options{}, `sleep 1000 >/dev/null 2>&1 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo '`+resultLine+`'`)
 	if !res.OK() {
 		t.Errorf("result = %+v", res)
 	}
@@ -186,7 +191,7 @@ func TestRunDoesNotWaitForEscapedStdout(t *testing.T) {
 		t.Skip("setsid(1) not available")
 	}
 	start := time.Now()
-	res, dir := runFake(t, Options{}, `setsid sleep 30 & echo $! > child.pid; echo '`+resultLine+`'`)
+	res, dir := runFake(t, Options{}, `setsid sleep 30 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo '`+resultLine+`'`)
 	if pid := childPID(t, dir); pid > 0 {
 		defer syscall.Kill(pid, syscall.SIGKILL)
 	}

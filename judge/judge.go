@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -218,6 +219,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	state := j.state(rg)
 	var d *guard.Decision
 	var rec *guard.TestRecord
+	var refused []refusal
 	switch p.Event {
 	case "PreToolUse":
 		d = guard.PreToolUse(j.opts.Modes, actor, state, p)
@@ -239,6 +241,11 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			}
 			rec = &r
 		}
+		if rg != nil {
+			for _, r := range guard.SandboxRefusals(p) {
+				refused = append(refused, refusal{r, guard.JudgeRefusal(actor, state, r)})
+			}
+		}
 	case "SessionStart":
 		if rg != nil {
 			rg.live = true
@@ -250,6 +257,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		if err := j.opts.Records.AppendCommand(store.Command(*rec)); err != nil {
 			j.log.Warn("could not record a command", zap.Error(err))
 		}
+	}
+	for _, r := range refused {
+		j.recordRefusal(actor, p, r)
 	}
 	if p.Event == "StopFailure" {
 		j.Trace(store.Trace{Type: store.TraceDecision, Source: store.SourceHook, Context: TraceContext(actor),
@@ -272,6 +282,42 @@ func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decisio
 		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
 	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
+}
+
+// refusal is a sandbox refusal and the rule it enforced, if one names it.
+type refusal struct {
+	guard.Refusal
+	rule *guard.Decision
+}
+
+// recordRefusal makes what the sandbox refused a run visible: a violation
+// of the gate whose rule the path falls under (the sandbox enforced it;
+// the hook could not see it in the command), or of the network allowlist.
+func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal) {
+	cmd := p.Input().Command
+	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a)}
+	switch {
+	case r.Host != "":
+		t.Code = "network_denied"
+		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, clip(cmd, 200)),
+			WhatWasCorrect: "reach only the hosts the project allows", Why: "confinement"}
+	case r.rule != nil:
+		t.Gate, t.Code = r.rule.Gate, r.rule.Code
+		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused `%s` a write of %s: %s", clip(cmd, 200), r.Path, r.rule.Message),
+			WhatWasCorrect: r.rule.Suggestion, Why: "gate " + r.rule.Gate + ", held by the sandbox whatever program writes"}
+	default:
+		return // a refusal no rule of ours names: the sandbox's own business
+	}
+	j.Trace(t)
+	j.log.Info("sandbox refusal", zap.String("gate", t.Gate), zap.String("code", t.Code), zap.String("run", a.Run), zap.String("path", r.Path), zap.String("host", r.Host))
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // TraceContext is the trace context of an actor.
