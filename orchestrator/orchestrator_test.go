@@ -41,13 +41,19 @@ type fakeRunner struct {
 	// silent runs never send their SessionStart hook, as when hooks are
 	// turned off; every other run checks in first, as Claude Code does.
 	silent bool
+	// onRun, when set, is called first thing in Run, before the process
+	// would start: what the store holds then is what a crash would leave.
+	onRun func(agents.Spec)
 }
 
 func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), _ func(agents.Event)) agents.Result {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
-	s, silent := f.script[spec.Role], f.silent
+	s, silent, onRun := f.script[spec.Role], f.silent, f.onRun
 	f.mu.Unlock()
+	if onRun != nil {
+		onRun(spec)
+	}
 	onStart(os.Getpid())
 	if !silent {
 		f.h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})

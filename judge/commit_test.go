@@ -1,0 +1,216 @@
+package judge
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// committedFixture is a project with a first commit by its user.
+func committedFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
+	f := newFixture(t, nil)
+	f.write(map[string]string{"README.md": "readme\n", "tests/a.sh": "grep -q login src/login.go\n", "src/old.txt": "old\n"})
+	return f, f.commitAll("the user's first commit")
+}
+
+func verdictOf(tree, base gitrepo.Tree, baseHead string) Verdict {
+	return Verdict{
+		Feature: &progress.Feature{ID: "F-001", Title: "log in", Test: "sh tests/a.sh"},
+		Attempt: 2, Run: "run-000009", Trace: "tr-42",
+		Tree: tree, Base: base, BaseHead: baseHead,
+	}
+}
+
+// On a tree that held nothing but HEAD when the feature began, the branch
+// takes exactly the tested tree, the user's index follows, and the tested
+// ref names the commit.
+func TestCommitOnTheBranch(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n", "README.md": "readme, with login\n"})
+	f.remove("src/old.txt")
+	tree := f.snapshot()
+
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "main" || c.NotOnBranch != "" || c.Ref != TestedRef("F-001") || c.Ref != "refs/ctxgraphd/tested/F-001" || c.Commit == "" {
+		t.Fatalf("committed %+v, want on main under refs/ctxgraphd/tested/F-001", c)
+	}
+	if got := f.git("rev-parse", "refs/heads/main"); got != c.Commit {
+		t.Errorf("main is at %s, want %s", got, c.Commit)
+	}
+	if got := f.git("rev-parse", c.Ref); got != c.Commit {
+		t.Errorf("%s is at %s, want %s", c.Ref, got, c.Commit)
+	}
+	if got := f.git("rev-parse", c.Commit+"^{tree}"); got != string(tree) {
+		t.Errorf("the commit's tree is %s, want the tested tree %s", got, tree)
+	}
+	if got := f.git("rev-parse", c.Commit+"^"); got != head {
+		t.Errorf("the commit's parent is %s, want %s", got, head)
+	}
+	msg := f.git("log", "-1", "--format=%B", c.Commit)
+	for _, want := range []string{"F-001: log in\n", "sh tests/a.sh", "ctxgraphd-feature: F-001", "ctxgraphd-attempt: 2", "ctxgraphd-run: run-000009", "ctxgraphd-verdict: tr-42"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not hold %q", msg, want)
+		}
+	}
+	if who := f.git("log", "-1", "--format=%an <%ae> / %cn <%ce>", c.Commit); who != "ctxgraphd <ctxgraphd@localhost> / ctxgraphd <ctxgraphd@localhost>" {
+		t.Errorf("author / committer = %q", who)
+	}
+	// The user's index follows the branch: nothing left to commit.
+	if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after the commit:\n%s", st)
+	}
+}
+
+// Someone else's work keeps the branch where it is: the commit is made all
+// the same, under the tested ref, and NotOnBranch says why.
+func TestCommitLeavesTheBranchAlone(t *testing.T) {
+	tests := []struct {
+		name string
+		// before runs before the feature's work begins, after before its
+		// commit; both as the user.
+		before, after func(f *fixture)
+		why           string
+	}{
+		{name: "the user had uncommitted changes when the feature began",
+			before: func(f *fixture) { f.write(map[string]string{"README.md": "the user's edit\n"}) },
+			why:    "uncommitted changes"},
+		{name: "the user committed meanwhile",
+			after: func(f *fixture) {
+				f.write(map[string]string{"NOTES.md": "notes\n"})
+				f.git("add", "NOTES.md")
+				f.git("commit", "-q", "-m", "the user's own commit")
+			},
+			why: "main moved"},
+		{name: "HEAD is detached",
+			after: func(f *fixture) { f.git("checkout", "-q", "--detach") },
+			why:   "detached"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, head := committedFixture(t)
+			if tt.before != nil {
+				tt.before(f)
+			}
+			base := f.snapshot()
+			f.write(map[string]string{"src/login.go": "package src // login\n"})
+			if tt.after != nil {
+				tt.after(f)
+			}
+			branchBefore := f.git("rev-parse", "HEAD")
+			statusBefore := f.git("status", "--porcelain")
+			tree := f.snapshot()
+			c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Branch != "" || !strings.Contains(c.NotOnBranch, tt.why) {
+				t.Errorf("committed %+v, want not on the branch because %q", c, tt.why)
+			}
+			if got := f.git("rev-parse", "HEAD"); got != branchBefore {
+				t.Errorf("HEAD moved to %s", got)
+			}
+			if got := f.git("status", "--porcelain"); got != statusBefore {
+				t.Errorf("git status changed:\n%s\nwant:\n%s", got, statusBefore)
+			}
+			if got := f.git("rev-parse", TestedRef("F-001")); got != c.Commit {
+				t.Errorf("tested ref at %s, want %s", got, c.Commit)
+			}
+			if got := f.git("rev-parse", c.Commit+"^{tree}"); got != string(tree) {
+				t.Errorf("the commit's tree is %s, want the tested tree", got)
+			}
+		})
+	}
+}
+
+// A feature tested again (after a person's retry) gets its new commit
+// under the same ref.
+func TestCommitSameFeatureTwice(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	first, err := f.j.Commit(t.Context(), verdictOf(f.snapshot(), base, head))
+	if err != nil || first.Branch != "main" {
+		t.Fatalf("first commit %+v, %v", first, err)
+	}
+	base = f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login, fixed\n"})
+	second, err := f.j.Commit(t.Context(), verdictOf(f.snapshot(), base, first.Commit))
+	if err != nil {
+		t.Fatalf("second commit of the same feature: %v", err)
+	}
+	if second.Commit == first.Commit || second.Branch != "main" {
+		t.Fatalf("second commit %+v", second)
+	}
+	if got := f.git("rev-parse", TestedRef("F-001")); got != second.Commit {
+		t.Errorf("tested ref at %s, want the second commit %s", got, second.Commit)
+	}
+	if got := f.git("rev-parse", second.Commit+"^"); got != first.Commit {
+		t.Errorf("the second commit's parent is %s, want the first %s", got, first.Commit)
+	}
+}
+
+// A blocked feature's work is kept under its blocked ref and the work tree
+// put back as it was when the feature began, for exactly the paths the
+// feature changed: what the user changed before is theirs and stays.
+func TestPreserve(t *testing.T) {
+	f, head := committedFixture(t)
+	f.write(map[string]string{"README.md": "the user's uncommitted edit\n", "src/a.txt": "a\n"})
+	base := f.snapshot()
+	// The feature's work.
+	f.write(map[string]string{"src/a.txt": "a, changed\n", "src/new/n.txt": "new\n"})
+	f.remove("src/old.txt")
+	now := f.snapshot()
+
+	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "3 of 3 attempts failed; last: the test failed", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"src/a.txt", "src/new/n.txt", "src/old.txt"}; !slices.Equal(restored, want) {
+		t.Errorf("restored %q, want %q", restored, want)
+	}
+	if got := f.git("rev-parse", BlockedRef("F-002")); commit == "" || got != commit || BlockedRef("F-002") != "refs/ctxgraphd/blocked/F-002" {
+		t.Fatalf("blocked ref at %s, commit %s", got, commit)
+	}
+	if got := f.git("rev-parse", commit+"^{tree}"); got != string(now) {
+		t.Errorf("the kept commit's tree is %s, want the work tree with the feature's work %s", got, now)
+	}
+	if got := f.git("rev-parse", commit+"^"); got != head {
+		t.Errorf("the kept commit's parent is %s, want HEAD %s", got, head)
+	}
+	msg := f.git("log", "-1", "--format=%B", commit)
+	for _, want := range []string{"F-002: blocked", "the test failed", "ctxgraphd-feature: F-002", "ctxgraphd-verdict: blocked"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not hold %q", msg, want)
+		}
+	}
+	for p, want := range map[string]string{
+		"src/a.txt": "a\n", "src/new/n.txt": "<absent>", "src/old.txt": "old\n",
+		"README.md": "the user's uncommitted edit\n",
+	} {
+		if got := f.read(p); got != want {
+			t.Errorf("%s = %q after Preserve, want %q", p, got, want)
+		}
+	}
+	if got := f.snapshot(); got != base {
+		t.Error("the work tree is not back to the feature's base")
+	}
+	if got := f.git("rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD moved to %s", got)
+	}
+	// Nothing changed since base: nothing to keep, the ref stays.
+	c2, r2, err := f.j.Preserve(t.Context(), "F-002", "again", base)
+	if err != nil || c2 != "" || len(r2) != 0 {
+		t.Errorf("Preserve of an unchanged tree = %q, %q, %v", c2, r2, err)
+	}
+	if got := f.git("rev-parse", BlockedRef("F-002")); got != commit {
+		t.Errorf("blocked ref moved to %s", got)
+	}
+}

@@ -1,0 +1,204 @@
+package judge
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+func TestShellWords(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"sh tests/a.sh", []string{"sh", "tests/a.sh"}},
+		{"  sh\ttests/a.sh\n", []string{"sh", "tests/a.sh"}},
+		{`sh "tests/my test.sh" 'x y'`, []string{"sh", "tests/my test.sh", "x y"}},
+		{`sh "" x`, []string{"sh", "", "x"}},
+		{`a"b c"d`, []string{"ab cd"}},
+		{`echo "it's"`, []string{"echo", "it's"}},
+		{"cd sub && sh t.sh", []string{"cd", "sub", "sh", "t.sh"}},
+		{"a;b|c||d&e", []string{"a", "b", "c", "d", "e"}},
+		{"(cd x; make)", []string{"cd", "x", "make"}},
+		{"sh t.sh >out.log 2>&1 <in.txt", []string{"sh", "t.sh", "out.log", "2", "1", "in.txt"}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := shellWords(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("shellWords(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestFiles names what a test command may run from the project; which of
+// the candidates are files is the tree's to say (Freeze keeps only those
+// that are, RunTest checks only those that look like paths).
+func TestTestFiles(t *testing.T) {
+	makefiles := []string{"Makefile", "makefile", "GNUmakefile"}
+	tests := []struct {
+		test string
+		want []string
+	}{
+		{"sh tests/a.sh", []string{"tests/a.sh"}},
+		{"bash ./tests/a.sh", []string{"tests/a.sh"}},
+		{"./run.sh", []string{"run.sh"}},
+		{"tests/run.sh --fast", []string{"tests/run.sh"}},
+		{"python -m pytest tests/test_a.py -q", []string{"pytest", "tests/test_a.py"}},
+		{"python3 -m pytest -x -k 'login and not slow' tests/test_a.py", []string{"pytest", "login and not slow", "tests/test_a.py"}},
+		{"node --test test/a.test.js", []string{"test/a.test.js"}},
+		{"npm test", []string{"package.json", "test"}},
+		{"yarn test", []string{"package.json", "test"}},
+		{"pnpm run test:unit", []string{"package.json", "run", "test:unit"}},
+		{"make check", append(slices.Clone(makefiles), "check")},
+		{"gmake -C . test", append(slices.Clone(makefiles), "test")},
+		// A package pattern is not a file: the tests in it are
+		// gates.protected's.
+		{"go test ./pkg/...", []string{"test"}},
+		{"go test ./...", []string{"test"}},
+		{`sh "tests/my test.sh"`, []string{"tests/my test.sh"}},
+		{`sh 'tests/a.sh'`, []string{"tests/a.sh"}},
+		{"cd sub && sh t.sh", []string{"sub", "sh", "t.sh"}},
+		// Flags, environment assignments, variables, globs, absolute and
+		// parent paths are never project files.
+		{"FOO=1 BAR=x/y sh tests/a.sh", []string{"sh", "tests/a.sh"}},
+		{"pytest --rootdir=tests -q tests/test_b.py", []string{"tests/test_b.py"}},
+		{"sh $HOME/t.sh tests/*.sh ~/x.sh {a,b}.sh", nil},
+		{"sh /usr/local/bin/t.sh ../other/t.sh", nil},
+		{"sh . ./", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := TestFiles(tt.test); !slices.Equal(got, tt.want) {
+			t.Errorf("TestFiles(%q) = %q, want %q", tt.test, got, tt.want)
+		}
+	}
+}
+
+// Freeze records, with their blob ids, the files the features' tests name
+// and the files gates.protected matches, as the tree holds them; a file git
+// ignores is not in the tree, so not in the record.
+func TestFreeze(t *testing.T) {
+	f := newFixture(t, nil)
+	files := map[string]string{
+		"tests/a.sh":          "exit 1\n",      // named, and protected
+		"check.sh":            "exit 1\n",      // named only
+		"pkg/x_test.go":       "package pkg\n", // protected only
+		"src/main.go":         "package main\n",
+		"Makefile":            "check:\n\tfalse\n",
+		".gitignore":          "/tests/tmp/\n/build/\n",
+		"tests/tmp/out.log":   "ignored\n", // ignored, though tests/** matches
+		"build/gen_test.go":   "package build\n",
+		"docs/tests-guide.md": "no\n",
+	}
+	f.write(files)
+	l := list(
+		progress.Feature{ID: "F-001", Test: "sh tests/a.sh"},
+		progress.Feature{ID: "F-002", Test: "./check.sh && sh tests/missing.sh"},
+		progress.Feature{ID: "F-003", Test: "make check"},
+	)
+	fz, err := f.j.Freeze(t.Context(), l, f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, p := range []string{"tests/a.sh", "check.sh", "pkg/x_test.go", "Makefile"} {
+		want[p] = f.blobID(files[p])
+	}
+	if !maps.Equal(fz.Files, want) {
+		t.Errorf("frozen = %v, want %v", fz.Files, want)
+	}
+	if fz.At.IsZero() {
+		t.Error("the record has no time")
+	}
+	if got, wantSorted := fz.Sorted(), []string{"Makefile", "check.sh", "pkg/x_test.go", "tests/a.sh"}; !slices.Equal(got, wantSorted) {
+		t.Errorf("Sorted = %q, want %q", got, wantSorted)
+	}
+	// Freeze only reads: the judge's record is SetFrozen's.
+	if len(f.j.Frozen().Files) != 0 {
+		t.Error("Freeze changed the judge's record")
+	}
+
+	// Without a list, only gates.protected freezes.
+	fz, err = f.j.Freeze(t.Context(), nil, f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fz.Sorted(); !slices.Equal(got, []string{"pkg/x_test.go", "tests/a.sh"}) {
+		t.Errorf("frozen without a list = %q", got)
+	}
+}
+
+// Drift names the frozen files a tree holds otherwise: changed or gone.
+func TestDrift(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"tests/a.sh": "exit 1\n", "tests/b.sh": "exit 2\n", "pkg/x_test.go": "package pkg\n", "src/a.go": "package a\n"})
+	l := list(progress.Feature{ID: "F-001", Test: "sh tests/a.sh"})
+	if drift, err := f.j.Drift(t.Context(), f.snapshot()); err != nil || drift != nil {
+		t.Fatalf("Drift without a record = %q, %v; want nothing", drift, err)
+	}
+	fz, err := f.j.Freeze(t.Context(), l, f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.j.SetFrozen(fz); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := f.j.Drift(t.Context(), f.snapshot()); err != nil || len(drift) != 0 {
+		t.Fatalf("Drift of the frozen tree = %q, %v; want nothing", drift, err)
+	}
+	// What is not frozen may change freely.
+	f.write(map[string]string{"src/a.go": "package a // changed\n", "src/new.go": "package a\n"})
+	if drift, err := f.j.Drift(t.Context(), f.snapshot()); err != nil || len(drift) != 0 {
+		t.Fatalf("Drift after changing source = %q, %v; want nothing", drift, err)
+	}
+	f.write(map[string]string{"tests/a.sh": "exit 0\n"})
+	f.remove("pkg/x_test.go")
+	drift, err := f.j.Drift(t.Context(), f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pkg/x_test.go", "tests/a.sh"}; !slices.Equal(drift, want) {
+		t.Errorf("Drift = %q, want %q", drift, want)
+	}
+	// Changed back, it is in order again.
+	f.write(map[string]string{"tests/a.sh": "exit 1\n", "pkg/x_test.go": "package pkg\n"})
+	if drift, err := f.j.Drift(t.Context(), f.snapshot()); err != nil || len(drift) != 0 {
+		t.Errorf("Drift after restoring = %q, %v; want nothing", drift, err)
+	}
+}
+
+// SetFrozen is the record the gates hold agents to, and leaves it where a
+// hook deciding alone finds it.
+func TestSetFrozenWritesTheOfflineRecord(t *testing.T) {
+	f := newFixture(t, nil)
+	fz := Frozen{Files: map[string]string{"tests/b.sh": "bb", "tests/a.sh": "aa", "Makefile": "mm"}}
+	if err := f.j.SetFrozen(fz); err != nil {
+		t.Fatal(err)
+	}
+	off, err := guard.LoadOffline(f.proj.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Makefile", "tests/a.sh", "tests/b.sh"}; !slices.Equal(off.Frozen, want) {
+		t.Errorf("offline frozen = %q, want %q", off.Frozen, want)
+	}
+	if want := []string{"tests/**", "**/*_test.go"}; !slices.Equal(off.ProtectedGlobs, want) {
+		t.Errorf("offline protected = %q, want %q", off.ProtectedGlobs, want)
+	}
+	if len(off.Writable) != 1 {
+		t.Errorf("offline writable = %q", off.Writable)
+	}
+	if got := f.j.Frozen(); !maps.Equal(got.Files, fz.Files) {
+		t.Errorf("Frozen() = %v", got.Files)
+	}
+	// A new record replaces the old one in both places.
+	if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/c.sh": "cc"}}); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := guard.LoadOffline(f.proj.StateDir); !slices.Equal(off.Frozen, []string{"tests/c.sh"}) {
+		t.Errorf("offline frozen after a new record = %q", off.Frozen)
+	}
+}

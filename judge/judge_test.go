@@ -1,0 +1,345 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// hook sends one hook event to the judge as `ctxgraphd hook EVENT` would.
+func (f *fixture) hook(token, event string, payload map[string]any) (*control.HookDecision, error) {
+	f.t.Helper()
+	data, err := json.Marshal(payload)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp, err := f.j.Hook(f.t.Context(), token, control.HookRequest{Event: event, Payload: data})
+	return resp.Decision, err
+}
+
+// mustHook is hook for events that must be answered.
+func (f *fixture) mustHook(token, event string, payload map[string]any) *control.HookDecision {
+	f.t.Helper()
+	d, err := f.hook(token, event, payload)
+	if err != nil {
+		f.t.Fatalf("hook %s: %v", event, err)
+	}
+	return d
+}
+
+// writePayload is a PreToolUse of the Write tool. What else the payload
+// says about who sends it (agent_type, cwd) must not matter: the token says.
+func writePayload(path string) map[string]any {
+	return map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write", "session_id": "s-1",
+		"agent_type": "person", "cwd": "/somewhere/else",
+		"tool_input": map[string]any{"file_path": path, "content": "x\n"}}
+}
+
+func bashPayload(cmd string) map[string]any {
+	return map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "tool_response": map[string]any{"stdout": "ok\n", "stderr": ""}}
+}
+
+func bashFailurePayload(cmd, errText string) map[string]any {
+	return map[string]any{"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "error": errText}
+}
+
+var stopPayload = map[string]any{"hook_event_name": "Stop", "stop_hook_active": false}
+
+func twoFeatures() *progress.List {
+	return list(
+		progress.Feature{ID: "F-001", Scope: []string{"src/a/**"}, Test: "sh tests/a.sh"},
+		progress.Feature{ID: "F-002", Scope: []string{"src/b/**"}, Test: "sh tests/b.sh"},
+	)
+}
+
+// A run's hooks are its hooks because of its token: the registered actor
+// (role, feature, and so the feature's scope) decides, whatever the
+// payload says; no token is a person; a token the judge does not know, or
+// no longer knows, opens nothing.
+func TestHookTokenDecidesWhoActs(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/a.sh": "0123"}}); err != nil {
+		t.Fatal(err)
+	}
+	coderA := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	coderB := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-002", Run: "run-2"})
+	tester := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-3"})
+	forgotten := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-4"})
+	f.j.Forget("run-4")
+	if coderA == "" || coderA == coderB || len(coderA) < 32 {
+		t.Fatalf("tokens %q and %q: want distinct secrets", coderA, coderB)
+	}
+	in := func(rel string) string { return filepath.Join(f.dir, rel) }
+
+	tests := []struct {
+		name       string
+		token      string
+		payload    map[string]any
+		gate, code string // "" when allowed
+		actor      guard.Actor
+		errCode    string // an APIError's code
+		errStatus  int
+	}{
+		{name: "a coder writes outside its feature's scope", token: coderA, payload: writePayload(in("src/b/x.go")),
+			gate: guard.Scope, code: "out_of_scope", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+		{name: "a coder writes outside its scope, relative path", token: coderA, payload: writePayload("src/b/x.go"),
+			gate: guard.Scope, code: "out_of_scope", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+		{name: "a coder writes in its scope", token: coderA, payload: writePayload(in("src/a/x.go"))},
+		{name: "the other feature's coder writes the same file", token: coderB, payload: writePayload(in("src/b/x.go"))},
+		{name: "a person writes it", token: "", payload: writePayload(in("src/b/x.go"))},
+		{name: "a tester edits source", token: tester, payload: writePayload(in("src/a/x.go")),
+			gate: guard.RoleWritePolicy, code: "tester_edits_source", actor: guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-3"}},
+		{name: "a coder changes a frozen test", token: coderA, payload: writePayload(in("tests/a.sh")),
+			gate: guard.FrozenTests, code: "frozen_test", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+		{name: "a person changes a frozen test", token: "", payload: writePayload(in("tests/a.sh"))},
+		{name: "a coder changes Claude Code's local settings", token: coderA, payload: writePayload(in(".claude/settings.local.json")),
+			gate: guard.RoleWritePolicy, code: "daemon_files", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+		{name: "a coder writes the daemon's state", token: coderA, payload: writePayload(filepath.Join(f.proj.StateDir, "state.db")),
+			gate: guard.RoleWritePolicy, actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+		{name: "an unknown token", token: strings.Repeat("ab", 32), payload: writePayload(in("src/a/x.go")),
+			errCode: "unknown_run", errStatus: http.StatusForbidden},
+		{name: "a forgotten run's token", token: forgotten, payload: writePayload(in("src/a/x.go")),
+			errCode: "unknown_run", errStatus: http.StatusForbidden},
+		{name: "a payload that is not JSON", token: coderA, payload: nil, errCode: "bad_payload", errStatus: http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(f.rec.Traces())
+			var d *control.HookDecision
+			var err error
+			if tt.payload == nil {
+				var resp control.HookResponse
+				resp, err = f.j.Hook(t.Context(), tt.token, control.HookRequest{Event: "pre-tool-use", Payload: json.RawMessage(`{"tool_name": `)})
+				d = resp.Decision
+			} else {
+				d, err = f.hook(tt.token, "pre-tool-use", tt.payload)
+			}
+			if tt.errCode != "" {
+				var api *control.APIError
+				if !errors.As(err, &api) || api.Code != tt.errCode || api.HTTPStatus != tt.errStatus {
+					t.Fatalf("err = %v, want an APIError %d %s", err, tt.errStatus, tt.errCode)
+				}
+				if d != nil {
+					t.Errorf("a refused request got a decision: %+v", d)
+				}
+				if got := len(f.rec.Traces()); got != before {
+					t.Errorf("%d traces for a refused request", got-before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("hook: %v", err)
+			}
+			if tt.gate == "" {
+				if d != nil {
+					t.Fatalf("decision %+v, want the write allowed", d)
+				}
+				if got := len(f.rec.Traces()); got != before {
+					t.Errorf("%d traces for an allowed write", got-before)
+				}
+				return
+			}
+			if d == nil || d.Gate != tt.gate || (tt.code != "" && d.Code != tt.code) || d.Mode != string(guard.Enforce) || d.Message == "" {
+				t.Fatalf("decision %+v, want %s/%s enforced with a message", d, tt.gate, tt.code)
+			}
+			// Every denial is a violation, traced with the run it is of.
+			trs := f.rec.Traces()
+			if len(trs) != before+1 {
+				t.Fatalf("%d traces, want one violation", len(trs)-before)
+			}
+			tr := trs[len(trs)-1]
+			want := store.TraceContext{Agent: tt.actor.Role, Feature: tt.actor.Feature, Run: tt.actor.Run}
+			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Gate != d.Gate || tr.Code != d.Code ||
+				tr.Context != want || tr.Project != "p-test" || tr.Timestamp.IsZero() || tr.Event.WhatHappened == "" {
+				t.Errorf("trace %+v, want a hook violation %s/%s of %+v in project p-test", tr, d.Gate, d.Code, want)
+			}
+		})
+	}
+}
+
+// Gates in warn mode let the action through, tell the model, and are
+// traced all the same.
+func TestHookWarnModeIsTraced(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Modes = guard.Modes{guard.Scope: guard.Warn} })
+	f.j.SetList(twoFeatures())
+	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	d := f.mustHook(coder, "pre-tool-use", writePayload("src/b/x.go"))
+	if d == nil || d.Gate != guard.Scope || d.Mode != string(guard.Warn) {
+		t.Fatalf("decision %+v, want a scope warning", d)
+	}
+	trs := f.rec.Traces()
+	if len(trs) != 1 || trs[0].Type != store.TraceViolation || trs[0].Gate != guard.Scope || !strings.Contains(trs[0].Event.WhatHappened, "warn mode") {
+		t.Errorf("traces %+v, want one scope violation that says it was let through", trs)
+	}
+}
+
+// The Bash commands a run ran are its own: PostToolUse and
+// PostToolUseFailure are recorded for the run the token names, and kept
+// in the records.
+func TestHookRecordsBashCommandsOfItsRun(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	t1 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+	t2 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-002", Run: "run-2"})
+
+	for _, h := range []struct {
+		token, event string
+		payload      map[string]any
+	}{
+		{t1, "post-tool-use", bashPayload("sh tests/a.sh")},
+		{t1, "post-tool-use-failure", bashFailurePayload("sh tests/a.sh", "Exit code 3\nassertion failed")},
+		{t1, "post-tool-use", map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Write",
+			"tool_input": map[string]any{"file_path": "x"}, "tool_response": map[string]any{}}},
+		{"", "post-tool-use", bashPayload("sh tests/b.sh")}, // a person's: no run's record
+		{t2, "post-tool-use", bashPayload("ls -la")},
+	} {
+		if d := f.mustHook(h.token, h.event, h.payload); d != nil {
+			t.Errorf("%s: decision %+v, want none", h.event, d)
+		}
+	}
+
+	type rec struct {
+		Run, Feature, Command string
+		ExitCode              int
+		IsTest                bool
+	}
+	simplify := func(rs []guard.TestRecord) []rec {
+		var out []rec
+		for _, r := range rs {
+			if r.OutputDigest == "" || r.Time.IsZero() {
+				t.Errorf("record %+v has no digest or time", r)
+			}
+			out = append(out, rec{r.Run, r.Feature, r.Command, r.ExitCode, r.IsTest})
+		}
+		return out
+	}
+	run1 := []rec{{"run-1", "F-001", "sh tests/a.sh", 0, true}, {"run-1", "F-001", "sh tests/a.sh", 3, true}}
+	run2 := []rec{{"run-2", "F-002", "ls -la", 0, false}}
+	if got := simplify(f.j.Commands("run-1")); !slices.Equal(got, run1) {
+		t.Errorf("Commands(run-1) = %+v, want %+v", got, run1)
+	}
+	if got := simplify(f.j.Commands("run-2")); !slices.Equal(got, run2) {
+		t.Errorf("Commands(run-2) = %+v, want %+v", got, run2)
+	}
+	if got := f.j.Commands("run-9"); got != nil {
+		t.Errorf("Commands of an unknown run = %+v", got)
+	}
+	var stored []rec
+	for _, c := range f.rec.Commands() {
+		stored = append(stored, rec{c.Run, c.Feature, c.Command, c.ExitCode, c.IsTest})
+	}
+	if want := append(slices.Clone(run1), run2...); !slices.Equal(stored, want) {
+		t.Errorf("records = %+v, want %+v", stored, want)
+	}
+	// Commands returns a copy: the caller cannot change the run's record.
+	c := f.j.Commands("run-1")
+	c[0].ExitCode = 99
+	if f.j.Commands("run-1")[0].ExitCode != 0 {
+		t.Error("Commands shares its slice with the run's record")
+	}
+	// A forgotten run's record is gone with it.
+	f.j.Forget("run-1")
+	if got := f.j.Commands("run-1"); got != nil {
+		t.Errorf("Commands after Forget = %+v", got)
+	}
+}
+
+// tester-must-test blocks a tester's Stop until it ran a test, at most
+// guard.MaxStopBlocks times per run; each run counts its own blocks.
+func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	t1 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+	t2 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
+	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-3"})
+
+	for i := 1; i <= guard.MaxStopBlocks; i++ {
+		d := f.mustHook(t1, "stop", stopPayload)
+		if d == nil || d.Gate != guard.TesterMustTest || d.Code != "no_test_run" || d.Mode != string(guard.Enforce) {
+			t.Fatalf("stop %d: decision %+v, want tester-must-test to block", i, d)
+		}
+		if want := fmt.Sprintf("block %d of %d", i, guard.MaxStopBlocks); !strings.Contains(d.Message, want) {
+			t.Errorf("stop %d: message %q does not say %q", i, d.Message, want)
+		}
+	}
+	if d := f.mustHook(t1, "stop", stopPayload); d != nil {
+		t.Errorf("stop %d: decision %+v, want the run let go", guard.MaxStopBlocks+1, d)
+	}
+	// Another run of the same feature starts from zero.
+	if d := f.mustHook(t2, "stop", stopPayload); d == nil || !strings.Contains(d.Message, fmt.Sprintf("block 1 of %d", guard.MaxStopBlocks)) {
+		t.Errorf("the other run's first stop: %+v, want its first block", d)
+	}
+	// Once it ran the test, it may stop.
+	f.mustHook(t2, "post-tool-use-failure", bashFailurePayload("sh tests/a.sh", "Exit code 1\n"))
+	if d := f.mustHook(t2, "stop", stopPayload); d != nil {
+		t.Errorf("stop after a test run: %+v, want none", d)
+	}
+	// A coder's stop is not the tester's gate.
+	if d := f.mustHook(coder, "stop", stopPayload); d != nil {
+		t.Errorf("a coder's stop: %+v", d)
+	}
+	n := 0
+	for _, tr := range f.rec.Traces() {
+		if tr.Gate == guard.TesterMustTest && tr.Code == "no_test_run" && tr.Type == store.TraceViolation {
+			n++
+		}
+	}
+	if n != guard.MaxStopBlocks+1 {
+		t.Errorf("%d tester-must-test violations traced, want %d", n, guard.MaxStopBlocks+1)
+	}
+}
+
+// SessionStart is how a run's hooks check in: IsLive is true from then on;
+// a run the judge does not know is over (nothing to kill).
+func TestHookSessionStartMakesTheRunLive(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
+	if f.j.IsLive("run-1") {
+		t.Fatal("live before its SessionStart")
+	}
+	if d := f.mustHook(tok, "session-start", map[string]any{"hook_event_name": "SessionStart", "source": "startup"}); d != nil {
+		t.Errorf("SessionStart decision %+v", d)
+	}
+	if !f.j.IsLive("run-1") {
+		t.Error("not live after its SessionStart")
+	}
+	if f.j.IsLive("run-2") {
+		t.Error("another run's SessionStart made run-2 live")
+	}
+	// A person's SessionStart makes no run live.
+	f.mustHook("", "session-start", map[string]any{"hook_event_name": "SessionStart"})
+	if f.j.IsLive("run-2") {
+		t.Error("a person's SessionStart made run-2 live")
+	}
+	if !f.j.IsLive("run-404") {
+		t.Error("an unknown run is not live: it would be killed for silence")
+	}
+	if len(f.rec.Traces()) != 0 {
+		t.Errorf("traces %+v for SessionStart", f.rec.Traces())
+	}
+}
+
+// A turn that ended on an API error is kept as a decision trace of its run.
+func TestHookStopFailureIsTraced(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	f.mustHook(tok, "stop-failure", map[string]any{"hook_event_name": "StopFailure", "error": "rate_limit"})
+	trs := f.rec.Traces()
+	if len(trs) != 1 || trs[0].Type != store.TraceDecision || trs[0].Context.Run != "run-1" || !strings.Contains(trs[0].Event.WhatHappened, "rate_limit") {
+		t.Errorf("traces %+v, want a decision naming the error for run-1", trs)
+	}
+}

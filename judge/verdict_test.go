@@ -1,0 +1,466 @@
+package judge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// RunTest runs a feature's test with /bin/sh in the project, in exactly the
+// environment the judge was given, and tells a failing test from one that
+// cannot run.
+func TestRunTest(t *testing.T) {
+	t.Setenv("CG_NOT_GIVEN", "leaked")
+	f := newFixture(t, func(o *Options) { o.Env = append(slices.Clone(testEnv), "CG_GIVEN=yes") })
+	f.write(map[string]string{
+		"tests/pass.sh": "echo all good\nexit 0\n",
+		"tests/fail.sh": "echo first line\necho 'FAILED: 2 of 5' >&2\nexit 3\n",
+		"notexec.sh":    "exit 0\n", // not executable
+	})
+	marker := filepath.Join(t.TempDir(), "ran")
+
+	tests := []struct {
+		name      string
+		test      string
+		passed    bool
+		exit      int
+		cannotRun string // a substring; "" when it ran
+		output    string // a substring of the output
+	}{
+		{name: "passes", test: "sh tests/pass.sh", passed: true, exit: 0, output: "all good"},
+		{name: "fails, exit code and output kept", test: "sh tests/fail.sh", exit: 3, output: "FAILED: 2 of 5"},
+		{name: "a named file is missing", test: "touch " + marker + " && sh tests/missing.sh", exit: -1, cannotRun: "tests/missing.sh does not exist"},
+		{name: "a program is not found (127)", test: "no-such-program-ctxgraphd", exit: 127, cannotRun: "exit 127"},
+		{name: "the script is not executable (126)", test: "./notexec.sh", exit: 126, cannotRun: "exit 126"},
+		{name: "no test command", test: " \t", exit: -1, cannotRun: "no test command"},
+		{name: "the environment is exactly Options.Env", test: `echo "given=$CG_GIVEN not-given=${CG_NOT_GIVEN-absent}"`, passed: true, output: "given=yes not-given=absent"},
+		{name: "it runs in the project", test: "pwd", passed: true, output: f.dir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.j.RunTest(t.Context(), tt.test)
+			if r.Command != tt.test || r.Passed() != tt.passed || r.ExitCode != tt.exit || r.Interrupted || r.TimedOut {
+				t.Errorf("result %+v, want passed=%v exit %d", r, tt.passed, tt.exit)
+			}
+			if (tt.cannotRun == "") != (r.CannotRun == "") || !strings.Contains(r.CannotRun, tt.cannotRun) {
+				t.Errorf("CannotRun = %q, want %q", r.CannotRun, tt.cannotRun)
+			}
+			if !strings.Contains(r.Output, tt.output) {
+				t.Errorf("output %q does not hold %q", r.Output, tt.output)
+			}
+			if r.Summary() == "" {
+				t.Error("no summary")
+			}
+		})
+	}
+	// The command of the "missing file" case never ran.
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("a test whose file is missing was run all the same (%s exists)", marker)
+	}
+}
+
+// A test's output is kept by its end, where the verdict of a runner is.
+func TestRunTestKeepsTheEndOfItsOutput(t *testing.T) {
+	f := newFixture(t, nil)
+	r := f.j.RunTest(t.Context(), "head -c 400000 /dev/zero | tr '\\0' x; echo; echo THE END; exit 1")
+	if r.ExitCode != 1 {
+		t.Fatalf("result %+v", r.ExitCode)
+	}
+	if !strings.HasSuffix(r.Output, "THE END\n") || !strings.HasPrefix(r.Output, "[…earlier output cut…]") {
+		t.Errorf("output starts %q and ends %q, want the cut marked and the end kept", r.Output[:30], r.Output[len(r.Output)-20:])
+	}
+	if len(r.Output) > maxTestOutput+64 {
+		t.Errorf("output is %d bytes, more than the %d kept", len(r.Output), maxTestOutput)
+	}
+	if s := r.Summary(); !strings.Contains(s, "failed (exit 1)") || !strings.Contains(s, "THE END") || len(s) > 600 {
+		t.Errorf("summary %q", s)
+	}
+}
+
+// A test that does not finish within TestTimeout is killed, group and all.
+func TestRunTestTimesOut(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.TestTimeout = 300 * time.Millisecond })
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	r := f.j.RunTest(t.Context(), "sleep 300 & echo $! $$ > "+pidFile+"; sleep 300")
+	if !r.TimedOut || r.Interrupted || r.Passed() || r.ExitCode != -1 || r.CannotRun != "" {
+		t.Fatalf("result %+v, want timed out", r)
+	}
+	if !strings.Contains(r.Summary(), "did not finish") {
+		t.Errorf("summary %q", r.Summary())
+	}
+	for _, pid := range pids(t, waitForFile(t, pidFile)) {
+		if processAlive(pid) {
+			t.Errorf("process %d of the timed-out test is still running", pid)
+		}
+	}
+}
+
+// Cancelling ctx (ctl stop, a shutdown) ends the test at once, with every
+// process it started, and says so.
+func TestRunTestCancelledKillsTheWholeGroup(t *testing.T) {
+	f := newFixture(t, nil)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pids")
+	// The pids are written whole (rename) so that a reader never sees half.
+	test := "sleep 300 & echo $! $$ > " + dir + "/tmp; mv " + dir + "/tmp " + pidFile + "; sleep 300"
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan TestResult, 1)
+	go func() { done <- f.j.RunTest(ctx, test) }()
+	ps := pids(t, waitForFile(t, pidFile))
+	pgid := groupOf(ps[1])
+	if pgid == 0 || pgid == groupOf(os.Getpid()) {
+		t.Fatalf("the test runs in group %d, the daemon in %d: want a group of its own", pgid, groupOf(os.Getpid()))
+	}
+	if members := groupMembers(pgid); len(members) < 3 {
+		t.Fatalf("group %d has %v; want the shell and two sleeps", pgid, members)
+	}
+	cancel()
+	var r TestResult
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunTest did not return within 10s of its context's cancellation")
+	}
+	if !r.Interrupted || r.Passed() || r.TimedOut || r.CannotRun != "" {
+		t.Errorf("result %+v, want interrupted", r)
+	}
+	if !strings.Contains(r.Summary(), "interrupted") {
+		t.Errorf("summary %q", r.Summary())
+	}
+	if left := groupMembers(pgid); len(left) > 0 {
+		t.Errorf("processes %v of the cancelled test's group are still running", left)
+	}
+	for _, pid := range ps {
+		if processAlive(pid) {
+			t.Errorf("process %d of the cancelled test is still running", pid)
+		}
+	}
+}
+
+// A test that leaves a process behind (a server it started and did not
+// stop) is judged by its exit status; what it left goes with its group.
+func TestRunTestLeftoverProcessIsKilledAndTheResultKept(t *testing.T) {
+	f := newFixture(t, nil)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	r := f.j.RunTest(t.Context(), "sleep 300 & echo $! > "+pidFile+"; echo served")
+	if !r.Passed() || r.CannotRun != "" || !strings.Contains(r.Output, "served") {
+		t.Errorf("result %+v, want passed (exit 0)", r)
+	}
+	// Nothing waits for the leftover's end (it held no pipe of the test's
+	// once killed), so its death is awaited here.
+	for _, pid := range pids(t, waitForFile(t, pidFile)) {
+		if !waitDead(pid) {
+			t.Errorf("the test's leftover process %d is still running", pid)
+		}
+	}
+}
+
+// Words of a test command that are not files of the project (a directory
+// the command changes into first, a file its output is redirected to, the
+// script of sh -c) must not make the test "cannot run".
+func TestRunTestRunsCommandsWhoseWordsAreNotProjectFiles(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"sub/t.sh": "exit 0\n", "tests/pass.sh": "exit 0\n"})
+	for _, test := range []string{
+		"cd sub && sh t.sh",
+		"sh tests/pass.sh > test-output.log 2>&1",
+		"sh tests/pass.sh 2>&1 | tee test-run.log",
+		`sh -c "sh tests/pass.sh"`,
+	} {
+		if r := f.j.RunTest(t.Context(), test); !r.Passed() {
+			t.Errorf("RunTest(%q) = %s; want it run, and passed", test, r.Summary())
+		}
+	}
+}
+
+// judgeFixture is a project with a committed base: a frozen test, two
+// features' source and a README, and the judge's record of the frozen test.
+type judgeFixture struct {
+	*fixture
+	list *progress.List
+	base gitrepo.Tree
+}
+
+var judgeBase = map[string]string{
+	"tests/a.sh":  "grep -qx ok src/a/x.go\n",
+	"src/a/x.go":  "broken\n",
+	"src/b/y.go":  "package b\n",
+	"README.md":   "readme\n",
+	"Makefile":    "all:\n",
+	".gitignore":  "/out/\n",
+	"src/a/doc.c": "/* a */\n",
+}
+
+func newJudgeFixture(t *testing.T, modes guard.Modes) *judgeFixture {
+	t.Helper()
+	f := newFixture(t, func(o *Options) { o.Modes = modes })
+	f.write(judgeBase)
+	f.commitAll("base")
+	l := list(
+		progress.Feature{ID: "F-001", Scope: []string{"src/a/**"}, Test: "sh tests/a.sh"},
+		progress.Feature{ID: "F-002", Scope: []string{"src/b/**"}, Test: "sh tests/b.sh"},
+	)
+	base := f.snapshot()
+	fz, err := f.j.Freeze(t.Context(), l, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.j.SetFrozen(fz); err != nil {
+		t.Fatal(err)
+	}
+	if got := fz.Sorted(); !slices.Equal(got, []string{"tests/a.sh"}) {
+		t.Fatalf("frozen %q, want tests/a.sh", got)
+	}
+	return &judgeFixture{fixture: f, list: l, base: base}
+}
+
+func (f *judgeFixture) judge(role string, rerun bool) Judgement {
+	f.t.Helper()
+	return f.j.JudgeRun(f.t.Context(), RunEnd{
+		Actor: guard.Actor{Role: role, Feature: "F-001", Run: "run-7"}, Attempt: 1, Base: f.base, List: f.list, Rerun: rerun,
+	})
+}
+
+// changedPaths renders a change set as "kind path", in path order.
+func changedPaths(cs []gitrepo.Change) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Kind.String()+" "+c.Path)
+	}
+	return out
+}
+
+// A run is judged by its change set: what an enforced gate refuses is put
+// back as it was at the run's start (or removed, when the run added it),
+// and only that; the rest of the run's work stays.
+func TestJudgeRunRestoresWhatAGateRefuses(t *testing.T) {
+	const honest = "src/a/x.go"
+	tests := []struct {
+		name   string
+		role   string
+		misdo  func(f *fixture)
+		path   string // the refused change
+		gate   string
+		code   string
+		honest bool // the run also made an honest change of its feature
+	}{
+		{name: "a coder changes a frozen test", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.write(map[string]string{"tests/a.sh": "exit 0\n"}) },
+			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
+		{name: "a coder deletes a frozen test", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.remove("tests/a.sh") },
+			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
+		{name: "a coder makes a frozen test executable", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { os.Chmod(filepath.Join(f.dir, "tests/a.sh"), 0o755) },
+			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
+		{name: "a coder adds a test where tests live", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.write(map[string]string{"tests/extra.sh": "exit 0\n"}) },
+			path:  "tests/extra.sh", gate: guard.FrozenTests, code: "protected_test"},
+		{name: "a coder adds a Go test", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.write(map[string]string{"src/a/x_test.go": "package a\n"}) },
+			path:  "src/a/x_test.go", gate: guard.FrozenTests, code: "protected_test"},
+		{name: "a coder changes another feature's file", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.write(map[string]string{"src/b/y.go": "package b // mine now\n"}) },
+			path:  "src/b/y.go", gate: guard.Scope, code: "out_of_scope"},
+		{name: "a coder deletes a file outside its scope", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) { f.remove("README.md") },
+			path:  "README.md", gate: guard.Scope, code: "out_of_scope"},
+		{name: "a coder writes Claude Code's local settings", role: guard.Coder, honest: true,
+			misdo: func(f *fixture) {
+				f.write(map[string]string{".claude/settings.local.json": `{"disableAllHooks": true}`})
+			},
+			path: ".claude/settings.local.json", gate: guard.RoleWritePolicy, code: "daemon_files"},
+		{name: "a tester changes source", role: guard.Tester,
+			misdo: func(f *fixture) { f.write(map[string]string{"src/a/x.go": "ok\n"}) },
+			path:  "src/a/x.go", gate: guard.RoleWritePolicy, code: "tester_edits_source"},
+		{name: "a tester adds a file", role: guard.Tester,
+			misdo: func(f *fixture) { f.write(map[string]string{"notes.txt": "x\n"}) },
+			path:  "notes.txt", gate: guard.RoleWritePolicy, code: "tester_edits_source"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newJudgeFixture(t, nil)
+			before := f.read(tt.path)
+			beforeState := fileMode(t, f.dir, tt.path)
+			if tt.honest {
+				f.write(map[string]string{honest: "ok\n", "src/a/new.go": "package a\n"})
+			}
+			tt.misdo(f.fixture)
+			jd := f.judge(tt.role, false)
+			if jd.Err != nil {
+				t.Fatal(jd.Err)
+			}
+			want := []string{tt.gate + "/" + tt.code + " " + tt.path + " enforce"}
+			if got := findings(jd.Findings); !slices.Equal(got, want) {
+				t.Fatalf("findings %q, want %q (changes %q)", got, want, changedPaths(jd.Changes))
+			}
+			if !jd.Blocks() || !slices.Equal(jd.Restored, []string{tt.path}) {
+				t.Errorf("Blocks %v, Restored %q; want %s restored", jd.Blocks(), jd.Restored, tt.path)
+			}
+			if jd.Test != nil {
+				t.Error("the test ran without being asked")
+			}
+			if got := f.read(tt.path); got != before || fileMode(t, f.dir, tt.path) != beforeState {
+				t.Errorf("%s is %q (%s) after judging, want it back as %q (%s)", tt.path, got, fileMode(t, f.dir, tt.path), before, beforeState)
+			}
+			// The tree the verdict stands on is the restored one, and it
+			// holds the run's honest work.
+			changes, err := f.repo.Changes(t.Context(), f.base, jd.Tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantLeft []string
+			if tt.honest {
+				wantLeft = []string{"added src/a/new.go", "modified src/a/x.go"}
+				if f.read(honest) != "ok\n" || f.read("src/a/new.go") != "package a\n" {
+					t.Error("the run's honest change was not left in place")
+				}
+			}
+			if got := changedPaths(changes); !slices.Equal(got, wantLeft) {
+				t.Errorf("changes left in jd.Tree = %q, want %q", got, wantLeft)
+			}
+			if now := f.snapshot(); now != jd.Tree {
+				t.Errorf("jd.Tree %s is not the work tree after restoring (%s)", jd.Tree, now)
+			}
+			// Everything the run changed is reported, refused or not.
+			if !slices.ContainsFunc(jd.Changes, func(c gitrepo.Change) bool { return c.Path == tt.path }) {
+				t.Errorf("changes %q do not hold %s", changedPaths(jd.Changes), tt.path)
+			}
+		})
+	}
+}
+
+// fileMode is "file", "exec" or "absent".
+func fileMode(t *testing.T, dir, rel string) string {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
+	switch {
+	case os.IsNotExist(err):
+		return "absent"
+	case err != nil:
+		t.Fatal(err)
+	case fi.Mode()&0o100 != 0:
+		return "exec"
+	}
+	return "file"
+}
+
+// An honest run's change set meets no gate, and the tree is left alone.
+func TestJudgeRunHonestRun(t *testing.T) {
+	f := newJudgeFixture(t, nil)
+	f.write(map[string]string{"src/a/x.go": "ok\n", "src/a/sub/new.go": "package sub\n", "out/build.bin": "ignored\n"})
+	f.remove("src/a/doc.c")
+	jd := f.judge(guard.Coder, false)
+	if jd.Err != nil || len(jd.Findings) != 0 || len(jd.Restored) != 0 || jd.Blocks() {
+		t.Fatalf("judgement %+v, want no findings", jd)
+	}
+	if got, want := changedPaths(jd.Changes), []string{"deleted src/a/doc.c", "added src/a/sub/new.go", "modified src/a/x.go"}; !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	if jd.Tree == f.base || jd.Tree != f.snapshot() {
+		t.Errorf("tree %s, want the work tree after the run", jd.Tree)
+	}
+	if f.read("src/a/x.go") != "ok\n" {
+		t.Error("an honest change was undone")
+	}
+	// A tester that only ran the test changed nothing.
+	f2 := newJudgeFixture(t, nil)
+	if jd := f2.judge(guard.Tester, false); jd.Err != nil || len(jd.Changes) != 0 || len(jd.Findings) != 0 || jd.Tree != f2.base {
+		t.Errorf("an idle tester's judgement %+v", jd)
+	}
+}
+
+// In warn mode a gate's finding is reported and nothing is put back.
+func TestJudgeRunWarnModeRestoresNothing(t *testing.T) {
+	f := newJudgeFixture(t, guard.Modes{guard.FrozenTests: guard.Warn, guard.Scope: guard.Off})
+	f.write(map[string]string{"tests/a.sh": "exit 0\n", "src/b/y.go": "package b // off-gate\n"})
+	jd := f.judge(guard.Coder, true)
+	if jd.Err != nil {
+		t.Fatal(jd.Err)
+	}
+	if got, want := findings(jd.Findings), []string{"frozen-tests/frozen_test tests/a.sh warn"}; !slices.Equal(got, want) {
+		t.Fatalf("findings %q, want %q", got, want)
+	}
+	if jd.Blocks() || len(jd.Restored) != 0 {
+		t.Errorf("Blocks %v, Restored %q; want nothing put back", jd.Blocks(), jd.Restored)
+	}
+	if f.read("tests/a.sh") != "exit 0\n" || f.read("src/b/y.go") != "package b // off-gate\n" {
+		t.Error("warn mode put a file back")
+	}
+	// Nothing blocks, so the test ran, on the tree as the run left it.
+	if jd.Test == nil || !jd.Test.Passed() {
+		t.Errorf("test %+v, want the changed test run (and pass)", jd.Test)
+	}
+}
+
+// Rerun is the daemon's own run of the feature's test, on the tree as
+// judged; a run an enforced gate refused is not tested at all.
+func TestJudgeRunRerun(t *testing.T) {
+	t.Run("the code passes", func(t *testing.T) {
+		f := newJudgeFixture(t, nil)
+		f.write(map[string]string{"src/a/x.go": "ok\n"}) // as the coder left it
+		f.base = f.snapshot()                             // when the tester started
+		jd := f.judge(guard.Tester, true)
+		if jd.Err != nil || jd.Test == nil || !jd.Test.Passed() || jd.Test.Command != "sh tests/a.sh" {
+			t.Fatalf("judgement %+v test %+v, want the feature's test run and passed", jd, jd.Test)
+		}
+	})
+	t.Run("the code fails", func(t *testing.T) {
+		f := newJudgeFixture(t, nil)
+		jd := f.judge(guard.Tester, true)
+		if jd.Err != nil || jd.Test == nil || jd.Test.Passed() || jd.Test.ExitCode != 1 {
+			t.Fatalf("test %+v, want the feature's test run and failed", jd.Test)
+		}
+	})
+	t.Run("a tester that makes the test pass by changing it", func(t *testing.T) {
+		f := newJudgeFixture(t, nil)
+		f.write(map[string]string{"tests/a.sh": "exit 0\n"})
+		jd := f.judge(guard.Tester, true)
+		if jd.Err != nil || !jd.Blocks() || jd.Test != nil {
+			t.Fatalf("judgement %+v, want blocked and no test run", jd)
+		}
+		if f.read("tests/a.sh") != judgeBase["tests/a.sh"] {
+			t.Error("the test was not put back")
+		}
+		// On the restored tree the test fails, as it should.
+		if r := f.j.RunTest(t.Context(), "sh tests/a.sh"); r.Passed() {
+			t.Errorf("the restored test passes: %s", r.Summary())
+		}
+	})
+	t.Run("a feature without a test", func(t *testing.T) {
+		f := newJudgeFixture(t, nil)
+		f.list.Features[0].Test = ""
+		jd := f.judge(guard.Tester, true)
+		if jd.Test == nil || jd.Test.CannotRun == "" || jd.Test.Passed() {
+			t.Errorf("test %+v, want cannot run", jd.Test)
+		}
+	})
+}
+
+// A run that cannot be judged says so: its claims are not taken.
+func TestJudgeRunBogusBase(t *testing.T) {
+	f := newJudgeFixture(t, nil)
+	f.write(map[string]string{"tests/a.sh": "exit 0\n"})
+	for _, base := range []gitrepo.Tree{"0123456789abcdef0123456789abcdef01234567", "not-a-tree"} {
+		jd := f.j.JudgeRun(t.Context(), RunEnd{Actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-7"}, Base: base, List: f.list, Rerun: true})
+		if jd.Err == nil || !strings.Contains(jd.Err.Error(), "run-7") {
+			t.Errorf("base %s: Err = %v, want an error naming the run", base, jd.Err)
+		}
+		if jd.Test != nil || len(jd.Restored) != 0 {
+			t.Errorf("base %s: a run that could not be judged was acted on: %+v", base, jd)
+		}
+	}
+	if f.read("tests/a.sh") != "exit 0\n" {
+		t.Error("the tree was changed though the run could not be judged")
+	}
+}

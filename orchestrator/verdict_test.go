@@ -1,0 +1,589 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// initializerWith writes files and a list of features (pending, titled).
+func initializerWith(files map[string]string, features ...progress.Feature) script {
+	return func(_ context.Context, _ agents.Spec, h *harness) agents.Result {
+		for p, content := range files {
+			h.write(p, content)
+		}
+		l := &progress.List{Version: 1}
+		for _, f := range features {
+			f.Title, f.Status = "feature "+f.ID, progress.Pending
+			l.Features = append(l.Features, f)
+		}
+		progress.WriteFeatureList(h.proj.Progress(), l)
+		return agents.Result{Summary: "wrote the list", NumTurns: 2}
+	}
+}
+
+// initializerWithTests writes one feature per test script, F-001 first,
+// whose test is `sh tests/<id>.sh` and whose scope is src/<id>.txt.
+func initializerWithTests(bodies ...string) script {
+	files := map[string]string{}
+	var fs []progress.Feature
+	for i, body := range bodies {
+		id := fmt.Sprintf("F-%03d", i+1)
+		files["tests/"+id+".sh"] = body
+		fs = append(fs, progress.Feature{ID: id, Test: "sh tests/" + id + ".sh", Scope: []string{"src/" + id + ".txt"}})
+	}
+	return initializerWith(files, fs...)
+}
+
+// hangingTest is a test script that starts a grandchild, leaves the pids of
+// both (the grandchild's, then its own) in dir/pids, and never ends.
+func hangingTest(dir string) string {
+	return "sleep 600 & echo $! $$ > " + dir + "/pids.tmp; mv " + dir + "/pids.tmp " + dir + "/pids; wait\n"
+}
+
+// waitForPids waits for the pids a test script leaves in dir/pids.
+func waitForPids(t *testing.T, dir string) []int {
+	t.Helper()
+	var data []byte
+	waitFor(t, func() bool {
+		var err error
+		data, err = os.ReadFile(filepath.Join(dir, "pids"))
+		return err == nil
+	})
+	var out []int
+	for _, w := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(w)
+		if err != nil {
+			t.Fatalf("pid %q: %v", w, err)
+		}
+		out = append(out, n)
+	}
+	if len(out) != 2 {
+		t.Fatalf("pids %q, want two", data)
+	}
+	return out
+}
+
+// theTest is what initializerWrites writes as tests/F-001.sh.
+const theTest = "#!/bin/sh\ngrep -qx 'F-001 works' src/F-001.txt\n"
+
+// git runs git in the project and returns its trimmed output and whether
+// it succeeded.
+func (h *harness) git(args ...string) (string, bool) {
+	h.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = h.proj.Dir
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err == nil
+}
+
+func (h *harness) read(rel string) string {
+	h.t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.proj.Dir, filepath.FromSlash(rel)))
+	if os.IsNotExist(err) {
+		return "<absent>"
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (h *harness) violations() []store.Trace {
+	h.t.Helper()
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return trs
+}
+
+// gateCodes renders traces as "gate/code" in order.
+func gateCodes(trs []store.Trace) []string {
+	var out []string
+	for _, tr := range trs {
+		out = append(out, tr.Gate+"/"+tr.Code)
+	}
+	return out
+}
+
+// Every run is in the store, with the tree it starts from and the hash of
+// its token, and its transition committed, before its process starts: a
+// crash at any point finds it there.
+func TestRunIsPersistedBeforeItStarts(t *testing.T) {
+	h := newHarness(t)
+	wantState := map[agents.Role]string{agents.Initializer: "init", agents.Coder: "code", agents.Tester: "test"}
+	var checked []string
+	h.runner.onRun = func(spec agents.Spec) {
+		checked = append(checked, spec.RunID)
+		st, err := h.st.Load()
+		if err != nil {
+			t.Errorf("%s: load: %v", spec.RunID, err)
+			return
+		}
+		r := st.Session.Run
+		if r == nil || r.ID != spec.RunID || r.Role != string(spec.Role) || r.Feature != spec.FeatureID || r.SessionID != spec.SessionID ||
+			r.BaseTree == "" || r.TokenHash == "" || r.TokenHash != control.TokenHash(spec.Token) || r.Outcome != "" {
+			t.Errorf("%s: the stored run in flight is %+v, want this run with its base tree and token hash", spec.RunID, r)
+		}
+		if st.Session.State != wantState[spec.Role] || st.LastRunSeq == 0 {
+			t.Errorf("%s: stored state %q, want %q", spec.RunID, st.Session.State, wantState[spec.Role])
+		}
+		runs, err := h.st.Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == spec.RunID }); i < 0 || runs[i].BaseTree == "" || runs[i].TokenHash != control.TokenHash(spec.Token) {
+			t.Errorf("%s: not in the store's runs with its base tree and token hash", spec.RunID)
+		}
+		trs, err := h.st.Transitions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := trs[len(trs)-1]; last.Run != spec.RunID || last.To != wantState[spec.Role] {
+			t.Errorf("%s: the last stored transition is %+v, want this run's, to %s", spec.RunID, last, wantState[spec.Role])
+		}
+		if spec.Role == agents.Coder {
+			if c := st.Counters[spec.FeatureID]; c.Base == "" || c.CoderSession != spec.SessionID || c.Runs == 0 {
+				t.Errorf("%s: stored counters %+v, want the feature's base and coding session", spec.RunID, c)
+			}
+		}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) != 5 {
+		t.Errorf("checked %d runs, want 5", len(checked))
+	}
+}
+
+// The daemon's own run of the test decides a verdict: a tester that claims
+// tested with a passing record of its own while the code fails its test is
+// refused, and each retry resumes the coding session; when the code passes,
+// the verdict is accepted and a commit holds the coder's work.
+func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
+	t.Run("the code fails its test", func(t *testing.T) {
+		h := newHarness(t)
+		h.runner.script[agents.Initializer] = initializerWrites(1)
+		h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.write("src/F-001.txt", "F-001 almost works\n")
+			h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+			return agents.Result{Summary: "implemented", NumTurns: 3}
+		}
+		h.runner.script[agents.Tester] = testerClaims(true)
+		if err := h.runToEnd(); err != nil {
+			t.Fatal(err)
+		}
+		specs := h.runner.runs()
+		if got, want := roles(specs), "initializer coding:F-001 tester:F-001 coding:F-001 tester:F-001 coding:F-001 tester:F-001"; got != want {
+			t.Fatalf("runs = %s, want %s", got, want)
+		}
+		if f := h.list().Feature("F-001"); f.Tested || f.Status != progress.Blocked {
+			t.Errorf("F-001 = %s tested=%v, want blocked and not tested", f.Status, f.Tested)
+		}
+		var rejected int
+		for _, tr := range h.violations() {
+			if tr.Gate == guard.TestedNeedsEvidence && tr.Code == "verdict_rejected" {
+				rejected++
+				if !strings.Contains(tr.Event.WhatHappened, "did not pass") || tr.Context.Feature != "F-001" || tr.Context.Agent != string(agents.Tester) {
+					t.Errorf("rejection traced as %+v", tr)
+				}
+			}
+		}
+		if rejected != 3 {
+			t.Errorf("%d verdict_rejected violations, want one per claim (3): %q", rejected, gateCodes(h.violations()))
+		}
+		// The retries resume the first coding run's session.
+		first := specs[1]
+		for _, retry := range []agents.Spec{specs[3], specs[5]} {
+			if !retry.Resume || retry.SessionID != first.SessionID {
+				t.Errorf("retry %s (attempt %d): resume=%v session %s, want a resume of %s", retry.RunID, retry.Attempt, retry.Resume, retry.SessionID, first.SessionID)
+			}
+		}
+		if first.Resume {
+			t.Error("the first coding run resumes a session")
+		}
+		// The daemon's output is kept as evidence; nothing is committed as
+		// tested; the blocked feature's work is kept aside and the tree put back.
+		if log := h.read(".claude/progress/evidence/F-001/daemon-verdict-attempt-1.log"); !strings.Contains(log, "failed (exit 1)") {
+			t.Errorf("the daemon's verdict log: %q", log)
+		}
+		if _, ok := h.git("rev-parse", "-q", "--verify", "refs/ctxgraphd/tested/F-001"); ok {
+			t.Error("a refused feature has a tested ref")
+		}
+		kept, ok := h.git("show", "refs/ctxgraphd/blocked/F-001:src/F-001.txt")
+		if !ok || kept != "F-001 almost works" {
+			t.Errorf("blocked ref holds %q (%v), want the coder's work", kept, ok)
+		}
+		if got := h.read("src/F-001.txt"); got != "<absent>" {
+			t.Errorf("src/F-001.txt = %q after the block, want the tree put back", got)
+		}
+	})
+
+	t.Run("the code passes", func(t *testing.T) {
+		h := newHarness(t)
+		h.runner.script[agents.Initializer] = initializerWrites(1)
+		h.runner.script[agents.Tester] = testerClaims(true)
+		if err := h.runToEnd(); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(h.list()); got != "F-001=tested" {
+			t.Fatalf("features = %s", got)
+		}
+		st, err := h.st.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := st.Counters["F-001"]
+		if c.Commit == "" || c.Branch == "" {
+			t.Fatalf("counters %+v, want the verdict's commit on the branch", c)
+		}
+		if got, _ := h.git("show", c.Commit+":src/F-001.txt"); got != "F-001 works" {
+			t.Errorf("the commit holds src/F-001.txt = %q, want the coder's file", got)
+		}
+		if got, _ := h.git("show", c.Commit+":tests/F-001.sh"); got+"\n" != theTest {
+			t.Errorf("the commit holds tests/F-001.sh = %q", got)
+		}
+		if got, _ := h.git("rev-parse", "refs/ctxgraphd/tested/F-001"); got != c.Commit {
+			t.Errorf("tested ref at %q, want %s", got, c.Commit)
+		}
+		if got, _ := h.git("rev-parse", "HEAD"); got != c.Commit {
+			t.Errorf("HEAD at %q, want %s", got, c.Commit)
+		}
+		if msg, _ := h.git("log", "-1", "--format=%B", c.Commit); !strings.Contains(msg, "ctxgraphd-feature: F-001") {
+			t.Errorf("commit message %q", msg)
+		}
+		runs, err := h.st.Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := runs[len(runs)-1]; last.Role != string(agents.Tester) || last.Commit != c.Commit || last.Outcome != "ok" {
+			t.Errorf("the tester's run record %+v, want ok with the commit", last)
+		}
+		if trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceApproval}); len(trs) != 1 {
+			t.Errorf("%d approvals, want 1", len(trs))
+		}
+		if v := h.violations(); len(v) != 0 {
+			t.Errorf("violations %q", gateCodes(v))
+		}
+	})
+}
+
+// A test that passes before any code, or that cannot run, makes nothing
+// tested: the feature is blocked before any coding run, without counting
+// against max_blocked (it is the list's problem, not the coders').
+func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.MaxBlocked = 3
+	h.runner.script[agents.Initializer] = initializerWith(
+		map[string]string{"tests/F-001.sh": "exit 0\n", "tests/F-003.sh": "no-such-program-ctxgraphd --check\n"},
+		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"},   // vacuous
+		progress.Feature{ID: "F-002", Test: "sh tests/missing.sh"}, // names a missing file
+		progress.Feature{ID: "F-003", Test: "sh tests/F-003.sh"},   // exit 127
+	)
+	if err := h.runToEnd(); err != nil {
+		t.Fatalf("loop: %v; want the session done", err)
+	}
+	if got := roles(h.runner.runs()); got != "initializer" {
+		t.Errorf("runs = %s, want no coding run", got)
+	}
+	if got := summary(h.list()); got != "F-001=blocked F-002=blocked F-003=blocked" {
+		t.Errorf("features = %s", got)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Session.State != "done" || st.Session.BlockedInSession != 0 {
+		t.Errorf("session %s with %d blocked in session, want done with none counted", st.Session.State, st.Session.BlockedInSession)
+	}
+	wantRed := map[string]string{"F-001": "passes", "F-002": "cannot_run", "F-003": "cannot_run"}
+	for id, red := range wantRed {
+		if c := st.Counters[id]; c.Red != red || c.RedDetail == "" || c.Failures != 0 {
+			t.Errorf("%s counters %+v, want red %s with a detail and no failure", id, c, red)
+		}
+	}
+	want := []string{"red-before-green/vacuous_test", "red-before-green/test_cannot_run", "red-before-green/test_cannot_run"}
+	if got := gateCodes(h.violations()); !slices.Equal(got, want) {
+		t.Errorf("violations %q, want %q", got, want)
+	}
+	if c := st.Counters["F-002"]; !strings.Contains(c.RedDetail, "tests/missing.sh does not exist") {
+		t.Errorf("F-002's detail %q does not name the missing file", c.RedDetail)
+	}
+}
+
+// With red-before-green in warn mode a vacuous test is reported and the
+// feature worked all the same.
+func TestRedBeforeGreenWarnWorksTheFeature(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Gates[guard.RedBeforeGreen] = config.Warn
+	h.runner.script[agents.Initializer] = initializerWithTests("exit 0\n")
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001 tester:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	if got := gateCodes(h.violations()); !slices.Equal(got, []string{"red-before-green/vacuous_test"}) {
+		t.Errorf("violations %q, want the vacuous test reported", got)
+	}
+}
+
+// A coder that changes its feature's frozen test, by whatever route, has
+// the change put back and its attempt failed: the tester is not spawned
+// for it, and the violation is traced.
+func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := coderCompletes(ctx, spec, h)
+		if spec.Attempt == 1 {
+			h.write("tests/F-001.sh", "exit 0\n") // as `echo 'exit 0' > tests/F-001.sh` would
+		}
+		return res
+	}
+	var testAtTester string
+	h.runner.onRun = func(spec agents.Spec) {
+		if spec.Role == agents.Tester {
+			testAtTester = h.read("tests/F-001.sh")
+		}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	specs := h.runner.runs()
+	if got, want := roles(specs), "initializer coding:F-001 coding:F-001 tester:F-001"; got != want {
+		t.Fatalf("runs = %s, want %s", got, want)
+	}
+	if got := h.read("tests/F-001.sh"); got != theTest {
+		t.Errorf("tests/F-001.sh = %q, want it put back", got)
+	}
+	if testAtTester != theTest {
+		t.Errorf("the tester ran on tests/F-001.sh = %q", testAtTester)
+	}
+	v := h.violations()
+	if got := gateCodes(v); !slices.Equal(got, []string{"frozen-tests/frozen_test"}) {
+		t.Fatalf("violations %q, want one frozen_test", got)
+	}
+	if c := v[0].Context; c.Run != specs[1].RunID || c.Agent != string(agents.Coder) || c.Feature != "F-001" || v[0].Source != store.SourceAuto {
+		t.Errorf("violation %+v, want the first coding run's", v[0])
+	}
+	if retry := specs[2]; !retry.Resume || retry.SessionID != specs[1].SessionID || retry.Attempt != 2 {
+		t.Errorf("the retry: attempt %d resume=%v session %s, want attempt 2 resuming %s", retry.Attempt, retry.Resume, retry.SessionID, specs[1].SessionID)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Counters["F-001"]; !strings.Contains(c.LastFailure, "tests/F-001.sh") || c.Failures != 1 {
+		t.Errorf("counters %+v, want one failure naming the test", c)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	if got, _ := h.git("show", "refs/ctxgraphd/tested/F-001:tests/F-001.sh"); got+"\n" != theTest {
+		t.Errorf("the tested commit holds tests/F-001.sh = %q", got)
+	}
+}
+
+// A person's change to a frozen test while no run is in flight (here while
+// the daemon was down, between two runs) is theirs: the record follows it,
+// and nothing is put back.
+func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	h.runner.script[agents.Initializer] = initializerWithTests(hangingTest(dir))
+	ctx, cancel := context.WithCancel(context.Background())
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	waitForPids(t, dir) // the daemon checks the test before any code
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	const fixed = "grep -q 'F-001 works' src/F-001.txt\n"
+	h.write("tests/F-001.sh", fixed) // the person's fix
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001 tester:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	if got := h.read("tests/F-001.sh"); got != fixed {
+		t.Errorf("tests/F-001.sh = %q, want the person's version kept", got)
+	}
+	if v := h.violations(); len(v) != 0 {
+		t.Errorf("violations %q for a person's change", gateCodes(v))
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	blob, _ := h.git("hash-object", "tests/F-001.sh")
+	if got := h.current.judge.Frozen().Files["tests/F-001.sh"]; got != blob {
+		t.Errorf("frozen record of tests/F-001.sh is %s, want the person's version %s", got, blob)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(st.Frozen), blob) {
+		t.Errorf("the stored record %s does not hold the person's version", st.Frozen)
+	}
+	trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Text: "frozen tests changed while no agent ran"})
+	if len(trs) != 1 {
+		t.Errorf("%d decisions that the record followed the person, want 1", len(trs))
+	}
+}
+
+// A run lost in a crash (its daemon gone, its processes left to finish)
+// is judged by what it left in the tree when the next daemon starts: what
+// it must not have changed is put back and traced before the run is redone.
+func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	started := make(chan agents.Spec, 1)
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, _ *harness) agents.Result {
+		started <- spec
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	lost := <-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Session.Run; r == nil || r.ID != lost.RunID || r.BaseTree == "" {
+		t.Fatalf("stored run in flight %+v, want the lost coding run with its base", r)
+	}
+	// What the run's processes did after the daemon was gone.
+	h.write("tests/F-001.sh", "exit 0\n")
+	h.write("src/F-001.txt", "F-001 works\n")
+
+	h.runner.script[agents.Coder] = coderCompletes
+	var atRedo string
+	var violationsAtRedo []string
+	h.runner.onRun = func(spec agents.Spec) {
+		if spec.Role == agents.Coder {
+			atRedo = h.read("tests/F-001.sh")
+			violationsAtRedo = gateCodes(h.violations())
+		}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if atRedo != theTest {
+		t.Errorf("the redo started with tests/F-001.sh = %q, want it put back", atRedo)
+	}
+	if !slices.Equal(violationsAtRedo, []string{"frozen-tests/frozen_test"}) {
+		t.Errorf("violations when the redo started: %q, want the lost run's frozen_test", violationsAtRedo)
+	}
+	v := h.violations()
+	if len(v) != 1 || v[0].Context.Run != lost.RunID {
+		t.Errorf("violations %+v, want one, of the lost run %s", v, lost.RunID)
+	}
+	if got, want := roles(h.runner.runs()), "initializer coding:F-001 coding:F-001 tester:F-001"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	runs, err := h.st.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == lost.RunID }); i < 0 || runs[i].Outcome != "interrupted" || runs[i].Ended != "lost" {
+		t.Errorf("the lost run's record: %+v", runs[i])
+	}
+}
+
+// With frozen-tests in warn mode a coder's change to its test is let
+// through and reported; it stays the agent's change: the record of the
+// frozen tests follows a person, never an agent, and the change is not
+// taken for a person's at the next run.
+func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Gates[guard.FrozenTests] = config.Warn
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := coderCompletes(ctx, spec, h)
+		h.write("tests/F-001.sh", "exit 0\n")
+		return res
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gateCodes(h.violations()); !slices.Equal(got, []string{"frozen-tests/frozen_test"}) {
+		t.Errorf("violations %q, want the warned frozen_test", got)
+	}
+	if got := h.read("tests/F-001.sh"); got != "exit 0\n" {
+		t.Errorf("tests/F-001.sh = %q: warn mode put it back", got)
+	}
+	blob, _ := h.git("hash-object", "--stdin")
+	_ = blob
+	cmd := exec.Command("git", "hash-object", "--stdin")
+	cmd.Dir, cmd.Stdin = h.proj.Dir, strings.NewReader(theTest)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.current.judge.Frozen().Files["tests/F-001.sh"], strings.TrimSpace(string(out)); got != want {
+		t.Errorf("the frozen record of tests/F-001.sh is %s, want the accepted version %s: it followed the agent", got, want)
+	}
+	if trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Text: "while no agent ran"}); len(trs) != 0 {
+		t.Errorf("the coder's change was recorded as a person's: %q", trs[0].Event.WhatHappened)
+	}
+}
+
+// A tester's tested: true that no verdict judged does not stay on disk
+// when the daemon shuts down with the tester's run in flight.
+func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	claimed := make(chan struct{})
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		testerClaims(true)(ctx, spec, h)
+		// The claim is taken (as a claim) before the run is stopped.
+		waitFor(t, func() bool { s, _ := h.current.Features(ctx); return len(s) == 1 })
+		close(claimed)
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	<-claimed
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if h.list().Feature("F-001").Tested {
+		t.Error("feature-list.json says F-001 is tested after a shutdown, though no verdict judged the tester's claim")
+	}
+}
