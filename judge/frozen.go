@@ -82,6 +82,33 @@ func (j *Judge) Freeze(ctx context.Context, l *progress.List, tree gitrepo.Tree)
 	return fz, nil
 }
 
+// Adopt takes paths' content in tree into the record (a person changed
+// them): a path tree lacks leaves the record. It returns the new record,
+// which the caller persists.
+func (j *Judge) Adopt(ctx context.Context, tree gitrepo.Tree, paths []string) (Frozen, error) {
+	entries, err := j.opts.Repo.Files(ctx, tree)
+	if err != nil {
+		return Frozen{}, err
+	}
+	now := make(map[string]string, len(entries))
+	for _, e := range entries {
+		now[e.Path] = e.ID
+	}
+	old := j.Frozen()
+	fz := Frozen{Files: make(map[string]string, len(old.Files)), At: j.opts.Now().UTC()}
+	for p, id := range old.Files {
+		fz.Files[p] = id
+	}
+	for _, p := range paths {
+		if id, ok := now[p]; ok {
+			fz.Files[p] = id
+		} else {
+			delete(fz.Files, p)
+		}
+	}
+	return fz, j.SetFrozen(fz)
+}
+
 // Drift compares the frozen files in tree with the record: the paths whose
 // content differs (or that are gone).
 func (j *Judge) Drift(ctx context.Context, tree gitrepo.Tree) ([]string, error) {

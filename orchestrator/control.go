@@ -249,9 +249,16 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.pending.FeatureList = o.canonical.Marshal()
 		o.commit()
 		o.writeFeatureList()
-		if o.active != nil && o.active.run.Feature == id {
+		switch {
+		case o.active != nil && o.active.run.Feature == id:
 			o.active.interrupt = "feature skipped by ctl"
 			o.active.cancel()
+			return nil
+		case o.job != nil && o.job.feature == id:
+			// The daemon's own work on it (a verdict, a test check) is
+			// moot: stop it, whole.
+			o.job.interrupt = "feature skipped by ctl"
+			o.job.cancel()
 			return nil
 		}
 		o.afterListChange()

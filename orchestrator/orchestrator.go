@@ -387,6 +387,9 @@ func (o *Orchestrator) shutdown() {
 			o.job = nil // its result is not taken: the work is redone at the next start
 		}
 	}
+	// A claim no verdict judged does not stay on the disk for the next
+	// start to read as tested.
+	o.dropUnjudgedClaim()
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()
 	}

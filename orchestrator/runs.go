@@ -285,6 +285,7 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 		return
 	}
 	o.recordFindings(ev.run, jd)
+	o.session.LastTree = string(jd.Tree)
 	switch out.Role {
 	case statemachine.Initializer:
 		if o.canonical != nil {
@@ -457,6 +458,7 @@ func (o *Orchestrator) judgeLeftovers(r store.Run) {
 		return
 	}
 	o.recordFindings(r, jd)
+	o.session.LastTree = string(jd.Tree)
 }
 
 // recordFindings keeps what the gates found in a run's change set as
@@ -523,8 +525,9 @@ func (o *Orchestrator) claimProblem(id, runID string) string {
 func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) {
 	id, run := ev.run.Feature, ev.run
 	f := o.canonical.Feature(id)
-	if f == nil {
-		return false, ""
+	if f == nil || f.Status == progress.Blocked {
+		o.claim = ""
+		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
 	o.claim = ""
 	if !ev.claimed {
@@ -677,17 +680,42 @@ func (o *Orchestrator) refreeze(tree gitrepo.Tree, why string) {
 }
 
 // adoptFrozenDrift takes a frozen test that changed between runs as a
-// person's change: no agent runs then, and what agents change in a run is
-// put back when the run ends.
+// person's change: what changed from the tree the last judged run left to
+// the tree the next one starts from was changed while no agent ran. A
+// frozen test an agent changed and a gate in warn mode let stand is not a
+// person's, and the record keeps what it held.
 func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
-	drift, err := o.judge.Drift(context.Background(), base)
+	ctx := context.Background()
+	drift, err := o.judge.Drift(ctx, base)
 	if err != nil || len(drift) == 0 {
 		return
 	}
+	if last := o.session.LastTree; last != "" {
+		between, err := o.repo.Changes(ctx, gitrepo.Tree(last), base)
+		if err != nil {
+			o.log.Warn("could not tell a person's changes of the tests from an agent's", zap.Error(err))
+			return
+		}
+		changed := map[string]bool{}
+		for _, c := range between {
+			changed[c.Path] = true
+		}
+		drift = slices.DeleteFunc(drift, func(p string) bool { return !changed[p] })
+		if len(drift) == 0 {
+			return
+		}
+	}
+	fz, err := o.judge.Adopt(ctx, base, drift)
+	if err != nil {
+		o.log.Warn("could not record a person's change of the tests", zap.Error(err))
+		return
+	}
+	data, _ := json.Marshal(fz)
+	o.pending.Frozen = data
 	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto,
 		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
 			Why: "tests are a person's to change"}})
-	o.refreeze(base, "frozen tests changed while no agent ran")
+	o.log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
 }
 
 // testChecked is a feature's test, run before its first coding attempt.

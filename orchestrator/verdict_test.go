@@ -544,8 +544,6 @@ func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 	if got := h.read("tests/F-001.sh"); got != "exit 0\n" {
 		t.Errorf("tests/F-001.sh = %q: warn mode put it back", got)
 	}
-	blob, _ := h.git("hash-object", "--stdin")
-	_ = blob
 	cmd := exec.Command("git", "hash-object", "--stdin")
 	cmd.Dir, cmd.Stdin = h.proj.Dir, strings.NewReader(theTest)
 	out, err := cmd.Output()
@@ -568,8 +566,6 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	claimed := make(chan struct{})
 	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		testerClaims(true)(ctx, spec, h)
-		// The claim is taken (as a claim) before the run is stopped.
-		waitFor(t, func() bool { s, _ := h.current.Features(ctx); return len(s) == 1 })
 		close(claimed)
 		<-ctx.Done()
 		return agents.Result{Ended: agents.EndCancelled}
@@ -579,6 +575,13 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- o.Run(ctx) }()
 	<-claimed
+	// The daemon has taken the claim (the watcher saw the write) before
+	// it shuts down; asked on the loop's own goroutine.
+	waitFor(t, func() bool {
+		var claim string
+		o.do(ctx, func() error { claim = o.claim; return nil })
+		return claim == "F-001"
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -70,6 +70,10 @@ type Session struct {
 	PauseRequested   bool      `json:"pause_requested,omitempty"`
 	WaitingUntil     time.Time `json:"waiting_until,omitzero"`
 	Message          string    `json:"message,omitempty"`
+	// LastTree is the project's work tree (a git tree) as the last judged
+	// run left it: what changed between it and the next run's start was
+	// changed while no agent ran, by a person.
+	LastTree string `json:"last_tree,omitempty"`
 	UpdatedAt        time.Time `json:"updated_at"`
 }
 
