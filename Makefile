@@ -10,6 +10,8 @@ CLAUDE_VERSION := 2.1.330
 TOOLS         := $(CURDIR)/.tools
 CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
 CLAUDE        := $(TOOLS)/node_modules/.bin/claude
+GREMLINS_VERSION := v0.6.0
+GREMLINS      := $(TOOLS)/bin/gremlins
 BIN           := $(CURDIR)/bin/ctxgraphd
 HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 
@@ -17,7 +19,7 @@ HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
 
-.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox
+.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox mutate
 
 all: build
 
@@ -83,6 +85,17 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) ./guard
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./scriptedmodel
+
+# Mutation testing of the packages whose tests are unit tests: gremlins,
+# pinned, from the Go module proxy. Per package, about 5 to 10 minutes on two
+# cores; `make mutate MUTATE_PKGS=guard` for one. It prints the efficacy of
+# each and fails below its target (internal/mutate says which and why).
+MUTATE_PKGS ?=
+$(GREMLINS):
+	GOBIN=$(TOOLS)/bin $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
+
+mutate: deps $(GREMLINS)
+	$(GO) run ./internal/mutate -gremlins $(GREMLINS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
 
 demo: build claude sandbox
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo
