@@ -36,7 +36,7 @@ func runFake(t *testing.T, opts Options, body string) (Result, string) {
 	}
 	r := NewRunner(opts, nil)
 	var started int
-	res := r.Run(context.Background(), Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p"},
+	res := r.Run(context.Background(), Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p", Token: "tok-1"},
 		func(pid int) { started = pid }, nil)
 	if res.Ended != EndStartFailed && started != res.PID {
 		t.Errorf("onStart got %d, result says %d", started, res.PID)
@@ -57,13 +57,23 @@ func TestRunSeesEnvAndStdin(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	env, _ := os.ReadFile(filepath.Join(dir, "env.txt"))
-	for _, want := range []string{"CTXGRAPH_RUN=run-000001", "CTXGRAPH_AGENT=coding-agent", "CTXGRAPH_SOCKET=/x.sock"} {
+	for _, want := range []string{"CTXGRAPH_RUN=run-000001", "CTXGRAPH_AGENT=coding-agent", "CTXGRAPH_SOCKET=/x.sock", "CTXGRAPH_TOKEN=tok-1"} {
 		if !strings.Contains(string(env), want) {
 			t.Errorf("the run's environment lacks %s", want)
 		}
 	}
 	if in, _ := os.ReadFile(filepath.Join(dir, "stdin.txt")); len(in) != 0 {
 		t.Errorf("stdin was not empty: %q", in)
+	}
+}
+
+// The CLI that cannot start its sandbox says so in its result line: no
+// agent ran, and the run says why, for the daemon not to charge anyone.
+func TestRunSandboxUnavailable(t *testing.T) {
+	res, _ := runFake(t, Options{}, `echo 'Error: sandbox required but unavailable: bubblewrap (bwrap) not installed' >&2; `+
+		`echo '{"type":"result","subtype":"success","is_error":true,"num_turns":0,"total_cost_usd":0,"startup_failure_reason":"sandbox_required_unavailable","result":"","session_id":"s-1"}'; exit 1`)
+	if res.StartupFailure != "sandbox_required_unavailable" || res.OK() || !strings.Contains(res.StderrTail, "bwrap") {
+		t.Errorf("result = %+v", res)
 	}
 }
 
