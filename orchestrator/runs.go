@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -159,6 +160,17 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 	}
 	for _, p := range o.judge.Frozen().Sorted() {
 		deny = append(deny, in(p))
+	}
+	if o.canonical != nil && role != agents.Initializer {
+		// Where tests live as a whole directory (tests/**), the sandbox
+		// keeps new files out too, not only the verdict afterwards.
+		for _, g := range o.cfg.Protected {
+			if d, ok := strings.CutSuffix(g, "/**"); ok && !strings.ContainsAny(d, "*?[{") {
+				if fi, err := os.Stat(in(d)); err == nil && fi.IsDir() {
+					deny = append(deny, in(d))
+				}
+			}
+		}
 	}
 	allow := slices.Clone(o.opts.Writable)
 	if role == agents.Tester && feature != "" {
