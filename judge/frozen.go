@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
@@ -134,67 +133,7 @@ func (j *Judge) Drift(ctx context.Context, tree gitrepo.Tree) ([]string, error) 
 }
 
 // TestFiles returns what a test command names that may be a file of the
-// project: its arguments that are relative paths (a script, a test file),
-// package.json for an npm, yarn or pnpm script, the Makefile for make.
-// Which of them exist is the tree's to say. Directories and package
-// patterns (./pkg/...) are not files: the tests inside them are
-// gates.protected's.
-func TestFiles(test string) []string {
-	words := shellWords(test)
-	var out []string
-	for i, w := range words {
-		switch {
-		case w == "npm" || w == "yarn" || w == "pnpm":
-			out = append(out, "package.json")
-		case w == "make" || w == "gmake":
-			out = append(out, "Makefile", "makefile", "GNUmakefile")
-		}
-		if i == 0 && !strings.Contains(w, "/") {
-			continue // a program on PATH
-		}
-		if strings.HasPrefix(w, "-") || strings.ContainsAny(w, "$`*?[{~=") || strings.HasSuffix(w, "/...") || strings.HasPrefix(w, "/") {
-			continue
-		}
-		p := strings.TrimPrefix(w, "./")
-		if p == "" || p == "." || strings.HasPrefix(p, "../") {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// shellWords splits a command into words the way a shell would for simple
-// commands: quotes group, and ;, &, | and redirections separate.
-func shellWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	in := false
-	var quote rune
-	flush := func() {
-		if in {
-			out = append(out, cur.String())
-			cur.Reset()
-			in = false
-		}
-	}
-	for _, r := range s {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case r == '\'' || r == '"':
-			quote, in = r, true
-		case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '<' || r == '>':
-			flush()
-		default:
-			cur.WriteRune(r)
-			in = true
-		}
-	}
-	flush()
-	return out
-}
+// project (see testCommand.Files). Which of them exist is the tree's to
+// say. Directories and package patterns (./pkg/...) are not files: the tests
+// inside them are gates.protected's.
+func TestFiles(test string) []string { return parseTest(test).Files }

@@ -9,30 +9,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
-func TestShellWords(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"sh tests/a.sh", []string{"sh", "tests/a.sh"}},
-		{"  sh\ttests/a.sh\n", []string{"sh", "tests/a.sh"}},
-		{`sh "tests/my test.sh" 'x y'`, []string{"sh", "tests/my test.sh", "x y"}},
-		{`sh "" x`, []string{"sh", "", "x"}},
-		{`a"b c"d`, []string{"ab cd"}},
-		{`echo "it's"`, []string{"echo", "it's"}},
-		{"cd sub && sh t.sh", []string{"cd", "sub", "sh", "t.sh"}},
-		{"a;b|c||d&e", []string{"a", "b", "c", "d", "e"}},
-		{"(cd x; make)", []string{"cd", "x", "make"}},
-		{"sh t.sh >out.log 2>&1 <in.txt", []string{"sh", "t.sh", "out.log", "2", "1", "in.txt"}},
-		{"", nil},
-	}
-	for _, tt := range tests {
-		if got := shellWords(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("shellWords(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestFiles names what a test command may run from the project; which of
 // the candidates are files is the tree's to say (Freeze keeps only those
 // that are, RunTest checks only those that look like paths).
@@ -60,10 +36,17 @@ func TestTestFiles(t *testing.T) {
 		{"go test ./...", []string{"test"}},
 		{`sh "tests/my test.sh"`, []string{"tests/my test.sh"}},
 		{`sh 'tests/a.sh'`, []string{"tests/a.sh"}},
-		{"cd sub && sh t.sh", []string{"sub", "sh", "t.sh"}},
-		// Flags, environment assignments, variables, globs, absolute and
-		// parent paths are never project files.
-		{"FOO=1 BAR=x/y sh tests/a.sh", []string{"sh", "tests/a.sh"}},
+		// A cd moves what follows it; a subshell's does not leak.
+		{"cd e2e && sh run.sh", []string{"e2e/run.sh"}},
+		{"(cd e2e && sh run.sh) && sh run.sh", []string{"e2e/run.sh", "run.sh"}},
+		// Redirection targets are outputs, not what the test runs.
+		{"sh tests/pass.sh > test-output.log 2>&1", []string{"tests/pass.sh"}},
+		{"sh tests/pass.sh | tee test-run.log", []string{"tests/pass.sh", "test-run.log"}},
+		// A shell's -c program is read as shell.
+		{`sh -c "sh tests/pass.sh"`, []string{"tests/pass.sh"}},
+		// Environment assignments, variables, globs, absolute and parent
+		// paths are never project files.
+		{"FOO=1 BAR=x/y sh tests/a.sh", []string{"tests/a.sh"}},
 		{"pytest --rootdir=tests -q tests/test_b.py", []string{"tests/test_b.py"}},
 		{"sh $HOME/t.sh tests/*.sh ~/x.sh {a,b}.sh", nil},
 		{"sh /usr/local/bin/t.sh ../other/t.sh", nil},
@@ -200,5 +183,54 @@ func TestSetFrozenWritesTheOfflineRecord(t *testing.T) {
 	}
 	if off, _ := guard.LoadOffline(f.proj.StateDir); !slices.Equal(off.Frozen, []string{"tests/c.sh"}) {
 		t.Errorf("offline frozen after a new record = %q", off.Frozen)
+	}
+}
+
+// A test command that changes directory first runs the script of that
+// directory: that script is the acceptance test, and must be frozen like
+// one named from the project's top.
+func TestFreezeFollowsTheTestIntoItsDirectory(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"e2e/run.sh": "exit 1\n", "run.sh": "exit 0\n"})
+	l := list(progress.Feature{ID: "F-001", Test: "cd e2e && sh run.sh"})
+	fz, err := f.j.Freeze(t.Context(), l, f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fz.Files["e2e/run.sh"]; !ok {
+		t.Errorf("frozen %q: the script `cd e2e && sh run.sh` runs (e2e/run.sh) is not frozen", fz.Sorted())
+	}
+	if _, ok := fz.Files["run.sh"]; ok {
+		t.Errorf("frozen %q: run.sh at the top is not what the test runs", fz.Sorted())
+	}
+}
+
+// TestScriptsAreWhatMustExist: the files a test command runs as programs
+// are what must exist for it to run at all; other words may be outputs or
+// names of things that are not files.
+func TestScriptsAreWhatMustExist(t *testing.T) {
+	tests := []struct {
+		test    string
+		scripts []string
+		invalid bool
+	}{
+		{"sh tests/a.sh", []string{"tests/a.sh"}, false},
+		{"cd sub && sh t.sh", []string{"sub/t.sh"}, false},
+		{"./run.sh > out.log", []string{"run.sh"}, false},
+		{"python3 -m pytest tests/", nil, false},
+		{"python3 check.py arg.txt", []string{"check.py"}, false},
+		{"node --test test/a.test.js", []string{"test/a.test.js"}, false},
+		{`bash -c "cd x && ./t.sh"`, []string{"x/t.sh"}, false},
+		{"go test ./...", nil, false},
+		{"sh tests/a.sh && (", nil, true},
+	}
+	for _, tt := range tests {
+		tc := parseTest(tt.test)
+		if (tc.Invalid != "") != tt.invalid {
+			t.Errorf("parseTest(%q).Invalid = %q", tt.test, tc.Invalid)
+		}
+		if !slices.Equal(tc.Scripts, tt.scripts) {
+			t.Errorf("parseTest(%q).Scripts = %q, want %q", tt.test, tc.Scripts, tt.scripts)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
@@ -70,10 +69,12 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 		res.CannotRun = "the feature has no test command"
 		return res
 	}
-	for _, p := range TestFiles(test) {
-		if !looksLikePath(p) {
-			continue
-		}
+	tc := parseTest(test)
+	if tc.Invalid != "" {
+		res.CannotRun = "it is not a valid shell command: " + tc.Invalid
+		return res
+	}
+	for _, p := range tc.Scripts {
 		if _, err := os.Stat(filepath.Join(j.opts.Project.Dir, filepath.FromSlash(p))); errors.Is(err, os.ErrNotExist) {
 			res.CannotRun = fmt.Sprintf("%s does not exist", p)
 			return res
@@ -84,16 +85,24 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", test)
 	cmd.Dir = j.opts.Project.Dir
 	cmd.Env = j.opts.Env
-	out := &tailBuffer{max: maxTestOutput}
+	// The output goes to a file, not a pipe: a process the test leaves
+	// behind would hold a pipe open, and the test's end would wait for it.
+	out, err := os.CreateTemp("", "ctxgraphd-test-*.log")
+	if err != nil {
+		res.CannotRun = "no file for its output: " + err.Error()
+		return res
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
 	procgroup.Prepare(cmd)
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	res.Took = time.Since(start)
-	res.Output = out.String()
 	if cmd.Process != nil {
 		procgroup.Kill(cmd.Process.Pid) // what it left behind goes with it
 	}
+	res.Output = fileTail(out, maxTestOutput)
 	switch {
 	case ctx.Err() != nil:
 		res.Interrupted = true
@@ -121,10 +130,22 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 	return res
 }
 
-// looksLikePath tells a file argument (tests/a.sh, check.py) from a word
-// that happens not to be a file (pytest, test).
-func looksLikePath(w string) bool {
-	return strings.Contains(w, "/") || strings.Contains(filepath.Base(w), ".")
+// fileTail is the end of f's content, at most max bytes.
+func fileTail(f *os.File, max int64) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := int64(0)
+	if fi.Size() > max {
+		off = fi.Size() - max
+	}
+	buf := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	if off > 0 {
+		return "[…earlier output cut…]\n" + string(buf[:n])
+	}
+	return string(buf[:n])
 }
 
 // WriteEvidence keeps the daemon's own run of a feature's test in the
@@ -242,34 +263,6 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		jd.Test = &r
 	}
 	return jd
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	cut bool
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.cut {
-		return "[…earlier output cut…]\n" + string(t.buf)
-	}
-	return string(t.buf)
 }
 
 // tail is the end of s, at most n bytes, on one line.

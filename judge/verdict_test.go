@@ -417,7 +417,7 @@ func TestJudgeRunRerun(t *testing.T) {
 	t.Run("the code passes", func(t *testing.T) {
 		f := newJudgeFixture(t, nil)
 		f.write(map[string]string{"src/a/x.go": "ok\n"}) // as the coder left it
-		f.base = f.snapshot()                             // when the tester started
+		f.base = f.snapshot()                            // when the tester started
 		jd := f.judge(guard.Tester, true)
 		if jd.Err != nil || jd.Test == nil || !jd.Test.Passed() || jd.Test.Command != "sh tests/a.sh" {
 			t.Fatalf("judgement %+v test %+v, want the feature's test run and passed", jd, jd.Test)
