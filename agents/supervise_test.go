@@ -27,6 +27,10 @@ func fakeClaude(t *testing.T, body string) string {
 
 const resultLine = `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"total_cost_usd":0.5,"result":"all done","session_id":"s-1"}`
 
+// safetyDeadline ends a fake run whose timers failed to: its result then
+// reads "cancelled", which no test expects.
+const safetyDeadline = 8 * time.Second
+
 func runFake(t *testing.T, opts Options, body string) (Result, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -36,7 +40,11 @@ func runFake(t *testing.T, opts Options, body string) (Result, string) {
 	}
 	r := NewRunner(opts, nil)
 	var started int
-	res := r.Run(context.Background(), Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p", Token: "tok-1"},
+	// Every fake run ends within a second or two by itself or by its own
+	// timeouts: a broken timer must fail the test here, not hang the suite.
+	ctx, cancel := context.WithTimeout(context.Background(), safetyDeadline)
+	defer cancel()
+	res := r.Run(ctx, Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p", Token: "tok-1"},
 		func(pid int) { started = pid }, nil)
 	if res.Ended != EndStartFailed && started != res.PID {
 		t.Errorf("onStart got %d, result says %d", started, res.PID)
@@ -137,13 +145,9 @@ func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
 			`trap '' TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; sleep 1000`, EndIdleTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			res, dir := runFake(t, tc.opts, tc.body)
 			if res.Ended != tc.want {
-				t.Errorf("ended %s, want %s: %+v", res.Ended, tc.want, res)
-			}
-			if time.Since(start) > 10*time.Second {
-				t.Errorf("took %s", time.Since(start))
+				t.Errorf("ended %s, want %s (a timer that does not fire ends the run at the safety deadline, as cancelled): %+v", res.Ended, tc.want, res)
 			}
 			if pid := childPID(t, dir); alive(pid) {
 				syscall.Kill(pid, syscall.SIGKILL)

@@ -151,7 +151,15 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 // runToEnd runs a loop with ExitWhenDone and returns its error.
 func (h *harness) runToEnd() error {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return h.runToEndWithin(time.Minute)
+}
+
+// runToEndWithin is runToEnd with a deadline of d, after which the loop is
+// shut down (and Run returns nil): a test of a timer uses a short one, so
+// that a timer that does not fire fails it in seconds.
+func (h *harness) runToEndWithin(d time.Duration) error {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return h.orchestrator(true).Run(ctx)
 }
@@ -479,7 +487,7 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.script[agents.Initializer] = blockUntilCancelled
 	h.runner.silent = true
-	err := h.runToEnd()
+	err := h.runToEndWithin(15 * time.Second)
 	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
 		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
 	}

@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -231,38 +232,47 @@ func TestDecide(t *testing.T) {
 // rules and checks it gets exactly max_retries+1 attempts.
 func TestAttemptsAreBounded(t *testing.T) {
 	for _, maxRetries := range []int{0, 1, 2, 5} {
-		l := list("F-1:pending")
-		counters := map[string]Counters{}
-		in := Input{List: l, Counters: counters, MaxRetries: maxRetries, MaxBlocked: 3}
-		codingRuns := 0
-		for step := 0; step < 100; step++ {
-			a := Decide(in)
-			if a.CountFailure {
-				c := counters[a.Feature]
-				c.Failures++
-				counters[a.Feature] = c
+		t.Run(fmt.Sprintf("max_retries=%d", maxRetries), func(t *testing.T) {
+			if got := codingAttempts(t, maxRetries); got != maxRetries+1 {
+				t.Errorf("%d coding attempts, want %d", got, maxRetries+1)
 			}
-			switch a.Kind {
-			case SpawnCoder:
-				codingRuns++
-				l.Features[0].Status = progress.Completed
-				in.Outcome = &Outcome{Role: Coder, Feature: "F-1"}
-			case SpawnTester:
-				in.Outcome = &Outcome{Role: Tester, Feature: "F-1", Reason: "failed"}
-			case BlockFeature:
-				l.Features[0].Status = progress.Blocked
-				in.Outcome = nil
-			case FinishAll:
-				if codingRuns != maxRetries+1 {
-					t.Fatalf("max_retries %d: %d attempts, want %d", maxRetries, codingRuns, maxRetries+1)
-				}
-				return
-			default:
-				t.Fatalf("unexpected action %v", a)
-			}
-		}
-		t.Fatalf("max_retries %d: no end after 100 steps", maxRetries)
+		})
 	}
+}
+
+// codingAttempts plays a feature that never passes until the loop is done
+// with it, and counts its coding runs.
+func codingAttempts(t *testing.T, maxRetries int) int {
+	t.Helper()
+	l := list("F-1:pending")
+	counters := map[string]Counters{}
+	in := Input{List: l, Counters: counters, MaxRetries: maxRetries, MaxBlocked: 3}
+	codingRuns := 0
+	for step := 0; step < 100; step++ {
+		a := Decide(in)
+		if a.CountFailure {
+			c := counters[a.Feature]
+			c.Failures++
+			counters[a.Feature] = c
+		}
+		switch a.Kind {
+		case SpawnCoder:
+			codingRuns++
+			l.Features[0].Status = progress.Completed
+			in.Outcome = &Outcome{Role: Coder, Feature: "F-1"}
+		case SpawnTester:
+			in.Outcome = &Outcome{Role: Tester, Feature: "F-1", Reason: "failed"}
+		case BlockFeature:
+			l.Features[0].Status = progress.Blocked
+			in.Outcome = nil
+		case FinishAll:
+			return codingRuns
+		default:
+			t.Fatalf("unexpected action %v", a)
+		}
+	}
+	t.Fatalf("no end after 100 steps")
+	return codingRuns
 }
 
 func TestActionEvents(t *testing.T) {
