@@ -19,7 +19,7 @@ HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
 
-.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox mutate
+.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox mutate audit
 
 all: build
 
@@ -96,6 +96,12 @@ $(GREMLINS):
 
 mutate: deps $(GREMLINS)
 	$(GO) run ./internal/mutate -gremlins $(GREMLINS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
+
+# The hand mutation audit: each guarantee of the loop, the gates and the
+# verdicts removed once (internal/mutate/hand.go), and the test named for it
+# must fail. Part of finishing any change to them.
+audit: deps
+	$(GO) run ./internal/mutate -audit
 
 demo: build claude sandbox
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo

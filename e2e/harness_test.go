@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,6 +176,48 @@ func (p *project) featureList() *progress.List {
 	return l
 }
 
+// featureListIfAny reads feature-list.json as the daemon would take it:
+// nil when there is none, or when what is there is no valid list (a run
+// killed half-way through writing it).
+func (p *project) featureListIfAny() (*progress.List, error) {
+	p.t.Helper()
+	data, err := os.ReadFile(p.paths.Progress(progress.FeatureListFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := progress.Parse(data)
+	if err != nil {
+		return nil, nil
+	}
+	return l, nil
+}
+
+// canonicalList reads the daemon's canonical feature list from the state
+// of record, nil before one was accepted; the daemon must be down.
+func (p *project) canonicalList() *progress.List {
+	p.t.Helper()
+	st, err := store.Open(p.paths.StateDir, time.Second)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer st.Close()
+	state, err := st.Load()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if state.FeatureList == nil {
+		return nil
+	}
+	l, err := progress.Parse(state.FeatureList)
+	if err != nil {
+		p.t.Fatalf("the store's canonical list: %v", err)
+	}
+	return l
+}
+
 // states is "F-001=tested F-002=blocked …", the comparable outcome of a run.
 func states(l *progress.List) string {
 	var parts []string
@@ -280,12 +324,16 @@ func (p *project) checkNoLeftovers() {
 	if err := stray.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	found := slices.Contains(p.leftovers(), stray.Process.Pid)
-	stray.Process.Kill()
-	stray.Wait()
-	if !found {
-		p.t.Fatal("the leftover check does not see a process that carries the project's socket")
-	}
+	defer func() {
+		stray.Process.Kill()
+		stray.Wait()
+	}()
+	// Start returns once the exec began, and the kernel sets the new
+	// environment up a moment later: until then /proc shows none. Wait
+	// for the stray to show rather than take its absence for a blind check.
+	p.waitFor("the leftover check to see a process that carries the project's socket", 10*time.Second, func() bool {
+		return slices.Contains(p.leftovers(), stray.Process.Pid)
+	})
 }
 
 // leftovers lists the live processes that still carry this project's

@@ -217,6 +217,11 @@ func TestTesterMustTestBeforeStopping(t *testing.T) {
 		t.Fatalf("a tester that ran a (failing) test must be able to stop and report: %+v", d)
 	}
 	s = e.state
+	s.Commands = []TestRecord{{Command: "ls -la", ExitCode: 0, IsTest: false}, {Command: "cat src/F-001.txt", ExitCode: 0}}
+	if d := Stop(nil, tester, s, stop); !d.Blocks() {
+		t.Fatalf("a tester that ran only commands that are not tests must not stop: %+v", d)
+	}
+	s = e.state
 	s.StopBlocks = MaxStopBlocks
 	if d := Stop(nil, tester, s, fixture(t, "Stop-active.json", "", nil)); d != nil {
 		t.Fatalf("the gate must give up under Claude Code's cap of 8: %+v", d)

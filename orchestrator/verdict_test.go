@@ -590,3 +590,79 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 		t.Error("feature-list.json says F-001 is tested after a shutdown, though no verdict judged the tester's claim")
 	}
 }
+
+// TestClaimWithoutEvidenceIsRejected: a tester whose test run passed, on
+// code that passes, but that lists no evidence, is not taken at its word.
+func TestClaimWithoutEvidenceIsRejected(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.MaxRetries = 0
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Tester] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.hook("post-tool-use", spec, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": "sh tests/" + spec.FeatureID + ".sh"}, "tool_response": map[string]any{"stdout": "", "stderr": ""}})
+		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Tested = true })
+		return agents.Result{Summary: "passed", NumTurns: 2}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=blocked" {
+		t.Fatalf("features = %s, want F-001=blocked: a claim without evidence must not make it tested", got)
+	}
+	var found bool
+	for _, tr := range h.violations() {
+		if tr.Code == "verdict_rejected" && strings.Contains(tr.Event.WhatHappened, "without evidence") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no verdict_rejected violation for the missing evidence: %v", gateCodes(h.violations()))
+	}
+}
+
+// TestRunPolicyConfinesWhatRunsMayTouch: the sandbox of a run denies every
+// file the daemon owns, every frozen test and, once the list is accepted,
+// whole test directories; and it lets the tester write its own evidence.
+func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(2)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	o := h.orchestrator(false)
+	in := func(rel string) string { return filepath.Join(h.proj.Dir, rel) }
+	coder := o.policy(agents.Coder, "F-001")
+	for _, p := range []string{
+		in(".claude/progress/feature-list.json"), in(".claude/progress/session-state.json"), in(".claude/progress/goal.md"),
+		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
+		in(".mcp.json"), in(".git"), in("tests/F-001.sh"), in("tests/F-002.sh"), in("tests"),
+		h.proj.StateDir, h.proj.Socket,
+	} {
+		if !slices.Contains(coder.DenyWrite, p) {
+			t.Errorf("a coder's sandbox may write %s", p)
+		}
+	}
+	for _, p := range []string{h.proj.StateDir, h.proj.Socket} {
+		if !slices.Contains(coder.DenyRead, p) {
+			t.Errorf("a coder's sandbox may read %s", p)
+		}
+	}
+	evidence := in(".claude/progress/evidence/F-001")
+	if slices.Contains(coder.AllowWrite, evidence) {
+		t.Errorf("a coder's sandbox may write the evidence")
+	}
+	if tester := o.policy(agents.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
+		t.Errorf("the tester's sandbox may not write its evidence: %v", tester.AllowWrite)
+	}
+	if p := o.policy(agents.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
+		t.Errorf("the initializer's sandbox denies tests/, which it must write")
+	}
+	settings, err := o.runSettings(agents.Coder, "F-001")
+	if err != nil || !strings.Contains(settings, `"failIfUnavailable":true`) || !strings.Contains(settings, `"hooks"`) {
+		t.Errorf("settings = %s, %v", settings, err)
+	}
+	h.cfg.Sandbox.Enabled = false
+	if settings, _ := o.runSettings(agents.Coder, "F-001"); strings.Contains(settings, `"sandbox"`) {
+		t.Errorf("confinement off, the settings still carry a sandbox: %s", settings)
+	}
+}

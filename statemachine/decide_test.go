@@ -167,6 +167,16 @@ func TestDecide(t *testing.T) {
 			want: Action{Kind: FinishAll, Reason: "dependency cycle: F-1 -> F-2 -> F-1; F-1 waits on F-2 (pending); F-2 waits on F-1 (pending)"},
 		},
 		{
+			name: "a dependency that is completed but not tested is not met",
+			in:   Input{List: list("F-1:pending:F-2", "F-2:completed")},
+			want: Action{Kind: SpawnTester, Feature: "F-2", Attempt: 1},
+		},
+		{
+			name: "a dependency that is blocked is not met: nothing to do",
+			in:   Input{List: list("F-1:pending:F-2", "F-2:blocked")},
+			want: Action{Kind: FinishAll, Reason: "F-1 waits on F-2 (blocked)"},
+		},
+		{
 			name: "red-before-green: a feature's test is checked before its first coding attempt",
 			in:   Input{List: list("F-1:pending"), CheckTests: true, TestsMustFail: true, Counters: map[string]Counters{"F-1": {Red: RedDue}}},
 			want: Action{Kind: CheckTest, Feature: "F-1", Reason: "its test must run, and fail, before any code is written for it"},

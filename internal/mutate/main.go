@@ -27,7 +27,13 @@
 //   - CI and CTXGRAPHD_TEST_CLAUDE unset, so that no test drives the real
 //     Claude Code CLI.
 //
+// With -audit it runs the hand mutation audit instead (hand.go): each
+// guarantee of the loop, the gates and the verdicts removed once, and the
+// test named for it must fail.
+//
 // Usage: go run ./internal/mutate [-gremlins PATH] [-out DIR] [package ...]
+//
+//	go run ./internal/mutate -audit
 package main
 
 import (
@@ -122,7 +128,14 @@ func (r result) coverage() float64 {
 func main() {
 	gremlins := flag.String("gremlins", "gremlins", "the gremlins binary")
 	out := flag.String("out", ".mutate", "where the JSON reports go")
+	hand := flag.Bool("audit", false, "run the hand mutation audit of the guarantees instead")
 	flag.Parse()
+	if *hand {
+		if !audit() {
+			os.Exit(1)
+		}
+		return
+	}
 	targets := Targets
 	if flag.NArg() > 0 {
 		targets = nil

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Hand is a guarantee removed on purpose, the way a plausible bug would
+// remove it: `make audit` removes each once, runs the tests that must catch
+// it, and puts it back. Finishing work that touches the loop, the gates or
+// the verdicts includes running it, and adding a row for each new
+// guarantee.
+type Hand struct {
+	Guarantee string // as a person says it
+	File      string // relative to the module root
+	Old, New  string // Old occurs exactly once in File
+	Pkg       string // the package whose tests catch it
+	Run       string // go test -run pattern
+}
+
+// Hands are the guarantees of the loop, the gates and the verdicts.
+var Hands = []Hand{
+	{"the daemon runs the feature's test itself before it accepts a claim",
+		"judge/verdict.go", "if in.Rerun && !jd.Blocks() {", "if false && in.Rerun && !jd.Blocks() {",
+		"orchestrator", "TestDaemonRerunDecidesTheVerdict"},
+	{"a claim is accepted only when the daemon's run of the test passed",
+		"orchestrator/runs.go", "if !jd.Test.Passed() {", "if false {",
+		"orchestrator", "TestDaemonRerunDecidesTheVerdict"},
+	{"a run, its transition and its counters are committed before its process starts",
+		"orchestrator/runs.go", "\to.session.Run = &run\n\to.pending.Runs = append(o.pending.Runs, run)\n", "\to.session.Run = &run\n",
+		"orchestrator", "TestRunIsPersistedBeforeItStarts"},
+	{"a tester may stop only after a test, not after any command",
+		"guard/gates.go", "\t\tif c.IsTest {", "\t\tif true || c.IsTest {",
+		"guard", "TestTesterMustTestBeforeStopping"},
+	{"a dependency is met when it is tested, not when it is completed",
+		"statemachine/decide.go", "if d == nil || !d.Tested {", "if d == nil || (!d.Tested && d.Status != progress.Completed) {",
+		"statemachine", "TestDecide"},
+	{"a tester's claim without evidence is rejected",
+		"orchestrator/runs.go", "\tif len(f.Evidence) == 0 {\n\t\treturn fmt.Sprintf(\"tested: true for %s came without evidence\", id)", "\tif false {\n\t\treturn fmt.Sprintf(\"tested: true for %s came without evidence\", id)",
+		"orchestrator", "TestClaimWithoutEvidenceIsRejected"},
+	{"what an enforced gate refuses in a run's change set is put back",
+		"judge/verdict.go", "\t\tif f.Mode == guard.Enforce {\n\t\t\tjd.Restored = append(jd.Restored, f.Path)", "\t\tif false {\n\t\t\tjd.Restored = append(jd.Restored, f.Path)",
+		"orchestrator", "TestCoderChangingItsFrozenTestIsRestored"},
+	{"the acceptance tests are frozen when the initializer's list is accepted",
+		"orchestrator/runs.go", "\to.refreeze(jd.Tree, \"the feature list was accepted\")\n", "\n",
+		"orchestrator", "TestCoderChangingItsFrozenTestIsRestored"},
+	{"a feature's test is run, and must fail, before its first coding attempt",
+		"statemachine/decide.go", "\t\tif in.CheckTests {\n\t\t\tswitch c.Red {", "\t\tif false {\n\t\t\tswitch c.Red {",
+		"orchestrator", "TestRedBeforeGreenBlocksUnworkableTests"},
+	{"a retry resumes the feature's coding session",
+		"orchestrator/runs.go", "if a.Resume && c.CoderSession != \"\" {", "if false {",
+		"orchestrator", "TestRetryResumesCodingSession"},
+	{"the watcher writes back a change of the list an enforced gate refuses",
+		"orchestrator/featurelist.go", "\t\tif d.Blocks() {\n\t\t\tcontinue\n\t\t}\n", "\n",
+		"orchestrator", "TestRevertsAreTracedUnderTheirGate"},
+	{"a shutdown takes a claim no verdict judged off the disk",
+		"orchestrator/orchestrator.go", "\to.dropUnjudgedClaim()\n\tif o.waitTimer != nil {", "\tif o.waitTimer != nil {",
+		"orchestrator", "TestShutdownTakesAnUnjudgedClaimOffTheDisk"},
+	{"a run whose hooks never check in is killed",
+		"orchestrator/hookslive.go", "\to.active.interrupt = what\n\to.active.cancel()\n", "\to.active.interrupt = what\n",
+		"orchestrator", "TestHooksLiveKillsSilentRuns"},
+	{"a run's signals reach its whole process group, not only claude",
+		"agents/proc_unix.go", "_ = syscall.Kill(-pgid, sig)", "_ = syscall.Kill(pgid, sig)",
+		"agents", "TestRunKillsLeftoversAfterExit|TestRunTimeoutsKillTheWholeGroup|TestRunCancelled"},
+	{"a cancelled test run by the daemon ends its whole process group",
+		"internal/procgroup/procgroup.go", "\t\tKill(cmd.Process.Pid)\n\t\treturn nil\n\t}\n\tcmd.WaitDelay", "\t\treturn cmd.Process.Kill()\n\t}\n\tcmd.WaitDelay",
+		"judge", "TestRunTest"},
+	{"a hook is believed to be a run's only by the run's token",
+		"judge/judge.go", "\t\tactor = rg.actor\n", "\t\tactor = guard.Actor{}\n",
+		"judge", "TestHook"},
+	{"the routes for people refuse a run's token",
+		"control/server/server.go", "if r.Header.Get(control.RunTokenHeader) != \"\" {", "if false {",
+		"control/server", "TestPeopleRoutesRefuseRuns"},
+	{"a tested commit goes on the branch only when the tree held nothing else",
+		"judge/commit.go", "\tcase v.Base != headTree:", "\tcase false && v.Base != headTree:",
+		"judge", "TestCommit"},
+	{"writes are judged where they land, symlinks resolved",
+		"guard/paths.go", "\t\treal, err := filepath.EvalSymlinks(cur)", "\t\treal, err := cur, error(nil)",
+		"guard", "TestWritesAreJudgedWhereTheyLand"},
+	{"the sandbox of a run denies the frozen tests",
+		"orchestrator/runs.go", "\tfor _, p := range o.judge.Frozen().Sorted() {\n\t\tdeny = append(deny, in(p))\n\t}", "",
+		"orchestrator", "TestRunPolicyConfinesWhatRunsMayTouch"},
+}
+
+// handTimeout bounds one audit run: a guarantee's test fails in seconds.
+const handTimeout = 3 * time.Minute
+
+// audit runs every hand mutation on a staged copy of the sources and
+// reports whether each was caught.
+func audit() bool {
+	src, err := stage()
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(src)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "guarantee removed\tcaught by\tin")
+	ok := true
+	for _, h := range Hands {
+		fmt.Printf("audit: without %q…\n", h.Guarantee)
+		caught, took, err := h.try(src)
+		switch {
+		case err != nil:
+			fmt.Fprintf(tw, "%s\tERROR: %v\t\n", h.Guarantee, err)
+			ok = false
+		case !caught:
+			fmt.Fprintf(tw, "%s\tNOTHING (%s ./%s passed)\t%s\n", h.Guarantee, h.Run, h.Pkg, took.Round(time.Second))
+			ok = false
+		default:
+			fmt.Fprintf(tw, "%s\t%s (./%s)\t%s\n", h.Guarantee, h.Run, h.Pkg, took.Round(time.Second))
+		}
+	}
+	fmt.Println()
+	tw.Flush()
+	return ok
+}
+
+// try removes the guarantee in the staged copy, runs its tests and puts it
+// back. caught is true when the tests failed.
+func (h Hand) try(src string) (caught bool, took time.Duration, err error) {
+	path := filepath.Join(src, h.File)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		return false, 0, err
+	}
+	if n := strings.Count(string(orig), h.Old); n != 1 {
+		return false, 0, fmt.Errorf("%s holds the code to change %d times, not once: update the audit's row", h.File, n)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(orig), h.Old, h.New, 1)), 0o644); err != nil {
+		return false, 0, err
+	}
+	defer os.WriteFile(path, orig, 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), handTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-short", "-count=1", "-run", h.Run, "./"+h.Pkg)
+	cmd.Dir = src
+	cmd.Env = unitTestEnv()
+	start := time.Now()
+	out, runErr := cmd.CombinedOutput()
+	took = time.Since(start)
+	switch {
+	case ctx.Err() != nil:
+		return false, took, fmt.Errorf("the tests did not end within %s", handTimeout)
+	case runErr == nil:
+		return false, took, nil
+	case strings.Contains(string(out), "[build failed]") || strings.Contains(string(out), "[setup failed]"):
+		return false, took, fmt.Errorf("the mutated code does not build: %s", firstLines(string(out), 5))
+	}
+	return true, took, nil
+}
+
+// unitTestEnv is the environment of unit tests: nothing that makes a test
+// drive the real Claude Code CLI.
+func unitTestEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "CI" && k != "CTXGRAPHD_TEST_CLAUDE" && k != "GOFLAGS" {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, " | ")
+}
