@@ -20,8 +20,9 @@ import (
 
 // TestHooksHoldWhileTheDaemonIsDown runs a real Claude Code session whose
 // daemon is not there: the hooks must still refuse tested: true (failing
-// closed), record what the agent ran, and hand it all to the daemon when it
-// comes back.
+// closed), spool what the agent ran, and hand it to the daemon when it
+// comes back, which believes a record to be a run's only by a token it
+// issued itself.
 func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 	p := newProject(t, scenario("offline", feature("F-001", scriptedmodel.NeverPass)))
 	p.env = append(p.env, "CTXGRAPHD_LIMITS_MAX_RETRIES=0")

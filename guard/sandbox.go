@@ -21,7 +21,7 @@ var (
 	// interpreters for a write to a read-only mount or a denied path:
 	//   /bin/bash: line 1: tests/a.sh: Read-only file system
 	//   sed: couldn't open temporary file tests/sedAbc: Read-only file system
-//   sed: cannot rename ./sedAbc: Device or resource busy (a denied file)
+	//   sed: cannot rename ./sedAbc: Device or resource busy (a denied file)
 	//   OSError: [Errno 30] Read-only file system: 'tests/a.sh'
 	//   Error: EROFS: read-only file system, open 'tests/a.sh'
 	readOnlyRe = []*regexp.Regexp{
