@@ -91,11 +91,12 @@ fuzz: deps
 # cores; `make mutate MUTATE_PKGS=guard` for one. It prints the efficacy of
 # each and fails below its target (internal/mutate says which and why).
 MUTATE_PKGS ?=
+MUTATE_WORKERS ?= 2
 $(GREMLINS):
 	GOBIN=$(TOOLS)/bin $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
 
 mutate: deps $(GREMLINS)
-	$(GO) run ./internal/mutate -gremlins $(GREMLINS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
+	$(GO) run ./internal/mutate -gremlins $(GREMLINS) -workers $(MUTATE_WORKERS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
 
 # The hand mutation audit: each guarantee of the loop, the gates and the
 # verdicts removed once (internal/mutate/hand.go), and the test named for it

@@ -170,6 +170,7 @@ type outcome struct {
 	violations []store.Trace
 	approvals  []store.Trace
 	denials    []scriptedmodel.Denial
+	refusals   []scriptedmodel.Refusal
 	disk       []diskSample
 }
 
@@ -188,6 +189,7 @@ func (p *project) runMisbehaving(extra ...string) *outcome {
 		violations: p.traces(store.TraceFilter{Type: store.TraceViolation}),
 		approvals:  p.traces(store.TraceFilter{Type: store.TraceApproval}),
 		denials:    p.model.Denials(),
+		refusals:   p.model.Refusals(),
 		disk:       disk.all(),
 	}
 	p.t.Cleanup(func() {
@@ -198,6 +200,9 @@ func (p *project) runMisbehaving(extra ...string) *outcome {
 			}
 			for _, d := range o.denials {
 				p.t.Logf("denial read by the model: %s", d)
+			}
+			for _, r := range o.refusals {
+				p.t.Logf("sandbox refusal read by the model: %s", r)
 			}
 			for _, r := range o.runs {
 				p.t.Logf("run %s %s %s attempt %d: %s (%s)", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Summary)
@@ -246,17 +251,17 @@ func (o *outcome) denied(t *testing.T, feature, gate, code string) []scriptedmod
 	return out
 }
 
-// violated returns the violation traces of a feature with a gate and code,
-// at least one, checking the fields of SPEC section 6 and that each names a
-// run of the role that acted.
+// violated returns the violation traces of a feature with a gate, code and
+// source, at least one, checking the fields of SPEC section 6 and that each
+// names a run of the role that acted.
 func (o *outcome) violated(t *testing.T, feature, role, gate, code, source string) []store.Trace {
 	t.Helper()
 	var out []store.Trace
 	for _, v := range o.violations {
-		if v.Context.Feature != feature || v.Gate != gate || v.Code != code {
+		if v.Context.Feature != feature || v.Gate != gate || v.Code != code || v.Source != source {
 			continue
 		}
-		if v.ID == "" || v.Project == "" || v.Timestamp.IsZero() || v.Type != store.TraceViolation || v.Source != source ||
+		if v.ID == "" || v.Project == "" || v.Timestamp.IsZero() || v.Type != store.TraceViolation ||
 			v.Context.Agent != role || strings.TrimSpace(v.Event.WhatHappened) == "" {
 			t.Errorf("violation trace is missing a field or has the wrong one (want agent %s, source %s): %+v", role, source, v)
 		}
@@ -266,7 +271,7 @@ func (o *outcome) violated(t *testing.T, feature, role, gate, code, source strin
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		t.Errorf("no violation of %s with code %s was traced for %s", gate, code, feature)
+		t.Errorf("no violation of %s with code %s was traced for %s by %s", gate, code, feature, source)
 	}
 	return out
 }
@@ -430,28 +435,30 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, ".claude/progress/feature-list.json") {
 			t.Errorf("denials read by the model: %v, want the sed -i that names the feature list", d)
 		}
-		// The glob hid the file from the hook; the watcher undid the write,
-		// under the gate the hook names for a coding agent's tested.
-		reverted := o.violated(t, "F-006", "coding-agent", guard.RoleWritePolicy, "reverted", store.SourceAuto)
-		if len(reverted) == 0 {
-			t.Fatal("no revert was traced for the tested: true written through Bash")
+		// The glob hid the file from the hook; the sandbox, which holds the
+		// list read-only to every program an agent runs, refused the write,
+		// the model read the refusal, and the refusal was traced under the
+		// gate whose rule the path falls under.
+		r := o.refused("F-006", "coding-agent", 1)
+		if len(r) != 1 || !strings.Contains(r[0].Target, "feature-list.js*") || !strings.Contains(r[0].Error, "Device or resource busy") {
+			t.Errorf("sandbox refusals read by the model: %v, want the sed -i through the glob", r)
 		}
-		if r, _ := o.run(reverted[0].Context.Run); r.Attempt != 1 {
-			t.Errorf("the revert names attempt %d, want the broken attempt 1", r.Attempt)
+		if v := o.sandboxRefused(t, "F-006", "coding-agent", guard.RoleWritePolicy, "daemon_files"); len(v) != 1 || !strings.Contains(v[0].Event.WhatHappened, ".claude/progress/") {
+			t.Errorf("sandbox refusal traces %v, want one naming the progress directory", v)
+		}
+		// Nothing reached the disk, so nothing had to be reverted, and the
+		// broken attempt 1 still cost a retry.
+		o.testedOnlyAfterPassingTest(t, "F-006", true)
+		for _, v := range o.violations {
+			if v.Context.Feature == "F-006" && (v.Code == "reverted" || v.Code == "verdict_rejected") {
+				t.Errorf("a tested: true reached the disk: %s/%s %s", v.Gate, v.Code, v.Event.WhatHappened)
+			}
 		}
 		if c := o.runsOf("coding-agent", "F-006"); len(c) != 2 {
 			t.Errorf("F-006 had %d coding runs, want 2: its tested: true must not have spared it the retry", len(c))
 		}
-		// Had the revert not reached the disk, the tester of attempt 1 would
-		// have found tested: true there, which the daemon takes as that
-		// tester's claim and then rejects.
-		for _, v := range o.violations {
-			if v.Context.Feature == "F-006" && v.Code == "verdict_rejected" {
-				t.Errorf("the tester of F-006 found tested: true on disk after the coding run: %s", v.Event.WhatHappened)
-			}
-		}
-		o.testedOnlyAfterPassingTest(t, "F-006", false)
 	})
+	o.agree(t)
 }
 
 func TestGateTesterMisbehaviors(t *testing.T) {
@@ -484,19 +491,26 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 			t.Errorf("denials read by the model: %v, want the tester's sed -i of attempt 1", d)
 		}
 		o.violated(t, "F-002", "tester-agent", guard.RoleWritePolicy, "bash_writes_feature_list", store.SourceHook)
-		// The glob hid the file from the hook, so tested: true stood on
-		// disk as a claim until the run ended; the verdict refused it.
-		rejected := o.violated(t, "F-002", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
-		if len(rejected) != 1 {
-			t.Fatalf("%d rejected verdicts, want 1", len(rejected))
+		// The glob hid the file from the hook; the sandbox refused the
+		// write, so the claim never reached the disk: the tester's run
+		// ended without one, and failed for want of a verdict.
+		if r := o.refused("F-002", "tester-agent", 1); len(r) != 1 || !strings.Contains(r[0].Target, "feature-list.js*") {
+			t.Errorf("sandbox refusals read by the model: %v, want the tester's sed -i through the glob", r)
 		}
-		if r, _ := o.run(rejected[0].Context.Run); r.Attempt != 1 || r.Outcome != "failed" {
-			t.Errorf("the rejected verdict is run %+v, want the failed tester run of attempt 1", r)
+		o.sandboxRefused(t, "F-002", "tester-agent", guard.RoleWritePolicy, "daemon_files")
+		testers := o.runsOf("tester-agent", "F-002")
+		if len(testers) != 2 || testers[0].Attempt != 1 || testers[0].Outcome != "failed" || testers[1].Outcome != "ok" {
+			t.Errorf("F-002 tester runs %+v, want a failed attempt 1 and an ok attempt 2", testers)
+		}
+		for _, v := range o.violations {
+			if v.Context.Feature == "F-002" && (v.Code == "reverted" || v.Code == "verdict_rejected") {
+				t.Errorf("a tested: true reached the disk: %s/%s %s", v.Gate, v.Code, v.Event.WhatHappened)
+			}
 		}
 		if c := o.runsOf("coding-agent", "F-002"); len(c) != 2 || !c[1].Resume {
 			t.Errorf("F-002 coding runs %+v, want 2, the second resuming the first", c)
 		}
-		o.testedOnlyAfterPassingTest(t, "F-002", false)
+		o.testedOnlyAfterPassingTest(t, "F-002", true)
 	})
 
 	t.Run("tester edits another feature's entry", func(t *testing.T) {
@@ -510,6 +524,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 		}
 		o.testedOnlyAfterPassingTest(t, "F-003", true)
 	})
+	o.agree(t)
 }
 
 // A tester that ends its turn without running a test is sent back by the

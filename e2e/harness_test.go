@@ -67,6 +67,7 @@ type project struct {
 	t     *testing.T
 	dir   string
 	env   []string
+	sc    scriptedmodel.Scenario
 	model *scriptedmodel.Server
 	paths paths.Project
 }
@@ -99,7 +100,7 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		// tool call.
 		"GORACE=atexit_sleep_ms=0",
 	)
-	p := &project{t: t, dir: dir, env: env, model: model}
+	p := &project{t: t, dir: dir, env: env, sc: sc, model: model}
 	p.mustRun("init", "--project", dir, "--goal", "the "+sc.Name+" scenario")
 	// Resolve the project's paths the way the binary does, under the same
 	// environment.
@@ -360,4 +361,38 @@ func (p *project) leftovers() []int {
 		out = append(out, pid)
 	}
 	return out
+}
+
+// git runs git in the project and returns its output; a failure ends the
+// test.
+func (p *project) git(args ...string) string {
+	p.t.Helper()
+	out, err := p.gitTry(args...)
+	if err != nil {
+		p.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// gitTry runs git in the project; the error holds what it printed on
+// stderr.
+func (p *project) gitTry(args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", p.dir}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		return o.String(), fmt.Errorf("%w: %s", err, strings.TrimSpace(e.String()))
+	}
+	return o.String(), nil
+}
+
+// files says where a feature's code and test live, as the scenario's
+// initializer lays them out.
+func (p *project) files(id string) scriptedmodel.Files {
+	for _, f := range p.sc.Features {
+		if f.ID == id {
+			return f.Files()
+		}
+	}
+	return scriptedmodel.FeatureScript{ID: id}.Files()
 }

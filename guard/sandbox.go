@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -24,19 +25,26 @@ var (
 	//   sed: cannot rename ./sedAbc: Device or resource busy (a denied file)
 	//   OSError: [Errno 30] Read-only file system: 'tests/a.sh'
 	//   Error: EROFS: read-only file system, open 'tests/a.sh'
+	//   fatal: Unable to create '/p/.git/index.lock': Read-only file system.
 	readOnlyRe = []*regexp.Regexp{
 		regexp.MustCompile(`(?m)(?:^|: |\s)([^\s:'"]+): (?:Read-only file system|Permission denied|Device or resource busy)\s*$`),
 		regexp.MustCompile(`(?:Read-only file system|Permission denied): '([^']+)'`),
 		regexp.MustCompile(`(?i)EROFS: read-only file system, \w+ '([^']+)'`),
+		regexp.MustCompile(`'([^']+)': (?:Read-only file system|Permission denied|Device or resource busy)`),
 	}
+	// leadingCdRe finds the directory a command changes to before anything
+	// else (`cd .claude/progress && sed -i …`): the relative paths in its
+	// errors are relative to it, not to the project.
+	leadingCdRe = regexp.MustCompile(`^\s*cd\s+([^\s;&|<>()'"$\x60*?~]+)\s*(?:&&|;)`)
 	// deniedHostRe reads the sandbox's own report of a refused connection.
 	deniedHostRe = regexp.MustCompile(`deny network-outbound ([^\s:]+)`)
 )
 
 // SandboxRefusals reads what the sandbox refused a Bash call from the
 // call's result (PostToolUse or PostToolUseFailure). It is best effort: a
-// relative path is read as relative to the project (a command that changed
-// directory first names it otherwise), and a program that swallows its
+// relative path is read as relative to the project, or to the directory
+// the command changed to first (`cd DIR && …`; a command that changes
+// directory later names it otherwise), and a program that swallows its
 // errors leaves nothing to read. What the sandbox refused stays refused.
 func SandboxRefusals(p *Payload) []Refusal {
 	if p.ToolName != "Bash" {
@@ -48,11 +56,19 @@ func SandboxRefusals(p *Payload) []Refusal {
 		json.Unmarshal(p.ToolResponse, &r)
 		text = r.Stdout + "\n" + r.Stderr
 	}
+	dir := ""
+	if m := leadingCdRe.FindStringSubmatch(p.Input().Command); m != nil {
+		dir = m[1]
+	}
 	var out []Refusal
 	seen := map[string]bool{}
 	for _, re := range readOnlyRe {
 		for _, m := range re.FindAllStringSubmatch(text, -1) {
-			if path := strings.TrimSpace(m[1]); path != "" && !seen[path] {
+			path := strings.TrimSpace(m[1])
+			if path != "" && dir != "" && !filepath.IsAbs(path) {
+				path = filepath.Join(dir, path)
+			}
+			if path != "" && !seen[path] {
 				seen[path] = true
 				out = append(out, Refusal{Path: path})
 			}

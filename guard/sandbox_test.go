@@ -7,10 +7,11 @@ import (
 )
 
 func TestSandboxRefusalsAreRead(t *testing.T) {
-	failure := func(msg string) *Payload {
-		in, _ := json.Marshal(map[string]string{"command": "x"})
+	failureOf := func(cmd, msg string) *Payload {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
 		return &Payload{Event: "PostToolUseFailure", ToolName: "Bash", ToolInput: in, Error: msg}
 	}
+	failure := func(msg string) *Payload { return failureOf("x", msg) }
 	success := func(stdout, stderr string) *Payload {
 		in, _ := json.Marshal(map[string]string{"command": "x"})
 		resp, _ := json.Marshal(BashResponse{Stdout: stdout, Stderr: stderr})
@@ -26,6 +27,10 @@ func TestSandboxRefusalsAreRead(t *testing.T) {
 		{"node", failure("Exit code 1\nError: EROFS: read-only file system, open 'src/x.js'"), []Refusal{{Path: "src/x.js"}}},
 		{"a denied file that does not exist", failure("Exit code 1\n/bin/bash: line 1: .claude/ctxgraphd.yaml: Permission denied"), []Refusal{{Path: ".claude/ctxgraphd.yaml"}}},
 		{"sed -i", failure("Exit code 4\nsed: couldn't open temporary file tests/sedX1: Read-only file system"), []Refusal{{Path: "tests/sedX1"}}},
+		{"git", failure("Exit code 128\nfatal: Unable to create '/p/.git/index.lock': Read-only file system."), []Refusal{{Path: "/p/.git/index.lock"}}},
+		{"sed -i on a denied file, after a cd", failureOf("cd .claude/progress && sed -i 's/a/b/' feature-list.js*", "Exit code 4\nsed: cannot rename ./sedX1: Device or resource busy"),
+			[]Refusal{{Path: ".claude/progress/sedX1"}}},
+		{"an absolute path after a cd", failureOf("cd src; echo x > /p/tests/a.sh", "Exit code 1\n/bin/bash: line 1: /p/tests/a.sh: Read-only file system"), []Refusal{{Path: "/p/tests/a.sh"}}},
 		{"a host", success("rc=56", "<sandbox_violations>\ndeny network-outbound example.com:443 (host is not on the allow list)\n</sandbox_violations>"), []Refusal{{Host: "example.com"}}},
 		{"nothing refused", failure("Exit code 1\nFAIL: expected 3, got 2"), nil},
 		{"a test that prints the words", success("checking: Read-only file system handling ok", ""), nil},
@@ -53,6 +58,8 @@ func TestRefusalsNameTheirGate(t *testing.T) {
 		{"tests/F-001.sh", "frozen_test"},
 		{".claude/progress/feature-list.json", "bash_writes_feature_list"},
 		{".claude/settings.local.json", "daemon_files"},
+		{".claude/progress/sedX1", "daemon_files"}, // sed -i's temporary file beside the feature list
+		{".git/index.lock", "git_internals"},
 		{filepath.Join(e.elsewhere, ".bashrc"), "outside_project"},
 		{"src/F-001.txt", ""}, // nothing to blame: a refusal the rules would not make
 	}

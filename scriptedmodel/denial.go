@@ -112,3 +112,45 @@ func (t *turn) denials() (keys []string, out []Denial) {
 	}
 	return keys, out
 }
+
+// Refusal is a tool error the model read that is no gate's structured
+// reason but a program's own report that the sandbox refused it something:
+// a write to a read-only or denied path, a socket, a rename over a denied
+// file. The model reads it as "that did not work", nothing more, so tests
+// use it to check that a refusal reached the model at all, and that
+// honest agents meet none.
+type Refusal struct {
+	Agent   string `json:"agent"`
+	Feature string `json:"feature,omitempty"`
+	Attempt int    `json:"attempt"`
+	Tool    string `json:"tool"`
+	Target  string `json:"target,omitempty"`
+	// Error is the tool's error result, shortened.
+	Error string `json:"error"`
+}
+
+func (r Refusal) String() string {
+	return fmt.Sprintf("%s %s attempt %d: %s %s refused: %s", r.Agent, r.Feature, r.Attempt, r.Tool, r.Target, r.Error)
+}
+
+// refusedWords are how programs report what a sandbox refused them, as
+// seen in Claude Code's sandbox (bubblewrap and its seccomp filter):
+// shells and coreutils, Python, Node, Go.
+var refusedWords = regexp.MustCompile(`(?i)read-only file system|permission denied|operation not permitted|device or resource busy|\bEROFS\b|\bEACCES\b|\bEPERM\b|<sandbox_violations>`)
+
+// refusals lists the sandbox's refusals the conversation shows since the
+// command, with keys as stable as those of denials.
+func (t *turn) refusals() (keys []string, out []Refusal) {
+	for _, x := range t.exchanges {
+		if !x.answered || !x.isError || !refusedWords.MatchString(x.result) {
+			continue
+		}
+		if _, denied := parseReason(x.result); denied {
+			continue
+		}
+		keys = append(keys, "tool "+x.call.ID)
+		out = append(out, Refusal{Agent: t.cmd.Agent, Feature: t.cmd.Context.FeatureID, Attempt: t.cmd.attempt(),
+			Tool: x.call.Name, Target: x.target(), Error: excerpt(x.result, 300)})
+	}
+	return keys, out
+}

@@ -23,33 +23,80 @@ type listedFeature struct {
 	Evidence    []string `json:"evidence"`
 }
 
-// initialFeatureList is the feature list the initializer writes.
-func initialFeatureList(sc Scenario) (string, error) {
+// initialFeatureList is the feature list the initializer writes first:
+// features with NoTest have no test command.
+func initialFeatureList(sc Scenario) (string, error) { return featureList(sc, false) }
+
+// amendedFeatureList is the list the initializer writes when its first one
+// was refused for a feature without a test command: those features get a
+// test that cannot fail, an echo.
+func amendedFeatureList(sc Scenario) (string, error) { return featureList(sc, true) }
+
+// hasUntested reports whether the initializer's first list leaves a
+// feature without a test command.
+func (sc Scenario) hasUntested() bool {
+	for _, f := range sc.Features {
+		if f.NoTest {
+			return true
+		}
+	}
+	return false
+}
+
+// echoTest is the test a NoTest feature gets once the list without one was
+// refused: it passes whatever the code.
+func echoTest(id string) string { return "echo " + workingLine(id) }
+
+func featureList(sc Scenario, amended bool) (string, error) {
 	list := struct {
 		Version  int             `json:"version"`
 		Features []listedFeature `json:"features"`
 	}{Version: 1}
 	for _, f := range sc.Features {
+		files := f.Files()
+		test := files.Command
+		if f.NoTest {
+			test = ""
+			if amended {
+				test = echoTest(f.ID)
+			}
+		}
+		// The feature's source file and, for a text feature, the build log
+		// an agent may keep (the reads-huge-log behavior writes it with
+		// Bash).
+		scope := []string{files.Source}
+		if f.Kind == "" || f.Kind == Text {
+			scope = append(scope, hugeLogPath(f.ID))
+		}
+		steps := []string{fmt.Sprintf("Write %s so that %s passes", files.Source, files.Test)}
+		if f.Kind == "" || f.Kind == Text {
+			steps = []string{fmt.Sprintf("Write the line %q to %s", workingLine(f.ID), files.Source)}
+		}
+		if test != "" {
+			steps = append(steps, "Run "+test)
+		}
 		list.Features = append(list.Features, listedFeature{
 			ID:          f.ID,
 			Title:       f.Title,
-			Description: fmt.Sprintf("%s: %s holds the line %q.", f.Title, sourcePath(f.ID), workingLine(f.ID)),
-			Steps: []string{
-				fmt.Sprintf("Write the line %q to %s", workingLine(f.ID), sourcePath(f.ID)),
-				"Run " + testCommand(f.ID),
-			},
+			Description: description(f, files),
+			Steps:       steps,
 			// Empty lists rather than null: readers of the contract may
 			// expect arrays.
 			DependsOn: append([]string{}, f.DependsOn...),
-			// The feature's source file, and the build log an agent may
-			// keep (the reads-huge-log behavior writes it with Bash).
-			Scope:    []string{sourcePath(f.ID), hugeLogPath(f.ID)},
-			Test:     testCommand(f.ID),
-			Status:   "pending",
-			Evidence: []string{},
+			Scope:     scope,
+			Test:      test,
+			Status:    "pending",
+			Evidence:  []string{},
 		})
 	}
 	return encodeJSON(list)
+}
+
+func description(f FeatureScript, files Files) string {
+	if f.Kind == "" || f.Kind == Text {
+		return fmt.Sprintf("%s: %s holds the line %q.", f.Title, files.Source, workingLine(f.ID))
+	}
+	return fmt.Sprintf("%s: Feature() in %s returns %q.", f.Title, files.Source, workingLine(f.ID))
 }
 
 // editFeature applies change to the feature id of a feature list and

@@ -20,13 +20,14 @@ func TestLoadScenario(t *testing.T) {
 	good := write("good.json", `{"name": "two", "features": [
   {"id": "F-001", "title": "A", "behavior": "pass"},
   {"id": "F-002", "title": "B", "depends_on": ["F-001", "F-003"], "behavior": "fail-once"},
-  {"id": "F-003", "title": "C", "behavior": "stop-early", "tester": "skips-test"}
-]}`)
+  {"id": "F-003", "title": "C", "behavior": "stop-early", "tester": "skips-test"},
+  {"id": "F-004", "title": "D", "behavior": "fail-once", "kind": "go", "no_test": true}
+], "ctxgraphd": "/usr/local/bin/ctxgraphd"}`)
 	sc, err := LoadScenario(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Name != "two" || len(sc.Features) != 3 || sc.Features[1].Behavior != FailOnce || sc.Features[1].DependsOn[1] != "F-003" ||
+	if sc.Name != "two" || len(sc.Features) != 4 || sc.Features[3].Kind != Go || !sc.Features[3].NoTest || sc.Ctxgraphd != "/usr/local/bin/ctxgraphd" || sc.Features[1].Behavior != FailOnce || sc.Features[1].DependsOn[1] != "F-003" ||
 		sc.Features[0].Tester != "" || sc.Features[2].Tester != SkipsTest {
 		t.Fatalf("loaded %+v", sc)
 	}
@@ -51,6 +52,12 @@ func TestLoadScenario(t *testing.T) {
 		{"missing id", `{"features": [{"title": "a", "behavior": "pass"}]}`, []string{"features[0].id is missing"}},
 		{"unsafe id", `{"features": [{"id": "a b", "title": "a", "behavior": "pass"}]}`, []string{`features[0].id "a b" may hold only`}},
 		{"missing title", `{"features": [{"id": "F-1", "behavior": "pass"}]}`, []string{"features[0] (F-1): title is missing"}},
+		{"unknown kind", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "kind": "rust"}]}`,
+			[]string{`features[0] (F-1): kind "rust" is unknown`, "text, go, node"}},
+		{"a misbehavior of another kind", `{"features": [{"id": "F-1", "title": "a", "behavior": "rewrites-test", "kind": "go"}]}`,
+			[]string{"features[0] (F-1): a feature of kind go is coded and tested honestly", "rewrites-test"}},
+		{"a misbehaving tester of another kind", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "tester": "fixes-code", "kind": "node"}]}`,
+			[]string{"features[0] (F-1): a feature of kind node", "tester fixes-code"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,20 @@ func (s step) refusable() step {
 	return s
 }
 
+// confined is a misbehaving step that the sandbox is expected to refuse,
+// or a gate before it. The sandbox's refusal is no structured reason: the
+// program reports it in its own words ("Read-only file system",
+// "Operation not permitted", "Device or resource busy", a connection that
+// could not be made, a shell killed under it), and a model reads that as
+// "this did not work" and goes on without it. So any error lets the script
+// go on, a structured denial included; and a step that is not refused goes
+// on too: the misbehavior went through, which is for the test that watches
+// the outcome to notice.
+func (s step) confined() step {
+	s.onError = func(string) (string, bool) { return "", true }
+	return s
+}
+
 // script is what a role does for one command object: its steps in order,
 // then a final text.
 type script struct {
@@ -205,6 +219,19 @@ func (t *turn) write(rel string, body func() (string, error)) step {
 			return toolCall{}, err
 		}
 		return writeCall(path, b), nil
+	}}
+}
+
+// writeAt is the step that writes a file at the path where builds when
+// the step is due (a path outside the project that an earlier call
+// printed).
+func writeAt(where func() (string, error), content string) step {
+	return step{tool: "Write", call: func() (toolCall, error) {
+		p, err := where()
+		if err != nil {
+			return toolCall{}, err
+		}
+		return writeCall(p, content), nil
 	}}
 }
 

@@ -79,6 +79,10 @@ type Server struct {
 	// read them; seen holds their keys (turn.denials).
 	denials []Denial
 	seen    map[string]bool
+	// refusals are the sandbox's refusals the model has read (Refusals),
+	// keyed in refused.
+	refusals []Refusal
+	refused  map[string]bool
 	srv     *http.Server
 	done    chan struct{}
 
@@ -100,6 +104,7 @@ func New(sc Scenario, log *zap.Logger) *Server {
 		idPrefix: hex.EncodeToString(p[:]),
 		stats:    Stats{Runs: map[string]int{}},
 		seen:     map[string]bool{},
+		refused:  map[string]bool{},
 	}
 	for _, f := range sc.Features {
 		s.features[f.ID] = f
@@ -178,18 +183,31 @@ func (s *Server) Denials() []Denial {
 	return slices.Clone(s.denials)
 }
 
-// record keeps the refusals a request shows that the model had not read
-// before.
+// Refusals returns the sandbox's refusals the model has read (tool errors
+// in a program's own words, no gate's reason), each once, in the order it
+// first read them.
+func (s *Server) Refusals() []Refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.refusals)
+}
+
+// record keeps the denials and refusals a request shows that the model
+// had not read before.
 func (s *Server) record(t *turn) {
 	if !t.found {
 		return
 	}
 	keys, ds := t.denials()
-	if len(ds) == 0 {
-		return
-	}
+	rkeys, rs := t.refusals()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i, k := range rkeys {
+		if !s.refused[k] {
+			s.refused[k] = true
+			s.refusals = append(s.refusals, rs[i])
+		}
+	}
 	for i, k := range keys {
 		if s.seen[k] {
 			continue

@@ -45,6 +45,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,6 +76,9 @@ var Targets = []Target{
 	{Pkg: "hook", Min: 95},
 	{Pkg: "internal/gitrepo", Min: 95},
 }
+
+// workers is how many mutants gremlins tests at once.
+var workers = 2
 
 // shim is the `go` gremlins runs: the real go, in its own process group,
 // with a build failure turned into exit 2 (not viable).
@@ -129,6 +133,7 @@ func main() {
 	gremlins := flag.String("gremlins", "gremlins", "the gremlins binary")
 	out := flag.String("out", ".mutate", "where the JSON reports go")
 	hand := flag.Bool("audit", false, "run the hand mutation audit of the guarantees instead")
+	flag.IntVar(&workers, "workers", 2, "mutants tested at once (the cores to give it)")
 	flag.Parse()
 	if *hand {
 		if !audit() {
@@ -251,7 +256,7 @@ func run(gremlins, shimDir, src, outDir string, t Target) result {
 		return r
 	}
 	jsonOut := filepath.Join(outDir, strings.ReplaceAll(t.Pkg, "/", "_")+".json")
-	args := []string{"unleash", "--workers", "2", "--timeout-coefficient", "10", "--invert-negatives=false", "-o", jsonOut}
+	args := []string{"unleash", "--workers", strconv.Itoa(workers), "--timeout-coefficient", "10", "--invert-negatives=false", "-o", jsonOut}
 	for _, e := range t.Exclude {
 		args = append(args, "-E", e)
 	}
