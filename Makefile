@@ -12,6 +12,10 @@ CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
 CLAUDE        := $(TOOLS)/node_modules/.bin/claude
 GREMLINS_VERSION := v0.6.0
 GREMLINS      := $(TOOLS)/bin/gremlins
+# What `ctxgraphd version` says: the nearest tag, the commit, and whether
+# the tree had changes.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS       := -s -w -X main.version=$(VERSION)
 BIN           := $(CURDIR)/bin/ctxgraphd
 HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 
@@ -31,7 +35,7 @@ deps:
 # default one (make bench, BenchmarkHook). e2e/harness_test.go builds the
 # same way for the benchmarks.
 build: deps
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/ctxgraphd
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags='$(LDFLAGS)' -o $(BIN) ./cmd/ctxgraphd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(HOOK_BIN) ./cmd/ctxgraphd-hook
 
 # Agents run confined by Claude Code's sandbox: on Linux it needs bubblewrap

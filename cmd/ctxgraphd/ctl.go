@@ -39,9 +39,13 @@ or failed, 2 bad usage, 3 no daemon runs for the project.`,
 			if len(args) == 0 {
 				return cmd.Help()
 			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				return withExitCode(exitUsage, fmt.Errorf("unknown ctl command %q; did you mean `ctxgraphd ctl %s`?", args[0], s[0]))
+			}
 			return withExitCode(exitUsage, fmt.Errorf("unknown ctl command %q; see `ctxgraphd ctl --help`", args[0]))
 		},
 	}
+	cmd.SuggestionsMinimumDistance = 2
 	// Usage mistakes exit 2, so that scripts can tell them from a refusal.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitUsage, err) })
 	pf := cmd.PersistentFlags()

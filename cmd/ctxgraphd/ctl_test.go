@@ -380,3 +380,32 @@ func TestCountsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageErrorsExitTwo: every usage mistake, of any command, exits 2, so
+// that a script can tell it from a refusal (1) or no daemon (3).
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"statsu"},
+		{"status"},
+		{"ctl", "statsu"},
+		{"ctl", "retry"},
+		{"ctl", "retry", "F-1", "F-2"},
+		{"ctl", "traces", "--level", "everything"},
+		{"run", "--frob"},
+		{"run", "extra"},
+		{"init", "--goal"},
+		{"version", "extra"},
+		{"demo", "--dir"},
+		{"config", "--frob"},
+	} {
+		if code := execute(args); code != exitUsage {
+			t.Errorf("ctxgraphd %s exited %d, want %d", strings.Join(args, " "), code, exitUsage)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}, {"--help"}, {"ctl", "--help"}} {
+		if code := execute(args); code != 0 {
+			t.Errorf("ctxgraphd %s exited %d, want 0", strings.Join(args, " "), code)
+		}
+	}
+}
