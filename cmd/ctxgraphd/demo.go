@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -15,6 +19,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -42,6 +47,11 @@ ends blocked.`,
 				var err error
 				if sc, err = scriptedmodel.LoadScenario(scenarioFile); err != nil {
 					return err
+				}
+			}
+			if dir != "" {
+				if err := demoDirFree(dir); err != nil {
+					return withExitCode(exitUsage, err)
 				}
 			}
 			if claude == "" {
@@ -116,23 +126,12 @@ ends blocked.`,
 				fmt.Fprintf(out, "CONFINEMENT IS OFF: agents' commands run unconfined\n\n")
 			}
 			log.Info("demo starting", zap.String("scenario", sc.Name))
+			began := time.Now()
 			err = runDaemon(cmd.Context(), daemonOptions{Project: proj, Config: cfg, Log: log, ExitWhenDone: true, AgentEnv: env})
 			if err != nil {
 				return err
 			}
-			l, _, err := progress.ReadFeatureList(proj.Progress())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "\nfinal feature list:")
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tTESTED\tTITLE")
-			for _, f := range l.Features {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", f.ID, f.Status, f.Tested, f.Title)
-			}
-			tw.Flush()
-			fmt.Fprintf(out, "\nthe project, its evidence and session-state.json are in %s\n", dir)
-			return nil
+			return demoSummary(out, proj, time.Since(began))
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "where to create the sample project (default: a new temporary directory)")
@@ -140,4 +139,83 @@ ends blocked.`,
 	cmd.Flags().StringVar(&claude, "claude", "", "the Claude Code binary (default: claude on PATH)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every tool call")
 	return cmd
+}
+
+// demoDirFree refuses a directory the demo would write into and that holds
+// something: a project, a repository, or anybody's files. The demo writes a
+// sample project, a goal and a git history of its own; none of that belongs
+// in a directory that is somebody's.
+func demoDirFree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--dir %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case ".claude", ".git":
+			return fmt.Errorf("--dir %s holds a project (%s): the demo writes a sample project of its own and never into one that exists; give a new or empty directory, or leave --dir out for a temporary one", dir, e.Name())
+		}
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("--dir %s is not empty: the demo writes a sample project of its own and never among other files; give a new or empty directory, or leave --dir out for a temporary one", dir)
+	}
+	return nil
+}
+
+// demoSummary says what happened, for someone who has never seen ctxgraphd:
+// each feature's outcome and why, the runs, the time and where everything
+// is. The cost is the scripted model's, made up.
+func demoSummary(out io.Writer, proj paths.Project, took time.Duration) error {
+	st, err := store.Open(proj.StateDir, time.Second)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	state, err := st.Load()
+	if err != nil {
+		return err
+	}
+	runs, err := st.Runs()
+	if err != nil {
+		return err
+	}
+	l, err := progress.Parse(state.FeatureList)
+	if err != nil {
+		return fmt.Errorf("the demo's feature list: %w", err)
+	}
+	fmt.Fprintf(out, "\nwhat happened, feature by feature:\n")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tOUTCOME\tRUNS\tWHY")
+	for _, f := range l.Features {
+		c := state.Counters[f.ID]
+		outcome, why := "not worked", ""
+		switch {
+		case f.Tested:
+			outcome = "tested"
+			why = "its test passed when the daemon ran it itself"
+			if c.Commit != "" {
+				why += "; committed as " + c.Commit[:min(12, len(c.Commit))]
+			}
+			if c.Failures > 0 {
+				why += fmt.Sprintf(", after %s", plural(c.Failures, "failed attempt"))
+			}
+		case f.Status == progress.Blocked:
+			outcome, why = "blocked", oneLine(c.LastFailure)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", f.ID, f.Title, outcome, c.Runs, why)
+	}
+	tw.Flush()
+	var agentWall time.Duration
+	for _, r := range runs {
+		agentWall += r.AgentWall
+	}
+	fmt.Fprintf(out, "\n%s of Claude Code in %s (%s of them in the agents' own processes); cost $%.2f, simulated: the scripted model makes it up\n",
+		plural(len(runs), "run"), took.Round(time.Second), agentWall.Round(time.Second), state.TotalCostUSD)
+	fmt.Fprintf(out, "\nthe sample project is in %s: its code, one git commit per tested feature (git log), the evidence under .claude/progress/evidence/\n", proj.Dir)
+	fmt.Fprintf(out, "the daemon's state (its store, traces and logs) is in %s\n", proj.StateDir)
+	fmt.Fprintf(out, "remove both directories when you are done with them\n")
+	return nil
 }
