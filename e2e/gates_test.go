@@ -568,8 +568,9 @@ func TestGateTesterMustTest(t *testing.T) {
 }
 
 // Honest agents meet no gate: the demo's scenario (a pass, a pass on retry,
-// a dependency, a feature that never passes) runs without one denial or
-// violation, and the failures it has are test failures, not gate ones.
+// a dependency, a feature that never passes) runs without one denial,
+// refusal of the sandbox or violation, and the failures it has are test
+// failures, not gate ones.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	p := newProject(t, scriptedmodel.DefaultScenario())
 	o := p.runMisbehaving()
@@ -578,6 +579,9 @@ func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	}
 	if len(o.denials) != 0 {
 		t.Errorf("honest agents read %d denials: %v", len(o.denials), o.denials)
+	}
+	if len(o.refusals) != 0 {
+		t.Errorf("honest agents met %d refusals of the sandbox: %v", len(o.refusals), o.refusals)
 	}
 	if len(o.violations) != 0 {
 		t.Errorf("honest agents caused %d violations", len(o.violations))

@@ -83,8 +83,8 @@ type Server struct {
 	// keyed in refused.
 	refusals []Refusal
 	refused  map[string]bool
-	srv     *http.Server
-	done    chan struct{}
+	srv      *http.Server
+	done     chan struct{}
 
 	// probe, when set, replaces the roles (NewProbe).
 	probe *probe
