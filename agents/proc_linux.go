@@ -91,3 +91,37 @@ func groupMembers(pgid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// killEscapees kills the processes that carry CTXGRAPH_RUN=runID but left
+// the run's process group (setsid, a daemonising double fork): in the
+// sandbox they die with their command anyway; unconfined, they would
+// outlive the run and change the project after its verdict. It returns how
+// many it killed.
+func killEscapees(runID string) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := []byte("CTXGRAPH_RUN=" + runID)
+	self := os.Getpid()
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}

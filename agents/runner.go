@@ -389,6 +389,11 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 		signalGroup(res.PID, sigKill)
 		time.Sleep(5 * time.Millisecond)
 	}
+	if spec.RunID != "" {
+		if n := killEscapees(spec.RunID); n > 0 {
+			log.Warn("killed processes of the run that had left its process group", zap.Int("processes", n))
+		}
+	}
 	if err := <-readDone; err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("reading the agent's output: %w", err)
 	}

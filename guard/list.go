@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -226,9 +227,9 @@ func IsTestCommand(cmd, featureTest string) bool {
 	return testRe.MatchString(cmd)
 }
 
-// MatchesTest reports whether cmd runs test: the same command, give or take
-// whitespace, alone or as part of a compound command.
-func MatchesTest(cmd, test string) bool {
-	c, t := strings.Join(strings.Fields(cmd), " "), strings.Join(strings.Fields(test), " ")
-	return t != "" && (c == t || strings.Contains(c, t))
-}
+// MatchesTest reports whether running cmd runs test and exits with the
+// test's own status (shellcmd.RunsTest): after setup through && alone, with
+// nothing after it that could change the status. Text of the test inside
+// another command (`echo …`, `printf '…' | …`) is not a run of it, and
+// `test || true` is not a pass.
+func MatchesTest(cmd, test string) bool { return shellcmd.RunsTest(cmd, test) }

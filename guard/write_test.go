@@ -274,6 +274,9 @@ func TestRanTest(t *testing.T) {
 		{"inside a compound command", []TestRecord{rec("cd . && sh tests/a.sh", 0)}, "sh tests/a.sh", true, true},
 		{"another test passed, not this one", []TestRecord{rec("go test ./...", 0), rec("sh tests/a.sh", 2)}, "sh tests/a.sh", true, false},
 		{"no test command: any runner", []TestRecord{rec("go test ./...", 0)}, "", true, true},
+		{"a masked failure is not a pass", []TestRecord{rec("sh tests/a.sh || true", 0)}, "sh tests/a.sh", false, false},
+		{"text of the test is not a run of it", []TestRecord{rec("printf 'sh tests/a.sh' | cat", 0)}, "sh tests/a.sh", false, false},
+		{"piped into tee, the status is tee's", []TestRecord{rec("sh tests/a.sh | tee out.log", 0)}, "sh tests/a.sh", false, false},
 		{"no test command: an echo is not a test", []TestRecord{rec("echo PASS", 0)}, "", false, false},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -133,7 +134,7 @@ func (j *Judge) Drift(ctx context.Context, tree gitrepo.Tree) ([]string, error) 
 }
 
 // TestFiles returns what a test command names that may be a file of the
-// project (see testCommand.Files). Which of them exist is the tree's to
+// project (see shellcmd.Test.Files). Which of them exist is the tree's to
 // say. Directories and package patterns (./pkg/...) are not files: the tests
 // inside them are gates.protected's.
-func TestFiles(test string) []string { return parseTest(test).Files }
+func TestFiles(test string) []string { return shellcmd.ParseTest(test).Files }

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -69,7 +70,7 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 		res.CannotRun = "the feature has no test command"
 		return res
 	}
-	tc := parseTest(test)
+	tc := shellcmd.ParseTest(test)
 	if tc.Invalid != "" {
 		res.CannotRun = "it is not a valid shell command: " + tc.Invalid
 		return res

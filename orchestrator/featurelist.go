@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -57,6 +58,12 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	}
 
 	if o.canonical == nil {
+		if o.active != nil && agents.Role(o.active.run.Role) == agents.Initializer && (!runEnded || o.active.silent) {
+			// The initializer's list is taken when its run has ended, and
+			// only from a run whose gates were running: not half-way, and
+			// not from a run whose hooks never checked in.
+			return false
+		}
 		reset := false
 		for i := range l.Features {
 			if l.Features[i].Tested {

@@ -117,6 +117,8 @@ type activeRun struct {
 	liveTimer *time.Timer // the hooks-live check
 	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
 	interrupt string
+	// silent: the run ended without its hooks ever checking in.
+	silent bool
 }
 
 // job is the daemon's own work on the loop's behalf, off the loop: a

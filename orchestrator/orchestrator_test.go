@@ -538,8 +538,24 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
 		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
 	}
-	if l := h.list(); l.Features[0].Tested {
-		t.Error("a run without gates got its feature tested")
+	// Written without gates, the list is not taken: no feature of it is
+	// worked, the store holds none, and it is set aside on disk, where a
+	// restart will not take it for a person's.
+	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FeatureList != nil {
+		t.Errorf("the store took a list written without gates:\n%s", st.FeatureList)
+	}
+	if _, err := os.Stat(h.proj.Progress(progress.FeatureListFile)); err == nil {
+		t.Error("the list written without gates is still where a restart would take it")
+	}
+	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err != nil {
+		t.Errorf("the list written without gates was not set aside: %v", err)
 	}
 }
 

@@ -223,15 +223,18 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	if act.liveTimer != nil {
 		act.liveTimer.Stop()
 	}
+	why := o.endedSilent(act, res)
+	act.silent = why != ""
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	o.syncFeatureList(true)
 	o.active = nil
 
-	if why := o.endedSilent(act, res); why != "" {
+	if why != "" {
 		// Its gates never ran: nothing the run claims is judged, and the
 		// run is redone; what it changed in the tree is still held to
 		// the rules.
+		o.setAsideUnjudgedList(act.run)
 		o.judgeLeftovers(act.run)
 		o.finishRun(act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
 		return
@@ -825,4 +828,32 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// UnjudgedListFile is where the list of an initializer whose hooks never
+// checked in is set aside: written without gates, it is not taken, by this
+// daemon or, later, as a person's list by the next; a person who wants it
+// renames it back.
+const UnjudgedListFile = "feature-list.unjudged.json"
+
+// setAsideUnjudgedList moves the list an initializer wrote without its gates
+// running out of the way of the next initializer and of a restart.
+func (o *Orchestrator) setAsideUnjudgedList(r store.Run) {
+	if o.canonical != nil || agents.Role(r.Role) != agents.Initializer {
+		return
+	}
+	from := o.opts.Project.Progress(progress.FeatureListFile)
+	if _, err := os.Stat(from); err != nil {
+		return
+	}
+	to := o.opts.Project.Progress(UnjudgedListFile)
+	if err := os.Rename(from, to); err != nil {
+		o.log.Warn("could not set aside a list written without gates", zap.Error(err))
+		return
+	}
+	o.setProblem("")
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: r.Role, Run: r.ID},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the feature list %s wrote, without its hooks ever checking in, was set aside as %s", r.ID, UnjudgedListFile),
+			WhatWasCorrect: "a first list is taken only from an initializer whose gates ran", Why: "gates that are not running must not be trusted; rename it back to keep it"}})
+	o.log.Warn("a feature list written without gates was set aside", zap.String("run", r.ID), zap.String("as", to))
 }

@@ -1,4 +1,11 @@
-package judge
+// Package shellcmd reads shell command lines the way a shell would, with a
+// real parser (mvdan.cc/sh), for the two questions the gates ask of one:
+// which project files a feature's test command runs (to freeze them, and to
+// know whether the test can run at all), and whether a command an agent ran
+// is a run of the feature's test whose exit status is the test's own.
+// Reading commands is never what confines an agent (the sandbox does); it
+// is what the record of "this run ran its test and saw it pass" rests on.
+package shellcmd
 
 import (
 	"path"
@@ -7,11 +14,11 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// testCommand is what a feature's test command names, read with a shell
+// Test is what a feature's test command names, read with a shell
 // parser: the words that are arguments (not redirection targets), each
 // taken relative to the directory a `cd` before it moved to, and the
 // scripts inside `sh -c '…'` read the same way.
-type testCommand struct {
+type Test struct {
 	// Files are the project files the command may run or read: its
 	// relative path arguments, package.json for an npm, yarn or pnpm
 	// script, the Makefile for make. Which of them exist is the tree's
@@ -32,9 +39,9 @@ var interpreters = map[string]bool{
 	"ruby": true, "perl": true, "php": true, "bats": true, "tclsh": true,
 }
 
-// parseTest reads a test command.
-func parseTest(test string) testCommand {
-	var tc testCommand
+// ParseTest reads a test command.
+func ParseTest(test string) Test {
+	var tc Test
 	f, err := syntax.NewParser().Parse(strings.NewReader(test), "")
 	if err != nil {
 		tc.Invalid = err.Error()
@@ -106,7 +113,7 @@ func parseTest(test string) testCommand {
 					// The program is the next word: read it as shell
 					// when the interpreter is a shell.
 					if isShell(base(name)) {
-						inner := parseTest(args[i+1])
+						inner := ParseTest(args[i+1])
 						for _, p := range inner.Files {
 							add(&tc.Files, path.Join(cwd, p))
 						}
@@ -194,4 +201,95 @@ func literal(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// RunsTest reports whether running cmd runs test and exits with the test's
+// own exit status: the test, as the shell reads it, is the last command
+// that runs, reached only through && (`cd x && go test ./...`), with
+// nothing after it that could change the status (`|| true`, `; echo`,
+// `| tee log`, `!`), and not merely text inside another command (`printf
+// 'sh t.sh'`, `echo sh t.sh`). Whitespace and quoting are the shell's.
+func RunsTest(cmd, test string) bool {
+	want, ok := canonical(test)
+	if !ok || want == "" {
+		return false
+	}
+	f, err := syntax.NewParser().Parse(strings.NewReader(cmd), "")
+	if err != nil || len(f.Stmts) == 0 {
+		return false
+	}
+	if strings.Contains(want, "; ") {
+		// A test of several statements runs as written, whole.
+		got, ok := canonical(cmd)
+		return ok && got == want
+	}
+	// The status of a list is its last statement's; what runs before it is
+	// setup (cd, exports), after a ; or a newline as much as after &&.
+	return lastRuns(f.Stmts[len(f.Stmts)-1], want)
+}
+
+// lastRuns reports whether s's status is the status of a statement that
+// prints as want.
+func lastRuns(s *syntax.Stmt, want string) bool {
+	if s.Negated || s.Background {
+		return false
+	}
+	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok {
+		if b.Op != syntax.AndStmt {
+			return false // || can swallow a failure; a pipe's status is its last command's
+		}
+		if lastRuns(b.Y, want) {
+			return true
+		}
+	}
+	got, ok := printStmt(s)
+	return ok && got == want
+}
+
+// canonical prints a test command the way printStmt prints a statement, so
+// that the two compare whatever the spacing and quoting.
+func canonical(test string) (string, bool) {
+	f, err := syntax.NewParser().Parse(strings.NewReader(test), "")
+	if err != nil || len(f.Stmts) != 1 {
+		if err == nil && len(f.Stmts) > 1 {
+			// A multi-statement test: compare it as written, joined.
+			var parts []string
+			for _, s := range f.Stmts {
+				p, ok := printStmt(s)
+				if !ok {
+					return "", false
+				}
+				parts = append(parts, p)
+			}
+			return strings.Join(parts, "; "), true
+		}
+		return "", false
+	}
+	return printStmt(f.Stmts[0])
+}
+
+// printStmt is a statement's key for comparison: a simple command by the
+// words the shell would pass it (so that quoting does not matter), anything
+// else as the printer writes it.
+func printStmt(s *syntax.Stmt) (string, bool) {
+	if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(s.Redirs) == 0 && len(c.Assigns) == 0 && !s.Negated && !s.Background {
+		words := make([]string, 0, len(c.Args))
+		all := true
+		for _, w := range c.Args {
+			lit, ok := literal(w)
+			if !ok {
+				all = false
+				break
+			}
+			words = append(words, lit)
+		}
+		if all {
+			return "argv\x00" + strings.Join(words, "\x00"), true
+		}
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter(syntax.Minify(true)).Print(&b, s); err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(b.String()), true
 }
