@@ -550,6 +550,106 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
+// TestDescribeShowsValues: each value is shown as the layers read it back:
+// floats in full, durations as Go prints them, lists joined with ", ", and
+// an empty value as "".
+func TestDescribeShowsValues(t *testing.T) {
+	cfg, prov, _, _, err := load(t, layers{flags: map[string]string{
+		"budget.run_usd":          "2.75",
+		"agent.timeout":           "90s",
+		"gates.protected":         "tests/**,**/*_test.go",
+		"sandbox.allowed_domains": "",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"budget.run_usd":          "2.75",
+		"agent.timeout":           "1m30s",
+		"gates.protected":         "tests/**, **/*_test.go",
+		"sandbox.allowed_domains": `""`,
+		"sandbox.allow_write":     `""`,
+		"agent.model":             `""`,
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(cfg.Describe(prov), "\n"), "\n") {
+		name, rest, _ := strings.Cut(line, " = ")
+		value, _, _ := strings.Cut(rest, "  # ")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if w, ok := want[name]; ok && value != w {
+			t.Errorf("%s is shown as %q, want %q", name, value, w)
+		}
+		delete(want, name)
+	}
+	for name := range want {
+		t.Errorf("%s is not shown", name)
+	}
+}
+
+// TestDescribeAlignsComments: values of up to maxAlignedValue characters
+// share one column of comments, just after the widest of them; a longer
+// value (a list of globs) shifts only its own comment.
+func TestDescribeAlignsComments(t *testing.T) {
+	model := strings.Repeat("m", maxAlignedValue)
+	cfg, prov, _, _, err := load(t, layers{flags: map[string]string{"agent.model": model}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	column := -1
+	for _, line := range strings.Split(strings.TrimSuffix(cfg.Describe(prov), "\n"), "\n") {
+		_, rest, _ := strings.Cut(line, " = ")
+		value, _, _ := strings.Cut(rest, "  # ")
+		at := strings.Index(line, "  # ")
+		if len(strings.TrimSpace(value)) > maxAlignedValue {
+			if at <= column {
+				t.Errorf("a long value's comment is not after the column (%d): %q", column, line)
+			}
+			continue
+		}
+		if column < 0 {
+			column = at
+		}
+		if at != column {
+			t.Errorf("comment at column %d, want %d like the others: %q", at, column, line)
+		}
+		if strings.HasPrefix(line, "agent.model ") && !strings.Contains(line, model+"  # ") {
+			t.Errorf("the widest aligned value is padded: %q", line)
+		}
+	}
+}
+
+// TestLoadNeverReturnsAnInvalidConfig: what Load returns without an error
+// passes Validate, whatever spellings the layers used. A list element with
+// a comma outside braces, which the environment and --set could not write,
+// may be refused, but never let through into a configuration Validate
+// refuses.
+func TestLoadNeverReturnsAnInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		l        layers
+		mustLoad bool
+	}{
+		{"numbers and bools in other spellings", layers{project: "budget:\n  run_usd: -0\n  feature_usd: 0x1p-2\nagent:\n  max_turns: +5\n  allow_root: TRUE\n"}, true},
+		{"globs with braces", layers{project: "gates:\n  protected: [\"src/{a,b}/**\", \"**/*.{test,spec}.{js,ts}\"]\n"}, true},
+		{"list elements with blank space", layers{env: []string{"CTXGRAPHD_SANDBOX_ALLOW_WRITE= /opt/x , /var/y "}}, true},
+		{"a directory with a comma", layers{project: "sandbox:\n  allow_write: [\"/opt/a,b\"]\n"}, false},
+		{"a glob with a comma", layers{project: "gates:\n  protected: [\"tests/**,/abs\"]\n"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, _, _, err := load(t, tt.l)
+			switch {
+			case err != nil && tt.mustLoad:
+				t.Fatalf("Load() = %v", err)
+			case err != nil:
+				return
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("Load() returned a configuration that Validate refuses: %v", err)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -692,6 +792,7 @@ func TestSuggest(t *testing.T) {
 		{"agnet", "agent"},
 		{"limit", "limits"},
 		{"limits.max_retry", "limits.max_retries"},
+		{"bugent", "agent"}, // as close to budget: the name listed first is offered
 		{"budget.run", ""},
 		{"zzz", ""},
 	}
@@ -723,7 +824,7 @@ func TestDistance(t *testing.T) {
 func FuzzParseFile(f *testing.F) {
 	for _, s := range []string{
 		"agent:\n  timeout: 5m\n", "gates:\n  scope: warn\n", "a: &x [*x]\n", "- 1\n", "agent: {timeout: {x: 1}}\n",
-		"agent.timeout: 1s\nagent:\n  timeout: 2s\n", "---\n---\n", "budget: {run_usd: 1e308}\n", "\t",
+		"agent.timeout: 1s\nagent:\n  timeout: 2s\n", "---\n---\n", "budget: {run_usd: 1e308}\n", "\t", "sandbox:\n  allow_write: [\"/opt/a,b\"]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -759,6 +860,8 @@ func TestListKeys(t *testing.T) {
 			[]string{"tests/**", "**/*.{test,spec}.js"}, ""},
 		{"env, braces kept", layers{env: []string{"CTXGRAPHD_GATES_PROTECTED=tests/**, **/*.{test,spec}.js"}}, "gates.protected",
 			[]string{"tests/**", "**/*.{test,spec}.js"}, ""},
+		{"flag, braces kept wherever they are", layers{flags: map[string]string{"gates.protected": "**/*.{test,spec}.js,src/{{unit,e2e}/tests,lib}/**,tests/**"}}, "gates.protected",
+			[]string{"**/*.{test,spec}.js", "src/{{unit,e2e}/tests,lib}/**", "tests/**"}, ""},
 		{"an empty list", layers{project: "sandbox:\n  allowed_domains: []\n"}, "sandbox.allowed_domains", []string{}, ""},
 		{"flag", layers{flags: map[string]string{"sandbox.allow_write": "/opt/cache,/var/tmp/x"}}, "sandbox.allow_write",
 			[]string{"/opt/cache", "/var/tmp/x"}, ""},
@@ -787,5 +890,21 @@ func TestListKeys(t *testing.T) {
 				t.Errorf("%s = %#v, want %#v", tt.key, got, tt.want)
 			}
 		})
+	}
+}
+
+// A list element holding a comma is one element in a file: the check of
+// the whole configuration must read it as the file did, not split it.
+func TestListElementWithACommaInAFile(t *testing.T) {
+	cfg, _, _, projectPath, err := load(t, layers{project: "sandbox:\n  allow_write: [\"/opt/a,b\"]\n"})
+	if err != nil {
+		t.Fatalf("Load() = %v; want /opt/a,b accepted from %s", err, projectPath)
+	}
+	if got := cfg.Sandbox.AllowWrite; len(got) != 1 || got[0] != "/opt/a,b" {
+		t.Errorf("sandbox.allow_write = %q; want [/opt/a,b]", got)
+	}
+	cfg.Sandbox.AllowWrite = []string{"relative,dir"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "sandbox.allow_write") {
+		t.Errorf("Validate() with a relative element = %v; want it refused naming sandbox.allow_write", err)
 	}
 }

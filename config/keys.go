@@ -375,9 +375,18 @@ func Keys() []KeyInfo {
 func (c *Config) Validate() error {
 	var errs []error
 	for _, k := range registry {
+		v := k.get(c)
+		if l, ok := v.([]string); ok {
+			// Element by element, as a file's list is read: text would
+			// split an element that holds a comma.
+			if _, err := k.parseList(l); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not allowed: want %s", k.name, display(v), k.allowed()))
+			}
+			continue
+		}
 		// Formatting then parsing applies exactly the rules a layer's
 		// text goes through.
-		s := raw(k.get(c))
+		s := raw(v)
 		if _, err := k.parse(s); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not allowed: want %s", k.name, s, k.allowed()))
 		}

@@ -98,7 +98,9 @@ func candidateNames() []string {
 }
 
 // suggest returns the candidate closest to name, or "" when none is close
-// enough to be a likely typo. Case is ignored: "Agent" is "agent".
+// enough to be a likely typo. Case is ignored: "Agent" is "agent". Of
+// candidates equally close, the one listed first is suggested, so that the
+// answer never depends on map order.
 func suggest(name string, candidates []string) string {
 	lname := strings.ToLower(name)
 	best, bestD := "", -1

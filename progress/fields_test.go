@@ -81,6 +81,18 @@ func TestFieldWriters(t *testing.T) {
 	}
 }
 
+// TestFieldWithoutPolicyFailsClosed: a field declared without a policy (the
+// zero Policy) is one no agent may change, so that forgetting the policy of
+// a new key never opens it to agents.
+func TestFieldWithoutPolicyFailsClosed(t *testing.T) {
+	fd := Field{Key: "new-key", Kind: TextField}
+	for _, r := range role.All {
+		if fd.MayWrite(r) {
+			t.Errorf("%s may change a field that has no policy", r)
+		}
+	}
+}
+
 // TestFieldsDriveParseDiffClone: a value set through the table is read back
 // by Parse, found by Diff and copied by Clone, for every field.
 func TestFieldsDriveParseDiffClone(t *testing.T) {

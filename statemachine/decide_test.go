@@ -285,6 +285,61 @@ func codingAttempts(t *testing.T, maxRetries int) int {
 	return codingRuns
 }
 
+// TestInitializerRunsAreBounded plays an initializer that never writes a
+// valid list and checks it gets exactly max_retries+1 runs, as a feature
+// gets max_retries+1 coding attempts, before the session stops.
+func TestInitializerRunsAreBounded(t *testing.T) {
+	for _, maxRetries := range []int{0, 1, 2, 5} {
+		t.Run(fmt.Sprintf("max_retries=%d", maxRetries), func(t *testing.T) {
+			in := Input{MaxRetries: maxRetries}
+			runs := 0
+			for step := 0; step < 100; step++ {
+				a := Decide(in)
+				if a.CountInitFailure {
+					in.InitFailures++
+				}
+				switch a.Kind {
+				case SpawnInitializer:
+					runs++
+					in.Outcome = &Outcome{Role: Initializer, Reason: "invalid JSON"}
+				case StopSession:
+					if runs != maxRetries+1 {
+						t.Errorf("%d initializer runs before the stop, want %d", runs, maxRetries+1)
+					}
+					if in.InitFailures != runs {
+						t.Errorf("%d failures counted for %d failed runs", in.InitFailures, runs)
+					}
+					return
+				default:
+					t.Fatalf("unexpected action %v", a)
+				}
+			}
+			t.Fatalf("no stop after 100 steps")
+		})
+	}
+}
+
+// TestActionString: the debug log's "decided" line says what is done, to
+// which feature, at which attempt, and why, and leaves out what is unset.
+func TestActionString(t *testing.T) {
+	tests := []struct {
+		a    Action
+		want string
+	}{
+		{Action{Kind: FinishAll}, "finish"},
+		{Action{Kind: SpawnInitializer, Reason: "no feature list yet"}, "spawn initializer: no feature list yet"},
+		{Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 1}, "spawn coder F-1 attempt 1"},
+		{Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 3, Resume: true, Reason: "test exited 1"},
+			"spawn coder F-1 attempt 3 (resume): test exited 1"},
+		{Action{Kind: BlockFeature, Feature: "F-2", Reason: "3 of 3 attempts failed"}, "block feature F-2: 3 of 3 attempts failed"},
+	}
+	for _, tt := range tests {
+		if got := tt.a.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.a, got, tt.want)
+		}
+	}
+}
+
 func TestActionEvents(t *testing.T) {
 	m := New(Next)
 	for _, k := range []Kind{SpawnInitializer, SpawnCoder, SpawnTester, FinishAll, StopSession, WaitAndRetry} {

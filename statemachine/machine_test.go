@@ -67,3 +67,18 @@ func TestStatesAreTheContractNames(t *testing.T) {
 		t.Fatalf("states %q, contract %q", got, want)
 	}
 }
+
+// TestStateValid: a state read back from the store is one of the contract's
+// states; anything else (an empty record, a name from another version) is not.
+func TestStateValid(t *testing.T) {
+	for _, s := range States {
+		if !s.Valid() {
+			t.Errorf("%q is not valid", s)
+		}
+	}
+	for _, s := range []State{"", "running", "Idle"} {
+		if s.Valid() {
+			t.Errorf("%q is valid", s)
+		}
+	}
+}

@@ -73,8 +73,8 @@ type Session struct {
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was
 	// changed while no agent ran, by a person.
-	LastTree string `json:"last_tree,omitempty"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	LastTree  string    `json:"last_tree,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // FeatureCounters are the per-feature counters and dossier.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +63,74 @@ func TestCommitThenLoadRoundTrips(t *testing.T) {
 	}
 }
 
+// TestStateSurvivesARestart: what one daemon committed, the next one (a
+// restart, a crash) loads as it was; a commit that leaves the feature list
+// and the frozen tests' record out keeps them.
+func TestStateSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	run := Run{Seq: 1, ID: RunID(1), Role: "tester-agent", Feature: "F-001", Attempt: 1, SessionID: "sid", StartedAt: now, CostUSD: 0.5}
+	err = s.Apply(Commit{
+		Session:     &Session{State: "test", Feature: "F-001", BlockedInSession: 1, UpdatedAt: now},
+		FeatureList: []byte(`{"version":1,"features":[]}`),
+		Frozen:      []byte(`{"tests/F-001.sh":"abc"}`),
+		Counters:    map[string]FeatureCounters{"F-001": {Failures: 2, Red: "failing"}},
+		Runs:        []Run{run},
+		Transitions: []Transition{{Seq: 1, Event: "validate", From: "code", To: "test", Feature: "F-001"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatalf("reopening the database: %v", err)
+	}
+	defer s.Close()
+	if err := s.Apply(Commit{Session: &Session{State: "next", UpdatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.HasSession || st.Session.State != "next" {
+		t.Errorf("session: %+v", st.Session)
+	}
+	if string(st.FeatureList) != `{"version":1,"features":[]}` {
+		t.Errorf("feature list: %q", st.FeatureList)
+	}
+	if string(st.Frozen) != `{"tests/F-001.sh":"abc"}` {
+		t.Errorf("frozen tests: %q", st.Frozen)
+	}
+	if c := st.Counters["F-001"]; c.Failures != 2 || c.Red != "failing" {
+		t.Errorf("counters: %+v", st.Counters)
+	}
+	if st.LastRunSeq != 1 || st.RunCount != 1 || st.TotalCostUSD != 0.5 || st.LastTransSeq != 1 {
+		t.Errorf("sequences/cost: %+v", st)
+	}
+}
+
+// TestFreshDatabaseIsEmpty: before the initializer there is no session, no
+// list and no frozen tests' record, and Load says so with nils.
+func TestFreshDatabaseIsEmpty(t *testing.T) {
+	s, _ := openTemp(t)
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HasSession || st.FeatureList != nil || st.Frozen != nil || len(st.Counters) != 0 || st.RunCount != 0 || st.LastTransSeq != 0 {
+		t.Errorf("a fresh database loads as %+v", st)
+	}
+}
+
 func TestTransitionsAreNeverRepeatedOrLost(t *testing.T) {
 	s, _ := openTemp(t)
 	if err := s.Apply(Commit{Transitions: []Transition{{Seq: 1}, {Seq: 2}}}); err != nil {
@@ -84,8 +154,21 @@ func TestSecondOpenFailsNamingTheHolder(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("got %v, want ErrLocked", err)
 	}
-	if !strings.Contains(err.Error(), "pid") || !strings.Contains(err.Error(), "one daemon") {
+	if !strings.Contains(err.Error(), fmt.Sprintf("(ctxgraphd pid %d)", os.Getpid())) || !strings.Contains(err.Error(), "one daemon") {
 		t.Fatalf("error does not name the holder: %v", err)
+	}
+}
+
+// TestSecondOpenWithoutPIDFile: when the holder left no pid file, the error
+// says the database is held and names no pid rather than a made-up one.
+func TestSecondOpenWithoutPIDFile(t *testing.T) {
+	_, dir := openTemp(t)
+	_, err := Open(dir, 50*time.Millisecond)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("got %v, want ErrLocked", err)
+	}
+	if strings.Contains(err.Error(), "ctxgraphd pid") || !strings.Contains(err.Error(), "is held; only one daemon") {
+		t.Fatalf("error names a holder it does not know: %v", err)
 	}
 }
 
@@ -142,6 +225,8 @@ func TestTracesFilterAndLookup(t *testing.T) {
 		{TraceFilter{Type: TraceViolation}, "tr-1 tr-3"},
 		{TraceFilter{Feature: "F-002"}, "tr-2 tr-3"},
 		{TraceFilter{Agent: "coding-agent"}, "tr-1"},
+		{TraceFilter{Run: "run-000001"}, "tr-1"},
+		{TraceFilter{Type: TraceViolation, Feature: "F-002"}, "tr-3"},
 		{TraceFilter{Text: "TESTER ROLE"}, "tr-3"},
 		{TraceFilter{Limit: 2}, "tr-2 tr-3"},
 	} {
