@@ -245,6 +245,11 @@ func TestIsTestCommand(t *testing.T) {
 		{"ls -la", "", false},
 		{"echo tested", "", false},
 		{"cat tests.txt", "", false},
+		// The feature's own command counts even when it names no runner
+		// testRe knows, and only when it is that feature's.
+		{"./verify.sh", "./verify.sh", true},
+		{"./verify.sh", "", false},
+		{"./verify.sh", "./other.sh", false},
 	}
 	for _, tt := range tests {
 		if got := IsTestCommand(tt.cmd, tt.featureTest); got != tt.want {
@@ -310,6 +315,12 @@ func TestBashWriteTargets(t *testing.T) {
 		{"cmd 2>&1", ""},
 		{"ls -la", ""},
 		{"[ -f x ] && echo ok", ""},
+		// A here-document opened at the very start of the line: its body
+		// is still data.
+		{"<<EOF cat > out.txt\nline > not-a-file\nEOF", "out.txt"},
+		// Every tee and every touch of a line, not only the first.
+		{"echo a | tee a.txt; echo b | tee b.txt", "a.txt b.txt"},
+		{"touch a.txt && touch b.txt", "a.txt b.txt"},
 	} {
 		if got := strings.Join(bashWriteTargets(tc.cmd), " "); got != tc.want {
 			t.Errorf("bashWriteTargets(%q) = %q, want %q", tc.cmd, got, tc.want)
@@ -345,6 +356,135 @@ func TestBashWritesAreHeldToRoleAndScope(t *testing.T) {
 		}
 		if got != tc.code {
 			t.Errorf("%s: %q → %q, want %q", tc.actor.Role, tc.cmd, got, tc.code)
+		}
+	}
+}
+
+// TestStopSaysWhichBlockItIs: the model is told how many of its stops were
+// refused so far, counting from 1, and the gate gives up after the last.
+func TestStopSaysWhichBlockItIs(t *testing.T) {
+	e := newEnv(t)
+	stop := fixture(t, "Stop.json", "", nil)
+	tests := []struct {
+		name       string
+		actor      Actor
+		blocks     int
+		message    string // "" = lets it stop
+		suggestion string
+	}{
+		{"the first stop", Actor{Role: Tester, Feature: "F-001"}, 0,
+			"tester-agent may not stop before it has run a test (block 1 of 7)",
+			"run `sh tests/F-001.sh` with the Bash tool, save its output under .claude/progress/evidence/F-001/, then give your verdict"},
+		{"the last stop it blocks", Actor{Role: Tester, Feature: "F-001"}, MaxStopBlocks - 1,
+			"tester-agent may not stop before it has run a test (block 7 of 7)",
+			"run `sh tests/F-001.sh` with the Bash tool, save its output under .claude/progress/evidence/F-001/, then give your verdict"},
+		{"a feature the list does not have", Actor{Role: Tester, Feature: "F-009"}, 2,
+			"tester-agent may not stop before it has run a test (block 3 of 7)",
+			"run the feature's test command with the Bash tool, save its output under .claude/progress/evidence/F-009/, then give your verdict"},
+		{"past the cap", Actor{Role: Tester, Feature: "F-001"}, MaxStopBlocks, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := e.state
+			s.StopBlocks = tt.blocks
+			d := Stop(nil, tt.actor, s, stop)
+			if tt.message == "" {
+				if d != nil {
+					t.Fatalf("blocked: %+v", d)
+				}
+				return
+			}
+			if d == nil || d.Gate != TesterMustTest || d.Code != "no_test_run" {
+				t.Fatalf("got %+v, want %s/no_test_run", d, TesterMustTest)
+			}
+			if d.Message != tt.message || d.Suggestion != tt.suggestion {
+				t.Errorf("message %q\nsuggestion %q\nwant %q\n     %q", d.Message, d.Suggestion, tt.message, tt.suggestion)
+			}
+		})
+	}
+}
+
+// TestReadLimitIsAStrictBound: a file of exactly the limit is read whole,
+// one byte more is refused, by Read and by cat alike; a ranged Read,
+// a directory and a missing file are never refused.
+func TestReadLimitIsAStrictBound(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, size := range map[string]int{"at-limit.log": 100, "over-limit.log": 101, "default-at.log": 256 << 10, "default-over.log": 256<<10 + 1} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("x", size)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	tests := []struct {
+		name    string
+		max     int64 // State.MaxReadBytes
+		tool    string
+		input   map[string]any
+		message string // "" = allowed
+	}{
+		{"Read of a file at the limit", 100, "Read", map[string]any{"file_path": filepath.Join(dir, "at-limit.log")}, ""},
+		{"Read of a file over the limit", 100, "Read", map[string]any{"file_path": filepath.Join(dir, "over-limit.log")},
+			"over-limit.log is 101 bytes; reading it whole would flood the context"},
+		{"Read with an offset only", 100, "Read", map[string]any{"file_path": filepath.Join(dir, "over-limit.log"), "offset": one}, ""},
+		{"Read with a limit only", 100, "Read", map[string]any{"file_path": filepath.Join(dir, "over-limit.log"), "limit": one}, ""},
+		{"Read of a directory", 1, "Read", map[string]any{"file_path": filepath.Join(dir, "logs")}, ""},
+		{"Read of a missing file", 1, "Read", map[string]any{"file_path": filepath.Join(dir, "missing.log")}, ""},
+		{"the default limit is 256 KiB", 0, "Read", map[string]any{"file_path": filepath.Join(dir, "default-at.log")}, ""},
+		{"over the default limit", 0, "Read", map[string]any{"file_path": filepath.Join(dir, "default-over.log")},
+			"default-over.log is 262145 bytes; reading it whole would flood the context"},
+		{"cat of a file at the limit", 100, "Bash", map[string]any{"command": "cat at-limit.log"}, ""},
+		{"cat of a file over the limit", 100, "Bash", map[string]any{"command": "cat over-limit.log"},
+			"over-limit.log is 101 bytes; printing it whole would flood the context"},
+		{"cat of a directory", 1, "Bash", map[string]any{"command": "cat logs"}, ""},
+		{"cat of a missing file", 1, "Bash", map[string]any{"command": "cat missing.log"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := State{ProjectDir: dir, MaxReadBytes: tt.max}
+			in, _ := json.Marshal(tt.input)
+			d := PreToolUse(Modes{}, Actor{Role: Coder, Feature: "F-001"}, s, &Payload{Event: "PreToolUse", ToolName: tt.tool, ToolInput: in})
+			if tt.message == "" {
+				if d != nil {
+					t.Fatalf("refused: %+v", d)
+				}
+				return
+			}
+			if d == nil || d.Gate != LogReadLimit || d.Code != "file_too_large" || d.Message != tt.message {
+				t.Fatalf("got %+v, want %s/file_too_large: %q", d, LogReadLimit, tt.message)
+			}
+		})
+	}
+}
+
+// TestParsePayloadAcceptsWhatTheGatesCanJudge: every field is optional, a
+// missing tool_input included, and the event comes from the command line
+// when the payload does not name it.
+func TestParsePayloadAcceptsWhatTheGatesCanJudge(t *testing.T) {
+	tests := []struct {
+		event, data string
+		want        string // Event
+		command     string // Input().Command
+	}{
+		{"pre-tool-use", `{"tool_name":"Bash"}`, "PreToolUse", ""},
+		{"post-tool-use", `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, "PostToolUse", "ls"},
+		{"post-tool-use-failure", ` {"hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_input":{"command":"false"}} `, "PostToolUseFailure", "false"},
+		{"stop", `{}`, "Stop", ""},
+		{"session-start", `{"source":"startup"}`, "SessionStart", ""},
+	}
+	for _, tt := range tests {
+		p, err := ParsePayload(tt.event, []byte(tt.data))
+		if err != nil {
+			t.Errorf("ParsePayload(%q, %q): %v", tt.event, tt.data, err)
+			continue
+		}
+		if p.Event != tt.want || p.Input().Command != tt.command {
+			t.Errorf("ParsePayload(%q, %q) = event %q command %q, want %q %q", tt.event, tt.data, p.Event, p.Input().Command, tt.want, tt.command)
 		}
 	}
 }

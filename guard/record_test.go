@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,42 @@ func TestRenderSpeaksClaudeCodesHookProtocol(t *testing.T) {
 	}
 	if Render("PreToolUse", nil) != nil {
 		t.Fatal("no decision must print nothing")
+	}
+}
+
+// TestRenderByEventAndMode: what each event's hook prints. A warning
+// blocks nothing: on a tool event it reaches the model as additional
+// context (and the user as a system message), elsewhere as a system
+// message only. An enforced decision denies a tool call, blocks a stop,
+// and is a system message anywhere else.
+func TestRenderByEventAndMode(t *testing.T) {
+	d := Decision{Gate: Scope, Code: "out_of_scope", Message: "m", Suggestion: "s"}
+	reason := `{"status":"blocked","gate":"scope","code":"out_of_scope","message":"m","suggestion":"s"}`
+	note := "ctxgraphd warning (gate scope in warn mode, not enforced): " + reason
+	tests := []struct {
+		event string
+		mode  Mode
+		want  map[string]any
+	}{
+		{"PreToolUse", Warn, map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PreToolUse", "additionalContext": note}, "systemMessage": note}},
+		{"PostToolUse", Warn, map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PostToolUse", "additionalContext": note}, "systemMessage": note}},
+		{"PostToolUseFailure", Warn, map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PostToolUseFailure", "additionalContext": note}, "systemMessage": note}},
+		{"Stop", Warn, map[string]any{"systemMessage": note}},
+		{"SubagentStop", Warn, map[string]any{"systemMessage": note}},
+		{"SessionStart", Warn, map[string]any{"systemMessage": note}},
+		{"PreToolUse", Enforce, map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}},
+		{"Stop", Enforce, map[string]any{"decision": "block", "reason": reason}},
+		{"SubagentStop", Enforce, map[string]any{"decision": "block", "reason": reason}},
+		{"PostToolUse", Enforce, map[string]any{"systemMessage": reason}},
+	}
+	for _, tt := range tests {
+		d.Mode = tt.mode
+		var got map[string]any
+		if err := json.Unmarshal(Render(tt.event, &d), &got); err != nil {
+			t.Fatalf("%s %s: %v", tt.event, tt.mode, err)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %s:\n got  %v\n want %v", tt.event, tt.mode, got, tt.want)
+		}
 	}
 }

@@ -32,6 +32,12 @@ func TestSandboxRefusalsAreRead(t *testing.T) {
 			[]Refusal{{Path: ".claude/progress/sedX1"}}},
 		{"an absolute path after a cd", failureOf("cd src; echo x > /p/tests/a.sh", "Exit code 1\n/bin/bash: line 1: /p/tests/a.sh: Read-only file system"), []Refusal{{Path: "/p/tests/a.sh"}}},
 		{"a host", success("rc=56", "<sandbox_violations>\ndeny network-outbound example.com:443 (host is not on the allow list)\n</sandbox_violations>"), []Refusal{{Host: "example.com"}}},
+		{"every path of the output, each once", failure("Exit code 1\n/bin/bash: line 1: tests/a.sh: Read-only file system\n/bin/bash: line 2: tests/b.sh: Read-only file system\n/bin/bash: line 3: tests/a.sh: Read-only file system"),
+			[]Refusal{{Path: "tests/a.sh"}, {Path: "tests/b.sh"}}},
+		{"every host, each once", success("", "<sandbox_violations>\ndeny network-outbound example.com:443\ndeny network-outbound evil.test:80\ndeny network-outbound example.com:80\n</sandbox_violations>"),
+			[]Refusal{{Host: "example.com"}, {Host: "evil.test"}}},
+		{"the sandbox's report opens the output", failure("<sandbox_violations>\ndeny network-outbound example.com:443\n</sandbox_violations>"), []Refusal{{Host: "example.com"}}},
+		{"a host named outside the sandbox's report", failure("Exit code 1\ndeny network-outbound example.com:443"), nil},
 		{"nothing refused", failure("Exit code 1\nFAIL: expected 3, got 2"), nil},
 		{"a test that prints the words", success("checking: Read-only file system handling ok", ""), nil},
 	}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,38 @@ func TestMergeKeepsTheUsersSettingsAndHooks(t *testing.T) {
 	}
 	if _, _, err := MergeHookSettings([]byte(`{broken`), "x"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("broken settings: %v", err)
+	}
+}
+
+// TestMergeIntoNoSettings: a project without a settings file (nil) or with
+// an empty one gets every hook event, marked interactive, and nothing else.
+func TestMergeIntoNoSettings(t *testing.T) {
+	for _, existing := range [][]byte{nil, {}} {
+		out, changed, err := MergeHookSettings(existing, "/bin/ctxgraphd")
+		if err != nil || !changed {
+			t.Fatalf("MergeHookSettings(%q): changed %v, %v", existing, changed, err)
+		}
+		var s map[string]map[string][]struct {
+			Hooks []struct {
+				Type, Command string
+				Args          []string
+			}
+		}
+		if err := json.Unmarshal(out, &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s) != 1 || len(s["hooks"]) != len(hookEvents) {
+			t.Fatalf("MergeHookSettings(%q) =\n%s", existing, out)
+		}
+		for _, e := range hookEvents {
+			g := s["hooks"][e.claude]
+			if len(g) != 1 || len(g[0].Hooks) != 1 {
+				t.Fatalf("%s: %+v", e.claude, g)
+			}
+			h := g[0].Hooks[0]
+			if h.Type != "command" || h.Command != "/bin/ctxgraphd" || !slices.Equal(h.Args, []string{"hook", e.kebab, InteractiveFlag}) {
+				t.Errorf("%s handler: %+v", e.claude, h)
+			}
+		}
 	}
 }

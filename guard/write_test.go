@@ -286,3 +286,89 @@ func TestRanTest(t *testing.T) {
 		}
 	}
 }
+
+// TestTheFirstListIsJudgedFeatureByFeature: the first list is the
+// initializer's (or a person's); no feature in it is tested, and for the
+// initializer every feature has a test command, blank not counting.
+func TestTheFirstListIsJudgedFeatureByFeature(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".claude/progress/feature-list.json")
+	const (
+		complete = `{"version": 1, "features": [{"id": "F-001", "title": "a", "test": "sh tests/a.sh"}, {"id": "F-002", "title": "b", "test": "sh tests/b.sh"}]}`
+		blank    = `{"version": 1, "features": [{"id": "F-001", "title": "a", "test": "sh tests/a.sh"}, {"id": "F-002", "title": "b", "test": "  "}]}`
+		tested   = `{"version": 1, "features": [{"id": "F-001", "title": "a", "test": "sh tests/a.sh", "tested": true}]}`
+	)
+	initializer, coder := Actor{Role: Initializer}, Actor{Role: Coder, Feature: "F-001"}
+	tests := []struct {
+		name    string
+		actor   Actor
+		content string
+		gate    string // "" = allowed
+		code    string
+		message string
+	}{
+		{"every feature has a test", initializer, complete, "", "", ""},
+		{"a blank test command is none", initializer, blank, RedBeforeGreen, "no_test_command",
+			"F-002 has no test command, and a feature without one can never be accepted as tested"},
+		{"nothing is tested before a test ran", initializer, tested, TestedNeedsEvidence, "tested_before_test",
+			"F-001 cannot be tested before any test ran"},
+		{"not even by a person", Actor{}, tested, TestedNeedsEvidence, "tested_before_test",
+			"F-001 cannot be tested before any test ran"},
+		{"a coder does not write the first list", coder, complete, RoleWritePolicy, "feature_rewrite",
+			"only the initializer writes the first feature list"},
+		{"a person's list needs no test commands", Actor{}, blank, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"file_path": path, "content": tt.content})
+			d := PreToolUse(Modes{}, tt.actor, State{ProjectDir: dir}, &Payload{Event: "PreToolUse", ToolName: "Write", ToolInput: in})
+			if tt.gate == "" {
+				if d != nil {
+					t.Fatalf("refused: %+v", d)
+				}
+				return
+			}
+			if d == nil || d.Gate != tt.gate || d.Code != tt.code || d.Message != tt.message {
+				t.Fatalf("got %+v, want %s/%s: %q", d, tt.gate, tt.code, tt.message)
+			}
+		})
+	}
+}
+
+// TestTestNameInMessages: a feature's test is quoted as code; a feature
+// without one is told to run any test command.
+func TestTestNameInMessages(t *testing.T) {
+	for test, want := range map[string]string{"": "a test command", "sh tests/a.sh": "`sh tests/a.sh`"} {
+		if got := TestName(test); got != want {
+			t.Errorf("TestName(%q) = %q, want %q", test, got, want)
+		}
+	}
+}
+
+// TestWritableDirectoriesMayBeNamedThroughALink: a writable directory
+// given through a symlink (/tmp on macOS is /private/tmp) still allows
+// the writes that land in it, and only those.
+func TestWritableDirectoriesMayBeNamedThroughALink(t *testing.T) {
+	e := newWriteEnv(t)
+	link := filepath.Join(filepath.Dir(e.scratch), "tmp-link")
+	if err := os.Symlink(e.scratch, link); err != nil {
+		t.Fatal(err)
+	}
+	s := e.state
+	s.Writable = []string{link}
+	coder := Actor{Role: Coder, Feature: "F-001"}
+	for path, code := range map[string]string{
+		filepath.Join(e.scratch, "notes.txt"):   "",
+		filepath.Join(link, "notes.txt"):        "",
+		filepath.Join(e.elsewhere, "notes.txt"): "outside_project",
+	} {
+		d := PreToolUse(Modes{}, coder, s, writePayload("Write", path))
+		got := ""
+		if d != nil {
+			got = d.Code
+		}
+		if got != code {
+			t.Errorf("Write %s: %q, want %q (%+v)", path, got, code, d)
+		}
+	}
+}

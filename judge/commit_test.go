@@ -1,6 +1,9 @@
 package judge
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +215,70 @@ func TestPreserve(t *testing.T) {
 	}
 	if got := f.git("rev-parse", BlockedRef("F-002")); got != commit {
 		t.Errorf("blocked ref moved to %s", got)
+	}
+}
+
+// In a repository without a commit yet, the tested tree is its first
+// commit, without a parent, and the unborn branch takes it.
+func TestCommitFirstCommitOfARepository(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	tree := f.snapshot()
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, f.repo.EmptyTree(), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "main" || c.NotOnBranch != "" {
+		t.Fatalf("committed %+v, want on main", c)
+	}
+	if got := f.git("rev-list", "--parents", "-n", "1", c.Commit); got != c.Commit {
+		t.Errorf("rev-list --parents = %q, want the commit alone (no parent)", got)
+	}
+	if got := f.git("rev-parse", "refs/heads/main"); got != c.Commit {
+		t.Errorf("main is at %s, want %s", got, c.Commit)
+	}
+}
+
+// A failure of the repository after the commit was made is an error of
+// Commit, not taken for the branch having moved: the user's index locked
+// by a git of their own makes the index reset fail.
+func TestCommitReportsARepositoryFailure(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	tree := f.snapshot()
+	lock := filepath.Join(f.dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(lock)
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	if err == nil || errors.Is(err, gitrepo.ErrRefChanged) || !strings.Contains(err.Error(), "index") {
+		t.Fatalf("Commit with the index locked = %+v, %v; want the index failure", c, err)
+	}
+	if c.NotOnBranch != "" {
+		t.Errorf("NotOnBranch = %q, want no reason made up for an error", c.NotOnBranch)
+	}
+	if got := f.git("rev-parse", TestedRef("F-001")); c.Commit == "" || got != c.Commit {
+		t.Errorf("tested ref at %s, commit %q: want the commit kept under it", got, c.Commit)
+	}
+}
+
+// Preserve in a repository without a commit keeps the work in a commit
+// without a parent.
+func TestPreserveWithoutACommit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"README.md": "the user's\n"})
+	base := f.snapshot()
+	f.write(map[string]string{"src/a.txt": "a\n"})
+	commit, restored, err := f.j.Preserve(t.Context(), "F-001", "blocked", base)
+	if err != nil || commit == "" || !slices.Equal(restored, []string{"src/a.txt"}) {
+		t.Fatalf("Preserve = %q, %q, %v", commit, restored, err)
+	}
+	if got := f.git("rev-list", "--parents", "-n", "1", commit); got != commit {
+		t.Errorf("rev-list --parents = %q, want the commit alone (no parent)", got)
+	}
+	if f.read("src/a.txt") != "<absent>" || f.read("README.md") != "the user's\n" {
+		t.Error("the work tree is not back to the feature's base")
 	}
 }

@@ -2,10 +2,13 @@ package judge
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -202,5 +205,81 @@ func TestFreezeFollowsTheTestIntoItsDirectory(t *testing.T) {
 	}
 	if _, ok := fz.Files["run.sh"]; ok {
 		t.Errorf("frozen %q: run.sh at the top is not what the test runs", fz.Sorted())
+	}
+}
+
+// Adopt takes the named paths' content in tree into the record (a person
+// changed them), drops the named paths tree lacks, and leaves every other
+// path of the record as it was, changed in tree or not. The new record is
+// the judge's, and the offline one, from then on.
+func TestAdopt(t *testing.T) {
+	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("CET", 3600))
+	f := newFixture(t, func(o *Options) { o.Now = func() time.Time { return now } })
+	f.write(map[string]string{"tests/a.sh": "exit 1\n", "tests/gone.sh": "exit 2\n", "Makefile": "check:\n"})
+	old, err := f.j.Freeze(t.Context(), list(progress.Feature{ID: "F-001", Test: "make check"}), f.snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.j.SetFrozen(old); err != nil {
+		t.Fatal(err)
+	}
+	// A person changes a test, removes one, adds one, and changes the
+	// Makefile too (not adopted: it stays as it was frozen).
+	f.write(map[string]string{"tests/a.sh": "exit 0 # fixed\n", "tests/new.sh": "exit 3\n", "Makefile": "check: all\n"})
+	f.remove("tests/gone.sh")
+	fz, err := f.j.Adopt(t.Context(), f.snapshot(), []string{"tests/a.sh", "tests/gone.sh", "tests/new.sh", "tests/never.sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"tests/a.sh":   f.blobID("exit 0 # fixed\n"),
+		"tests/new.sh": f.blobID("exit 3\n"),
+		"Makefile":     f.blobID("check:\n"),
+	}
+	if !maps.Equal(fz.Files, want) || !fz.At.Equal(now) || fz.At.Location() != time.UTC {
+		t.Errorf("Adopt = %v at %v, want %v at %v (UTC)", fz.Files, fz.At, want, now)
+	}
+	if got := f.j.Frozen(); !maps.Equal(got.Files, want) {
+		t.Errorf("the judge's record is %v, want the adopted one", got.Files)
+	}
+	if off, err := guard.LoadOffline(f.proj.StateDir); err != nil || !slices.Equal(off.Frozen, []string{"Makefile", "tests/a.sh", "tests/new.sh"}) {
+		t.Errorf("offline frozen = %q, %v", off.Frozen, err)
+	}
+	// The record it started from is not changed under its holder.
+	if !maps.Equal(old.Files, map[string]string{"tests/a.sh": f.blobID("exit 1\n"), "tests/gone.sh": f.blobID("exit 2\n"), "Makefile": f.blobID("check:\n")}) {
+		t.Errorf("the old record changed: %v", old.Files)
+	}
+
+	// A tree that cannot be read changes nothing.
+	if _, err := f.j.Adopt(t.Context(), "not-a-tree", []string{"Makefile"}); err == nil {
+		t.Error("Adopt of a bogus tree succeeded")
+	}
+	if got := f.j.Frozen(); !maps.Equal(got.Files, want) {
+		t.Errorf("a failed Adopt changed the record to %v", got.Files)
+	}
+}
+
+// A repository of its own inside the project (a gitlink) is no file of
+// the project's tests, even where gates.protected matches its path.
+func TestFreezeSkipsNestedRepositories(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"tests/a.sh": "exit 1\n", "tests/vendor/x.sh": "exit 0\n"})
+	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "init", "-q")
+	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "add", "-A")
+	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "commit", "-q", "-m", "vendored")
+	tree := f.snapshot()
+	entries, err := f.repo.Files(t.Context(), tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(entries, func(e gitrepo.Entry) bool { return e.Path == "tests/vendor" && e.Mode == gitrepo.ModeGitlink }) {
+		t.Fatalf("entries %+v: the nested repository is not a gitlink in the tree", entries)
+	}
+	fz, err := f.j.Freeze(t.Context(), list(progress.Feature{ID: "F-001", Test: "sh tests/vendor"}), tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fz.Sorted(); !slices.Equal(got, []string{"tests/a.sh"}) {
+		t.Errorf("frozen %q, want tests/a.sh only", got)
 	}
 }

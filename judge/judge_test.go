@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // hook sends one hook event to the judge as `ctxgraphd hook EVENT` would.
@@ -341,5 +345,193 @@ func TestHookStopFailureIsTraced(t *testing.T) {
 	trs := f.rec.Traces()
 	if len(trs) != 1 || trs[0].Type != store.TraceDecision || trs[0].Context.Run != "run-1" || !strings.Contains(trs[0].Event.WhatHappened, "rate_limit") {
 		t.Errorf("traces %+v, want a decision naming the error for run-1", trs)
+	}
+}
+
+// What the sandbox refused a run's Bash command is kept as a violation of
+// the rule the refused write would have broken, or of the network
+// allowlist; a refusal no rule names, and anything refused in a person's
+// session, leave no trace. The command is quoted on one line, clipped.
+func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
+	long := strings.Repeat("x", 180) // with "echo " and " > tests/a.sh": 198 bytes
+	roFS := func(path string) string { return "/bin/bash: line 1: " + path + ": Read-only file system" }
+	tests := []struct {
+		name    string
+		person  bool
+		payload map[string]any
+		gate    string // "" with a code: the network allowlist; no code: no trace
+		code    string
+		what    string // WhatHappened, or its start when prefix
+		prefix  bool
+		correct string
+		why     string
+	}{
+		{name: "a write of a frozen test", payload: bashFailurePayload("echo x > tests/a.sh", roFS("tests/a.sh")),
+			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			what: "the sandbox refused `echo x > tests/a.sh` a write of tests/a.sh: tests/a.sh is an acceptance test",
+			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
+		{name: "a connection to a host not allowed",
+			payload: map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "curl  -s\n https://evil.example"},
+				"tool_response": map[string]any{"stdout": "", "stderr": "<sandbox_violations>\ndeny network-outbound evil.example:443\n</sandbox_violations>"}},
+			code:    "network_denied",
+			what:    "the sandbox refused a connection to evil.example by `curl -s https://evil.example`: not a host sandbox.allowed_domains lets through",
+			correct: "reach only the hosts the project allows", why: "confinement"},
+		{name: "a command quoted whole at the bound", payload: bashFailurePayload("echo "+long+"xx > tests/a.sh", roFS("tests/a.sh")),
+			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			what: "the sandbox refused `echo " + long + "xx > tests/a.sh` a write of tests/a.sh: ",
+			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
+		{name: "a command clipped past the bound", payload: bashFailurePayload("echo "+long+"xxx > tests/a.sh", roFS("tests/a.sh")),
+			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			what: "the sandbox refused `echo " + long + "xxx > tests/a.s…` a write of tests/a.sh: ",
+			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
+		{name: "a write no rule forbids", payload: bashFailurePayload("echo x > src/a/x.go", roFS("src/a/x.go"))},
+		{name: "a person's refused write", person: true, payload: bashFailurePayload("echo x > tests/a.sh", roFS("tests/a.sh"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.j.SetList(twoFeatures())
+			if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/a.sh": "0123"}}); err != nil {
+				t.Fatal(err)
+			}
+			token := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+			ctx := TraceContext(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+			if tt.person {
+				token, ctx = "", store.TraceContext{}
+			}
+			event := map[any]string{"PostToolUse": "post-tool-use", "PostToolUseFailure": "post-tool-use-failure"}[tt.payload["hook_event_name"]]
+			if d := f.mustHook(token, event, tt.payload); d != nil {
+				t.Errorf("decision %+v for a tool call that is done", d)
+			}
+			trs := f.rec.Traces()
+			if tt.code == "" {
+				if len(trs) != 0 {
+					t.Errorf("traces %+v, want none", trs)
+				}
+				return
+			}
+			if len(trs) != 1 {
+				t.Fatalf("traces %+v, want one violation", trs)
+			}
+			tr := trs[0]
+			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Context != ctx || tr.Gate != tt.gate || tr.Code != tt.code {
+				t.Errorf("trace %+v, want a hook violation %s/%s of %+v", tr, tt.gate, tt.code, ctx)
+			}
+			if got := tr.Event.WhatHappened; got != tt.what && (!tt.prefix || !strings.HasPrefix(got, tt.what)) {
+				t.Errorf("what happened = %q, want %q", got, tt.what)
+			}
+			if tr.Event.Why != tt.why || (tt.correct != "" && tr.Event.WhatWasCorrect != tt.correct) || tr.Event.WhatWasCorrect == "" {
+				t.Errorf("event %+v, want why %q and what was correct %q", tr.Event, tt.why, tt.correct)
+			}
+		})
+	}
+}
+
+// The gates hold the list as it was published: a caller that changes its
+// list afterwards changes nothing, and no list is no list.
+func TestSetListKeepsItsOwnCopy(t *testing.T) {
+	f := newFixture(t, nil)
+	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	// ./check.sh is a test only because it is the feature's test command.
+	l := list(progress.Feature{ID: "F-001", Scope: []string{"src/a/**"}, Test: "./check.sh"})
+	f.j.SetList(l)
+	l.Features[0].Scope = []string{"src/b/**"}
+	l.Features[0].Test = "./other.sh"
+	if d := f.mustHook(coder, "pre-tool-use", writePayload("src/b/x.go")); d == nil || d.Code != "out_of_scope" {
+		t.Errorf("decision %+v, want the published scope to hold", d)
+	}
+	if d := f.mustHook(coder, "pre-tool-use", writePayload("src/a/x.go")); d != nil {
+		t.Errorf("decision %+v, want the published scope to hold", d)
+	}
+	f.mustHook(coder, "post-tool-use", bashPayload("./check.sh"))
+	f.mustHook(coder, "post-tool-use", bashPayload("./other.sh"))
+	f.j.SetList(nil)
+	f.mustHook(coder, "post-tool-use", bashPayload("./check.sh"))
+	var got []string
+	for _, c := range f.j.Commands("run-1") {
+		got = append(got, fmt.Sprintf("%s %v", c.Command, c.IsTest))
+	}
+	if want := []string{"./check.sh true", "./other.sh false", "./check.sh false"}; !slices.Equal(got, want) {
+		t.Errorf("commands %q, want %q: the published test, then none without a list", got, want)
+	}
+}
+
+// brokenRecords fails to store anything, as a full disk would.
+type brokenRecords struct{ silent bool } // silent: no error, nothing stored
+
+func (brokenRecords) AppendCommand(store.Command) error { return errors.New("disk full") }
+
+func (b brokenRecords) AppendTraces(...store.Trace) ([]store.Trace, error) {
+	if b.silent {
+		return nil, nil
+	}
+	return nil, errors.New("disk full")
+}
+
+// observed is a logger that keeps its warnings for the test to read.
+func observed() (*zap.Logger, *observer.ObservedLogs) {
+	core, logs := observer.New(zap.WarnLevel)
+	return zap.New(core), logs
+}
+
+// Trace stamps a trace with the project and, unless it has one, the time,
+// and returns it as stored (with its id); a trace that cannot be stored is
+// logged and returned as it would have been stored, without an id.
+func TestTrace(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600))
+	given := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		records Records
+		in      store.Trace
+		want    store.Trace
+		warned  bool
+	}{
+		{name: "stored, stamped now", records: &fakeRecords{}, in: store.Trace{Type: store.TraceDecision},
+			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}},
+		{name: "stored, its own time kept", records: &fakeRecords{}, in: store.Trace{Type: store.TraceDecision, Timestamp: given},
+			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceDecision, Timestamp: given}},
+		{name: "the store fails", records: brokenRecords{}, in: store.Trace{Type: store.TraceDecision},
+			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
+		{name: "the store stores nothing", records: brokenRecords{silent: true}, in: store.Trace{Type: store.TraceDecision},
+			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log, logs := observed()
+			f := newFixture(t, func(o *Options) { o.Records, o.Log, o.Now = tt.records, log, func() time.Time { return now } })
+			got := f.j.Trace(tt.in)
+			if !reflect.DeepEqual(got, tt.want) || got.Timestamp.Location() != time.UTC {
+				t.Errorf("Trace = %+v, want %+v", got, tt.want)
+			}
+			if warned := logs.FilterMessage("could not store a trace").Len() == 1; warned != tt.warned || logs.Len() != logs.FilterMessage("could not store a trace").Len() {
+				t.Errorf("warnings %+v, want one about the trace: %v", logs.All(), tt.warned)
+			}
+		})
+	}
+}
+
+// A command the store cannot keep is logged; the hook is answered all the
+// same, and the run's own record holds the command.
+func TestHookAnswersWhenTheStoreFails(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		log, logs := observed()
+		f := newFixture(t, func(o *Options) {
+			o.Log = log
+			if broken {
+				o.Records = brokenRecords{}
+			}
+		})
+		f.j.SetList(twoFeatures())
+		tester := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+		if d, err := f.hook(tester, "post-tool-use", bashPayload("sh tests/a.sh")); d != nil || err != nil {
+			t.Errorf("store broken %v: hook = %+v, %v; want it answered", broken, d, err)
+		}
+		if c := f.j.Commands("run-1"); len(c) != 1 {
+			t.Errorf("store broken %v: the run's commands %+v, want the one", broken, c)
+		}
+		if got := logs.FilterMessage("could not record a command").Len(); got != map[bool]int{false: 0, true: 1}[broken] {
+			t.Errorf("store broken %v: warnings %+v", broken, logs.All())
+		}
 	}
 }

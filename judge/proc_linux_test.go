@@ -2,10 +2,13 @@ package judge
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -105,5 +108,73 @@ func TestIsRunProcess(t *testing.T) {
 		if f.j.IsRunProcess(pid) {
 			t.Errorf("pid %d is a run's after its run was forgotten", pid)
 		}
+	}
+}
+
+// startChain starts a chain of n+1 shells, each the parent of the next,
+// and returns their pids, the top first; the whole chain is killed when the
+// test ends.
+func startChain(t *testing.T, n int) []int {
+	t.Helper()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "level.sh")
+	// Each level says its pid, then starts the next and waits for it; the
+	// last says it is done (whole, by a rename).
+	body := `n=$1; echo "$n $$" >> ` + dir + `/pids
+if [ "$n" -gt 0 ]; then sh ` + script + ` $((n-1)) & wait; else cp ` + dir + `/pids ` + dir + `/tmp && mv ` + dir + `/tmp ` + dir + `/done; sleep 300; fi
+`
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", script, strconv.Itoa(n))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	chain := make([]int, n+1)
+	for _, line := range strings.Split(strings.TrimSpace(waitForFile(t, filepath.Join(dir, "done"))), "\n") {
+		var level, pid int
+		if _, err := fmt.Sscan(line, &level, &pid); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		chain[n-level] = pid
+	}
+	for i := 1; i < len(chain); i++ {
+		if got := parentOf(chain[i]); got != chain[i-1] {
+			t.Fatalf("the parent of level %d (%d) is %d, want %d", i, chain[i], got, chain[i-1])
+		}
+	}
+	return chain
+}
+
+// The walk up from a process is bounded: a run's process 63 generations
+// up is found, 64 up is not (the walk reads at most 64 entries of /proc),
+// and it stops below init, which is no run's.
+func TestIsRunProcessWalkIsBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	chain := startChain(t, 64)
+	last := chain[len(chain)-1]
+	tests := []struct {
+		name string
+		pid  int // the run's process
+		from int // the process asked about
+		want bool
+	}{
+		{"63 generations up", chain[1], last, true},
+		{"64 generations up", chain[0], last, false},
+		{"init, as an ancestor", 1, os.Getpid(), false},
+		{"init itself", 1, 1, false},
+	}
+	for _, tt := range tests {
+		f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+		f.j.Started("run-1", tt.pid)
+		if got := f.j.IsRunProcess(tt.from); got != tt.want {
+			t.Errorf("a run's process %s: IsRunProcess(%d) = %v, want %v", tt.name, tt.from, got, tt.want)
+		}
+		f.j.Forget("run-1")
 	}
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,8 +105,10 @@ func TestRunTestTimesOut(t *testing.T) {
 		t.Logf("the test was killed before it wrote its pids: %v", err)
 		return
 	}
+	// SIGKILL to the group is sent by the time RunTest returns; the
+	// kernel ends each process a moment later.
 	for _, pid := range pids(t, string(data)) {
-		if processAlive(pid) {
+		if !waitDead(pid) {
 			t.Errorf("process %d of the timed-out test is still running", pid)
 		}
 	}
@@ -470,5 +473,144 @@ func TestJudgeRunBogusBase(t *testing.T) {
 	}
 	if f.read("tests/a.sh") != "exit 0\n" {
 		t.Error("the tree was changed though the run could not be judged")
+	}
+}
+
+// Passed is a test that ran to exit 0 and nothing else; Summary says the
+// first of what went wrong (interrupted, cannot run, timed out) before the
+// exit status, with the end of a failing test's output on one line.
+func TestTestResultPassedAndSummary(t *testing.T) {
+	out400 := strings.Repeat("a", 399) + "Z"
+	tests := []struct {
+		name    string
+		r       TestResult
+		passed  bool
+		summary string
+	}{
+		{name: "passed", r: TestResult{Command: "sh t.sh", ExitCode: 0, Took: 1500*time.Millisecond + 400*time.Microsecond},
+			passed: true, summary: "`sh t.sh` passed (exit 0, 1.5s)"},
+		{name: "failed", r: TestResult{Command: "sh t.sh", ExitCode: 3, Output: "ok 1\n  not ok 2\tlogin\n"},
+			summary: "`sh t.sh` failed (exit 3): ok 1 not ok 2 login"},
+		{name: "failed, the output's end kept whole at the bound", r: TestResult{Command: "x", ExitCode: 1, Output: out400},
+			summary: "`x` failed (exit 1): " + out400},
+		{name: "failed, the output cut to its end past the bound", r: TestResult{Command: "x", ExitCode: 1, Output: "B" + out400},
+			summary: "`x` failed (exit 1): …" + out400},
+		{name: "exit 0 but cannot run", r: TestResult{Command: "x", ExitCode: 0, CannotRun: "tests/a.sh does not exist"},
+			summary: "`x` cannot run: tests/a.sh does not exist"},
+		{name: "exit 0 but interrupted", r: TestResult{Command: "x", ExitCode: 0, Interrupted: true},
+			summary: "`x` was interrupted"},
+		{name: "exit 0 but timed out", r: TestResult{Command: "x", ExitCode: 0, TimedOut: true, Took: 30*time.Minute + 400*time.Millisecond},
+			summary: "`x` did not finish within 30m0s"},
+		{name: "interrupted says so before anything else", r: TestResult{Command: "x", ExitCode: -1, Interrupted: true, CannotRun: "c", TimedOut: true},
+			summary: "`x` was interrupted"},
+		{name: "cannot run says so before a time-out", r: TestResult{Command: "x", ExitCode: -1, CannotRun: "c", TimedOut: true},
+			summary: "`x` cannot run: c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.Passed(); got != tt.passed {
+				t.Errorf("Passed() = %v, want %v", got, tt.passed)
+			}
+			if got := tt.r.Summary(); got != tt.summary {
+				t.Errorf("Summary() = %q, want %q", got, tt.summary)
+			}
+		})
+	}
+}
+
+// The output of a test is kept as it came, whole up to maxTestOutput bytes
+// and unmarked; past that its end is kept, marked as cut.
+func TestRunTestOutputBound(t *testing.T) {
+	f := newFixture(t, nil)
+	tests := []struct {
+		name string
+		n    int // bytes of output: n-1 x's and a newline
+		cut  bool
+	}{
+		{"a line", 3, false},
+		{"exactly the bound", maxTestOutput, false},
+		{"one byte past the bound", maxTestOutput + 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.j.RunTest(t.Context(), fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo", tt.n-1))
+			if !r.Passed() {
+				t.Fatalf("result %s", r.Summary())
+			}
+			want := strings.Repeat("x", tt.n-1) + "\n"
+			if tt.cut {
+				want = "[…earlier output cut…]\n" + want[len(want)-maxTestOutput:]
+			}
+			if r.Output != want {
+				t.Errorf("output is %d bytes starting %.30q, want %d bytes starting %.30q", len(r.Output), r.Output, len(want), want)
+			}
+		})
+	}
+}
+
+// What keeps a test from running at all is said, and nothing runs: a
+// command that is not shell, a project directory that is gone.
+func TestRunTestCannotStart(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	f := newFixture(t, nil)
+	r := f.j.RunTest(t.Context(), "touch "+marker+"; echo 'unterminated")
+	if r.Passed() || r.ExitCode != -1 || !strings.HasPrefix(r.CannotRun, "it is not a valid shell command: ") {
+		t.Errorf("a command that is not shell: %+v, want cannot run, saying so", r)
+	}
+	gone := newFixture(t, func(o *Options) { o.Project.Dir = filepath.Join(t.TempDir(), "gone") })
+	r = gone.j.RunTest(t.Context(), "touch "+marker)
+	if r.Passed() || r.ExitCode != -1 || r.Interrupted || r.TimedOut || !strings.Contains(r.CannotRun, "no such file or directory") {
+		t.Errorf("a project directory that is gone: %+v, want cannot run, saying why", r)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("a test that could not start ran all the same (%s exists)", marker)
+	}
+}
+
+// A TestTimeout of zero or less is the default bound, not no time at all.
+func TestRunTestDefaultTimeout(t *testing.T) {
+	for _, timeout := range []time.Duration{0, -time.Second} {
+		f := newFixture(t, func(o *Options) { o.TestTimeout = timeout })
+		if r := f.j.RunTest(t.Context(), "sleep 0.05"); !r.Passed() {
+			t.Errorf("TestTimeout %v: %s, want the test run to its end", timeout, r.Summary())
+		}
+	}
+}
+
+// WriteEvidence keeps the daemon's run of a test in the feature's evidence
+// directory: the command, its output as it came (ended by a newline), and
+// the summary.
+func TestWriteEvidence(t *testing.T) {
+	tests := []struct {
+		name   string
+		output string
+		want   string // between the command line and the summary line
+	}{
+		{"output ending in a newline", "ok 1\nok 2\n", "ok 1\nok 2\n"},
+		{"output without a final newline", "ok 1\nok 2", "ok 1\nok 2\n"},
+		{"no output", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			r := TestResult{Command: "sh tests/a.sh", ExitCode: 0, Output: tt.output, Took: 2 * time.Second}
+			rel, err := f.j.WriteEvidence("F-001", 2, "rerun", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ".claude/progress/evidence/F-001/daemon-rerun-attempt-2.log"; rel != want {
+				t.Errorf("path %q, want %q", rel, want)
+			}
+			want := "# ctxgraphd ran the test of F-001 itself (rerun, attempt 2)\n$ sh tests/a.sh\n" + tt.want + "# `sh tests/a.sh` passed (exit 0, 2s)\n"
+			if got := f.read(rel); got != want {
+				t.Errorf("evidence:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+	// Where the evidence directory cannot be made, it says so.
+	f := newFixture(t, nil)
+	f.write(map[string]string{".claude/progress": "a file in the way\n"})
+	if rel, err := f.j.WriteEvidence("F-001", 1, "rerun", TestResult{Command: "true"}); err == nil || rel != "" {
+		t.Errorf("WriteEvidence with a file in the way = %q, %v; want an error", rel, err)
 	}
 }

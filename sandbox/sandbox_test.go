@@ -24,6 +24,14 @@ func TestSettings(t *testing.T) {
 				`"filesystem":{"allowWrite":[],"denyRead":[],"denyWrite":[]},"network":{"allowedDomains":[],"strictAllowlist":true}}`,
 		},
 		{
+			// The project is writable through the settings themselves, not
+			// only because the CLI makes its working directory writable.
+			name:   "the project alone is writable",
+			policy: Policy{ProjectDir: "/p/src/.."},
+			want: `{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":true,"enabled":true,"failIfUnavailable":true,` +
+				`"filesystem":{"allowWrite":["/p"],"denyRead":[],"denyWrite":[]},"network":{"allowedDomains":[],"strictAllowlist":true}}`,
+		},
+		{
 			name: "paths are cleaned, deduplicated and sorted; the project is writable",
 			policy: Policy{
 				ProjectDir:     "/p/",

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,44 @@ func TestPeopleRoutesRefuseRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noTraces is a gate backend whose store has no trace yet, or fails.
+type noTraces struct {
+	gateBackend
+	err error
+}
+
+func (n *noTraces) Traces(context.Context, control.TraceQuery) ([]control.Trace, error) {
+	return nil, n.err
+}
+
+// GET /v1/traces answers an array even when the store has none yet, and
+// the store's failure as an error, not as an empty list.
+func TestTracesIsAnArrayWhenThereAreNone(t *testing.T) {
+	sock := socketIn(t)
+	b := &noTraces{}
+	controltest.Serve(t, sock, b)
+	if a := raw(t, sock, "GET", "/v1/traces", nil, ""); a.status != 200 || strings.TrimSpace(string(a.body)) != "[]" {
+		t.Errorf("GET /v1/traces = %d %s, want 200 []", a.status, a.body)
+	}
+	b.err = errors.New("store: closed")
+	if a := raw(t, sock, "GET", "/v1/traces", nil, ""); a.status != 500 || a.error(t).Error != "store: closed" {
+		t.Errorf("GET /v1/traces with the store failing = %d %s, want 500", a.status, a.body)
+	}
+}
+
+// A hook request whose body is not a HookRequest never reaches the gates.
+func TestHookRefusesABodyThatDoesNotDecode(t *testing.T) {
+	sock := socketIn(t)
+	g := &gateBackend{}
+	controltest.Serve(t, sock, g)
+	a := raw(t, sock, "POST", "/v1/hook", nil, `{"event": 3}`)
+	if a.status != 400 || a.error(t).Code != control.CodeBadRequest {
+		t.Errorf("POST /v1/hook with a bad body = %d %s, want 400", a.status, a.body)
+	}
+	if len(g.hooks) != 0 {
+		t.Errorf("the gates were asked: %+v", g.hooks)
 	}
 }

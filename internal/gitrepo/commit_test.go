@@ -274,3 +274,145 @@ func TestRef(t *testing.T) {
 		t.Fatal("a ref that is not under refs/ must be refused")
 	}
 }
+
+// A commit's message ends in exactly one newline, whether or not the
+// caller ended it so.
+func TestCommitMessageEndsInANewline(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	for _, msg := range []string{"subject", "subject\n", "subject\n\nbody\n"} {
+		c, err := r.Commit(t.Context(), r.EmptyTree(), nil, msg, daemon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := gitT(t, dir, "cat-file", "commit", c)
+		_, body, _ := strings.Cut(raw, "\n\n")
+		want := strings.TrimSuffix(msg, "\n") + "\n"
+		if body != want {
+			t.Errorf("Commit(%q): message %q, want %q", msg, body, want)
+		}
+	}
+}
+
+// A ref that moved meanwhile is ErrRefChanged and says what it holds and
+// what was expected; a failure that is no race is git's own error.
+func TestUpdateRefSaysWhatTheRefHolds(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	c1, err := r.Commit(t.Context(), r.EmptyTree(), nil, "one", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := r.Commit(t.Context(), r.EmptyTree(), []string{c1}, "two", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/ctxgraphd/tested/F-1"
+	if err := r.UpdateRef(t.Context(), ref, c1, ""); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		ref         string
+		commit, old string
+		race        bool
+		want        string // in the message
+	}{
+		{name: "created meanwhile", ref: ref, commit: c2, old: "", race: true,
+			want: "it holds " + c1 + ", not nothing (a new ref)"},
+		{name: "moved meanwhile", ref: ref, commit: c1, old: c2, race: true,
+			want: "it holds " + c1 + ", not " + c2},
+		{name: "deleted meanwhile", ref: "refs/ctxgraphd/tested/F-2", commit: c2, old: c1, race: true,
+			want: "it holds nothing, not " + c1},
+		{name: "a name git refuses", ref: "refs/ctxgraphd/x.lock", commit: c1, old: "",
+			want: "update-ref"},
+		{name: "a name that is a revision range", ref: "refs/ctxgraphd/a..b", commit: c1, old: "",
+			want: "update-ref"},
+	}
+	for _, tt := range tests {
+		err := r.UpdateRef(t.Context(), tt.ref, tt.commit, tt.old)
+		if err == nil || errors.Is(err, ErrRefChanged) != tt.race || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: UpdateRef = %v; want ErrRefChanged %v, saying %q", tt.name, err, tt.race, tt.want)
+		}
+	}
+	if got := strings.TrimSpace(gitT(t, dir, "rev-parse", ref)); got != c1 {
+		t.Errorf("%s at %s, want %s", ref, got, c1)
+	}
+}
+
+// AdvanceBranch moves nothing when the branch is not where the caller saw
+// it, and says where it is, also before the first commit.
+func TestAdvanceBranchSaysWhereTheBranchIs(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	c1, err := r.Commit(t.Context(), r.EmptyTree(), nil, "one", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := r.Commit(t.Context(), r.EmptyTree(), []string{c1}, "two", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AdvanceBranch(t.Context(), c1, c2); !errors.Is(err, ErrRefChanged) || !strings.Contains(err.Error(), "it is at no commit, not "+c1) {
+		t.Errorf("AdvanceBranch from %s on an unborn branch = %v", c1, err)
+	}
+	if _, err := r.AdvanceBranch(t.Context(), "", c1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AdvanceBranch(t.Context(), "", c2); !errors.Is(err, ErrRefChanged) || !strings.Contains(err.Error(), "it is at "+c1+", not ") {
+		t.Errorf("AdvanceBranch from nothing on a born branch = %v", err)
+	}
+	if _, err := r.AdvanceBranch(t.Context(), c1, "HEAD"); err == nil || errors.Is(err, ErrRefChanged) {
+		t.Errorf("AdvanceBranch to a revision = %v, want it refused", err)
+	}
+	if got := strings.TrimSpace(gitT(t, dir, "rev-parse", "refs/heads/main")); got != c1 {
+		t.Errorf("main at %s, want %s", got, c1)
+	}
+}
+
+// When the branch moved but the index could not be reset, AdvanceBranch
+// says both: the commit is on the branch, and `git reset` is the user's to
+// run.
+func TestAdvanceBranchIndexResetFails(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a"})
+	head := commitAll(t, dir)
+	r := openRepo(t, dir)
+	write(t, dir, map[string]string{"a": "a2"})
+	tree, err := r.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Commit(t.Context(), tree, []string{head}, "m", daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, map[string]string{".git/index.lock": ""}) // a git of the user's at work
+	reset, err := r.AdvanceBranch(t.Context(), head, c)
+	if reset || err == nil || errors.Is(err, ErrRefChanged) || !strings.Contains(err.Error(), "refs/heads/main now points at "+c+", but resetting the index failed") {
+		t.Errorf("AdvanceBranch with the index locked = %v, %v", reset, err)
+	}
+	if got := strings.TrimSpace(gitT(t, dir, "rev-parse", "refs/heads/main")); got != c {
+		t.Errorf("main at %s, want %s", got, c)
+	}
+}
+
+// Ref names a full ref's commit, "" for a ref that does not exist, and
+// refuses what is not a full ref name.
+func TestRefOfWhatIsNoCommit(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	if _, err := r.Ref(t.Context(), "main"); err == nil {
+		t.Error(`Ref("main") succeeded`)
+	}
+	// A ref that names a tree is no commit: nothing to give UpdateRef.
+	gitT(t, dir, "update-ref", "refs/ctxgraphd/tree", string(r.EmptyTree()))
+	if got, err := r.Ref(t.Context(), "refs/ctxgraphd/tree"); err != nil || got != "" {
+		t.Errorf("Ref of a tree = %q, %v; want \"\"", got, err)
+	}
+}

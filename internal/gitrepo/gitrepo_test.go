@@ -1,7 +1,9 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -283,5 +285,246 @@ func TestRepositoryConfigCannotRedirect(t *testing.T) {
 	}
 	if got := treeFiles(t, dir, tree)["a"]; got != "100644 the agent's change" {
 		t.Errorf("a in the snapshot: %q", got)
+	}
+}
+
+// cleanPath takes a project-relative, slash-separated path and refuses
+// what would leave the project or reach into git's own directory.
+func TestCleanPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in, want string // want "" when refused
+	}{
+		{"a", "a"},
+		{"d/x.go", "d/x.go"},
+		{"./d//x/../y", "d/y"},
+		{"d/", "d"},
+		{"..a", "..a"},
+		{"a/..b/c", "a/..b/c"},
+		{".gitignore", ".gitignore"},
+		{"x.git/y", "x.git/y"},
+		{"", ""},
+		{"a\x00b", ""},
+		{"/etc/passwd", ""},
+		{".", ""},
+		{"d/..", ""},
+		{"..", ""},
+		{"../x", ""},
+		{"d/../../x", ""},
+		{".git", ""},
+		{".git/config", ""},
+		{"sub/.Git/hooks/pre-commit", ""},
+		{"sub/.GIT", ""},
+	}
+	for _, tt := range tests {
+		got, err := cleanPath(tt.in)
+		if tt.want == "" {
+			if err == nil || !errors.Is(err, ErrUnsafePath) {
+				t.Errorf("cleanPath(%q) = %q, %v; want ErrUnsafePath", tt.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("cleanPath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// checkID takes full lowercase hexadecimal ids of either object format,
+// and nothing else.
+func TestCheckID(t *testing.T) {
+	t.Parallel()
+	sha1 := "0123456789abcdef0123456789abcdef01234567"
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{sha1, true},
+		{strings.Repeat("0", 40), true},
+		{strings.Repeat("9", 40), true},
+		{strings.Repeat("a", 40), true},
+		{strings.Repeat("f", 40), true},
+		{strings.Repeat("af09", 16), true}, // 64: sha256
+		{"", false},
+		{sha1[:39], false},
+		{sha1 + "8", false},
+		{strings.Repeat("a", 63), false},
+		{strings.Repeat("a", 65), false},
+		{strings.Repeat("/", 40), false}, // just below '0'
+		{strings.Repeat(":", 40), false}, // just above '9'
+		{strings.Repeat("`", 40), false}, // just below 'a'
+		{strings.Repeat("g", 40), false}, // just above 'f'
+		{strings.Repeat("A", 40), false},
+		{"HEAD~1" + sha1[6:], false},
+	}
+	for _, tt := range tests {
+		if err := checkID("tree", tt.id); (err == nil) != tt.ok {
+			t.Errorf("checkID(%q) = %v, want ok %v", tt.id, err, tt.ok)
+		}
+	}
+}
+
+// gitEnv is the daemon's environment without a GIT_* variable or its own
+// LC_ALL, then the C locale, no prompts, no optional locks, then extraEnv
+// and the command's own variables, in that order; an empty environment
+// is no exception.
+func TestGitEnv(t *testing.T) {
+	// Not parallel: it empties the process environment for a moment.
+	saved := os.Environ()
+	savedExtra := extraEnv
+	t.Cleanup(func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+		extraEnv = savedExtra
+	})
+	os.Clearenv()
+	ours := []string{"LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0"}
+	five := []string{"A=1", "B=2", "C=3", "D=4", "E=5"}
+	tests := []struct {
+		name       string
+		env        map[string]string
+		extra, add []string
+		want       []string
+	}{
+		{name: "empty", want: ours},
+		{name: "empty, extraEnv only", extra: five, want: append(slices.Clone(ours), five...)},
+		{name: "empty, the command's only", add: five, want: append(slices.Clone(ours), five...)},
+		{name: "the caller's git and locale are dropped",
+			env:   map[string]string{"GIT_DIR": "/elsewhere", "GIT_INDEX_FILE": "/x", "LC_ALL": "de_DE.UTF-8", "HOME": "/home/u", "LANG": "de_DE.UTF-8", "XGIT_Y": "kept"},
+			extra: []string{"GIT_CONFIG_NOSYSTEM=1"}, add: []string{"GIT_DIR=/ours"},
+			want: []string{"HOME=/home/u", "LANG=de_DE.UTF-8", "XGIT_Y=kept", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_DIR=/ours"}},
+	}
+	for _, tt := range tests {
+		os.Clearenv()
+		for k, v := range tt.env {
+			os.Setenv(k, v)
+		}
+		extraEnv = tt.extra
+		got := gitEnv(tt.add)
+		// os.Environ's order is not specified: the caller's part is compared as a set.
+		n := len(got) - len(ours) - len(tt.extra) - len(tt.add)
+		if n < 0 || !slices.Equal(got[n:], tt.want[n:]) || !slices.Equal(slices.Sorted(slices.Values(got[:n])), tt.want[:n]) {
+			t.Errorf("%s: gitEnv = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A git error names the command (quoting what needs it, cut after 300
+// bytes of arguments), the directory, the failure and git's own words.
+func TestGitErrorText(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 296)
+	tests := []struct {
+		name string
+		err  gitError
+		want string
+	}{
+		{name: "plain", err: gitError{dir: "/p", args: []string{"rev-parse", "HEAD"}, err: errors.New("exit status 128"), stderr: "fatal: bad revision"},
+			want: "gitrepo: git rev-parse HEAD (in /p): exit status 128: fatal: bad revision"},
+		{name: "no stderr", err: gitError{dir: "/p", args: []string{"write-tree"}, err: errors.New("exit status 1")},
+			want: "gitrepo: git write-tree (in /p): exit status 1"},
+		{name: "arguments quoted where needed", err: gitError{dir: "/p", args: []string{"commit-tree", "", "a b", "t\tab", "n\nl", `q"`, "s'", `b\`, "plain"}, err: errors.New("e")},
+			want: `gitrepo: git commit-tree "" "a b" "t\tab" "n\nl" "q\"" "s'" "b\\" plain (in /p): e`},
+		{name: "300 bytes of arguments are kept", err: gitError{dir: "/p", args: []string{"add", long, "x"}, err: errors.New("e")},
+			want: "gitrepo: git add " + long + " x (in /p): e"},
+		{name: "past 300 bytes they are cut", err: gitError{dir: "/p", args: []string{"add", long, "xy", "z"}, err: errors.New("e")},
+			want: "gitrepo: git add " + long + " … (in /p): e"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// exitCode is git's exit status from what runGit returned: 0 for none,
+// -1 when git did not run to its end or the error is not git's.
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	_, err1 := runGit(t.Context(), dir, nil, nil, "rev-parse", "-q", "--verify", "refs/heads/nope")
+	_, err128 := runGit(t.Context(), dir, nil, nil, "rev-parse", "--verify", "nope^{tree}")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, errCancelled := runGit(ctx, dir, nil, nil, "rev-parse", "HEAD")
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"success", nil, 0},
+		{"exit 1", err1, 1},
+		{"exit 128", err128, 128},
+		{"wrapped", fmt.Errorf("more: %w", err1), 1},
+		{"not run to its end", errCancelled, -1},
+		{"not git's", errors.New("other"), -1},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("%s: exitCode(%v) = %d, want %d", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// Without git on PATH every operation says to install it.
+func TestNoGit(t *testing.T) {
+	dir := newRepo(t)
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Open(t.Context(), Options{Dir: dir, Index: filepath.Join(t.TempDir(), "index")}); !errors.Is(err, ErrNoGit) {
+		t.Errorf("Open without git = %v, want ErrNoGit", err)
+	}
+	if _, err := Init(t.Context(), t.TempDir()); !errors.Is(err, ErrNoGit) {
+		t.Errorf("Init without git = %v, want ErrNoGit", err)
+	}
+}
+
+// Open and Init take a directory, not a file.
+func TestOpenAndInitRefuseAFile(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"f": "x"})
+	file := filepath.Join(dir, "f")
+	if _, err := Open(t.Context(), Options{Dir: file, Index: filepath.Join(t.TempDir(), "index")}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Open of a file = %v, want not a directory", err)
+	}
+	if created, err := Init(t.Context(), file); err == nil || created || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Init of a file = %v, %v; want not a directory", created, err)
+	}
+}
+
+// The private index is compared with the user's index and the work tree
+// by real path: a symlink does not sneak it into either.
+func TestOpenSeesThroughSymlinks(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	write(t, repo, map[string]string{"a": "a"})
+	commitAll(t, repo) // the user's index exists
+	links := t.TempDir()
+	linkedRepo := filepath.Join(links, "repo")
+	if err := os.Symlink(repo, linkedRepo); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		opts  Options
+		error bool
+	}{
+		{name: "the user's index, named through a link to the project",
+			opts: Options{Dir: repo, Index: filepath.Join(linkedRepo, ".git", "index")}, error: true},
+		{name: "the user's index, the project named through a link",
+			opts: Options{Dir: linkedRepo, Index: filepath.Join(repo, ".git", "index")}, error: true},
+		{name: "an index in the work tree, named through a link",
+			opts: Options{Dir: repo, Index: filepath.Join(linkedRepo, "state", "index")}, error: true},
+		{name: "an index under .git, the project named through a link",
+			opts: Options{Dir: linkedRepo, Index: filepath.Join(linkedRepo, ".git", "ctxgraphd", "index")}},
+	}
+	for _, tt := range tests {
+		_, err := Open(t.Context(), tt.opts)
+		if (err != nil) != tt.error {
+			t.Errorf("%s: Open = %v, want an error: %v", tt.name, err, tt.error)
+		}
 	}
 }

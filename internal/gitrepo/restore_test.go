@@ -2,8 +2,10 @@ package gitrepo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +14,7 @@ func TestRestore(t *testing.T) {
 	base := map[string]string{
 		"mod.txt": "original", "gone/deep/del.txt": "deleted later", "run.sh": "exec:#!/bin/sh\n",
 		"plain.sh": "#!/bin/sh\n", "link": "link:mod.txt", "link-to-file": "link:mod.txt", "f": "was a file",
-		"d/x": "was in a directory", "keep/other": "stays", "odd\nname -x": "odd", "untouched": "u",
+		"d/x": "was in a directory", "keep/other": "stays", "odd\nname -x": "odd", "untouched": "u", "empty": "",
 	}
 	tests := []struct {
 		name    string
@@ -22,6 +24,9 @@ func TestRestore(t *testing.T) {
 		gone    []string // directories Restore removes because they became empty
 	}{
 		{name: "modified file", work: map[string]string{"mod.txt": "changed"}, paths: []string{"mod.txt"}},
+		{name: "an empty file", work: map[string]string{"empty": "filled"}, paths: []string{"empty"}},
+		{name: "several files, named twice", work: map[string]string{"mod.txt": "changed", "empty": "filled", "new": "n"},
+			removed: []string{"gone"}, paths: []string{"new", "mod.txt", "empty", "gone/deep/del.txt", "mod.txt", "new"}},
 		{name: "deleted file and its directories", removed: []string{"gone"}, paths: []string{"gone/deep/del.txt"}},
 		{
 			name:  "added file, and the directories it leaves empty",
@@ -333,5 +338,55 @@ func TestUserStateUntouched(t *testing.T) {
 	}
 	if after := viewOf(t, dir); after.index != before.index || after.head != before.head {
 		t.Error("Restore changed the user's index or HEAD")
+	}
+}
+
+// A blob the repository lost is an error, not an empty file: nothing is
+// written.
+func TestRestoreMissingBlob(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := openRepo(t, dir)
+	id := strings.TrimSpace(gitIn(t, dir, []byte("lost content"), "hash-object", "-w", "--stdin"))
+	tree := Tree(strings.TrimSpace(gitIn(t, dir, []byte("100644 blob "+id+"\tf\n"), "mktree")))
+	if err := os.Remove(filepath.Join(dir, ".git", "objects", id[:2], id[2:])); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, map[string]string{"f": "mine"})
+	err := r.Restore(t.Context(), tree, []string{"f"})
+	if err == nil || !strings.Contains(err.Error(), "want a blob") {
+		t.Errorf("Restore of a lost blob = %v, want an error saying so", err)
+	}
+	if got := state(t, dir, "f"); got != "100644 mine" {
+		t.Errorf("f: %q, want it untouched", got)
+	}
+}
+
+// Restore takes any number of paths: they are looked up in batches that
+// keep each git command far below the system's limit on arguments (2 MiB
+// on Linux by default; here 2.4 MiB of paths are named).
+func TestRestoreManyPaths(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a.txt": "a", "m/m.txt": "m", "z.txt": "z"})
+	commitAll(t, dir)
+	r := openRepo(t, dir)
+	snap, err := r.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, map[string]string{"a.txt": "a2", "m/m.txt": "m2", "z.txt": "z2"})
+	paths := []string{"z.txt", "a.txt", "m/m.txt"}
+	long := strings.Repeat("n", 90)
+	for i := range 24000 {
+		paths = append(paths, fmt.Sprintf("gone/%s%06d", long, i))
+	}
+	if err := r.Restore(t.Context(), snap, paths); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"a.txt": "100644 a", "m/m.txt": "100644 m", "z.txt": "100644 z", "gone": ""} {
+		if got := state(t, dir, p); got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package gitrepo
 
 import (
+	"context"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -492,4 +494,214 @@ func BenchmarkGitProcess(b *testing.B) {
 		}
 	}
 	reportChildCPU(b, cpu)
+}
+
+// parseRaw reads git's -z raw diff records, an absent side (mode 000000,
+// id of zeros) as "", and refuses a record that is not one.
+func TestParseRaw(t *testing.T) {
+	t.Parallel()
+	a := blobID("a")
+	b := blobID("b")
+	zero := strings.Repeat("0", 40)
+	tests := []struct {
+		name string
+		out  string
+		want []rawDiff // nil with wantErr
+		err  bool
+	}{
+		{name: "nothing", out: ""},
+		{name: "modified, added, deleted, type change",
+			out: ":100644 100755 " + a + " " + b + " M\x00run sh\x00" +
+				":000000 100644 " + zero + " " + b + " A\x00new\nline\x00" +
+				":120000 000000 " + a + " " + zero + " D\x00link\x00" +
+				":100644 120000 " + a + " " + b + " T\x00t\x00",
+			want: []rawDiff{
+				{fromMode: "100644", toMode: "100755", from: a, to: b, status: 'M', path: "run sh"},
+				{toMode: "100644", to: b, status: 'A', path: "new\nline"},
+				{fromMode: "120000", from: a, status: 'D', path: "link"},
+				{fromMode: "100644", toMode: "120000", from: a, to: b, status: 'T', path: "t"},
+			}},
+		{name: "a status with a score", out: ":100644 100644 " + a + " " + b + " M100\x00p\x00",
+			want: []rawDiff{{fromMode: "100644", toMode: "100644", from: a, to: b, status: 'M', path: "p"}}},
+		{name: "no NUL after the record", out: ":100644 100644 " + a + " " + b + " M", err: true},
+		{name: "no path", out: ":100644 100644 " + a + " " + b + " M\x00", err: true},
+		{name: "an empty path", out: ":100644 100644 " + a + " " + b + " M\x00\x00", err: true},
+		{name: "four fields", out: ":100644 100644 " + a + " M\x00p\x00", err: true},
+		{name: "six fields", out: ":100644 100644 " + a + " " + b + " M x\x00p\x00", err: true},
+		{name: "no colon", out: "100644 100644 " + a + " " + b + " M\x00p\x00", err: true},
+		{name: "a good record, then a bad one", out: ":100644 100644 " + a + " " + b + " M\x00p\x00:bad\x00q\x00", err: true},
+	}
+	for _, tt := range tests {
+		got, err := parseRaw([]byte(tt.out))
+		if (err != nil) != tt.err || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: parseRaw = %+v, %v; want %+v, error %v", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// splitNUL splits NUL-terminated records; no output is no record.
+func TestSplitNUL(t *testing.T) {
+	t.Parallel()
+	tests := map[string][]string{
+		"":           nil,
+		"\x00":       nil, // an empty record is no record
+		"a\x00":      {"a"},
+		"a\x00b\x00": {"a", "b"},
+		"a\x00b":     {"a", "b"},
+	}
+	for in, want := range tests {
+		if got := splitNUL([]byte(in)); !slices.Equal(got, want) {
+			t.Errorf("splitNUL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A snapshot cancelled by its caller is not a broken index: the cache is
+// kept for the next one.
+func TestSnapshotCancelledKeepsItsIndex(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a"})
+	commitAll(t, dir)
+	index := filepath.Join(t.TempDir(), "index")
+	r, err := Open(t.Context(), Options{Dir: dir, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := r.Snapshot(ctx); err == nil {
+		t.Fatal("a cancelled snapshot succeeded")
+	}
+	if after, err := os.Stat(index); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the private index after a cancelled snapshot: %v, want it kept", err)
+	}
+}
+
+// A private index that cannot be removed is not rebuilt: the snapshot
+// fails with the error that made it try.
+func TestSnapshotIndexThatCannotBeRemoved(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a"})
+	commitAll(t, dir)
+	index := filepath.Join(t.TempDir(), "index")
+	write(t, index, map[string]string{"in-the-way": "x"}) // a directory, not empty
+	r, err := Open(t.Context(), Options{Dir: dir, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree, err := r.Snapshot(t.Context()); err == nil || tree != "" {
+		t.Errorf("Snapshot = %q, %v; want an error", tree, err)
+	}
+	if got := state(t, index, "in-the-way"); got != "100644 x" {
+		t.Errorf("what was at the index path: %q", got)
+	}
+}
+
+// A filter driver the repository's configuration reaches by an include is
+// the repository's too, and does not run; a bare boolean key of the
+// user's own driver keeps its meaning where the repository redefines it.
+func TestFiltersReachedByIncludeDoNotRun(t *testing.T) {
+	home := t.TempDir()
+	marks := t.TempDir()
+	global := "[user]\n\tuseConfigOnly = true\n[init]\n\tdefaultBranch = main\n" +
+		"[filter \"upper\"]\n\tclean = tr a-z A-Z\n\tsmudge = cat\n\trequired\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a.txt": "a", "b.up": "b"})
+	commitAll(t, dir)
+	hook := filepath.Join(marks, "evil.sh")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch '"+filepath.Join(marks, "ran")+"'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The repository's configuration names no filter itself, only an
+	// include; the included file redefines the user's driver as one that
+	// fails and makes it not required.
+	included := filepath.Join(dir, ".git", "more.cfg")
+	if err := os.WriteFile(included, []byte("[filter \"evil\"]\n\tclean = "+hook+"\n\trequired = true\n[filter \"upper\"]\n\tclean = "+hook+"\n\trequired = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "config", "include.path", included)
+	write(t, dir, map[string]string{".gitattributes": "*.txt filter=evil\n*.up filter=upper\n", "a.txt": "agent's", "b.up": "lower"})
+
+	r := openRepo(t, dir)
+	tree, err := r.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := treeFiles(t, dir, tree)
+	if files["a.txt"] != "100644 agent's" || files["b.up"] != "100644 LOWER" {
+		t.Errorf("snapshot a.txt %q, b.up %q; want the content as is and the user's filter's output", files["a.txt"], files["b.up"])
+	}
+	if _, err := os.Stat(filepath.Join(marks, "ran")); err == nil {
+		t.Error("the repository's filter ran")
+	}
+	env, err := r.filterEnv(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"GIT_CONFIG_KEY_0=filter.evil.clean", "GIT_CONFIG_VALUE_0=",
+		"GIT_CONFIG_KEY_1=filter.evil.required", "GIT_CONFIG_VALUE_1=",
+		"GIT_CONFIG_KEY_2=filter.upper.clean", "GIT_CONFIG_VALUE_2=tr a-z A-Z",
+		"GIT_CONFIG_KEY_3=filter.upper.required", "GIT_CONFIG_VALUE_3=true",
+		"GIT_CONFIG_COUNT=4",
+	}
+	if !slices.Equal(env, want) {
+		t.Errorf("filterEnv:\n got %q\nwant %q", env, want)
+	}
+}
+
+// Only a repository configuration that mentions a filter or an include
+// costs the git config that reads the drivers.
+func TestMayDefineFilters(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		config string // appended to .git/config; "dir" makes config.worktree a directory
+		want   bool
+	}{
+		{name: "a plain configuration", config: "[core]\n\tautocrlf = false\n"},
+		{name: "a filter", config: "[filter \"x\"]\n\tclean = cat\n", want: true},
+		{name: "a FILTER, whatever its case", config: "[FILTER \"x\"]\n\tclean = cat\n", want: true},
+		{name: "an include", config: "[include]\n\tpath = x.cfg\n", want: true},
+		{name: "a conditional include", config: "[includeIf \"gitdir:/x/\"]\n\tpath = x.cfg\n", want: true},
+		{name: "a file that cannot be read", config: "dir", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newRepo(t)
+			r := openRepo(t, dir)
+			if r.mayDefineFilters() {
+				t.Fatal("a fresh repository may define filters")
+			}
+			if tt.config == "dir" {
+				if err := os.Mkdir(filepath.Join(dir, ".git", "config.worktree"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(tt.config)
+				f.Close()
+			}
+			if got := r.mayDefineFilters(); got != tt.want {
+				t.Errorf("mayDefineFilters = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
