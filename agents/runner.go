@@ -99,6 +99,7 @@ type Result struct {
 	ExitCode  int // -1 when killed by a signal or never started
 	Ended     EndReason
 
+	SawInit           bool // the CLI began a session (its init line was read)
 	SawResult         bool // a result line was read
 	IsError           bool
 	Subtype           string
@@ -107,6 +108,12 @@ type Result struct {
 	CostUSD           float64
 	APIErrorStatus    int
 	RateLimitResetsAt time.Time
+	// APIError is the CLI's name for the API error that ended the run
+	// (authentication_failed, rate_limit, …), "" if none.
+	APIError string
+	// RetryDelay is the wait the CLI computed for its last retry of a
+	// failed API call: the API's retry-after, when it sent one.
+	RetryDelay time.Duration
 	// StartupFailure is the CLI's startup_failure_reason: it could not start
 	// the session at all ("sandbox_required_unavailable", …). No agent ran.
 	StartupFailure string
@@ -421,21 +428,29 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 		switch m.Subtype {
 		case "init":
 			ev.Kind = "init"
+			res.SawInit = true
 		case "hook_started", "hook_response":
 			ev.Kind, ev.Detail = "hook", m.HookEvent
 		case "api_retry":
 			ev.Kind, ev.Detail, ev.IsError = "api_retry", fmt.Sprintf("status %d", m.ErrorStatus), true
+			if m.RetryDelayMS > 0 {
+				res.RetryDelay = time.Duration(m.RetryDelayMS) * time.Millisecond
+			}
 		default:
 			ev.Kind, ev.Detail = "system", m.Subtype
 		}
 		onEvent(ev)
 	case "rate_limit_event":
-		if m.RateLimitInfo != nil && m.RateLimitInfo.ResetsAt > 0 && m.RateLimitInfo.Status != "allowed" {
-			res.RateLimitResetsAt = time.Unix(m.RateLimitInfo.ResetsAt, 0)
-		}
+		res.limited(m.RateLimitInfo)
 	case "assistant", "user":
 		if m.APIErrorStatus != 0 {
 			res.APIErrorStatus = m.APIErrorStatus
+		}
+		if e := m.ErrorName(); e != "" && m.Type == "assistant" {
+			res.APIError = e
+			if m.APIErrorParams != nil {
+				res.limited(m.APIErrorParams.RateLimitInfo)
+			}
 		}
 		if m.Message == nil {
 			return
@@ -485,6 +500,13 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 	case "stream_error":
 		ev.Kind, ev.IsError, ev.Detail = "stream_error", true, m.Result
 		onEvent(ev)
+	}
+}
+
+// limited keeps when a limit that refuses requests resets.
+func (res *Result) limited(info *RateLimitInfo) {
+	if info != nil && info.ResetsAt > 0 && info.Status == "rejected" {
+		res.RateLimitResetsAt = time.Unix(info.ResetsAt, 0)
 	}
 }
 

@@ -26,12 +26,20 @@ type Message struct {
 	Message         *APIMessage `json:"message"`
 	ParentToolUseID string      `json:"parent_tool_use_id"`
 	APIErrorStatus  int         `json:"api_error_status"`
+	// Error is the CLI's name for an API error (assistant lines that wrap
+	// one, api_retry lines): authentication_failed, rate_limit, … Kept raw
+	// so that a line where it is not a string is still read.
+	Error          json.RawMessage `json:"error"`
+	APIErrorParams *struct {
+		RateLimitInfo *RateLimitInfo `json:"rate_limit_info"`
+	} `json:"api_error_params"`
 
 	// system hook lines
 	HookEvent string `json:"hook_event"`
 
 	// system api_retry lines
-	ErrorStatus int `json:"error_status"`
+	ErrorStatus  int `json:"error_status"`
+	RetryDelayMS int `json:"retry_delay_ms"`
 
 	// rate_limit_event lines
 	RateLimitInfo *RateLimitInfo `json:"rate_limit_info"`
@@ -98,7 +106,17 @@ type Block struct {
 	IsError   bool            `json:"is_error"`
 }
 
-// RateLimitInfo is what a rate_limit_event says about the account's limit.
+// ErrorName is the line's error field when it is a name, else "".
+func (m *Message) ErrorName() string {
+	var s string
+	if len(m.Error) > 0 && m.Error[0] == '"' && json.Unmarshal(m.Error, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// RateLimitInfo is what a rate_limit_event (or a usage limit's API error)
+// says about the account's limit.
 type RateLimitInfo struct {
 	Status   string `json:"status"`
 	ResetsAt int64  `json:"resetsAt"` // Unix seconds

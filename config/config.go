@@ -58,7 +58,18 @@ type Config struct {
 	Protected []string `yaml:"gates.protected"` // the dotted name: a key of the gates section
 	Sandbox   Sandbox  `yaml:"sandbox"`
 	Git       Git      `yaml:"git"`
+	Notify    Notify   `yaml:"notify"`
 	Log       Log      `yaml:"log"`
+}
+
+// Notify says where the daemon tells a person what happened: a feature
+// tested or blocked, the session done, stopped or waiting, a budget
+// warning.
+type Notify struct {
+	// Webhook is a URL that gets a POST of each event as JSON; "": none.
+	Webhook string `yaml:"webhook"`
+	// Command is run by sh -c with the event in its environment; "": none.
+	Command string `yaml:"command"`
 }
 
 // Sandbox configures the confinement of agent runs by Claude Code's own
@@ -86,6 +97,9 @@ type Agent struct {
 	MaxTurns         int           `yaml:"max_turns"`          // 0: no limit
 	AllowRoot        bool          `yaml:"allow_root"`         // run agents as root (IS_SANDBOX=1)
 	HooksLiveTimeout time.Duration `yaml:"hooks_live_timeout"` // SessionStart check-in deadline
+	// StuckAfter: the same tool call failing this many times in a row,
+	// with nothing done in between, stops the run as stuck; 0: never.
+	StuckAfter int `yaml:"stuck_after"`
 }
 
 // Limits are the loop's counters.
@@ -93,6 +107,11 @@ type Limits struct {
 	MaxRetries int           `yaml:"max_retries"` // failed tests before a feature is blocked
 	MaxBlocked int           `yaml:"max_blocked"` // blocked features before the session stops; 0: no limit
 	Debounce   time.Duration `yaml:"debounce"`    // quiet time after a feature-list change
+	// Backoff is the first wait after a failure that waiting cures (a
+	// rate limit, an overloaded or failing API, no network); each
+	// failure in a row doubles it, up to BackoffMax.
+	Backoff    time.Duration `yaml:"backoff"`
+	BackoffMax time.Duration `yaml:"backoff_max"`
 }
 
 // Budget caps spending in USD; 0 means no limit.
@@ -122,8 +141,9 @@ func Default() *Config {
 			Timeout:          30 * time.Minute,
 			IdleTimeout:      10 * time.Minute,
 			HooksLiveTimeout: 10 * time.Second,
+			StuckAfter:       5,
 		},
-		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond},
+		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains)},

@@ -55,8 +55,9 @@ func TestDefault(t *testing.T) {
 	c := Default()
 	want := &Config{
 		Agent: Agent{Command: "claude", Timeout: 30 * time.Minute, IdleTimeout: 10 * time.Minute,
-			HooksLiveTimeout: 10 * time.Second},
-		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond},
+			HooksLiveTimeout: 10 * time.Second, StuckAfter: 5},
+		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond,
+			Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates: map[string]GateMode{
 			"tested-needs-evidence": Enforce, "tester-must-test": Enforce, "role-write-policy": Enforce,
 			"scope": Enforce, "log-read-limit": Enforce, "hooks-live": Enforce,
@@ -284,11 +285,11 @@ func TestLoadFileErrors(t *testing.T) {
 		{"key with no section", "timeout: 5m\n",
 			`FILE:1: unknown key "timeout" (did you mean "agent.timeout"?)`},
 		{"unknown key far from any", "agent:\n  colour: blue\n",
-			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout`},
+			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after`},
 		{"unknown section far from any", "telemetry:\n  on: true\n",
-			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, log`},
+			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, notify, log`},
 		{"value where a section goes", "agent: claude\n",
-			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout), found the value "claude"`},
+			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after), found the value "claude"`},
 		{"mapping where a value goes", "agent:\n  timeout:\n    run: 5m\n",
 			`FILE:3: agent.timeout: want a single value, a duration > 0 with a unit, such as 90s or 30m, found a mapping`},
 		{"list where a value goes", "log:\n  level: [info]\n",
@@ -669,6 +670,16 @@ func TestValidate(t *testing.T) {
 			`gates.scop: unknown gate "scop" (did you mean "scope"?); the gates are tested-needs-evidence, tester-must-test, role-write-policy, scope, log-read-limit, hooks-live, frozen-tests, red-before-green`},
 		{"empty log level", func(c *Config) { c.Log.Level = "" },
 			`log.level: "" is not allowed: want one of debug, info, warn, error`},
+		{"backoff cap equal to the first wait", func(c *Config) { c.Limits.BackoffMax = c.Limits.Backoff }, ""},
+		{"backoff cap below the first wait", func(c *Config) { c.Limits.Backoff = 2 * time.Minute; c.Limits.BackoffMax = time.Minute },
+			"limits.backoff_max: 1m0s is shorter than limits.backoff (2m0s): raise limits.backoff_max or lower limits.backoff"},
+		{"webhook https", func(c *Config) { c.Notify.Webhook = "https://hooks.example/ctxgraphd" }, ""},
+		{"webhook without a scheme", func(c *Config) { c.Notify.Webhook = "hooks.example/ctxgraphd" },
+			`notify.webhook: "hooks.example/ctxgraphd" is not allowed: want an http or https URL, or empty`},
+		{"webhook of another scheme", func(c *Config) { c.Notify.Webhook = "ftp://hooks.example/" },
+			`notify.webhook: "ftp://hooks.example/" is not allowed: want an http or https URL, or empty`},
+		{"webhook without a host", func(c *Config) { c.Notify.Webhook = "https:///x" },
+			`notify.webhook: "https:///x" is not allowed: want an http or https URL, or empty`},
 		{"every problem", func(c *Config) { c.Agent.Command = ""; c.Budget.SessionUSD = -1 },
 			"agent.command: \"\" is not allowed: want a program name on PATH or a path to it, not empty\n" +
 				`budget.session_usd: "-1" is not allowed: want a number >= 0`},
@@ -751,7 +762,7 @@ func TestRegistryCoversConfig(t *testing.T) {
 // nonDefault returns a valid raw value of k that differs from its default.
 func nonDefault(k *key) string {
 	def := raw(k.get(Default()))
-	for _, v := range []string{"x-other", "7m0s", "7", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh"} {
+	for _, v := range []string{"x-other", "7m0s", "7", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh", "https://hooks.example/x"} {
 		if _, err := k.parse(v); err == nil && v != def {
 			return v
 		}

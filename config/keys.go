@@ -7,6 +7,7 @@ import (
 
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,10 +35,11 @@ type key struct {
 	name     string
 	kind     kind
 	help     string
-	enum     []string // kindEnum: the allowed values
-	positive bool     // kindDuration: 0 is refused
-	nonEmpty bool     // kindString: "" is refused
-	what     string   // kindString, kindList: what the value (an element) is, for messages
+	enum     []string          // kindEnum: the allowed values
+	positive bool              // kindDuration: 0 is refused
+	nonEmpty bool              // kindString: "" is refused
+	check    func(string) bool // kindString: nil accepts any text
+	what     string            // kindString, kindList: what the value (an element) is, for messages
 	// elem checks one element of a kindList; nil accepts any non-empty one.
 	elem func(string) bool
 	access
@@ -116,12 +118,18 @@ func buildRegistry() []*key {
 			help: "run agents as root (sets IS_SANDBOX=1 for them)", access: field(func(c *Config) *bool { return &c.Agent.AllowRoot })},
 		{name: "agent.hooks_live_timeout", kind: kindDuration, positive: true,
 			help: "a run's hooks must check in with the daemon within this time (gate hooks-live)", access: field(func(c *Config) *time.Duration { return &c.Agent.HooksLiveTimeout })},
+		{name: "agent.stuck_after", kind: kindInt,
+			help: "the same tool call failing this many times in a row stops the run as stuck; 0: never", access: field(func(c *Config) *int { return &c.Agent.StuckAfter })},
 		{name: "limits.max_retries", kind: kindInt,
 			help: "failed tests before a feature is blocked", access: field(func(c *Config) *int { return &c.Limits.MaxRetries })},
 		{name: "limits.max_blocked", kind: kindInt,
 			help: "blocked features before the session stops; 0: no limit", access: field(func(c *Config) *int { return &c.Limits.MaxBlocked })},
 		{name: "limits.debounce", kind: kindDuration,
 			help: "quiet time after a change of feature-list.json before the daemon reacts", access: field(func(c *Config) *time.Duration { return &c.Limits.Debounce })},
+		{name: "limits.backoff", kind: kindDuration, positive: true,
+			help: "first wait after a failure that waiting cures (429, 529, 5xx, no network); doubles up to limits.backoff_max", access: field(func(c *Config) *time.Duration { return &c.Limits.Backoff })},
+		{name: "limits.backoff_max", kind: kindDuration, positive: true,
+			help: "longest wait of the backoff (a usage limit's reset time is waited for whatever it is)", access: field(func(c *Config) *time.Duration { return &c.Limits.BackoffMax })},
 		{name: "budget.run_usd", kind: kindFloat,
 			help: "USD per run, passed as --max-budget-usd; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.RunUSD })},
 		{name: "budget.feature_usd", kind: kindFloat,
@@ -144,6 +152,10 @@ func buildRegistry() []*key {
 			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
 		&key{name: "git.commit", kind: kindBool,
 			help: "commit exactly the tested tree for each tested feature", access: field(func(c *Config) *bool { return &c.Git.Commit })},
+		&key{name: "notify.webhook", kind: kindString, what: "an http or https URL, or empty", check: validWebhook,
+			help: "POST each event (feature tested or blocked, session done, stopped or waiting, budget warning) as JSON here", access: field(func(c *Config) *string { return &c.Notify.Webhook })},
+		&key{name: "notify.command", kind: kindString, what: "a shell command, or empty",
+			help: "run with sh -c for each event, with CTXGRAPHD_EVENT, CTXGRAPHD_MESSAGE, … in its environment", access: field(func(c *Config) *string { return &c.Notify.Command })},
 	)
 	keys = append(keys,
 		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
@@ -223,6 +235,9 @@ func (k *key) parse(raw string) (any, error) {
 		if k.nonEmpty && strings.TrimSpace(raw) == "" {
 			return nil, errNotAllowed
 		}
+		if k.check != nil && !k.check(raw) {
+			return nil, errNotAllowed
+		}
 		return raw, nil
 	case kindDuration:
 		d, err := time.ParseDuration(raw)
@@ -300,6 +315,15 @@ func splitList(s string) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+// validWebhook accepts an absolute http or https URL, or nothing.
+func validWebhook(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func validGlob(g string) bool {
@@ -400,6 +424,11 @@ func (c *Config) Validate() error {
 	slices.Sort(unknown)
 	for _, g := range unknown {
 		errs = append(errs, fmt.Errorf("gates.%s: %s", g, unknownGate(g)))
+	}
+	// The one rule between keys: a cap below the first wait would make
+	// every wait the cap, which is not what either key says.
+	if l := c.Limits; l.Backoff > 0 && l.BackoffMax < l.Backoff {
+		errs = append(errs, fmt.Errorf("limits.backoff_max: %s is shorter than limits.backoff (%s): raise limits.backoff_max or lower limits.backoff", l.BackoffMax, l.Backoff))
 	}
 	return errors.Join(errs...)
 }

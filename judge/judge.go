@@ -85,6 +85,8 @@ type run struct {
 	commands   []guard.TestRecord
 	stopBlocks int
 	live       bool
+	// stopFailure is the API error the run's StopFailure hook reported.
+	stopFailure string
 }
 
 // New returns a judge. Options.Records is required.
@@ -188,6 +190,17 @@ func (j *Judge) state(rg *run) guard.State {
 	return s
 }
 
+// StopFailure is the API error (the CLI's name for it) that a run's
+// StopFailure hook reported, or "".
+func (j *Judge) StopFailure(runID string) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.byRun(runID); r != nil {
+		return r.stopFailure
+	}
+	return ""
+}
+
 // Protected lists the daemon's own files: its state directory and its
 // socket (the socket itself: its directory may be a shared one).
 func (j *Judge) Protected() []string {
@@ -249,6 +262,10 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	case "SessionStart":
 		if rg != nil {
 			rg.live = true
+		}
+	case "StopFailure":
+		if rg != nil {
+			rg.stopFailure = p.Error
 		}
 	}
 	j.mu.Unlock()
