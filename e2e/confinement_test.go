@@ -472,9 +472,11 @@ func TestConfinedTesterRoutes(t *testing.T) {
 	}
 
 	t.Run("tester masks a failing test", func(t *testing.T) {
-		// The hooks recorded `sh tests/F-001.sh || true` passing, so the
-		// claim went through them; the daemon's own run of the test did
-		// not pass, and the verdict refused it.
+		// `sh tests/F-001.sh || true` exited 0, and the hooks' record
+		// has it; but its status is not the test's, so it is no run of
+		// the test and the claim was refused before it reached the list.
+		// (Had it got through, the daemon's own run of the test would
+		// have refused it: TestUnconfinedDefenseInDepth.)
 		r1 := o.runOf(t, "tester-agent", "F-001", 1)
 		var masked bool
 		for _, c := range p.commands(r1.ID) {
@@ -483,9 +485,12 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		if !masked {
 			t.Errorf("the masked test run is not among %s's commands", r1.ID)
 		}
-		rejected := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
-		if len(rejected) != 1 || rejected[0].Context.Run != r1.ID || r1.Outcome != "failed" {
-			t.Errorf("rejected verdicts %v, want one of the failed run %s", rejected, r1.ID)
+		if d := o.denied(t, "F-001", guard.TestedNeedsEvidence, "no_test_run"); len(d) != 1 || d[0].Attempt != 1 {
+			t.Errorf("denials read by the model: %v, want the claim refused once", d)
+		}
+		refused := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "no_test_run", store.SourceHook)
+		if len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
+			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
 		o.testedBy(t, "F-001", 2)
 	})
@@ -515,13 +520,12 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		if left, err := spool.Read(p.paths.StateDir); err != nil || len(left) != 0 {
 			t.Errorf("spool: %d records (%v), want none", len(left), err)
 		}
-		// Its own command names the test and exited 0, which the hooks'
-		// record counts as a passing run of the test (a command that
-		// contains the test): the claim went through them, and the
-		// daemon's own run of the test refused it.
+		// Its own command names the test in a printf's argument and
+		// exited 0, which is no run of the test; the run of the test it
+		// made failed, and the claim was refused on that.
 		r1 := o.runOf(t, "tester-agent", "F-003", 1)
-		if rejected := o.violated(t, "F-003", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r1.ID || r1.Outcome != "failed" {
-			t.Errorf("rejected verdicts %v, want one of the failed run %s", rejected, r1.ID)
+		if refused := o.violated(t, "F-003", "tester-agent", guard.TestedNeedsEvidence, "test_failed", store.SourceHook); len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
+			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
 		o.testedBy(t, "F-003", 2)
 	})

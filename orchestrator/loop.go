@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -226,20 +228,37 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
 }
 
-// wait holds the session after a transient failure: until the limit's reset
-// time when the run reported one, else with exponential backoff.
+// wait holds the session after a failure that waiting cures: until a usage
+// limit's reset time when the run reported one, else for the backoff.
 func (o *Orchestrator) wait(a statemachine.Action) {
-	o.transient++
-	d := time.Duration(1<<min(o.transient-1, 6)) * 30 * time.Second
-	until := o.now().Add(d)
-	if !o.retryAt.IsZero() && o.retryAt.After(o.now()) {
-		until = o.retryAt
-	}
-	o.retryAt = time.Time{}
+	o.session.Backoffs++
+	until := waitUntil(o.now(), o.session.Backoffs, o.cfg.Limits, o.waitFor)
+	o.waitFor = agents.Failure{}
 	o.session.WaitingUntil = until
 	o.transition(statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()
 	}
 	o.waitTimer = time.NewTimer(until.Sub(o.now()))
+}
+
+// waitUntil is when the n-th wait in a row ends: limits.backoff doubled
+// with each, capped at limits.backoff_max, and never before the CLI's own
+// next try (which honours the API's retry-after) or a usage limit's reset,
+// whatever the cap: a run started before the reset fails again.
+func waitUntil(now time.Time, n int, l config.Limits, f agents.Failure) time.Time {
+	d := min(l.Backoff, l.BackoffMax)
+	for i := 1; i < n && d < l.BackoffMax; i++ {
+		if d > l.BackoffMax/2 {
+			d = l.BackoffMax // and no overflow on the way there
+			break
+		}
+		d *= 2
+	}
+	d = max(d, f.RetryAfter)
+	until := now.Add(d)
+	if f.ResetsAt.After(until) {
+		until = f.ResetsAt
+	}
+	return until
 }

@@ -95,11 +95,12 @@ type Orchestrator struct {
 	// problemFromAgent: the broken file was written during a run, so the
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
-	ownWrite         []byte    // last bytes the daemon wrote to feature-list.json
-	transient        int       // consecutive transient failures, for backoff
-	retryAt          time.Time // when a usage limit resets, from the last run
-	waitTimer        *time.Timer
-	stopAfter        bool // ctl stop: stop the session once the run is down
+	ownWrite         []byte // last bytes the daemon wrote to feature-list.json
+	// waitFor is the failure the next wait is for: its reset time and
+	// the CLI's own retry delay bound the wait from below.
+	waitFor   agents.Failure
+	waitTimer *time.Timer
+	stopAfter bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
 
@@ -119,6 +120,8 @@ type activeRun struct {
 	interrupt string
 	// silent: the run ended without its hooks ever checking in.
 	silent bool
+	// failure is why the run ended when it was not its agent's doing.
+	failure *agents.Failure
 }
 
 // job is the daemon's own work on the loop's behalf, off the loop: a

@@ -223,7 +223,13 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	if act.liveTimer != nil {
 		act.liveTimer.Stop()
 	}
-	why := o.endedSilent(act, res)
+	if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
+		act.failure = &f
+	}
+	why := ""
+	if act.failure == nil {
+		why = o.endedSilent(act, res)
+	}
 	act.silent = why != ""
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
@@ -240,7 +246,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		return
 	}
 	out := o.prejudge(act, res)
-	if out.Interrupted || out.Transient || res.Ended == agents.EndStartFailed || res.StartupFailure != "" {
+	if out.Interrupted || act.failure != nil {
 		o.judgeLeftovers(act.run)
 		o.finishRun(act, res, out)
 		return
@@ -349,6 +355,9 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	}
 	run := act.run
 	o.finishRunRecord(&run, res, outcome)
+	if act.failure != nil {
+		run.Failure = string(act.failure.Kind)
+	}
 	if out.Role == statemachine.Tester && out.Verdict {
 		run.Commit = o.counters[run.Feature].Commit
 	}
@@ -361,25 +370,21 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		c.CostUSD += res.CostUSD
 		o.setCounters(run.Feature, c)
 	}
-	if !out.Transient {
-		o.transient = 0
+	if !out.Transient && !out.Interrupted {
+		o.session.Backoffs = 0
 	}
 	o.log.Info("run ended", zap.String("run", run.ID), zap.String("outcome", outcome), zap.String("ended", string(res.Ended)),
 		zap.Int("exit", res.ExitCode), zap.Float64("cost_usd", res.CostUSD), zap.Int("turns", res.NumTurns), zap.String("summary", res.Summary))
 
-	switch {
-	case res.Ended == agents.EndStartFailed:
-		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("could not start %q: %v (set agent.command to the Claude Code binary)", o.cfg.Agent.Command, res.Err))
-		return
-	case res.StartupFailure == "sandbox_required_unavailable":
-		o.transition(statemachine.Stop, run.Feature, "Claude Code could not start its sandbox, so no agent can run confined: "+
-			firstNonEmpty(strings.TrimSpace(res.StderrTail), res.Summary)+" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)")
-		return
-	case res.StartupFailure != "":
-		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("Claude Code could not start a session (%s): %s", res.StartupFailure, res.Summary))
-		return
-	case res.APIErrorStatus == 401 || res.APIErrorStatus == 403:
-		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf("Claude Code could not authenticate (HTTP %d): %s", res.APIErrorStatus, res.Summary))
+	if f := act.failure; f != nil && !f.Waits() {
+		// Only a person can fix it; the run is not charged, and the
+		// session resumes where it was.
+		why := f.Explain(o.cfg.Agent.Command)
+		if f.Kind == agents.FailStartup && f.Code == "sandbox_required_unavailable" {
+			why = "Claude Code could not start its sandbox, so no agent can run confined: " + f.Detail +
+				" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)"
+		}
+		o.transition(statemachine.Stop, run.Feature, why)
 		return
 	}
 	if o.hooksSilent >= maxSilentHookRuns {
@@ -430,12 +435,12 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 		out.Reason = act.interrupt
 		return out
 	}
-	if transient(res) {
-		out.Transient = true
-		out.Reason = fmt.Sprintf("API error (status %d): %s", res.APIErrorStatus, res.Summary)
-		if !res.RateLimitResetsAt.IsZero() {
-			o.retryAt = res.RateLimitResetsAt
-		}
+	if f := act.failure; f != nil {
+		// Not the agent's doing: never charged. What waiting cures is
+		// waited for; the rest stops the session in finishRun.
+		out.Transient = f.Waits()
+		out.Reason = f.Explain(o.cfg.Agent.Command)
+		o.waitFor = *f
 		return out
 	}
 	switch res.Ended {
@@ -809,16 +814,6 @@ func (o *Orchestrator) cannotRunDetail(id string, r judge.TestResult) string {
 		return fmt.Sprintf("%s has no test command: feature-list.json is in the quickstart format, which has none. Rewrite it as {\"version\": 1, \"features\": [...]} and give each feature a \"test\" (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
 	}
 	return fmt.Sprintf("%s has no test command, and a feature without one can never be accepted as tested. Give it a \"test\" in feature-list.json (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
-}
-
-// transient reports results that waiting cures: rate limits, overload and
-// server errors.
-func transient(res agents.Result) bool {
-	if !res.IsError {
-		return false
-	}
-	s := res.APIErrorStatus
-	return s == 429 || s == 529 || (s >= 500 && s < 600) || !res.RateLimitResetsAt.IsZero()
 }
 
 func firstNonEmpty(s ...string) string {

@@ -69,6 +69,9 @@ type Session struct {
 	InitFailures     int       `json:"init_failures"`
 	PauseRequested   bool      `json:"pause_requested,omitempty"`
 	WaitingUntil     time.Time `json:"waiting_until,omitzero"`
+	// Backoffs counts the waits in a row (limits.backoff doubles with
+	// each); a run that ends on its own terms resets it.
+	Backoffs int    `json:"backoffs,omitempty"`
 	Message          string    `json:"message,omitempty"`
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was
@@ -136,6 +139,10 @@ type Run struct {
 	ToolCalls int     `json:"tool_calls"`
 	Summary   string  `json:"summary,omitempty"`
 	Error     string  `json:"error,omitempty"`
+	// Failure is why the run ended when it was not its agent's doing
+	// (agents.FailureKind: auth, rate_limit, network, …); such a run is
+	// never charged to its feature.
+	Failure string `json:"failure,omitempty"`
 }
 
 // Transition is one move of the session state machine.

@@ -1,0 +1,192 @@
+package orchestrator
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+)
+
+// apiFailure is a run that ended as the real CLI ends one on an API error:
+// exit 1, a result line with is_error and terminal_reason api_error, and
+// the error's name on the last assistant message.
+func apiFailure(name string, status int, text string) agents.Result {
+	return agents.Result{Ended: agents.EndExited, ExitCode: 1, SawInit: true, SawResult: true, IsError: true,
+		Subtype: "success", TerminalReason: "api_error", APIError: name, APIErrorStatus: status, Text: text, Summary: text}
+}
+
+// failsFirst plays fail for the first n runs of its role, then play.
+func failsFirst(n int32, fail agents.Result, play script) script {
+	var runs atomic.Int32
+	return func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if runs.Add(1) <= n {
+			return fail
+		}
+		return play(ctx, spec, h)
+	}
+}
+
+// Not logged in is no fault of the initializer: the session stops at once
+// with what to do, and the initializer is not charged a run.
+func TestNotLoggedInStopsTheSessionUncharged(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = failsFirst(99, apiFailure("authentication_failed", 0, "Not logged in · Please run /login"), nil)
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "could not authenticate: Not logged in") || !strings.Contains(err.Error(), "claude auth status") {
+		t.Fatalf("loop ended with %v, want a stop saying how to log in", err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer"; got != want {
+		t.Errorf("runs = %s, want %s: nothing a person must fix is retried", got, want)
+	}
+	sess, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Session.InitFailures != 0 {
+		t.Errorf("init_failures = %d, want 0: the initializer did nothing wrong", sess.Session.InitFailures)
+	}
+	runs, _ := h.st.Runs()
+	if len(runs) != 1 || runs[0].Failure != string(agents.FailAuth) {
+		t.Errorf("runs %+v, want one whose failure is auth", runs)
+	}
+}
+
+// On a project with a list, the same failure of a coder costs its feature
+// nothing: it is not blocked, its counter is untouched.
+func TestAuthFailureOfACoderChargesNoAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Coder] = failsFirst(99, apiFailure("", 401, "Invalid API key"), nil)
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "could not authenticate") {
+		t.Fatalf("loop ended with %v, want a stop on authentication", err)
+	}
+	sess, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sess.Counters["F-001"]; c.Failures != 0 {
+		t.Errorf("F-001 failures = %d (%q), want 0", c.Failures, c.LastFailure)
+	}
+	if got := summary(h.list()); strings.Contains(got, "blocked") {
+		t.Errorf("features = %s: a feature was blocked for the account's failure", got)
+	}
+}
+
+// Rate limits are waited out with the configured backoff, as often as they
+// come, and never count against the feature; the run is then redone and
+// the session goes on. The backoff starts over after a clean run.
+func TestRateLimitsAreWaitedOut(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 10*time.Millisecond, 40*time.Millisecond
+	limited := apiFailure("rate_limit", 429, "API Error: Request rejected (429)")
+	h.runner.script[agents.Coder] = failsFirst(4, limited, coderCompletes)
+	if err := h.runToEndWithin(20 * time.Second); err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	if got, want := summary(h.list()), "F-001=tested F-002=tested"; got != want {
+		t.Errorf("features = %s, want %s", got, want)
+	}
+	sess, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sess.Counters["F-001"]; c.Failures != 0 {
+		t.Errorf("F-001 failures = %d, want 0", c.Failures)
+	}
+	if sess.Session.Backoffs != 0 {
+		t.Errorf("backoffs = %d after clean runs, want 0", sess.Session.Backoffs)
+	}
+	trs, err := h.st.Transitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits int
+	for _, tr := range trs {
+		if tr.Event == string(statemachine.Wait) {
+			waits++
+			if !strings.Contains(tr.Reason, "rate or usage limit reached (HTTP 429)") {
+				t.Errorf("wait reason %q does not say why", tr.Reason)
+			}
+		}
+	}
+	if waits != 4 {
+		t.Errorf("%d waits, want 4", waits)
+	}
+	runs, _ := h.st.Runs()
+	var transient int
+	for _, r := range runs {
+		if r.Outcome == "transient" {
+			transient++
+			if r.Failure != string(agents.FailRateLimit) {
+				t.Errorf("run %s failure %q, want rate_limit", r.ID, r.Failure)
+			}
+		}
+	}
+	if transient != 4 {
+		t.Errorf("%d transient runs, want 4", transient)
+	}
+}
+
+// A missing CLI stops the session at the first run, naming the setting.
+func TestMissingCLIStopsTheSession(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = func(context.Context, agents.Spec, *harness) agents.Result {
+		return agents.Result{Ended: agents.EndStartFailed, ExitCode: -1, Err: errNotFound}
+	}
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "set agent.command") {
+		t.Fatalf("loop ended with %v, want a stop naming agent.command", err)
+	}
+	sess, _ := h.st.Load()
+	if sess.Session.InitFailures != 0 {
+		t.Errorf("init_failures = %d, want 0", sess.Session.InitFailures)
+	}
+}
+
+var errNotFound = &notFound{}
+
+type notFound struct{}
+
+func (*notFound) Error() string { return `exec: "claude": executable file not found in $PATH` }
+
+// waitUntil doubles limits.backoff with each wait in a row up to
+// limits.backoff_max, and never ends before the CLI's own retry delay or a
+// usage limit's reset.
+func TestWaitUntil(t *testing.T) {
+	now := time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
+	l := config.Limits{Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute}
+	tests := []struct {
+		name string
+		n    int
+		l    config.Limits
+		f    agents.Failure
+		want time.Duration
+	}{
+		{"first wait", 1, l, agents.Failure{}, 30 * time.Second},
+		{"second doubles", 2, l, agents.Failure{}, time.Minute},
+		{"fourth", 4, l, agents.Failure{}, 4 * time.Minute},
+		{"capped", 7, l, agents.Failure{}, 30 * time.Minute},
+		{"far past the cap does not overflow", 200, l, agents.Failure{}, 30 * time.Minute},
+		{"a cap near the largest duration does not overflow", 200,
+			config.Limits{Backoff: time.Second, BackoffMax: 1<<63 - 1}, agents.Failure{}, 1<<63 - 1},
+		{"cap equal to the first wait", 3, config.Limits{Backoff: time.Minute, BackoffMax: time.Minute}, agents.Failure{}, time.Minute},
+		{"the CLI's retry delay when longer", 1, l, agents.Failure{RetryAfter: 90 * time.Second}, 90 * time.Second},
+		{"the backoff when longer than the retry delay", 3, l, agents.Failure{RetryAfter: 90 * time.Second}, 2 * time.Minute},
+		{"a usage limit's reset, past the cap", 1, l, agents.Failure{ResetsAt: now.Add(5 * time.Hour)}, 5 * time.Hour},
+		{"a reset already behind the backoff", 2, l, agents.Failure{ResetsAt: now.Add(10 * time.Second)}, time.Minute},
+		{"n below one is the first wait", 0, l, agents.Failure{}, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := waitUntil(now, tt.n, tt.l, tt.f)
+			if d := got.Sub(now); d != tt.want && !(tt.want == 1<<63-1 && got.After(now.Add(100*365*24*time.Hour))) {
+				t.Errorf("wait %d: %s, want %s", tt.n, d, tt.want)
+			}
+		})
+	}
+}
