@@ -72,7 +72,7 @@ type Session struct {
 	// Backoffs counts the waits in a row (limits.backoff doubles with
 	// each); a run that ends on its own terms resets it.
 	Backoffs int    `json:"backoffs,omitempty"`
-	Message          string    `json:"message,omitempty"`
+	Message  string `json:"message,omitempty"`
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was
 	// changed while no agent ran, by a person.
