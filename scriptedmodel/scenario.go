@@ -216,6 +216,35 @@ type Scenario struct {
 	// its hook, ctxgraphd-hook, is beside it. Agents that attack the
 	// daemon call them; without it they call them from PATH.
 	Ctxgraphd string `json:"ctxgraphd,omitempty"`
+	// Outages are the API's failures, in order: each answers the next
+	// Count requests of a run with its HTTP error, as a rate-limited,
+	// overloaded or failing API does.
+	Outages []Outage `json:"outages,omitempty"`
+}
+
+// Outage is an API failure the scripted model plays.
+type Outage struct {
+	// Status is the HTTP status: 429, 401, 403, 500, 529, …
+	Status int `json:"status"`
+	// Count is how many requests it answers.
+	Count int `json:"count"`
+	// RetryAfter, in seconds, is sent as the retry-after header (0: none).
+	RetryAfter int `json:"retry_after,omitempty"`
+}
+
+// errorType is the Messages API's error type for the outage's status.
+func (o Outage) errorType() string {
+	switch {
+	case o.Status == 401:
+		return "authentication_error"
+	case o.Status == 403:
+		return "permission_error"
+	case o.Status == 429:
+		return "rate_limit_error"
+	case o.Status == 529:
+		return "overloaded_error"
+	}
+	return "api_error"
 }
 
 // DefaultScenario is the demo: one feature of each outcome the loop knows
@@ -304,6 +333,16 @@ func (sc Scenario) validate() error {
 			if _, ok := first[d]; !ok {
 				return fmt.Errorf("features[%d] (%s): depends_on %q, which is not a feature of the scenario", i, f.ID, d)
 			}
+		}
+	}
+	for i, o := range sc.Outages {
+		switch {
+		case o.Status < 400 || o.Status > 599:
+			return fmt.Errorf("outages[%d].status %d is not an HTTP error status (400-599)", i, o.Status)
+		case o.Count < 1:
+			return fmt.Errorf("outages[%d].count %d: an outage answers at least one request", i, o.Count)
+		case o.RetryAfter < 0:
+			return fmt.Errorf("outages[%d].retry_after %d: want seconds >= 0", i, o.RetryAfter)
 		}
 	}
 	return nil

@@ -40,6 +40,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type Stats struct {
 	FinalAnswers int            // answers that end a turn for a command object, or a probe's
 	Unscripted   int            // Messages requests without a command object (titles, subagents)
 	BadRequests  int            // requests the server could not read
+	Outages      int            // requests answered with an outage's error
 }
 
 // Server is the scripted model. Its zero value is not usable; call New.
@@ -88,6 +90,9 @@ type Server struct {
 
 	// probe, when set, replaces the roles (NewProbe).
 	probe *probe
+	// outages are the API failures still to play (Scenario.Outages), the
+	// first one's count going down.
+	outages []Outage
 }
 
 // New returns a server that plays sc. A nil log discards the logs.
@@ -105,6 +110,7 @@ func New(sc Scenario, log *zap.Logger) *Server {
 		stats:    Stats{Runs: map[string]int{}},
 		seen:     map[string]bool{},
 		refused:  map[string]bool{},
+		outages:  slices.Clone(sc.Outages),
 	}
 	for _, f := range sc.Features {
 		s.features[f.ID] = f
@@ -260,6 +266,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	t := readTurn(&req)
 	t.session = r.Header.Get("X-Claude-Code-Session-Id")
+	if o, ok := s.outage(&t); ok {
+		if o.RetryAfter > 0 {
+			w.Header().Set("retry-after", strconv.Itoa(o.RetryAfter))
+		}
+		s.log.Debug("outage", zap.Int("status", o.Status), zap.String("agent", t.cmd.Agent), zap.String("feature", t.cmd.Context.FeatureID))
+		writeError(w, o.Status, o.errorType(), fmt.Sprintf("the scripted model plays an outage (HTTP %d)", o.Status))
+		return
+	}
 	s.record(&t)
 	rep := s.answer(&t)
 	log := s.log.With(zap.Int("messages", len(req.Messages)), zap.Bool("stream", req.Stream))
@@ -293,6 +307,26 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, msg)
+}
+
+// outage takes the next request of a run for the current outage, if any.
+// Only a run's requests count: the CLI's side requests (titles) would
+// make the count depend on its version.
+func (s *Server) outage(t *turn) (Outage, bool) {
+	if !t.found {
+		return Outage{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.outages) == 0 {
+		return Outage{}, false
+	}
+	o := s.outages[0]
+	if s.outages[0].Count--; s.outages[0].Count == 0 {
+		s.outages = s.outages[1:]
+	}
+	s.stats.Outages++
+	return o, true
 }
 
 // answer is the model's move for a request.

@@ -227,3 +227,39 @@ func TestStartAndClose(t *testing.T) {
 	}
 	// goleak (TestMain) checks that Close left no goroutine behind.
 }
+
+// Outages answer a run's requests with their HTTP errors, in order and as
+// many as they say, as the real API does (error body, retry-after); the
+// CLI's side requests go through; then the roles play on.
+func TestOutages(t *testing.T) {
+	sc := DefaultScenario()
+	sc.Outages = []Outage{{Status: 429, Count: 2, RetryAfter: 7}, {Status: 529, Count: 1}, {Status: 401, Count: 1}}
+	s := New(sc, nil)
+	side := post(t, s, "/v1/messages", []byte(`{"model":"claude-test","messages":[{"role":"user","content":"a title"}]}`))
+	if side.Code != http.StatusOK {
+		t.Errorf("a side request during an outage: %d, want 200", side.Code)
+	}
+	body := newConvo(codeCmd("F-001", 1)).body(false)
+	for i, want := range []struct {
+		status     int
+		kind       string
+		retryAfter string
+	}{{429, "rate_limit_error", "7"}, {429, "rate_limit_error", "7"}, {529, "overloaded_error", ""}, {401, "authentication_error", ""}, {200, "", ""}} {
+		rec := post(t, s, "/v1/messages", body)
+		if rec.Code != want.status || rec.Header().Get("retry-after") != want.retryAfter {
+			t.Errorf("request %d: %d retry-after %q, want %d %q", i+1, rec.Code, rec.Header().Get("retry-after"), want.status, want.retryAfter)
+		}
+		if want.kind != "" {
+			var e struct {
+				Type  string `json:"type"`
+				Error struct{ Type, Message string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Type != "error" || e.Error.Type != want.kind || e.Error.Message == "" {
+				t.Errorf("request %d: body %s (%v), want an error of type %s", i+1, rec.Body, err, want.kind)
+			}
+		}
+	}
+	if st := s.Stats(); st.Outages != 4 {
+		t.Errorf("stats count %d outage answers, want 4", st.Outages)
+	}
+}

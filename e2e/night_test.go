@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// session loads the stored session record once the daemon is down.
+func (p *project) session() store.State {
+	p.t.Helper()
+	st, err := store.Open(p.paths.StateDir, time.Second)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.Load()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+// A night with a rate limit, an overloaded API and a failing one, as the
+// real CLI meets them: each run that hits one ends, the session waits the
+// configured backoff and redoes it, and none of it is charged to anyone.
+func TestAPIOutagesAreWaitedOut(t *testing.T) {
+	sc := scenario("outages", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.Pass))
+	sc.Outages = []scriptedmodel.Outage{{Status: 429, Count: 1, RetryAfter: 1}, {Status: 529, Count: 1}, {Status: 500, Count: 1}}
+	p := newProject(t, sc)
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_BACKOFF=200ms", "CTXGRAPHD_LIMITS_BACKOFF_MAX=1s")
+	p.runToEnd()
+
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	var kinds []string
+	for _, r := range p.runs() {
+		if r.Outcome == "transient" {
+			if r.Role != "initializer-agent" {
+				t.Errorf("run %s (%s) hit an outage, want only the initializer's first runs to", r.ID, r.Role)
+			}
+			kinds = append(kinds, r.Failure)
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "rate_limit overloaded server_error"; got != want {
+		t.Errorf("failures of the transient runs: %q, want %q", got, want)
+	}
+	var waits []string
+	for _, tr := range p.transitions() {
+		if tr.Event == string(statemachine.Wait) {
+			waits = append(waits, tr.Reason)
+		}
+	}
+	if len(waits) != 3 || !strings.HasPrefix(waits[0], "rate or usage limit reached (HTTP 429)") ||
+		!strings.HasPrefix(waits[1], "the API is overloaded (HTTP 529)") || !strings.HasPrefix(waits[2], "the API failed (HTTP 500)") {
+		t.Errorf("waits %q, want one for each outage, saying which", waits)
+	}
+	s := p.session()
+	if s.Session.InitFailures != 0 || s.Session.Backoffs != 0 {
+		t.Errorf("init_failures %d, backoffs %d: want 0 and 0", s.Session.InitFailures, s.Session.Backoffs)
+	}
+	if st := p.model.Stats(); st.Outages != 3 {
+		t.Errorf("the model played %d outages, want 3", st.Outages)
+	}
+}
+
+// A key the API refuses in the night stops the session at once, with what
+// to do, charging no one; once a person has fixed it, the next start goes
+// on where it stopped.
+func TestRefusedKeyStopsTheSession(t *testing.T) {
+	sc := scenario("refused-key", feature("F-001", scriptedmodel.Pass))
+	sc.Outages = []scriptedmodel.Outage{{Status: 401, Count: 1}}
+	p := newProject(t, sc)
+	out, log, code := p.ctxgraphd("run", "--exit-when-done")
+	if code == 0 {
+		t.Fatalf("the daemon exited 0 on a refused key\nstdout:\n%s\nlog:\n%s", out, log)
+	}
+	if !strings.Contains(log, "Claude Code could not authenticate") || !strings.Contains(log, "claude auth status") {
+		t.Errorf("the log does not say what happened and what to do:\n%s", log)
+	}
+	runs := p.runs()
+	if len(runs) != 1 || runs[0].Failure != string(agents.FailAuth) {
+		t.Fatalf("runs %+v, want the one initializer run, failed on auth", runs)
+	}
+	if s := p.session(); s.Session.InitFailures != 0 {
+		t.Errorf("init_failures = %d, want 0: the initializer did nothing wrong", s.Session.InitFailures)
+	}
+	p.runToEnd()
+	if got, want := states(p.featureList()), "F-001=tested"; got != want {
+		t.Errorf("after a restart: %q, want %q", got, want)
+	}
+}
