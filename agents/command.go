@@ -37,14 +37,17 @@ type Command struct {
 
 // CommandContext is the situation the run starts from.
 type CommandContext struct {
-	FeatureID     string        `json:"feature_id,omitempty"`
-	Attempt       int           `json:"attempt,omitempty"`
-	FilesChanged  []string      `json:"files_changed,omitempty"`
-	PreviousState string        `json:"previous_state,omitempty"`
-	Goal          string        `json:"goal,omitempty"`
-	Feature       *FeatureBrief `json:"feature,omitempty"`
-	TesterReport  string        `json:"tester_report,omitempty"`
-	FeatureList   string        `json:"feature_list,omitempty"`
+	FeatureID     string   `json:"feature_id,omitempty"`
+	Attempt       int      `json:"attempt,omitempty"`
+	FilesChanged  []string `json:"files_changed,omitempty"`
+	PreviousState string   `json:"previous_state,omitempty"`
+	Goal          string   `json:"goal,omitempty"`
+	// GoalFile is set when the goal is too long to carry whole: Goal is
+	// its beginning, and the file (relative to the project) holds it all.
+	GoalFile     string        `json:"goal_file,omitempty"`
+	Feature      *FeatureBrief `json:"feature,omitempty"`
+	TesterReport string        `json:"tester_report,omitempty"`
+	FeatureList  string        `json:"feature_list,omitempty"`
 }
 
 // FeatureBrief is the part of a feature an agent works from, copied from the

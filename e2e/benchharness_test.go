@@ -87,10 +87,11 @@ func startModel(b *testing.B, sc scriptedmodel.Scenario) string {
 }
 
 // quietEnv is the environment of a project whose daemon never starts an
-// agent. Agents as root are allowed (the daemon refuses to start as root
-// without the opt-in); none runs.
+// agent. The daemon's start check still wants a CLI that is ready (found,
+// logged in: an API key for a model that is nowhere) and agents as root
+// allowed, as they would be; none runs.
 func quietEnv(b *testing.B) []string {
-	return append(claudetest.Clean(os.Environ()), "HOME="+b.TempDir(), "CTXGRAPHD_AGENT_ALLOW_ROOT=true")
+	return append(modelEnv(b, "http://127.0.0.1:9"), "CTXGRAPHD_AGENT_ALLOW_ROOT=true")
 }
 
 func (p *benchProject) mustRun(args ...string) string {

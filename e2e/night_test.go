@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +97,44 @@ func TestRefusedKeyStopsTheSession(t *testing.T) {
 	p.runToEnd()
 	if got, want := states(p.featureList()), "F-001=tested"; got != want {
 		t.Errorf("after a restart: %q, want %q", got, want)
+	}
+}
+
+// A Claude Code that is not logged in is found before anything starts, by
+// asking the real CLI, and said with what to do; no run is spent on it and
+// no one is blamed.
+func TestNotLoggedInIsSaidAtStart(t *testing.T) {
+	p := newProject(t, scenario("not-logged-in", feature("F-001", scriptedmodel.Pass)))
+	p.env = slices.DeleteFunc(p.env, func(kv string) bool { return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") })
+	out, log, code := p.ctxgraphd("run", "--exit-when-done")
+	if code == 0 {
+		t.Fatalf("the daemon exited 0 without a login\nstdout:\n%s\nlog:\n%s", out, log)
+	}
+	for _, want := range []string{"ctxgraphd cannot start on", "Claude Code could not authenticate: not logged in", "/login", "auth status"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the start check does not say %q:\n%s", want, log)
+		}
+	}
+	if runs := p.runs(); len(runs) != 0 {
+		t.Errorf("runs %+v, want none", runs)
+	}
+	if st := p.model.Stats(); st.Messages != 0 {
+		t.Errorf("the model got %d requests, want none", st.Messages)
+	}
+}
+
+// A goal larger than one command-line argument may be (128 KiB on Linux)
+// reaches the real CLI as its beginning and the file that holds it all, and
+// the night goes on.
+func TestLongGoal(t *testing.T) {
+	p := newProject(t, scenario("long-goal", feature("F-001", scriptedmodel.Pass)))
+	goal := filepath.Join(t.TempDir(), "goal.md")
+	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.mustRun("init", "--project", p.dir, "--goal-file", goal)
+	p.runToEnd()
+	if got, want := states(p.featureList()), "F-001=tested"; got != want {
+		t.Errorf("final states %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 	case agents.Initializer:
 		cmd.Task = "initialize_project"
 		goal, _ := progress.ReadGoal(o.opts.Project.Progress())
-		cmd.Context.Goal = strings.TrimSpace(goal)
+		cmd.Context.Goal, cmd.Context.GoalFile = inlineGoal(goal)
 		cmd.Context.FeatureList = filepath.Join(".claude", "progress", progress.FeatureListFile)
 		cmd.SuccessCriteria = agents.SuccessCriteria{FeatureListWritten: true}
 	case agents.Coder:
@@ -117,4 +118,29 @@ func (o *Orchestrator) prompts(role agents.Role, cmd agents.Command) (prompt, sy
 		return "", "", fmt.Errorf("role prompt for %s: %w", role, err)
 	}
 	return cmd.Prompt(), system, nil
+}
+
+// maxInlineGoal bounds the goal a command object carries: the command
+// object is the CLI's argument, and Linux refuses one argument over 128 KiB
+// (E2BIG, "argument list too long").
+const maxInlineGoal = 8 << 10
+
+// inlineGoal is the goal as the command object carries it: whole when it is
+// short; else its beginning, cut at a line, with the file the initializer
+// reads for all of it.
+func inlineGoal(goal string) (text, file string) {
+	goal = strings.TrimSpace(goal)
+	if len(goal) <= maxInlineGoal {
+		return goal, ""
+	}
+	file = filepath.Join(".claude", "progress", progress.GoalFile)
+	cut := maxInlineGoal / 2
+	for cut > 0 && !utf8.RuneStart(goal[cut]) {
+		cut--
+	}
+	head := goal[:cut]
+	if i := strings.LastIndexByte(head, '\n'); i > cut/2 {
+		head = head[:i]
+	}
+	return fmt.Sprintf("%s\n\n[the goal goes on for %d more bytes: read all of it in %s before you write the list]", head, len(goal)-len(head), file), file
 }

@@ -93,6 +93,9 @@ func newHarness(t *testing.T) *harness {
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755)
+	if err := progress.WriteGoal(filepath.Join(dir, paths.ProgressDir), "a project of a few features"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := gitrepo.Init(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}

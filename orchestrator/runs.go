@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -33,6 +36,17 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		statemachine.SpawnTester:      agents.Tester,
 	}[a.Kind]
 	prev := o.machine.State()
+	if role == agents.Initializer {
+		if _, err := progress.ReadGoal(o.opts.Project.Progress()); err != nil {
+			// An initializer without a goal would invent a project.
+			why := err.Error()
+			if errors.Is(err, fs.ErrNotExist) {
+				why = "the project has no goal (" + filepath.Join(paths.ProgressDir, progress.GoalFile) + ")"
+			}
+			o.transition(statemachine.Stop, "", fmt.Sprintf("no initializer started: %s; run `ctxgraphd init --goal TEXT` (or write the file), then `ctxgraphd ctl resume`", why))
+			return
+		}
+	}
 
 	// What the run changes is judged against the tree it starts from.
 	base, err := o.repo.Snapshot(context.Background())

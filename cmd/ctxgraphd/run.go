@@ -25,6 +25,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -102,10 +103,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		return fmt.Errorf("the agents' temp directory: %w", err)
 	}
 	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
-	if err := agents.CheckRoot(cfg.Agent.AllowRoot, env); err != nil {
-		return err
-	}
-	if err := checkConfinement(ctx, cfg, log); err != nil {
+	if err := startCheck(ctx, o.Project, cfg, env, log); err != nil {
 		return err
 	}
 	st, err := store.Open(o.Project.StateDir, time.Second)
@@ -211,6 +209,45 @@ func verdictEnv(daemonEnv []string, p paths.Project, agentWritable []string) []s
 	return append(env, "GOCACHE="+filepath.Join(caches, "go-build"), "PYTHONPYCACHEPREFIX="+filepath.Join(caches, "pycache"))
 }
 
+// startCheck makes sure, before anything is spent, that the night can
+// begin: the Claude Code CLI is there, new enough and logged in, agents
+// can run confined, git is there, and the initializer has a goal to work
+// from. It says every problem at once, each with what to do, so that a
+// person fixes them in one go rather than one per start.
+func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []string, log *zap.Logger) error {
+	var problems []string
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, strings.Split(err.Error(), "\n")...)
+		}
+	}
+	add(agents.CheckRoot(cfg.Agent.AllowRoot, env))
+	add(agents.Preflight(ctx, cfg.Agent.Command, env))
+	add(checkConfinement(ctx, cfg, log))
+	if _, ok := paths.LookPath("git", os.Getenv("PATH")); !ok {
+		add(errors.New("git was not found on PATH: ctxgraphd judges each run by what it changed in the project's git tree; install git"))
+	}
+	add(checkGoal(p))
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("ctxgraphd cannot start on %s:\n  - %s", p.Dir, strings.Join(problems, "\n  - "))
+}
+
+// checkGoal makes sure an initializer, if one is needed, has a goal: a
+// project without a feature list is started from its goal, and an
+// initializer without one would invent a project.
+func checkGoal(p paths.Project) error {
+	if _, err := os.Stat(filepath.Join(p.Progress(), progress.FeatureListFile)); err == nil {
+		return nil
+	}
+	if _, err := progress.ReadGoal(p.Progress()); err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s has no feature list and no goal to write one from: run `ctxgraphd init --goal TEXT` (or --goal-file F) there, or write %s",
+		p.Dir, filepath.Join(paths.ProgressDir, progress.GoalFile))
+}
+
 // checkConfinement makes sure agents will run confined before anything is
 // spent: the sandbox can run here, or the user turned confinement off, and
 // then the log says so plainly.
@@ -220,7 +257,7 @@ func checkConfinement(ctx context.Context, cfg *config.Config, log *zap.Logger) 
 		return nil
 	}
 	if err := sandbox.Check(ctx); err != nil {
-		return fmt.Errorf("%w\n(confinement is on by default; turning it off is possible only explicitly, with sandbox.enabled: false in .claude/ctxgraphd.yaml)", err)
+		return fmt.Errorf("%w. Confinement is on by default; turning it off is possible only explicitly, with sandbox.enabled: false in .claude/ctxgraphd.yaml", err)
 	}
 	return nil
 }

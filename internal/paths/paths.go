@@ -138,3 +138,27 @@ func socketPath(id string) string {
 	}
 	return filepath.Join(os.TempDir(), short+".sock")
 }
+
+// LookPath finds an executable file in path, a list like $PATH, the way a
+// shell would: file itself when it holds a slash. Empty and relative
+// entries are skipped: they name the working directory of the moment, which
+// is no place to find the tools of a daemon.
+func LookPath(file, path string) (string, bool) {
+	if strings.ContainsRune(file, '/') {
+		return file, isExecutable(file)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if p := filepath.Join(dir, file); isExecutable(p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
