@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
@@ -188,5 +190,28 @@ func TestWaitUntil(t *testing.T) {
 				t.Errorf("wait %d: %s, want %s", tt.n, d, tt.want)
 			}
 		})
+	}
+}
+
+// Features that depend on each other are never worked; the session ends
+// with nothing to do, and --exit-when-done says so and does not exit as if
+// the night were a success.
+func TestDependencyCycleIsNoSuccess(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := initializerWrites(3)(ctx, spec, h)
+		h.edit(func(l *progress.List) {
+			l.Features[0].DependsOn = []string{"F-002"}
+			l.Features[1].DependsOn = []string{"F-001"}
+		})
+		return res
+	}
+	err := h.runToEnd()
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "(F-001, F-002)") ||
+		!strings.Contains(err.Error(), "dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") {
+		t.Fatalf("loop ended with %v, want ErrUnfinished naming the cycle", err)
+	}
+	if got, want := summary(h.list()), "F-001=pending F-002=pending F-003=tested"; got != want {
+		t.Errorf("features = %s, want %s", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,25 @@ type Options struct {
 // ErrSessionStopped is returned by Run with ExitWhenDone when the session
 // stopped for a person rather than finishing.
 var ErrSessionStopped = errors.New("session stopped")
+
+// ErrUnfinished is returned by Run with ExitWhenDone when nothing is left
+// to do but some features were never worked: they wait on blocked ones,
+// or on each other.
+var ErrUnfinished = errors.New("done, but features were never worked")
+
+// unsettled lists the features of l that are neither tested nor blocked.
+func unsettled(l *progress.List) []string {
+	var ids []string
+	if l == nil {
+		return nil
+	}
+	for _, f := range l.Features {
+		if !f.Tested && f.Status != progress.Blocked {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
+}
 
 // Orchestrator is one project's loop. Create it with New, run it with Run.
 type Orchestrator struct {
@@ -235,6 +255,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		if o.opts.ExitWhenDone && o.active == nil && o.job == nil {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done:
+				if open := unsettled(o.canonical); len(open) > 0 {
+					return fmt.Errorf("%w (%s): %s", ErrUnfinished, strings.Join(open, ", "), o.session.Message)
+				}
 				return nil
 			case statemachine.Stopped:
 				return fmt.Errorf("%w: %s", ErrSessionStopped, o.session.Message)

@@ -334,7 +334,8 @@ func selectNext(in Input) Action {
 			cs = append(cs, strings.Join(c, " -> "))
 		}
 		sort.Strings(cs)
-		reason = "dependency cycle: " + strings.Join(cs, "; ") + "; " + reason
+		reason = "dependency cycle in feature-list.json: " + strings.Join(cs, "; ") +
+			" (none of them can start: remove one depends_on of each cycle); " + reason
 	}
 	return Action{Kind: FinishAll, Reason: reason}
 }

@@ -61,14 +61,14 @@ func newRunCmd() *cobra.Command {
 			}
 			defer log.Sync()
 			err = runDaemon(cmd.Context(), daemonOptions{Project: proj, Config: cfg, Log: log, ExitWhenDone: exitWhenDone})
-			if errors.Is(err, orchestrator.ErrSessionStopped) {
+			if errors.Is(err, orchestrator.ErrSessionStopped) || errors.Is(err, orchestrator.ErrUnfinished) {
 				return withExitCode(exitFailure, err)
 			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&projectDir, "project", "", "project directory (default: the project around the current directory)")
-	cmd.Flags().BoolVar(&exitWhenDone, "exit-when-done", false, "exit 0 once every feature is tested or blocked (exit 1 if the session stops)")
+	cmd.Flags().BoolVar(&exitWhenDone, "exit-when-done", false, "exit 0 once every feature is tested or blocked; exit 1 if the session stops, or ends with features never worked (a dependency cycle, a wait on a blocked feature)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a configuration key, e.g. --set agent.timeout=10m (repeatable)")
 	return cmd
 }
