@@ -63,8 +63,7 @@ type Config struct {
 }
 
 // Notify says where the daemon tells a person what happened: a feature
-// tested or blocked, the session done, stopped or waiting, a budget
-// warning.
+// tested or blocked, the session done, stopped or waiting.
 type Notify struct {
 	// Webhook is a URL that gets a POST of each event as JSON; "": none.
 	Webhook string `yaml:"webhook"`

@@ -153,7 +153,7 @@ func buildRegistry() []*key {
 		&key{name: "git.commit", kind: kindBool,
 			help: "commit exactly the tested tree for each tested feature", access: field(func(c *Config) *bool { return &c.Git.Commit })},
 		&key{name: "notify.webhook", kind: kindString, what: "an http or https URL, or empty", check: validWebhook,
-			help: "POST each event (feature tested or blocked, session done, stopped or waiting, budget warning) as JSON here", access: field(func(c *Config) *string { return &c.Notify.Webhook })},
+			help: "POST each event (feature tested or blocked, session done, stopped or waiting) as JSON here", access: field(func(c *Config) *string { return &c.Notify.Webhook })},
 		&key{name: "notify.command", kind: kindString, what: "a shell command, or empty",
 			help: "run with sh -c for each event, with CTXGRAPHD_EVENT, CTXGRAPHD_MESSAGE, … in its environment", access: field(func(c *Config) *string { return &c.Notify.Command })},
 	)

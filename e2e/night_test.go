@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,8 +40,36 @@ func TestAPIOutagesAreWaitedOut(t *testing.T) {
 	sc := scenario("outages", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Status: 429, Count: 1, RetryAfter: 1}, {Status: 529, Count: 1}, {Status: 500, Count: 1}}
 	p := newProject(t, sc)
-	p.env = append(p.env, "CTXGRAPHD_LIMITS_BACKOFF=200ms", "CTXGRAPHD_LIMITS_BACKOFF_MAX=1s")
+	var (
+		mu      sync.Mutex
+		posted  []string
+		told    = filepath.Join(t.TempDir(), "told")
+		webhook = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var e struct{ Event, Feature string }
+			if json.NewDecoder(r.Body).Decode(&e) == nil {
+				mu.Lock()
+				posted = append(posted, strings.TrimSpace(e.Event+" "+e.Feature))
+				mu.Unlock()
+			}
+		}))
+	)
+	defer webhook.Close()
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_BACKOFF=200ms", "CTXGRAPHD_LIMITS_BACKOFF_MAX=1s",
+		"CTXGRAPHD_NOTIFY_WEBHOOK="+webhook.URL, `CTXGRAPHD_NOTIFY_COMMAND=echo "$CTXGRAPHD_EVENT $CTXGRAPHD_FEATURE" >> `+told)
 	p.runToEnd()
+
+	// A person was told, by the webhook and by the command, of each wait,
+	// each tested feature and the end, in order.
+	want := "session_waiting, session_waiting, session_waiting, feature_tested F-001, feature_tested F-002, session_done"
+	mu.Lock()
+	if got := strings.Join(posted, ", "); got != want {
+		t.Errorf("the webhook got: %s\nwant: %s", got, want)
+	}
+	mu.Unlock()
+	data, _ := os.ReadFile(told)
+	if got := strings.Join(strings.Split(strings.TrimSpace(strings.ReplaceAll(string(data), " \n", "\n")), "\n"), ", "); got != want {
+		t.Errorf("the command was told: %s\nwant: %s", got, want)
+	}
 
 	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)

@@ -11,6 +11,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -167,6 +168,9 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 		o.log.Error("state machine refused a persisted transition", zap.Error(err))
 	}
 	o.log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
+	if kind, ok := sessionEvents[to]; ok && from != to {
+		o.notify(kind, feature, reason)
+	}
 	return true
 }
 
@@ -226,6 +230,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Feature: id},
 		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
 	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
+	o.notify(notify.FeatureBlocked, id, fmt.Sprintf("%s blocked: %s%s", id, reason, kept))
 }
 
 // wait holds the session after a failure that waiting cures: until a usage
@@ -261,4 +266,19 @@ func waitUntil(now time.Time, n int, l config.Limits, f agents.Failure) time.Tim
 		until = f.ResetsAt
 	}
 	return until
+}
+
+// sessionEvents are the states a person is told the session entered.
+var sessionEvents = map[statemachine.State]string{
+	statemachine.Done:    notify.SessionDone,
+	statemachine.Stopped: notify.SessionStopped,
+	statemachine.Waiting: notify.SessionWaiting,
+}
+
+// notify tells a person, if the daemon was given a way to.
+func (o *Orchestrator) notify(kind, feature, message string) {
+	if o.opts.Notify == nil {
+		return
+	}
+	o.opts.Notify(notify.Event{Event: kind, Project: o.opts.Project.ID, Dir: o.opts.Project.Dir, Feature: feature, Message: message, Time: o.now().UTC()})
 }

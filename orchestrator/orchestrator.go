@@ -28,6 +28,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -61,6 +62,8 @@ type Options struct {
 	Writable []string
 	// ExitWhenDone makes Run return once the session is done (or stopped).
 	ExitWhenDone bool
+	// Notify tells a person what happened (internal/notify); nil: no one.
+	Notify func(notify.Event)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -374,6 +375,14 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	}
 	if out.Role == statemachine.Tester && out.Verdict {
 		run.Commit = o.counters[run.Feature].Commit
+		msg := run.Feature + " tested"
+		if f := o.canonical.Feature(run.Feature); f != nil {
+			msg = fmt.Sprintf("%s (%s) tested", f.ID, f.Title)
+		}
+		if run.Commit != "" {
+			msg += "; committed as " + run.Commit
+		}
+		o.notify(notify.FeatureTested, run.Feature, msg)
 	}
 	o.pending.Runs = append(o.pending.Runs, run)
 	o.session.Run = nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -151,9 +152,11 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Writable:       append(slices.Clone(writable), os.TempDir()),
 		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
 	})
+	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
 		ExitWhenDone: o.ExitWhenDone, Hooks: guard.Hooks(hook), HookCommand: hook.String(), Writable: writable,
+		Notify: notifier.Notify,
 	})
 	if err != nil {
 		ln.Close()
@@ -174,6 +177,10 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		defer cancel()
 		srv.Shutdown(shutCtx)
 	})
+	// The notifier outlives the loop by its drain: the last events of a
+	// night (done, stopped) are the ones a person waits for.
+	notifyCtx, stopNotify := context.WithCancel(context.Background())
+	g.Add(func() error { return notifier.Run(notifyCtx) }, func(error) { stopNotify() })
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 
 	log.Info("daemon started", zap.String("dir", o.Project.Dir), zap.String("socket", o.Project.Socket), zap.String("state", st.Path()),

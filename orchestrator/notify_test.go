@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
+)
+
+type told struct {
+	mu     sync.Mutex
+	events []notify.Event
+}
+
+func (t *told) notify(e notify.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, e)
+}
+
+func (t *told) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var s []string
+	for _, e := range t.events {
+		s = append(s, strings.TrimSpace(e.Event+" "+e.Feature))
+	}
+	return strings.Join(s, ", ")
+}
+
+// A person is told of each feature tested or blocked and of the session's
+// waits and end, once each, with the project and what happened.
+func TestPersonIsTold(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 10*time.Millisecond, 10*time.Millisecond
+	h.runner.script[agents.Initializer] = failsFirst(1, apiFailure("overloaded", 529, "Overloaded"), initializerWrites(2))
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		return testerClaims(spec.FeatureID == "F-001")(ctx, spec, h)
+	}
+	tl := &told{}
+	o := h.orchestrator(true)
+	o.opts.Notify = tl.notify
+	if err := o.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tl.String(), "session_waiting, feature_tested F-001, feature_blocked F-002, session_done"; got != want {
+		t.Errorf("told: %s\nwant:  %s", got, want)
+	}
+	for _, e := range tl.events {
+		if e.Project != h.proj.ID || e.Dir != h.proj.Dir || e.Message == "" || e.Time.IsZero() {
+			t.Errorf("event %+v misses what it is about", e)
+		}
+	}
+	if e := tl.events[1]; !strings.HasPrefix(e.Message, "F-001 (feature F-001) tested; committed as ") {
+		t.Errorf("tested: %q", e.Message)
+	}
+}
