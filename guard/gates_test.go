@@ -114,6 +114,16 @@ func TestPreToolUseGates(t *testing.T) {
 		{name: "tester of F-002 marks F-001", actor: Actor{Role: Tester, Feature: "F-002"},
 			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence}, commands: passing,
 			gate: RoleWritePolicy, code: "not_your_feature"},
+		// The one change is tested: true on another feature: it is judged
+		// as not the tester's to make, never as a claim about the tester's
+		// own feature and its test runs.
+		{name: "tester of F-002 sets only F-001's tested (Edit)", actor: Actor{Role: Tester, Feature: "F-002"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"status": "in_progress", "tested": false`, "new_string": `"status": "in_progress", "tested": true`},
+			gate: RoleWritePolicy, code: "not_your_feature"},
+		// An Edit with an empty old_string is one the Edit tool refuses on an
+		// existing file: the gate makes up no change of its own for it.
+		{name: "an Edit of the list with an empty old_string is left to the tool", actor: Actor{Role: Coder, Feature: "F-001"},
+			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": "", "new_string": `"tested": true`}},
 		{name: "coder marks its own feature tested (Edit)", actor: Actor{Role: Coder, Feature: "F-001"},
 			tool: "Edit", input: map[string]any{"file_path": listPath, "old_string": `"status": "in_progress", "tested": false`, "new_string": `"status": "completed", "tested": true`},
 			gate: RoleWritePolicy, code: "coder_sets_tested"},
@@ -321,6 +331,10 @@ func TestBashWriteTargets(t *testing.T) {
 		// Every tee and every touch of a line, not only the first.
 		{"echo a | tee a.txt; echo b | tee b.txt", "a.txt b.txt"},
 		{"touch a.txt && touch b.txt", "a.txt b.txt"},
+		// The options of touch are no files.
+		{"touch -c -m src/a.txt", "src/a.txt"},
+		// An empty name is no file.
+		{"echo x > ''; echo y > a.txt", "a.txt"},
 	} {
 		if got := strings.Join(bashWriteTargets(tc.cmd), " "); got != tc.want {
 			t.Errorf("bashWriteTargets(%q) = %q, want %q", tc.cmd, got, tc.want)
@@ -345,6 +359,8 @@ func TestBashWritesAreHeldToRoleAndScope(t *testing.T) {
 		{coder, "go build ./... 2> /tmp/build.log", ""},
 		{tester, "sh tests/F-001.sh > .claude/progress/evidence/F-001/attempt-1.log 2>&1", ""},
 		{tester, "echo fixed > src/F-001.txt", "tester_edits_source"},
+		// An option is not a file out of scope.
+		{coder, "touch -c src/F-001.txt", ""},
 		{Actor{}, "echo x > anywhere.txt", ""},
 	} {
 		in, _ := json.Marshal(map[string]string{"command": tc.cmd})

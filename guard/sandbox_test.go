@@ -30,6 +30,8 @@ func TestSandboxRefusalsAreRead(t *testing.T) {
 		{"git", failure("Exit code 128\nfatal: Unable to create '/p/.git/index.lock': Read-only file system."), []Refusal{{Path: "/p/.git/index.lock"}}},
 		{"sed -i on a denied file, after a cd", failureOf("cd .claude/progress && sed -i 's/a/b/' feature-list.js*", "Exit code 4\nsed: cannot rename ./sedX1: Device or resource busy"),
 			[]Refusal{{Path: ".claude/progress/sedX1"}}},
+		// Without a cd, a relative path is kept as the error names it.
+		{"sed -i on a denied file", failure("Exit code 4\nsed: cannot rename ./sedX1: Device or resource busy"), []Refusal{{Path: "./sedX1"}}},
 		{"an absolute path after a cd", failureOf("cd src; echo x > /p/tests/a.sh", "Exit code 1\n/bin/bash: line 1: /p/tests/a.sh: Read-only file system"), []Refusal{{Path: "/p/tests/a.sh"}}},
 		{"a host", success("rc=56", "<sandbox_violations>\ndeny network-outbound example.com:443 (host is not on the allow list)\n</sandbox_violations>"), []Refusal{{Host: "example.com"}}},
 		{"every path of the output, each once", failure("Exit code 1\n/bin/bash: line 1: tests/a.sh: Read-only file system\n/bin/bash: line 2: tests/b.sh: Read-only file system\n/bin/bash: line 3: tests/a.sh: Read-only file system"),
@@ -67,6 +69,8 @@ func TestRefusalsNameTheirGate(t *testing.T) {
 		{".claude/progress/sedX1", "daemon_files"}, // sed -i's temporary file beside the feature list
 		{".git/index.lock", "git_internals"},
 		{filepath.Join(e.elsewhere, ".bashrc"), "outside_project"},
+		// The project's parent is outside it, not a file of it out of scope.
+		{filepath.Dir(e.dir), "outside_project"},
 		{"src/F-001.txt", ""}, // nothing to blame: a refusal the rules would not make
 	}
 	for _, tt := range tests {

@@ -88,3 +88,51 @@ func TestMergeIntoNoSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeCompletesAPartialInstall: the events whose hook is already
+// installed are left as they are, and every other event still gets its
+// own, whichever events come first; a handler of ours found beside the
+// user's own in one group counts as installed.
+func TestMergeCompletesAPartialInstall(t *testing.T) {
+	ours := func(event string) map[string]any {
+		return map[string]any{"type": "command", "command": "/bin/ctxgraphd", "args": []any{"hook", event, InteractiveFlag}}
+	}
+	linter := map[string]any{"type": "command", "command": "my-linter"}
+	existing, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		// The first event of the install, alone in its group.
+		"SessionStart": []any{map[string]any{"hooks": []any{ours("session-start")}}},
+		// Ours after the user's in the same group.
+		"PreToolUse": []any{map[string]any{"hooks": []any{linter, ours("pre-tool-use")}}},
+	}})
+	out, changed, err := MergeHookSettings(existing, "/bin/ctxgraphd")
+	if err != nil || !changed {
+		t.Fatalf("changed %v, %v", changed, err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string
+				Args    []string
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range hookEvents {
+		var handlers []string
+		for _, g := range s.Hooks[e.claude] {
+			for _, h := range g.Hooks {
+				if h.Command == "/bin/ctxgraphd" && slices.Equal(h.Args, []string{"hook", e.kebab, InteractiveFlag}) {
+					handlers = append(handlers, h.Command)
+				}
+			}
+		}
+		if len(handlers) != 1 {
+			t.Errorf("%s: %d handlers of ours, want exactly 1:\n%s", e.claude, len(handlers), out)
+		}
+	}
+	if g := s.Hooks["PreToolUse"]; len(g) != 1 || len(g[0].Hooks) != 2 || g[0].Hooks[0].Command != "my-linter" {
+		t.Errorf("the user's group was changed: %+v", g)
+	}
+}

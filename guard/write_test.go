@@ -141,6 +141,16 @@ func TestReadsOfTheDaemonAreRefused(t *testing.T) {
 	if d := PreToolUse(Modes{}, coder, e.state, read(filepath.Join(e.dir, "tests/F-001.sh"))); d != nil {
 		t.Errorf("reading a test is fine: %+v", d)
 	}
+	// An empty entry among the daemon's directories protects nothing, and
+	// hides none of those after it.
+	s := e.state
+	s.Protected = append([]string{""}, s.Protected...)
+	if d := PreToolUse(Modes{}, coder, s, read(filepath.Join(state, "state.db"))); !d.Blocks() || d.Code != "daemon_files" {
+		t.Errorf("Read %s after an empty protected entry: %+v", filepath.Join(state, "state.db"), d)
+	}
+	if d := PreToolUse(Modes{}, coder, s, read(filepath.Join(e.dir, "tests/F-001.sh"))); d != nil {
+		t.Errorf("an empty protected entry protects everything: %+v", d)
+	}
 }
 
 // TestChangeSetsAreJudgedLikeWrites: what a run changed by any route meets
@@ -223,6 +233,10 @@ func TestListChangePolicy(t *testing.T) {
 		{"a person renames", person, mod("F-001", "title", "a", "b"), ""},
 		{"a person adds a feature", person, progress.Change{FeatureID: "F-9", Field: "feature", Kind: progress.Added}, ""},
 		{"a person sets tested", person, mod("F-001", "tested", false, true), "not_tester"},
+		// coder_sets_evidence names the coder's mistake only: another role
+		// that may not list evidence is told its field is not its to change.
+		{"the initializer lists evidence", Actor{Role: Initializer, Feature: "F-001"}, mod("F-001", "evidence", nil, []string{"x"}), "feature_rewrite"},
+		{"a role the rules do not know lists evidence", Actor{Role: "reviewer-agent", Feature: "F-001"}, mod("F-001", "evidence", nil, []string{"x"}), "feature_rewrite"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,6 +292,10 @@ func TestRanTest(t *testing.T) {
 		{"text of the test is not a run of it", []TestRecord{rec("printf 'sh tests/a.sh' | cat", 0)}, "sh tests/a.sh", false, false},
 		{"piped into tee, the status is tee's", []TestRecord{rec("sh tests/a.sh | tee out.log", 0)}, "sh tests/a.sh", false, false},
 		{"no test command: an echo is not a test", []TestRecord{rec("echo PASS", 0)}, "", false, false},
+		// Every command of the run is looked at, not only those before the
+		// first one that does not count.
+		{"no test command: a runner after other commands", []TestRecord{rec("ls", 0), rec("echo PASS", 0), rec("go test ./...", 0)}, "", true, true},
+		{"the test after other commands", []TestRecord{rec("ls", 0), rec("sh tests/a.sh", 0)}, "sh tests/a.sh", true, true},
 	}
 	for _, tt := range tests {
 		ran, passed := RanTest(tt.cmds, tt.test)
