@@ -236,6 +236,9 @@ func TestDecidingAloneCountsThisRunsRecords(t *testing.T) {
 		{"nothing spooled", run, nil, "tester-agent may not stop before it has run a test (block 1 of 7)"},
 		{"this run ran the feature's test", run, []spool.Record{ranTest(run)}, ""},
 		{"another run ran it", run, []spool.Record{ranTest("run-000001")}, "tester-agent may not stop before it has run a test (block 1 of 7)"},
+		// Another run's records before this run's are passed over, not the
+		// end of the spool.
+		{"this run ran it after another run's records", run, []spool.Record{ranTest("run-000001"), stopped("run-000001", "stop", true), ranTest(run)}, ""},
 		// A run-less record is no run's, not even a run-less hook's.
 		{"no run", "", []spool.Record{ranTest("")}, "tester-agent may not stop before it has run a test (block 1 of 7)"},
 		{"the stops and subagent stops it blocked count, no others", run, []spool.Record{

@@ -56,6 +56,7 @@ func TestCheckLinux(t *testing.T) {
 		{name: "both missing", path: "", want: []string{"bwrap and socat not found on PATH"}},
 		{name: "a bwrap that cannot be executed is missing", path: notExecutable + ":" + onlySocat, want: []string{"bwrap not found"}},
 		{name: "relative entries are not searched", path: rel + ":.", want: []string{"bwrap and socat not found"}},
+		{name: "a relative entry is passed over, not the end of the search", path: rel + "::" + both, wantTrial: true},
 		{name: "the trial fails", path: both, trialErr: denied, wantTrial: true, want: []string{
 			"bubblewrap cannot create a sandbox here",
 			"`" + filepath.Join(both, "bwrap") + " --new-session --die-with-parent --unshare-user --unshare-pid --unshare-net --ro-bind / / --dev /dev --proc /proc -- /bin/true` failed (exit status 1)",

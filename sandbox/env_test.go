@@ -168,6 +168,9 @@ func TestVerdictEnv(t *testing.T) {
 		{"the project and what is below it go", proj + ":" + projBin + ":" + sys, nil, sys},
 		{"agent-writable directories go", cacheBin + ":" + sys + ":" + cache, []string{cache}, sys},
 		{"a symlink into the project goes", link + ":" + sys, nil, sys},
+		// An empty agent-writable entry is passed over; the ones after it
+		// still count.
+		{"agent-writable directories after an empty one go", cacheBin + ":" + sys, []string{"", cache}, sys},
 		{"an agent-writable directory named through a symlink still counts", cacheBin + ":" + sys, []string{cacheLink}, sys},
 		{"a sibling with a common prefix stays", root + "/project-tools:" + root + "/cache2", []string{cache}, root + "/project-tools:" + root + "/cache2"},
 		{"a parent of the project stays", root, []string{cache}, root},
