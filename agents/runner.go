@@ -36,6 +36,9 @@ type Options struct {
 	SocketPath   string        // CTXGRAPH_SOCKET for the hooks
 	BaseEnv      []string      // the environment runs start from; nil: the daemon's
 	KillGrace    time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
+	// StuckAfter: the same tool call failing this many times in a row,
+	// with nothing succeeding in between, stops the run; 0: never.
+	StuckAfter int
 }
 
 // DefaultKillGrace is how long a process group gets between SIGTERM and
@@ -74,6 +77,7 @@ const (
 	EndExited      EndReason = "exited"       // the process ended by itself
 	EndWallTimeout EndReason = "wall_timeout" // killed: agent.timeout
 	EndIdleTimeout EndReason = "idle_timeout" // killed: no stream event for agent.idle_timeout
+	EndStuck       EndReason = "stuck"        // killed: the same tool call failed agent.stuck_after times in a row
 	EndCancelled   EndReason = "cancelled"    // killed: the daemon stopped or asked
 	EndStartFailed EndReason = "start_failed" // never ran
 )
@@ -119,6 +123,8 @@ type Result struct {
 	StartupFailure string
 	Text           string // the result line's text, or the last assistant text
 	Summary        string // Text distilled to one short line
+	// Stuck is what the run went round in circles on (EndStuck).
+	Stuck string
 	ToolCalls      int
 	StderrTail     string
 	Err            error // a start or supervision error, not an agent's failure
@@ -343,6 +349,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 		grace = t.C
 	}
 	var lastText string
+	stuck := newStuckWatch(r.opts.StuckAfter)
 	exited, eof := false, false
 	done := ctx.Done()
 	for !exited || !eof {
@@ -355,7 +362,10 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			if idleTimer != nil && !killing {
 				idleTimer.Reset(r.opts.IdleTimeout)
 			}
-			r.absorb(&res, &lastText, m, onEvent)
+			if on := r.absorb(&res, &lastText, m, stuck, onEvent); on != "" && !killing {
+				res.Stuck = on
+				kill(EndStuck)
+			}
 		case err := <-waitDone:
 			exited = true
 			if err != nil {
@@ -417,8 +427,8 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 }
 
 // absorb folds one stream message into the result and passes it on as an
-// event.
-func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(Event)) {
+// event. It returns what the run is stuck on, once it is.
+func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWatch, onEvent func(Event)) (stuckOn string) {
 	ev := Event{Time: time.Now(), RunID: res.RunID, SessionID: m.SessionID}
 	if m.SessionID != "" {
 		res.SessionID = m.SessionID
@@ -453,7 +463,7 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 			}
 		}
 		if m.Message == nil {
-			return
+			return ""
 		}
 		for _, b := range m.Message.Content {
 			e := ev
@@ -466,10 +476,14 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 			case "tool_use":
 				if m.ParentToolUseID == "" {
 					res.ToolCalls++
+					stuck.call(b.ID, b.Name, b.Input)
 				}
 				e.Kind, e.Tool, e.Detail = "tool_use", b.Name, toolDetail(b.Name, b.Input)
 			case "tool_result":
 				e.Kind, e.IsError = "tool_result", b.IsError
+				if on := stuck.result(b.ToolUseID, b.IsError); on != "" {
+					stuckOn = on
+				}
 			default:
 				continue
 			}
@@ -501,6 +515,7 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, onEvent func(E
 		ev.Kind, ev.IsError, ev.Detail = "stream_error", true, m.Result
 		onEvent(ev)
 	}
+	return stuckOn
 }
 
 // limited keeps when a limit that refuses requests resets.
@@ -534,6 +549,8 @@ func summarize(res Result) string {
 		return prefixed("killed after the wall timeout", text)
 	case res.Ended == EndIdleTimeout:
 		return prefixed("killed after the idle timeout", text)
+	case res.Ended == EndStuck:
+		return "stopped as stuck: " + res.Stuck
 	case res.Ended == EndCancelled:
 		return prefixed("stopped", text)
 	case !res.SawResult:

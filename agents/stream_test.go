@@ -32,7 +32,7 @@ func decodeAll(t testing.TB, data []byte) (Result, []Event, int) {
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
-		r.absorb(&res, &last, m, func(e Event) { events = append(events, e) })
+		r.absorb(&res, &last, m, newStuckWatch(0), func(e Event) { events = append(events, e) })
 	}
 	if res.Text == "" {
 		res.Text = last
@@ -178,7 +178,7 @@ func FuzzStreamDecoder(f *testing.F) {
 				t.Fatalf("Next: %v", err)
 			}
 			if err == nil {
-				r.absorb(&res, &last, m, func(Event) {})
+				r.absorb(&res, &last, m, newStuckWatch(0), func(Event) {})
 			}
 		}
 		_ = summarize(res)

@@ -215,3 +215,26 @@ func TestDependencyCycleIsNoSuccess(t *testing.T) {
 		t.Errorf("features = %s, want %s", got, want)
 	}
 }
+
+// A run stopped as stuck is the agent's doing: its feature is charged an
+// attempt, and the retry is told what it went round in circles on.
+func TestStuckRunIsCharged(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	stuck := agents.Result{Ended: agents.EndStuck, ExitCode: -1, SawInit: true, Stuck: "`Bash: make` failed 5 times in a row with nothing done in between"}
+	h.runner.script[agents.Coder] = failsFirst(1, stuck, coderCompletes)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sess.Counters["F-001"]
+	if c.Failures != 1 || !strings.Contains(c.LastFailure, "stopped as stuck: `Bash: make` failed 5 times in a row") {
+		t.Errorf("F-001: %d failures, last %q; want one, saying what it was stuck on", c.Failures, c.LastFailure)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+}

@@ -471,6 +471,8 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 		out.Reason = fmt.Sprintf("the run exceeded agent.timeout (%s) and was killed", o.cfg.Agent.Timeout)
 	case agents.EndIdleTimeout:
 		out.Reason = fmt.Sprintf("the run was stuck: no output for agent.idle_timeout (%s)", o.cfg.Agent.IdleTimeout)
+	case agents.EndStuck:
+		out.Reason = fmt.Sprintf("the run was stopped as stuck: %s (agent.stuck_after: %d); try another way", res.Stuck, o.cfg.Agent.StuckAfter)
 	}
 	switch out.Role {
 	case statemachine.Initializer:
