@@ -124,10 +124,10 @@ type Result struct {
 	Text           string // the result line's text, or the last assistant text
 	Summary        string // Text distilled to one short line
 	// Stuck is what the run went round in circles on (EndStuck).
-	Stuck string
-	ToolCalls      int
-	StderrTail     string
-	Err            error // a start or supervision error, not an agent's failure
+	Stuck      string
+	ToolCalls  int
+	StderrTail string
+	Err        error // a start or supervision error, not an agent's failure
 }
 
 // OK reports whether the run ended by itself, said it succeeded, and exited 0.
