@@ -170,3 +170,36 @@ func TestLongGoal(t *testing.T) {
 		t.Errorf("final states %q, want %q", got, want)
 	}
 }
+
+// Starting the daemon again on a finished night changes nothing: the
+// tested features stay tested, no run starts, no one is blamed.
+func TestRestartAfterDoneKeepsTheNight(t *testing.T) {
+	p := newProject(t, scenario("restart-after-done", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.NeverPass)))
+	p.runToEnd()
+	before, runs, traces := states(p.featureList()), len(p.runs()), len(p.traces(store.TraceFilter{}))
+	p.runToEnd()
+	if got := states(p.featureList()); got != before || got != "F-001=tested F-002=blocked" {
+		t.Errorf("after a restart: %q, before: %q", got, before)
+	}
+	if n := len(p.runs()); n != runs {
+		t.Errorf("%d runs after the restart, %d before", n, runs)
+	}
+	if n := len(p.traces(store.TraceFilter{})); n != traces {
+		for _, tr := range p.traces(store.TraceFilter{})[traces:] {
+			t.Errorf("new trace after the restart: %s %s/%s %s", tr.Type, tr.Gate, tr.Code, tr.Event.WhatHappened)
+		}
+	}
+}
+
+// Features that depend on each other are said to, and the night does not
+// end as a success.
+func TestDependencyCycleEndsUnfinished(t *testing.T) {
+	p := newProject(t, scenario("cycle", feature("F-001", scriptedmodel.Pass, "F-002"), feature("F-002", scriptedmodel.Pass, "F-001"), feature("F-003", scriptedmodel.Pass)))
+	_, log, code := p.ctxgraphd("run", "--exit-when-done")
+	if code != 1 || !strings.Contains(log, "features were never worked (F-001, F-002)") || !strings.Contains(log, "dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") {
+		t.Errorf("exit %d, want 1 naming the cycle; log:\n%s", code, log)
+	}
+	if got := states(p.featureList()); got != "F-001=pending F-002=pending F-003=tested" {
+		t.Errorf("states %q", got)
+	}
+}
