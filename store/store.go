@@ -71,8 +71,11 @@ type Session struct {
 	WaitingUntil     time.Time `json:"waiting_until,omitzero"`
 	// Backoffs counts the waits in a row (limits.backoff doubles with
 	// each); a run that ends on its own terms resets it.
-	Backoffs int    `json:"backoffs,omitempty"`
-	Message  string `json:"message,omitempty"`
+	Backoffs int `json:"backoffs,omitempty"`
+	// BudgetWarned: a person was warned that the session's budget is
+	// nearly spent (once a session).
+	BudgetWarned bool   `json:"budget_warned,omitempty"`
+	Message      string `json:"message,omitempty"`
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was
 	// changed while no agent ran, by a person.
@@ -103,6 +106,9 @@ type FeatureCounters struct {
 	// and Branch the branch that took it ("" when only its ref did).
 	Commit string `json:"commit,omitempty"`
 	Branch string `json:"branch,omitempty"`
+	// BudgetWarned: a person was warned that the feature's budget is
+	// nearly spent.
+	BudgetWarned bool `json:"budget_warned,omitempty"`
 }
 
 // Run is one claude -p subprocess.

@@ -31,6 +31,7 @@ const (
 	SessionDone    = "session_done"
 	SessionStopped = "session_stopped"
 	SessionWaiting = "session_waiting"
+	BudgetWarning  = "budget_warning"
 )
 
 // Event is what a person is told, and the JSON body a webhook gets.
