@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,6 +204,33 @@ func Open(dir string, timeout time.Duration) (*Store, error) {
 	return s, nil
 }
 
+// ErrNoState is returned by OpenReadOnly for a project no daemon ever ran.
+var ErrNoState = errors.New("store: no state yet")
+
+// OpenReadOnly opens the database at dir/state.db for reading, as the
+// morning's report does after the daemon has exited: it never creates,
+// migrates or writes anything. A daemon holding the database makes it
+// fail with ErrLocked after timeout; ask the daemon instead.
+func OpenReadOnly(dir string, timeout time.Duration) (*Store, error) {
+	path := filepath.Join(dir, FileName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s does not exist (has a daemon ever run for this project?)", ErrNoState, path)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is held by its daemon", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if v, err := s.Schema(); err != nil || v != SchemaVersion {
+		db.Close()
+		return nil, fmt.Errorf("store: %s has schema %d (%v), this build reads %d: start the daemon once to bring it up to date, or use the ctxgraphd that wrote it", path, v, err, SchemaVersion)
+	}
+	return s, nil
+}
+
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
@@ -251,8 +279,12 @@ func (s *Store) migrate() error {
 func (s *Store) Schema() (int, error) {
 	var v int
 	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return errors.New("no schema: the database was never initialised")
+		}
 		var err error
-		v, err = strconv.Atoi(string(tx.Bucket(bucketMeta).Get(keySchema)))
+		v, err = strconv.Atoi(string(meta.Get(keySchema)))
 		return err
 	})
 	return v, err

@@ -260,3 +260,39 @@ func TestCommandsByRun(t *testing.T) {
 		t.Fatalf("%v %+v", err, cs)
 	}
 }
+
+// The morning's reader: it reads what a daemon left, never creates or
+// changes anything, and says when there is nothing to read or a daemon
+// holds the database.
+func TestOpenReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenReadOnly(dir, 50*time.Millisecond); !errors.Is(err, ErrNoState) {
+		t.Fatalf("no database: %v, want ErrNoState", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err == nil {
+		t.Fatal("OpenReadOnly created the database")
+	}
+	st, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(Commit{Runs: []Run{{Seq: 1, ID: RunID(1), Role: "coding-agent", CostUSD: 0.5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(dir, 50*time.Millisecond); !errors.Is(err, ErrLocked) {
+		t.Fatalf("held by a daemon: %v, want ErrLocked", err)
+	}
+	st.Close()
+	ro, err := OpenReadOnly(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	runs, err := ro.Runs()
+	if err != nil || len(runs) != 1 || runs[0].CostUSD != 0.5 {
+		t.Errorf("runs %+v (%v)", runs, err)
+	}
+	if err := ro.Apply(Commit{Runs: []Run{{Seq: 2, ID: RunID(2)}}}); err == nil {
+		t.Error("a read-only store took a write")
+	}
+}
