@@ -23,7 +23,7 @@ HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
 
-.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox mutate audit
+.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox viewers mutate audit
 
 all: build
 
@@ -57,6 +57,23 @@ sandbox:
 		exit 1; \
 	fi
 
+# What a person sees is tested as a person sees it: the report's page in
+# headless Chromium, the live view in tmux. Installed here where they are
+# missing and we are root with apt; otherwise this says what to install (the
+# tests that need them then skip, and fail in CI).
+viewers:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing what the tests of the report and the live view need:$$missing (a few minutes the first time)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; \
+	else \
+		echo "the tests of the report and the live view need:$$missing; install them (sudo apt install$$missing) or those tests skip"; \
+	fi
+
 # The npm package ships a stub launcher; its postinstall (which npm does not run
 # here by itself) puts the native binary in place. The version check proves it.
 claude: $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION)
@@ -71,7 +88,7 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
-test: deps claude sandbox vet
+test: deps claude sandbox viewers vet
 	$(GO) test -race -count=1 -timeout 45m ./...
 
 # Unit tests only: no real CLI needed.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 const (
@@ -93,6 +95,14 @@ func (c *Client) Features(ctx context.Context) ([]Feature, error) {
 	var fs []Feature
 	err := c.get(ctx, "/v1/features", &fs)
 	return fs, err
+}
+
+// Report returns what happened in the project, as the daemon's store holds
+// it.
+func (c *Client) Report(ctx context.Context) (report.Report, error) {
+	var r report.Report
+	err := c.get(ctx, "/v1/report", &r)
+	return r, err
 }
 
 // Pause asks the daemon to start no new run.

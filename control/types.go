@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 var (
@@ -188,6 +190,12 @@ type Backend interface {
 	Retry(ctx context.Context, id string) error
 	Unblock(ctx context.Context, id, note string) error
 	Skip(ctx context.Context, id string) error
+}
+
+// ReportBackend is a daemon that reports what happened in its project
+// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
+type ReportBackend interface {
+	Report(ctx context.Context) (report.Report, error)
 }
 
 // CodeForStatus names an HTTP status for answers that carry no code of

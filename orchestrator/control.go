@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -279,3 +280,9 @@ func (o *Orchestrator) feature(id string) (*progress.Feature, error) {
 
 // Runs returns every run recorded for the project, oldest first.
 func (o *Orchestrator) Runs() ([]store.Run, error) { return o.st.Runs() }
+
+// Report implements control.ReportBackend: what happened, from the store,
+// as `ctxgraphd report` reads it when no daemon runs.
+func (o *Orchestrator) Report(context.Context) (report.Report, error) {
+	return report.Build(o.st, o.opts.Project.ID, o.opts.Project.Dir, o.now())
+}

@@ -190,7 +190,7 @@ type noDaemonError struct {
 }
 
 func (e *noDaemonError) Error() string {
-	return fmt.Sprintf("no ctxgraphd daemon runs for %s (socket %s); start it with `ctxgraphd run`", e.proj.Dir, e.proj.Socket)
+	return fmt.Sprintf("no ctxgraphd daemon runs for %s (socket %s); `ctxgraphd report` shows what happened without one, `ctxgraphd run` starts it", e.proj.Dir, e.proj.Socket)
 }
 
 func (e *noDaemonError) Unwrap() error { return e.err }

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 // maxRequestBody bounds what a handler reads from a request: bodies here are
@@ -82,6 +83,9 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	s.routes()
 	if g, ok := b.(control.GateBackend); ok {
 		s.gateRoutes(g)
+	}
+	if rb, ok := b.(control.ReportBackend); ok {
+		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}
 	return s
 }

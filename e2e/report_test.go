@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+)
+
+// chromium returns Debian's headless browser, which `make test` installs,
+// or ends the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is required in CI to check the report as a person sees it (make test installs it)")
+		}
+		t.Skip("skipping: chromium is not installed (make test installs it)")
+	}
+	return p
+}
+
+// browse runs headless Chromium on a page with a profile of its own.
+func browse(t *testing.T, browser string, args ...string) []byte {
+	t.Helper()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.Command(browser, append(base, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// The morning: the daemon has exited, and `ctxgraphd report` says what
+// happened, in Markdown, JSON and a page that a browser shows with its
+// chart. While a daemon runs, the report is the same, asked of it.
+func TestMorningReport(t *testing.T) {
+	p := newProject(t, scenario("morning",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.FailOnce),
+		feature("F-003", scriptedmodel.NeverPass)))
+	p.runToEnd("--set", "limits.max_retries=1")
+	runs := p.runs()
+
+	// Nothing runs: every ctl exits 3 and says where to look instead.
+	_, errOut, code := p.ctxgraphd("ctl", "status")
+	if code != 3 || !strings.Contains(errOut, "`ctxgraphd report` shows what happened without one") {
+		t.Errorf("ctl status without a daemon: exit %d, %q", code, errOut)
+	}
+
+	md := p.mustRun("report")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\*\*done\*\*: every feature is tested or blocked`),
+		regexp.MustCompile(`3 features: 2 tested, 1 blocked, 0 open\. \d+ runs`),
+		regexp.MustCompile(`\| F-001 feature F-001 \| tested \| 1 \| 2 \| \$[0-9.]+ \| [0-9ms]+ \| [0-9a-f]{12} \|  \|`),
+		regexp.MustCompile(`\| F-002 feature F-002 \| tested \| 2 \| 4 \|`),
+		regexp.MustCompile(`\| F-003 feature F-003 \| blocked \| 2 \| 4 \| .* \| \S.*attempts.* \|`),
+	} {
+		if !want.MatchString(md) {
+			t.Errorf("the report does not match %s:\n%s", want, md)
+		}
+	}
+
+	var r report.Report
+	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Totals.Tested != 2 || r.Totals.Blocked != 1 || len(r.Runs) != len(runs) || r.Cost.SessionUSD <= 0 {
+		t.Errorf("JSON totals %+v, %d runs (the store has %d), cost %v", r.Totals, len(r.Runs), len(runs), r.Cost)
+	}
+
+	// The page, as a browser shows it: one bar per run in the timeline,
+	// a row per feature, and on screen the green of runs that went well
+	// and the red of those that failed.
+	browser := chromium(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	p.mustRun("report", "--format", "html", "-o", page)
+	dom := string(browse(t, browser, "--dump-dom", "file://"+page))
+	if n := strings.Count(dom, "<rect "); n != len(runs) {
+		t.Errorf("the browser's page has %d bars, want one per run (%d)", n, len(runs))
+	}
+	for _, id := range []string{"F-001", "F-002", "F-003"} {
+		if !strings.Contains(dom, `data-feature="`+id+`"`) {
+			t.Errorf("the browser's page has no row for %s", id)
+		}
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	browse(t, browser, "--screenshot="+shot, "--window-size=1100,900", "--hide-scrollbars", "file://"+page)
+	green, red := colours(t, shot)
+	t.Logf("the screenshot shows %d green and %d red pixels", green, red)
+	// The legend's squares alone are some 150 pixels of each.
+	if green < 1000 || red < 500 {
+		t.Errorf("the screenshot shows %d green and %d red pixels: want the chart's bars", green, red)
+	}
+
+	// With a daemon holding the store, the report is asked of it.
+	_, log := p.start()
+	p.waitFor("the daemon to answer", 30*time.Second, func() bool {
+		_, ok := p.status()
+		return ok
+	})
+	var live report.Report
+	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &live); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if live.Totals != r.Totals || len(live.Features) != 3 {
+		t.Errorf("from the daemon: %+v, without it: %+v", live.Totals, r.Totals)
+	}
+}
+
+// colours counts the pixels of the report's ok green and failed red.
+func colours(t *testing.T, file string) (green, red int) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(c [3]uint32, r, g, b uint32) bool {
+		d := func(x, y uint32) uint32 {
+			if x > y {
+				return x - y
+			}
+			return y - x
+		}
+		return d(c[0], r) < 24 && d(c[1], g) < 24 && d(c[2], b) < 24
+	}
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			c := [3]uint32{r >> 8, g >> 8, b >> 8}
+			switch {
+			case near(c, 0x2d, 0xa4, 0x4e):
+				green++
+			case near(c, 0xcf, 0x22, 0x2e):
+				red++
+			}
+		}
+	}
+	return green, red
+}

@@ -1,0 +1,229 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Formats are the formats a report renders in.
+var Formats = []string{"md", "html", "json"}
+
+// Render writes r in format (one of Formats).
+func Render(w io.Writer, r Report, format string) error {
+	switch format {
+	case "md":
+		return Markdown(w, r)
+	case "html":
+		return HTML(w, r)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return fmt.Errorf("unknown report format %q: use one of %s", format, strings.Join(Formats, ", "))
+}
+
+// Markdown writes r for a terminal or a README.
+func Markdown(w io.Writer, r Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ctxgraphd report: %s\n\n", r.Dir)
+	fmt.Fprintf(&b, "**%s**", r.State)
+	if r.Message != "" {
+		fmt.Fprintf(&b, ": %s", oneLine(r.Message))
+	}
+	b.WriteString("\n\n")
+	if !r.Started.IsZero() {
+		fmt.Fprintf(&b, "From %s to %s (%s). ", stamp(r.Started), stamp(r.Last), span(r.Last.Sub(r.Started)))
+	}
+	t := r.Totals
+	fmt.Fprintf(&b, "%d features: %d tested, %d blocked, %d open. %d runs, %s of agent time, $%.2f",
+		t.Features, t.Tested, t.Blocked, t.Open, t.Runs, span(t.AgentTime), r.Cost.SessionUSD)
+	if t.Tested > 0 {
+		fmt.Fprintf(&b, " ($%.2f per tested feature)", r.Cost.PerTestedFeatureUSD)
+	}
+	fmt.Fprintf(&b, ". %d refusals.\n\n", t.Refusals)
+
+	b.WriteString("## Features\n\n| Feature | Outcome | Attempts | Runs | Cost | Time | Commit | Why |\n|---|---|---|---|---|---|---|---|\n")
+	for _, f := range r.Features {
+		commit := short(f.Commit)
+		if commit != "" && f.Branch == "" {
+			commit += " (ref only)"
+		}
+		fmt.Fprintf(&b, "| %s %s | %s | %d | %d | $%.2f | %s | %s | %s |\n", f.ID, cell(f.Title), f.Outcome, f.Attempts, f.Runs, f.CostUSD, span(f.Time), commit, cell(f.Why))
+	}
+	b.WriteString("\n## Cost by role\n\n")
+	roles := make([]string, 0, len(r.Cost.ByRole))
+	for role := range r.Cost.ByRole {
+		roles = append(roles, role)
+	}
+	slices.Sort(roles)
+	for _, role := range roles {
+		fmt.Fprintf(&b, "- %s: $%.2f\n", role, r.Cost.ByRole[role])
+	}
+	if len(r.Refusals) > 0 {
+		b.WriteString("\n## Refusals\n\n")
+		for _, x := range r.Refusals {
+			fmt.Fprintf(&b, "- %s %s %s %s/%s: %s\n", stamp(x.Time), x.Feature, x.Role, x.Gate, x.Code, oneLine(x.What))
+		}
+	}
+	b.WriteString("\n## Runs\n\n")
+	for _, run := range r.Runs {
+		what := run.Outcome
+		if run.Failure != "" {
+			what += " (" + run.Failure + ")"
+		}
+		fmt.Fprintf(&b, "- %s %s %s %s", stamp(run.Start), run.ID, run.Role, run.Feature)
+		if run.Attempt > 0 {
+			fmt.Fprintf(&b, " attempt %d", run.Attempt)
+		}
+		fmt.Fprintf(&b, ": %s, $%.2f, %s", what, run.CostUSD, span(run.End.Sub(run.Start)))
+		if run.Summary != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(run.Summary))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+//go:embed report.html
+var pageSource string
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"stamp": stamp, "span": span, "short": short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+}).Parse(pageSource))
+
+// HTML writes r as one self-contained page: no script, no request for
+// anything, a timeline drawn in SVG.
+func HTML(w io.Writer, r Report) error {
+	return page.Execute(w, struct {
+		Report
+		Timeline timeline
+	}{r, layout(r)})
+}
+
+// timeline is the session drawn over time: a lane per feature (and one for
+// the initializer), a bar per run, coloured by its outcome.
+type timeline struct {
+	Width, Height int
+	Lanes         []lane
+	Bars          []bar
+	Ticks         []tick
+}
+
+type lane struct {
+	Y     int
+	Label string
+}
+
+type bar struct {
+	X, Y, W int
+	Outcome string
+	Title   string
+}
+
+type tick struct {
+	X     int
+	Label string
+}
+
+const (
+	laneHeight = 22
+	labelWidth = 90
+	plotWidth  = 800
+)
+
+func layout(r Report) timeline {
+	tl := timeline{Width: labelWidth + plotWidth + 10}
+	if len(r.Runs) == 0 {
+		return tl
+	}
+	start, end := r.Runs[0].Start, r.Runs[0].Start
+	for _, run := range r.Runs {
+		end = later(end, run.Start, run.End)
+	}
+	total := max(end.Sub(start), time.Second)
+	x := func(t time.Time) int { return labelWidth + int(float64(plotWidth)*float64(t.Sub(start))/float64(total)) }
+	laneOf := map[string]int{}
+	for _, run := range r.Runs {
+		key := run.Feature
+		if key == "" {
+			key = run.Role
+		}
+		i, ok := laneOf[key]
+		if !ok {
+			i = len(tl.Lanes)
+			laneOf[key] = i
+			tl.Lanes = append(tl.Lanes, lane{Y: 20 + i*laneHeight, Label: strings.TrimSuffix(key, "-agent")})
+		}
+		stop := run.End
+		if stop.IsZero() {
+			stop = end
+		}
+		title := fmt.Sprintf("%s %s %s: %s, $%.2f, %s", run.ID, run.Role, run.Feature, cmpOr(run.Outcome, "in flight"), run.CostUSD, span(stop.Sub(run.Start)))
+		tl.Bars = append(tl.Bars, bar{X: x(run.Start), Y: 20 + i*laneHeight + 3, W: max(x(stop)-x(run.Start), 2), Outcome: cmpOr(run.Outcome, "running"), Title: title})
+	}
+	tl.Height = 20 + len(tl.Lanes)*laneHeight + 20
+	for i := 0; i <= 4; i++ {
+		at := start.Add(total * time.Duration(i) / 4)
+		tl.Ticks = append(tl.Ticks, tick{X: x(at), Label: at.Local().Format("15:04:05")})
+	}
+	return tl
+}
+
+func later(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// span is a duration as a person reads it: 3h12m, 4m05s, 12s.
+func span(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// cell is text fit for a Markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }
