@@ -149,7 +149,9 @@ func layout(r Report) timeline {
 		end = later(end, run.Start, run.End)
 	}
 	total := max(end.Sub(start), time.Second)
-	x := func(t time.Time) int { return labelWidth + int(float64(plotWidth)*float64(t.Sub(start))/float64(total)) }
+	x := func(t time.Time) int {
+		return labelWidth + int(float64(plotWidth)*float64(t.Sub(start))/float64(total))
+	}
 	laneOf := map[string]int{}
 	for _, run := range r.Runs {
 		key := run.Feature
