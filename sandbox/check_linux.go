@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 // On Linux, Claude Code sandboxes a command with bubblewrap, and reaches
@@ -38,44 +39,28 @@ func newHost() host {
 
 func (h host) check(ctx context.Context) error {
 	var missing []string
-	paths := map[string]string{}
+	found := map[string]string{}
 	for _, tool := range []string{"bwrap", "socat"} {
-		p, ok := lookPath(tool, h.path)
+		p, ok := paths.LookPath(tool, h.path)
 		if !ok {
 			missing = append(missing, tool)
 		}
-		paths[tool] = p
+		found[tool] = p
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s not found on PATH %q; install bubblewrap and socat: "+
 			"apt install bubblewrap socat (Debian/Ubuntu), dnf install bubblewrap socat (Fedora)",
 			ErrUnavailable, strings.Join(missing, " and "), h.path)
 	}
-	stderr, err := h.run(ctx, paths["bwrap"], trialArgs...)
+	stderr, err := h.run(ctx, found["bwrap"], trialArgs...)
 	if err != nil {
 		return fmt.Errorf("%w: bubblewrap cannot create a sandbox here: `%s %s` failed (%v): %q. "+
 			"Unprivileged user namespaces are probably restricted. The known case is Ubuntu 24.04, "+
 			"where AppArmor restricts them: allow them with `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` "+
 			"(and the same line in /etc/sysctl.d/ to keep it), or run ctxgraphd where they are allowed",
-			ErrUnavailable, paths["bwrap"], strings.Join(trialArgs, " "), err, strings.TrimSpace(string(stderr)))
+			ErrUnavailable, found["bwrap"], strings.Join(trialArgs, " "), err, strings.TrimSpace(string(stderr)))
 	}
 	return nil
-}
-
-// lookPath finds an executable file in path. Empty and relative entries are
-// skipped: they name the working directory of the moment, which is no
-// place to find a sandbox in.
-func lookPath(file, path string) (string, bool) {
-	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
 }
 
 func runStderr(ctx context.Context, name string, args ...string) ([]byte, error) {

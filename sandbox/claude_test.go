@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -408,7 +409,7 @@ func pathWithout(t *testing.T, hidden string) string {
 			}
 		}
 	}
-	if _, ok := lookPath(hidden, dir); ok {
+	if _, ok := paths.LookPath(hidden, dir); ok {
 		t.Fatalf("%s is still on the PATH built without it", hidden)
 	}
 	return dir

@@ -71,3 +71,40 @@ func TestFindProjectWalksUp(t *testing.T) {
 		t.Fatalf("outside a project: got %v, want ErrNoProject", err)
 	}
 }
+
+// LookPath finds an executable file as a shell would, skipping what names
+// the working directory of the moment and what is not an executable file.
+func TestLookPath(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	write := func(p string, mode os.FileMode) {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(a, "plain"), 0o644) // not executable
+	write(filepath.Join(b, "plain"), 0o755)
+	write(filepath.Join(b, "tool"), 0o755)
+	if err := os.Mkdir(filepath.Join(a, "tool"), 0o755); err != nil { // a directory, executable bit and all
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file, path string
+		want       string
+		ok         bool
+	}{
+		{"tool", a + ":" + b, filepath.Join(b, "tool"), true},
+		{"plain", a + ":" + b, filepath.Join(b, "plain"), true},
+		{"tool", "relative:" + a, "", false},
+		{"tool", "::" + b, filepath.Join(b, "tool"), true},
+		{"tool", "", "", false},
+		{"missing", b, "", false},
+		{filepath.Join(b, "tool"), "", filepath.Join(b, "tool"), true},
+		{filepath.Join(a, "plain"), b, filepath.Join(a, "plain"), false},
+	}
+	for _, tt := range tests {
+		got, ok := LookPath(tt.file, tt.path)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("LookPath(%q, %q) = %q, %v; want %q, %v", tt.file, tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+}
