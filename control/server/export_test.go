@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // SetAllowPeer replaces the server's peer rule, so that a test running as
@@ -22,3 +23,6 @@ func ServeAs(s *Server, w http.ResponseWriter, r *http.Request, uid, pid int, kn
 
 // ServeWithoutPeer serves r as a connection connContext never saw.
 func ServeWithoutPeer(s *Server, w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r) }
+
+// HeaderTimeout is how long the server waits for a request's headers.
+func HeaderTimeout(s *Server) time.Duration { return s.http.ReadHeaderTimeout }
