@@ -105,6 +105,44 @@ func (c *Client) Report(ctx context.Context) (report.Report, error) {
 	return r, err
 }
 
+// Watch follows the daemon's status: fn gets it at once, then at each
+// change, until ctx ends (nil), fn fails (its error), or the daemon goes
+// away (ErrDaemonGone).
+func (c *Client) Watch(ctx context.Context, fn func(Status) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://ctxgraphd/v1/watch", nil)
+	if err != nil {
+		return err
+	}
+	if c.RunToken != "" {
+		req.Header.Set(RunTokenHeader, c.RunToken)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp)
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var st Status
+		if err := dec.Decode(&st); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%w: %v", ErrDaemonGone, err)
+		}
+		if err := fn(st); err != nil {
+			return err
+		}
+	}
+}
+
+// ErrDaemonGone is returned by Watch when the daemon's stream ended: it
+// stopped, or was stopped.
+var ErrDaemonGone = errors.New("the daemon went away")
+
 // Pause asks the daemon to start no new run.
 func (c *Client) Pause(ctx context.Context) error { return c.post(ctx, "/v1/pause", nil, nil) }
 

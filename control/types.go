@@ -84,6 +84,10 @@ type RunInfo struct {
 	SessionID string    `json:"session_id"`
 	PID       int       `json:"pid,omitempty"`
 	StartedAt time.Time `json:"started_at"`
+	// ToolCalls and LastTool are read off the run's stream as it goes:
+	// what the agent is doing now.
+	ToolCalls int    `json:"tool_calls"`
+	LastTool  string `json:"last_tool,omitempty"`
 }
 
 // Status is the answer of GET /v1/status and of `ctxgraphd ctl status
@@ -190,6 +194,13 @@ type Backend interface {
 	Retry(ctx context.Context, id string) error
 	Unblock(ctx context.Context, id, note string) error
 	Skip(ctx context.Context, id string) error
+}
+
+// WatchBackend is a daemon whose status can be followed (GET /v1/watch):
+// Changes returns a channel that is closed at the next change of what
+// Status says.
+type WatchBackend interface {
+	Changes() <-chan struct{}
 }
 
 // ReportBackend is a daemon that reports what happened in its project

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -68,6 +69,49 @@ func (o *Orchestrator) publish() {
 	o.judge.SetList(o.canonical)
 	o.snap.Store(&st)
 	o.features.Store(&feats)
+	o.signalChange()
+}
+
+// liveRun is what a run's stream said last.
+type liveRun struct {
+	run       string
+	toolCalls int
+	lastTool  string
+}
+
+// onRunEvent follows a run's stream, on the run's goroutine.
+func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
+	if ev.Kind != "tool_use" {
+		return
+	}
+	l := liveRun{run: runID, toolCalls: 1, lastTool: ev.Tool}
+	if ev.Detail != "" {
+		l.lastTool += ": " + ev.Detail
+	}
+	if prev := o.live.Load(); prev != nil && prev.run == runID {
+		l.toolCalls = prev.toolCalls + 1
+	}
+	o.live.Store(&l)
+	o.signalChange()
+}
+
+// Changes implements control.WatchBackend.
+func (o *Orchestrator) Changes() <-chan struct{} {
+	for {
+		if ch := o.changed.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		o.changed.CompareAndSwap(nil, &ch)
+	}
+}
+
+// signalChange wakes every watcher.
+func (o *Orchestrator) signalChange() {
+	ch := make(chan struct{})
+	if old := o.changed.Swap(&ch); old != nil {
+		close(*old)
+	}
 }
 
 // writeMirror writes session-state.json, the human-readable mirror of the
@@ -102,7 +146,17 @@ func (o *Orchestrator) writeMirror() {
 }
 
 // Status implements control.Backend.
-func (o *Orchestrator) Status(context.Context) (control.Status, error) { return *o.snap.Load(), nil }
+func (o *Orchestrator) Status(context.Context) (control.Status, error) {
+	st := *o.snap.Load()
+	if cur := st.Current; cur != nil {
+		c := *cur
+		if l := o.live.Load(); l != nil && l.run == c.ID {
+			c.ToolCalls, c.LastTool = l.toolCalls, l.lastTool
+		}
+		st.Current = &c
+	}
+	return st, nil
+}
 
 // Features implements control.Backend.
 func (o *Orchestrator) Features(context.Context) ([]control.Feature, error) {

@@ -132,7 +132,12 @@ type Orchestrator struct {
 	quit      chan struct{} // closed when Run returns
 	startedAt time.Time
 	snap      atomic.Pointer[control.Status]
-	features  atomic.Pointer[[]control.Feature]
+	// live is what the run in flight is doing, written by its stream's
+	// goroutine, read by Status.
+	live atomic.Pointer[liveRun]
+	// changed is closed, and replaced, at each change of the status.
+	changed  atomic.Pointer[chan struct{}]
+	features atomic.Pointer[[]control.Feature]
 }
 
 type activeRun struct {

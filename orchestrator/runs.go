@@ -139,6 +139,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 				if ev.Kind == "tool_use" {
 					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
 				}
+				o.onRunEvent(run.ID, ev)
 			})
 		events <- runEnded{runID: run.ID, result: res}
 	}()

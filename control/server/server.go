@@ -84,6 +84,9 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if g, ok := b.(control.GateBackend); ok {
 		s.gateRoutes(g)
 	}
+	if wb, ok := b.(control.WatchBackend); ok {
+		s.Handle("GET /v1/watch", s.watch(wb))
+	}
 	if rb, ok := b.(control.ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}
@@ -397,3 +400,44 @@ type statusRecorder struct {
 func (r *statusRecorder) Header() http.Header         { return r.header }
 func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (r *statusRecorder) WriteHeader(status int)      { r.status = status }
+
+// watchInterval bounds how often a watcher is written to: a busy run's
+// tool calls come faster than a person reads, and a status a second is
+// enough for the elapsed time to tick.
+const watchInterval = 250 * time.Millisecond
+
+// watch streams the status as JSON lines (application/x-ndjson): one at
+// once, then one at each change, at most every watchInterval, and one at
+// least every second. It ends when the client goes or the server shuts
+// down.
+func (s *Server) watch(wb control.WatchBackend) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Cache-Control", "no-store")
+		rc := http.NewResponseController(w)
+		enc := json.NewEncoder(w)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			changed := wb.Changes() // before Status: a change in between is not missed
+			st, err := s.b.Status(r.Context())
+			if err != nil {
+				return
+			}
+			if enc.Encode(st) != nil || rc.Flush() != nil {
+				return
+			}
+			select {
+			case <-changed:
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			}
+			select {
+			case <-time.After(watchInterval):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+}
