@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -119,6 +120,27 @@ func TestMorningReport(t *testing.T) {
 	}
 	if live.Totals != r.Totals || len(live.Features) != 3 {
 		t.Errorf("from the daemon: %+v, without it: %+v", live.Totals, r.Totals)
+	}
+
+	// ctl cost: where the money went, for people and for scripts.
+	cost := p.mustRun("ctl", "cost")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^session\s+\$` + regexp.QuoteMeta(fmt.Sprintf("%.2f", r.Cost.SessionUSD)) + `$`),
+		regexp.MustCompile(`(?m)^per tested feature\s+\$\d+\.\d\d \(2 tested features\)$`),
+		regexp.MustCompile(`(?m)^coding-agent\s+\$\d+\.\d\d$`),
+		regexp.MustCompile(`(?m)^F-003\s+blocked\s+4\s+\$\d+\.\d\d$`),
+	} {
+		if !want.MatchString(cost) {
+			t.Errorf("ctl cost does not match %s:\n%s", want, cost)
+		}
+	}
+	var costs struct {
+		SessionUSD float64            `json:"session_usd"`
+		ByRole     map[string]float64 `json:"by_role"`
+		Features   []struct{ ID string }
+	}
+	if err := json.Unmarshal([]byte(p.mustRun("ctl", "cost", "--json")), &costs); err != nil || costs.SessionUSD != r.Cost.SessionUSD || len(costs.Features) != 3 || len(costs.ByRole) != 3 {
+		t.Errorf("ctl cost --json: %+v (%v)", costs, err)
 	}
 }
 

@@ -29,7 +29,7 @@ func newCtlCmd() *cobra.Command {
 	f := &ctlFlags{}
 	cmd := &cobra.Command{
 		Use:   "ctl COMMAND",
-		Short: "Talk to the project's daemon: status, features, pause, resume, stop, retry, unblock, skip",
+		Short: "Talk to the project's daemon: status, watch, features, cost, pause, resume, stop, retry, unblock, skip",
 		Long: `Talk to the daemon of the project around the current directory (or --project).
 
 Every command takes --json for scripts. Exit codes: 0 done, 1 the daemon refused
@@ -87,6 +87,7 @@ or failed, 2 bad usage, 3 no daemon runs for the project.`,
 		ctlFeatureAction(f, "skip", "Set a feature aside (as blocked) and go on with the others", (*control.Client).Skip,
 			"%s: skipped (set aside as blocked)"),
 	)
+	cmd.AddCommand(ctlWatchCmd(f), ctlCostCmd(f))
 	cmd.AddCommand(ctlTraceCmds(f)...)
 	return cmd
 }

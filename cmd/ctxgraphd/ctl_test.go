@@ -318,8 +318,8 @@ func TestCtlRefusal(t *testing.T) {
 
 func TestCtlWithoutDaemon(t *testing.T) {
 	proj := ctlProject(t)
-	want := fmt.Sprintf("no ctxgraphd daemon runs for %s (socket %s); start it with `ctxgraphd run`", proj.Dir, proj.Socket)
-	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"features"}, {"pause"}, {"retry", "F-001"}} {
+	want := fmt.Sprintf("no ctxgraphd daemon runs for %s (socket %s); `ctxgraphd report` shows what happened without one, `ctxgraphd run` starts it", proj.Dir, proj.Socket)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"features"}, {"pause"}, {"retry", "F-001"}, {"watch"}, {"watch", "--json"}, {"cost"}} {
 		out, errOut, code := ctl(t, append([]string{"ctl", "--project", proj.Dir}, args...)...)
 		if code != exitNoDaemon {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitNoDaemon, errOut)

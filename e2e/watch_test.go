@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+)
+
+// terminal is a tmux server of the test's own, with one window of a given
+// size: what a person at a terminal would see.
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+func newTerminal(t *testing.T) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is required in CI to test the live view as a person sees it (make test installs it)")
+		}
+		t.Skip("skipping: tmux is not installed (make test installs it)")
+	}
+	term := &terminal{t: t, socket: filepath.Join(shortTemp(t), "tmux")}
+	t.Cleanup(func() { exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
+	return term
+}
+
+// shortTemp is a directory with a short path: tmux's socket is a Unix
+// socket, whose path has a length limit.
+func shortTemp(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "cgtm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", term.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// run starts argv in the environment env in a 110x30 window; when it ends
+// the window stays, with how it ended on its last line.
+func (term *terminal) run(env []string, argv ...string) {
+	term.t.Helper()
+	var script strings.Builder
+	script.WriteString("#!/bin/sh\nexec env -i")
+	for _, kv := range append(env, "TERM=xterm-256color") {
+		script.WriteString(" " + shellQuote(kv))
+	}
+	script.WriteString(" sh -c '\"$@\"; echo \"[exit $?]\"; sleep 600' sh")
+	for _, a := range argv {
+		script.WriteString(" " + shellQuote(a))
+	}
+	path := filepath.Join(shortTemp(term.t), "run.sh")
+	if err := os.WriteFile(path, []byte(script.String()+"\n"), 0o755); err != nil {
+		term.t.Fatal(err)
+	}
+	term.tmux("new-session", "-d", "-s", "view", "-x", "110", "-y", "30", path, ";", "set-option", "-t", "view", "remain-on-exit", "on")
+}
+
+// screen is what the window shows now.
+func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "-t", "view") }
+
+// waitFor waits until the screen matches re, and returns it.
+func (term *terminal) waitFor(re *regexp.Regexp, within time.Duration) string {
+	term.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := term.screen()
+		if re.MatchString(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("the terminal never showed %s; it shows:\n%s", re, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// A person follows the night in a terminal: the view shows the session's
+// state, a progress bar, the run in flight with its role, feature, attempt,
+// time and latest tool, and ends with the features done; Ctrl-C leaves it
+// and the daemon goes on.
+func TestWatchInATerminal(t *testing.T) {
+	term := newTerminal(t)
+	p := newProject(t, scenario("watch", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.FailOnce)))
+	_, log := p.start()
+	p.waitFor("the daemon to answer", 30*time.Second, func() bool { _, ok := p.status(); return ok })
+	term.run(p.env, binary, "ctl", "watch", "--project", p.dir)
+
+	term.waitFor(regexp.MustCompile(`ctxgraphd  `+regexp.QuoteMeta(p.dir)), 30*time.Second)
+	running := term.waitFor(regexp.MustCompile(`(?m)^run\s+run-\d{6}  coding-agent F-00\d attempt \d  \d+s  \d+ tool calls?$`), 2*time.Minute)
+	if !regexp.MustCompile(`(?m)^state\s+code$`).MatchString(running) || !regexp.MustCompile(`(?m)^features\s+\[[#x.]{30}\]`).MatchString(running) {
+		t.Errorf("while coding, the view shows:\n%s", running)
+	}
+	term.waitFor(regexp.MustCompile(`(?m)^last tool\s+\S+`), time.Minute)
+	done := term.waitFor(regexp.MustCompile(`(?m)^state\s+done$`), 3*time.Minute)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^features\s+\[#{30}\]  2 tested of 2$`),
+		regexp.MustCompile(`(?m)^run\s+none$`),
+		regexp.MustCompile(`(?m)^cost\s+\$\d+\.\d\d over \d+ runs$`),
+	} {
+		if !want.MatchString(done) {
+			t.Errorf("at the end, the view does not match %s:\n%s\ndaemon log:\n%s", want, done, log)
+		}
+	}
+	// Ctrl-C interrupts the window's whole foreground group, as in any
+	// terminal: the view ends at once.
+	term.tmux("send-keys", "-t", "view", "C-c")
+	term.waitFor(regexp.MustCompile(`\[exit \d+\]|Pane is dead`), 10*time.Second)
+	if _, ok := p.status(); !ok {
+		t.Error("the daemon did not go on after the view was left")
+	}
+}
