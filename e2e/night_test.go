@@ -203,3 +203,22 @@ func TestDependencyCycleEndsUnfinished(t *testing.T) {
 		t.Errorf("states %q", got)
 	}
 }
+
+// A run whose API never answers is killed at agent.idle_timeout with all
+// of its processes, and counted against the initializer as a run that went
+// nowhere; the next one completes the night.
+func TestHungRunIsKilled(t *testing.T) {
+	sc := scenario("hung", feature("F-001", scriptedmodel.Pass))
+	sc.Outages = []scriptedmodel.Outage{{Stall: true, Count: 1}}
+	p := newProject(t, sc)
+	p.env = append(p.env, "CTXGRAPHD_AGENT_IDLE_TIMEOUT=5s")
+	p.runToEnd()
+	runs := p.runs()
+	if len(runs) == 0 || runs[0].Ended != "idle_timeout" || runs[0].Outcome != "failed" {
+		t.Fatalf("first run %+v, want killed at the idle timeout", runs[0])
+	}
+	if got := states(p.featureList()); got != "F-001=tested" {
+		t.Errorf("states %q", got)
+	}
+	p.checkNoLeftovers()
+}

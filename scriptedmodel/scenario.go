@@ -230,6 +230,9 @@ type Outage struct {
 	Count int `json:"count"`
 	// RetryAfter, in seconds, is sent as the retry-after header (0: none).
 	RetryAfter int `json:"retry_after,omitempty"`
+	// Stall holds each request open, answering nothing, until the client
+	// gives up: a hung API. Status is then not used.
+	Stall bool `json:"stall,omitempty"`
 }
 
 // errorType is the Messages API's error type for the outage's status.
@@ -337,7 +340,7 @@ func (sc Scenario) validate() error {
 	}
 	for i, o := range sc.Outages {
 		switch {
-		case o.Status < 400 || o.Status > 599:
+		case !o.Stall && (o.Status < 400 || o.Status > 599):
 			return fmt.Errorf("outages[%d].status %d is not an HTTP error status (400-599)", i, o.Status)
 		case o.Count < 1:
 			return fmt.Errorf("outages[%d].count %d: an outage answers at least one request", i, o.Count)

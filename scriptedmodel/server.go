@@ -267,6 +267,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	t := readTurn(&req)
 	t.session = r.Header.Get("X-Claude-Code-Session-Id")
 	if o, ok := s.outage(&t); ok {
+		if o.Stall {
+			s.log.Debug("outage: stalling", zap.String("agent", t.cmd.Agent), zap.String("feature", t.cmd.Context.FeatureID))
+			<-r.Context().Done() // Close cuts it, after its grace
+			return
+		}
 		if o.RetryAfter > 0 {
 			w.Header().Set("retry-after", strconv.Itoa(o.RetryAfter))
 		}
