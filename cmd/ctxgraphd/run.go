@@ -104,6 +104,9 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		return fmt.Errorf("the agents' temp directory: %w", err)
 	}
 	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
+	if err := carryOver(o.Project, log); err != nil {
+		return err
+	}
 	if err := startCheck(ctx, o.Project, cfg, env, log); err != nil {
 		return err
 	}

@@ -62,6 +62,22 @@ func ForProject(dir string) (Project, error) {
 	}, nil
 }
 
+// Former is the project that was at dir, which may no longer exist (the
+// project moved): its paths from the directory as it was named, without
+// resolving it.
+func Former(dir string) (Project, error) {
+	if !filepath.IsAbs(dir) {
+		return Project{}, fmt.Errorf("former project directory %q is not absolute", dir)
+	}
+	dir = filepath.Clean(dir)
+	id := projectID(dir)
+	state, err := stateHome()
+	if err != nil {
+		return Project{}, err
+	}
+	return Project{Dir: dir, ID: id, StateDir: filepath.Join(state, "ctxgraphd", id), Socket: socketPath(id)}, nil
+}
+
 // FindProject walks up from start to the first directory holding
 // .claude/progress, the way git finds its repository.
 func FindProject(start string) (Project, error) {
