@@ -39,6 +39,10 @@ const (
 	// FailCLICrashed: the CLI exited before a session began, without a
 	// result: a broken install.
 	FailCLICrashed FailureKind = "cli_crashed"
+	// FailCLIKilled: the CLI was killed by a signal from outside before a
+	// session began (the kernel out of memory, a person's kill). Waiting
+	// and trying again is what to do; a broken install exits instead.
+	FailCLIKilled FailureKind = "cli_killed"
 )
 
 // Failure is a run's end that is not its agent's doing, as far as the CLI's
@@ -63,7 +67,7 @@ type Failure struct {
 // and redoes the run.
 func (f Failure) Waits() bool {
 	switch f.Kind {
-	case FailRateLimit, FailOverloaded, FailServer, FailNetwork, FailNoSpace:
+	case FailRateLimit, FailOverloaded, FailServer, FailNetwork, FailNoSpace, FailCLIKilled:
 		return true
 	}
 	return false
@@ -101,6 +105,8 @@ func (f Failure) Explain(command string) string {
 		return fmt.Sprintf("could not start %q%s; set agent.command to the Claude Code binary (see `ctxgraphd run`'s start-up check)", command, detail)
 	case FailCLICrashed:
 		return fmt.Sprintf("%q exited before it started a session%s; check the install with `%s --version`", command, detail, command)
+	case FailCLIKilled:
+		return fmt.Sprintf("%q was killed by a signal before it started a session (out of memory?)%s", command, detail)
 	}
 	return detail
 }
@@ -180,8 +186,13 @@ func (r Result) Failure(stopFailure string) (Failure, bool) {
 		if f.Detail == "" {
 			f.Detail = fmt.Sprintf("exit status %d, no output", r.ExitCode)
 		}
-		if strings.Contains(strings.ToLower(f.Detail), "no space left on device") {
+		switch {
+		case strings.Contains(strings.ToLower(f.Detail), "no space left on device"):
 			f.Kind = FailNoSpace
+		case r.ExitCode == -1:
+			// Exit status -1 is a death by signal; nothing of the
+			// daemon's sent it (those ends are not EndExited).
+			f.Kind, f.Detail = FailCLIKilled, ""
 		}
 		return f, true
 	}

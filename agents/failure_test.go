@@ -106,6 +106,17 @@ func TestFailureOfTheCLI(t *testing.T) {
 	if f, ok := res.Failure(""); !ok || f.Kind != FailCLICrashed || f.Detail != "exit status 1, no output" {
 		t.Errorf("silent crash: %+v, %v", f, ok)
 	}
+	// Killed by a signal from outside (exit status -1) before a session:
+	// not a broken install, and waiting cures it.
+	res = Result{Ended: EndExited, ExitCode: -1}
+	if f, ok := res.Failure(""); !ok || f.Kind != FailCLIKilled || !f.Waits() {
+		t.Errorf("killed before a session: %+v, %v", f, ok)
+	}
+	// Killed once a session began is the run's end, judged as such.
+	res = Result{Ended: EndExited, ExitCode: -1, SawInit: true}
+	if f, ok := res.Failure(""); ok {
+		t.Errorf("killed during a session: %+v; want the run's own end", f)
+	}
 	res = Result{Ended: EndExited, ExitCode: 1, StderrTail: "Error: ENOSPC: no space left on device, write"}
 	if f, ok := res.Failure(""); !ok || f.Kind != FailNoSpace {
 		t.Errorf("full disk: %+v, %v", f, ok)
@@ -130,7 +141,7 @@ func TestFailureFromStopFailureHook(t *testing.T) {
 
 func TestWaits(t *testing.T) {
 	for k, want := range map[FailureKind]bool{
-		FailRateLimit: true, FailOverloaded: true, FailServer: true, FailNetwork: true, FailNoSpace: true,
+		FailRateLimit: true, FailOverloaded: true, FailServer: true, FailNetwork: true, FailNoSpace: true, FailCLIKilled: true,
 		FailAuth: false, FailBilling: false, FailModel: false, FailStartup: false, FailCLIMissing: false, FailCLICrashed: false,
 	} {
 		if got := (Failure{Kind: k}).Waits(); got != want {
@@ -167,6 +178,7 @@ func TestExplainSaysWhatToDo(t *testing.T) {
 		FailCLIMissing: "agent.command",
 		FailCLICrashed: "claude --version",
 		FailNoSpace:    "free some space",
+		FailCLIKilled:  "killed by a signal",
 	} {
 		if got := (Failure{Kind: k, Detail: "x"}).Explain("claude"); !strings.Contains(got, want) {
 			t.Errorf("%s: %q does not say %q", k, got, want)
