@@ -86,6 +86,21 @@ var Hands = []Hand{
 	{"the sandbox of a run denies the frozen tests",
 		"orchestrator/runs.go", "\tfor _, p := range o.judge.Frozen().Sorted() {\n\t\tdeny = append(deny, in(p))\n\t}", "",
 		"orchestrator", "TestRunPolicyConfinesWhatRunsMayTouch"},
+	{"a run's end that is not its agent's doing (the account, the API) is never charged",
+		"orchestrator/runs.go", "if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == \"\" {", "if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); false && ok && act.interrupt == \"\" {",
+		"orchestrator", "TestAuthFailureOfACoderChargesNoAttempt"},
+	{"a wait never ends before a usage limit's reset",
+		"orchestrator/loop.go", "\tif f.ResetsAt.After(until) {", "\tif false {",
+		"orchestrator", "TestWaitUntil"},
+	{"a run that repeats the same failing call is stopped as stuck",
+		"agents/stuck.go", "\tif w.count == w.after {", "\tif false {",
+		"agents", "TestStuckWatch"},
+	{"run --exit-when-done does not end as a success with features never worked",
+		"orchestrator/orchestrator.go", "if open := unsettled(o.canonical); len(open) > 0 {", "if open := unsettled(o.canonical); false && len(open) > 0 {",
+		"orchestrator", "TestDependencyCycleIsNoSuccess"},
+	{"a budget nearly spent is said before it stops anything",
+		"orchestrator/runs.go", "\to.warnBudgets(run.Feature)\n", "\n",
+		"orchestrator", "TestBudgetsWarnBeforeTheyStop"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
