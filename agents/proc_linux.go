@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
 
 // sysProcAttr puts a run in its own process group, so that one signal
@@ -28,7 +29,7 @@ func KillGroup(pgid int, runID string) error {
 	if pgid <= 0 {
 		return nil
 	}
-	members, err := groupMembers(pgid)
+	members, err := procgroup.Members(pgid)
 	if err != nil {
 		return err
 	}
@@ -48,48 +49,6 @@ func KillGroup(pgid int, runID string) error {
 		}
 	}
 	return nil
-}
-
-// groupAlive reports whether a live process is left in the group.
-func groupAlive(pgid int) bool {
-	members, err := groupMembers(pgid)
-	return err == nil && len(members) > 0
-}
-
-// groupMembers lists the live processes whose process group is pgid.
-func groupMembers(pgid int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The command name is in parentheses and may hold spaces: fields
-		// are counted from the last ')'. After it: state, ppid, pgrp.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 {
-			continue
-		}
-		if f[0] == "Z" || f[0] == "X" {
-			continue // dead, waiting to be reaped: nothing left to kill
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
 }
 
 // killEscapees kills the processes that carry CTXGRAPH_RUN=runID but left

@@ -37,9 +37,6 @@ func KillGroup(pgid int, runID string) error {
 	return nil
 }
 
-// groupAlive reports whether any process is left in the group.
-func groupAlive(pgid int) bool { return groupExists(pgid) }
-
 // groupExists reports whether the group has any process left, zombies
 // included.
 func groupExists(pgid int) bool {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"go.uber.org/zap"
 )
 
@@ -402,10 +403,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 	}
 	// SIGKILL is delivered asynchronously: wait, briefly, until the group
 	// is really empty, so that "the run is over" means no process is left.
-	for deadline := time.Now().Add(drainGrace); groupAlive(res.PID) && time.Now().Before(deadline); {
-		signalGroup(res.PID, sigKill)
-		time.Sleep(5 * time.Millisecond)
-	}
+	procgroup.KillAndWait(res.PID, drainGrace)
 	if spec.RunID != "" {
 		if n := killEscapees(spec.RunID); n > 0 {
 			log.Warn("killed processes of the run that had left its process group", zap.Int("processes", n))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
 
 // The same tool call failing stuck_after times in a row makes the run
@@ -80,7 +82,7 @@ func TestRunStoppedWhenStuck(t *testing.T) {
 	if res.Summary != "stopped as stuck: "+res.Stuck {
 		t.Errorf("summary %q", res.Summary)
 	}
-	if groupAlive(res.PID) {
+	if procgroup.Alive(res.PID) {
 		t.Errorf("process group %d still has members", res.PID)
 	}
 }

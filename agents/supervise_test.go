@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
 
 // fakeClaude writes a shell script that stands in for claude in these
@@ -153,7 +155,7 @@ func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Errorf("child %d outlived its run", pid)
 			}
-			if groupAlive(res.PID) {
+			if procgroup.Alive(res.PID) {
 				t.Errorf("process group %d still has members", res.PID)
 			}
 		})
@@ -245,7 +247,7 @@ func TestKillGroupChecksTheRun(t *testing.T) {
 	}
 	// A wrong kill would show within a moment; give it that moment.
 	time.Sleep(100 * time.Millisecond)
-	if !groupAlive(pid) {
+	if !procgroup.Alive(pid) {
 		t.Fatal("KillGroup killed a group that belongs to another run")
 	}
 	if err := KillGroup(pid, "run-000042"); err != nil {

@@ -164,17 +164,39 @@ func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
 	in := p.Input()
 	switch p.ToolName {
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
-		path := in.FilePath
-		if p.ToolName == "NotebookEdit" {
-			path = in.NotebookPath
-		}
-		return judgeToolWrite(m, a, s, p.ToolName, path, in)
+		return judgeToolWrite(m, a, s, p.ToolName, toolPath(p.ToolName, in), in)
 	case "Read":
 		return judgeRead(m, a, s, in)
 	case "Bash":
 		return judgeBash(m, a, s, in.Command)
 	}
 	return nil
+}
+
+// toolPath is the file a file tool writes.
+func toolPath(tool string, in ToolInput) string {
+	if tool == "NotebookEdit" {
+		return in.NotebookPath
+	}
+	return in.FilePath
+}
+
+// WritesFeatureList reports whether p is a file tool's write of the
+// feature list, wherever its path leads. Confined, it is the only way an
+// agent writes the list: a list broken while no such write went through was
+// broken by someone else.
+func WritesFeatureList(s State, p *Payload) bool {
+	switch p.ToolName {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+	default:
+		return false
+	}
+	raw := toolPath(p.ToolName, p.Input())
+	if raw == "" {
+		return false
+	}
+	rel, inside := s.within(s.resolve(raw))
+	return inside && rel == featureListPath
 }
 
 // Stop judges a Stop or SubagentStop: a tester may not end before it ran a

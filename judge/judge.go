@@ -17,6 +17,7 @@
 package judge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -87,6 +88,11 @@ type run struct {
 	live       bool
 	// stopFailure is the API error the run's StopFailure hook reported.
 	stopFailure string
+	// listWrite is the content of the run's last Write of the feature
+	// list its gates let through; listEdited: an Edit of it went through,
+	// whose result the hooks do not see.
+	listWrite  []byte
+	listEdited bool
 }
 
 // New returns a judge. Options.Records is required.
@@ -201,6 +207,17 @@ func (j *Judge) StopFailure(runID string) string {
 	return ""
 }
 
+// MayHaveWrittenList reports whether data, the feature list as it is on
+// disk, can be the run's own writing: what its last Write of the list put
+// there, or anything after an Edit of it (whose result the hooks do not
+// see). Confined, a file tool is the only way an agent writes the list.
+func (j *Judge) MayHaveWrittenList(runID string, data []byte) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.byRun(runID)
+	return r != nil && (r.listEdited || (r.listWrite != nil && bytes.Equal(r.listWrite, data)))
+}
+
 // Protected lists the daemon's own files: its state directory and its
 // socket (the socket itself: its directory may be a shared one).
 func (j *Judge) Protected() []string {
@@ -236,6 +253,13 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	switch p.Event {
 	case "PreToolUse":
 		d = guard.PreToolUse(j.opts.Modes, actor, state, p)
+		if rg != nil && !d.Blocks() && guard.WritesFeatureList(state, p) {
+			if p.ToolName == "Write" {
+				rg.listWrite = []byte(p.Input().Content)
+			} else {
+				rg.listEdited = true
+			}
+		}
 	case "Stop", "SubagentStop":
 		d = guard.Stop(j.opts.Modes, actor, state, p)
 		if d.Blocks() && rg != nil {

@@ -101,7 +101,8 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 	err = cmd.Run()
 	res.Took = time.Since(start)
 	if cmd.Process != nil {
-		procgroup.Kill(cmd.Process.Pid) // what it left behind goes with it
+		// What it left behind goes with it, and is gone when this returns.
+		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)
 	}
 	res.Output = fileTail(out, maxTestOutput)
 	switch {

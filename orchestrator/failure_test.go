@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -233,6 +235,115 @@ func TestStuckRunIsCharged(t *testing.T) {
 	c := sess.Counters["F-001"]
 	if c.Failures != 1 || !strings.Contains(c.LastFailure, "stopped as stuck: `Bash: make` failed 5 times in a row") {
 		t.Errorf("F-001: %d failures, last %q; want one, saying what it was stuck on", c.Failures, c.LastFailure)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+}
+
+// A person who writes the feature list while a run is in flight, and is
+// half-way when the run ends, keeps their file: it is not put back over
+// their work, the run's agent is not blamed, and no run starts until the
+// list is valid again. The agent's own writes of the list (Write, through
+// its hooks) are told apart by their content.
+func TestPersonsHalfWrittenListIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(2)
+	half := `{"version": 1, "features": [{"id": "F-001", "title": "feat`
+	wrote := make(chan struct{})
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID != "F-001" || spec.Attempt != 1 {
+			return coderCompletes(ctx, spec, h)
+		}
+		// The agent completes the feature with its Write tool, as the
+		// hooks see it…
+		h.write("src/F-001.txt", "F-001 works\n")
+		l := h.list()
+		l.Feature("F-001").Status = progress.Completed
+		content := string(l.Marshal())
+		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
+			"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, ".claude/progress/feature-list.json"), "content": content}})
+		h.write(".claude/progress/feature-list.json", content)
+		time.Sleep(100 * time.Millisecond) // the watcher takes it
+		// …then a person starts editing the list by hand.
+		h.write(".claude/progress/feature-list.json", half)
+		time.Sleep(100 * time.Millisecond)
+		close(wrote)
+		return agents.Result{Summary: "implemented", NumTurns: 3, CostUSD: 0.01}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	<-wrote
+	waitFor(t, func() bool {
+		s, _ := o.Status(ctx)
+		return strings.Contains(s.Message, "written by a person") && s.Current == nil
+	})
+	time.Sleep(200 * time.Millisecond) // nothing starts meanwhile
+	if s, _ := o.Status(ctx); s.Current != nil {
+		t.Errorf("a run started while a person's list was invalid: %+v", s.Current)
+	}
+	if data, _ := os.ReadFile(filepath.Join(h.proj.Progress(), progress.FeatureListFile)); string(data) != half {
+		t.Fatalf("the person's half-written file was replaced by %q", data)
+	}
+	// The person finishes: the list as the agent left it, with an edit.
+	l := h.listOf(t, o)
+	l.Features[1].Description = "edited by a person"
+	if _, err := progress.WriteFeatureList(h.proj.Progress(), l); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Errorf("features = %s", got)
+	}
+	sess, _ := h.st.Load()
+	if c := sess.Counters["F-001"]; c.Failures != 0 {
+		t.Errorf("F-001 was charged %d failures (%q) for a person's edit", c.Failures, c.LastFailure)
+	}
+	if d := h.list().Feature("F-002").Description; d != "edited by a person" {
+		t.Errorf("the person's edit was lost: %q", d)
+	}
+}
+
+// listOf is the canonical list as the daemon holds it.
+func (h *harness) listOf(t *testing.T, o *Orchestrator) *progress.List {
+	t.Helper()
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := progress.Parse(st.FeatureList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Unconfined, any program of the agent's could have broken the list, and
+// the break is taken for its doing: the last good list is put back and the
+// attempt is charged. (Confined, its only way to the list is a file tool,
+// whose gates refuse a write that would not parse.)
+func TestUnconfinedBrokenListIsPutBack(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Sandbox.Enabled = false
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.Attempt == 1 {
+			h.write(".claude/progress/feature-list.json", `{"version": 1, "features": [`) // by a Bash command
+			return agents.Result{Summary: "wrote the list", NumTurns: 2}
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEndWithin(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := h.st.Load()
+	if c := sess.Counters["F-001"]; c.Failures != 1 {
+		t.Errorf("F-001: %d failures, want the broken attempt charged", c.Failures)
 	}
 	if got := summary(h.list()); got != "F-001=tested" {
 		t.Errorf("features = %s", got)

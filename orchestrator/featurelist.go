@@ -43,7 +43,13 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		}
 		return false
 	case err != nil:
-		o.problemFromAgent = o.active != nil
+		o.problemFromAgent = o.active != nil && o.agentMayHaveWrittenList(o.active.run.ID, data)
+		if !o.problemFromAgent {
+			// A person's edit, half-way perhaps: theirs to finish. It is
+			// kept, and no run starts until the file is valid again.
+			o.setProblem(err.Error() + " (written by a person, not by an agent: the daemon waits until it is valid)")
+			return false
+		}
 		o.setProblem(err.Error())
 		if o.canonical != nil && runEnded {
 			o.log.Warn("restoring feature-list.json after a run left it invalid", zap.Error(err))
@@ -312,4 +318,11 @@ func (o *Orchestrator) markNewFeatures() {
 			o.setCounters(f.ID, store.FeatureCounters{Red: string(statemachine.RedDue)})
 		}
 	}
+}
+
+// agentMayHaveWrittenList reports whether the run could have left data in
+// the feature list. Confined, an agent writes it only with a file tool,
+// which its hooks see; unconfined, any program of its could have.
+func (o *Orchestrator) agentMayHaveWrittenList(runID string, data []byte) bool {
+	return !o.cfg.Sandbox.Enabled || o.judge.MayHaveWrittenList(runID, data)
 }

@@ -51,9 +51,10 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 			}
 			state = statemachine.Next
 		}
-		if o.canonical == nil && o.problem != "" && !o.problemFromAgent {
-			// A list is there but broken: an initializer would overwrite
-			// someone's work. Hold until it is fixed.
+		if o.problem != "" && !o.problemFromAgent {
+			// A person's list is there but broken, half-written perhaps:
+			// an initializer would overwrite their work, an agent would
+			// work from a list they are changing. Hold until it is fixed.
 			return
 		}
 		a := statemachine.Decide(o.decisionInput(out))

@@ -478,6 +478,14 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 	}
 	switch out.Role {
 	case statemachine.Initializer:
+		if o.canonical == nil && o.problem != "" && !o.problemFromAgent && out.Reason == "" {
+			// A person was writing the list meanwhile: not the
+			// initializer's failure. Redone once the list is valid, if
+			// it is still needed.
+			out.Interrupted = true
+			out.Reason = "a person was writing feature-list.json during the run"
+			return out
+		}
 		if o.canonical == nil {
 			out.Reason = firstNonEmpty(out.Reason, o.problem, "the initializer ended without writing a valid feature-list.json")
 		}

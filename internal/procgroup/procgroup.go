@@ -39,3 +39,19 @@ func Signal(pgid int, sig syscall.Signal) {
 	}
 	_ = syscall.Kill(-pgid, sig)
 }
+
+// KillAndWait kills the group and waits, up to within, until no live
+// process is left in it: SIGKILL is delivered asynchronously, and "the
+// command is over" must mean nothing of it runs on.
+func KillAndWait(pgid int, within time.Duration) {
+	if pgid <= 0 {
+		return
+	}
+	for deadline := time.Now().Add(within); ; {
+		Kill(pgid)
+		if !Alive(pgid) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
