@@ -69,7 +69,7 @@ var Hands = []Hand{
 		"agents/proc_unix.go", "_ = syscall.Kill(-pgid, sig)", "_ = syscall.Kill(pgid, sig)",
 		"agents", "TestRunKillsLeftoversAfterExit|TestRunTimeoutsKillTheWholeGroup|TestRunCancelled"},
 	{"a cancelled test run by the daemon ends its whole process group",
-		"internal/procgroup/procgroup.go", "\t\tKill(cmd.Process.Pid)\n\t\treturn nil\n\t}\n\tcmd.WaitDelay", "\t\treturn cmd.Process.Kill()\n\t}\n\tcmd.WaitDelay",
+		"internal/procgroup/procgroup.go", "func Kill(pgid int) { Signal(pgid, syscall.SIGKILL) }", "func Kill(pgid int) { _ = syscall.Kill(pgid, syscall.SIGKILL) }",
 		"judge", "TestRunTest"},
 	{"a hook is believed to be a run's only by the run's token",
 		"judge/judge.go", "\t\tactor = rg.actor\n", "\t\tactor = guard.Actor{}\n",
