@@ -349,3 +349,29 @@ func TestUnconfinedBrokenListIsPutBack(t *testing.T) {
 		t.Errorf("features = %s", got)
 	}
 }
+
+// A store that refuses writes (a full disk) holds the session where it
+// is, says why in the status, and tries again by itself.
+func TestStoreThatCannotWriteHolds(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	o := h.orchestrator(false)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	waitFor(t, func() bool { s, _ := o.Status(ctx); return s.State == "done" })
+	h.st.Close() // every write fails from now on
+	h.edit(func(l *progress.List) {
+		l.Features = append(l.Features, progress.Feature{ID: "F-002", Title: "more", Test: "sh tests/F-002.sh", Status: progress.Pending})
+	})
+	waitFor(t, func() bool {
+		s, _ := o.Status(ctx)
+		return strings.Contains(s.Message, "the daemon cannot save its state, so it is holding") && strings.Contains(s.Message, "tries again every 30s")
+	})
+	if s, _ := o.Status(ctx); s.State != "done" || s.Current != nil {
+		t.Errorf("status %+v: want the session held where it was, nothing started", s)
+	}
+	cancel()
+	<-done
+}

@@ -159,10 +159,12 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	}
 	if err := o.commitErr(); err != nil {
 		// Not persisted: do not move, do not act. The transition will be
-		// decided again on the next event.
+		// decided again on the next event, or when the retry timer fires
+		// (a full disk sends no event when it is freed).
 		o.lastTrans--
 		o.session.State = string(from)
 		o.log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
+		o.persistFailed(err)
 		return false
 	}
 	if err := o.machine.Fire(e); err != nil {
@@ -181,6 +183,28 @@ func (o *Orchestrator) commit() {
 	if err := o.commitErr(); err != nil {
 		o.log.Error("could not persist state", zap.Error(err))
 	}
+}
+
+// persistRetry is how soon the loop tries again after the store refused a
+// write (a full disk, most often).
+const persistRetry = 30 * time.Second
+
+// persistFailed shows why the session is not moving and arms a retry.
+func (o *Orchestrator) persistFailed(err error) {
+	if o.persistTimer == nil {
+		o.persistTimer = time.NewTimer(persistRetry)
+	}
+	snap := *o.snap.Load()
+	snap.Message = fmt.Sprintf("the daemon cannot save its state, so it is holding: %v (a full disk? free some space; it tries again every %s)", err, persistRetry)
+	o.snap.Store(&snap)
+	o.signalChange()
+}
+
+func (o *Orchestrator) persistC() <-chan time.Time {
+	if o.persistTimer == nil {
+		return nil
+	}
+	return o.persistTimer.C
 }
 
 func (o *Orchestrator) commitErr() error {

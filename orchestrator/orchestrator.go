@@ -123,7 +123,9 @@ type Orchestrator struct {
 	// the CLI's own retry delay bound the wait from below.
 	waitFor   agents.Failure
 	waitTimer *time.Timer
-	stopAfter bool // ctl stop: stop the session once the run is down
+	// persistTimer is the retry armed after the store refused a write.
+	persistTimer *time.Timer
+	stopAfter    bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
 
@@ -291,6 +293,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			o.onEvent(ev)
 		case r := <-o.requests:
 			r.done <- r.fn()
+		case <-o.persistC():
+			o.persistTimer = nil
+			o.log.Info("trying again to save the state")
+			o.step(nil)
 		case <-o.waitC():
 			o.waitTimer = nil
 			o.log.Info("wait over; resuming")
@@ -428,6 +434,9 @@ func (o *Orchestrator) shutdown() {
 	o.dropUnjudgedClaim()
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()
+	}
+	if o.persistTimer != nil {
+		o.persistTimer.Stop()
 	}
 	o.commit()
 }
