@@ -47,6 +47,6 @@ func newConfigCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "project", "", "project directory (default: the project around the current directory)")
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a key as `run --set` would")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a configuration key as run --set does, e.g. --set agent.timeout=10m (repeatable)")
 	return cmd
 }

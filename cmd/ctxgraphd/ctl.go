@@ -304,16 +304,30 @@ func printFeatures(w io.Writer, fs []control.Feature) error {
 		_, err := fmt.Fprintln(w, "no features yet: the initializer has not written the feature list")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tTESTED\tATTEMPTS\tTITLE")
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tTESTED\tATTEMPTS\tCOST\tTITLE\tLAST FAILURE")
 	for _, f := range fs {
 		tested := "no"
 		if f.Tested {
 			tested = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", oneLine(f.ID), oneLine(f.Status), tested, f.Attempts, oneLine(f.Title))
+		last := ""
+		if !f.Tested {
+			last = clipText(oneLine(f.LastFailure), 80)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", oneLine(f.ID), oneLine(f.Status), tested, f.Attempts, f.CostUSD, clipText(oneLine(f.Title), 40), last)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A feature without a failure ends at its title, with no padding.
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // oneLine keeps text from the feature list from breaking the layout.

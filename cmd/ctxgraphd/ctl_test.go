@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -119,8 +121,9 @@ func sampleBackend() *controltest.Backend {
 			Confined:         true,
 		},
 		FeatureList: []control.Feature{
-			{ID: "F-001", Title: "Sign in", Status: "completed", Tested: true, Attempts: 1},
-			{ID: "F-002", Title: "Sign out\teverywhere", Status: "blocked", Attempts: 3, Retries: 2},
+			{ID: "F-001", Title: "Sign in", Status: "completed", Tested: true, Attempts: 1, CostUSD: 0.5},
+			{ID: "F-002", Title: "Sign out\teverywhere", Status: "blocked", Attempts: 3, Retries: 2, CostUSD: 0.75,
+				LastFailure: "`sh tests/F-002.sh` failed (exit 1):\n  expected 200, got 401"},
 			{ID: "F-010", Title: "Password reset", Status: "pending"},
 		},
 	}
@@ -222,10 +225,10 @@ func TestCtlFeatures(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	want := "" +
-		"ID     STATUS     TESTED  ATTEMPTS  TITLE\n" +
-		"F-001  completed  yes     1         Sign in\n" +
-		"F-002  blocked    no      3         Sign out everywhere\n" +
-		"F-010  pending    no      0         Password reset\n"
+		"ID     STATUS     TESTED  ATTEMPTS  COST   TITLE                LAST FAILURE\n" +
+		"F-001  completed  yes     1         $0.50  Sign in\n" +
+		"F-002  blocked    no      3         $0.75  Sign out everywhere  `sh tests/F-002.sh` failed (exit 1): expected 200, got 401\n" +
+		"F-010  pending    no      0         $0.00  Password reset\n"
 	if out != want {
 		t.Errorf("features table:\n%s\nwant:\n%s", out, want)
 	}
@@ -408,4 +411,22 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			t.Errorf("ctxgraphd %s exited %d, want 0", strings.Join(args, " "), code)
 		}
 	}
+}
+
+// Flag help reads as written: pflag takes a back-quoted word in a flag's
+// description for the name of its value ("--set run --set"), so none
+// quotes that way.
+func TestFlagHelpHasNoStrayPlaceholders(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: %q quotes with back quotes, which the help shows as the value's name", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
 }
