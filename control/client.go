@@ -14,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 const (
@@ -97,12 +95,11 @@ func (c *Client) Features(ctx context.Context) ([]Feature, error) {
 	return fs, err
 }
 
-// Report returns what happened in the project, as the daemon's store holds
-// it.
-func (c *Client) Report(ctx context.Context) (report.Report, error) {
-	var r report.Report
-	err := c.get(ctx, "/v1/report", &r)
-	return r, err
+// Report decodes into out what happened in the project, as the daemon's
+// store holds it (GET /v1/report; its type is internal/report's Report,
+// which this light package does not link).
+func (c *Client) Report(ctx context.Context, out any) error {
+	return c.get(ctx, "/v1/report", out)
 }
 
 // Watch follows the daemon's status: fn gets it at once, then at each

@@ -29,8 +29,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 var (
@@ -201,12 +199,6 @@ type Backend interface {
 // Status says.
 type WatchBackend interface {
 	Changes() <-chan struct{}
-}
-
-// ReportBackend is a daemon that reports what happened in its project
-// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
-type ReportBackend interface {
-	Report(ctx context.Context) (report.Report, error)
 }
 
 // CodeForStatus names an HTTP status for answers that carry no code of

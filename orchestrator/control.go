@@ -10,13 +10,18 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-var _ control.Backend = (*Orchestrator)(nil)
+var (
+	_ control.Backend      = (*Orchestrator)(nil)
+	_ server.ReportBackend = (*Orchestrator)(nil)
+	_ control.WatchBackend = (*Orchestrator)(nil)
+)
 
 // publish refreshes the snapshot that control reads, so that ctl answers at
 // once even while the loop is busy (verifying a test, for instance).

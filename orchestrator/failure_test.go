@@ -195,9 +195,9 @@ func TestWaitUntil(t *testing.T) {
 	}
 }
 
-// Features that depend on each other are never worked; the session ends
-// with nothing to do, and --exit-when-done says so and does not exit as if
-// the night were a success.
+// Features that depend on each other can never be worked: a problem of the
+// list, for which the session stops for a person, never "done"; the other
+// features are worked first.
 func TestDependencyCycleIsNoSuccess(t *testing.T) {
 	h := newHarness(t)
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
@@ -209,9 +209,9 @@ func TestDependencyCycleIsNoSuccess(t *testing.T) {
 		return res
 	}
 	err := h.runToEnd()
-	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "(F-001, F-002)") ||
-		!strings.Contains(err.Error(), "dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") {
-		t.Fatalf("loop ended with %v, want ErrUnfinished naming the cycle", err)
+	if !errors.Is(err, ErrSessionStopped) || !strings.Contains(err.Error(), "dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") ||
+		!strings.Contains(err.Error(), "ctl resume") {
+		t.Fatalf("loop ended with %v, want a stop naming the cycle and what to do", err)
 	}
 	if got, want := summary(h.list()), "F-001=pending F-002=pending F-003=tested"; got != want {
 		t.Errorf("features = %s, want %s", got, want)
@@ -374,4 +374,22 @@ func TestStoreThatCannotWriteHolds(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A feature that waits on a blocked one is never worked: the session is
+// done, and --exit-when-done says which features were left and does not
+// end as a success.
+func TestWaitOnBlockedIsNoSuccess(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.MaxRetries = 0
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := initializerWrites(2)(ctx, spec, h)
+		h.edit(func(l *progress.List) { l.Features[1].DependsOn = []string{"F-001"} })
+		return res
+	}
+	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: F-001 ends blocked
+	err := h.runToEnd()
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "(F-002)") || !strings.Contains(err.Error(), "F-002 waits on F-001 (blocked)") {
+		t.Fatalf("loop ended with %v, want ErrUnfinished naming F-002", err)
+	}
 }

@@ -329,13 +329,15 @@ func selectNext(in Input) Action {
 	}
 	reason := strings.Join(waiting, "; ")
 	if cycles := in.List.Cycles(); len(cycles) > 0 {
+		// A problem of the list, which only a person can fix: the session
+		// stops for them, as for any other problem of the list.
 		var cs []string
 		for _, c := range cycles {
 			cs = append(cs, strings.Join(c, " -> "))
 		}
 		sort.Strings(cs)
-		reason = "dependency cycle in feature-list.json: " + strings.Join(cs, "; ") +
-			" (none of them can start: remove one depends_on of each cycle); " + reason
+		return Action{Kind: StopSession, Reason: "dependency cycle in feature-list.json: " + strings.Join(cs, "; ") +
+			": none of these features can ever start. Remove one depends_on of each cycle, then `ctxgraphd ctl resume` (" + reason + ")"}
 	}
 	return Action{Kind: FinishAll, Reason: reason}
 }

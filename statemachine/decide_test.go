@@ -164,7 +164,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a dependency cycle is reported, not looped on",
 			in:   Input{List: list("F-1:pending:F-2", "F-2:pending:F-1")},
-			want: Action{Kind: FinishAll, Reason: "dependency cycle in feature-list.json: F-1 -> F-2 -> F-1 (none of them can start: remove one depends_on of each cycle); F-1 waits on F-2 (pending); F-2 waits on F-1 (pending)"},
+			want: Action{Kind: StopSession, Reason: "dependency cycle in feature-list.json: F-1 -> F-2 -> F-1: none of these features can ever start. Remove one depends_on of each cycle, then `ctxgraphd ctl resume` (F-1 waits on F-2 (pending); F-2 waits on F-1 (pending))"},
 		},
 		{
 			name: "a dependency that is completed but not tested is not met",

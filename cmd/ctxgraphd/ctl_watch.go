@@ -175,7 +175,8 @@ func ctlCostCmd(f *ctlFlags) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (costs, error) {
-				r, err := c.Report(ctx)
+				var r report.Report
+				err := c.Report(ctx, &r)
 				return costsOf(r), err
 			}, printCosts)
 		},

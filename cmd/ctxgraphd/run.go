@@ -69,7 +69,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&projectDir, "project", "", "project directory (default: the project around the current directory)")
-	cmd.Flags().BoolVar(&exitWhenDone, "exit-when-done", false, "exit 0 once every feature is tested or blocked; exit 1 if the session stops, or ends with features never worked (a dependency cycle, a wait on a blocked feature)")
+	cmd.Flags().BoolVar(&exitWhenDone, "exit-when-done", false, "exit 0 once every feature is tested or blocked; exit 1 if the session stops (a dependency cycle stops it) or ends with features never worked (waiting on a blocked feature)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a configuration key, e.g. --set agent.timeout=10m (repeatable)")
 	return cmd
 }

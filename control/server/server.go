@@ -87,7 +87,7 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if wb, ok := b.(control.WatchBackend); ok {
 		s.Handle("GET /v1/watch", s.watch(wb))
 	}
-	if rb, ok := b.(control.ReportBackend); ok {
+	if rb, ok := b.(ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}
 	return s
@@ -440,4 +440,10 @@ func (s *Server) watch(wb control.WatchBackend) http.Handler {
 			}
 		}
 	})
+}
+
+// ReportBackend is a daemon that reports what happened in its project
+// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
+type ReportBackend interface {
+	Report(ctx context.Context) (report.Report, error)
 }
