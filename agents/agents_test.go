@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,6 +117,16 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 }
 
+// A command block cut short (its closing fence lost) is read to the end of
+// the prompt.
+func TestParseCommandUnclosedBlock(t *testing.T) {
+	p := strings.TrimSuffix(Command{Agent: Coder, Task: "implement_feature"}.Prompt(), "```\n")
+	got, err := ParseCommand(p)
+	if err != nil || got.Agent != Coder || got.Task != "implement_feature" {
+		t.Errorf("ParseCommand(unclosed) = %+v, %v", got, err)
+	}
+}
+
 func TestParseCommandErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"no json here", "command object"},
@@ -123,6 +134,9 @@ func TestParseCommandErrors(t *testing.T) {
 		{"```json\n{\"command\": {\"agent\": \"boss\"}}\n```", `"boss" is not one of`},
 		{"```json\n{}\n```", `missing the "command" key`},
 		{"", "no command object"},
+		// A block closed at once holds nothing: there is no command,
+		// rather than a command that does not parse.
+		{"```json```", "no command object"},
 	} {
 		_, err := ParseCommand(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -155,5 +169,31 @@ func TestRolePrompt(t *testing.T) {
 	}
 	if _, _, err := RolePrompt(dir, Role("x")); err == nil {
 		t.Error("unknown role accepted")
+	}
+}
+
+// A project's role prompt may be up to maxPromptBytes long, that size
+// included; one byte more is refused, saying so.
+func TestRolePromptSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	over := filepath.Join(dir, filepath.FromSlash(PromptOverrideDir))
+	if err := os.MkdirAll(over, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(over, string(Coder)+".md")
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{maxPromptBytes, true}, {maxPromptBytes + 1, false}} {
+		if err := os.WriteFile(path, bytes.Repeat([]byte("x"), tc.size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		text, src, err := RolePrompt(dir, Coder)
+		if tc.ok && (err != nil || len(text) != tc.size || src != path) {
+			t.Errorf("%d bytes: %d bytes from %q, %v; want it read", tc.size, len(text), src, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "a role prompt may be at most")) {
+			t.Errorf("%d bytes: %v; want it refused as too long", tc.size, err)
+		}
 	}
 }

@@ -185,3 +185,45 @@ func TestExplainSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// What waiting cures says what it was, with the API's HTTP status when
+// there was one (and nothing of a status when there was none), and what
+// the run said; a failure with nothing said adds nothing after its kind.
+func TestExplainSaysWhatItWas(t *testing.T) {
+	for _, tc := range []struct {
+		f    Failure
+		want string
+	}{
+		{Failure{Kind: FailRateLimit, Status: 429, Detail: "slow down"}, "rate or usage limit reached (HTTP 429): slow down"},
+		{Failure{Kind: FailRateLimit}, "rate or usage limit reached"},
+		{Failure{Kind: FailOverloaded, Status: 529}, "the API is overloaded (HTTP 529)"},
+		{Failure{Kind: FailServer, Status: 502, Detail: "bad gateway"}, "the API failed (HTTP 502): bad gateway"},
+		{Failure{Kind: FailServer}, "the API failed"},
+		{Failure{Kind: FailStartup, Code: "sandbox_required_unavailable", Detail: "bwrap: missing"},
+			"Claude Code could not start a session (sandbox_required_unavailable): bwrap: missing"},
+		{Failure{Kind: FailNoSpace}, "the disk is full; free some space"},
+		{Failure{Kind: FailCLIKilled}, `"claude" was killed by a signal before it started a session (out of memory?)`},
+		{Failure{Kind: "something new", Detail: "odd"}, ": odd"},
+	} {
+		if got := tc.f.Explain("claude"); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}
+
+// The detail of a failure is one line of at most 300 bytes, however much
+// the run said and however it was spaced.
+func TestFailureDetailIsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{"  limit\n\treached  ", "limit reached"},
+		{strings.Repeat("x", 300), strings.Repeat("x", 300)},
+		{strings.Repeat("x", 301), strings.Repeat("x", 300) + "…"},
+	} {
+		res := Result{Ended: EndExited, SawInit: true, SawResult: true, IsError: true, APIError: "rate_limit", Text: tc.text}
+		if f, ok := res.Failure(""); !ok || f.Detail != tc.want {
+			t.Errorf("detail of %q: %q, %v; want %q", tc.text, f.Detail, ok, tc.want)
+		}
+	}
+}

@@ -160,6 +160,8 @@ func TestCompareVersions(t *testing.T) {
 		{"2.1.33", "2.1.330", -1},
 		{"2.2", "2.1.330", 1},
 		{"2.1", "2.1.0", 0},
+		{"2.1.0", "2.1", 0},
+		{"2.1.1", "2.1", 1},
 		{"10.0.0", "9.99.99", 1},
 	}
 	for _, tt := range tests {
@@ -173,5 +175,44 @@ func TestCompareVersions(t *testing.T) {
 		if _, ok := parseVersion(bad); ok {
 			t.Errorf("parseVersion(%q) accepted it", bad)
 		}
+	}
+}
+
+// A Node script of the CLI runs on Node.js MinNode or later, MinNode
+// itself included; a node that cannot say its version, or says something
+// else, is reported as such.
+func TestCheckNode(t *testing.T) {
+	tests := []struct {
+		name string
+		node string // the fake node's --version; "" for a node that fails
+		want string // what the problem says; "" for none
+	}{
+		{"the oldest supported", "v22.0.0", ""},
+		{"newer", "v24.1.0", ""},
+		{"one major too old", "v21.99.0", "Claude Code runs on Node.js 22 or later"},
+		{"not a version", "Welcome to Node", `printed "Welcome to Node", which is not a Node.js version`},
+		{"not a number", "vX.1.0", "which is not a Node.js version"},
+		{"fails", "", "--version` failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := t.TempDir()
+			exe := fakeCLI(t, bin, "claude", "#!/usr/bin/env node", "2.1.330 (Claude Code)", loggedIn, 0)
+			if tt.node != "" {
+				fakeCLI(t, bin, "node", "#!/bin/sh", tt.node, "", 0)
+			} else if err := os.WriteFile(filepath.Join(bin, "node"), []byte("#!/bin/sh\necho broken >&2\nexit 3\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err := checkNode(context.Background(), exe, bin, []string{"PATH=" + bin})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("checkNode: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("checkNode: %v, want it to say %q", err, tt.want)
+			}
+		})
 	}
 }

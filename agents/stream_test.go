@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,48 @@ func TestDecoderBadLines(t *testing.T) {
 	}
 }
 
+// A message's content is read in both of the CLI's shapes: a list of
+// blocks, or a bare string taken as one text block. A system line's string
+// "message" is no API message and leaves it empty.
+func TestContentShapes(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Content
+	}{
+		{`{"type":"user","message":{"role":"user","content":"go on"}}`, Content{{Type: "text", Text: "go on"}}},
+		{`{"type":"user","message":{"role":"user","content":""}}`, Content{{Type: "text"}}},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t1","is_error":true}]}}`,
+			Content{{Type: "text", Text: "a"}, {Type: "tool_result", ToolUseID: "t1", IsError: true}}},
+		{`{"type":"system","subtype":"permission_denied","message":"denied"}`, nil},
+	} {
+		m, err := NewDecoder(strings.NewReader(tc.line + "\n")).Next()
+		if err != nil {
+			t.Errorf("%s: %v", tc.line, err)
+			continue
+		}
+		if m.Message == nil {
+			t.Errorf("%s: no message", tc.line)
+			continue
+		}
+		if !reflect.DeepEqual(m.Message.Content, tc.want) {
+			t.Errorf("%s: content %+v, want %+v", tc.line, m.Message.Content, tc.want)
+		}
+	}
+}
+
+// The exported readers of a message and of its content refuse an empty
+// input with an error, as encoding/json does, rather than panicking.
+func TestUnmarshalNothing(t *testing.T) {
+	var m APIMessage
+	if err := m.UnmarshalJSON(nil); err == nil {
+		t.Error("APIMessage.UnmarshalJSON(nil) = nil, want an error")
+	}
+	var c Content
+	if err := c.UnmarshalJSON(nil); err == nil {
+		t.Error("Content.UnmarshalJSON(nil) = nil, want an error")
+	}
+}
+
 func TestDecoderOversizedLine(t *testing.T) {
 	big := "{\"type\":\"user\",\"x\":\"" + strings.Repeat("a", MaxLineBytes) + "\"}\n"
 	in := big + "{\"type\":\"result\",\"num_turns\":1}\n"
@@ -129,6 +172,57 @@ func TestDecoderOversizedLine(t *testing.T) {
 	m, err := dec.Next()
 	if err != nil || m.Type != "result" || m.NumTurns != 1 {
 		t.Errorf("after an oversized line: %+v, %v", m, err)
+	}
+}
+
+// A line of MaxLineBytes, its newline included, is read whole: the bound is
+// a size a line may have.
+func TestDecoderLineAtTheBound(t *testing.T) {
+	head, tail := `{"type":"user","x":"`, "\"}\n"
+	line := head + strings.Repeat("a", MaxLineBytes-len(head)-len(tail)) + tail
+	if len(line) != MaxLineBytes {
+		t.Fatalf("test line is %d bytes", len(line))
+	}
+	m, err := NewDecoder(strings.NewReader(line)).Next()
+	if err != nil || m.Type != "user" {
+		t.Errorf("a line of MaxLineBytes: %+v, %v; want it read", m.Type, err)
+	}
+}
+
+// An oversized last line without a newline is reported like any other,
+// then the stream ends.
+func TestDecoderOversizedLastLine(t *testing.T) {
+	in := "{\"type\":\"system\"}\n{\"type\":\"user\",\"x\":\"" + strings.Repeat("a", MaxLineBytes) + "\"}"
+	dec := NewDecoder(strings.NewReader(in))
+	if m, err := dec.Next(); err != nil || m.Type != "system" {
+		t.Fatalf("first line: %+v, %v", m, err)
+	}
+	_, err := dec.Next()
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 {
+		t.Fatalf("oversized last line: %v; want a LineError for line 2", err)
+	}
+	if _, err := dec.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the oversized last line: %v; want io.EOF", err)
+	}
+}
+
+// clip keeps a string of n bytes or fewer as it is and cuts a longer one
+// to n bytes, marked as cut.
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"", 3, ""},
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc…"},
+		{"ab", 3, "ab"},
+	} {
+		if got := clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
 	}
 }
 
