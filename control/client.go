@@ -115,6 +115,9 @@ func (c *Client) Watch(ctx context.Context, fn func(Status) error) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()

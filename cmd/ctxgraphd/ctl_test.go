@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -429,4 +431,58 @@ func TestFlagHelpHasNoStrayPlaceholders(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
+}
+
+// watchBackend is a daemon whose status can be followed, and never
+// changes.
+type watchBackend struct{ *controltest.Backend }
+
+func (watchBackend) Changes() <-chan struct{} { return nil }
+
+// lineWriter passes each write on to a channel, so that a test sees the
+// view's output as it comes.
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- string(p):
+	default:
+	}
+	return len(p), nil
+}
+
+// Ctrl-C is how a person leaves `ctl watch`: it ends the view with exit 0,
+// whatever the terminal's shell does with the signal.
+func TestCtlWatchEndsOnInterrupt(t *testing.T) {
+	proj := ctlProject(t)
+	controltest.Serve(t, proj.Socket, watchBackend{sampleBackend()})
+	for _, args := range [][]string{{"watch"}, {"watch", "--json"}} {
+		out := make(lineWriter, 16)
+		root := newRootCmd()
+		root.SetArgs(append([]string{"ctl", "--project", proj.Dir}, args...))
+		root.SetOut(out)
+		root.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- root.Execute() }()
+		select {
+		case <-out: // the view is up, and its signal handler with it
+		case err := <-done:
+			t.Fatalf("%v ended before showing anything: %v", args, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v showed nothing in 10s", args)
+		}
+		// Without the view's handler this kills the test binary, which
+		// fails the test as surely.
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v after Ctrl-C: %v, want a clean end", args, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v did not end within 10s of Ctrl-C", args)
+		}
+	}
 }

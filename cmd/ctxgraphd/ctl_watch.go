@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -32,14 +35,20 @@ Ctrl-C ends it. With --json it prints one status object per line instead.`,
 			if err != nil {
 				return err
 			}
+			// Ctrl-C is how a person leaves the view: it ends the view
+			// cleanly (exit 0), whatever the terminal's shell does with the
+			// signal. A second one kills it, in case leaving hangs.
+			ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stopSignals()
+			context.AfterFunc(ctx, stopSignals)
 			out := cmd.OutOrStdout()
 			var view *watchView
 			if !f.json {
 				view = &watchView{w: out}
-				stop := view.tick(cmd.Context())
+				stop := view.tick(ctx)
 				defer stop()
 			}
-			err = control.NewClient(proj.Socket).Watch(cmd.Context(), func(st control.Status) error {
+			err = control.NewClient(proj.Socket).Watch(ctx, func(st control.Status) error {
 				if f.json {
 					return json.NewEncoder(out).Encode(st)
 				}
