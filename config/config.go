@@ -59,7 +59,16 @@ type Config struct {
 	Sandbox   Sandbox  `yaml:"sandbox"`
 	Git       Git      `yaml:"git"`
 	Notify    Notify   `yaml:"notify"`
+	Graph     Graph    `yaml:"graph"`
 	Log       Log      `yaml:"log"`
+}
+
+// Graph configures the context graph.
+type Graph struct {
+	// PrecedentTokens bounds what each run is told of the past (its own
+	// feature's history, the project's lessons, the mistakes agents of
+	// its role made on other features, similar traces); 0: nothing.
+	PrecedentTokens int `yaml:"precedent_tokens"`
 }
 
 // Notify says where the daemon tells a person what happened: a feature
@@ -147,7 +156,9 @@ func Default() *Config {
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains)},
 		Git:       Git{Commit: true},
-		Log:       Log{Level: "info", Format: "console"},
+		// About a screen of text: a model reads it on every turn.
+		Graph: Graph{PrecedentTokens: 600},
+		Log:   Log{Level: "info", Format: "console"},
 	}
 }
 

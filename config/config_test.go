@@ -66,6 +66,7 @@ func TestDefault(t *testing.T) {
 		Protected: DefaultProtected,
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains},
 		Git:       Git{Commit: true},
+		Graph:     Graph{PrecedentTokens: 600},
 		Log:       Log{Level: "info", Format: "console"},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -287,7 +288,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"unknown key far from any", "agent:\n  colour: blue\n",
 			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after`},
 		{"unknown section far from any", "telemetry:\n  on: true\n",
-			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, notify, log`},
+			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, notify, graph, log`},
 		{"value where a section goes", "agent: claude\n",
 			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after), found the value "claude"`},
 		{"mapping where a value goes", "agent:\n  timeout:\n    run: 5m\n",

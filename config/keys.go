@@ -158,6 +158,8 @@ func buildRegistry() []*key {
 			help: "run with sh -c for each event, with CTXGRAPHD_EVENT, CTXGRAPHD_MESSAGE, … in its environment", access: field(func(c *Config) *string { return &c.Notify.Command })},
 	)
 	keys = append(keys,
+		&key{name: "graph.precedent_tokens", kind: kindInt,
+			help: "what each run is told of the past (its feature's history, lessons, its role's mistakes on other features, similar traces), in tokens; 0: nothing", access: field(func(c *Config) *int { return &c.Graph.PrecedentTokens })},
 		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
 			help: "the daemon's log level", access: field(func(c *Config) *string { return &c.Log.Level })},
 		&key{name: "log.format", kind: kindEnum, enum: []string{"console", "json"},

@@ -10,9 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // command builds the explicit handoff of a run (SPEC section 4).
@@ -20,15 +20,15 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 	cmd := agents.Command{
 		Agent:     role,
 		Context:   agents.CommandContext{FeatureID: a.Feature, Attempt: a.Attempt, PreviousState: string(prev)},
-		Precedent: o.precedent(a.Feature),
 		NextAgent: "main",
-	}
-	if cmd.Precedent == nil {
-		cmd.Precedent = []string{}
 	}
 	var f *progress.Feature
 	if o.canonical != nil {
 		f = o.canonical.Feature(a.Feature)
+	}
+	cmd.Precedent = o.precedent(role, a.Feature, f)
+	if cmd.Precedent == nil {
+		cmd.Precedent = []string{}
 	}
 	switch role {
 	case agents.Initializer:
@@ -54,39 +54,29 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 	return cmd
 }
 
-// precedent summarises what happened to the feature before, so that a retry
-// does not repeat the last attempt's mistake.
-func (o *Orchestrator) precedent(feature string) []string {
-	if feature == "" {
-		return nil
+// precedent is what the run is told of the past (SPEC section 6): its
+// feature's last failure and a person's note first, then what the context
+// graph selects, within graph.precedent_tokens.
+func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Feature) []string {
+	subj := graph.Subject{Role: string(role), Feature: id}
+	if f != nil {
+		subj.Text = strings.Join(append([]string{f.Title, f.Description}, f.Steps...), "\n")
 	}
-	c := o.counters[feature]
-	var out []string
-	if c.LastFailure != "" {
-		out = append(out, fmt.Sprintf("%s: attempt %d failed: %s", feature, c.Failures, c.LastFailure))
-	}
-	if c.Note != "" {
-		out = append(out, fmt.Sprintf("%s: a person noted: %s", feature, c.Note))
-	}
-	// What the gates refused on this feature before: the mistakes most
-	// worth not repeating. Newest first, a few, each one line.
-	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Feature: feature, Limit: maxPrecedentViolations})
-	if err != nil {
-		o.log.Warn("could not read past violations for the precedent", zap.String("feature", feature), zap.Error(err))
-	}
-	for _, t := range trs {
-		line := fmt.Sprintf("%s: refused by %s (%s): %s", feature, firstNonEmpty(t.Gate, "the daemon"), t.Code, t.Event.WhatHappened)
-		if t.Event.WhatWasCorrect != "" {
-			line += "; instead: " + t.Event.WhatWasCorrect
+	if id != "" {
+		c := o.counters[id]
+		if c.LastFailure != "" {
+			subj.History = append(subj.History, fmt.Sprintf("%s: attempt %d failed: %s", id, c.Failures, c.LastFailure))
 		}
-		out = append(out, clipLine(line, 400))
+		if c.Note != "" {
+			subj.History = append(subj.History, fmt.Sprintf("%s: a person noted: %s", id, c.Note))
+		}
+	}
+	out, err := graph.Select(o.st, subj, o.cfg.Graph.PrecedentTokens)
+	if err != nil {
+		o.log.Warn("could not read past traces for the precedent", zap.String("feature", subj.Feature), zap.Error(err))
 	}
 	return out
 }
-
-// maxPrecedentViolations bounds the past refusals a command carries: the
-// command is read on every turn, and a few recent ones say enough.
-const maxPrecedentViolations = 3
 
 func clipLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

@@ -582,3 +582,49 @@ func TestUnjudgedClaimIsTakenOffTheDisk(t *testing.T) {
 		t.Error("the stopped tester's tested: true is still on disk")
 	}
 }
+
+// A mistake a gate refused to the coding agent of one feature reaches the
+// coding agent of the next feature, naming the trace; with
+// graph.precedent_tokens 0, nothing of the past is told.
+func TestPrecedentCrossesFeatures(t *testing.T) {
+	for _, tokens := range []int{600, 0} {
+		t.Run(fmt.Sprint(tokens), func(t *testing.T) {
+			h := newHarness(t)
+			h.cfg.Graph.PrecedentTokens = tokens
+			h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+				if spec.FeatureID == "F-001" {
+					d := h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
+						"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, "src/shared.txt"), "content": "x"}})
+					if d == nil || d.Gate != "scope" || d.Mode != "enforce" {
+						h.t.Errorf("the write outside F-001's scope was not refused: %+v", d)
+					}
+				}
+				return coderCompletes(ctx, spec, h)
+			}
+			if err := h.runToEnd(); err != nil {
+				t.Fatal(err)
+			}
+			refusals, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation, Feature: "F-001", Agent: string(agents.Coder)})
+			if err != nil || len(refusals) != 1 {
+				t.Fatalf("F-001's coder refusals = %v, %v; want one", refusals, err)
+			}
+			var cmd agents.Command
+			for _, s := range h.runner.runs() {
+				if s.Role == agents.Coder && s.FeatureID == "F-002" {
+					if cmd, err = agents.ParseCommand(s.Prompt); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			told := slices.ContainsFunc(cmd.Precedent, func(p string) bool {
+				return strings.HasPrefix(p, refusals[0].ID+" on F-001, a coding-agent was refused by scope")
+			})
+			if told != (tokens > 0) {
+				t.Errorf("precedent_tokens %d: F-002's coder told of %s: %v; precedent %q", tokens, refusals[0].ID, told, cmd.Precedent)
+			}
+			if tokens == 0 && len(cmd.Precedent) != 0 {
+				t.Errorf("precedent_tokens 0: precedent %q, want none", cmd.Precedent)
+			}
+		})
+	}
+}

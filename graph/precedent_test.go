@@ -1,0 +1,237 @@
+package graph
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newStore is a store holding traces, appended in order (ids tr-1, tr-2, …).
+func newStore(t *testing.T, traces ...store.Trace) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	base := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	for i := range traces {
+		traces[i].Timestamp = base.Add(time.Duration(i) * time.Minute)
+	}
+	if len(traces) > 0 {
+		if _, err := st.AppendTraces(traces...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func refused(role, feature, gate, code, what, instead string) store.Trace {
+	return store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Gate: gate, Code: code,
+		Context: store.TraceContext{Agent: role, Feature: feature},
+		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: instead}}
+}
+
+// budget is a budget that holds every line of these tests.
+const budget = 600
+
+const (
+	coder  = "coding-agent"
+	tester = "tester-agent"
+)
+
+var outOfScope = func(f string) store.Trace {
+	return refused(coder, f, "scope", "outside_scope", "Write src/shared.txt is outside "+f+"'s scope", "write only the feature's own files")
+}
+
+func TestSelect(t *testing.T) {
+	tests := []struct {
+		name   string
+		traces []store.Trace
+		subj   Subject
+		budget int
+		want   []string // in order, each a regexp that one line matches
+		absent []string // regexps no line matches
+	}{{
+		name:   "no budget, no precedent",
+		traces: []store.Trace{outOfScope("F-001")},
+		subj:   Subject{Role: coder, Feature: "F-002", History: []string{"F-002: attempt 1 failed"}},
+		budget: 0,
+	}, {
+		name: "the feature's own history first, then its refusals, newest first",
+		traces: []store.Trace{
+			refused(coder, "F-001", "tested-needs-evidence", "tested_by_non_tester", "set tested", "only the tester sets tested"),
+			outOfScope("F-001"),
+			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "use the v2 API"}},
+			{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "code → test"}},
+		},
+		subj:   Subject{Role: coder, Feature: "F-001", History: []string{"F-001: attempt 1 failed: want 3, got 2"}},
+		budget: budget,
+		want: []string{
+			`^F-001: attempt 1 failed: want 3, got 2$`,
+			`^tr-3 a person corrected: use the v2 API$`,
+			`^tr-2 refused by scope \(outside_scope\): Write src/shared.txt is outside F-001's scope; instead: write only the feature's own files$`,
+			`^tr-1 refused by tested-needs-evidence \(tested_by_non_tester\): set tested; instead: only the tester sets tested$`,
+		},
+		absent: []string{`code → test`},
+	}, {
+		name: "a mistake of the role on other features reaches the next feature, once, counted",
+		traces: []store.Trace{
+			outOfScope("F-001"), outOfScope("F-001"), outOfScope("F-002"),
+			refused(tester, "F-001", "tester-must-test", "no_test_run", "ended without running the test", "run the feature's test"),
+		},
+		subj:   Subject{Role: coder, Feature: "F-003"},
+		budget: budget,
+		want:   []string{`^tr-3 on F-002 and 1 other feature \(3 times\), a coding-agent was refused by scope \(outside_scope\): Write src/shared.txt is outside F-002's scope`},
+		absent: []string{`tester-must-test`, `^tr-[12] `},
+	}, {
+		name:   "another role's mistakes are not this role's",
+		traces: []store.Trace{outOfScope("F-001")},
+		subj:   Subject{Role: tester, Feature: "F-002"},
+		budget: budget,
+		absent: []string{`scope`},
+	}, {
+		name: "what an agent stored never counts as a mistake of its role",
+		traces: []store.Trace{func() store.Trace {
+			tr := outOfScope("F-001")
+			tr.Source = store.SourceAgent
+			return tr
+		}()},
+		subj:   Subject{Role: coder, Feature: "F-002"},
+		budget: budget,
+		absent: []string{`a coding-agent was`},
+	}, {
+		name: "the project's lessons",
+		traces: []store.Trace{
+			{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: "run go vet before go test"}},
+		},
+		subj:   Subject{Role: tester, Feature: "F-002"},
+		budget: budget,
+		want:   []string{`^tr-1 lesson: run go vet before go test$`},
+	}, {
+		name: "traces of another role whose text is like the feature's",
+		traces: []store.Trace{
+			refused(tester, "F-001", "log-read-limit", "log_too_large", "Read of the whole build log of the parser", "read its tail"),
+			refused(tester, "F-004", "log-read-limit", "log_too_large", "Read of the whole log of the webhook retries", "read its tail"),
+		},
+		subj:   Subject{Role: coder, Feature: "F-002", Text: "Webhook delivery retries with backoff"},
+		budget: budget,
+		want:   []string{`^tr-2 like this feature, on F-004: refused by log-read-limit`},
+		absent: []string{`^tr-1 `},
+	}, {
+		name:   "a small budget keeps the history and drops what does not fit",
+		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-002")},
+		subj:   Subject{Role: coder, Feature: "F-003", History: []string{"F-003: attempt 2 failed: the test expected 3 and got 2"}},
+		budget: 20,
+		want:   []string{`^F-003: attempt 2 failed`},
+		absent: []string{`scope`},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Select(newStore(t, tt.traces...), tt.subj, tt.budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tt.want) == 0 && len(tt.absent) == 0 && len(got) != 0 {
+				t.Errorf("got %q, want nothing", got)
+			}
+			at := 0
+			for _, w := range tt.want {
+				re := regexp.MustCompile(w)
+				i := slices.IndexFunc(got[at:], re.MatchString)
+				if i < 0 {
+					t.Errorf("no line after line %d matches %s; got:\n%s", at, w, strings.Join(got, "\n"))
+					continue
+				}
+				at += i + 1
+			}
+			for _, a := range tt.absent {
+				re := regexp.MustCompile(a)
+				if slices.ContainsFunc(got, re.MatchString) {
+					t.Errorf("a line matches %s; got:\n%s", a, strings.Join(got, "\n"))
+				}
+			}
+			used := 0
+			for _, l := range got {
+				used += Tokens(l)
+				if len(l) > maxLine {
+					t.Errorf("line of %d bytes, over %d: %q", len(l), maxLine, l)
+				}
+			}
+			if used > tt.budget {
+				t.Errorf("precedent of %d tokens, over the budget of %d", used, tt.budget)
+			}
+		})
+	}
+}
+
+// Each trace is told once, even when it is both the feature's own and
+// like its text.
+func TestSelectNamesEachTraceOnce(t *testing.T) {
+	st := newStore(t, outOfScope("F-001"))
+	got, err := Select(st, Subject{Role: coder, Feature: "F-001", Text: "shared scope outside"}, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "tr-1 ") {
+		t.Errorf("got %q, want tr-1 once", got)
+	}
+}
+
+// The budget holds however many traces there are.
+func TestSelectStaysWithinBudget(t *testing.T) {
+	var trs []store.Trace
+	for i := range 200 {
+		trs = append(trs, refused(coder, fmt.Sprintf("F-%03d", i), fmt.Sprintf("gate-%d", i%17), "code", strings.Repeat("a long account of what happened ", 20), "something else"))
+	}
+	st := newStore(t, trs...)
+	for _, budget := range []int{1, 50, 80, 600, 5000} {
+		got, err := Select(st, Subject{Role: coder, Feature: "F-999", Text: "account of what happened"}, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := 0
+		for _, l := range got {
+			used += Tokens(l)
+		}
+		if used > budget {
+			t.Errorf("budget %d: %d tokens", budget, used)
+		}
+		if budget >= 600 && len(got) < 5 {
+			t.Errorf("budget %d: only %d lines", budget, len(got))
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"a  b\n c", "a b c"},
+		{strings.Repeat("x", maxLine), strings.Repeat("x", maxLine)},
+		{strings.Repeat("x", maxLine+1), strings.Repeat("x", maxLine-3) + "…"},
+		{strings.Repeat("é", maxLine), strings.Repeat("é", (maxLine-3)/2) + "…"},
+	} {
+		if got := clip(tt.in); got != tt.want {
+			t.Errorf("clip(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		want int
+	}{{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}} {
+		if got := Tokens(tt.s); got != tt.want {
+			t.Errorf("Tokens(%q) = %d, want %d", tt.s, got, tt.want)
+		}
+	}
+}
