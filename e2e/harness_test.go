@@ -114,6 +114,11 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 	return p
 }
 
+// leftoverDelay bounds how long the binary's output is read once it has
+// exited: a process it left behind that holds its stdout would otherwise
+// hang the test instead of failing it (exec.ErrWaitDelay).
+const leftoverDelay = 10 * time.Second
+
 // ctxgraphd runs the binary to its end.
 func (p *project) ctxgraphd(args ...string) (stdout, stderr string, code int) {
 	p.t.Helper()
@@ -121,6 +126,7 @@ func (p *project) ctxgraphd(args ...string) (stdout, stderr string, code int) {
 	cmd.Dir, cmd.Env = p.dir, p.env
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
+	cmd.WaitDelay = leftoverDelay
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -156,6 +162,7 @@ func (p *project) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	cmd.Dir, cmd.Env = p.dir, p.env
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.WaitDelay = leftoverDelay
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}

@@ -82,6 +82,22 @@ type command struct {
 	SuccessCriteria struct {
 		Test string `json:"test"`
 	} `json:"success_criteria"`
+	Precedent []string `json:"precedent"`
+}
+
+// toldOf reports whether one line of the command's precedent names all of
+// words: what a model that heeds its precedent notices.
+func (c command) toldOf(words ...string) bool {
+	for _, line := range c.Precedent {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // attempt numbers attempts from 1, as the daemon does; a command without one

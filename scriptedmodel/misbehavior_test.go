@@ -24,6 +24,7 @@ func misbehaving() Scenario {
 		{ID: "F-012", Title: "Bash tested", Behavior: Pass, Tester: BashTested},
 		{ID: "F-013", Title: "Skips test", Behavior: Pass, Tester: SkipsTest},
 		{ID: "F-014", Title: "Touches other", Behavior: Pass, Tester: TouchesOther},
+		{ID: "F-015", Title: "Heeds precedent", Behavior: HeedsPrecedent},
 	}}
 }
 
@@ -170,6 +171,20 @@ func TestMisbehaviorMoves(t *testing.T) {
 		{"out-of-scope writes a shared file first",
 			func(t *testing.T) *convo { return newConvo(codeCmd("F-004", 1)) },
 			want{tool: "Write", target: abs(outOfScopePath), content: "helpers for F-004\n"}, nil},
+		{"heeds-precedent, told nothing, writes outside its scope first",
+			func(t *testing.T) *convo {
+				cmd := codeCmd("F-015", 1)
+				cmd["precedent"] = []string{"tr-3 on F-004, a coding-agent was refused by log-read-limit (log_too_large): Read of build.log"}
+				return newConvo(cmd)
+			},
+			want{tool: "Write", target: abs(outOfScopePath), content: "helpers for F-015\n"}, nil},
+		{"heeds-precedent, told of the refusal, writes only its own files",
+			func(t *testing.T) *convo {
+				cmd := codeCmd("F-015", 1)
+				cmd["precedent"] = []string{"tr-7 on F-004, a coding-agent was refused by scope (out_of_scope): Write " + outOfScopePath + " is outside F-004's scope"}
+				return newConvo(cmd)
+			},
+			want{tool: "Read", target: abs("src/F-015.txt")}, nil},
 		{"out-of-scope, denied, does its own file",
 			func(t *testing.T) *convo {
 				return newConvo(codeCmd("F-004", 1)).write(outOfScopePath, "…", reason("Write", "scope", "out_of_scope"), true)

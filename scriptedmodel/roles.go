@@ -78,6 +78,7 @@ var codingWork = map[Behavior]func(n int) work{
 	LeavesBackground:   func(int) work { return background },
 	AttacksDaemon:      func(int) work { return attackDaemon },
 	RewritesConfig:     func(int) work { return rewriteConfig },
+	HeedsPrecedent:     func(int) work { return writeOutOfScope },
 }
 
 func firstThen(n int, first, later work) work {
@@ -189,7 +190,7 @@ func (s *Server) coder(t *turn) script {
 	if !ok {
 		return finalOnly(id)
 	}
-	w := s.codingWork(id, t.cmd.attempt())
+	w := s.codingWork(id, t.cmd)
 	if w == giveUp {
 		return finalOnly("I could not finish.")
 	}
@@ -619,16 +620,19 @@ func (s *Server) testerBehavior(id string) TesterBehavior {
 
 // codingWork looks up the behavior of a feature. A feature the scenario
 // does not know (a person added it to the list) is coded honestly.
-func (s *Server) codingWork(id string, attempt int) work {
+func (s *Server) codingWork(id string, cmd command) work {
 	f, ok := s.features[id]
 	if !ok {
-		return codingWork[Pass](attempt)
+		return codingWork[Pass](cmd.attempt())
 	}
 	w, ok := codingWork[f.Behavior]
 	if !ok {
-		return codingWork[Pass](attempt)
+		return codingWork[Pass](cmd.attempt())
 	}
-	return w(attempt)
+	if f.Behavior == HeedsPrecedent && cmd.toldOf(outOfScopePath, "scope") {
+		return writeWorking
+	}
+	return w(cmd.attempt())
 }
 
 // editFeature builds the feature list with one change to one feature, from
