@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 )
 
 // Role names an agent's job; the names live in package role, which the
@@ -47,7 +48,10 @@ type CommandContext struct {
 	GoalFile     string        `json:"goal_file,omitempty"`
 	Feature      *FeatureBrief `json:"feature,omitempty"`
 	TesterReport string        `json:"tester_report,omitempty"`
-	FeatureList  string        `json:"feature_list,omitempty"`
+	// Diagnosis is the failing test read apart, on a retry: what it
+	// expected, what it got, where, and what the last attempt believed.
+	Diagnosis   *diagnose.Diagnosis `json:"diagnosis,omitempty"`
+	FeatureList string              `json:"feature_list,omitempty"`
 }
 
 // FeatureBrief is the part of a feature an agent works from, copied from the

@@ -42,6 +42,7 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 		if a.Attempt > 1 {
 			cmd.Task = "fix_feature"
 			cmd.Context.TesterReport = o.counters[a.Feature].LastFailure
+			cmd.Context.Diagnosis = o.counters[a.Feature].Diagnosis
 		}
 		cmd.Context.Feature = brief(f)
 		cmd.SuccessCriteria = agents.SuccessCriteria{Test: testOf(f), FeatureStatus: string(progress.Completed)}

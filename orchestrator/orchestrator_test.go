@@ -628,3 +628,61 @@ func TestPrecedentCrossesFeatures(t *testing.T) {
 		})
 	}
 }
+
+// A coding retry reads a diagnosis of the failing test apart from the
+// tester's report: the daemon's own run of the test, what it expected and
+// got, and what the last coding agent believed.
+func TestRetryReadsTheDiagnosis(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.write("tests/F-001.sh", "#!/bin/sh\ngot=$(cat src/F-001.txt)\n[ \"$got\" = 'F-001 works' ] || { echo \"expected 'F-001 works' but got '$got'\"; exit 1; }\n")
+		l := &progress.List{Version: 1, Features: []progress.Feature{{ID: "F-001", Title: "feature F-001", Test: "sh tests/F-001.sh", Status: progress.Pending, Scope: []string{"src/F-001.txt"}}}}
+		progress.WriteFeatureList(h.proj.Progress(), l)
+		return agents.Result{Summary: "wrote the list"}
+	}
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.Attempt == 1 {
+			h.write("src/F-001.txt", "F-001 almost\n")
+			h.edit(func(l *progress.List) { l.Feature("F-001").Status = progress.Completed })
+			return agents.Result{Summary: "F-001 is done and works"}
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.Attempt == 1 {
+			return agents.Result{Summary: "the test failed"} // no claim: a failure
+		}
+		return testerRunsTheTest(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	var retry *agents.Command
+	for _, s := range h.runner.runs() {
+		if s.Role == agents.Coder && s.Attempt == 2 {
+			cmd, err := agents.ParseCommand(s.Prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			retry = &cmd
+		}
+	}
+	if retry == nil {
+		t.Fatalf("no retry; runs %s", roles(h.runner.runs()))
+	}
+	d := retry.Context.Diagnosis
+	if d == nil {
+		t.Fatalf("the retry has no diagnosis; tester report %q", retry.Context.TesterReport)
+	}
+	if d.Test != "sh tests/F-001.sh" || d.ExitCode != 1 || d.Expected != "'F-001 works'" || d.Got != "'F-001 almost'" ||
+		!strings.Contains(d.Output, "expected 'F-001 works' but got 'F-001 almost'") ||
+		!strings.Contains(d.FailedAssumption, `"F-001 is done and works"`) {
+		t.Errorf("diagnosis = %+v", *d)
+	}
+	if retry.Context.TesterReport != "the test failed" {
+		t.Errorf("tester report %q: the raw report stays beside the diagnosis", retry.Context.TesterReport)
+	}
+	if c := h.current.counters["F-001"]; c.Diagnosis != nil {
+		t.Errorf("a tested feature keeps a diagnosis: %+v", c.Diagnosis)
+	}
+}

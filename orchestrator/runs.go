@@ -17,6 +17,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -277,13 +278,27 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		ev2.claimed = o.claim == act.run.Feature
 		if ev2.claimed {
 			ev2.refused = o.claimProblem(act.run.Feature, act.run.ID)
-			in.Rerun = ev2.refused == "" && o.judge.Modes().Of(guard.TestedNeedsEvidence) != guard.Off
+		}
+		// The daemon runs the test itself to judge a claim, and, when the
+		// tester found a failure (or a claim is refused), so that the
+		// retry reads the daemon's own output, not only the tester's word.
+		// (A claim refused in warn mode is accepted all the same: no run.)
+		switch mode := o.judge.Modes().Of(guard.TestedNeedsEvidence); {
+		case !ev2.claimed:
+			in.Rerun = true
+		case ev2.refused != "":
+			in.Rerun = mode == guard.Enforce
+		default:
+			in.Rerun = mode != guard.Off
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel}
-	if in.Rerun {
+	switch {
+	case in.Rerun && ev2.claimed && ev2.refused == "":
 		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
+	case in.Rerun:
+		o.job.what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
 	}
 	o.publish()
 	j, events := o.judge, o.runEvents
@@ -585,6 +600,7 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
 	o.claim = ""
+	o.diagnose(id, run.Attempt, jd.Test)
 	if !ev.claimed {
 		if jd.Blocks() {
 			return false, findingsReason(jd)
@@ -626,6 +642,45 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
 	}
 	return o.accept(f, run, jd, &log)
+}
+
+// diagnose keeps, for the feature's next coding attempt, what the
+// daemon's own run of its test said when it failed (the retry's
+// reflexion), with what the attempt's coding agent believed; a test that
+// passed, or did not run, leaves nothing to diagnose.
+func (o *Orchestrator) diagnose(id string, attempt int, r *judge.TestResult) {
+	c := o.counters[id]
+	c.Diagnosis = nil
+	if r != nil && !r.Passed() && !r.Interrupted {
+		d := diagnose.Read(r.Command, r.ExitCode, r.Output)
+		switch {
+		case r.CannotRun != "":
+			d.Message = "the test cannot run: " + r.CannotRun
+		case r.TimedOut:
+			d.Message = "the test did not finish in time"
+		}
+		if s := o.coderSummary(id, attempt); s != "" {
+			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, clipLine(s, 200))
+		}
+		c.Diagnosis = &d
+	}
+	o.setCounters(id, c)
+}
+
+// coderSummary is what the coding agent of a feature's attempt said at
+// its end.
+func (o *Orchestrator) coderSummary(id string, attempt int) string {
+	runs, err := o.st.Runs()
+	if err != nil {
+		o.log.Warn("could not read the runs for a diagnosis", zap.Error(err))
+		return ""
+	}
+	for _, r := range slices.Backward(runs) {
+		if r.Role == string(agents.Coder) && r.Feature == id && r.Attempt == attempt {
+			return r.Summary
+		}
+	}
+	return ""
 }
 
 func evidenceNote(log string) string {

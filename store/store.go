@@ -22,6 +22,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 )
 
 // SchemaVersion is the layout this build reads and writes.
@@ -110,6 +112,9 @@ type FeatureCounters struct {
 	// BudgetWarned: a person was warned that the feature's budget is
 	// nearly spent.
 	BudgetWarned bool `json:"budget_warned,omitempty"`
+	// Diagnosis is what the daemon's own run of the test said when the
+	// last attempt failed: the retry's reflexion.
+	Diagnosis *diagnose.Diagnosis `json:"diagnosis,omitempty"`
 }
 
 // Run is one claude -p subprocess.
