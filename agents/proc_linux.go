@@ -22,10 +22,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // KillGroup kills what is left of an interrupted run: the process group
-// pgid, but only if one of its processes carries CTXGRAPH_RUN=runID in its
-// environment. Process ids are reused; a run id is not, so a group that
-// belongs to someone else is never touched.
-func KillGroup(pgid int, runID string) error {
+// pgid, but only if one of its processes carries the run's identity in its
+// environment (see carriesRun). Process ids are reused; a run's identity is
+// not, so a group that belongs to someone else is never touched.
+func KillGroup(pgid int, runID, socket string) error {
 	if pgid <= 0 {
 		return nil
 	}
@@ -33,35 +33,45 @@ func KillGroup(pgid int, runID string) error {
 	if err != nil {
 		return err
 	}
-	want := []byte("CTXGRAPH_RUN=" + runID)
 	for _, pid := range members {
-		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-					return fmt.Errorf("kill process group %d of %s: %w", pgid, runID, err)
-				}
-				return nil
+		if carriesRun(pid, runID, socket) {
+			if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("kill process group %d of %s: %w", pgid, runID, err)
 			}
+			return nil
 		}
 	}
 	return nil
 }
 
-// killEscapees kills the processes that carry CTXGRAPH_RUN=runID but left
+// carriesRun reports whether process pid belongs to the run: it carries
+// both CTXGRAPH_RUN=runID and CTXGRAPH_SOCKET=socket. The run id alone is
+// not enough: ids count from run-000001 in every project, and the daemon
+// of one project must never kill another project's runs (or a hook a
+// person started by hand with such an id); the socket names the daemon.
+func carriesRun(pid int, runID, socket string) bool {
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return false // gone, or not ours to read
+	}
+	var run, sock bool
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		run = run || string(kv) == "CTXGRAPH_RUN="+runID
+		sock = sock || string(kv) == "CTXGRAPH_SOCKET="+socket
+	}
+	return run && sock
+}
+
+// killEscapees kills the processes that carry the run's identity but left
 // the run's process group (setsid, a daemonising double fork): in the
 // sandbox they die with their command anyway; unconfined, they would
 // outlive the run and change the project after its verdict. It returns how
 // many it killed.
-func killEscapees(runID string) int {
+func killEscapees(runID, socket string) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	want := []byte("CTXGRAPH_RUN=" + runID)
 	self := os.Getpid()
 	n := 0
 	for _, e := range entries {
@@ -69,17 +79,8 @@ func killEscapees(runID string) int {
 		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				if syscall.Kill(pid, syscall.SIGKILL) == nil {
-					n++
-				}
-				break
-			}
+		if carriesRun(pid, runID, socket) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
 		}
 	}
 	return n

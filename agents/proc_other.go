@@ -5,6 +5,7 @@ package agents
 import (
 	"errors"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,10 +18,11 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // KillGroup kills what is left of an interrupted run: the process group
-// pgid, but only if one of its processes carries CTXGRAPH_RUN=runID in its
-// environment (read with ps, as there is no /proc here). Process ids are
-// reused; a run id is not.
-func KillGroup(pgid int, runID string) error {
+// pgid, but only if one of its processes carries both CTXGRAPH_RUN=runID
+// and CTXGRAPH_SOCKET=socket in its environment (read with ps, as there is
+// no /proc here). Process ids are reused, and run ids repeat from project
+// to project; the pair does not.
+func KillGroup(pgid int, runID, socket string) error {
 	if pgid <= 0 || !groupExists(pgid) {
 		return nil
 	}
@@ -28,11 +30,14 @@ func KillGroup(pgid int, runID string) error {
 	if err != nil {
 		return nil // nothing left to match
 	}
-	if !strings.Contains(string(out), "CTXGRAPH_RUN="+runID) {
-		return nil
-	}
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-		return err
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if slices.Contains(fields, "CTXGRAPH_RUN="+runID) && slices.Contains(fields, "CTXGRAPH_SOCKET="+socket) {
+			if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+				return err
+			}
+			return nil
+		}
 	}
 	return nil
 }
@@ -46,4 +51,4 @@ func groupExists(pgid int) bool {
 
 // killEscapees cannot read other processes' environments here (no /proc):
 // the run's process group is what is killed.
-func killEscapees(string) int { return 0 }
+func killEscapees(string, string) int { return 0 }

@@ -405,7 +405,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 	// is really empty, so that "the run is over" means no process is left.
 	procgroup.KillAndWait(res.PID, drainGrace)
 	if spec.RunID != "" {
-		if n := killEscapees(spec.RunID); n > 0 {
+		if n := killEscapees(spec.RunID, r.opts.SocketPath); n > 0 {
 			log.Warn("killed processes of the run that had left its process group", zap.Int("processes", n))
 		}
 	}

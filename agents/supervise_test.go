@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -231,26 +232,55 @@ func TestRunKillsWhatLeftItsGroup(t *testing.T) {
 	}
 }
 
+// Run ids count from run-000001 in every project: the end of a run kills
+// what carries its identity, never a process of another project's run
+// with the same id (nor one a person started with it by hand).
+func TestRunSparesAnotherProjectsRun(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc: escapees are found by their environment there")
+	}
+	other := exec.Command("sleep", "30")
+	other.Env = append(os.Environ(), "CTXGRAPH_RUN=run-000001", "CTXGRAPH_SOCKET=/run/ctxgraphd/other.sock")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { other.Process.Wait(); close(exited) }()
+	defer func() { other.Process.Kill(); <-exited }()
+	if res, _ := runFake(t, Options{SocketPath: "/run/ctxgraphd/mine.sock"}, `echo '`+resultLine+`'`); !res.OK() {
+		t.Fatalf("result = %+v", res)
+	}
+	select {
+	case <-exited:
+		t.Error("the end of run-000001 killed another project's run-000001")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 func TestKillGroupChecksTheRun(t *testing.T) {
 	dir := t.TempDir()
 	script := fakeClaude(t, `sleep 1000`)
-	r := NewRunner(Options{Command: script, KillGrace: 100 * time.Millisecond}, nil)
+	const socket = "/run/ctxgraphd/a.sock"
+	r := NewRunner(Options{Command: script, KillGrace: 100 * time.Millisecond, SocketPath: socket}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan int, 1)
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(ctx, Spec{RunID: "run-000042", Dir: dir}, func(pid int) { started <- pid }, nil) }()
 	pid := <-started
-	// Another run's id: the group is not that run's, so it is left alone.
-	if err := KillGroup(pid, "run-000041"); err != nil {
-		t.Fatal(err)
+	// Another run's id, or the same id of another project's daemon: the
+	// group is not that run's, so it is left alone.
+	for _, other := range []struct{ run, socket string }{{"run-000041", socket}, {"run-000042", "/run/ctxgraphd/b.sock"}, {"run-00004", socket}} {
+		if err := KillGroup(pid, other.run, other.socket); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A wrong kill would show within a moment; give it that moment.
 	time.Sleep(100 * time.Millisecond)
 	if !procgroup.Alive(pid) {
 		t.Fatal("KillGroup killed a group that belongs to another run")
 	}
-	if err := KillGroup(pid, "run-000042"); err != nil {
+	if err := KillGroup(pid, "run-000042", socket); err != nil {
 		t.Fatal(err)
 	}
 	select {

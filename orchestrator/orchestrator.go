@@ -365,7 +365,7 @@ func (o *Orchestrator) recover() {
 			}
 		}
 		if r.PID > 0 {
-			if err := agents.KillGroup(r.PID, r.ID); err != nil {
+			if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
 				o.log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
 			}
 		}
