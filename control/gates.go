@@ -68,6 +68,7 @@ type TraceQuery struct {
 	Agent   string
 	Feature string
 	Run     string
+	Gate    string
 	Text    string
 	Since   time.Time
 	Level   string
@@ -78,7 +79,7 @@ type TraceQuery struct {
 // inverse, so that the two cannot drift apart.
 func (q TraceQuery) Values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"type": q.Type, "agent": q.Agent, "feature": q.Feature, "run": q.Run, "q": q.Text, "level": q.Level} {
+	for k, s := range map[string]string{"type": q.Type, "agent": q.Agent, "feature": q.Feature, "run": q.Run, "gate": q.Gate, "q": q.Text, "level": q.Level} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -95,7 +96,7 @@ func (q TraceQuery) Values() url.Values {
 // ParseTraceQuery decodes the query of GET /v1/traces. A malformed value is
 // a 400 *APIError that says what is wanted.
 func ParseTraceQuery(v url.Values) (TraceQuery, error) {
-	q := TraceQuery{Type: v.Get("type"), Agent: v.Get("agent"), Feature: v.Get("feature"), Run: v.Get("run"), Text: v.Get("q"), Level: v.Get("level")}
+	q := TraceQuery{Type: v.Get("type"), Agent: v.Get("agent"), Feature: v.Get("feature"), Run: v.Get("run"), Gate: v.Get("gate"), Text: v.Get("q"), Level: v.Get("level")}
 	if s := v.Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -79,9 +79,9 @@ func TestTraceQueryRoundTrip(t *testing.T) {
 	}{
 		{name: "zero", q: control.TraceQuery{}, query: "", back: control.TraceQuery{}},
 		{name: "every field",
-			q:     control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 4, 4, 5, 0, paris), Limit: 5},
-			query: "agent=coding-agent&feature=F-001&level=full&limit=5&q=tested+%26+more&run=run-7&since=2026-01-02T03%3A04%3A05Z&type=violation",
-			back:  control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Limit: 5}},
+			q:     control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Gate: "scope", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 4, 4, 5, 0, paris), Limit: 5},
+			query: "agent=coding-agent&feature=F-001&gate=scope&level=full&limit=5&q=tested+%26+more&run=run-7&since=2026-01-02T03%3A04%3A05Z&type=violation",
+			back:  control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Gate: "scope", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Limit: 5}},
 		{name: "a limit of one", q: control.TraceQuery{Limit: 1}, query: "limit=1", back: control.TraceQuery{Limit: 1}},
 		{name: "no limit is no limit=0", q: control.TraceQuery{Limit: 0, Run: "r"}, query: "run=r", back: control.TraceQuery{Run: "r"}},
 	}

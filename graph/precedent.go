@@ -65,7 +65,10 @@ func Select(src Traces, subj Subject, budget int) ([]string, error) {
 			return sel.lines, err
 		}
 		for _, t := range slices.Backward(own) {
-			if t.Type == store.TraceViolation || t.Type == store.TraceCorrection {
+			switch {
+			case t.Type == store.TraceCorrection && told(subj.History, t.Event.WhatWasCorrect):
+				// A person's note the history already carries.
+			case t.Type == store.TraceViolation || t.Type == store.TraceCorrection:
 				sel.add(t.ID, ownLine(t))
 			}
 		}
@@ -121,9 +124,18 @@ func (s *selection) add(id, line string) {
 // for English text, rounded up, so that a budget errs on the safe side.
 func Tokens(s string) int { return (len(s) + 3) / 4 }
 
+// told reports whether a line of history already says text.
+func told(history []string, text string) bool {
+	return text != "" && slices.ContainsFunc(history, func(h string) bool { return strings.Contains(h, text) })
+}
+
 func ownLine(t store.Trace) string {
 	if t.Type == store.TraceCorrection {
-		return clip(fmt.Sprintf("%s a person corrected: %s", t.ID, t.Event.WhatHappened))
+		line := fmt.Sprintf("%s a person: %s", t.ID, t.Event.WhatHappened)
+		if t.Event.WhatWasCorrect != "" {
+			line += ": " + t.Event.WhatWasCorrect
+		}
+		return clip(line)
 	}
 	return clip(fmt.Sprintf("%s %s", t.ID, refusal(t)))
 }

@@ -71,18 +71,20 @@ func TestSelect(t *testing.T) {
 		traces: []store.Trace{
 			refused(coder, "F-001", "tested-needs-evidence", "tested_by_non_tester", "set tested", "only the tester sets tested"),
 			outOfScope("F-001"),
-			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "use the v2 API"}},
+			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "use the v2 API"}},
+			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "mind the time zone"}},
 			{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "code → test"}},
 		},
-		subj:   Subject{Role: coder, Feature: "F-001", History: []string{"F-001: attempt 1 failed: want 3, got 2"}},
+		subj:   Subject{Role: coder, Feature: "F-001", History: []string{"F-001: attempt 1 failed: want 3, got 2", "F-001: a person noted: mind the time zone"}},
 		budget: budget,
 		want: []string{
 			`^F-001: attempt 1 failed: want 3, got 2$`,
-			`^tr-3 a person corrected: use the v2 API$`,
+			`^F-001: a person noted: mind the time zone$`,
+			`^tr-3 a person: F-001 reopened by ctl unblock: use the v2 API$`,
 			`^tr-2 refused by scope \(outside_scope\): Write src/shared.txt is outside F-001's scope; instead: write only the feature's own files$`,
 			`^tr-1 refused by tested-needs-evidence \(tested_by_non_tester\): set tested; instead: only the tester sets tested$`,
 		},
-		absent: []string{`code → test`},
+		absent: []string{`code → test`, `^tr-4 `},
 	}, {
 		name: "a mistake of the role on other features reaches the next feature, once, counted",
 		traces: []store.Trace{

@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -684,5 +686,65 @@ func TestRetryReadsTheDiagnosis(t *testing.T) {
 	}
 	if c := h.current.counters["F-001"]; c.Diagnosis != nil {
 		t.Errorf("a tested feature keeps a diagnosis: %+v", c.Diagnosis)
+	}
+}
+
+// What a person does to a feature with ctl is a correction in the graph,
+// from user_correction, with their note: later agents and `ctl why` see it.
+func TestPersonsCorrectionsAreTraced(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.MaxRetries = 0
+	h.runner.script[agents.Initializer] = initializerWrites(2)
+	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
+	o := h.orchestrator(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := o.Status(ctx)
+		if err == nil && st.Features.Blocked == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the features were not blocked: %+v %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Skip(ctx, "F-001"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Retry(ctx, "F-002"); err != nil {
+		t.Fatal(err)
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceCorrection})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range trs {
+		if tr.Source != store.SourceUser {
+			t.Errorf("%s: source %s, want %s", tr.ID, tr.Source, store.SourceUser)
+		}
+		got = append(got, tr.Context.Feature+": "+tr.Event.WhatHappened+" / "+tr.Event.WhatWasCorrect)
+	}
+	want := []string{"F-001: F-001 reopened by ctl unblock / use the v2 API", "F-001: F-001 set aside by ctl skip / ", "F-002: F-002 reopened by ctl retry / "}
+	if !slices.Equal(got, want) {
+		t.Errorf("corrections:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An unknown trace type is a bad request that lists the types, whoever
+// asks (ctl checks it too; an MCP client or curl may not).
+func TestTracesRefuseAnUnknownType(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.orchestrator(false).Traces(context.Background(), control.TraceQuery{Type: "violations"})
+	var api *control.APIError
+	if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest || !strings.Contains(api.Message, "the types are decision, violation") {
+		t.Errorf("Traces(type violations) = %v, want a 400 that lists the types", err)
 	}
 }

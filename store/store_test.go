@@ -212,7 +212,7 @@ func TestTracesFilterAndLookup(t *testing.T) {
 	got, err := s.AppendTraces(
 		Trace{Type: TraceViolation, Context: TraceContext{Agent: "coding-agent", Feature: "F-001", Run: "run-000001"}, Event: TraceEvent{WhatHappened: "set tested"}, Source: SourceHook},
 		Trace{Type: TraceDecision, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "accepted verdict"}, Source: SourceAuto},
-		Trace{Type: TraceViolation, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "edited source", Why: "Tester role"}, Source: SourceHook},
+		Trace{Type: TraceViolation, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "edited source", Why: "Tester role"}, Source: SourceHook, Gate: "role-write-policy"},
 	)
 	if err != nil || got[0].ID != "tr-1" || got[2].ID != "tr-3" {
 		t.Fatalf("%v %+v", err, got)
@@ -228,6 +228,8 @@ func TestTracesFilterAndLookup(t *testing.T) {
 		{TraceFilter{Run: "run-000001"}, "tr-1"},
 		{TraceFilter{Type: TraceViolation, Feature: "F-002"}, "tr-3"},
 		{TraceFilter{Text: "TESTER ROLE"}, "tr-3"},
+		{TraceFilter{Gate: "role-write-policy"}, "tr-3"},
+		{TraceFilter{Gate: "scope"}, ""},
 		{TraceFilter{Limit: 2}, "tr-2 tr-3"},
 	} {
 		ts, err := s.Traces(tt.f)

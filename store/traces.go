@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,15 @@ const (
 
 // TraceTypes lists the valid trace types.
 var TraceTypes = []string{TraceDecision, TraceViolation, TraceCorrection, TraceApproval, TraceHandoff, TraceTransition, TraceLesson}
+
+// CheckTraceType says what is wrong with a trace type asked for: "" for
+// none (any type) or a known one, else an error that lists the types.
+func CheckTraceType(t string) error {
+	if t == "" || slices.Contains(TraceTypes, t) {
+		return nil
+	}
+	return fmt.Errorf("unknown trace type %q; the types are %s", t, strings.Join(TraceTypes, ", "))
+}
 
 // Trace is one record of the context graph (field names: contract).
 type Trace struct {
@@ -104,6 +114,7 @@ type TraceFilter struct {
 	Agent   string
 	Feature string
 	Run     string
+	Gate    string
 	Since   time.Time
 	Text    string // case-insensitive, in what happened, what was correct, why
 	Limit   int    // newest first when set
@@ -111,7 +122,7 @@ type TraceFilter struct {
 
 func (f TraceFilter) match(t Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
-		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run ||
+		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate ||
 		!f.Since.IsZero() && t.Timestamp.Before(f.Since) {
 		return false
 	}

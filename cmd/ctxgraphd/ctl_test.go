@@ -361,6 +361,8 @@ func TestCtlUsage(t *testing.T) {
 		{"status", "extra"},
 		{"status", "--bogus"},
 		{"bogus"},
+		{"traces", "--type", "violations"},
+		{"traces", "--level", "everything"},
 	} {
 		_, errOut, code := ctl(t, append([]string{"ctl", "--project", proj.Dir}, args...)...)
 		if code != exitUsage {
@@ -484,5 +486,17 @@ func TestCtlWatchEndsOnInterrupt(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%v did not end within 10s of Ctrl-C", args)
 		}
+	}
+}
+
+// An unknown trace type is a usage error that lists the types, not an
+// empty answer that looks like "nothing happened".
+func TestCtlTracesUnknownType(t *testing.T) {
+	proj := ctlProject(t)
+	controltest.Serve(t, proj.Socket, sampleBackend())
+	_, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "traces", "--type", "violations")
+	want := `--type: unknown trace type "violations"; the types are decision, violation, correction, approval, handoff, transition, lesson`
+	if code != exitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, want)
 	}
 }

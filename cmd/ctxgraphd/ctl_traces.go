@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // ctlTraceCmds are the context-graph commands of ctl: traces and trace.
@@ -27,6 +28,9 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				q.Text = args[0]
+			}
+			if err := store.CheckTraceType(q.Type); err != nil {
+				return withExitCode(exitUsage, fmt.Errorf("--type: %w", err))
 			}
 			switch q.Level {
 			case "metadata", "summary", "full":
@@ -50,6 +54,7 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 	fl.StringVar(&q.Agent, "agent", "", "only traces of this role")
 	fl.StringVar(&q.Feature, "feature", "", "only traces of this feature")
 	fl.StringVar(&q.Run, "run", "", "only traces of this run")
+	fl.StringVar(&q.Gate, "gate", "", "only traces of this gate (scope, tested-needs-evidence, …)")
 	fl.StringVar(&q.Level, "level", "summary", "detail: metadata, summary or full")
 	fl.DurationVar(&since, "since", 0, "only traces of the last DURATION (e.g. 2h)")
 	fl.IntVar(&q.Limit, "limit", 0, "only the newest N traces")
