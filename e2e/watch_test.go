@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,25 @@ func TestWatchInATerminal(t *testing.T) {
 	term.waitFor(regexp.MustCompile(`\[exit 0\]`), 10*time.Second)
 	if _, ok := p.status(); !ok {
 		t.Error("the daemon did not go on after the view was left")
+	}
+
+	// Why F-002 (which failed once) is tested: both attempts with their
+	// runs, the commit, and the daemon's own output of the failing test.
+	out := p.mustRun("ctl", "why", "F-002", "--project", p.dir, "--json")
+	var why struct {
+		Outcome  string
+		Commit   string
+		Attempts []struct {
+			Attempt int
+			Runs    []struct{ Role, Outcome string }
+		}
+		Evidence []string
+	}
+	if err := json.Unmarshal([]byte(out), &why); err != nil {
+		t.Fatalf("ctl why --json: %v\n%s", err, out)
+	}
+	if why.Outcome != "tested" || why.Commit == "" || len(why.Attempts) != 2 || len(why.Attempts[0].Runs) != 2 ||
+		!slices.Contains(why.Evidence, ".claude/progress/evidence/F-002/daemon-diagnosis-attempt-1.log") {
+		t.Errorf("ctl why F-002:\n%s", out)
 	}
 }

@@ -659,6 +659,9 @@ func (o *Orchestrator) diagnose(id string, attempt int, r *judge.TestResult) {
 		case r.TimedOut:
 			d.Message = "the test did not finish in time"
 		}
+		if _, err := o.judge.WriteEvidence(id, attempt, "diagnosis", *r); err != nil {
+			o.log.Warn("could not keep the failing test's output", zap.String("feature", id), zap.Error(err))
+		}
 		if s := o.coderSummary(id, attempt); s != "" {
 			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, clipLine(s, 200))
 		}

@@ -87,7 +87,7 @@ or failed, 2 bad usage, 3 no daemon runs for the project.`,
 		ctlFeatureAction(f, "skip", "Set a feature aside (as blocked) and go on with the others", (*control.Client).Skip,
 			"%s: skipped (set aside as blocked)"),
 	)
-	cmd.AddCommand(ctlWatchCmd(f), ctlCostCmd(f))
+	cmd.AddCommand(ctlWatchCmd(f), ctlCostCmd(f), ctlWhyCmd(f))
 	cmd.AddCommand(ctlTraceCmds(f)...)
 	return cmd
 }

@@ -93,6 +93,7 @@ type Run struct {
 	Outcome string  `json:"outcome"`
 	Failure string  `json:"failure,omitempty"`
 	CostUSD float64 `json:"cost_usd"`
+	Turns   int     `json:"turns"`
 	Summary string  `json:"summary,omitempty"`
 	Commit  string  `json:"commit,omitempty"`
 }
@@ -164,7 +165,7 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 
 	for _, run := range runs {
 		rr := Run{ID: run.ID, Role: run.Role, Feature: run.Feature, Attempt: run.Attempt, Start: run.StartedAt, End: run.EndedAt,
-			Outcome: run.Outcome, Failure: run.Failure, CostUSD: run.CostUSD, Summary: run.Summary, Commit: run.Commit}
+			Outcome: run.Outcome, Failure: run.Failure, CostUSD: run.CostUSD, Turns: run.NumTurns, Summary: run.Summary, Commit: run.Commit}
 		r.Runs = append(r.Runs, rr)
 		r.Cost.SessionUSD += run.CostUSD
 		r.Cost.ByRole[run.Role] += run.CostUSD
