@@ -148,3 +148,33 @@ func (c *Client) Trace(ctx context.Context, id string) (Trace, error) {
 	err := c.get(ctx, "/v1/traces/"+url.PathEscape(id), &t)
 	return t, err
 }
+
+// LessonRequest is the body of POST /v1/lessons.
+type LessonRequest struct {
+	Text string `json:"text"`
+}
+
+// LessonBackend is a daemon that keeps the project's lessons: a person
+// adds one, or promotes a lesson or a correction into the project's
+// CLAUDE.md. The server serves the lesson routes when its backend has them.
+type LessonBackend interface {
+	AddLesson(ctx context.Context, text string) (Trace, error)
+	// PromoteLesson writes the lesson (or the lesson made of a correction)
+	// into ctxgraphd's section of CLAUDE.md and returns it.
+	PromoteLesson(ctx context.Context, id string) (Trace, error)
+}
+
+// AddLesson records a lesson of the project; later agents are told it.
+func (c *Client) AddLesson(ctx context.Context, text string) (Trace, error) {
+	var t Trace
+	err := c.post(ctx, "/v1/lessons", LessonRequest{Text: text}, &t)
+	return t, err
+}
+
+// PromoteLesson writes a lesson, or a correction made a lesson, into the
+// project's CLAUDE.md.
+func (c *Client) PromoteLesson(ctx context.Context, id string) (Trace, error) {
+	var t Trace
+	err := c.post(ctx, "/v1/lessons/"+url.PathEscape(id)+"/promote", nil, &t)
+	return t, err
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -498,5 +499,26 @@ func TestCtlTracesUnknownType(t *testing.T) {
 	want := `--type: unknown trace type "violations"; the types are decision, violation, correction, approval, handoff, transition, lesson`
 	if code != exitUsage || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, want)
+	}
+}
+
+func TestCtlLessons(t *testing.T) {
+	proj := ctlProject(t)
+	b := &controltest.Backend{}
+	controltest.Serve(t, proj.Socket, b)
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "lessons", "add", "run", "go vet first")
+	if code != 0 || out != "tr-1: lesson recorded; `ctxgraphd ctl lessons promote tr-1` writes it into CLAUDE.md\n" {
+		t.Errorf("lessons add = %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = ctl(t, "ctl", "--project", proj.Dir, "lessons", "promote", "tr-3")
+	if code != 0 || !strings.HasPrefix(out, "tr-3: in CLAUDE.md") {
+		t.Errorf("lessons promote = %d %q %q", code, out, errOut)
+	}
+	want := []controltest.Call{{Method: "AddLesson", Note: "run go vet first"}, {Method: "PromoteLesson", ID: "tr-3"}}
+	if got := b.Calls(); !slices.Equal(got, want) {
+		t.Errorf("calls %+v, want %+v", got, want)
+	}
+	if _, _, code := ctl(t, "ctl", "--project", proj.Dir, "lessons", "add"); code != exitUsage {
+		t.Errorf("lessons add without text: exit %d, want %d", code, exitUsage)
 	}
 }

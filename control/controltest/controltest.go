@@ -101,6 +101,16 @@ func (b *Backend) Skip(_ context.Context, id string) error {
 	return b.record(Call{Method: "Skip", ID: id})
 }
 
+// AddLesson implements control.LessonBackend.
+func (b *Backend) AddLesson(_ context.Context, text string) (control.Trace, error) {
+	return control.Trace{ID: "tr-1", Type: "lesson", Event: control.TraceEvent{WhatHappened: text}}, b.record(Call{Method: "AddLesson", Note: text})
+}
+
+// PromoteLesson implements control.LessonBackend.
+func (b *Backend) PromoteLesson(_ context.Context, id string) (control.Trace, error) {
+	return control.Trace{ID: id, Type: "lesson"}, b.record(Call{Method: "PromoteLesson", ID: id})
+}
+
 // Serve serves b with a real control server on socketPath (through
 // server.Listen) until the test ends, then shuts it down and checks that
 // Serve returned nil. The server logs to the test log.

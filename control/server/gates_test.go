@@ -108,6 +108,11 @@ func TestPeopleRoutesRefuseRuns(t *testing.T) {
 		{"retry", func(ctx context.Context, c *control.Client) error { return c.Retry(ctx, "F-001") }},
 		{"skip", func(ctx context.Context, c *control.Client) error { return c.Skip(ctx, "F-002") }},
 		{"unblock", func(ctx context.Context, c *control.Client) error { return c.Unblock(ctx, "F-001", "n") }},
+		{"lessons add", func(ctx context.Context, c *control.Client) error {
+			_, err := c.AddLesson(ctx, "run go vet first")
+			return err
+		}},
+		{"lessons promote", func(ctx context.Context, c *control.Client) error { _, err := c.PromoteLesson(ctx, "tr-3"); return err }},
 	}
 	for _, by := range []string{"token", "process"} {
 		t.Run(by, func(t *testing.T) {

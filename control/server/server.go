@@ -87,6 +87,19 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if wb, ok := b.(control.WatchBackend); ok {
 		s.Handle("GET /v1/watch", s.watch(wb))
 	}
+	if lb, ok := b.(control.LessonBackend); ok {
+		// Lessons shape what every later agent reads: a person's to give.
+		s.Handle("POST /v1/lessons", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
+			var req control.LessonRequest
+			if err := ReadJSON(r, &req); err != nil {
+				return control.Trace{}, err
+			}
+			return lb.AddLesson(r.Context(), req.Text)
+		})))
+		s.Handle("POST /v1/lessons/{id}/promote", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
+			return lb.PromoteLesson(r.Context(), r.PathValue("id"))
+		})))
+	}
 	if rb, ok := b.(ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}

@@ -1,0 +1,109 @@
+package claudemd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAdd(t *testing.T) {
+	v2 := Lesson{ID: "tr-4", Text: "use the v2 API\nof the payments service"}
+	vet := Lesson{ID: "tr-9", Text: "run go vet before go test"}
+	section := func(lines ...string) string {
+		return Begin + "\n" + heading + "\n\n" + strings.Join(lines, "") + End + "\n"
+	}
+	tests := []struct {
+		name, in string
+		lessons  []Lesson
+		want     string
+		changed  bool
+	}{
+		{"an empty file gets the section", "", []Lesson{v2}, section("- use the v2 API of the payments service (tr-4)\n"), true},
+		{"a person's file keeps its text, the section goes at the end",
+			"# Project\n\nUse tabs.", []Lesson{v2},
+			"# Project\n\nUse tabs.\n\n" + section("- use the v2 API of the payments service (tr-4)\n"), true},
+		{"a lesson already there is not added again",
+			"# P\n\n" + section("- use the v2 API of the payments service (tr-4)\n"), []Lesson{v2},
+			"# P\n\n" + section("- use the v2 API of the payments service (tr-4)\n"), false},
+		{"a new lesson joins the section, text after it stays",
+			"# P\n\n" + section("- old (tr-4)\n") + "\n## Mine\nkeep me\n", []Lesson{v2, vet},
+			"# P\n\n" + section("- old (tr-4)\n", "- run go vet before go test (tr-9)\n") + "\n## Mine\nkeep me\n", true},
+		{"a lesson cannot smuggle a marker in",
+			"", []Lesson{{ID: "tr-1", Text: "a " + End + " b"}}, section("- a  b (tr-1)\n"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, changed, err := Add(tt.in, tt.lessons)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want || changed != tt.changed {
+				t.Errorf("Add = %v\n%s\nwant %v\n%s", changed, got, tt.changed, tt.want)
+			}
+		})
+	}
+}
+
+func TestAddRefusesABrokenSection(t *testing.T) {
+	for _, in := range []string{Begin + "\nno end\n", "no begin\n" + End, End + "\n" + Begin, Begin + Begin + End} {
+		got, changed, err := Add(in, []Lesson{{ID: "tr-1", Text: "x"}})
+		if err == nil || !strings.Contains(err.Error(), "keep exactly one of each") || got != in || changed {
+			t.Errorf("Add(%q) = %q, %v, %v; want the text untouched and an error that says how to fix it", in, got, changed, err)
+		}
+	}
+}
+
+func TestAddToFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "CLAUDE.md")
+	if err := os.WriteFile(path, []byte("# Mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		changed, err := AddToFile(path, []Lesson{{ID: "tr-2", Text: "x"}})
+		if err != nil || changed != want {
+			t.Errorf("call %d: changed %v, %v; want %v", i+1, changed, err, want)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), "# Mine\n\n"+Begin) || strings.Count(string(data), "(tr-2)") != 1 {
+		t.Errorf("CLAUDE.md:\n%s", data)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
+	}
+	broken := filepath.Join(t.TempDir(), "CLAUDE.md")
+	os.WriteFile(broken, []byte(Begin), 0o644)
+	if _, err := AddToFile(broken, []Lesson{{ID: "tr-2", Text: "x"}}); err == nil || !strings.HasPrefix(err.Error(), "CLAUDE.md: ") {
+		t.Errorf("broken file: %v", err)
+	}
+}
+
+// FuzzAdd: whatever a person's CLAUDE.md holds, Add either refuses it
+// untouched or keeps everything outside the section, and adding the same
+// lessons again changes nothing.
+func FuzzAdd(f *testing.F) {
+	for _, s := range []string{"", "# P\n", Begin + "\n" + End + "\n", "x" + Begin + "y" + End + "z", End + Begin} {
+		f.Add(s, "a lesson")
+	}
+	f.Fuzz(func(t *testing.T, in, text string) {
+		ls := []Lesson{{ID: "tr-1", Text: text}}
+		out, _, err := Add(in, ls)
+		if err != nil {
+			if out != in {
+				t.Fatal("a refused text was changed")
+			}
+			return
+		}
+		if i := strings.Index(in, Begin); i >= 0 && !strings.HasPrefix(out, in[:i]) {
+			t.Fatalf("the text before the section changed:\n%q\n%q", in, out)
+		}
+		if !strings.Contains(in, Begin) && !strings.HasPrefix(out, in) {
+			t.Fatalf("the person's text changed:\n%q\n%q", in, out)
+		}
+		again, changed, err := Add(out, ls)
+		if err != nil || changed || again != out {
+			t.Fatalf("adding again: changed %v, %v\n%q\n%q", changed, err, out, again)
+		}
+	})
+}

@@ -1,0 +1,92 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/claudemd"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// A person's lesson reaches the next agent's precedent; promoted, it is
+// written into CLAUDE.md once, beside what the person wrote there; a
+// correction's note can be promoted as well, anything else cannot.
+func TestLessons(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.MaxRetries = 0
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
+	h.write("CLAUDE.md", "# Project\n\nUse tabs.\n")
+	o := h.orchestrator(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { st, err := o.Status(ctx); return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == "" })
+
+	if _, err := o.AddLesson(ctx, "  \n"); !isStatus(err, http.StatusBadRequest) {
+		t.Errorf("an empty lesson: %v, want a 400", err)
+	}
+	lesson, err := o.AddLesson(ctx, "run go vet\nbefore go test")
+	if err != nil || lesson.Type != store.TraceLesson || lesson.Source != store.SourceUser || lesson.Event.WhatHappened != "run go vet before go test" {
+		t.Fatalf("AddLesson = %+v, %v", lesson, err)
+	}
+	// The next run is told.
+	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { st, err := o.Status(ctx); return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == "" })
+	var told bool
+	for _, s := range h.runner.runs() {
+		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+" lesson: run go vet before go test") {
+			told = true
+		}
+	}
+	if !told {
+		t.Error("no coding run after the lesson was told it")
+	}
+
+	for range 2 { // promoting twice writes it once
+		if _, err := o.PromoteLesson(ctx, lesson.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corrections, _ := h.st.Traces(store.TraceFilter{Type: store.TraceCorrection})
+	if len(corrections) != 1 {
+		t.Fatalf("corrections = %+v", corrections)
+	}
+	fromNote, err := o.PromoteLesson(ctx, corrections[0].ID)
+	if err != nil || fromNote.Type != store.TraceLesson || fromNote.Event.WhatHappened != "use the v2 API" {
+		t.Fatalf("promote correction = %+v, %v", fromNote, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(h.proj.Dir, "CLAUDE.md"))
+	want := "# Project\n\nUse tabs.\n\n" + claudemd.Begin + "\n## Lessons learned in this project (kept by ctxgraphd)\n\n" +
+		"- run go vet before go test (" + lesson.ID + ")\n- use the v2 API (" + fromNote.ID + ")\n" + claudemd.End + "\n"
+	if string(data) != want {
+		t.Errorf("CLAUDE.md:\n%s\nwant:\n%s", data, want)
+	}
+	trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if _, err := o.PromoteLesson(ctx, trs[0].ID); !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "only a lesson or a correction") {
+		t.Errorf("promote a violation: %v", err)
+	}
+	if _, err := o.PromoteLesson(ctx, "tr-999"); !isStatus(err, http.StatusNotFound) {
+		t.Errorf("promote an unknown trace: %v", err)
+	}
+	if l := h.list(); l.Feature("F-001").Status != progress.Blocked {
+		t.Errorf("F-001 = %s", l.Feature("F-001").Status)
+	}
+}
+
+func isStatus(err error, status int) bool {
+	var api *control.APIError
+	return errors.As(err, &api) && api.HTTPStatus == status
+}
