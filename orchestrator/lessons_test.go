@@ -31,7 +31,10 @@ func TestLessons(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- o.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { st, err := o.Status(ctx); return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == "" })
+	waitFor(t, func() bool {
+		st, err := o.Status(ctx)
+		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
+	})
 
 	if _, err := o.AddLesson(ctx, "  \n"); !isStatus(err, http.StatusBadRequest) {
 		t.Errorf("an empty lesson: %v, want a 400", err)
@@ -44,7 +47,10 @@ func TestLessons(t *testing.T) {
 	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { st, err := o.Status(ctx); return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == "" })
+	waitFor(t, func() bool {
+		st, err := o.Status(ctx)
+		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
+	})
 	var told bool
 	for _, s := range h.runner.runs() {
 		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+" lesson: run go vet before go test") {
