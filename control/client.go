@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +101,12 @@ func (c *Client) Features(ctx context.Context) ([]Feature, error) {
 // which this light package does not link).
 func (c *Client) Report(ctx context.Context, out any) error {
 	return c.get(ctx, "/v1/report", out)
+}
+
+// Patterns asks what happened at least atLeast times, decoded into out (a
+// *[]graph.Pattern, which this light package does not link).
+func (c *Client) Patterns(ctx context.Context, atLeast int, out any) error {
+	return c.get(ctx, "/v1/patterns?min="+strconv.Itoa(atLeast), out)
 }
 
 // Watch follows the daemon's status: fn gets it at once, then at each

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudemd"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -87,4 +88,18 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 
 func badRequest(msg string) error {
 	return &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: msg}
+}
+
+// Patterns implements server.PatternBackend: what happened at least
+// atLeast times among the newest traces and every recorded command.
+func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]graph.Pattern, error) {
+	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: graph.Window})
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := o.st.Commands("")
+	if err != nil {
+		return nil, err
+	}
+	return graph.Patterns(trs, cmds, atLeast), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudemd"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -95,4 +96,27 @@ func TestLessons(t *testing.T) {
 func isStatus(err error, status int) bool {
 	var api *control.APIError
 	return errors.As(err, &api) && api.HTTPStatus == status
+}
+
+// The same refusal on two features is a pattern, with both features and
+// the traces as examples.
+func TestPatternsFromRefusals(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Graph.PrecedentTokens = 0 // every coder makes the mistake
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
+			"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, "src/shared.txt"), "content": "x"}})
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := h.current.Patterns(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ps, func(p graph.Pattern) bool { return p.Kind == graph.PatternRefusal && p.Gate == "scope" })
+	if i < 0 || ps[i].Count != 2 || !slices.Equal(ps[i].Features, []string{"F-001", "F-002"}) || len(ps[i].Examples) != 2 || ps[i].Role != string(agents.Coder) {
+		t.Errorf("patterns = %+v", ps)
+	}
 }

@@ -542,7 +542,7 @@ func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
 		} else {
 			what += " (warn mode: left as it is)"
 		}
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: f.Gate, Code: f.Code,
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: f.Gate, Code: f.Code, Path: f.Path,
 			Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
 			Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
 		o.log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))

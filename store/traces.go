@@ -58,6 +58,9 @@ type Trace struct {
 	Source    string       `json:"source"`
 	Gate      string       `json:"gate,omitempty"`
 	Code      string       `json:"code,omitempty"`
+	// Path is the project file a violation was about, when it was about
+	// one (a change found in the tree after a run, and put back).
+	Path string `json:"path,omitempty"`
 }
 
 // TraceContext says who and what a trace is about.

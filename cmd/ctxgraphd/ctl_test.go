@@ -23,6 +23,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/hook"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
@@ -520,5 +521,27 @@ func TestCtlLessons(t *testing.T) {
 	}
 	if _, _, code := ctl(t, "ctl", "--project", proj.Dir, "lessons", "add"); code != exitUsage {
 		t.Errorf("lessons add without text: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestCtlPatterns(t *testing.T) {
+	proj := ctlProject(t)
+	b := &controltest.Backend{PatternList: []graph.Pattern{
+		{Kind: graph.PatternRefusal, What: "coding-agent refused by scope (out_of_scope)", Count: 3, Features: []string{"F-001", "F-002"}, Examples: []string{"tr-3", "tr-2", "tr-1"}},
+		{Kind: graph.PatternFailingCommand, What: "go test ./...", Count: 2, Features: []string{}, Examples: []string{"run-000003"}},
+	}}
+	controltest.Serve(t, proj.Socket, b)
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "patterns", "--min", "3")
+	want := "COUNT  KIND             WHAT                                          FEATURES     EXAMPLES\n" +
+		"3      refusal          coding-agent refused by scope (out_of_scope)  F-001,F-002  tr-3 tr-2 tr-1\n" +
+		"2      failing_command  go test ./...                                 -            run-000003\n"
+	if code != 0 || out != want {
+		t.Errorf("ctl patterns = %d %q\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+	if calls := b.Calls(); len(calls) != 1 || calls[0] != (controltest.Call{Method: "Patterns", Note: "3"}) {
+		t.Errorf("calls %+v", calls)
+	}
+	if _, _, code := ctl(t, "ctl", "--project", proj.Dir, "patterns", "--min", "0"); code != exitUsage {
+		t.Errorf("--min 0: exit %d, want %d", code, exitUsage)
 	}
 }

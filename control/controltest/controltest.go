@@ -5,6 +5,7 @@ package controltest
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/server"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
 // Call is one call the fake received. ID and Note are empty for the methods
@@ -28,6 +30,7 @@ type Call struct {
 type Backend struct {
 	StatusValue control.Status
 	FeatureList []control.Feature
+	PatternList []graph.Pattern
 
 	mu    sync.Mutex
 	errs  map[string]error
@@ -99,6 +102,12 @@ func (b *Backend) Unblock(_ context.Context, id, note string) error {
 // Skip implements control.Backend.
 func (b *Backend) Skip(_ context.Context, id string) error {
 	return b.record(Call{Method: "Skip", ID: id})
+}
+
+// Patterns implements server.PatternBackend: PatternList, whatever is
+// asked, after recording the threshold.
+func (b *Backend) Patterns(_ context.Context, atLeast int) ([]graph.Pattern, error) {
+	return b.PatternList, b.record(Call{Method: "Patterns", Note: strconv.Itoa(atLeast)})
 }
 
 // AddLesson implements control.LessonBackend.

@@ -16,11 +16,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
@@ -99,6 +101,23 @@ func New(b control.Backend, log *zap.Logger) *Server {
 		s.Handle("POST /v1/lessons/{id}/promote", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
 			return lb.PromoteLesson(r.Context(), r.PathValue("id"))
 		})))
+	}
+	if pb, ok := b.(PatternBackend); ok {
+		s.Handle("GET /v1/patterns", Endpoint(func(r *http.Request) ([]graph.Pattern, error) {
+			atLeast := 2
+			if v := r.URL.Query().Get("min"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: "min: want a whole number >= 1"}
+				}
+				atLeast = n
+			}
+			ps, err := pb.Patterns(r.Context(), atLeast)
+			if ps == nil && err == nil {
+				ps = []graph.Pattern{}
+			}
+			return ps, err
+		}))
 	}
 	if rb, ok := b.(ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
@@ -459,4 +478,10 @@ func (s *Server) watch(wb control.WatchBackend) http.Handler {
 // (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
 type ReportBackend interface {
 	Report(ctx context.Context) (report.Report, error)
+}
+
+// PatternBackend is a daemon that finds what happened again and again in
+// its project (GET /v1/patterns?min=N).
+type PatternBackend interface {
+	Patterns(ctx context.Context, atLeast int) ([]graph.Pattern, error)
 }

@@ -1,0 +1,106 @@
+package graph
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// Kinds of pattern.
+const (
+	PatternRefusal        = "refusal"         // the same gate refused agents of one role for the same reason
+	PatternFailingCommand = "failing_command" // the same command failed again and again
+	PatternRevertedFile   = "reverted_file"   // the same file was put back after runs again and again
+)
+
+// Pattern is something that happened again and again: what a person (or a
+// guard, later) should look at.
+type Pattern struct {
+	Kind string `json:"kind"`
+	// What says it in a line: "coding-agent refused by scope
+	// (out_of_scope)", the command, the file.
+	What     string    `json:"what"`
+	Role     string    `json:"role,omitempty"`
+	Gate     string    `json:"gate,omitempty"`
+	Code     string    `json:"code,omitempty"`
+	Count    int       `json:"count"`
+	Features []string  `json:"features"`
+	Examples []string  `json:"examples"` // trace ids, or run ids for commands: the newest few
+	Last     time.Time `json:"last"`
+}
+
+// maxExamples is how many examples a pattern names.
+const maxExamples = 3
+
+// Patterns groups what happened again and again, at least atLeast times:
+// refusals by role, gate and reason; failing commands; files put back. The
+// most frequent first. What agents stored themselves is not counted: it
+// is their word, not what happened.
+func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pattern {
+	groups := map[string]*Pattern{}
+	var order []*Pattern
+	add := func(key string, p Pattern, feature, example string, at time.Time) {
+		g := groups[key]
+		if g == nil {
+			g = &p
+			groups[key] = g
+			order = append(order, g)
+		}
+		g.Count++
+		if feature != "" && !slices.Contains(g.Features, feature) {
+			g.Features = append(g.Features, feature)
+		}
+		g.Examples = append(g.Examples, example)
+		if at.After(g.Last) {
+			g.Last = at
+		}
+	}
+	for _, t := range traces {
+		if t.Type != store.TraceViolation || t.Source == store.SourceAgent {
+			continue
+		}
+		what := fmt.Sprintf("%s refused by %s", cmp.Or(t.Context.Agent, "an agent"), cmp.Or(t.Gate, "the daemon"))
+		if t.Code != "" {
+			what += " (" + t.Code + ")"
+		}
+		add(PatternRefusal+"\x00"+t.Context.Agent+"\x00"+t.Gate+"\x00"+t.Code,
+			Pattern{Kind: PatternRefusal, What: what, Role: t.Context.Agent, Gate: t.Gate, Code: t.Code},
+			t.Context.Feature, t.ID, t.Timestamp)
+		if t.Path != "" && strings.Contains(t.Event.WhatHappened, "put back") {
+			add(PatternRevertedFile+"\x00"+t.Path, Pattern{Kind: PatternRevertedFile, What: t.Path + " put back after a run"},
+				t.Context.Feature, t.ID, t.Timestamp)
+		}
+	}
+	for _, c := range commands {
+		if c.ExitCode == 0 {
+			continue
+		}
+		cmd := strings.Join(strings.Fields(c.Command), " ")
+		add(PatternFailingCommand+"\x00"+cmd, Pattern{Kind: PatternFailingCommand, What: clip(cmd)}, c.Feature, c.Run, c.Time)
+	}
+	var out []Pattern
+	for _, g := range order {
+		if g.Count < atLeast {
+			continue
+		}
+		// The newest examples, newest first.
+		slices.Reverse(g.Examples)
+		g.Examples = slices.Compact(g.Examples)
+		g.Examples = g.Examples[:min(len(g.Examples), maxExamples)]
+		if g.Features == nil {
+			g.Features = []string{}
+		}
+		out = append(out, *g)
+	}
+	slices.SortStableFunc(out, func(a, b Pattern) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return b.Last.Compare(a.Last)
+	})
+	return out
+}

@@ -1,0 +1,72 @@
+package graph
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func TestPatterns(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2026, 11, 25, 1, m, 0, 0, time.UTC) }
+	v := func(id, role, feature, gate, code string, m int) store.Trace {
+		tr := refused(role, feature, gate, code, "what", "")
+		tr.ID, tr.Timestamp = id, at(m)
+		return tr
+	}
+	reverted := v("tr-7", coder, "F-002", "scope", "changed_outside_scope", 7)
+	reverted.Path, reverted.Event.WhatHappened = "go.mod", "coding-agent (F-002, run-4) modified go.mod, found in the project's tree after the run: x; put back as it was before the run"
+	reverted2 := reverted
+	reverted2.ID, reverted2.Context.Feature, reverted2.Timestamp = "tr-8", "F-003", at(8)
+	agentSaid := v("tr-9", coder, "F-004", "scope", "out_of_scope", 9)
+	agentSaid.Source = store.SourceAgent
+	warned := reverted
+	warned.ID, warned.Path, warned.Event.WhatHappened = "tr-10", "README.md", "… (warn mode: left as it is)"
+	traces := []store.Trace{
+		v("tr-1", coder, "F-001", "scope", "out_of_scope", 1),
+		v("tr-2", coder, "F-001", "scope", "out_of_scope", 2),
+		v("tr-3", coder, "F-002", "scope", "out_of_scope", 3),
+		v("tr-4", tester, "F-002", "scope", "out_of_scope", 4), // another role: another pattern
+		v("tr-5", coder, "F-003", "role-write-policy", "coder_sets_tested", 5),
+		{ID: "tr-6", Type: store.TraceDecision, Timestamp: at(6)},
+		reverted, reverted2, agentSaid, warned,
+	}
+	commands := []store.Command{
+		{Run: "run-1", Feature: "F-001", Command: "go  test ./...", ExitCode: 1, Time: at(1)},
+		{Run: "run-1", Feature: "F-001", Command: "go test ./...", ExitCode: 1, Time: at(2)},
+		{Run: "run-3", Feature: "F-002", Command: "go test ./...", ExitCode: 1, Time: at(3)},
+		{Run: "run-3", Feature: "F-002", Command: "go test ./...", ExitCode: 0, Time: at(4)},
+		{Run: "run-3", Feature: "F-002", Command: "make lint", ExitCode: 2, Time: at(5)},
+	}
+	got := Patterns(traces, commands, 2)
+	type brief struct {
+		kind, what string
+		count      int
+		features   []string
+		examples   []string
+	}
+	var briefs []brief
+	for _, p := range got {
+		briefs = append(briefs, brief{p.Kind, p.What, p.Count, p.Features, p.Examples})
+	}
+	want := []brief{
+		// As frequent, the most recent first.
+		{PatternRefusal, "coding-agent refused by scope (changed_outside_scope)", 3, []string{"F-002", "F-003"}, []string{"tr-10", "tr-8", "tr-7"}},
+		{PatternRefusal, "coding-agent refused by scope (out_of_scope)", 3, []string{"F-001", "F-002"}, []string{"tr-3", "tr-2", "tr-1"}},
+		{PatternFailingCommand, "go test ./...", 3, []string{"F-001", "F-002"}, []string{"run-3", "run-1"}},
+		{PatternRevertedFile, "go.mod put back after a run", 2, []string{"F-002", "F-003"}, []string{"tr-8", "tr-7"}},
+	}
+	if len(briefs) != len(want) {
+		t.Fatalf("patterns:\n%+v\nwant:\n%+v", briefs, want)
+	}
+	for i := range want {
+		g, w := briefs[i], want[i]
+		if g.kind != w.kind || g.what != w.what || g.count != w.count || !slices.Equal(g.features, w.features) || !slices.Equal(g.examples, w.examples) {
+			t.Errorf("pattern %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if all := Patterns(traces, commands, 1); len(all) != 7 {
+		t.Errorf("at least once: %d patterns, want 7 (each kind of thing that happened)", len(all))
+	}
+}
