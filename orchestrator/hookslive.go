@@ -44,6 +44,7 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 	}
 	o.log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
 	o.active.interrupt = what
+	o.active.hooksKilled = true
 	o.active.cancel()
 }
 

@@ -60,6 +60,10 @@ type Options struct {
 	// Writable are the directories outside the project that agents' programs
 	// may write (temp and tool caches): the sandbox's allowWrite.
 	Writable []string
+	// MCPCommand is `ctxgraphd mcp` (the binary and its arguments), given
+	// to every run as the ctxgraphd MCP server, bound to the run's token;
+	// nil: no MCP server.
+	MCPCommand []string
 	// ExitWhenDone makes Run return once the session is done (or stopped).
 	ExitWhenDone bool
 	// Notify tells a person what happened (internal/notify); nil: no one.
@@ -148,8 +152,10 @@ type activeRun struct {
 	liveTimer *time.Timer // the hooks-live check
 	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
 	interrupt string
-	// silent: the run ended without its hooks ever checking in.
-	silent bool
+	// silent: the run ended without its hooks ever checking in, by itself
+	// or killed for it (hooksKilled).
+	silent      bool
+	hooksKilled bool
 	// failure is why the run ended when it was not its agent's doing.
 	failure *agents.Failure
 }

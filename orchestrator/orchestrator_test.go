@@ -748,3 +748,29 @@ func TestTracesRefuseAnUnknownType(t *testing.T) {
 		t.Errorf("Traces(type violations) = %v, want a 400 that lists the types", err)
 	}
 }
+
+// An initializer killed because its hooks never checked in wrote its list
+// without gates, however far it got before the kill: the list is set
+// aside, never taken, as when such a run ends by itself.
+func TestListOfAHooksKilledRunIsNotTaken(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 50 * time.Millisecond
+	h.runner.silent = true
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		initializerWrites(1)(ctx, spec, h) // the whole list, before the kill
+		return blockUntilCancelled(ctx, spec, h)
+	}
+	err := h.runToEndWithin(15 * time.Second)
+	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+		t.Fatalf("loop ended with %v, want a stop for hooks that never reached the daemon", err)
+	}
+	if got := roles(h.runner.runs()); got != "initializer initializer initializer" {
+		t.Errorf("runs = %s: a list written without gates was taken", got)
+	}
+	if st, err := h.st.Load(); err != nil || len(st.FeatureList) != 0 {
+		t.Errorf("the store took a list written without gates: %s (%v)", st.FeatureList, err)
+	}
+	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err != nil {
+		t.Errorf("the list was not set aside as %s: %v", UnjudgedListFile, err)
+	}
+}

@@ -129,6 +129,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
 		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.cfg.Budget.RunUSD,
+		MCPConfig: o.mcpConfig(token),
 	}
 	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.cfg.Sandbox.Enabled))
@@ -247,7 +248,10 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	if act.failure == nil {
 		why = o.endedSilent(act, res)
 	}
-	act.silent = why != ""
+	// A run killed because its hooks never checked in wrote without gates
+	// just as surely as one that ended by itself first: nothing it wrote
+	// is taken, however far it got.
+	act.silent = why != "" || act.hooksKilled
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	o.syncFeatureList(true)
@@ -264,6 +268,9 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 	out := o.prejudge(act, res)
 	if out.Interrupted || act.failure != nil {
+		if act.hooksKilled {
+			o.setAsideUnjudgedList(act.run)
+		}
 		o.judgeLeftovers(act.run)
 		o.finishRun(act, res, out)
 		return
@@ -600,7 +607,7 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
 	o.claim = ""
-	o.diagnose(id, run.Attempt, jd.Test)
+	o.diagnose(id, run, jd.Test)
 	if !ev.claimed {
 		if jd.Blocks() {
 			return false, findingsReason(jd)
@@ -648,10 +655,13 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 // daemon's own run of its test said when it failed (the retry's
 // reflexion), with what the attempt's coding agent believed; a test that
 // passed, or did not run, leaves nothing to diagnose.
-func (o *Orchestrator) diagnose(id string, attempt int, r *judge.TestResult) {
+func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
+	attempt := run.Attempt
 	c := o.counters[id]
 	c.Diagnosis = nil
 	if r != nil && !r.Passed() && !r.Interrupted {
+		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d failed its test: %s", id, attempt, r.Summary()), Why: "the daemon ran the feature's test itself after its tester's run"}})
 		d := diagnose.Read(r.Command, r.ExitCode, r.Output)
 		switch {
 		case r.CannotRun != "":
