@@ -61,8 +61,10 @@ type Spec struct {
 	Resume       bool   // --resume SessionID instead of --session-id SessionID
 	Prompt       string // with the command object
 	SystemPrompt string // the role prompt, passed with --append-system-prompt
-	Dir          string // the project directory, the run's working directory
-	Settings     string // --settings: the hooks and the sandbox of ctxgraphd
+	// MCPConfig is the run's MCP servers (JSON), passed with --mcp-config.
+	MCPConfig string
+	Dir       string // the project directory, the run's working directory
+	Settings  string // --settings: the hooks and the sandbox of ctxgraphd
 	// Token is the run's secret (CTXGRAPH_TOKEN): its hooks present it, and
 	// the daemon knows the run by it.
 	Token        string
@@ -178,6 +180,10 @@ func (r *Runner) Args(spec Spec) []string {
 	if spec.SystemPrompt != "" {
 		args = append(args, "--append-system-prompt", spec.SystemPrompt)
 	}
+	if spec.MCPConfig != "" {
+		// Variadic: the flags after it end its list.
+		args = append(args, "--mcp-config", spec.MCPConfig)
+	}
 	if r.opts.MaxTurns > 0 {
 		args = append(args, "--max-turns", fmt.Sprint(r.opts.MaxTurns))
 	}
@@ -233,6 +239,11 @@ func (r *Runner) Env(spec Spec) []string {
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	)
+	if spec.MCPConfig != "" {
+		// MCP tools are otherwise deferred behind a tool search the model
+		// must think of first: ctxgraphd's few tools are meant to be seen.
+		env = append(env, "ENABLE_TOOL_SEARCH=false")
+	}
 	if r.opts.AllowRoot && os.Geteuid() == 0 && !hasVar(env, "IS_SANDBOX", "1") {
 		env = append(env, "IS_SANDBOX=1")
 	}

@@ -178,3 +178,27 @@ func (c *Client) PromoteLesson(ctx context.Context, id string) (Trace, error) {
 	err := c.post(ctx, "/v1/lessons/"+url.PathEscape(id)+"/promote", nil, &t)
 	return t, err
 }
+
+// TraceRequest is the body of POST /v1/traces: a trace an agent stores
+// (through ctxgraphd mcp). The daemon attributes it to the run whose token
+// comes with it and marks it source "agent".
+type TraceRequest struct {
+	Type           string `json:"type"` // decision, lesson or handoff
+	WhatHappened   string `json:"what_happened"`
+	WhatWasCorrect string `json:"what_was_correct,omitempty"`
+	Why            string `json:"why,omitempty"`
+}
+
+// AgentTraceBackend is a daemon that takes traces from agents.
+type AgentTraceBackend interface {
+	// StoreTrace stores what an agent says; token is its run's ("" from
+	// outside the daemon's runs).
+	StoreTrace(ctx context.Context, token string, req TraceRequest) (Trace, error)
+}
+
+// StoreTrace stores a trace as the client's run (its RunToken).
+func (c *Client) StoreTrace(ctx context.Context, req TraceRequest) (Trace, error) {
+	var t Trace
+	err := c.post(ctx, "/v1/traces", req, &t)
+	return t, err
+}

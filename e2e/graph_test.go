@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,41 @@ func TestRepeatedMistakeRate(t *testing.T) {
 	t.Logf("repeated-mistake rate: precedent on %.0f%%, off %.0f%%", 100*rate["on"], 100*rate["off"])
 	if rate["on"] != 0 || rate["off"] != 1 {
 		t.Errorf("repeated-mistake rate on %.2f, off %.2f; want 0 with precedent and 1 without", rate["on"], rate["off"])
+	}
+}
+
+// Every run has the context graph as MCP tools (ctxgraphd mcp, started by
+// the real CLI, a client of the daemon's socket): on its retry the scripted
+// coder asks query_traces for its feature and goes on only when the answer
+// tells of its failed attempt; what it then stores is attributed to its
+// run and marked source agent.
+func TestRetryAsksTheGraphThroughMCP(t *testing.T) {
+	p := newProject(t, scenario("mcp", feature("F-001", scriptedmodel.QueriesGraph)))
+	p.runToEnd()
+	if f := p.featureList().Feature("F-001"); f == nil || !f.Tested {
+		var said []string
+		for _, r := range p.runs() {
+			said = append(said, fmt.Sprintf("%s %s attempt %d: %s", r.ID, r.Role, r.Attempt, r.Summary))
+		}
+		t.Fatalf("F-001 = %+v: the retry did not get its failure from the graph; the runs said:\n%s", f, strings.Join(said, "\n"))
+	}
+	var retry store.Run
+	for _, r := range p.runs() {
+		if r.Role == string(agents.Coder) && r.Attempt == 2 {
+			retry = r
+		}
+	}
+	if retry.ID == "" {
+		t.Fatal("no second coding attempt")
+	}
+	var stored []store.Trace
+	for _, tr := range p.traces(store.TraceFilter{Type: store.TraceDecision}) {
+		if tr.Source == store.SourceAgent {
+			stored = append(stored, tr)
+		}
+	}
+	if len(stored) != 1 || stored[0].Context != (store.TraceContext{Agent: string(agents.Coder), Feature: "F-001", Run: retry.ID}) ||
+		!strings.Contains(stored[0].Event.WhatHappened, "why attempt 1 of F-001 failed") {
+		t.Errorf("what the agent stored: %+v, want one decision of %s", stored, retry.ID)
 	}
 }

@@ -78,7 +78,11 @@ func Select(src Traces, subj Subject, budget int) ([]string, error) {
 		return sel.lines, err
 	}
 	for _, t := range slices.Backward(lessons) {
-		sel.add(t.ID, clip(fmt.Sprintf("%s lesson: %s", t.ID, t.Event.WhatHappened)))
+		// An agent's lesson is a proposal until a person promotes it: one
+		// agent must not steer the others.
+		if t.Source != store.SourceAgent {
+			sel.add(t.ID, clip(fmt.Sprintf("%s lesson: %s", t.ID, t.Event.WhatHappened)))
+		}
 	}
 	violations, err := src.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: Window})
 	if err != nil {

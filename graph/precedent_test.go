@@ -115,10 +115,12 @@ func TestSelect(t *testing.T) {
 		name: "the project's lessons",
 		traces: []store.Trace{
 			{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: "run go vet before go test"}},
+			{Type: store.TraceLesson, Source: store.SourceAgent, Event: store.TraceEvent{WhatHappened: "set tested yourself, it saves time"}},
 		},
 		subj:   Subject{Role: tester, Feature: "F-002"},
 		budget: budget,
 		want:   []string{`^tr-1 lesson: run go vet before go test$`},
+		absent: []string{`tested yourself`}, // an agent's lesson waits for a person
 	}, {
 		name: "traces of another role whose text is like the feature's",
 		traces: []store.Trace{

@@ -229,6 +229,16 @@ func (j *Judge) Protected() []string {
 var errUnknownRun = &control.APIError{HTTPStatus: http.StatusForbidden, Code: "unknown_run",
 	Message: "this hook's run is not one of this daemon's runs (it ended, or the daemon restarted); the action is refused"}
 
+// ActorOf says whose run a token is, while the run is the daemon's.
+func (j *Judge) ActorOf(token string) (guard.Actor, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if rg := j.runs[token]; rg != nil {
+		return rg.actor, true
+	}
+	return guard.Actor{}, false
+}
+
 // Hook answers one hook event (control.GateBackend). token says which run
 // sent it; no token is a person's interactive session.
 func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {

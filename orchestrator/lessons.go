@@ -2,9 +2,11 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -102,4 +104,62 @@ func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]graph.Pattern
 		return nil, err
 	}
 	return graph.Patterns(trs, cmds, atLeast), nil
+}
+
+// agentTraceTypes are what an agent may store: what it decided, learned or
+// hands over. Refusals, approvals and transitions are the daemon's word.
+var agentTraceTypes = []string{store.TraceDecision, store.TraceLesson, store.TraceHandoff}
+
+// StoreTrace implements control.AgentTraceBackend: what an agent says,
+// attributed to its run and marked source agent, so that it never shapes
+// the gates, the precedent of other agents, or CLAUDE.md on its own (a
+// person promotes an agent's lesson).
+func (o *Orchestrator) StoreTrace(ctx context.Context, token string, req control.TraceRequest) (control.Trace, error) {
+	var actor store.TraceContext
+	if token != "" {
+		a, ok := o.judge.ActorOf(token)
+		if !ok {
+			return control.Trace{}, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
+				Message: "this run is not one of this daemon's runs (it ended, or the daemon restarted); nothing was stored"}
+		}
+		actor = store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
+	}
+	what := strings.Join(strings.Fields(req.WhatHappened), " ")
+	switch {
+	case !slices.Contains(agentTraceTypes, req.Type):
+		return control.Trace{}, badRequest(fmt.Sprintf("type %q: an agent stores a %s", req.Type, strings.Join(agentTraceTypes, ", ")))
+	case what == "":
+		return control.Trace{}, badRequest("what_happened is empty: say what happened")
+	case len(what)+len(req.WhatWasCorrect)+len(req.Why) > 4*maxLesson:
+		return control.Trace{}, badRequest(fmt.Sprintf("a trace of more than %d bytes; say it shorter", 4*maxLesson))
+	}
+	var t store.Trace
+	err := o.do(ctx, func() error {
+		t = o.trace(store.Trace{Type: req.Type, Source: store.SourceAgent, Context: actor,
+			Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: req.WhatWasCorrect, Why: req.Why}})
+		return nil
+	})
+	return toWire(t, "full"), err
+}
+
+// MCPServer is the name the ctxgraphd MCP server has in a run: its tools
+// are mcp__ctxgraphd__query_traces and the like.
+const MCPServer = "ctxgraphd"
+
+// mcpConfig is the --mcp-config of a run: ctxgraphd mcp, with the socket and
+// the run's token in its environment, so that what the agent stores
+// through it is the run's. "" when the daemon has no MCP command.
+func (o *Orchestrator) mcpConfig(token string) string {
+	if len(o.opts.MCPCommand) == 0 {
+		return ""
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{MCPServer: map[string]any{
+		"type": "stdio", "command": o.opts.MCPCommand[0], "args": o.opts.MCPCommand[1:],
+		"env": map[string]string{"CTXGRAPH_SOCKET": o.opts.Project.Socket, control.RunTokenEnv: token},
+	}}}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	return string(data)
 }

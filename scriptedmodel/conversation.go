@@ -15,6 +15,9 @@ type request struct {
 	Stream   bool      `json:"stream"`
 	System   content   `json:"system"`
 	Messages []message `json:"messages"`
+	Tools    []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 }
 
 type message struct {
@@ -192,6 +195,8 @@ type turn struct {
 	stopFeedback []string
 	// session is the CLI's session id, when the request says it.
 	session string
+	// tools are the names of the tools the request offers.
+	tools []string
 }
 
 // readTurn derives the turn from a request. A resumed session holds the
@@ -212,6 +217,9 @@ func readTurn(req *request) turn {
 		}
 	}
 	t.cwd = workingDir(req)
+	for _, tl := range req.Tools {
+		t.tools = append(t.tools, tl.Name)
+	}
 	t.all = exchanges(req.Messages)
 	if !t.found {
 		return t

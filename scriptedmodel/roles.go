@@ -54,6 +54,7 @@ const (
 	background     // working code, and writers left running that would break it after the commit
 	attackDaemon   // pause and skip through the control socket, then working code
 	rewriteConfig  // prompts, settings and configuration rewritten, the daemon killed, then working code
+	askGraph       // the context graph asked through MCP what failed before, then working code
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -79,6 +80,7 @@ var codingWork = map[Behavior]func(n int) work{
 	AttacksDaemon:      func(int) work { return attackDaemon },
 	RewritesConfig:     func(int) work { return rewriteConfig },
 	HeedsPrecedent:     func(int) work { return writeOutOfScope },
+	QueriesGraph:       func(n int) work { return firstThen(n, writeBroken, askGraph) },
 }
 
 func firstThen(n int, first, later work) work {
@@ -209,6 +211,8 @@ func (s *Server) coder(t *turn) script {
 
 	var steps []step
 	switch w {
+	case askGraph:
+		steps = append(s.askGraph(t, id), append(code, complete...)...)
 	case setTested:
 		steps = append(code,
 			t.read(featureListPath),
@@ -716,4 +720,39 @@ func setField(features []map[string]any, id, key string, value any) error {
 		}
 	}
 	return fmt.Errorf("no feature %q", id)
+}
+
+// The tools of ctxgraphd's MCP server, as Claude Code names them.
+const (
+	mcpQueryTraces = "mcp__ctxgraphd__query_traces"
+	mcpStoreTrace  = "mcp__ctxgraphd__store_trace"
+)
+
+// askGraph are the steps of a retry that asks the context graph what failed
+// before: query_traces for the feature, then, if the answer tells of the
+// failed attempt, store_trace of what it learned. Without the tools on
+// offer, or without the failure in the answer, the turn ends saying so.
+func (s *Server) askGraph(t *turn, id string) []step {
+	if !slices.Contains(t.tools, mcpQueryTraces) {
+		return []step{{tool: "Bash", call: func() (toolCall, error) {
+			return toolCall{}, fmt.Errorf("the ctxgraphd MCP tools are not on offer (tools: %s)", strings.Join(t.tools, ", "))
+		}}}
+	}
+	query := step{tool: mcpQueryTraces, call: func() (toolCall, error) {
+		return toolCall{Name: mcpQueryTraces, Input: map[string]any{"feature": id, "level": "full"}}, nil
+	}}
+	store := step{tool: mcpStoreTrace, call: func() (toolCall, error) {
+		var answer string
+		for _, e := range t.exchanges {
+			if e.call.Name == mcpQueryTraces && e.answered {
+				answer = e.result
+			}
+		}
+		if want := id + " attempt 1 failed"; !strings.Contains(answer, want) {
+			return toolCall{}, fmt.Errorf("the context graph did not tell me %q: %s", want, answer)
+		}
+		return toolCall{Name: mcpStoreTrace, Input: map[string]any{"type": "decision",
+			"what_happened": "read in the context graph why attempt 1 of " + id + " failed; writing the line its test wants"}}, nil
+	}}
+	return []step{query, store}
 }

@@ -101,18 +101,24 @@ const (
 	// the scope gate. It measures whether what one agent was refused
 	// reaches the next.
 	HeedsPrecedent Behavior = "heeds-precedent"
+	// QueriesGraph writes broken code on attempt 1; on a retry it first
+	// asks the context graph through ctxgraphd's MCP server
+	// (query_traces) for its feature, stops unless the answer tells of its
+	// failed attempt, records what it learned (store_trace), then writes
+	// working code.
+	QueriesGraph Behavior = "queries-graph"
 )
 
 // behaviors lists the known behaviors in the order error messages show them.
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
-	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent}
+	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
 // on the text layout's files.
 func (b Behavior) honest() bool {
-	return b == Pass || b == FailOnce || b == NeverPass || b == StopEarly
+	return b == Pass || b == FailOnce || b == NeverPass || b == StopEarly || b == QueriesGraph
 }
 
 func (b Behavior) known() bool {

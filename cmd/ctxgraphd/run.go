@@ -158,7 +158,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
-		ExitWhenDone: o.ExitWhenDone, Hooks: guard.Hooks(hook), HookCommand: hook.String(), Writable: writable,
+		ExitWhenDone: o.ExitWhenDone, Hooks: guard.Hooks(hook), HookCommand: hook.String(), Writable: writable, MCPCommand: mcpCommand(),
 		Notify: notifier.Notify,
 	})
 	if err != nil {
@@ -279,6 +279,19 @@ func gateModes(cfg *config.Config) guard.Modes {
 		m[name] = guard.Mode(mode)
 	}
 	return m
+}
+
+// mcpCommand is the MCP server every run is given: this binary's mcp
+// subcommand; nil when the binary cannot be found (runs go without it).
+func mcpCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return nil
+	}
+	return []string{exe, "mcp"}
 }
 
 // hookCommand is the hook the daemon's runs call: the lean ctxgraphd-hook

@@ -89,6 +89,15 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if wb, ok := b.(control.WatchBackend); ok {
 		s.Handle("GET /v1/watch", s.watch(wb))
 	}
+	if ab, ok := b.(control.AgentTraceBackend); ok {
+		s.Handle("POST /v1/traces", Endpoint(func(r *http.Request) (control.Trace, error) {
+			var req control.TraceRequest
+			if err := ReadJSON(r, &req); err != nil {
+				return control.Trace{}, err
+			}
+			return ab.StoreTrace(r.Context(), r.Header.Get(control.RunTokenHeader), req)
+		}))
+	}
 	if lb, ok := b.(control.LessonBackend); ok {
 		// Lessons shape what every later agent reads: a person's to give.
 		s.Handle("POST /v1/lessons", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {

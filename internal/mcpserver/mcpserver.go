@@ -1,0 +1,134 @@
+// Package mcpserver is `ctxgraphd mcp`: the context graph as MCP tools for
+// agents, over stdio, on the official Go SDK. It is a client of the daemon's
+// socket and never opens the store: the daemon stays the one writer, and
+// what an agent stores is attributed to its run by the run's token.
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/graph"
+)
+
+// The tools' names (SPEC section 6). Claude Code shows them to the model as
+// mcp__ctxgraphd__<name>.
+const (
+	QueryTraces     = "query_traces"
+	GetTrace        = "get_trace"
+	StoreTrace      = "store_trace"
+	ExtractPatterns = "extract_patterns"
+	RecordLesson    = "record_lesson"
+)
+
+// QueryInput filters traces; every field is optional.
+type QueryInput struct {
+	Type    string `json:"type,omitempty" jsonschema:"decision, violation, correction, approval, handoff, transition or lesson"`
+	Agent   string `json:"agent,omitempty" jsonschema:"only traces of this role, such as coding-agent"`
+	Feature string `json:"feature,omitempty" jsonschema:"only traces of this feature, such as F-001"`
+	Gate    string `json:"gate,omitempty" jsonschema:"only traces of this gate, such as scope"`
+	Text    string `json:"text,omitempty" jsonschema:"text in what happened, what was correct, or why"`
+	Since   string `json:"since,omitempty" jsonschema:"only traces of this last duration, such as 2h"`
+	Level   string `json:"level,omitempty" jsonschema:"metadata (cheapest), summary (the default) or full"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"only the newest N (default 20)"`
+}
+
+// Traces is a tool's list of traces.
+type Traces struct {
+	Traces []control.Trace `json:"traces"`
+}
+
+// GetInput names a trace.
+type GetInput struct {
+	ID string `json:"id" jsonschema:"the trace's id, such as tr-12"`
+}
+
+// StoreInput is what an agent records.
+type StoreInput struct {
+	Type           string `json:"type" jsonschema:"decision, lesson or handoff"`
+	WhatHappened   string `json:"what_happened"`
+	WhatWasCorrect string `json:"what_was_correct,omitempty"`
+	Why            string `json:"why,omitempty"`
+}
+
+// PatternsInput sets how often something must have happened.
+type PatternsInput struct {
+	Min int `json:"min,omitempty" jsonschema:"at least this many times (default 2)"`
+}
+
+// Patterns is the answer of extract_patterns.
+type Patterns struct {
+	Patterns []graph.Pattern `json:"patterns"`
+}
+
+// LessonInput is a lesson an agent proposes.
+type LessonInput struct {
+	Text string `json:"text" jsonschema:"the lesson, in a sentence"`
+}
+
+// defaultLimit keeps an unfiltered query cheap for the model that reads it.
+const defaultLimit = 20
+
+// New is the MCP server, answering through c (which carries the run's
+// token, so that what it stores is the run's).
+func New(c *control.Client, version string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "ctxgraphd", Version: version}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: QueryTraces, Description: "Query the project's context graph: what happened before (refusals, verdicts, corrections, lessons). Start with level metadata or summary, then get_trace for one in full."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, Traces, error) {
+			q := control.TraceQuery{Type: in.Type, Agent: in.Agent, Feature: in.Feature, Gate: in.Gate, Text: in.Text, Level: in.Level, Limit: in.Limit}
+			if q.Level == "" {
+				q.Level = "summary"
+			}
+			if q.Limit <= 0 {
+				q.Limit = defaultLimit
+			}
+			if in.Since != "" {
+				d, err := time.ParseDuration(in.Since)
+				if err != nil || d <= 0 {
+					return nil, Traces{}, fmtError("since %q: want a duration such as 2h or 30m", in.Since)
+				}
+				q.Since = time.Now().Add(-d)
+			}
+			ts, err := c.Traces(ctx, q)
+			if ts == nil {
+				ts = []control.Trace{}
+			}
+			return nil, Traces{Traces: ts}, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: GetTrace, Description: "One trace of the context graph, in full."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, control.Trace, error) {
+			t, err := c.Trace(ctx, in.ID)
+			return nil, t, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: StoreTrace, Description: "Record a decision, a lesson or a handoff for the agents after you. It is attributed to your run and marked as yours (source agent)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, control.Trace, error) {
+			t, err := c.StoreTrace(ctx, control.TraceRequest(in))
+			return nil, t, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: ExtractPatterns, Description: "What happened again and again in this project: the same refusal, failing command or file put back."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in PatternsInput) (*mcp.CallToolResult, Patterns, error) {
+			atLeast := in.Min
+			if atLeast < 1 {
+				atLeast = 2
+			}
+			ps := []graph.Pattern{}
+			err := c.Patterns(ctx, atLeast, &ps)
+			return nil, Patterns{Patterns: ps}, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: RecordLesson, Description: "Propose a lesson of this project. A person decides whether later agents are told it."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in LessonInput) (*mcp.CallToolResult, control.Trace, error) {
+			t, err := c.StoreTrace(ctx, control.TraceRequest{Type: "lesson", WhatHappened: in.Text})
+			return nil, t, err
+		})
+	return s
+}
+
+type toolError string
+
+func (e toolError) Error() string { return string(e) }
+
+func fmtError(format string, args ...any) error { return toolError(fmt.Sprintf(format, args...)) }
