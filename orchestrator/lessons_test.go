@@ -120,3 +120,37 @@ func TestPatternsFromRefusals(t *testing.T) {
 		t.Errorf("patterns = %+v", ps)
 	}
 }
+
+// What an agent stores is marked as its own and kept to what it may say;
+// a token of no run of this daemon stores nothing.
+func TestStoreTrace(t *testing.T) {
+	h := newHarness(t)
+	o := h.orchestrator(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	tr, err := o.StoreTrace(ctx, "", control.TraceRequest{Type: store.TraceHandoff, WhatHappened: "  the parser\nis done  "})
+	if err != nil || tr.Source != store.SourceAgent || tr.Type != store.TraceHandoff || tr.Event.WhatHappened != "the parser is done" {
+		t.Errorf("StoreTrace = %+v, %v", tr, err)
+	}
+	for _, tt := range []struct {
+		token  string
+		req    control.TraceRequest
+		status int
+	}{
+		{"", control.TraceRequest{Type: store.TraceViolation, WhatHappened: "the tester cheated"}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: store.TraceApproval, WhatHappened: "F-001 is tested"}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: store.TraceDecision, WhatHappened: " "}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: store.TraceDecision, WhatHappened: strings.Repeat("x", 4*maxLesson+1)}, http.StatusBadRequest},
+		{"a-token-of-no-run", control.TraceRequest{Type: store.TraceDecision, WhatHappened: "x"}, http.StatusForbidden},
+	} {
+		if _, err := o.StoreTrace(ctx, tt.token, tt.req); !isStatus(err, tt.status) {
+			t.Errorf("StoreTrace(%q, %s) = %v, want %d", tt.token, tt.req.Type, err, tt.status)
+		}
+	}
+	if trs, _ := h.st.Traces(store.TraceFilter{Text: "cheated"}); len(trs) != 0 {
+		t.Errorf("a refused trace was stored: %+v", trs)
+	}
+}
