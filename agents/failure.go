@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // FailureKind names why a run ended that was not its agent's doing: the
@@ -216,5 +218,5 @@ func byStatus(s int) FailureKind {
 }
 
 func oneLine(s string) string {
-	return clip(strings.Join(strings.Fields(s), " "), 300)
+	return textcut.Line(s, 300)
 }

@@ -211,7 +211,8 @@ func TestExplainSaysWhatItWas(t *testing.T) {
 	}
 }
 
-// The detail of a failure is one line of at most 300 bytes, however much
+// The detail of a failure is one line of at most 300 bytes (the cut mark
+// included), however much
 // the run said and however it was spaced.
 func TestFailureDetailIsOneLine(t *testing.T) {
 	for _, tc := range []struct {
@@ -219,7 +220,7 @@ func TestFailureDetailIsOneLine(t *testing.T) {
 	}{
 		{"  limit\n\treached  ", "limit reached"},
 		{strings.Repeat("x", 300), strings.Repeat("x", 300)},
-		{strings.Repeat("x", 301), strings.Repeat("x", 300) + "…"},
+		{strings.Repeat("x", 301), strings.Repeat("x", 297) + "…"},
 	} {
 		res := Result{Ended: EndExited, SawInit: true, SawResult: true, IsError: true, APIError: "rate_limit", Text: tc.text}
 		if f, ok := res.Failure(""); !ok || f.Detail != tc.want {

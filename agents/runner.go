@@ -22,6 +22,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"go.uber.org/zap"
 )
 
@@ -481,7 +482,7 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 				if m.Type == "assistant" && m.ParentToolUseID == "" && strings.TrimSpace(b.Text) != "" {
 					*lastText = b.Text
 				}
-				e.Kind, e.Detail = "text", clip(b.Text, 200)
+				e.Kind, e.Detail = "text", textcut.Cut(b.Text, 200)
 			case "tool_use":
 				if m.ParentToolUseID == "" {
 					res.ToolCalls++
@@ -542,7 +543,7 @@ func toolDetail(tool string, input json.RawMessage) string {
 	}
 	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description"} {
 		if s, ok := in[k].(string); ok && s != "" {
-			return clip(s, 200)
+			return textcut.Cut(s, 200)
 		}
 	}
 	return ""
@@ -568,14 +569,14 @@ func summarize(res Result) string {
 	case res.IsError:
 		return prefixed(firstNonEmpty(res.Subtype, "error"), text)
 	}
-	return clip(text, 300)
+	return textcut.Cut(text, 300)
 }
 
 func prefixed(what, text string) string {
 	if text == "" {
 		return what
 	}
-	return clip(what+": "+text, 300)
+	return textcut.Cut(what+": "+text, 300)
 }
 
 func firstNonEmpty(s ...string) string {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // MaxLineBytes bounds one stream-json line. Tool results can be large (an
@@ -158,7 +160,7 @@ func (d *Decoder) Next() (Message, error) {
 			continue
 		}
 		if line[0] != '{' {
-			return Message{}, &LineError{Line: d.line, Err: fmt.Errorf("not a JSON object: %q", clip(string(line), 80))}
+			return Message{}, &LineError{Line: d.line, Err: fmt.Errorf("not a JSON object: %q", textcut.Cut(string(line), 80))}
 		}
 		var m Message
 		if err := json.Unmarshal(line, &m); err != nil {
@@ -194,11 +196,4 @@ func (d *Decoder) readLine() ([]byte, error) {
 		}
 		return nil, err
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

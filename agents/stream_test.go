@@ -207,25 +207,6 @@ func TestDecoderOversizedLastLine(t *testing.T) {
 	}
 }
 
-// clip keeps a string of n bytes or fewer as it is and cuts a longer one
-// to n bytes, marked as cut.
-func TestClip(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"", 3, ""},
-		{"abc", 3, "abc"},
-		{"abcd", 3, "abc…"},
-		{"ab", 3, "ab"},
-	} {
-		if got := clip(tc.s, tc.n); got != tc.want {
-			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	for _, tc := range []struct {
 		res  Result

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -206,19 +207,7 @@ func roleMistakes(violations []store.Trace, subj Subject) []mistake {
 	return out
 }
 
-func clip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxLine {
-		return s
-	}
-	cut := maxLine - len("…")
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func clip(s string) string { return textcut.Line(s, maxLine) }
 
 func plural(n int) string {
 	if n == 1 {

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -350,25 +350,17 @@ func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal) {
 	switch {
 	case r.Host != "":
 		t.Code = "network_denied"
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, clip(cmd, 200)),
+		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, textcut.Line(cmd, 200)),
 			WhatWasCorrect: "reach only the hosts the project allows", Why: "confinement"}
 	case r.rule != nil:
 		t.Gate, t.Code = r.rule.Gate, r.rule.Code
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused `%s` a write of %s: %s", clip(cmd, 200), r.Path, r.rule.Message),
+		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused `%s` a write of %s: %s", textcut.Line(cmd, 200), r.Path, r.rule.Message),
 			WhatWasCorrect: r.rule.Suggestion, Why: "gate " + r.rule.Gate + ", held by the sandbox whatever program writes"}
 	default:
 		return // a refusal no rule of ours names: the sandbox's own business
 	}
 	j.Trace(t)
 	j.log.Info("sandbox refusal", zap.String("gate", t.Gate), zap.String("code", t.Code), zap.String("run", a.Run), zap.String("path", r.Path), zap.String("host", r.Host))
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // TraceContext is the trace context of an actor.

@@ -382,7 +382,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
 		{name: "a command clipped past the bound", payload: bashFailurePayload("echo "+long+"xxx > tests/a.sh", roFS("tests/a.sh")),
 			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
-			what: "the sandbox refused `echo " + long + "xxx > tests/a.s…` a write of tests/a.sh: ",
+			what: "the sandbox refused `echo " + long + "xxx > tests/…` a write of tests/a.sh: ",
 			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
 		{name: "a write no rule forbids", payload: bashFailurePayload("echo x > src/a/x.go", roFS("src/a/x.go"))},
 		{name: "a person's refused write", person: true, payload: bashFailurePayload("echo x > tests/a.sh", roFS("tests/a.sh"))},

@@ -79,14 +79,6 @@ func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Featur
 	return out
 }
 
-func clipLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 func brief(f *progress.Feature) *agents.FeatureBrief {
 	if f == nil {
 		return nil

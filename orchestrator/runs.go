@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -673,7 +674,7 @@ func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
 			o.log.Warn("could not keep the failing test's output", zap.String("feature", id), zap.Error(err))
 		}
 		if s := o.coderSummary(id, attempt); s != "" {
-			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, clipLine(s, 200))
+			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, textcut.Line(s, 200))
 		}
 		c.Diagnosis = &d
 	}

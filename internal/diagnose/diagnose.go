@@ -10,6 +10,8 @@ package diagnose
 import (
 	"regexp"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // Diagnosis is what a failing test said, in parts a model can act on.
@@ -236,24 +238,9 @@ func excerpt(lines []string, keep []int) string {
 	}
 	out := strings.Join(picked, "\n")
 	if len(out) > maxOutputBytes {
-		out = clipBytes(out, maxOutputBytes)
+		out = textcut.Cut(out, maxOutputBytes)
 	}
 	return out
 }
 
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= maxField {
-		return s
-	}
-	return clipBytes(s, maxField)
-}
-
-// clipBytes cuts s to at most n bytes, on a rune boundary, marking the cut.
-func clipBytes(s string, n int) string {
-	cut := n - len("…")
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string) string { return textcut.Cut(strings.TrimSpace(s), maxField) }

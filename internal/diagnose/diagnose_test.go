@@ -164,18 +164,6 @@ func TestReadKeepsWhatMatters(t *testing.T) {
 	}
 }
 
-func TestClipBytes(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{strings.Repeat("a", maxField), strings.Repeat("a", maxField)},
-		{strings.Repeat("a", maxField+1), strings.Repeat("a", maxField-3) + "…"},
-		{strings.Repeat("é", maxField), strings.Repeat("é", (maxField-3)/2) + "…"},
-	} {
-		if got := clip(tt.in); got != tt.want {
-			t.Errorf("clip(%d bytes) = %d bytes %q", len(tt.in), len(got), got)
-		}
-	}
-}
-
 // FuzzRead feeds Read arbitrary test output: it must never panic, and what
 // it keeps stays valid text within its bounds.
 func FuzzRead(f *testing.F) {
