@@ -393,3 +393,29 @@ func TestWaitOnBlockedIsNoSuccess(t *testing.T) {
 		t.Fatalf("loop ended with %v, want ErrUnfinished naming F-002", err)
 	}
 }
+
+// A broken list that is gone no longer holds the loop: an empty file left
+// as a person's (its writer was killed half-way, say), once removed, lets
+// the initializer run again.
+func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
+	h := newHarness(t)
+	first := true
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if first {
+			first = false
+			h.write(".claude/progress/feature-list.json", "") // no hook saw it
+			go func() {
+				time.Sleep(300 * time.Millisecond) // held by then
+				os.Remove(filepath.Join(h.proj.Progress(), progress.FeatureListFile))
+			}()
+			return agents.Result{Summary: "cut short"}
+		}
+		return initializerWrites(1)(ctx, spec, h)
+	}
+	if err := h.runToEndWithin(20 * time.Second); err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	if got := roles(h.runner.runs()); !strings.HasPrefix(got, "initializer initializer coding:F-001") {
+		t.Errorf("runs = %s, want the initializer again once the broken file was gone", got)
+	}
+}

@@ -30,8 +30,17 @@ import (
 // An unreadable or invalid file is reported and the last good state kept.
 // A person's broken file is left alone for them to fix; an agent's is
 // restored when its run ends (runEnded true). It reports whether the
-// canonical list changed, which is what can give the loop new work.
+// canonical list changed, or a problem that held the loop is gone: what can
+// give the loop new work.
 func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
+	held := o.problem != ""
+	defer func() {
+		// A problem that held the loop and is gone (the file fixed, or
+		// removed) gives the loop its work back, changed list or not.
+		if held && o.problem == "" {
+			changed = true
+		}
+	}()
 	dir := o.opts.Project.Progress()
 	l, data, err := progress.ReadFeatureList(dir)
 	switch {
@@ -41,6 +50,10 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			o.violation(guard.RoleWritePolicy, "feature-list.json was deleted")
 			o.writeFeatureList()
 		}
+		// No file is no problem of a file: a broken one that is gone
+		// (a person gave up on it, a run's leftover was put back) no
+		// longer holds the loop.
+		o.setProblem("")
 		return false
 	case err != nil:
 		o.problemFromAgent = o.active != nil && o.agentMayHaveWrittenList(o.active.run.ID, data)
