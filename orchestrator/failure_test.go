@@ -412,7 +412,7 @@ func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
 		}
 		return initializerWrites(1)(ctx, spec, h)
 	}
-	if err := h.runToEndWithin(20 * time.Second); err != nil {
+	if err := h.runToEndWithin(10 * time.Second); err != nil { // a few seconds when it works
 		t.Fatalf("loop: %v", err)
 	}
 	if got := roles(h.runner.runs()); !strings.HasPrefix(got, "initializer initializer coding:F-001") {
