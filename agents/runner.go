@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -357,7 +358,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 		killing = true
 		res.Ended = why
 		log.Info("stopping agent", zap.String("why", string(why)), zap.Int("pid", res.PID))
-		signalGroup(res.PID, sigTerm)
+		procgroup.Signal(res.PID, syscall.SIGTERM)
 		t := time.NewTimer(r.opts.KillGrace)
 		grace = t.C
 	}
@@ -393,7 +394,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			}
 			res.ExitCode = cmd.ProcessState.ExitCode()
 			// Whatever it left behind in its group goes with it.
-			signalGroup(res.PID, sigKill)
+			procgroup.Kill(res.PID)
 			if !eof {
 				drain = time.After(drainGrace)
 			}
@@ -410,7 +411,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			kill(EndIdleTimeout)
 		case <-grace:
 			grace = nil
-			signalGroup(res.PID, sigKill)
+			procgroup.Kill(res.PID)
 		}
 	}
 	// SIGKILL is delivered asynchronously: wait, briefly, until the group

@@ -186,7 +186,9 @@ func TestRunCancelled(t *testing.T) {
 // Whatever a run leaves running in its group when it exits is killed with
 // it: no orphan, ever.
 func TestRunKillsLeftoversAfterExit(t *testing.T) {
-	res, dir := runFake(t, Options{}, `sleep 1000 >/dev/null 2>&1 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo '`+resultLine+`'`)
+	// env -i: the leftover has dropped the run's identity, so only the
+	// kill of the run's process group reaches it.
+	res, dir := runFake(t, Options{}, `env -i sleep 1000 >/dev/null 2>&1 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo '`+resultLine+`'`)
 	if !res.OK() {
 		t.Errorf("result = %+v", res)
 	}
