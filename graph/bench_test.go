@@ -1,0 +1,46 @@
+package graph
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// BenchmarkSelect measures a run's precedent selection against stores of
+// growing size (SPEC section 10 aims at 5 ms with 1,000,000 traces). The
+// store scans today; this is the baseline an index must beat.
+func BenchmarkSelect(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			st, err := store.Open(b.TempDir(), time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			batch := make([]store.Trace, 0, 10_000)
+			for i := range n {
+				tr := refused([]string{coder, tester}[i%2], fmt.Sprintf("F-%03d", i%200), fmt.Sprintf("gate-%d", i%9), "code",
+					fmt.Sprintf("write %d outside the scope of the parser", i), "stay in scope")
+				if i%10 == 0 {
+					tr.Type = store.TraceTransition
+				}
+				batch = append(batch, tr)
+				if len(batch) == cap(batch) || i == n-1 {
+					if _, err := st.AppendTraces(batch...); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+			subj := Subject{Role: coder, Feature: "F-007", Text: "parse the configuration file", History: []string{"F-007: attempt 1 failed"}}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := Select(st, subj, 600); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
