@@ -15,6 +15,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -51,7 +52,7 @@ func (r TestResult) Summary() string {
 	case r.ExitCode == 0:
 		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, tail(r.Output, 400))
+	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(r.Output, 400))
 }
 
 // maxTestOutput is how much of a test's output the daemon keeps: its end,
@@ -125,9 +126,9 @@ func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
 	}
 	switch res.ExitCode {
 	case 126:
-		res.CannotRun = "the shell could not execute it (exit 126): " + tail(res.Output, 300)
+		res.CannotRun = "the shell could not execute it (exit 126): " + textcut.Tail(res.Output, 300)
 	case 127:
-		res.CannotRun = "a program it runs was not found (exit 127): " + tail(res.Output, 300)
+		res.CannotRun = "a program it runs was not found (exit 127): " + textcut.Tail(res.Output, 300)
 	}
 	return res
 }
@@ -265,13 +266,4 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		jd.Test = &r
 	}
 	return jd
-}
-
-// tail is the end of s, at most n bytes, on one line.
-func tail(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

@@ -494,7 +494,7 @@ func TestTestResultPassedAndSummary(t *testing.T) {
 		{name: "failed, the output's end kept whole at the bound", r: TestResult{Command: "x", ExitCode: 1, Output: out400},
 			summary: "`x` failed (exit 1): " + out400},
 		{name: "failed, the output cut to its end past the bound", r: TestResult{Command: "x", ExitCode: 1, Output: "B" + out400},
-			summary: "`x` failed (exit 1): …" + out400},
+			summary: "`x` failed (exit 1): …" + out400[len("…"):]}, // the mark within the bound
 		{name: "exit 0 but cannot run", r: TestResult{Command: "x", ExitCode: 0, CannotRun: "tests/a.sh does not exist"},
 			summary: "`x` cannot run: tests/a.sh does not exist"},
 		{name: "exit 0 but interrupted", r: TestResult{Command: "x", ExitCode: 0, Interrupted: true},
