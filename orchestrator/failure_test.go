@@ -404,8 +404,16 @@ func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
 		if first {
 			first = false
 			h.write(".claude/progress/feature-list.json", "") // no hook saw it
+			o := h.current
 			go func() {
-				time.Sleep(300 * time.Millisecond) // held by then
+				// Once the loop holds on the broken file, it goes.
+				// (Not waitFor: t.Fatal belongs to the test's goroutine; a
+				// loop that never holds fails the test at its deadline.)
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if st, _ := o.Status(ctx); strings.Contains(st.Message, "written by a person") {
+						break
+					}
+				}
 				os.Remove(filepath.Join(h.proj.Progress(), progress.FeatureListFile))
 			}()
 			return agents.Result{Summary: "cut short"}
