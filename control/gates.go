@@ -44,6 +44,16 @@ type Trace struct {
 	Source    string       `json:"source"`
 	Gate      string       `json:"gate,omitempty"`
 	Code      string       `json:"code,omitempty"`
+	Path      string       `json:"path,omitempty"`
+	// Parent is the trace this one follows from (see store.Trace).
+	Parent string     `json:"parent,omitempty"`
+	Tool   *TraceTool `json:"tool,omitempty"`
+}
+
+// TraceTool is the tool call a trace is about.
+type TraceTool struct {
+	Name  string `json:"name"`
+	Input string `json:"input,omitempty"`
 }
 
 // TraceContext says who and what a trace is about.
@@ -52,6 +62,7 @@ type TraceContext struct {
 	Feature string `json:"feature,omitempty"`
 	Run     string `json:"run,omitempty"`
 	Task    string `json:"task,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 }
 
 // TraceEvent says what happened, what would have been right, and why.

@@ -61,6 +61,21 @@ type Trace struct {
 	// Path is the project file a violation was about, when it was about
 	// one (a change found in the tree after a run, and put back).
 	Path string `json:"path,omitempty"`
+	// Parent is the trace this one follows from: a run's start for what
+	// happened in the run, an attempt's start for its runs, a feature's
+	// for its attempts, the refusal or block a correction answers. The
+	// links make the traces a graph (feature → attempt → run → tool call
+	// → violation → correction → decision), walked by `ctl trace ID`.
+	Parent string `json:"parent,omitempty"`
+	// Tool is the tool call a hook's trace is about, when it is about one.
+	Tool *TraceTool `json:"tool,omitempty"`
+}
+
+// TraceTool is the tool call a trace is about: the tool and, in a line,
+// what it was asked to do (the command, the path).
+type TraceTool struct {
+	Name  string `json:"name"`
+	Input string `json:"input,omitempty"`
 }
 
 // TraceContext says who and what a trace is about.
@@ -69,6 +84,9 @@ type TraceContext struct {
 	Feature string `json:"feature,omitempty"`
 	Run     string `json:"run,omitempty"`
 	Task    string `json:"task,omitempty"`
+	// Attempt is the feature's attempt the trace belongs to, when it
+	// belongs to one.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // TraceEvent says what happened, what would have been right, and why.
