@@ -115,6 +115,13 @@ type FeatureCounters struct {
 	// Diagnosis is what the daemon's own run of the test said when the
 	// last attempt failed: the retry's reflexion.
 	Diagnosis *diagnose.Diagnosis `json:"diagnosis,omitempty"`
+	// The feature's nodes in the context graph: the trace of its being
+	// taken up, of its current attempt (and that attempt's number), and of
+	// its last block, which a person's correction answers.
+	Trace        string `json:"trace,omitempty"`
+	AttemptTrace string `json:"attempt_trace,omitempty"`
+	AttemptNo    int    `json:"attempt_no,omitempty"`
+	BlockTrace   string `json:"block_trace,omitempty"`
 }
 
 // Run is one claude -p subprocess.
@@ -138,6 +145,9 @@ type Run struct {
 	BaseTree string `json:"base_tree,omitempty"`
 	// TokenHash identifies the run's hooks (the hash of its token).
 	TokenHash string `json:"token_hash,omitempty"`
+	// Trace is the run's node in the context graph (its handoff): what
+	// happens in the run hangs from it.
+	Trace string `json:"trace,omitempty"`
 	// Outcome: "" while in flight; then ok, failed, interrupted, transient.
 	Outcome string `json:"outcome,omitempty"`
 	// Commit is the commit of a tester run's accepted verdict.
