@@ -136,6 +136,7 @@ type TraceFilter struct {
 	Feature string
 	Run     string
 	Gate    string
+	Parent  string // the traces that follow from this one
 	Since   time.Time
 	Text    string // case-insensitive, in what happened, what was correct, why
 	Limit   int    // newest first when set
@@ -143,7 +144,7 @@ type TraceFilter struct {
 
 func (f TraceFilter) match(t Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
-		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate ||
+		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate || f.Parent != "" && t.Parent != f.Parent ||
 		!f.Since.IsZero() && t.Timestamp.Before(f.Since) {
 		return false
 	}
