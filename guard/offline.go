@@ -22,6 +22,11 @@ type Offline struct {
 	Frozen         []string `json:"frozen"`          // the acceptance tests, project-relative
 	ProtectedGlobs []string `json:"protected_globs"` // gates.protected
 	Writable       []string `json:"writable"`        // directories outside the project agents may write
+	// Guards are the active guards (warn and enforce), so that a hook
+	// deciding alone holds agents to them too: no gate fails open. The
+	// daemon reads guards.yaml and writes them here as JSON, so the hook
+	// never parses YAML.
+	Guards []Rule `json:"guards,omitempty"`
 }
 
 // SaveOffline writes o to dir's OfflineFile, atomically.

@@ -152,8 +152,10 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 	// directories), as it left it. Unreadable, it is empty: nothing frozen
 	// is then known, but nothing outside the project is writable either,
 	// and the sandbox holds the frozen tests whatever the hook knows.
+	var guards []guard.Rule
 	if o, err := guard.LoadOffline(proj.StateDir); err == nil {
 		o.Apply(&state)
+		guards = o.Guards
 	}
 	featureTest := ""
 	if state.List != nil {
@@ -178,7 +180,16 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 	modes := guard.Modes{} // the daemon's configuration is not read here: every gate enforces
 	switch p.Event {
 	case "PreToolUse":
-		return guard.PreToolUse(modes, actor, state, p)
+		d := guard.PreToolUse(modes, actor, state, p)
+		if d != nil {
+			return d
+		}
+		// The guards the daemon left, as it would judge them: built-in
+		// gates first, then the project's own.
+		if hits := guard.Guards(guards, actor, state, p); len(hits) > 0 {
+			return hits[0]
+		}
+		return nil
 	case "Stop", "SubagentStop":
 		return guard.Stop(modes, actor, state, p)
 	}

@@ -430,3 +430,40 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidingAloneHoldsTheGuards: with the daemon down, the guards it left
+// in gates.json hold as the daemon would hold them: an enforced guard
+// denies with gate guard:<id>, and the denial is spooled for the daemon.
+func TestDecidingAloneHoldsTheGuards(t *testing.T) {
+	p := project(t)
+	rule := guard.Rule{ID: "no-curl", Status: guard.GuardEnforce, Tool: "Bash", Match: guard.Match{Command: `\bcurl\b`}, Message: "no network", Suggestion: "vendor it"}
+	if err := guard.SaveOffline(p.StateDir, guard.Offline{Guards: []guard.Rule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	agent := map[string]string{"CTXGRAPH_AGENT": "coding-agent", "CTXGRAPH_FEATURE": "F-001", "CTXGRAPH_RUN": "run-000002",
+		"CLAUDE_PROJECT_DIR": p.Dir, "CTXGRAPH_SOCKET": p.Socket}
+	bash := func(cmd string) []byte {
+		data, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": p.Dir, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": cmd}})
+		return data
+	}
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"pre-tool-use"}, bytes.NewReader(bash("curl example.com")), &out, &errOut, env(agent)); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"permissionDecision":"deny"`) || !strings.Contains(out.String(), `guard:no-curl`) {
+		t.Fatalf("an agent's command a guard refuses, decided alone: %s", out.String())
+	}
+	out.Reset()
+	if code := Main(context.Background(), []string{"pre-tool-use"}, bytes.NewReader(bash("ls")), &out, &errOut, env(agent)); code != 0 || out.Len() != 0 {
+		t.Fatalf("a command no guard matches: exit %d, %s", code, out.String())
+	}
+	recs, err := spool.Read(p.StateDir)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("spool: %d records, %v", len(recs), err)
+	}
+	var d guard.Decision
+	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != "guard:no-curl" || d.Code != guard.CodeGuardDenied {
+		t.Errorf("the record carries %s (%v), want the guard's denial", recs[0].Decision, err)
+	}
+}

@@ -49,9 +49,7 @@ func (j *Judge) SetFrozen(f Frozen) error {
 	j.mu.Lock()
 	j.frozen = f
 	j.mu.Unlock()
-	return guard.SaveOffline(j.opts.Project.StateDir, guard.Offline{
-		Frozen: f.Sorted(), ProtectedGlobs: j.opts.ProtectedGlobs, Writable: j.opts.Writable,
-	})
+	return j.saveOffline()
 }
 
 // Freeze records the acceptance tests of list l as they are in tree (a

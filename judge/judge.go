@@ -76,6 +76,7 @@ type Judge struct {
 	list   *progress.List // canonical, as the loop last published it
 	frozen Frozen
 	runs   map[string]*run // by token
+	guards []guard.Rule    // the active guards (SetGuards)
 }
 
 // run is what the judge knows of one run.
@@ -260,9 +261,11 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	var d *guard.Decision
 	var rec *guard.TestRecord
 	var refused []refusal
+	var guardHits []*guard.Decision // guards' decisions besides d
 	switch p.Event {
 	case "PreToolUse":
 		d = guard.PreToolUse(j.opts.Modes, actor, state, p)
+		d, guardHits = j.withGuards(actor, state, p, d)
 		if rg != nil && !d.Blocks() && guard.WritesFeatureList(state, p) {
 			if p.ToolName == "Write" {
 				rg.listWrite = []byte(p.Input().Content)
@@ -312,6 +315,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	for _, r := range refused {
 		j.recordRefusal(actor, p, r)
 	}
+	for _, g := range guardHits {
+		j.recordDecision(actor, p, g)
+	}
 	if p.Event == "StopFailure" {
 		j.Trace(store.Trace{Type: store.TraceDecision, Source: store.SourceHook, Context: TraceContext(actor),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the turn ended on an API error: %s", p.Error)}})
@@ -326,7 +332,10 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 // recordDecision keeps every denial (and every warning) as a violation.
 func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decision) {
 	what := fmt.Sprintf("%s %s was blocked by %s: %s", p.Event, p.ToolName, d.Gate, d.Message)
-	if d.Mode == guard.Warn {
+	switch {
+	case d.Code == guard.CodeGuardWouldDeny:
+		what = fmt.Sprintf("%s %s would have been denied by %s (the guard is in warn, the action was let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
+	case d.Mode == guard.Warn:
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
 	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,

@@ -1,0 +1,79 @@
+package judge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func bashPre(cmd string) map[string]any {
+	return map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": cmd}}
+}
+
+// Guards apply after the built-in gates let an action through: an enforced
+// deny guard denies with the gates' structured reason, a guard in warn lets
+// it through and leaves a would-be denial, and each is a violation trace of
+// gate guard:<id>. A proposed guard does nothing, and the active guards
+// reach the record a hook deciding alone reads.
+func TestHookGuards(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	rules := []guard.Rule{
+		{ID: "no-curl", Status: guard.GuardEnforce, Tool: "Bash", Match: guard.Match{Command: `\bcurl\b`}, Message: "no network", Suggestion: "vendor it"},
+		{ID: "no-make-clean", Status: guard.GuardWarn, Tool: "Bash", Match: guard.Match{Command: `make clean`}, Message: "make clean wipes the cache"},
+		{ID: "proposed", Status: guard.GuardProposed, Tool: "Bash", Match: guard.Match{Command: `ls`}, Message: "m"},
+	}
+	if err := f.j.SetGuards(rules); err != nil {
+		t.Fatal(err)
+	}
+	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+
+	d := f.mustHook(coder, "pre-tool-use", bashPre("curl example.com"))
+	if d == nil || d.Gate != "guard:no-curl" || d.Code != guard.CodeGuardDenied || d.Mode != string(guard.Enforce) || d.Suggestion != "vendor it" {
+		t.Fatalf("decision %+v, want guard:no-curl to deny", d)
+	}
+	d = f.mustHook(coder, "pre-tool-use", bashPre("make clean"))
+	if d == nil || d.Gate != "guard:no-make-clean" || d.Mode != string(guard.Warn) {
+		t.Fatalf("decision %+v, want guard:no-make-clean in warn", d)
+	}
+	if d := f.mustHook(coder, "pre-tool-use", bashPre("ls")); d != nil {
+		t.Fatalf("decision %+v for a proposed guard's match, want none", d)
+	}
+	// A built-in gate decides first: the scope refusal, not a guard's.
+	if err := f.j.SetGuards(append(rules, guard.Rule{ID: "all-writes", Status: guard.GuardEnforce, Match: guard.Match{Path: "**"}, Message: "m"})); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.mustHook(coder, "pre-tool-use", writePayload("src/b/x.go")); d == nil || d.Gate != guard.Scope {
+		t.Fatalf("decision %+v, want the scope gate's", d)
+	}
+
+	var got []string
+	for _, tr := range f.rec.Traces() {
+		if strings.HasPrefix(tr.Gate, guard.GuardPrefix) {
+			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Context.Run != "run-1" {
+				t.Errorf("trace %+v, want a hook's violation of run-1", tr)
+			}
+			got = append(got, tr.Gate+"/"+tr.Code)
+			if tr.Code == guard.CodeGuardWouldDeny && !strings.Contains(tr.Event.WhatHappened, "would have been denied") {
+				t.Errorf("would-be denial says %q, want it to say so", tr.Event.WhatHappened)
+			}
+		}
+	}
+	if want := "guard:no-curl/guard_denied guard:no-make-clean/guard_would_deny"; strings.Join(got, " ") != want {
+		t.Errorf("guard traces %v, want %s", got, want)
+	}
+
+	o, err := guard.LoadOffline(f.proj.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range o.Guards {
+		ids = append(ids, r.ID)
+	}
+	if strings.Join(ids, " ") != "no-curl no-make-clean all-writes" {
+		t.Errorf("offline guards %v, want the active ones", ids)
+	}
+}
