@@ -160,6 +160,31 @@ func (c *Client) Trace(ctx context.Context, id string) (Trace, error) {
 	return t, err
 }
 
+// TraceLinks is where a trace stands in the context graph: the path that
+// led to it, root first, and what followed it (see graph.Links).
+type TraceLinks struct {
+	Trace    Trace   `json:"trace"`
+	Path     []Trace `json:"path"`
+	Followed []Trace `json:"followed"`
+	// Next, for a trace nothing followed from, is what happened after it
+	// under the same parent.
+	Next []Trace `json:"next"`
+}
+
+// TraceLinksBackend is a daemon that walks its context graph. The server
+// serves GET /v1/traces/{id}/links when its backend has it.
+type TraceLinksBackend interface {
+	TraceLinks(ctx context.Context, id string) (TraceLinks, error)
+}
+
+// TraceLinks returns a trace with the path that led to it and what
+// followed.
+func (c *Client) TraceLinks(ctx context.Context, id string) (TraceLinks, error) {
+	var l TraceLinks
+	err := c.get(ctx, "/v1/traces/"+url.PathEscape(id)+"/links", &l)
+	return l, err
+}
+
 // LessonRequest is the body of POST /v1/lessons.
 type LessonRequest struct {
 	Text string `json:"text"`

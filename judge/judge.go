@@ -18,6 +18,7 @@ package judge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -77,6 +78,16 @@ type Judge struct {
 	frozen Frozen
 	runs   map[string]*run // by token
 	guards []guard.Rule    // the active guards (SetGuards)
+	// links are the runs' nodes in the context graph, by run id. They
+	// outlive the run's token: a verdict is recorded after its run ended.
+	links map[string]RunLink
+}
+
+// RunLink is a run's place in the context graph: its node (the trace of
+// its handoff) and the feature's attempt it is part of.
+type RunLink struct {
+	Trace   string
+	Attempt int
 }
 
 // run is what the judge knows of one run.
@@ -107,7 +118,7 @@ func New(opts Options) *Judge {
 	if opts.TestTimeout <= 0 {
 		opts.TestTimeout = 30 * time.Minute
 	}
-	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}}
+	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}}
 }
 
 // Modes returns the gates' modes.
@@ -134,6 +145,14 @@ func (j *Judge) Register(a guard.Actor) string {
 	j.runs[token] = &run{actor: a, token: token}
 	j.mu.Unlock()
 	return token
+}
+
+// Link records the run's node in the context graph: from now on what is
+// traced of the run hangs from it.
+func (j *Judge) Link(runID string, l RunLink) {
+	j.mu.Lock()
+	j.links[runID] = l
+	j.mu.Unlock()
 }
 
 // Started records the pid of a run's process, so that IsRunProcess can
@@ -339,7 +358,7 @@ func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decisio
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
 	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
-		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
+		Tool: ToolCall(p), Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
 	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
 }
@@ -355,7 +374,7 @@ type refusal struct {
 // the hook could not see it in the command), or of the network allowlist.
 func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal) {
 	cmd := p.Input().Command
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a)}
+	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: r.Path}
 	switch {
 	case r.Host != "":
 		t.Code = "network_denied"
@@ -377,11 +396,36 @@ func TraceContext(a guard.Actor) store.TraceContext {
 	return store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
 }
 
+// ToolCall is the tool call a hook's payload is about, as a trace keeps it:
+// the tool and, in a line, the command or the path it was given.
+func ToolCall(p *guard.Payload) *store.TraceTool {
+	if p.ToolName == "" {
+		return nil
+	}
+	in := p.Input()
+	return &store.TraceTool{Name: p.ToolName, Input: textcut.Line(cmp.Or(in.Command, in.FilePath, in.NotebookPath, in.Path), maxToolInput)}
+}
+
+// maxToolInput bounds what a trace keeps of a tool call's input.
+const maxToolInput = 200
+
 // Trace stores a trace of this project and returns it with its id; storage
 // errors are logged, not fatal: the trace is a record, the state of record
-// is elsewhere.
+// is elsewhere. What is traced of a run hangs from the run's node in the
+// context graph and belongs to its attempt, unless it says otherwise.
 func (j *Judge) Trace(t store.Trace) store.Trace {
 	t.Project = j.opts.Project.ID
+	if t.Context.Run != "" {
+		j.mu.Lock()
+		l, ok := j.links[t.Context.Run]
+		j.mu.Unlock()
+		if ok && t.Parent == "" && l.Trace != t.ID {
+			t.Parent = l.Trace
+		}
+		if ok && t.Context.Attempt == 0 {
+			t.Context.Attempt = l.Attempt
+		}
+	}
 	if t.Timestamp.IsZero() {
 		t.Timestamp = j.opts.Now().UTC()
 	}

@@ -286,8 +286,13 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		o.commit()
 		o.writeFeatureList()
 		o.log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
-		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id},
+		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s reopened by ctl %s", id, verb), WhatWasCorrect: note, Why: "a person looked at it"}})
+		// Its attempts start over: the next is a new node of the graph.
+		c = o.counters[id]
+		c.AttemptTrace, c.AttemptNo, c.BlockTrace = "", 0, ""
+		o.setCounters(id, c)
+		o.commit()
 		o.afterListChange()
 		return nil
 	})
@@ -311,7 +316,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.pending.FeatureList = o.canonical.Marshal()
 		o.commit()
 		o.writeFeatureList()
-		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id},
+		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
 		switch {
 		case o.active != nil && o.active.run.Feature == id:

@@ -68,7 +68,7 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 			if text == "" {
 				return badRequest(fmt.Sprintf("correction %s has no note to make a lesson of; `ctxgraphd ctl lessons add TEXT` says it in your words", id))
 			}
-			lesson = o.trace(store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Context: store.TraceContext{Feature: t.Context.Feature},
+			lesson = o.trace(store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Context: store.TraceContext{Feature: t.Context.Feature}, Parent: t.ID,
 				Event: store.TraceEvent{WhatHappened: text, Why: "promoted from correction " + id}})
 		default:
 			return badRequest(fmt.Sprintf("%s is a %s; only a lesson or a correction can be promoted into CLAUDE.md", id, t.Type))
@@ -80,7 +80,7 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		}
 		if changed {
 			o.log.Info("lesson written into CLAUDE.md", zap.String("lesson", lesson.ID))
-			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceUser,
+			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceUser, Parent: lesson.ID,
 				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("lesson %s written into CLAUDE.md", lesson.ID), Why: "a person promoted it"}})
 		}
 		return nil

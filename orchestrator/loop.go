@@ -171,6 +171,10 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 		o.log.Error("state machine refused a persisted transition", zap.Error(err))
 	}
 	o.log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
+	if tracesTransition(from, to) {
+		o.trace(store.Trace{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: feature, Task: string(e)},
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the session went from %s to %s", from, to), Why: reason}})
+	}
 	if kind, ok := sessionEvents[to]; ok && from != to {
 		o.notify(kind, feature, reason)
 	}
@@ -252,8 +256,12 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	o.pending.FeatureList = o.canonical.Marshal()
 	o.commit()
 	o.writeFeatureList()
-	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Feature: id},
+	bt := o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "feature_blocked", Context: store.TraceContext{Feature: id},
 		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
+	c = o.counters[id]
+	c.BlockTrace = bt.ID
+	o.setCounters(id, c)
+	o.commit()
 	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
 	o.notify(notify.FeatureBlocked, id, fmt.Sprintf("%s blocked: %s%s", id, reason, kept))
 }

@@ -363,6 +363,8 @@ func (o *Orchestrator) do(ctx context.Context, fn func() error) error {
 // starts afresh, since starting the daemon is the request to continue.
 func (o *Orchestrator) recover() {
 	if r := o.session.Run; r != nil {
+		// What is found of it now still hangs from its node.
+		o.judge.Link(r.ID, judge.RunLink{Trace: r.Trace, Attempt: r.Attempt})
 		if runs, err := o.st.Runs(); err == nil {
 			for _, rec := range runs {
 				if rec.ID == r.ID && rec.PID > 0 {

@@ -108,6 +108,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
+	o.runNode(&run, cmd)
 	actor := guard.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
 	token := o.judge.Register(actor)
 	run.TokenHash = control.TokenHash(token)
@@ -737,7 +738,7 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 			}
 			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
 			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
-				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+				Parent: tr.ID, Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
 		}
 	}
 	c.Base, c.BaseHead = "", ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/server"
+	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -28,10 +29,6 @@ func (o *Orchestrator) Hook(ctx context.Context, token string, req control.HookR
 
 // IsRunProcess implements server.RunPeers.
 func (o *Orchestrator) IsRunProcess(pid int) bool { return o.judge.IsRunProcess(pid) }
-
-// trace stores a trace of this project; storage errors are logged, not
-// fatal: the trace is a record, the state of record is elsewhere.
-func (o *Orchestrator) trace(t store.Trace) store.Trace { return o.judge.Trace(t) }
 
 // Traces implements control.GateBackend.
 func (o *Orchestrator) Traces(_ context.Context, q control.TraceQuery) ([]control.Trace, error) {
@@ -59,6 +56,26 @@ func (o *Orchestrator) Trace(_ context.Context, id string) (control.Trace, error
 		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
 	}
 	return toWire(t, "full"), nil
+}
+
+// TraceLinks implements control.TraceLinksBackend: the trace in full, the
+// path that led to it and what followed, each in a line (summary).
+func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLinks, error) {
+	l, ok, err := graph.LinksOf(o.st, id)
+	if err != nil {
+		return control.TraceLinks{}, err
+	}
+	if !ok {
+		return control.TraceLinks{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
+	}
+	summary := func(ts []store.Trace) []control.Trace {
+		out := make([]control.Trace, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, toWire(t, "summary"))
+		}
+		return out
+	}
+	return control.TraceLinks{Trace: toWire(l.Trace, "full"), Path: summary(l.Path), Followed: summary(l.Followed), Next: summary(l.Next)}, nil
 }
 
 // toWire renders a trace at a level of detail: metadata (who, what kind,
@@ -107,9 +124,9 @@ func (o *Orchestrator) ingestSpool() {
 	n := 0
 	err := spool.Drain(o.opts.Project.StateDir, func(r spool.Record) error {
 		n++
-		actor := guard.Actor{}
+		actor, node := guard.Actor{}, store.Run{}
 		if run, ok := byHash[r.TokenHash]; ok && r.TokenHash != "" {
-			actor = guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+			actor, node = guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}, run
 		}
 		p, err := guard.ParsePayload(r.Event, r.Payload)
 		if err != nil {
@@ -124,8 +141,10 @@ func (o *Orchestrator) ingestSpool() {
 		if len(r.Decision) > 0 {
 			var d guard.Decision
 			if json.Unmarshal(r.Decision, &d) == nil {
-				o.trace(store.Trace{Timestamp: r.Time, Type: store.TraceViolation, Source: store.SourceHook, Context: judge.TraceContext(actor),
-					Gate: d.Gate, Code: d.Code,
+				tc := judge.TraceContext(actor)
+				tc.Attempt = node.Attempt
+				o.trace(store.Trace{Timestamp: r.Time, Type: store.TraceViolation, Source: store.SourceHook, Context: tc,
+					Gate: d.Gate, Code: d.Code, Parent: node.Trace, Tool: judge.ToolCall(p),
 					Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s %s was blocked by %s while the daemon was down: %s", p.Event, p.ToolName, d.Gate, d.Message),
 						WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate + " (decided by the hook alone)"}})
 			}

@@ -61,12 +61,16 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 
 	trace := &cobra.Command{
 		Use:   "trace ID",
-		Short: "Show one trace in full",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Short: "Show one trace in full, the path that led to it and what followed",
+		Long: `trace shows one trace in full, where it stands in the context graph: the path
+that led to it (the feature, its attempt, the run, the tool call) and what
+followed from it (a run's refusals and verdict, the correction of a block, the
+commit of a verdict), or, when nothing did, what happened next in its run.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (control.Trace, error) {
-				return c.Trace(ctx, args[0])
-			}, printTrace)
+			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (control.TraceLinks, error) {
+				return c.TraceLinks(ctx, args[0])
+			}, printTraceLinks)
 		},
 	}
 	return []*cobra.Command{traces, trace}
@@ -86,11 +90,68 @@ func printTraces(w io.Writer, ts []control.Trace) error {
 	return tw.Flush()
 }
 
+func printTraceLinks(w io.Writer, l control.TraceLinks) error {
+	if len(l.Path) > 0 {
+		fmt.Fprintln(w, "led here:")
+		for i, t := range l.Path {
+			fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", i+1), traceLine(t))
+		}
+		fmt.Fprintf(w, "%s> %s\n\n", strings.Repeat("  ", len(l.Path)+1), l.Trace.ID)
+	}
+	if err := printTrace(w, l.Trace); err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		title  string
+		traces []control.Trace
+	}{{"followed from it", l.Followed}, {"then, in the same " + parentKind(l), l.Next}} {
+		if len(part.traces) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", part.title)
+		for _, t := range part.traces {
+			fmt.Fprintf(w, "  %s\n", traceLine(t))
+		}
+	}
+	return nil
+}
+
+// parentKind names what a trace's siblings share: its run, or its parent.
+func parentKind(l control.TraceLinks) string {
+	if n := len(l.Path); n > 0 && l.Path[n-1].Type == store.TraceHandoff {
+		return "run"
+	}
+	return "place"
+}
+
+// traceLine is a trace in a line: id, type, who, and what happened.
+func traceLine(t control.Trace) string {
+	who := strings.Join(nonEmpty(t.Context.Agent, t.Context.Feature, t.Context.Run, t.Gate), " ")
+	what := oneLine(t.Event.WhatHappened)
+	if t.Tool != nil {
+		what = fmt.Sprintf("[%s %s] %s", t.Tool.Name, oneLine(t.Tool.Input), what)
+	}
+	if who != "" {
+		who = " (" + who + ")"
+	}
+	return fmt.Sprintf("%s %s%s: %s", t.ID, t.Type, who, what)
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func printTrace(w io.Writer, t control.Trace) error {
 	lines := [][2]string{
 		{"id", t.ID}, {"time", t.Timestamp.Local().Format(time.RFC3339)}, {"type", t.Type}, {"source", t.Source},
 		{"agent", t.Context.Agent}, {"feature", t.Context.Feature}, {"run", t.Context.Run}, {"task", t.Context.Task},
-		{"gate", t.Gate}, {"code", t.Code},
+		{"attempt", attemptOf(t)}, {"gate", t.Gate}, {"code", t.Code}, {"path", t.Path}, {"tool call", toolOf(t)}, {"parent", t.Parent},
 		{"what happened", t.Event.WhatHappened}, {"what was correct", t.Event.WhatWasCorrect}, {"why", t.Event.Why},
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -100,6 +161,20 @@ func printTrace(w io.Writer, t control.Trace) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func attemptOf(t control.Trace) string {
+	if t.Context.Attempt == 0 {
+		return ""
+	}
+	return fmt.Sprint(t.Context.Attempt)
+}
+
+func toolOf(t control.Trace) string {
+	if t.Tool == nil {
+		return ""
+	}
+	return strings.TrimSpace(t.Tool.Name + " " + t.Tool.Input)
 }
 
 func dash(s string) string {

@@ -30,4 +30,9 @@ func (s *Server) gateRoutes(g control.GateBackend) {
 	s.Handle("GET /v1/traces/{id}", Endpoint(func(r *http.Request) (control.Trace, error) {
 		return g.Trace(r.Context(), r.PathValue("id"))
 	}))
+	if lb, ok := g.(control.TraceLinksBackend); ok {
+		s.Handle("GET /v1/traces/{id}/links", Endpoint(func(r *http.Request) (control.TraceLinks, error) {
+			return lb.TraceLinks(r.Context(), r.PathValue("id"))
+		}))
+	}
 }

@@ -1,0 +1,84 @@
+package graph
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// Reader is where the graph reads traces one by one and by filter.
+type Reader interface {
+	Traces
+	Trace(id string) (store.Trace, bool, error)
+}
+
+// Links is where a trace stands in the context graph: the path that led
+// to it (feature → attempt → run → the refusal under it → the correction
+// that answered it …) and what followed.
+type Links struct {
+	Trace store.Trace
+	// Path is what led to the trace: the root first, its parent last.
+	Path []store.Trace
+	// Followed are the traces that follow from it (whose parent it is),
+	// oldest first: a run's refusals and verdict, the correction of a
+	// block, the commit of a verdict.
+	Followed []store.Trace
+	// Next, for a trace nothing followed from, is what happened after it
+	// under the same parent: the rest of its run after a refusal.
+	Next []store.Trace
+}
+
+// Bounds of a walk: a path is a handful of levels deep, and a run's
+// children can be many (every refused tool call).
+const (
+	maxDepth    = 32
+	maxFollowed = 50
+	maxNext     = 10
+)
+
+// LinksOf walks the graph around trace id. ok is false when there is no
+// such trace. A parent that is gone (compacted away) ends the path where
+// it is; a cycle, which the daemon never writes, ends it too.
+func LinksOf(src Reader, id string) (l Links, ok bool, err error) {
+	t, ok, err := src.Trace(id)
+	if err != nil || !ok {
+		return Links{}, ok, err
+	}
+	l.Trace = t
+	seen := map[string]bool{t.ID: true}
+	for p := t.Parent; p != "" && !seen[p] && len(l.Path) < maxDepth; {
+		seen[p] = true
+		pt, found, err := src.Trace(p)
+		if err != nil {
+			return l, true, err
+		}
+		if !found {
+			break
+		}
+		l.Path = append(l.Path, pt)
+		p = pt.Parent
+	}
+	slices.Reverse(l.Path)
+	if l.Followed, err = src.Traces(store.TraceFilter{Parent: t.ID, Limit: maxFollowed}); err != nil {
+		return l, true, err
+	}
+	if len(l.Followed) > 0 || t.Parent == "" {
+		return l, true, nil
+	}
+	siblings, err := src.Traces(store.TraceFilter{Parent: t.Parent, Limit: Window})
+	if err != nil {
+		return l, true, err
+	}
+	after := slices.DeleteFunc(siblings, func(s store.Trace) bool { return seq(s.ID) <= seq(t.ID) })
+	l.Next = after[:min(len(after), maxNext)]
+	return l, true, nil
+}
+
+// seq is the sequence number in a trace's id: the order traces were
+// stored in.
+func seq(id string) uint64 {
+	n, _ := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
+	return n
+}
