@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +28,7 @@ import (
 )
 
 // SchemaVersion is the layout this build reads and writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the database's name inside the state directory.
 const FileName = "state.db"
@@ -60,6 +61,10 @@ var (
 type Store struct {
 	db   *bolt.DB
 	path string
+	// appends groups concurrent trace appends into one commit; commits
+	// counts the commits of traces (tests).
+	appends appendQueue
+	commits atomic.Int64
 }
 
 // Session is the persisted session: where the state machine is, and the run
@@ -263,6 +268,7 @@ var migrations = []func(tx *bolt.Tx) error{
 		}
 		return nil
 	},
+	migrateTraceIndexes,
 }
 
 func (s *Store) migrate() error {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,6 +70,9 @@ type Trace struct {
 	Parent string `json:"parent,omitempty"`
 	// Tool is the tool call a hook's trace is about, when it is about one.
 	Tool *TraceTool `json:"tool,omitempty"`
+	// Count is how many times it happened, when compaction folded repeats
+	// of it (the same refusal in the same run) into it; 0 means once.
+	Count int `json:"count,omitempty"`
 }
 
 // TraceTool is the tool call a trace is about: the tool and, in a line,
@@ -107,26 +111,105 @@ type Command struct {
 	IsTest       bool      `json:"is_test"`
 }
 
-// AppendTraces stores traces, giving each its id and sequence.
+// AppendTraces stores traces, giving each its id and sequence, and files
+// them in the indexes. They are on disk when it returns. Appends made at
+// the same time (the hooks of concurrent tool calls) share one transaction
+// and one fsync: see appendQueue.
 func (s *Store) AppendTraces(ts ...Trace) ([]Trace, error) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	if len(ts) == 0 {
+		return ts, nil
+	}
+	return ts, s.appends.do(s, ts)
+}
+
+// appendTraces writes every batch in one transaction.
+func (s *Store) appendTraces(batches [][]Trace) error {
+	s.commits.Add(1)
+	return s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketTraces)
 		if err != nil {
 			return err
 		}
-		for i := range ts {
-			seq, _ := b.NextSequence()
-			ts[i].ID = fmt.Sprintf("tr-%d", seq)
-			if ts[i].Timestamp.IsZero() {
-				ts[i].Timestamp = time.Now().UTC()
-			}
-			if err := putJSON(b, seqKey(seq), ts[i]); err != nil {
-				return err
+		b.FillPercent = 0.95 // sequence keys: pages are only ever appended to
+		for _, ts := range batches {
+			for i := range ts {
+				seq, _ := b.NextSequence()
+				ts[i].ID = fmt.Sprintf("tr-%d", seq)
+				if ts[i].Timestamp.IsZero() {
+					ts[i].Timestamp = time.Now().UTC()
+				}
+				if err := putJSON(b, seqKey(seq), ts[i]); err != nil {
+					return err
+				}
+				if err := indexTrace(tx, seq, ts[i]); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
-	return ts, err
+}
+
+// appendQueue is a group commit. The first appender commits at once; the
+// appenders that come while it commits queue, and the next of them
+// commits all that queued in one transaction. A lone append never waits
+// (bbolt's DB.Batch would hold it up to its MaxBatchDelay, 10 ms, on a
+// hook's answer), and a burst costs one fsync, not one each.
+type appendQueue struct {
+	mu      sync.Mutex
+	busy    bool
+	pending []*appendReq
+	// queued, when set (tests), is told of each append that queues.
+	queued func()
+}
+
+type appendReq struct {
+	ts   []Trace
+	done chan error    // the append's outcome
+	lead chan struct{} // or: commit what is queued
+}
+
+func (q *appendQueue) do(s *Store, ts []Trace) error {
+	q.mu.Lock()
+	if q.busy {
+		r := &appendReq{ts: ts, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+		q.pending = append(q.pending, r)
+		if q.queued != nil {
+			q.queued()
+		}
+		q.mu.Unlock()
+		select {
+		case err := <-r.done:
+			return err
+		case <-r.lead:
+		}
+		q.mu.Lock()
+		// r leads: it is first in pending and commits the queue.
+	} else {
+		q.busy = true
+		q.pending = append(q.pending, &appendReq{ts: ts})
+	}
+	batch := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+
+	all := make([][]Trace, len(batch))
+	for i, r := range batch {
+		all[i] = r.ts
+	}
+	err := s.appendTraces(all)
+	for _, r := range batch[1:] {
+		r.done <- err
+	}
+
+	q.mu.Lock()
+	if len(q.pending) > 0 {
+		q.pending[0].lead <- struct{}{} // the next leader; busy stays
+	} else {
+		q.busy = false
+	}
+	q.mu.Unlock()
+	return err
 }
 
 // TraceFilter selects traces; zero fields match everything.
@@ -136,16 +219,17 @@ type TraceFilter struct {
 	Feature string
 	Run     string
 	Gate    string
-	Parent  string // the traces that follow from this one
-	Since   time.Time
-	Text    string // case-insensitive, in what happened, what was correct, why
-	Limit   int    // newest first when set
+	Parent  string    // the traces that follow from this one
+	Since   time.Time // at or after
+	Until   time.Time // before
+	Text    string    // case-insensitive, in what happened, what was correct, why
+	Limit   int       // newest first when set
 }
 
 func (f TraceFilter) match(t Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
 		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate || f.Parent != "" && t.Parent != f.Parent ||
-		!f.Since.IsZero() && t.Timestamp.Before(f.Since) {
+		!f.Since.IsZero() && t.Timestamp.Before(f.Since) || !f.Until.IsZero() && !t.Timestamp.Before(f.Until) {
 		return false
 	}
 	if f.Text != "" {
@@ -155,36 +239,6 @@ func (f TraceFilter) match(t Trace) bool {
 		}
 	}
 	return true
-}
-
-// Traces returns the traces matching f, oldest first (newest Limit when
-// Limit is set).
-func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
-	var out []Trace
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTraces)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var t Trace
-			if err := json.Unmarshal(v, &t); err != nil {
-				return err
-			}
-			if f.match(t) {
-				out = append(out, t)
-				if f.Limit > 0 && len(out) >= f.Limit {
-					break
-				}
-			}
-		}
-		return nil
-	})
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, err
 }
 
 // Trace returns one trace by id.

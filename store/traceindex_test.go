@@ -1,0 +1,383 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// randomTraces are n traces over few values of each field, with times out
+// of order, so that every filter matches some and misses others.
+func randomTraces(r *rand.Rand, n int) []Trace {
+	base := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	pick := func(vs ...string) string { return vs[r.IntN(len(vs))] }
+	words := strings.Fields("parser scope outside tested write shared log tail webhook retry backoff config file")
+	out := make([]Trace, n)
+	for i := range out {
+		var text []string
+		for range 1 + r.IntN(6) {
+			text = append(text, words[r.IntN(len(words))])
+		}
+		out[i] = Trace{
+			Timestamp: base.Add(time.Duration(r.IntN(1000)) * time.Minute),
+			Type:      TraceTypes[r.IntN(len(TraceTypes))],
+			Source:    pick(SourceHook, SourceAuto, SourceUser, SourceAgent),
+			Gate:      pick("", "scope", "tested-needs-evidence", "log-read-limit"),
+			Code:      pick("", "outside_scope", "no_test_run"),
+			Parent:    pick("", "", "tr-1", "tr-2", "tr-3"),
+			Context: TraceContext{Agent: pick("", "coding-agent", "tester-agent"), Feature: pick("", "F-001", "F-002", "F-003", "F-004"),
+				Run: pick("", "run-000001", "run-000002", "run-000003")},
+			Event: TraceEvent{WhatHappened: strings.Join(text, " "), WhatWasCorrect: pick("", "stay in scope")},
+		}
+	}
+	return out
+}
+
+// stored reads every stored trace, newest first, as a scan does.
+func stored(t *testing.T, s *Store) []Trace {
+	t.Helper()
+	var all []Trace
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketTraces).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var tr Trace
+			if err := json.Unmarshal(v, &tr); err != nil {
+				return err
+			}
+			all = append(all, tr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// bruteForce is what Traces must return: every trace matched, the newest
+// Limit, oldest first.
+func bruteForce(all []Trace, f TraceFilter) []string {
+	var ids []string
+	for _, tr := range all {
+		if f.match(tr) {
+			ids = append(ids, tr.ID)
+			if f.Limit > 0 && len(ids) == f.Limit {
+				break
+			}
+		}
+	}
+	slices.Reverse(ids)
+	return ids
+}
+
+func randomFilter(r *rand.Rand) TraceFilter {
+	base := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	pick := func(vs ...string) string { return vs[r.IntN(len(vs))] }
+	f := TraceFilter{
+		Type:    pick("", "", TraceViolation, TraceDecision, TraceLesson),
+		Agent:   pick("", "", "coding-agent", "tester-agent"),
+		Feature: pick("", "", "F-001", "F-004", "F-999"),
+		Run:     pick("", "", "", "run-000002"),
+		Gate:    pick("", "", "scope", "log-read-limit"),
+		Parent:  pick("", "", "", "tr-2"),
+		Text:    pick("", "", "", "SCOPE", "webhook retry"),
+		Limit:   []int{0, 1, 5, 50}[r.IntN(4)],
+	}
+	if r.IntN(3) == 0 {
+		f.Since = base.Add(time.Duration(r.IntN(1000)) * time.Minute)
+	}
+	if r.IntN(3) == 0 {
+		f.Until = base.Add(time.Duration(r.IntN(1000)) * time.Minute)
+	}
+	return f
+}
+
+func idsOf(ts []Trace) []string {
+	var ids []string
+	for _, t := range ts {
+		ids = append(ids, t.ID)
+	}
+	return ids
+}
+
+// checkQueries compares indexed queries with the brute-force scan.
+func checkQueries(t *testing.T, s *Store, r *rand.Rand, n int) {
+	t.Helper()
+	all := stored(t, s)
+	for range n {
+		f := randomFilter(r)
+		got, err := s.Traces(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bruteForce(all, f); !slices.Equal(idsOf(got), want) {
+			t.Fatalf("filter %+v:\n got %v\nwant %v", f, idsOf(got), want)
+		}
+	}
+}
+
+// Every filter the indexes answer answers as a scan of every trace does.
+func TestIndexedQueriesMatchAScan(t *testing.T) {
+	s, _ := openTemp(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	trs := randomTraces(r, 1500)
+	for i := 0; i < len(trs); i += 250 {
+		if _, err := s.AppendTraces(trs[i : i+250]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkQueries(t, s, r, 500)
+
+	// Fixed cases a random draw may miss: no filter, time alone, limits.
+	base := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for _, f := range []TraceFilter{
+		{}, {Limit: 1}, {Limit: 10},
+		{Since: base.Add(999 * time.Minute)}, {Since: base.Add(999 * time.Minute), Limit: 3},
+		{Since: base.Add(10 * time.Minute), Limit: 3}, {Until: base.Add(2 * time.Minute), Limit: 3},
+		{Since: base.Add(500 * time.Minute), Until: base.Add(501 * time.Minute)},
+		{Since: base.Add(500 * time.Minute), Until: base.Add(500 * time.Minute)},
+		{Text: "no such words"}, {Text: "no such words", Limit: 5},
+		{Type: TraceLesson, Agent: "coding-agent", Feature: "F-001", Run: "run-000001", Gate: "scope", Parent: "tr-1", Limit: 2},
+	} {
+		got, err := s.Traces(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bruteForce(stored(t, s), f); !slices.Equal(idsOf(got), want) {
+			t.Errorf("filter %+v:\n got %v\nwant %v", f, idsOf(got), want)
+		}
+	}
+}
+
+// indexEntries counts what the trace index, postings and counters hold.
+func indexEntries(t *testing.T, s *Store) (index, postings, docs int) {
+	t.Helper()
+	s.db.View(func(tx *bolt.Tx) error {
+		index = tx.Bucket(bucketTraceIndex).Stats().KeyN
+		postings = tx.Bucket(bucketTraceTerms).Stats().KeyN
+		docs = counter(tx.Bucket(bucketTraceStats), keyDocs)
+		return nil
+	})
+	return
+}
+
+// An index that a write forgets shows: after traces are appended and
+// taken out again, every index is as if they had never been.
+func TestIndexesFollowAppendAndRemoval(t *testing.T) {
+	s, _ := openTemp(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	kept := randomTraces(r, 200)
+	if _, err := s.AppendTraces(kept...); err != nil {
+		t.Fatal(err)
+	}
+	i0, p0, d0 := indexEntries(t, s)
+	gone, err := s.AppendTraces(randomTraces(r, 300)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i1, p1, _ := indexEntries(t, s); i1 <= i0 || p1 <= p0 {
+		t.Fatalf("appending 300 traces left the index at %d entries (was %d) and the postings at %d (was %d)", i1, i0, p1, p0)
+	}
+	checkQueries(t, s, r, 200)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, g := range gone {
+			if err := removeTrace(tx, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i2, p2, d2 := indexEntries(t, s); i2 != i0 || p2 != p0 || d2 != d0 {
+		t.Errorf("after removing them: index %d entries (want %d), postings %d (want %d), docs %d (want %d)", i2, i0, p2, p0, d2, d0)
+	}
+	checkQueries(t, s, r, 200)
+}
+
+// Hooks of concurrent tool calls append at once: they share commits
+// (one fsync for many), and each trace is stored before its append
+// returns.
+func TestConcurrentAppendsShareCommits(t *testing.T) {
+	s, _ := openTemp(t)
+	const n = 20
+	// The first append commits alone; the others queue behind it.
+	release := make(chan struct{})
+	queued := make(chan struct{}, n)
+	s.appends.queued = func() { queued <- struct{}{} }
+	var wg sync.WaitGroup
+	first := make(chan struct{})
+	wg.Go(func() {
+		// Held inside its commit until the others are queued.
+		err := s.db.Update(func(*bolt.Tx) error { close(first); <-release; return nil })
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	<-first
+	// bbolt allows one writer: while the Update above holds it, the
+	// leader's commit waits, and the rest queue behind the leader.
+	ids := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			out, err := s.AppendTraces(Trace{Type: TraceViolation, Event: TraceEvent{WhatHappened: fmt.Sprint("call ", i)}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, ok, err := s.Trace(out[0].ID)
+			if err != nil || !ok || got.Event.WhatHappened != fmt.Sprint("call ", i) {
+				t.Errorf("trace %s not stored when its append returned: %+v %v %v", out[0].ID, got, ok, err)
+			}
+			ids <- out[0].ID
+		})
+	}
+	for range n - 1 {
+		<-queued
+	}
+	close(release)
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Errorf("id %s given twice", id)
+		}
+		seen[id] = true
+	}
+	if c := s.commits.Load(); c != 2 {
+		t.Errorf("%d appends took %d commits, want 2 (the first alone, the %d that queued behind it together)", n, c, n-1)
+	}
+}
+
+// A database of schema 1 gets its indexes when a daemon opens it.
+func TestMigrationIndexesExistingTraces(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 6))
+	trs := randomTraces(r, 300)
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := migrations[0](tx); err != nil {
+			return err
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, []byte("1")); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketTraces)
+		for i := range trs {
+			seq, _ := b.NextSequence()
+			trs[i].ID = fmt.Sprintf("tr-%d", seq)
+			if err := putJSON(b, seqKey(seq), trs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.Schema(); v != SchemaVersion {
+		t.Fatalf("schema %d after migration, want %d", v, SchemaVersion)
+	}
+	checkQueries(t, s, r, 200)
+	if _, _, docs := indexEntries(t, s); docs != len(slices.DeleteFunc(slices.Clone(trs), func(t Trace) bool { return t.Type != TraceViolation })) {
+		t.Errorf("%d violations indexed by their words", docs)
+	}
+}
+
+// The mistakes' aggregate counts refusals by role, gate, reason and
+// feature, names the newest, and never counts what an agent stored.
+func TestMistakes(t *testing.T) {
+	s, _ := openTemp(t)
+	v := func(role, feature, gate, code, source string) Trace {
+		return Trace{Type: TraceViolation, Source: source, Gate: gate, Code: code, Context: TraceContext{Agent: role, Feature: feature}}
+	}
+	_, err := s.AppendTraces(
+		v("coding-agent", "F-001", "scope", "outside_scope", SourceHook),
+		v("coding-agent", "F-001", "scope", "outside_scope", SourceHook),
+		v("coding-agent", "F-002", "scope", "outside_scope", SourceAuto),
+		v("coding-agent", "F-002", "scope", "outside_scope", SourceAgent),
+		v("tester-agent", "F-001", "scope", "outside_scope", SourceHook),
+		v("", "F-001", "scope", "outside_scope", SourceHook),
+		Trace{Type: TraceDecision, Source: SourceHook, Gate: "scope", Context: TraceContext{Agent: "coding-agent", Feature: "F-003"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Mistakes("coding-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MistakeGroup{
+		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-001", Count: 2, Newest: "tr-2"},
+		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-002", Count: 1, Newest: "tr-3"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if got, _ := s.Mistakes("coding"); len(got) != 0 {
+		t.Errorf("a role's prefix is not the role: %+v", got)
+	}
+}
+
+// Postings name each violation holding a term, newest first, with the
+// counts BM25 needs.
+func TestPostings(t *testing.T) {
+	s, _ := openTemp(t)
+	_, err := s.AppendTraces(
+		Trace{Type: TraceViolation, Context: TraceContext{Feature: "F-001"}, Event: TraceEvent{WhatHappened: "Read of the whole build log", WhatWasCorrect: "read its tail"}},
+		Trace{Type: TraceDecision, Event: TraceEvent{WhatHappened: "the build log was read"}},
+		Trace{Type: TraceViolation, Context: TraceContext{Feature: "F-002"}, Event: TraceEvent{WhatHappened: "log log log"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	col, err := s.Postings([]string{"log", "tail", "nothing"}, func(term string, p Posting) bool {
+		got = append(got, fmt.Sprintf("%s:%s tf=%d len=%d %s", term, p.ID, p.TF, p.Len, p.Feature))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"log:tr-3 tf=3 len=3 F-002", "log:tr-1 tf=1 len=6 F-001", "tail:tr-1 tf=1 len=6 F-001"}
+	if !slices.Equal(got, want) {
+		t.Errorf("postings %q, want %q", got, want)
+	}
+	if col.Docs != 2 || col.Words != 9 || col.DF["log"] != 2 || col.DF["tail"] != 1 || col.DF["nothing"] != 0 {
+		t.Errorf("collection %+v", col)
+	}
+}
+
+func TestTimeBitsOrder(t *testing.T) {
+	ts := []time.Time{time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 0), time.Unix(0, 1), time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	for i := 1; i < len(ts); i++ {
+		a, b := binary.BigEndian.AppendUint64(nil, timeBits(ts[i-1])), binary.BigEndian.AppendUint64(nil, timeBits(ts[i]))
+		if string(a) >= string(b) {
+			t.Errorf("%v does not sort before %v", ts[i-1], ts[i])
+		}
+	}
+}
