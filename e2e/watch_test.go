@@ -162,4 +162,22 @@ func TestWatchInATerminal(t *testing.T) {
 		!slices.Contains(why.Evidence, ".claude/progress/evidence/F-002/daemon-diagnosis-attempt-1.log") {
 		t.Errorf("ctl why F-002:\n%s", out)
 	}
+
+	// The accepted verdict in the graph: the path from the feature down to
+	// the tester's run of its second attempt, and the commit after it.
+	var approvals []struct{ ID string }
+	out = p.mustRun("ctl", "traces", "--type", "approval", "--feature", "F-002", "--project", p.dir, "--json")
+	if err := json.Unmarshal([]byte(out), &approvals); err != nil || len(approvals) != 1 {
+		t.Fatalf("F-002's approvals: %v\n%s", err, out)
+	}
+	out = p.mustRun("ctl", "trace", approvals[0].ID, "--project", p.dir)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^led here:\n  tr-\d+ transition \(F-002\): F-002 taken up: .+\n    tr-\d+ transition \(F-002\): F-002 attempt 2 begins\n` +
+			`      tr-\d+ handoff \(tester-agent F-002 run-\d{6}\): run-\d{6} started as tester-agent: validate_feature F-002, attempt 2\n        > ` + approvals[0].ID + `$`),
+		regexp.MustCompile(`(?m)^followed from it:\n  tr-\d+ decision \(tester-agent F-002 run-\d{6}\): F-002 committed as [0-9a-f]{40}`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("ctl trace %s does not match %s:\n%s", approvals[0].ID, want, out)
+		}
+	}
 }

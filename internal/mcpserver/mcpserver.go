@@ -99,10 +99,10 @@ func New(c *control.Client, version string) *mcp.Server {
 			}
 			return nil, Traces{Traces: ts}, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: GetTrace, Description: "One trace of the context graph, in full."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, control.Trace, error) {
-			t, err := c.Trace(ctx, in.ID)
-			return nil, t, err
+	mcp.AddTool(s, &mcp.Tool{Name: GetTrace, Description: "One trace of the context graph, in full, with the path that led to it (its feature, attempt, run) and what followed from it, each in a line."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, control.TraceLinks, error) {
+			l, err := c.TraceLinks(ctx, in.ID)
+			return nil, l, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: StoreTrace, Description: "Record a decision, a lesson or a handoff for the agents after you. It is attributed to your run and marked as yours (source agent)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, control.Trace, error) {

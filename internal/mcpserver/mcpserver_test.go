@@ -41,6 +41,11 @@ func (d *daemon) Trace(_ context.Context, id string) (control.Trace, error) {
 	return control.Trace{ID: id, Type: "violation"}, nil
 }
 
+func (d *daemon) TraceLinks(_ context.Context, id string) (control.TraceLinks, error) {
+	return control.TraceLinks{Trace: control.Trace{ID: id, Type: "violation"},
+		Path: []control.Trace{{ID: "tr-2", Type: "handoff", Event: control.TraceEvent{WhatHappened: "run-000002 started"}}}}, nil
+}
+
 func (d *daemon) StoreTrace(_ context.Context, token string, req control.TraceRequest) (control.Trace, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -112,7 +117,7 @@ func TestTools(t *testing.T) {
 	if out, isErr := call(t, cs, QueryTraces, map[string]any{"since": "yesterday"}); !isErr || !strings.Contains(out, `since "yesterday"`) {
 		t.Errorf("a bad since = %v %s, want a tool error that names it", isErr, out)
 	}
-	if out, _ := call(t, cs, GetTrace, map[string]any{"id": "tr-5"}); !strings.Contains(out, `"id":"tr-5"`) {
+	if out, _ := call(t, cs, GetTrace, map[string]any{"id": "tr-5"}); !strings.Contains(out, `"id":"tr-5"`) || !strings.Contains(out, "run-000002 started") {
 		t.Errorf("get_trace = %s", out)
 	}
 	if out, _ := call(t, cs, ExtractPatterns, map[string]any{}); !strings.Contains(out, "coding-agent refused by scope") {
