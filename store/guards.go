@@ -1,0 +1,56 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+)
+
+// bucketGuards holds the guards proposed from patterns and what people
+// made of them (warn, enforce, retired), by id. It is created by the first
+// write rather than by a migration: a database without it has no guards
+// yet, and reads as such.
+var bucketGuards = []byte("guards")
+
+// Guards returns every stored guard, by id.
+func (s *Store) Guards() ([]guard.Rule, error) {
+	var out []guard.Rule
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGuards)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var r guard.Rule
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("store: guard %s: %w", k, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// PutGuards stores guards, replacing those with the same ids, in one
+// transaction.
+func (s *Store) PutGuards(rs ...guard.Rule) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketGuards)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.ID == "" {
+				return fmt.Errorf("store: a guard without an id (%s)", r.Summary())
+			}
+			if err := putJSON(b, []byte(r.ID), r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
