@@ -698,6 +698,13 @@ func (o *Orchestrator) coderSummary(id string, attempt int) string {
 	return ""
 }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func evidenceNote(log string) string {
 	if log == "" {
 		return ""
@@ -720,7 +727,7 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
 	}
 	tr := o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)", f.ID, run.Attempt), Why: why}})
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
 	c := o.counters[f.ID]
 	if o.cfg.Git.Commit && jd.Tree != "" {
 		done, err := o.judge.Commit(context.Background(), judge.Verdict{
