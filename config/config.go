@@ -69,6 +69,9 @@ type Graph struct {
 	// feature's history, the project's lessons, the mistakes agents of
 	// its role made on other features, similar traces); 0: nothing.
 	PrecedentTokens int `yaml:"precedent_tokens"`
+	// GuardThreshold is how often a pattern must happen before a guard is
+	// proposed against it.
+	GuardThreshold int `yaml:"guard_threshold"`
 }
 
 // Notify says where the daemon tells a person what happened: a feature
@@ -157,7 +160,7 @@ func Default() *Config {
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains)},
 		Git:       Git{Commit: true},
 		// About a screen of text: a model reads it on every turn.
-		Graph: Graph{PrecedentTokens: 600},
+		Graph: Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:   Log{Level: "info", Format: "console"},
 	}
 }

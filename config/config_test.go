@@ -66,7 +66,7 @@ func TestDefault(t *testing.T) {
 		Protected: DefaultProtected,
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains},
 		Git:       Git{Commit: true},
-		Graph:     Graph{PrecedentTokens: 600},
+		Graph:     Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:       Log{Level: "info", Format: "console"},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -251,6 +251,8 @@ func TestLoadFileErrors(t *testing.T) {
 			`FILE:2: limits.max_retries: "-1" is not allowed: want a whole number >= 0`},
 		{"fractional int", "agent:\n  max_turns: 2.5\n",
 			`FILE:2: agent.max_turns: "2.5" is not allowed: want a whole number >= 0`},
+		{"zero guard threshold", "graph:\n  guard_threshold: 0\n",
+			`FILE:2: graph.guard_threshold: "0" is not allowed: want a whole number >= 1`},
 		{"hex int", "limits:\n  max_blocked: 0x10\n",
 			`FILE:2: limits.max_blocked: "0x10" is not allowed: want a whole number >= 0`},
 		{"duration without unit", "agent:\n  timeout: 30\n",

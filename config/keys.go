@@ -36,7 +36,7 @@ type key struct {
 	kind     kind
 	help     string
 	enum     []string          // kindEnum: the allowed values
-	positive bool              // kindDuration: 0 is refused
+	positive bool              // kindDuration, kindInt: 0 is refused
 	nonEmpty bool              // kindString: "" is refused
 	check    func(string) bool // kindString: nil accepts any text
 	what     string            // kindString, kindList: what the value (an element) is, for messages
@@ -160,6 +160,8 @@ func buildRegistry() []*key {
 	keys = append(keys,
 		&key{name: "graph.precedent_tokens", kind: kindInt,
 			help: "what each run is told of the past (its feature's history, lessons, its role's mistakes on other features, similar traces), in tokens; 0: nothing", access: field(func(c *Config) *int { return &c.Graph.PrecedentTokens })},
+		&key{name: "graph.guard_threshold", kind: kindInt, positive: true,
+			help: "how often the same refusal, failing command or file put back must happen before a guard is proposed against it (ctl guards)", access: field(func(c *Config) *int { return &c.Graph.GuardThreshold })},
 		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
 			help: "the daemon's log level", access: field(func(c *Config) *string { return &c.Log.Level })},
 		&key{name: "log.format", kind: kindEnum, enum: []string{"console", "json"},
@@ -213,6 +215,9 @@ func (k *key) allowed() string {
 		}
 		return "a duration >= 0 with a unit, such as 20ms or 1s"
 	case kindInt:
+		if k.positive {
+			return "a whole number >= 1"
+		}
 		return "a whole number >= 0"
 	case kindBool:
 		return "true or false"
@@ -251,7 +256,7 @@ func (k *key) parse(raw string) (any, error) {
 		// Base 10 only: "0x10" or "1_000" in a config file is more likely
 		// a mistake than a wish.
 		n, err := strconv.ParseInt(raw, 10, strconv.IntSize)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || (k.positive && n == 0) {
 			return nil, errNotAllowed
 		}
 		return int(n), nil

@@ -31,6 +31,15 @@ type Pattern struct {
 	Features []string  `json:"features"`
 	Examples []string  `json:"examples"` // trace ids, or run ids for commands: the newest few
 	Last     time.Time `json:"last"`
+	// Path is the project file every trace of the pattern was about,
+	// when they were all about the same one (a file put back, a refusal of
+	// writes to one file): what a guard can match.
+	Path string `json:"path,omitempty"`
+	// Command is the failing command, whole (What clips it), and Test
+	// whether it was a test run: a failing test is a verdict, not a
+	// mistake to guard against.
+	Command string `json:"command,omitempty"`
+	Test    bool   `json:"test,omitempty"`
 }
 
 // maxExamples is how many examples a pattern names.
@@ -43,12 +52,22 @@ const maxExamples = 3
 func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pattern {
 	groups := map[string]*Pattern{}
 	var order []*Pattern
-	add := func(key string, p Pattern, feature, example string, at time.Time) {
+	// mixed: the traces of a pattern were about different paths (or, for a
+	// file put back, by different roles), so none is the pattern's.
+	mixedPath, mixedRole := map[*Pattern]bool{}, map[*Pattern]bool{}
+	add := func(key string, p Pattern, feature, example string, at time.Time, path, role string) {
 		g := groups[key]
 		if g == nil {
 			g = &p
+			g.Path, g.Role = path, role
 			groups[key] = g
 			order = append(order, g)
+		}
+		if g.Path != path {
+			mixedPath[g] = true
+		}
+		if g.Role != role {
+			mixedRole[g] = true
 		}
 		g.Count++
 		if feature != "" && !slices.Contains(g.Features, feature) {
@@ -69,10 +88,10 @@ func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pat
 		}
 		add(PatternRefusal+"\x00"+t.Context.Agent+"\x00"+t.Gate+"\x00"+t.Code,
 			Pattern{Kind: PatternRefusal, What: what, Role: t.Context.Agent, Gate: t.Gate, Code: t.Code},
-			t.Context.Feature, t.ID, t.Timestamp)
+			t.Context.Feature, t.ID, t.Timestamp, t.Path, t.Context.Agent)
 		if t.Path != "" && strings.Contains(t.Event.WhatHappened, "put back") {
 			add(PatternRevertedFile+"\x00"+t.Path, Pattern{Kind: PatternRevertedFile, What: t.Path + " put back after a run"},
-				t.Context.Feature, t.ID, t.Timestamp)
+				t.Context.Feature, t.ID, t.Timestamp, t.Path, t.Context.Agent)
 		}
 	}
 	for _, c := range commands {
@@ -80,12 +99,21 @@ func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pat
 			continue
 		}
 		cmd := strings.Join(strings.Fields(c.Command), " ")
-		add(PatternFailingCommand+"\x00"+cmd, Pattern{Kind: PatternFailingCommand, What: clip(cmd)}, c.Feature, c.Run, c.Time)
+		add(PatternFailingCommand+"\x00"+cmd, Pattern{Kind: PatternFailingCommand, What: clip(cmd), Command: cmd}, c.Feature, c.Run, c.Time, "", "")
+		if c.IsTest {
+			groups[PatternFailingCommand+"\x00"+cmd].Test = true
+		}
 	}
 	var out []Pattern
 	for _, g := range order {
 		if g.Count < atLeast {
 			continue
+		}
+		if mixedPath[g] {
+			g.Path = ""
+		}
+		if mixedRole[g] {
+			g.Role = ""
 		}
 		// The newest examples, newest first.
 		slices.Reverse(g.Examples)

@@ -1,0 +1,101 @@
+package graph
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func TestProposeGuards(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	reverted := func(n int, role, path string) []store.Trace {
+		var ts []store.Trace
+		for i := range n {
+			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-r%d%s", i, path), Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.Scope, Code: "out_of_scope",
+				Path: path, Context: store.TraceContext{Agent: role, Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: path + " changed out of scope; put back"}})
+		}
+		return ts
+	}
+	refused := func(n int, gate, code string) []store.Trace {
+		var ts []store.Trace
+		for i := range n {
+			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-f%d%s", i, gate), Type: store.TraceViolation, Source: store.SourceHook, Gate: gate, Code: code,
+				Context: store.TraceContext{Agent: guard.Tester}, Event: store.TraceEvent{WhatHappened: "refused"}})
+		}
+		return ts
+	}
+	failing := func(n int, cmd string, test bool) []store.Command {
+		var cs []store.Command
+		for i := range n {
+			cs = append(cs, store.Command{Run: fmt.Sprintf("run-%d", i), Command: cmd, ExitCode: 2, IsTest: test})
+		}
+		return cs
+	}
+	tests := []struct {
+		name     string
+		traces   []store.Trace
+		commands []store.Command
+		want     []string // kind of match and what it matches, for each proposal
+	}{
+		{name: "a file put back three times", traces: reverted(3, guard.Coder, "src/gen/api.go"),
+			want: []string{"path src/gen/api.go coding-agent"}},
+		{name: "below the threshold", traces: reverted(2, guard.Coder, "src/gen/api.go")},
+		{name: "a path with glob characters is matched as written", traces: reverted(3, guard.Coder, "src/[id].ts"),
+			want: []string{`path src/\[id\].ts coding-agent`}},
+		{name: "a refusal without a path: the gate already holds", traces: refused(5, guard.TesterMustTest, "no_test_run")},
+		{name: "a failing command that is not a test", commands: failing(4, "make   deploy", false),
+			want: []string{`command ^\s*make\s+deploy\s*$ `}},
+		{name: "a failing test is a verdict", commands: failing(4, "go test ./...", true)},
+		{name: "a guard's own refusals propose nothing", traces: refused(4, "guard:g-1", guard.CodeGuardDenied)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules := ProposeGuards(Patterns(tt.traces, tt.commands, 1), 3, now)
+			var got []string
+			for _, r := range rules {
+				if r.Status != guard.GuardProposed || !r.Created.Equal(now) || !strings.HasPrefix(r.ID, "g-") || r.Source == "" {
+					t.Errorf("proposal %+v: want a proposed guard with an id g-…, its source and its time", r)
+				}
+				if err := r.Validate(); err != nil {
+					t.Errorf("proposal does not validate: %v", err)
+				}
+				if r.Match.Path != "" {
+					got = append(got, "path "+r.Match.Path+" "+r.Role)
+				} else {
+					got = append(got, "command "+r.Match.Command+" "+r.Role)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("ProposeGuards() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The same pattern proposes the same guard, so that proposing again is
+// idempotent; and the command guard matches the command as it was run.
+func TestProposalsAreStable(t *testing.T) {
+	cs := []store.Command{{Run: "a", Command: "make deploy", ExitCode: 1}, {Run: "b", Command: "make  deploy", ExitCode: 1}, {Run: "c", Command: "make deploy", ExitCode: 1}}
+	a := ProposeGuards(Patterns(nil, cs, 1), 3, time.Now())
+	b := ProposeGuards(Patterns(nil, cs[:3], 1), 3, time.Now().Add(time.Hour))
+	if len(a) != 1 || len(b) != 1 || a[0].ID != b[0].ID {
+		t.Fatalf("proposals %v and %v, want one with the same id", a, b)
+	}
+	re := regexp.MustCompile(a[0].Match.Command)
+	for _, c := range []string{"make deploy", " make\tdeploy "} {
+		if !re.MatchString(c) {
+			t.Errorf("%s does not match %q", a[0].Match.Command, c)
+		}
+	}
+	if re.MatchString("make deploy-docs") {
+		t.Errorf("%s matches another command", a[0].Match.Command)
+	}
+	if !strings.Contains(a[0].Message, "failed 3 times") {
+		t.Errorf("message %q, want it to say how often the command failed", a[0].Message)
+	}
+}
