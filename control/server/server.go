@@ -128,6 +128,9 @@ func New(b control.Backend, log *zap.Logger) *Server {
 			return ps, err
 		}))
 	}
+	if gb, ok := b.(control.GuardBackend); ok {
+		s.guardRoutes(gb)
+	}
 	if rb, ok := b.(ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}
