@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -119,14 +120,26 @@ var Hands = []Hand{
 	{"a broken list that is gone no longer holds the loop",
 		"orchestrator/featurelist.go", "\t\tif held && o.problem == \"\" {", "\t\tif held && false {",
 		"orchestrator", "TestABrokenListThatIsGoneHoldsNothing"},
+	{"what happens in a run hangs from the run in the context graph",
+		"judge/judge.go", "\t\tif ok && t.Parent == \"\" && l.Trace != t.ID {", "\t\tif false {",
+		"orchestrator", "TestTracesFormAGraph"},
+	{"a person's correction hangs from the block it answers",
+		"orchestrator/links.go", "\tif c := o.counters[id]; c.BlockTrace != \"\" {", "\tif c := o.counters[id]; false {",
+		"orchestrator", "TestTracesFormAGraph"},
+	{"a person's retry starts a new attempt in the graph",
+		"orchestrator/control.go", "\t\tc.AttemptTrace, c.AttemptNo, c.BlockTrace = \"\", 0, \"\"\n", "\n",
+		"orchestrator", "TestTracesFormAGraph"},
+	{"ctl trace shows the whole path that led to a trace",
+		"graph/links.go", "\t\tl.Path = append(l.Path, pt)\n\t\tp = pt.Parent\n", "\t\tl.Path = append(l.Path, pt)\n\t\tbreak\n",
+		"graph", "TestLinksOf"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
 const handTimeout = 3 * time.Minute
 
-// audit runs every hand mutation on a staged copy of the sources and
-// reports whether each was caught.
-func audit() bool {
+// audit runs every hand mutation whose guarantee matches only on a staged
+// copy of the sources and reports whether each was caught.
+func audit(only *regexp.Regexp) bool {
 	src, err := stage()
 	if err != nil {
 		fatal(err)
@@ -136,6 +149,9 @@ func audit() bool {
 	fmt.Fprintln(tw, "guarantee removed\tcaught by\tin")
 	ok := true
 	for _, h := range Hands {
+		if !only.MatchString(h.Guarantee) {
+			continue
+		}
 		fmt.Printf("audit: without %q…\n", h.Guarantee)
 		caught, took, err := h.try(src)
 		switch {

@@ -44,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,10 +134,16 @@ func main() {
 	gremlins := flag.String("gremlins", "gremlins", "the gremlins binary")
 	out := flag.String("out", ".mutate", "where the JSON reports go")
 	hand := flag.Bool("audit", false, "run the hand mutation audit of the guarantees instead")
+	only := flag.String("only", "", "with -audit: only the guarantees whose words match this regular expression")
 	flag.IntVar(&workers, "workers", 2, "mutants tested at once (the cores to give it)")
 	flag.Parse()
 	if *hand {
-		if !audit() {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mutate: -only %q: %v\n", *only, err)
+			os.Exit(2)
+		}
+		if !audit(re) {
 			os.Exit(1)
 		}
 		return
