@@ -82,6 +82,7 @@ type TraceQuery struct {
 	Gate    string
 	Text    string
 	Since   time.Time
+	Until   time.Time // before
 	Level   string
 	Limit   int
 }
@@ -96,7 +97,10 @@ func (q TraceQuery) Values() url.Values {
 		}
 	}
 	if !q.Since.IsZero() {
-		v.Set("since", q.Since.UTC().Format(time.RFC3339))
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -108,12 +112,17 @@ func (q TraceQuery) Values() url.Values {
 // a 400 *APIError that says what is wanted.
 func ParseTraceQuery(v url.Values) (TraceQuery, error) {
 	q := TraceQuery{Type: v.Get("type"), Agent: v.Get("agent"), Feature: v.Get("feature"), Run: v.Get("run"), Gate: v.Get("gate"), Text: v.Get("q"), Level: v.Get("level")}
-	if s := v.Get("since"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "since: want an RFC 3339 time such as 2026-01-02T15:04:05Z"}
+	for _, p := range []struct {
+		key string
+		to  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if s := v.Get(p.key); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: p.key + ": want an RFC 3339 time such as 2026-01-02T15:04:05Z"}
+			}
+			*p.to = t
 		}
-		q.Since = t
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

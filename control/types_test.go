@@ -82,6 +82,9 @@ func TestTraceQueryRoundTrip(t *testing.T) {
 			q:     control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Gate: "scope", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 4, 4, 5, 0, paris), Limit: 5},
 			query: "agent=coding-agent&feature=F-001&gate=scope&level=full&limit=5&q=tested+%26+more&run=run-7&since=2026-01-02T03%3A04%3A05Z&type=violation",
 			back:  control.TraceQuery{Type: "violation", Agent: "coding-agent", Feature: "F-001", Run: "run-7", Gate: "scope", Text: "tested & more", Level: "full", Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Limit: 5}},
+		{name: "a time range to the nanosecond", q: control.TraceQuery{Since: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Until: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)},
+			query: "since=2026-01-02T03%3A04%3A05.000000006Z&until=2026-01-02T04%3A00%3A00Z",
+			back:  control.TraceQuery{Since: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Until: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)}},
 		{name: "a limit of one", q: control.TraceQuery{Limit: 1}, query: "limit=1", back: control.TraceQuery{Limit: 1}},
 		{name: "no limit is no limit=0", q: control.TraceQuery{Limit: 0, Run: "r"}, query: "run=r", back: control.TraceQuery{Run: "r"}},
 	}
@@ -115,6 +118,7 @@ func TestParseTraceQuery(t *testing.T) {
 		{query: "limit=ten", wantErr: "limit: want a whole number >= 0"},
 		{query: "since=yesterday", wantErr: "since: want an RFC 3339 time"},
 		{query: "since=2026-01-02", wantErr: "since: want an RFC 3339 time"},
+		{query: "until=tomorrow", wantErr: "until: want an RFC 3339 time"},
 	}
 	for _, tt := range tests {
 		v, err := url.ParseQuery(tt.query)

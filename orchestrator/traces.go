@@ -35,7 +35,7 @@ func (o *Orchestrator) Traces(_ context.Context, q control.TraceQuery) ([]contro
 	if err := store.CheckTraceType(q.Type); err != nil {
 		return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: err.Error()}
 	}
-	ts, err := o.st.Traces(store.TraceFilter{Type: q.Type, Agent: q.Agent, Feature: q.Feature, Run: q.Run, Gate: q.Gate, Text: q.Text, Since: q.Since, Limit: q.Limit})
+	ts, err := o.st.Traces(store.TraceFilter{Type: q.Type, Agent: q.Agent, Feature: q.Feature, Run: q.Run, Gate: q.Gate, Text: q.Text, Since: q.Since, Until: q.Until, Limit: q.Limit})
 	if err != nil {
 		return nil, err
 	}

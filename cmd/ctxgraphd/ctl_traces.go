@@ -17,7 +17,7 @@ import (
 // ctlTraceCmds are the context-graph commands of ctl: traces and trace.
 func ctlTraceCmds(f *ctlFlags) []*cobra.Command {
 	var q control.TraceQuery
-	var since time.Duration
+	var since, until time.Duration
 	traces := &cobra.Command{
 		Use:   "traces [QUERY]",
 		Short: "List traces of the context graph (violations, decisions, …), filtered",
@@ -37,8 +37,12 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 			default:
 				return withExitCode(exitUsage, fmt.Errorf("--level %q: want metadata, summary or full", q.Level))
 			}
+			now := time.Now()
 			if since > 0 {
-				q.Since = time.Now().Add(-since)
+				q.Since = now.Add(-since)
+			}
+			if until > 0 {
+				q.Until = now.Add(-until)
 			}
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) ([]control.Trace, error) {
 				ts, err := c.Traces(ctx, q)
@@ -57,6 +61,7 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 	fl.StringVar(&q.Gate, "gate", "", "only traces of this gate (scope, tested-needs-evidence, …)")
 	fl.StringVar(&q.Level, "level", "summary", "detail: metadata, summary or full")
 	fl.DurationVar(&since, "since", 0, "only traces of the last DURATION (e.g. 2h)")
+	fl.DurationVar(&until, "until", 0, "only traces older than DURATION (e.g. 30m: not the last half hour)")
 	fl.IntVar(&q.Limit, "limit", 0, "only the newest N traces")
 
 	trace := &cobra.Command{
