@@ -123,6 +123,7 @@ type Orchestrator struct {
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
 	ownWrite         []byte // last bytes the daemon wrote to feature-list.json
+	guards           guardState
 	// waitFor is the failure the next wait is for: its reset time and
 	// the CLI's own retry delay bound the wait from below.
 	waitFor   agents.Failure
@@ -240,6 +241,7 @@ func New(opts Options) (*Orchestrator, error) {
 			o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 		}
 	}
+	o.loadGuardFile()
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
 	return o, nil

@@ -39,6 +39,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		statemachine.SpawnTester:      agents.Tester,
 	}[a.Kind]
 	prev := o.machine.State()
+	o.loadGuardFile() // a person's change of guards.yaml holds from the next run
 	if role == agents.Initializer {
 		if _, err := progress.ReadGoal(o.opts.Project.Progress()); err != nil {
 			// An initializer without a goal would invent a project.
@@ -346,6 +347,9 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 		return
 	}
 	o.recordFindings(ev.run, jd)
+	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
+		o.log.Warn("could not propose guards", zap.Error(err))
+	}
 	o.session.LastTree = string(jd.Tree)
 	switch out.Role {
 	case statemachine.Initializer:

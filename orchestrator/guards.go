@@ -1,0 +1,277 @@
+package orchestrator
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/graph"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// guardState is what the loop knows of the guards besides the store: the
+// rules last read from guards.yaml, which hold while a broken file is
+// being fixed.
+type guardState struct {
+	file    []guard.Rule
+	data    []byte // the file as last read: an unchanged file is not read again
+	read    bool   // the file was read once (a missing file reads as nil)
+	problem string // what is wrong with the file, "" when nothing
+}
+
+// guardsFile is the project's guards file.
+func (o *Orchestrator) guardsFile() string {
+	return filepath.Join(o.opts.Project.Dir, filepath.FromSlash(rulefile.Path))
+}
+
+// loadGuardFile reads guards.yaml when it changed since it was last read,
+// and publishes the guards. The daemon reads it at start, at the start of
+// every run and whenever a person lists the guards (the watcher watches
+// .claude/progress only). A broken file never stops the daemon: the rules
+// last read from it hold, and the problem is logged and shown by
+// `ctl guards`, naming the file, the guard and the fix.
+func (o *Orchestrator) loadGuardFile() {
+	name := o.guardsFile()
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if err == nil && o.guards.read && bytes.Equal(data, o.guards.data) {
+		return
+	}
+	var rules []guard.Rule
+	if err == nil {
+		rules, err = rulefile.Parse(name, data)
+	}
+	if err != nil {
+		if problem := err.Error(); problem != o.guards.problem {
+			o.guards.problem = problem
+			o.log.Warn("guards file not taken; the guards last read from it hold", zap.String("file", name), zap.Error(err))
+		}
+		o.guards.data, o.guards.read = data, true
+		return
+	}
+	o.guards = guardState{file: rules, data: data, read: true}
+	if data != nil {
+		o.log.Info("guards file read", zap.String("file", name), zap.Int("guards", len(rules)))
+	}
+	o.publishGuards()
+}
+
+// allGuards is every guard: guards.yaml's first, then the stored ones (a
+// stored guard with the id of one in the file gives way to the file's).
+func (o *Orchestrator) allGuards() ([]guard.Rule, error) {
+	stored, err := o.st.Guards()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(o.guards.file)
+	for _, r := range stored {
+		if o.fileGuard(r.ID) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// fileGuard is the guard of guards.yaml with that id, if there is one.
+func (o *Orchestrator) fileGuard(id string) *guard.Rule {
+	for i := range o.guards.file {
+		if o.guards.file[i].ID == id {
+			return &o.guards.file[i]
+		}
+	}
+	return nil
+}
+
+// publishGuards hands the active guards to the judge, which holds the
+// hooks to them and leaves them for a hook deciding alone.
+func (o *Orchestrator) publishGuards() {
+	rules, err := o.allGuards()
+	if err == nil {
+		err = o.judge.SetGuards(rules)
+	}
+	if err != nil {
+		o.log.Warn("could not publish the guards", zap.Error(err))
+	}
+}
+
+// proposeGuards stores a proposed guard for every pattern over
+// graph.guard_threshold that yields one and has none yet: a guard a person
+// retired is not proposed again, since a proposal's id is that of its
+// pattern.
+func (o *Orchestrator) proposeGuards() error {
+	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: graph.Window})
+	if err != nil {
+		return err
+	}
+	cmds, err := o.st.Commands("")
+	if err != nil {
+		return err
+	}
+	stored, err := o.st.Guards()
+	if err != nil {
+		return err
+	}
+	threshold := cmp.Or(o.cfg.Graph.GuardThreshold, graph.DefaultGuardThreshold)
+	patterns := graph.Patterns(trs, cmds, threshold)
+	for _, r := range graph.ProposeGuards(patterns, threshold, o.now()) {
+		if o.fileGuard(r.ID) != nil || slices.ContainsFunc(stored, func(s guard.Rule) bool { return s.ID == r.ID }) {
+			continue
+		}
+		if err := o.st.PutGuards(r); err != nil {
+			return err
+		}
+		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Gate: r.Gate(),
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("guard %s proposed: %s", r.ID, r.Summary()), WhatWasCorrect: r.Message,
+				Why: fmt.Sprintf("from a %s; it does nothing until a person promotes it (ctxgraphd ctl guards promote %s)", r.Source, r.ID)}})
+		o.log.Info("guard proposed", zap.String("guard", r.ID), zap.String("rule", r.Summary()))
+	}
+	return nil
+}
+
+// Guards implements control.GuardBackend: every guard, with how often it
+// acted, proposals refreshed and guards.yaml read first.
+func (o *Orchestrator) Guards(ctx context.Context) (control.GuardList, error) {
+	var l control.GuardList
+	err := o.do(ctx, func() error {
+		o.loadGuardFile()
+		if err := o.proposeGuards(); err != nil {
+			return err
+		}
+		rules, err := o.allGuards()
+		if err != nil {
+			return err
+		}
+		counts, err := o.guardCounts()
+		if err != nil {
+			return err
+		}
+		l = control.GuardList{File: o.guardsFile(), Problem: o.guards.problem, Guards: []control.Guard{}}
+		for _, r := range rules {
+			l.Guards = append(l.Guards, guardWire(r, counts[r.Gate()]))
+		}
+		return nil
+	})
+	return l, err
+}
+
+// guardCount is how often a guard acted.
+type guardCount struct{ denials, wouldBe int }
+
+// guardCounts counts the violations of each guard by its gate.
+func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
+	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]guardCount{}
+	for _, t := range trs {
+		if !strings.HasPrefix(t.Gate, guard.GuardPrefix) {
+			continue
+		}
+		c := out[t.Gate]
+		if t.Code == guard.CodeGuardDenied {
+			c.denials++
+		} else {
+			c.wouldBe++
+		}
+		out[t.Gate] = c
+	}
+	return out, nil
+}
+
+// PromoteGuard implements control.GuardBackend: a person moves a guard one
+// step, proposed → warn → enforce.
+func (o *Orchestrator) PromoteGuard(ctx context.Context, id string) (control.Guard, error) {
+	return o.changeGuard(ctx, id, "promote", func(r *guard.Rule) error {
+		switch r.Status {
+		case guard.GuardProposed:
+			r.Status = guard.GuardWarn
+		case guard.GuardWarn:
+			r.Status = guard.GuardEnforce
+		case guard.GuardEnforce:
+			return guardConflict(fmt.Sprintf("guard %s is enforced already; `ctxgraphd ctl guards retire %s` ends it", id, id))
+		default:
+			return guardConflict(fmt.Sprintf("guard %s is retired, and stays so; to hold agents to its rule again, write it in %s", id, rulefile.Path))
+		}
+		return nil
+	})
+}
+
+// RetireGuard implements control.GuardBackend: a person ends a guard.
+func (o *Orchestrator) RetireGuard(ctx context.Context, id string) (control.Guard, error) {
+	return o.changeGuard(ctx, id, "retire", func(r *guard.Rule) error {
+		if r.Status == guard.GuardRetired {
+			return guardConflict(fmt.Sprintf("guard %s is retired already", id))
+		}
+		r.Status = guard.GuardRetired
+		return nil
+	})
+}
+
+func guardConflict(msg string) error {
+	return &control.APIError{HTTPStatus: http.StatusConflict, Code: "guard_status", Message: msg}
+}
+
+// changeGuard applies a person's change to a stored guard, records it as
+// a decision of theirs, and publishes the guards.
+func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change func(*guard.Rule) error) (control.Guard, error) {
+	var out control.Guard
+	err := o.do(ctx, func() error {
+		o.loadGuardFile()
+		if r := o.fileGuard(id); r != nil {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "guard_in_file",
+				Message: fmt.Sprintf("guard %s is %s's (%s, status %s): change or remove it there, where the team reviews it", id, rulefile.Path, o.guardsFile(), r.Status)}
+		}
+		stored, err := o.st.Guards()
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(stored, func(r guard.Rule) bool { return r.ID == id })
+		if i < 0 {
+			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_guard",
+				Message: fmt.Sprintf("no guard %q; `ctxgraphd ctl guards` lists them", id)}
+		}
+		r := stored[i]
+		from := r.Status
+		if err := change(&r); err != nil {
+			return err
+		}
+		if err := o.st.PutGuards(r); err != nil {
+			return err
+		}
+		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceUser, Gate: r.Gate(),
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("guard %s moved from %s to %s by a person (%s): %s", id, from, r.Status, verb, r.Summary()),
+				Why: "a person's " + verb}})
+		o.log.Info("guard "+verb+"d", zap.String("guard", id), zap.String("from", from), zap.String("to", r.Status))
+		o.publishGuards()
+		counts, err := o.guardCounts()
+		if err != nil {
+			return err
+		}
+		out = guardWire(r, counts[r.Gate()])
+		return nil
+	})
+	return out, err
+}
+
+// guardWire is a guard as the control API shows it.
+func guardWire(r guard.Rule, c guardCount) control.Guard {
+	return control.Guard{ID: r.ID, Status: r.Status, Source: r.Source, Rule: r.Summary(), Event: r.Event, Tool: r.Tool, Role: r.Role,
+		Match: control.GuardMatch(r.Match), Action: r.Action, Message: r.Message, Suggestion: r.Suggestion, Created: r.Created,
+		Denials: c.denials, WouldBe: c.wouldBe}
+}

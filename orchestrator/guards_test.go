@@ -1,0 +1,172 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// running starts o's loop for the test.
+func running(t *testing.T, o *Orchestrator) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
+func bashCall(cmd string) control.HookRequest {
+	return control.HookRequest{Event: "pre-tool-use", Payload: []byte(fmt.Sprintf(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":%q}}`, cmd))}
+}
+
+func apiCode(err error) string {
+	var e *control.APIError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return fmt.Sprint(err)
+}
+
+// A command that failed graph.guard_threshold times yields one proposed
+// guard, which does nothing; a person promotes it to warn (the action goes
+// through, a would-be denial is recorded), then to enforce (denied), then
+// retires it (nothing again). Every step is a person's decision trace, and
+// the list counts what the guard did.
+func TestGuardLifecycle(t *testing.T) {
+	h := newHarness(t)
+	for i := range 3 {
+		if err := h.st.AppendCommand(store.Command{Run: store.RunID(uint64(90 + i)), Command: "make deploy", ExitCode: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := h.orchestrator(false)
+	ctx := running(t, o)
+	token := o.judge.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-000099"})
+	decide := func() *control.HookDecision {
+		t.Helper()
+		resp, err := o.Hook(ctx, token, bashCall("make deploy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Decision
+	}
+
+	l, err := o.Guards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Guards) != 1 || l.Guards[0].Status != guard.GuardProposed || l.Guards[0].Source != "pattern failing_command" || !strings.Contains(l.Guards[0].Message, "failed 3 times") {
+		t.Fatalf("Guards() = %+v, want one proposal from the failing command", l.Guards)
+	}
+	id := l.Guards[0].ID
+	if again, err := o.Guards(ctx); err != nil || len(again.Guards) != 1 || again.Guards[0].ID != id {
+		t.Fatalf("Guards() again = %+v, %v; want the same single proposal", again.Guards, err)
+	}
+	if d := decide(); d != nil {
+		t.Fatalf("a proposed guard decided %+v", d)
+	}
+
+	steps := []struct {
+		status string
+		code   string // of the decision on the command; "" none
+		mode   string
+	}{{guard.GuardWarn, guard.CodeGuardWouldDeny, string(guard.Warn)}, {guard.GuardEnforce, guard.CodeGuardDenied, string(guard.Enforce)}}
+	for _, s := range steps {
+		g, err := o.PromoteGuard(ctx, id)
+		if err != nil || g.Status != s.status {
+			t.Fatalf("PromoteGuard() = %+v, %v; want %s", g, err, s.status)
+		}
+		if d := decide(); d == nil || d.Gate != guard.GuardPrefix+id || d.Code != s.code || d.Mode != s.mode {
+			t.Fatalf("in %s the guard decided %+v, want %s (%s)", s.status, d, s.code, s.mode)
+		}
+	}
+	if _, err := o.PromoteGuard(ctx, id); apiCode(err) != "guard_status" {
+		t.Errorf("promoting an enforced guard: %v, want guard_status", err)
+	}
+	if g, err := o.RetireGuard(ctx, id); err != nil || g.Status != guard.GuardRetired || g.Denials != 1 || g.WouldBe != 1 {
+		t.Fatalf("RetireGuard() = %+v, %v; want it retired, with one denial and one would-be", g, err)
+	}
+	if d := decide(); d != nil {
+		t.Fatalf("a retired guard decided %+v", d)
+	}
+	if _, err := o.PromoteGuard(ctx, id); apiCode(err) != "guard_status" {
+		t.Errorf("promoting a retired guard: %v, want guard_status", err)
+	}
+	if _, err := o.PromoteGuard(ctx, "g-nothere"); apiCode(err) != "unknown_guard" {
+		t.Errorf("promoting an unknown guard: %v, want unknown_guard", err)
+	}
+	if l, err := o.Guards(ctx); err != nil || len(l.Guards) != 1 {
+		t.Errorf("after retiring, Guards() = %+v, %v; want the retired guard and no new proposal", l.Guards, err)
+	}
+
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Gate: guard.GuardPrefix + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, tr := range trs {
+		sources = append(sources, tr.Source)
+	}
+	if want := []string{store.SourceAuto, store.SourceUser, store.SourceUser, store.SourceUser}; strings.Join(sources, " ") != strings.Join(want, " ") {
+		t.Errorf("decision traces of the guard from %v, want %v", sources, want)
+	}
+}
+
+// guards.yaml is read at start: its guards hold at once, are listed with
+// their source, and cannot be promoted or retired (the file is where they
+// change). A broken file keeps the guards last read, and says what is
+// wrong; a fixed one is taken.
+func TestGuardsFile(t *testing.T) {
+	h := newHarness(t)
+	file := filepath.Join(h.proj.Dir, filepath.FromSlash(rulefile.Path))
+	put := func(content string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(file), 0o755)
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("guards:\n  - {id: no-curl, status: enforce, tool: Bash, match: {command: '\\bcurl\\b'}, message: no network}\n")
+	o := h.orchestrator(false)
+	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].ID != "no-curl" {
+		t.Fatalf("the judge holds %+v after start, want no-curl", gs)
+	}
+	ctx := running(t, o)
+	l, err := o.Guards(ctx)
+	if err != nil || len(l.Guards) != 1 || l.Guards[0].Source != rulefile.Source || l.File != file || l.Problem != "" {
+		t.Fatalf("Guards() = %+v, %v", l, err)
+	}
+	if _, err := o.PromoteGuard(ctx, "no-curl"); apiCode(err) != "guard_in_file" || !strings.Contains(err.Error(), rulefile.Path) {
+		t.Errorf("promoting a guard of the file: %v, want guard_in_file naming the file", err)
+	}
+	if _, err := o.RetireGuard(ctx, "no-curl"); apiCode(err) != "guard_in_file" {
+		t.Errorf("retiring a guard of the file: %v, want guard_in_file", err)
+	}
+
+	put("guards:\n  - {id: no-curl, status: enforce, tool: Bash, match: {command: '(['}, message: no network}\n")
+	l, err = o.Guards(ctx)
+	if err != nil || !strings.Contains(l.Problem, file) || !strings.Contains(l.Problem, `"no-curl"`) || !strings.Contains(l.Problem, "match.command") {
+		t.Fatalf("with a broken file, Guards() = %+v, %v; want the problem naming the file, the guard and the field", l, err)
+	}
+	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].Match.Command != `\bcurl\b` {
+		t.Errorf("with a broken file the judge holds %+v, want the guards last read", gs)
+	}
+
+	put("guards:\n  - {id: no-wget, status: warn, tool: Bash, match: {command: wget}, message: no network}\n")
+	if l, err = o.Guards(ctx); err != nil || l.Problem != "" || len(l.Guards) != 1 || l.Guards[0].ID != "no-wget" {
+		t.Fatalf("with the file fixed, Guards() = %+v, %v", l, err)
+	}
+	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].ID != "no-wget" {
+		t.Errorf("with the file fixed the judge holds %+v, want no-wget", gs)
+	}
+}
