@@ -545,3 +545,41 @@ func TestCtlPatterns(t *testing.T) {
 		t.Errorf("--min 0: exit %d, want %d", code, exitUsage)
 	}
 }
+
+func TestCtlGuards(t *testing.T) {
+	proj := ctlProject(t)
+	b := &controltest.Backend{GuardList: control.GuardList{File: "/p/.claude/ctxgraphd/guards.yaml", Guards: []control.Guard{
+		{ID: "no-curl", Status: "enforce", Source: "guards.yaml", Rule: `agents, Bash: command ~ /\bcurl\b/ → deny`, Denials: 2},
+		{ID: "g-1a2b3c4d", Status: "warn", Source: "pattern failing_command", Rule: `agents, Bash: command ~ /^\s*make\s+deploy\s*$/ → deny`, WouldBe: 1},
+	}}}
+	controltest.Serve(t, proj.Socket, b)
+	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "guards")
+	want := "ID          STATUS   SOURCE                   DENIED  WOULD-BE  RULE\n" +
+		"no-curl     enforce  guards.yaml              2       0         agents, Bash: command ~ /\\bcurl\\b/ → deny\n" +
+		"g-1a2b3c4d  warn     pattern failing_command  0       1         agents, Bash: command ~ /^\\s*make\\s+deploy\\s*$/ → deny\n"
+	if code != 0 || out != want {
+		t.Errorf("ctl guards = %d %q\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+	out, _, code = ctl(t, "ctl", "--project", proj.Dir, "guards", "promote", "g-1a2b3c4d")
+	if code != 0 || !strings.HasPrefix(out, "guard g-1a2b3c4d: warn: actions go through") {
+		t.Errorf("guards promote = %d %q", code, out)
+	}
+	out, _, code = ctl(t, "ctl", "--project", proj.Dir, "--json", "guards", "retire", "g-1a2b3c4d")
+	var g control.Guard
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Status != "retired" {
+		t.Errorf("guards retire --json = %d %q", code, out)
+	}
+	want2 := []controltest.Call{{Method: "Guards"}, {Method: "PromoteGuard", ID: "g-1a2b3c4d"}, {Method: "RetireGuard", ID: "g-1a2b3c4d"}}
+	if got := b.Calls(); !slices.Equal(got, want2) {
+		t.Errorf("calls %+v, want %+v", got, want2)
+	}
+	if _, _, code := ctl(t, "ctl", "--project", proj.Dir, "guards", "promote"); code != exitUsage {
+		t.Errorf("guards promote without an id: exit %d, want %d", code, exitUsage)
+	}
+
+	b.GuardList = control.GuardList{File: "/p/.claude/ctxgraphd/guards.yaml", Problem: "/p/.claude/ctxgraphd/guards.yaml:2: guards[0]: guard \"a\": status \"on\": …"}
+	out, _, code = ctl(t, "ctl", "--project", proj.Dir, "guards")
+	if code != 0 || !strings.Contains(out, "guards file not taken") || !strings.Contains(out, `guard "a"`) || !strings.Contains(out, "no guards") {
+		t.Errorf("ctl guards with a broken file = %d %q", code, out)
+	}
+}

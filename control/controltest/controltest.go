@@ -31,6 +31,7 @@ type Backend struct {
 	StatusValue control.Status
 	FeatureList []control.Feature
 	PatternList []graph.Pattern
+	GuardList   control.GuardList
 
 	mu    sync.Mutex
 	errs  map[string]error
@@ -143,4 +144,19 @@ func Serve(t testing.TB, socketPath string, b control.Backend) *server.Server {
 		}
 	})
 	return srv
+}
+
+// Guards implements control.GuardBackend: GuardList.
+func (b *Backend) Guards(context.Context) (control.GuardList, error) {
+	return b.GuardList, b.record(Call{Method: "Guards"})
+}
+
+// PromoteGuard implements control.GuardBackend: the guard, in warn.
+func (b *Backend) PromoteGuard(_ context.Context, id string) (control.Guard, error) {
+	return control.Guard{ID: id, Status: "warn"}, b.record(Call{Method: "PromoteGuard", ID: id})
+}
+
+// RetireGuard implements control.GuardBackend: the guard, retired.
+func (b *Backend) RetireGuard(_ context.Context, id string) (control.Guard, error) {
+	return control.Guard{ID: id, Status: "retired"}, b.record(Call{Method: "RetireGuard", ID: id})
 }
