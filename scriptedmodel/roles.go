@@ -55,6 +55,8 @@ const (
 	attackDaemon   // pause and skip through the control socket, then working code
 	rewriteConfig  // prompts, settings and configuration rewritten, the daemon killed, then working code
 	askGraph       // the context graph asked through MCP what failed before, then working code
+	runForbidden   // a command only a project's guard refuses, then working code
+	failDeploy     // a command that fails, then broken code
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -81,6 +83,8 @@ var codingWork = map[Behavior]func(n int) work{
 	RewritesConfig:     func(int) work { return rewriteConfig },
 	HeedsPrecedent:     func(int) work { return writeOutOfScope },
 	QueriesGraph:       func(n int) work { return firstThen(n, writeBroken, askGraph) },
+	RunsForbidden:      func(int) work { return runForbidden },
+	FailsToDeploy:      func(int) work { return failDeploy },
 }
 
 func firstThen(n int, first, later work) work {
@@ -198,7 +202,7 @@ func (s *Server) coder(t *turn) script {
 	}
 	files := s.files(id)
 	body := files.Working
-	if w == writeBroken || w == bashSetsTested || w == rewriteTest {
+	if w == writeBroken || w == bashSetsTested || w == rewriteTest || w == failDeploy {
 		body = files.Broken
 	}
 	src := files.Source
@@ -273,6 +277,11 @@ func (s *Server) coder(t *turn) script {
 		steps = append(t.daemonAttacks(s.otherFeature(id), s.binary()), append(code, complete...)...)
 	case rewriteConfig:
 		steps = append(configRewrites(), append(code, complete...)...)
+	case runForbidden:
+		steps = append([]step{bash(ForbiddenCommand(id), "Clean the build directory").refusable()}, append(code, complete...)...)
+	case failDeploy:
+		// It fails (or a guard refuses it); the agent goes on either way.
+		steps = append([]step{bash(DeployCommand, "Deploy the current build").tolerant()}, append(code, complete...)...)
 	default:
 		steps = append(code, complete...)
 	}

@@ -107,12 +107,31 @@ const (
 	// failed attempt, records what it learned (store_trace), then writes
 	// working code.
 	QueriesGraph Behavior = "queries-graph"
+
+	// Coding agents for a project's own guards (guard.Rule): commands no
+	// built-in gate refuses, which a team or a pattern can.
+
+	// RunsForbidden runs ForbiddenCommand before its work on every
+	// attempt; denied, it does its work without it.
+	RunsForbidden Behavior = "runs-forbidden"
+	// FailsToDeploy runs DeployCommand, which fails (the project has no
+	// Makefile), on every attempt, and writes broken code: the same
+	// failing command again and again, a pattern a guard is proposed from.
+	FailsToDeploy Behavior = "fails-to-deploy"
 )
+
+// ForbiddenCommand is the command a runs-forbidden agent of feature id
+// runs, and DeployCommand the one a fails-to-deploy agent runs.
+func ForbiddenCommand(id string) string { return "rm -rf build/" + id }
+
+// DeployCommand is what a fails-to-deploy agent runs first.
+const DeployCommand = "make deploy"
 
 // behaviors lists the known behaviors in the order error messages show them.
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
-	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph}
+	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
+	RunsForbidden, FailsToDeploy}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
