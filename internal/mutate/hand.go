@@ -132,6 +132,15 @@ var Hands = []Hand{
 	{"ctl trace shows the whole path that led to a trace",
 		"graph/links.go", "\t\tl.Path = append(l.Path, pt)\n\t\tp = pt.Parent\n", "\t\tl.Path = append(l.Path, pt)\n\t\tbreak\n",
 		"graph", "TestLinksOf"},
+	{"an enforced deny guard denies what it matches",
+		"guard/rules.go", "\t\td.Code, d.Mode = CodeGuardDenied, Enforce\n", "\t\td.Code, d.Mode = CodeGuardDenied, Warn\n",
+		"judge", "TestHookGuards"},
+	{"the daemon holds hooks to the active guards",
+		"judge/guards.go", "\thits := guard.Guards(j.guards, a, s, p)\n", "\thits := guard.Guards(nil, a, s, p)\n",
+		"judge", "TestHookGuards"},
+	{"a hook deciding alone holds the guards the daemon left",
+		"hook/hook.go", "\t\tguards = o.Guards\n", "\t\t_ = o.Guards\n",
+		"hook", "TestDecidingAloneHoldsTheGuards"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
