@@ -29,6 +29,15 @@ func TestProposeGuards(t *testing.T) {
 		}
 		return ts
 	}
+	// refusedAbout are refusals by one gate, each about the next of paths.
+	refusedAbout := func(paths ...string) []store.Trace {
+		var ts []store.Trace
+		for i, path := range paths {
+			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-p%d", i), Type: store.TraceViolation, Source: store.SourceHook, Gate: guard.FrozenTests, Code: "frozen_test",
+				Path: path, Context: store.TraceContext{Agent: guard.Coder}, Event: store.TraceEvent{WhatHappened: "refused"}})
+		}
+		return ts
+	}
 	failing := func(n int, cmd string, test bool) []store.Command {
 		var cs []store.Command
 		for i := range n {
@@ -47,6 +56,9 @@ func TestProposeGuards(t *testing.T) {
 		{name: "below the threshold", traces: reverted(2, guard.Coder, "src/gen/api.go")},
 		{name: "a path with glob characters is matched as written", traces: reverted(3, guard.Coder, "src/[id].ts"),
 			want: []string{`path src/\[id\].ts coding-agent`}},
+		{name: "refusals about one file", traces: refusedAbout("tests/a.sh", "tests/a.sh", "tests/a.sh"),
+			want: []string{"path tests/a.sh coding-agent"}},
+		{name: "refusals about different files name none", traces: refusedAbout("tests/a.sh", "tests/b.sh", "tests/a.sh")},
 		{name: "a refusal without a path: the gate already holds", traces: refused(5, guard.TesterMustTest, "no_test_run")},
 		{name: "a failing command that is not a test", commands: failing(4, "make   deploy", false),
 			want: []string{`command ^\s*make\s+deploy\s*$ `}},
