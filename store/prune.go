@@ -1,12 +1,229 @@
 package store
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
+
+// PruneOptions say which traces compaction may touch: those older than
+// Before of the Finished features (tested or blocked: the orchestrator
+// knows from its canonical list), and of runs that ended.
+type PruneOptions struct {
+	Before   time.Time
+	Finished []string
+}
+
+// PruneResult says what compaction did.
+type PruneResult struct {
+	// Examined are the traces of finished features older than the cutoff.
+	Examined int `json:"examined"`
+	// Folded are repeated refusals (same run, gate and reason) folded into
+	// the newest of them, which counts them; Dropped are the hooks' own
+	// tool-level records dropped; Kept is the rest of Examined.
+	Folded  int `json:"folded"`
+	Dropped int `json:"dropped"`
+	Kept    int `json:"kept"`
+	// CommandsDropped are the successful commands, not tests, of ended
+	// runs of finished features; CommandsKept what is left of those runs'
+	// commands (the failing ones and the tests).
+	CommandsDropped int `json:"commands_dropped"`
+	CommandsKept    int `json:"commands_kept"`
+}
+
+// Prune compacts the old traces of finished features, one feature per
+// transaction, so that a hook's append never waits long behind it:
+//
+//   - repeated violations in one run with the same gate and reason are
+//     folded into the newest of them, whose Count says how many there were
+//     (the refusals of each role stay counted in full: graph.Select);
+//   - the hooks' decisions (tool-level records, such as a turn ended on an
+//     API error) are dropped;
+//   - everything else is kept: verdicts and approvals, corrections,
+//     lessons, the daemon's decisions (blocks, run ends), transitions,
+//     handoffs, anything a person wrote, the first refusal of each kind
+//     in each run, and any trace another trace, a run or a feature names
+//     as its node or parent, so that `ctl why` and `ctl trace` tell the
+//     same story after compaction;
+//   - the commands of the runs concerned keep their failures and tests and
+//     lose the successful rest.
+//
+// A trace of a run that has not ended, or of no feature, is never touched.
+func (s *Store) Prune(o PruneOptions) (PruneResult, error) {
+	var res PruneResult
+	if o.Before.IsZero() {
+		return res, fmt.Errorf("store: prune: no cutoff: say which traces are old (before what time)")
+	}
+	nodes, ended, err := s.graphNodes()
+	if err != nil {
+		return res, err
+	}
+	for _, f := range o.Finished {
+		if f == "" {
+			continue
+		}
+		err := s.db.Update(func(tx *bolt.Tx) error { return pruneFeature(tx, f, o.Before, nodes, ended, &res) })
+		if err != nil {
+			return res, fmt.Errorf("store: prune traces of %s: %w", f, err)
+		}
+	}
+	finished := map[string]bool{}
+	for _, f := range o.Finished {
+		finished[f] = true
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error { return pruneCommands(tx, o.Before, finished, ended, &res) })
+	return res, err
+}
+
+// graphNodes are the traces runs and features name as their nodes, and
+// the runs that ended.
+func (s *Store) graphNodes() (nodes, ended map[string]bool, err error) {
+	nodes, ended = map[string]bool{}, map[string]bool{}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			nodes[r.Trace] = true
+			if !r.EndedAt.IsZero() || r.Outcome != "" {
+				ended[r.ID] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketCounters).ForEach(func(_, v []byte) error {
+			var c FeatureCounters
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			nodes[c.Trace], nodes[c.AttemptTrace], nodes[c.BlockTrace] = true, true, true
+			return nil
+		})
+	})
+	delete(nodes, "")
+	return nodes, ended, err
+}
+
+func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended map[string]bool, res *PruneResult) error {
+	b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
+	ic := &indexCursor{c: idx.Cursor(), prefix: indexPrefix(fieldFeature, feature)}
+	cutoff := timeBits(before)
+	var old []Trace
+	for bound := uint64(1<<64 - 1); ; {
+		seq, v, ok := ic.below(bound)
+		if !ok {
+			break
+		}
+		bound = seq
+		if stamp(v) >= cutoff {
+			continue
+		}
+		var t Trace
+		if err := json.Unmarshal(b.Get(seqKey(seq)), &t); err != nil {
+			return fmt.Errorf("trace %d: %w", seq, err)
+		}
+		old = append(old, t) // newest first
+	}
+	// What other traces hang from must stay: a parent is a node.
+	pc := idx.Cursor()
+	parent := func(id string) bool {
+		p := indexPrefix(fieldParent, id)
+		k, _ := pc.Seek(p)
+		return k != nil && len(k) == len(p)+8 && string(k[:len(p)]) == string(p)
+	}
+	type kind struct{ run, gate, code string }
+	newestOf := map[kind]*Trace{}
+	var folded []Trace
+	for i := range old {
+		t := &old[i]
+		res.Examined++
+		switch {
+		case t.Context.Run == "" || !ended[t.Context.Run] || nodes[t.ID] || parent(t.ID) || t.Source == SourceUser:
+			res.Kept++
+		case t.Type == TraceDecision && t.Source == SourceHook:
+			if err := removeTrace(tx, *t); err != nil {
+				return err
+			}
+			res.Dropped++
+		case t.Type == TraceViolation:
+			k := kind{t.Context.Run, t.Gate, t.Code}
+			if keep := newestOf[k]; keep != nil {
+				keep.Count = max(1, keep.Count) + max(1, t.Count)
+				folded = append(folded, *t)
+				continue
+			}
+			newestOf[k] = t
+			res.Kept++
+		default:
+			res.Kept++
+		}
+	}
+	for _, t := range folded {
+		if err := removeTrace(tx, t); err != nil {
+			return err
+		}
+		res.Folded++
+	}
+	// The newest of each kind now counts those folded into it. Its count
+	// is not indexed: the index of mistakes counted them as they came.
+	for _, t := range newestOf {
+		if t.Count > 1 {
+			if err := putJSON(b, seqKey(seqOfID(t.ID)), t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pruneCommands drops the successful commands that are not tests of ended
+// runs of finished features, older than before.
+func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]bool, res *PruneResult) error {
+	b := tx.Bucket(bucketCommands)
+	if b == nil {
+		return nil
+	}
+	var drop [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var c Command
+		if err := json.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("command %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if !finished[c.Feature] || !ended[c.Run] || !c.Time.Before(before) {
+			return nil
+		}
+		if c.ExitCode != 0 || c.IsTest {
+			res.CommandsKept++
+			return nil
+		}
+		drop = append(drop, slices.Clone(k))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		res.CommandsDropped++
+	}
+	return nil
+}
+
+func seqOfID(id string) uint64 {
+	n, _ := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
+	return n
+}
 
 // removeTrace deletes trace t, as stored, and takes it out of every index.
 func removeTrace(tx *bolt.Tx, t Trace) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -283,22 +284,32 @@ type indexCursor struct {
 	c      *bolt.Cursor
 	prefix []byte
 	buf    []byte
+	at     uint64 // the sequence the cursor is on, when on
+	on     bool
 }
 
 // below returns the entry with the greatest sequence under bound, and its
-// value (valid for the transaction).
+// value (valid for the transaction). Asked for the entry just under the
+// one it is on, it steps back; otherwise it seeks.
 func (ic *indexCursor) below(bound uint64) (seq uint64, v []byte, ok bool) {
-	ic.buf = binary.BigEndian.AppendUint64(append(ic.buf[:0], ic.prefix...), bound)
-	k, v := ic.c.Seek(ic.buf)
-	if k == nil {
-		k, v = ic.c.Last()
-	} else {
+	var k []byte
+	if ic.on && ic.at == bound {
 		k, v = ic.c.Prev()
+	} else {
+		ic.buf = binary.BigEndian.AppendUint64(append(ic.buf[:0], ic.prefix...), bound)
+		k, v = ic.c.Seek(ic.buf)
+		if k == nil {
+			k, v = ic.c.Last()
+		} else {
+			k, v = ic.c.Prev()
+		}
 	}
 	if k == nil || len(k) != len(ic.prefix)+8 || string(k[:len(ic.prefix)]) != string(ic.prefix) {
+		ic.on = false
 		return 0, nil, false
 	}
-	return binary.BigEndian.Uint64(k[len(ic.prefix):]), v, true
+	ic.at, ic.on = binary.BigEndian.Uint64(k[len(ic.prefix):]), true
+	return ic.at, v, true
 }
 
 // stamp reads the timestamp an entry of the trace index holds.
@@ -329,6 +340,10 @@ func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
 		if !f.Until.IsZero() {
 			q.until = timeBits(f.Until)
 		}
+		q.before = math.MaxUint64
+		if f.Before != "" {
+			q.before = seqOfID(f.Before)
+		}
 		var cursors []*indexCursor
 		for _, fv := range [][2]string{
 			{string(rune(fieldType)), f.Type}, {string(rune(fieldAgent)), f.Agent}, {string(rune(fieldFeature)), f.Feature},
@@ -355,6 +370,7 @@ func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
 type query struct {
 	f            TraceFilter
 	since, until uint64 // since ≤ time < until
+	before       uint64 // sequence < before
 	traces       *bolt.Bucket
 	out          *[]Trace
 }
@@ -384,7 +400,7 @@ func (q *query) take(seq uint64) error {
 // (a zig-zag join), so that traces matching one field only are skipped a
 // B-tree seek at a time, never decoded.
 func (q *query) intersect(cs []*indexCursor) error {
-	bound := uint64(math.MaxUint64) // exclusive
+	bound := q.before // exclusive
 	for !q.full() {
 		seq, v, ok := cs[0].below(bound)
 		ts := stamp(v)
@@ -427,7 +443,7 @@ func (q *query) byTime(idx *bolt.Bucket) error {
 	lo = binary.BigEndian.AppendUint64(lo, q.since)
 	var inRange []uint64
 	rk, _ := rc.Seek(lo)
-	bound := uint64(math.MaxUint64)
+	bound := q.before
 	for {
 		// The newest-first walk: one trace.
 		if q.f.Limit > 0 {
@@ -449,7 +465,9 @@ func (q *query) byTime(idx *bolt.Bucket) error {
 		if rk == nil || rk[0] != fieldTime || len(rk) != 17 || binary.BigEndian.Uint64(rk[1:]) >= q.until {
 			break
 		}
-		inRange = append(inRange, binary.BigEndian.Uint64(rk[9:]))
+		if seq := binary.BigEndian.Uint64(rk[9:]); seq < q.before {
+			inRange = append(inRange, seq)
+		}
 		rk, _ = rc.Next()
 	}
 	// The range is all there is: its traces, newest first.
@@ -472,8 +490,10 @@ func (q *query) byTime(idx *bolt.Bucket) error {
 type MistakeGroup struct {
 	Role, Gate, Code, Feature string
 	Count                     int
-	// Newest is the id of the newest such refusal.
-	Newest string
+	// Newest is the id of the newest such refusal, NewestSeq its sequence
+	// (the greater, the newer).
+	Newest    string
+	NewestSeq uint64
 }
 
 // Mistakes returns the refusals of agents of role, counted by gate,
@@ -493,8 +513,9 @@ func (s *Store) Mistakes(role string) ([]MistakeGroup, error) {
 			if len(p) != 4 || len(v) != 16 {
 				continue
 			}
+			seq := binary.BigEndian.Uint64(v[8:])
 			out = append(out, MistakeGroup{Role: p[0], Gate: p[1], Code: p[2], Feature: p[3],
-				Count: int(binary.BigEndian.Uint64(v)), Newest: fmt.Sprintf("tr-%d", binary.BigEndian.Uint64(v[8:]))})
+				Count: int(binary.BigEndian.Uint64(v)), Newest: "tr-" + strconv.FormatUint(seq, 10), NewestSeq: seq})
 		}
 		return nil
 	})

@@ -91,6 +91,7 @@ func randomFilter(r *rand.Rand) TraceFilter {
 		Parent:  pick("", "", "", "tr-2"),
 		Text:    pick("", "", "", "SCOPE", "webhook retry"),
 		Limit:   []int{0, 1, 5, 50}[r.IntN(4)],
+		Before:  pick("", "", "", "tr-1", "tr-700", "tr-1400"),
 	}
 	if r.IntN(3) == 0 {
 		f.Since = base.Add(time.Duration(r.IntN(1000)) * time.Minute)
@@ -332,8 +333,8 @@ func TestMistakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []MistakeGroup{
-		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-001", Count: 2, Newest: "tr-2"},
-		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-002", Count: 1, Newest: "tr-3"},
+		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-001", Count: 2, Newest: "tr-2", NewestSeq: 2},
+		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-002", Count: 1, Newest: "tr-3", NewestSeq: 3},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)

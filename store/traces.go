@@ -222,14 +222,18 @@ type TraceFilter struct {
 	Parent  string    // the traces that follow from this one
 	Since   time.Time // at or after
 	Until   time.Time // before
-	Text    string    // case-insensitive, in what happened, what was correct, why
-	Limit   int       // newest first when set
+	// Before selects the traces appended before this one (an id, tr-N):
+	// the next page of a walk from the newest.
+	Before string
+	Text   string // case-insensitive, in what happened, what was correct, why
+	Limit  int    // newest first when set
 }
 
 func (f TraceFilter) match(t Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
 		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate || f.Parent != "" && t.Parent != f.Parent ||
-		!f.Since.IsZero() && t.Timestamp.Before(f.Since) || !f.Until.IsZero() && !t.Timestamp.Before(f.Until) {
+		!f.Since.IsZero() && t.Timestamp.Before(f.Since) || !f.Until.IsZero() && !t.Timestamp.Before(f.Until) ||
+		f.Before != "" && seqOfID(t.ID) >= seqOfID(f.Before) {
 		return false
 	}
 	if f.Text != "" {
