@@ -8,7 +8,9 @@ package graph
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
@@ -18,6 +20,17 @@ import (
 // Traces is where the graph reads traces from: the daemon's store.
 type Traces interface {
 	Traces(store.TraceFilter) ([]store.Trace, error)
+}
+
+// Index is what Select reads: traces by filter and one by one, and what
+// the store keeps up to date as traces are appended (the refusals of each
+// role counted, the postings of the violations' words), so that choosing
+// a precedent costs the same with a million traces as with a thousand.
+type Index interface {
+	Traces
+	Trace(id string) (store.Trace, bool, error)
+	Mistakes(role string) ([]store.MistakeGroup, error)
+	Postings(terms []string, visit func(term string, p store.Posting) bool) (store.Collection, error)
 }
 
 // Subject is the run a precedent is chosen for.
@@ -31,12 +44,18 @@ type Subject struct {
 	History []string
 }
 
-// Window bounds how many of the newest traces of each kind a selection
-// reads, so that it costs the same on the thousandth run as on the first.
+// Window bounds how many of the newest traces of a kind a reader of
+// traces (patterns, ctl) looks at, so that it costs the same on the
+// thousandth run as on the first.
 const Window = 2000
 
 // maxLine bounds one line of precedent, in bytes.
 const maxLine = 300
+
+// minLineTokens is what the shortest line of precedent costs ("tr-1 a
+// person: x"): a budget of n tokens holds at most n/minLineTokens lines,
+// so that no more traces of a kind need be read.
+const minLineTokens = 4
 
 // Select chooses the precedent of a run within budget tokens, most useful
 // first:
@@ -46,13 +65,15 @@ const maxLine = 300
 //  2. the project's lessons;
 //  3. refusals of agents of the same role on other features, one line per
 //     gate and reason with how often it happened: the mistakes agents of
-//     this role make here;
-//  4. traces of other features whose text is like the feature's (BM25).
+//     this role make here (counted since the first trace, by the store);
+//  4. violations of other features whose text is like the feature's
+//     (BM25 over the store's postings: similar.go).
 //
 // Each line is short and names its trace, so that an agent, or a person
 // reading the command, can look it up (ctl trace ID). A budget of 0 or
-// less selects nothing.
-func Select(src Traces, subj Subject, budget int) ([]string, error) {
+// less selects nothing. It reads only as many traces of each kind as the
+// budget left could hold.
+func Select(src Index, subj Subject, budget int) ([]string, error) {
 	if budget <= 0 {
 		return nil, nil
 	}
@@ -61,46 +82,98 @@ func Select(src Traces, subj Subject, budget int) ([]string, error) {
 		sel.add("", clip(h))
 	}
 	if subj.Feature != "" {
-		own, err := src.Traces(store.TraceFilter{Feature: subj.Feature, Limit: Window})
+		err := sel.each(src, func(t store.Trace) string {
+			if t.Type == store.TraceCorrection && told(subj.History, t.Event.WhatWasCorrect) {
+				return "" // a person's note the history already carries
+			}
+			return ownLine(t)
+		}, store.TraceFilter{Feature: subj.Feature, Type: store.TraceViolation}, store.TraceFilter{Feature: subj.Feature, Type: store.TraceCorrection})
 		if err != nil {
 			return sel.lines, err
 		}
-		for _, t := range slices.Backward(own) {
-			switch {
-			case t.Type == store.TraceCorrection && told(subj.History, t.Event.WhatWasCorrect):
-				// A person's note the history already carries.
-			case t.Type == store.TraceViolation || t.Type == store.TraceCorrection:
-				sel.add(t.ID, ownLine(t))
-			}
-		}
 	}
-	lessons, err := src.Traces(store.TraceFilter{Type: store.TraceLesson, Limit: Window})
-	if err != nil {
-		return sel.lines, err
-	}
-	for _, t := range slices.Backward(lessons) {
+	err := sel.each(src, func(t store.Trace) string {
 		// An agent's lesson is a proposal until a person promotes it: one
 		// agent must not steer the others.
-		if t.Source != store.SourceAgent {
-			sel.add(t.ID, clip(fmt.Sprintf("%s lesson: %s", t.ID, t.Event.WhatHappened)))
+		if t.Source == store.SourceAgent {
+			return ""
 		}
-	}
-	violations, err := src.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: Window})
+		return clip(fmt.Sprintf("%s lesson: %s", t.ID, t.Event.WhatHappened))
+	}, store.TraceFilter{Type: store.TraceLesson})
 	if err != nil {
 		return sel.lines, err
 	}
 	if subj.Role != "" {
-		for _, p := range roleMistakes(violations, subj) {
-			sel.add(p.example.ID, p.line())
+		ms, err := roleMistakes(src, subj)
+		if err != nil {
+			return sel.lines, err
+		}
+		for _, m := range ms {
+			sel.add(m.example.ID, m.line())
 		}
 	}
-	others := slices.DeleteFunc(violations, func(t store.Trace) bool {
-		return subj.Feature != "" && t.Context.Feature == subj.Feature
-	})
-	for _, t := range similar(others, subj.Text) {
+	like, err := similar(src, subj)
+	if err != nil {
+		return sel.lines, err
+	}
+	for _, t := range like {
 		sel.add(t.ID, clip(fmt.Sprintf("%s like this feature, on %s: %s", t.ID, featureOf(t), refusal(t))))
 	}
 	return sel.lines, nil
+}
+
+// each adds the lines of the traces matching any of fs, newest first
+// (line says a trace's line, "" for none), while another could fit: at
+// most as many traces as the budget left could hold lines, and none once
+// the budget left is less than the shortest line of the kind so far (the
+// lines of a kind are alike). It reads a page at a time, each twice the
+// last, so that a precedent filled by its first lines decodes about as
+// many traces as it tells.
+func (s *selection) each(src Traces, line func(store.Trace) string, fs ...store.TraceFilter) error {
+	most := min(s.fits(), Window)
+	shortest := math.MaxInt
+	before := ""
+	for read, k := 0, 16; read < most; k *= 2 {
+		n := min(k, most-read)
+		ts, err := newest(src, n, before, fs...)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if l := line(t); l != "" {
+				shortest = min(shortest, Tokens(l))
+				s.add(t.ID, l)
+			}
+		}
+		read += len(ts)
+		if len(ts) < n || s.left < shortest {
+			return nil
+		}
+		before = ts[len(ts)-1].ID
+	}
+	return nil
+}
+
+// newest returns the newest n traces appended before the trace before
+// ("" for all) that match any of fs, newest first.
+func newest(src Traces, n int, before string, fs ...store.TraceFilter) ([]store.Trace, error) {
+	var out []store.Trace
+	for _, f := range fs {
+		f.Limit, f.Before = n, before
+		ts, err := src.Traces(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	// Ids are sequences: tr-10 was appended after tr-9.
+	slices.SortFunc(out, func(a, b store.Trace) int { return cmp.Compare(seqOf(b.ID), seqOf(a.ID)) })
+	return out[:min(len(out), n)], nil
+}
+
+func seqOf(id string) uint64 {
+	n, _ := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
+	return n
 }
 
 // selection is a precedent being filled: each trace once, within budget.
@@ -109,6 +182,9 @@ type selection struct {
 	left  int
 	seen  map[string]bool
 }
+
+// fits is how many more lines the budget left could hold at most.
+func (s *selection) fits() int { return s.left/minLineTokens + 1 }
 
 func (s *selection) add(id, line string) {
 	if id != "" && s.seen[id] || line == "" {
@@ -179,23 +255,36 @@ func (m mistake) line() string {
 }
 
 // roleMistakes groups the refusals of agents of subj's role on other
-// features by gate and reason: most frequent first, then most recent.
-func roleMistakes(violations []store.Trace, subj Subject) []mistake {
+// features by gate and reason, from the store's counts: most frequent
+// first, then most recent.
+func roleMistakes(src Index, subj Subject) ([]mistake, error) {
+	groups, err := src.Mistakes(subj.Role)
+	if err != nil {
+		return nil, err
+	}
+	groups = slices.DeleteFunc(groups, func(g store.MistakeGroup) bool { return g.Feature == subj.Feature })
+	// Newest first: a kind's example is its newest refusal, and its
+	// features are named from the most recent.
+	slices.SortFunc(groups, func(a, b store.MistakeGroup) int { return cmp.Compare(b.NewestSeq, a.NewestSeq) })
 	byKind := map[string]*mistake{}
 	var order []*mistake
-	for _, t := range slices.Backward(violations) { // newest first
-		if t.Context.Agent != subj.Role || t.Context.Feature == subj.Feature || t.Source == store.SourceAgent {
-			continue
-		}
-		k := t.Gate + "\x00" + t.Code
+	for _, g := range groups {
+		k := g.Gate + "\x00" + g.Code
 		m := byKind[k]
 		if m == nil {
-			m = &mistake{example: t}
+			ex, ok, err := src.Trace(g.Newest)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // compacted away: the next of its kind names it
+			}
+			m = &mistake{example: ex}
 			byKind[k] = m
 			order = append(order, m)
 		}
-		m.count++
-		if f := featureOf(t); !slices.Contains(m.features, f) {
+		m.count += g.Count
+		if f := cmp.Or(g.Feature, "no feature"); !slices.Contains(m.features, f) {
 			m.features = append(m.features, f)
 		}
 	}
@@ -204,7 +293,7 @@ func roleMistakes(violations []store.Trace, subj Subject) []mistake {
 	for i, m := range order {
 		out[i] = *m
 	}
-	return out
+	return out, nil
 }
 
 func clip(s string) string { return textcut.Line(s, maxLine) }

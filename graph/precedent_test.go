@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,10 +11,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The benchmarks' stores are removed however the run ends.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { tracebench.Cleanup(); os.Exit(code) }))
+}
 
 // newStore is a store holding traces, appended in order (ids tr-1, tr-2, …).
 func newStore(t *testing.T, traces ...store.Trace) *store.Store {

@@ -4,15 +4,20 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
-	"unicode"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/terms"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // maxSimilar bounds the traces a precedent takes for their likeness alone:
 // past that, the likeness of short texts says little.
 const maxSimilar = 5
+
+// maxPostings bounds the violations a query term brings in as candidates,
+// the newest first, so that a common word costs the same with a million
+// traces as with a thousand. Its weight (idf) still comes from the whole
+// collection.
+const maxPostings = 500
 
 // BM25's usual parameters: term frequency saturates at k1, and b weighs
 // the document's length against the average.
@@ -21,97 +26,77 @@ const (
 	bm25B  = 0.75
 )
 
-// similar ranks traces by how much their text is like query (Okapi BM25,
-// over the traces given: their words are the collection), best first, and
-// returns those that share at least one meaningful word with it.
-func similar(traces []store.Trace, query string) []store.Trace {
-	q := terms(query)
-	if len(q) == 0 || len(traces) == 0 {
-		return nil
+// similar ranks the violations of features other than subj's by how much
+// their text is like subj's (Okapi BM25: the store keeps the postings and
+// the collection's counts, the ranking is here), best first, and returns
+// those that share at least one meaningful word with it. Between equals,
+// the newest.
+func similar(src Index, subj Subject) ([]store.Trace, error) {
+	q := terms.Of(subj.Text)
+	slices.Sort(q)
+	q = slices.Compact(q)
+	if len(q) == 0 {
+		return nil, nil
 	}
-	docs := make([][]string, len(traces))
-	df := map[string]int{}
-	total := 0
-	for i, t := range traces {
-		docs[i] = terms(traceText(t))
-		total += len(docs[i])
-		seen := map[string]bool{}
-		for _, w := range docs[i] {
-			if !seen[w] {
-				seen[w] = true
-				df[w]++
-			}
-		}
-	}
-	avg := float64(total) / float64(len(docs))
-	n := float64(len(docs))
-	type scored struct {
-		t     store.Trace
+	type cand struct {
+		seq   uint64
+		id    string
 		score float64
 	}
-	var out []scored
-	for i, d := range docs {
-		tf := map[string]int{}
-		for _, w := range d {
-			tf[w]++
+	byID := map[uint64]*cand{}
+	taken := map[string]int{}
+	type hit struct {
+		term string
+		p    store.Posting
+	}
+	var hits []hit
+	col, err := src.Postings(q, func(term string, p store.Posting) bool {
+		if subj.Feature != "" && p.Feature == subj.Feature {
+			return true
 		}
-		var score float64
-		for _, w := range uniq(q) {
-			f := float64(tf[w])
-			if f == 0 {
-				continue
-			}
-			idf := math.Log(1 + (n-float64(df[w])+0.5)/(float64(df[w])+0.5))
-			score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(len(d))/avg))
+		hits = append(hits, hit{term, p})
+		taken[term]++
+		return taken[term] < maxPostings
+	})
+	if err != nil || col.Docs == 0 {
+		return nil, err
+	}
+	n, avg := float64(col.Docs), float64(col.Words)/float64(col.Docs)
+	for _, h := range hits {
+		df := float64(col.DF[h.term])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		f := float64(h.p.TF)
+		c := byID[h.p.Seq]
+		if c == nil {
+			c = &cand{seq: h.p.Seq, id: h.p.ID}
+			byID[h.p.Seq] = c
 		}
-		if score > 0 {
-			out = append(out, scored{traces[i], score})
+		c.score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(h.p.Len)/avg))
+	}
+	ranked := make([]*cand, 0, len(byID))
+	for _, c := range byID {
+		if c.score > 0 {
+			ranked = append(ranked, c)
 		}
 	}
-	// Best first; between equals, the newest.
-	slices.SortStableFunc(out, func(a, b scored) int {
+	slices.SortFunc(ranked, func(a, b *cand) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return b.t.Timestamp.Compare(a.t.Timestamp)
+		return cmp.Compare(b.seq, a.seq)
 	})
-	res := make([]store.Trace, 0, min(len(out), maxSimilar))
-	for _, s := range out[:min(len(out), maxSimilar)] {
-		res = append(res, s.t)
-	}
-	return res
-}
-
-func traceText(t store.Trace) string {
-	return t.Event.WhatHappened + " " + t.Event.WhatWasCorrect + " " + t.Event.Why
-}
-
-// terms are the words of s that carry meaning: lower case, letters and
-// digits, at least three long, not among the commonest English words.
-func terms(s string) []string {
-	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	out := words[:0]
-	for _, w := range words {
-		if len(w) >= 3 && !stopWords[w] {
-			out = append(out, w)
+	var out []store.Trace
+	for _, c := range ranked {
+		if len(out) == maxSimilar {
+			break
+		}
+		t, ok, err := src.Trace(c.id)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out = append(out, t)
 		}
 	}
-	return out
+	return out, nil
 }
-
-func uniq(ws []string) []string {
-	out := slices.Clone(ws)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`the and for are but not you all any can had her was one our out has him his how its
-		may new now old see two way who did get let put say she too use that with have this will your from they
-		been were what when which their there then them than some into only over also each just more most other
-		such very should would could must shall feature agent`) {
-		m[w] = true
-	}
-	return m
-}()

@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/tracebench"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	tracebench.Cleanup()
+	os.Exit(code)
+}
+
+// sharedStore is the store of n traces this benchmark process built.
+func sharedStore(b *testing.B, n int) *store.Store {
+	b.Helper()
+	st, err := tracebench.Shared(n, func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+// BenchmarkTraceQuery measures a `metadata` query (SPEC section 10: a
+// median of at most 10 ms with a million traces): the newest 50 traces of
+// one type, feature and gate, of one type and feature, of one run, and of
+// the last hour, across features. It reports the median, and the store's
+// size per trace.
+func BenchmarkTraceQuery(b *testing.B) {
+	for _, n := range tracebench.Sizes(testing.Short()) {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			st := sharedStore(b, n)
+			last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * 3 * time.Second)
+			filters := []store.TraceFilter{
+				{Type: store.TraceViolation, Feature: "F-007", Gate: "scope", Limit: 50},
+				{Type: store.TraceDecision, Feature: "F-123", Limit: 50},
+				{Run: store.RunID(uint64(n / tracebench.TracesPerRun / 2)), Limit: 50},
+				{Since: last.Add(-time.Hour), Limit: 50},
+				{Type: store.TraceViolation, Agent: "tester-agent", Gate: "log-read-limit", Limit: 50},
+			}
+			var times []time.Duration
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				f := filters[i%len(filters)]
+				i++
+				start := time.Now()
+				ts, err := st.Traces(f)
+				times = append(times, time.Since(start))
+				if err != nil || len(ts) == 0 {
+					b.Fatalf("%+v: %d traces, %v", f, len(ts), err)
+				}
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
+			if fi, err := os.Stat(st.Path()); err == nil {
+				b.ReportMetric(float64(fi.Size())/float64(n), "bytes/trace")
+			}
+		})
+	}
+}
+
+// BenchmarkTraceAppend measures appends (SPEC section 10: at least
+// 10,000 traces a second) into the store of a million traces: in batches
+// of 100 by one appender, and one trace at a time by 16 concurrent
+// appenders (the hooks of concurrent tool calls), whose appends the store
+// groups into shared commits.
+func BenchmarkTraceAppend(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 100_000
+	}
+	st := sharedStore(b, n)
+	tr := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Gate: "scope", Code: "outside_scope",
+		Context: store.TraceContext{Agent: "coding-agent", Feature: "F-042", Run: "run-099999"},
+		Event:   store.TraceEvent{WhatHappened: "PreToolUse Write src/shared.txt is outside F-042's scope (call 3 of the run)", WhatWasCorrect: "write only the feature's own files", Why: "gate scope"}}
+	b.Run("batches-of-100", func(b *testing.B) {
+		batch := make([]store.Trace, 100)
+		count := 0
+		for b.Loop() {
+			for i := range batch {
+				batch[i] = tr
+			}
+			if _, err := st.AppendTraces(batch...); err != nil {
+				b.Fatal(err)
+			}
+			count += len(batch)
+		}
+		b.ReportMetric(float64(count)/b.Elapsed().Seconds(), "traces/s")
+	})
+	b.Run("16-concurrent-appenders", func(b *testing.B) {
+		var count int64
+		var mu sync.Mutex
+		b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 appenders
+		b.RunParallel(func(pb *testing.PB) {
+			local := int64(0)
+			for pb.Next() {
+				if _, err := st.AppendTraces(tr); err != nil {
+					b.Error(err)
+					return
+				}
+				local++
+			}
+			mu.Lock()
+			count += local
+			mu.Unlock()
+		})
+		b.ReportMetric(float64(count)/b.Elapsed().Seconds(), "traces/s")
+	})
+}
