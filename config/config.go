@@ -72,6 +72,10 @@ type Graph struct {
 	// GuardThreshold is how often a pattern must happen before a guard is
 	// proposed against it.
 	GuardThreshold int `yaml:"guard_threshold"`
+	// Retention is how long the traces of finished features are kept in
+	// full; older ones are compacted (store.Prune) when the daemon starts
+	// and then as they come of age. 0 keeps everything.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Notify says where the daemon tells a person what happened: a feature

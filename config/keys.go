@@ -162,6 +162,8 @@ func buildRegistry() []*key {
 			help: "what each run is told of the past (its feature's history, lessons, its role's mistakes on other features, similar traces), in tokens; 0: nothing", access: field(func(c *Config) *int { return &c.Graph.PrecedentTokens })},
 		&key{name: "graph.guard_threshold", kind: kindInt, positive: true,
 			help: "how often the same refusal, failing command or file put back must happen before a guard is proposed against it (ctl guards)", access: field(func(c *Config) *int { return &c.Graph.GuardThreshold })},
+		&key{name: "graph.retention", kind: kindDuration,
+			help: "how long the traces of tested and blocked features are kept in full; older ones are compacted (repeated refusals folded, tool-level records dropped; ctl traces --prune says what); 0: kept forever", access: field(func(c *Config) *time.Duration { return &c.Graph.Retention })},
 		&key{name: "log.level", kind: kindEnum, enum: []string{"debug", "info", "warn", "error"},
 			help: "the daemon's log level", access: field(func(c *Config) *string { return &c.Log.Level })},
 		&key{name: "log.format", kind: kindEnum, enum: []string{"console", "json"},
