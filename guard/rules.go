@@ -176,8 +176,11 @@ func (r Rule) Validate() error {
 	if m.Command == "" && m.Path == "" && m.Field == "" {
 		return bad("match", "", "give at least one of match.command, match.path, match.field: a guard without one would judge every call")
 	}
+	if len(m.Command) > MaxPattern || len(m.Value) > MaxPattern || len(m.Path) > MaxPattern {
+		return bad("match", "", fmt.Sprintf("a pattern of more than %d bytes: every hook of every run searches it; say it shorter", MaxPattern))
+	}
 	if m.Command != "" {
-		if _, err := regexp.Compile(m.Command); err != nil {
+		if _, err := compile(m.Command); err != nil {
 			return bad("match.command", m.Command, fmt.Sprintf("not a Go regular expression (%v); escape special characters with \\", regexErr(err)))
 		}
 		if r.Tool != "" && r.Tool != "Bash" {
@@ -196,7 +199,7 @@ func (r Rule) Validate() error {
 		return bad("match.field", m.Field, "match.field and match.value go together: name a tool_input field and a regular expression for its value")
 	}
 	if m.Value != "" {
-		if _, err := regexp.Compile(m.Value); err != nil {
+		if _, err := compile(m.Value); err != nil {
 			return bad("match.value", m.Value, fmt.Sprintf("not a Go regular expression (%v); escape special characters with \\", regexErr(err)))
 		}
 	}
@@ -275,20 +278,8 @@ func (r Rule) decision() *Decision {
 
 // matches reports whether r applies to the call.
 func (r Rule) matches(a Actor, s State, p *Payload) bool {
-	switch r.Role {
-	case RoleAny:
-	case RolePerson:
-		if a.Role != "" {
-			return false
-		}
-	case "":
-		if a.Role == "" {
-			return false
-		}
-	default:
-		if a.Role != r.Role {
-			return false
-		}
+	if !r.holds(a.Role) {
+		return false
 	}
 	if r.Tool != "" && r.Tool != p.ToolName {
 		return false
@@ -299,7 +290,7 @@ func (r Rule) matches(a Actor, s State, p *Payload) bool {
 	in := p.Input()
 	m := r.Match
 	if m.Command != "" {
-		if p.ToolName != "Bash" || !regexp.MustCompile(m.Command).MatchString(in.Command) {
+		if p.ToolName != "Bash" || !commandMatches(compiled(m.Command), in.Command) {
 			return false
 		}
 	}
@@ -308,7 +299,7 @@ func (r Rule) matches(a Actor, s State, p *Payload) bool {
 	}
 	if m.Field != "" {
 		v, ok := inputField(p.ToolInput, m.Field)
-		if !ok || !regexp.MustCompile(m.Value).MatchString(v) {
+		if !ok || !compiled(m.Value).MatchString(v) {
 			return false
 		}
 	}
@@ -356,4 +347,104 @@ func inputField(raw json.RawMessage, field string) (string, bool) {
 		return s, true
 	}
 	return string(v), true
+}
+
+// holds reports whether the guard judges the calls of role ("" a person).
+func (r Rule) holds(who string) bool {
+	switch r.Role {
+	case RoleAny:
+		return true
+	case RolePerson:
+		return who == ""
+	case "":
+		return who != ""
+	}
+	return who == r.Role
+}
+
+// HoldsFile reports whether r holds its path against whatever program
+// writes it, not only against the calls the hook can read: an active guard
+// with a path and nothing else to match (no command, no field) and no
+// tool but a writing one (a Read guard holds reads). Such a guard is held
+// by the verdict (GuardChanges: the run's change set), and, in enforce
+// with action deny, by the sandbox of the runs of its role as far as its
+// glob names paths when the run starts (see orchestrator policy).
+func (r Rule) HoldsFile() bool {
+	return r.Active() && r.Match.Path != "" && r.Match.Command == "" && r.Match.Field == "" && r.Tool != "Read" && r.Validate() == nil
+}
+
+// GuardChanges holds a run's change set (a file tool, Bash, a script, a
+// background process, a link: whatever route made each change) to the
+// guards that hold a file (HoldsFile), after the built-in gates: found are
+// the built-in gates' findings, and a change an enforced built-in gate
+// refuses already is not judged again. It returns a finding for every
+// guard that matched a change, those that block first for each change:
+// an enforced deny guard's change is put back like a built-in gate's.
+func GuardChanges(rules []Rule, a Actor, changes []Change, found []Finding) []Finding {
+	var out []Finding
+	for _, c := range changes {
+		if slices.ContainsFunc(found, func(f Finding) bool { return f.Path == c.Path && f.Mode == Enforce }) {
+			continue
+		}
+		var blocks, rest []Finding
+		for _, r := range rules {
+			if !r.HoldsFile() || !r.holds(a.Role) {
+				continue
+			}
+			if ok, _ := doublestar.Match(r.Match.Path, c.Path); !ok {
+				continue
+			}
+			f := Finding{Change: c, Decision: *r.decision()}
+			if f.Blocks() {
+				blocks = append(blocks, f)
+			} else {
+				rest = append(rest, f)
+			}
+		}
+		out = append(append(out, blocks...), rest...)
+	}
+	return out
+}
+
+// GuardRefusal names the guard a write the sandbox refused falls under,
+// when no built-in gate does: the sandbox of a run holds the paths of its
+// role's enforced deny guards (SandboxGlobs), and the refusal is then
+// that guard's, as visible as its denial of a file tool's write.
+func GuardRefusal(rules []Rule, a Actor, s State, r Refusal) *Decision {
+	if r.Path == "" {
+		return nil
+	}
+	name, inside := s.within(s.resolve(r.Path))
+	if !inside {
+		return nil
+	}
+	for _, g := range rules {
+		if !g.HoldsFile() || !g.holds(a.Role) {
+			continue
+		}
+		if ok, _ := doublestar.Match(g.Match.Path, name); ok {
+			if d := g.decision(); d.Blocks() {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// SandboxGlobs are the path globs the sandbox of a run of role holds for
+// the guards: those of enforced deny guards that hold a file (HoldsFile)
+// for that role. The sandbox takes paths, not globs: the daemon expands
+// them against the project's tree when the run starts, and what a glob
+// would match only later (a file the run creates) is held by the verdict.
+func SandboxGlobs(rules []Rule, role string) []string {
+	var out []string
+	if role == "" {
+		return nil
+	}
+	for _, r := range rules {
+		if r.HoldsFile() && r.holds(role) && r.decision().Blocks() {
+			out = append(out, r.Match.Path)
+		}
+	}
+	return out
 }

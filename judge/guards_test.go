@@ -77,3 +77,61 @@ func TestHookGuards(t *testing.T) {
 		t.Errorf("offline guards %v, want the active ones", ids)
 	}
 }
+
+// An enforced deny guard on a path holds the file whatever wrote it: a
+// change the hook never saw (python3, a script, cp, a background process)
+// is found in the run's change set and put back, a violation of
+// guard:<id>; a guard in warn leaves the change and records a would-be
+// denial; the run's honest work stays.
+func TestJudgeRunHoldsTheGuardsOfAFile(t *testing.T) {
+	f := newJudgeFixture(t, guard.Modes{})
+	rules := []guard.Rule{
+		{ID: "c-files", Status: guard.GuardEnforce, Role: guard.Coder, Match: guard.Match{Path: "src/a/*.c"}, Message: "C is generated", Suggestion: "change the generator"},
+		{ID: "readme", Status: guard.GuardWarn, Match: guard.Match{Path: "src/a/README"}, Message: "the readme is the docs team's"},
+		{ID: "testers", Status: guard.GuardEnforce, Role: guard.Tester, Match: guard.Match{Path: "src/a/**"}, Message: "m"},
+	}
+	if err := f.j.SetGuards(rules); err != nil {
+		t.Fatal(err)
+	}
+	f.write(map[string]string{"src/a/x.go": "ok\n", "src/a/doc.c": "/* mine */\n", "src/a/new.c": "int x;\n", "src/a/README": "hi\n"})
+	jd := f.judge(guard.Coder, false)
+	var got []string
+	for _, fd := range jd.Findings {
+		got = append(got, fd.Path+" "+fd.Gate+"/"+fd.Code)
+	}
+	want := []string{"src/a/README guard:readme/guard_would_deny", "src/a/doc.c guard:c-files/guard_denied", "src/a/new.c guard:c-files/guard_denied"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("findings %q, want %q", got, want)
+	}
+	if !jd.Blocks() || strings.Join(jd.Restored, " ") != "src/a/doc.c src/a/new.c" {
+		t.Errorf("restored %q (blocks %v), want the two C files put back", jd.Restored, jd.Blocks())
+	}
+	if got := f.read("src/a/doc.c"); got != "/* a */\n" {
+		t.Errorf("src/a/doc.c = %q, want it put back", got)
+	}
+	if got := f.read("src/a/new.c"); got != "<absent>" {
+		t.Errorf("src/a/new.c = %q, want it removed", got)
+	}
+	if got := f.read("src/a/x.go"); got != "ok\n" {
+		t.Errorf("src/a/x.go = %q, want the honest change kept", got)
+	}
+	if got := f.read("src/a/README"); got != "hi\n" {
+		t.Errorf("src/a/README = %q, want the change a guard in warn lets through kept", got)
+	}
+}
+
+// What the sandbox refuses a run for a guard is a violation of that guard,
+// as visible as its denial of a file tool's write.
+func TestHookRecordsWhatTheSandboxRefusedForAGuard(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	if err := f.j.SetGuards([]guard.Rule{{ID: "c-files", Status: guard.GuardEnforce, Role: guard.Coder, Match: guard.Match{Path: "src/a/*.c"}, Message: "C is generated"}}); err != nil {
+		t.Fatal(err)
+	}
+	token := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	f.mustHook(token, "post-tool-use-failure", bashFailurePayload(`python3 -c "open('src/a/doc.c', 'w')"`, "OSError: [Errno 30] Read-only file system: 'src/a/doc.c'"))
+	trs := f.rec.Traces()
+	if len(trs) != 1 || trs[0].Gate != "guard:c-files" || trs[0].Code != guard.CodeGuardDenied || trs[0].Path != "src/a/doc.c" || trs[0].Context.Run != "run-1" {
+		t.Fatalf("traces %+v, want one violation of guard:c-files for src/a/doc.c", trs)
+	}
+}

@@ -312,7 +312,11 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		}
 		if rg != nil {
 			for _, r := range guard.SandboxRefusals(p) {
-				refused = append(refused, refusal{r, guard.JudgeRefusal(actor, state, r)})
+				d := guard.JudgeRefusal(actor, state, r)
+				if d == nil {
+					d = guard.GuardRefusal(j.guards, actor, state, r)
+				}
+				refused = append(refused, refusal{r, d})
 			}
 		}
 	case "SessionStart":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,6 +235,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	}
 	j.mu.Lock()
 	state := j.state(nil)
+	guards := slices.Clone(j.guards)
 	j.mu.Unlock()
 	state.List = in.List
 	changes := make([]guard.Change, len(jd.Changes))
@@ -241,6 +243,8 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		changes[i] = guard.Change{Path: c.Path, Kind: c.Kind.String()}
 	}
 	jd.Findings = guard.JudgeChanges(j.opts.Modes, in.Actor, state, changes)
+	// The project's guards that hold a file hold it whatever wrote it.
+	jd.Findings = append(jd.Findings, guard.GuardChanges(guards, in.Actor, changes, jd.Findings)...)
 	for _, f := range jd.Findings {
 		if f.Mode == guard.Enforce {
 			jd.Restored = append(jd.Restored, f.Path)

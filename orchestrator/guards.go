@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -274,4 +275,75 @@ func guardWire(r guard.Rule, c guardCount) control.Guard {
 	return control.Guard{ID: r.ID, Status: r.Status, Source: r.Source, Rule: r.Summary(), Event: r.Event, Tool: r.Tool, Role: r.Role,
 		Match: control.GuardMatch(r.Match), Action: r.Action, Message: r.Message, Suggestion: r.Suggestion, Created: r.Created,
 		Denials: c.denials, WouldBe: c.wouldBe}
+}
+
+// maxGuardDenies bounds the paths a run's sandbox denies for the guards:
+// each is a mount of the sandbox. What a glob matches beyond it is held by
+// the verdict, which finds every change of a guarded file after the run.
+const maxGuardDenies = 256
+
+// errEnough stops a glob's walk at maxGuardDenies.
+var errEnough = errors.New("enough")
+
+// guardDenies are the paths the sandbox of a run of role denies for the
+// project's enforced deny guards on a file (guard.SandboxGlobs): the
+// sandbox takes paths, not globs, so each glob is read against the tree
+// as the run starts. A glob that names one path (a proposal's always
+// does) denies it whether or not it exists; DIR/** denies DIR, new files
+// too, when DIR is there; any other glob denies the files it matches now.
+// A file the glob would match that the run creates is held by the verdict
+// (guard.GuardChanges), which puts it back.
+func (o *Orchestrator) guardDenies(role string) []string {
+	dir := o.opts.Project.Dir
+	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
+	var out []string
+	for _, g := range guard.SandboxGlobs(o.judge.Guards(), role) {
+		if len(out) >= maxGuardDenies {
+			break
+		}
+		if lit, ok := literalGlob(g); ok {
+			out = append(out, in(lit))
+			continue
+		}
+		if d, ok := strings.CutSuffix(g, "/**"); ok {
+			if lit, ok := literalGlob(d); ok {
+				if fi, err := os.Stat(in(lit)); err == nil && fi.IsDir() {
+					out = append(out, in(lit))
+					continue
+				}
+			}
+		}
+		err := doublestar.GlobWalk(os.DirFS(dir), g, func(rel string, d fs.DirEntry) error {
+			if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+				return doublestar.SkipDir
+			}
+			out = append(out, in(rel))
+			if len(out) >= maxGuardDenies {
+				return errEnough
+			}
+			return nil
+		}, doublestar.WithFilesOnly(), doublestar.WithNoFollow())
+		if err != nil && !errors.Is(err, errEnough) {
+			o.log.Warn("could not read a guard's glob against the project", zap.String("glob", g), zap.Error(err))
+		}
+	}
+	return out
+}
+
+// literalGlob is the one path a glob without wildcards names, its escapes
+// taken.
+func literalGlob(g string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; {
+		case c == '\\' && i+1 < len(g):
+			i++
+			b.WriteByte(g[i])
+		case strings.IndexByte("*?[]{}", c) >= 0:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), b.Len() > 0
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
@@ -168,5 +170,52 @@ func TestGuardsFile(t *testing.T) {
 	}
 	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].ID != "no-wget" {
 		t.Errorf("with the file fixed the judge holds %+v, want no-wget", gs)
+	}
+}
+
+// TestRunPolicyHoldsTheGuardsOfAFile: the sandbox of a run denies what the
+// project's enforced deny guards on a file name for its role, read
+// against the tree as the run starts: a glob of one path, the directory
+// of DIR/**, the files another glob matches now. A guard of another role,
+// in warn, or with a command to match adds nothing.
+func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(2)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	in := func(rel string) string { return filepath.Join(h.proj.Dir, filepath.FromSlash(rel)) }
+	for _, rel := range []string{"gen/a.go", "pkg/x/a.pb.go", "pkg/y/b.pb.go", "pkg/y/b.go", "docs/a.md"} {
+		if err := os.MkdirAll(filepath.Dir(in(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(in(rel), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := h.orchestrator(false)
+	if err := o.judge.SetGuards([]guard.Rule{
+		{ID: "lit", Status: guard.GuardEnforce, Match: guard.Match{Path: `CHANGELOG\[1\].md`}, Message: "m"},
+		{ID: "dir", Status: guard.GuardEnforce, Role: guard.Coder, Match: guard.Match{Path: "gen/**"}, Message: "m"},
+		{ID: "pb", Status: guard.GuardEnforce, Match: guard.Match{Path: "pkg/**/*.pb.go"}, Message: "m"},
+		{ID: "warn", Status: guard.GuardWarn, Match: guard.Match{Path: "docs/**"}, Message: "m"},
+		{ID: "cmd", Status: guard.GuardEnforce, Match: guard.Match{Path: "pkg/y/b.go", Command: "x"}, Message: "m"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	coder := o.policy(agents.Coder, "F-001").DenyWrite
+	for _, p := range []string{in("CHANGELOG[1].md"), in("gen"), in("pkg/x/a.pb.go"), in("pkg/y/b.pb.go")} {
+		if !slices.Contains(coder, p) {
+			t.Errorf("a coder's sandbox may write %s, which an enforced guard holds", p)
+		}
+	}
+	for _, p := range []string{in("docs"), in("docs/a.md"), in("pkg/y/b.go")} {
+		if slices.Contains(coder, p) {
+			t.Errorf("a coder's sandbox denies %s, which no enforced deny guard on a file holds", p)
+		}
+	}
+	tester := o.policy(agents.Tester, "F-001").DenyWrite
+	if slices.Contains(tester, in("gen")) || !slices.Contains(tester, in("pkg/x/a.pb.go")) {
+		t.Errorf("a tester's sandbox: %v, want the coder's guard out and every agent's in", tester)
 	}
 }

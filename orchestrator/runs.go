@@ -193,6 +193,9 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 			}
 		}
 	}
+	// The project's enforced deny guards on a file, for this role: held
+	// whatever program writes, as the built-in gates' files are.
+	deny = append(deny, o.guardDenies(string(role))...)
 	allow := slices.Clone(o.opts.Writable)
 	if role == agents.Tester && feature != "" {
 		// Its own evidence, which Claude Code's sandbox would otherwise

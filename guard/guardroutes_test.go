@@ -1,0 +1,149 @@
+package guard
+
+import (
+	"strings"
+	"testing"
+)
+
+// An agent that writes a guarded file with a program the hook cannot read
+// (python3, a script, cp, sed -i, a background process, a link) changes
+// the tree all the same: the run's change set holds it to the guards that
+// hold a file, after the built-in gates.
+func TestGuardChanges(t *testing.T) {
+	gen := Rule{ID: "gen", Status: GuardEnforce, Role: Coder, Match: Match{Path: "src/**/*.gen.go"}, Message: "generated code", Suggestion: "run go generate"}
+	with := func(r Rule, edit func(*Rule)) Rule { edit(&r); return r }
+	coder := Actor{Role: Coder, Feature: "F-001", Run: "run-000001"}
+	added := []Change{{"src/a/x.gen.go", "added"}, {"src/a/x.go", "modified"}}
+	tests := []struct {
+		name    string
+		rules   []Rule
+		actor   Actor
+		changes []Change
+		found   []Finding
+		want    []string // path gate/code mode
+	}{
+		{name: "an enforced deny guard's file is put back", rules: []Rule{gen}, actor: coder, changes: added,
+			want: []string{"src/a/x.gen.go guard:gen/guard_denied enforce"}},
+		{name: "a deleted file too", rules: []Rule{gen}, actor: coder, changes: []Change{{"src/x.gen.go", "deleted"}},
+			want: []string{"src/x.gen.go guard:gen/guard_denied enforce"}},
+		{name: "a guard in warn records a would-be denial", rules: []Rule{with(gen, func(r *Rule) { r.Status = GuardWarn })}, actor: coder, changes: added,
+			want: []string{"src/a/x.gen.go guard:gen/guard_would_deny warn"}},
+		{name: "a warn action warns", rules: []Rule{with(gen, func(r *Rule) { r.Action = ActionWarn })}, actor: coder, changes: added,
+			want: []string{"src/a/x.gen.go guard:gen/guard_warning warn"}},
+		{name: "a tool that writes holds the file as well", rules: []Rule{with(gen, func(r *Rule) { r.Tool = "Write" })}, actor: coder, changes: added,
+			want: []string{"src/a/x.gen.go guard:gen/guard_denied enforce"}},
+		{name: "another role's guard", rules: []Rule{gen}, actor: Actor{Role: Tester, Feature: "F-001"}, changes: added},
+		{name: "a person's guard holds no agent", rules: []Rule{with(gen, func(r *Rule) { r.Role = RolePerson })}, actor: coder, changes: added},
+		{name: "proposed and retired guards hold nothing", rules: []Rule{with(gen, func(r *Rule) { r.Status = GuardProposed }), with(gen, func(r *Rule) { r.ID, r.Status = "g2", GuardRetired })},
+			actor: coder, changes: added},
+		{name: "a Read guard holds reads, not changes", rules: []Rule{with(gen, func(r *Rule) { r.Tool = "Read" })}, actor: coder, changes: added},
+		{name: "a guard that also matches a command cannot be read off a change", rules: []Rule{with(gen, func(r *Rule) { r.Match.Command = "protoc" })}, actor: coder, changes: added},
+		{name: "a change an enforced built-in gate refuses is not judged again", rules: []Rule{gen}, actor: coder, changes: added,
+			found: []Finding{{Change: added[0], Decision: Decision{Gate: Scope, Code: "out_of_scope", Mode: Enforce}}}},
+		{name: "a change a built-in gate warns of is", rules: []Rule{gen}, actor: coder, changes: added,
+			found: []Finding{{Change: added[0], Decision: Decision{Gate: Scope, Code: "out_of_scope", Mode: Warn}}},
+			want:  []string{"src/a/x.gen.go guard:gen/guard_denied enforce"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range GuardChanges(tt.rules, tt.actor, tt.changes, tt.found) {
+				got = append(got, f.Path+" "+f.Gate+"/"+f.Code+" "+string(f.Mode))
+				if f.Message == "" || f.Suggestion == "" {
+					t.Errorf("finding %+v lacks a message or a suggestion", f)
+				}
+			}
+			if strings.Join(got, "; ") != strings.Join(tt.want, "; ") {
+				t.Fatalf("GuardChanges() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// What the sandbox refuses for a guard is that guard's refusal.
+func TestGuardRefusal(t *testing.T) {
+	e := newEnv(t)
+	gen := Rule{ID: "gen", Status: GuardEnforce, Role: Coder, Match: Match{Path: "src/**/*.gen.go"}, Message: "generated code"}
+	coder := Actor{Role: Coder, Feature: "F-001"}
+	if d := GuardRefusal([]Rule{gen}, coder, e.state, Refusal{Path: "src/a/x.gen.go"}); d == nil || d.Gate != "guard:gen" || d.Code != CodeGuardDenied {
+		t.Errorf("GuardRefusal(a guarded path) = %+v, want guard:gen's denial", d)
+	}
+	if d := GuardRefusal([]Rule{gen}, coder, e.state, Refusal{Path: e.p("src/a/x.gen.go")}); d == nil || d.Gate != "guard:gen" {
+		t.Errorf("GuardRefusal(a guarded absolute path) = %+v, want guard:gen's denial", d)
+	}
+	if d := GuardRefusal([]Rule{gen}, coder, e.state, Refusal{Path: "src/a/x.go"}); d != nil {
+		t.Errorf("GuardRefusal(another path) = %+v, want nil", d)
+	}
+	warn := gen
+	warn.Status = GuardWarn
+	if d := GuardRefusal([]Rule{warn}, coder, e.state, Refusal{Path: "src/a/x.gen.go"}); d != nil {
+		t.Errorf("GuardRefusal(a guard in warn, which the sandbox does not hold) = %+v, want nil", d)
+	}
+}
+
+// The sandbox of a run holds the globs of its role's enforced deny guards
+// that hold a file, and no other.
+func TestSandboxGlobs(t *testing.T) {
+	rules := []Rule{
+		{ID: "gen", Status: GuardEnforce, Role: Coder, Match: Match{Path: "gen/**"}, Message: "m"},
+		{ID: "all", Status: GuardEnforce, Match: Match{Path: "vendor/**"}, Message: "m"},
+		{ID: "warned", Status: GuardWarn, Match: Match{Path: "a/**"}, Message: "m"},
+		{ID: "warns", Status: GuardEnforce, Action: ActionWarn, Match: Match{Path: "b/**"}, Message: "m"},
+		{ID: "reads", Status: GuardEnforce, Tool: "Read", Match: Match{Path: "c/**"}, Message: "m"},
+		{ID: "cmd", Status: GuardEnforce, Match: Match{Path: "d/**", Command: "x"}, Message: "m"},
+		{ID: "person", Status: GuardEnforce, Role: RolePerson, Match: Match{Path: "e/**"}, Message: "m"},
+	}
+	if got := strings.Join(SandboxGlobs(rules, Coder), " "); got != "gen/** vendor/**" {
+		t.Errorf("SandboxGlobs(coder) = %q, want gen/** vendor/**", got)
+	}
+	if got := strings.Join(SandboxGlobs(rules, Tester), " "); got != "vendor/**" {
+		t.Errorf("SandboxGlobs(tester) = %q, want vendor/**", got)
+	}
+}
+
+// A command guard meets the command as the shell reads it, not only as it
+// is written: quotes, lists, sh -c and eval do not hide it. What the shell
+// decides when it runs (variables, base64, a script) still does: command
+// guards are advisory.
+func TestCommandGuardReadsTheShell(t *testing.T) {
+	e := newEnv(t)
+	rmrf := Rule{ID: "no-rmrf", Status: GuardEnforce, Tool: "Bash", Match: Match{Command: `\brm\s+-rf\b`}, Message: "rm -rf is not for agents"}
+	deploy := Rule{ID: "deploy", Status: GuardEnforce, Tool: "Bash", Match: Match{Command: `^\s*make\s+deploy\s*$`}, Message: "make deploy fails"}
+	tests := []struct {
+		rule  Rule
+		cmd   string
+		match bool
+	}{
+		{rmrf, "rm -rf build", true},
+		{rmrf, `r''m -rf build`, true},
+		{rmrf, `r\m -rf build`, true},
+		{rmrf, `"rm" "-rf" build`, true},
+		{rmrf, `sh -c 'r""m -rf build'`, true},
+		{rmrf, `bash -lc "cd x && r''m -rf build"`, true},
+		{rmrf, `eval "r''m" -rf build`, true},
+		{rmrf, "rm -r build", false},
+		{deploy, "make deploy", true},
+		{deploy, "cd . && make deploy", true},
+		{deploy, "true; make deploy || true", true},
+		{deploy, "sh -c 'make deploy'", true},
+		{deploy, "make deploy-docs", false},
+		{deploy, "echo make deploy", false},
+		// Out of reach, and said so in docs/gates.md.
+		{rmrf, `X=rm; $X -rf build`, false},
+		{rmrf, `echo cm0gLXJmIGJ1aWxk | base64 -d | sh`, false},
+	}
+	for _, tt := range tests {
+		p := fixture(t, "PreToolUse.json", "Bash", map[string]any{"command": tt.cmd})
+		if got := len(Guards([]Rule{tt.rule}, Actor{Role: Coder}, e.state, p)) > 0; got != tt.match {
+			t.Errorf("guard %s on %q: matched %v, want %v", tt.rule.ID, tt.cmd, got, tt.match)
+		}
+	}
+}
+
+// A guard's patterns are bounded: every hook of every run searches them.
+func TestGuardPatternsAreBounded(t *testing.T) {
+	r := Rule{ID: "big", Status: GuardEnforce, Tool: "Bash", Match: Match{Command: strings.Repeat("a|", MaxPattern)}, Message: "m"}
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "say it shorter") {
+		t.Errorf("Validate(a %d-byte pattern) = %v, want a refusal", len(r.Match.Command), err)
+	}
+}
