@@ -15,7 +15,19 @@ import (
 // temp directory) that leads to a test, or a path outside the project that
 // leads back into it, is judged as what it leads to. The part that does not
 // exist yet is kept as written: a file about to be created has no links.
+// A link that leads to what does not exist yet (a dangling link) is
+// followed too: writing through it creates what it leads to, so a link
+// from the project to .claude/settings.local.json, made before that file
+// exists, is judged as that file.
 func (s State) resolve(p string) string {
+	return s.resolveHops(p, 0)
+}
+
+// maxLinkHops bounds the dangling links resolve follows, as the kernel
+// bounds a path's links (ELOOP).
+const maxLinkHops = 40
+
+func (s State) resolveHops(p string, hops int) string {
 	if p == "" {
 		return ""
 	}
@@ -34,6 +46,20 @@ func (s State) resolve(p string) string {
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return p
+		}
+		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 && hops < maxLinkHops {
+			if target, err := os.Readlink(cur); err == nil {
+				if !filepath.IsAbs(target) {
+					// Relative to the link's directory, which exists
+					// (the link is in it), as the kernel reads it.
+					dir, err := filepath.EvalSymlinks(filepath.Dir(cur))
+					if err != nil {
+						return p
+					}
+					target = filepath.Join(dir, target)
+				}
+				return s.resolveHops(filepath.Join(target, rest), hops+1)
+			}
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
