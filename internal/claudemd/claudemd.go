@@ -59,7 +59,12 @@ func Add(text string, lessons []Lesson) (string, bool, error) {
 			continue
 		}
 		// One line, and never a marker: the section must stay readable.
-		line := strings.NewReplacer(Begin, "", End, "").Replace(strings.Join(strings.Fields(l.Text), " "))
+		// Taken out until none is left: a marker nested in a marker
+		// would come back when the inner one went.
+		line := strings.Join(strings.Fields(l.Text), " ")
+		for strings.Contains(line, Begin) || strings.Contains(line, End) {
+			line = strings.NewReplacer(Begin, "", End, "").Replace(line)
+		}
 		section += "- " + line + " " + tag + "\n"
 		changed = true
 	}
