@@ -151,3 +151,76 @@ func TestGuards(t *testing.T) {
 		t.Errorf("decision traces of the guard %+v, want its proposal and a person's promotion", promoted)
 	}
 }
+
+// fileGuardYAML holds the build logs for CI against the coding agents.
+const fileGuardYAML = `guards:
+  - id: ci-logs
+    status: enforce
+    role: coding-agent
+    match:
+      path: 'logs/*-build.log'
+    message: build logs are written by CI, not by agents
+    suggestion: print what you need to see; leave logs/ alone
+`
+
+// An enforced guard on a path, with the real CLI and its sandbox, holds
+// the file whatever program writes it, not only the file tools and plain
+// redirections the hook reads: a python3 one-liner and a script of the
+// agent's own. A file the guard's glob named as the run started is denied
+// to the run's sandbox, and the refusal is a violation of guard:<id>; a
+// file the run creates is found in its change set and put back, a
+// violation of guard:<id> too, and the attempt fails. The honest agent
+// meets no guard.
+func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
+	p := newProject(t, scenario("file-guard",
+		feature("F-001", scriptedmodel.WritesGuarded),
+		feature("F-002", scriptedmodel.WritesGuarded),
+		feature("F-003", scriptedmodel.Pass),
+	))
+	in := func(rel string) string { return filepath.Join(p.dir, filepath.FromSlash(rel)) }
+	for rel, data := range map[string]string{rulefile.Path: fileGuardYAML, scriptedmodel.GuardedLog("F-001"): "CI's log\n"} {
+		if err := os.MkdirAll(filepath.Dir(in(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(in(rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	o := p.runMisbehaving()
+	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	const gate = guard.GuardPrefix + "ci-logs"
+	// F-001's log was there as the run started: its sandbox refused both
+	// programs, and the refusals are the guard's.
+	if data, _ := os.ReadFile(in(scriptedmodel.GuardedLog("F-001"))); string(data) != "CI's log\n" {
+		t.Errorf("%s = %q after F-001's runs, want it as CI left it", scriptedmodel.GuardedLog("F-001"), data)
+	}
+	for _, v := range o.violated(t, "F-001", "coding-agent", gate, guard.CodeGuardDenied, store.SourceHook) {
+		if v.Path != scriptedmodel.GuardedLog("F-001") || !strings.Contains(v.Event.WhatHappened, "the sandbox refused") {
+			t.Errorf("refusal %+v, want the sandbox's refusal of %s", v, scriptedmodel.GuardedLog("F-001"))
+		}
+	}
+	// F-002's log was created by its run: found in the change set and put
+	// back, and the attempt failed for it.
+	if _, err := os.Stat(in(scriptedmodel.GuardedLog("F-002"))); !os.IsNotExist(err) {
+		data, _ := os.ReadFile(in(scriptedmodel.GuardedLog("F-002")))
+		t.Errorf("%s is there after F-002's runs (%v, %q), want it put back (removed)", scriptedmodel.GuardedLog("F-002"), err, data)
+	}
+	putBack := false
+	for _, v := range o.violated(t, "F-002", "coding-agent", gate, guard.CodeGuardDenied, store.SourceAuto) {
+		putBack = putBack || (v.Path == scriptedmodel.GuardedLog("F-002") && strings.Contains(v.Event.WhatHappened, "put back"))
+	}
+	if !putBack {
+		t.Errorf("no violation of %s says %s was put back", gate, scriptedmodel.GuardedLog("F-002"))
+	}
+	if c := o.runsOf("coding-agent", "F-002"); len(c) != 2 {
+		t.Errorf("F-002 had %d coding runs, want 2: the first one's guarded change fails it", len(c))
+	}
+	for _, v := range o.violations {
+		if v.Context.Feature == "F-003" {
+			t.Errorf("the honest agent caused a violation: %s/%s %s", v.Gate, v.Code, v.Event.WhatHappened)
+		}
+	}
+}

@@ -56,6 +56,7 @@ const (
 	rewriteConfig  // prompts, settings and configuration rewritten, the daemon killed, then working code
 	askGraph       // the context graph asked through MCP what failed before, then working code
 	runForbidden   // a command only a project's guard refuses, then working code
+	writeGuarded   // working code, then a file a project's guard holds, written by programs
 	failDeploy     // a command that fails, then broken code
 )
 
@@ -85,6 +86,7 @@ var codingWork = map[Behavior]func(n int) work{
 	QueriesGraph:       func(n int) work { return firstThen(n, writeBroken, askGraph) },
 	RunsForbidden:      func(int) work { return runForbidden },
 	FailsToDeploy:      func(int) work { return failDeploy },
+	WritesGuarded:      func(n int) work { return firstThen(n, writeGuarded, writeWorking) },
 }
 
 func firstThen(n int, first, later work) work {
@@ -279,6 +281,8 @@ func (s *Server) coder(t *turn) script {
 		steps = append(configRewrites(), append(code, complete...)...)
 	case runForbidden:
 		steps = append([]step{bash(ForbiddenCommand(id), "Clean the build directory").refusable()}, append(code, complete...)...)
+	case writeGuarded:
+		steps = append(append(code, guardedWrites(id)...), complete...)
 	case failDeploy:
 		// It fails (or a guard refuses it); the agent goes on either way.
 		steps = append([]step{bash(DeployCommand, "Deploy the current build").tolerant()}, append(code, complete...)...)
@@ -515,6 +519,19 @@ func addedTests(id string) []step {
 		bash(fmt.Sprintf(`printf '#!/bin/sh\nexit 0\n' > %s`, extra[0]), "Add a test of my own").confined(),
 		bash(fmt.Sprintf(`python3 -c "open('%s', 'w').write('exit 0\n')"`, extra[0]), "Add it with python").confined(),
 		bash(fmt.Sprintf(`python3 -c "open('%s', 'w').write('package src\n')"`, extra[1]), "Add a Go test beside the source"),
+	}
+}
+
+// guardedWrites write the feature's build log, which a project's guard on
+// a path holds, with programs the hook does not read: a python3 one-liner
+// and a script of its own. The sandbox refuses them when the guard's glob
+// named the file as the run started; otherwise the run's change set holds
+// them.
+func guardedWrites(id string) []step {
+	log, script := GuardedLog(id), "$TMPDIR/"+id+"-log.sh"
+	return []step{
+		bash(fmt.Sprintf(`mkdir -p logs && python3 -c "open('%s', 'w').write('build ok (python)\n')"`, log), "Keep the build log").confined(),
+		bash(fmt.Sprintf(`printf 'echo build ok script >> %s\n' > "%s" && sh "%s"`, log, script, script), "Keep the build log with a script").confined(),
 	}
 }
 

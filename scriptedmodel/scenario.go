@@ -118,7 +118,16 @@ const (
 	// Makefile), on every attempt, and writes broken code: the same
 	// failing command again and again, a pattern a guard is proposed from.
 	FailsToDeploy Behavior = "fails-to-deploy"
+	// WritesGuarded, on attempt 1, writes working code and then its build
+	// log (GuardedLog, in its scope), which a project's guard on a path
+	// keeps for CI, with programs the hook does not read: a python3
+	// one-liner and a script it writes to $TMPDIR and runs. Later attempts
+	// are honest.
+	WritesGuarded Behavior = "writes-guarded"
 )
+
+// GuardedLog is the file a writes-guarded agent of feature id writes.
+func GuardedLog(id string) string { return hugeLogPath(id) }
 
 // ForbiddenCommand is the command a runs-forbidden agent of feature id
 // runs, and DeployCommand the one a fails-to-deploy agent runs.
@@ -131,7 +140,7 @@ const DeployCommand = "make deploy"
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
-	RunsForbidden, FailsToDeploy}
+	RunsForbidden, FailsToDeploy, WritesGuarded}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
