@@ -48,6 +48,9 @@ type Trace struct {
 	// Parent is the trace this one follows from (see store.Trace).
 	Parent string     `json:"parent,omitempty"`
 	Tool   *TraceTool `json:"tool,omitempty"`
+	// Count is how many times it happened when compaction folded repeats
+	// into it (see store.Trace); 0 means once.
+	Count int `json:"count,omitempty"`
 }
 
 // TraceTool is the tool call a trace is about.

@@ -269,6 +269,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 
 	o.ingestSpool()
 	o.recover()
+	// graph.retention: old traces are compacted beside the loop.
+	stopRetention := o.startRetention()
+	defer stopRetention()
 	for {
 		if o.opts.ExitWhenDone && o.active == nil && o.job == nil {
 			switch statemachine.State(o.session.State) {

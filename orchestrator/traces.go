@@ -82,7 +82,7 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 // when), summary (plus a one-line what happened), full (everything).
 func toWire(t store.Trace, level string) control.Trace {
 	w := control.Trace{ID: t.ID, Project: t.Project, Timestamp: t.Timestamp, Type: t.Type, Source: t.Source, Gate: t.Gate, Code: t.Code,
-		Path: t.Path, Parent: t.Parent, Context: control.TraceContext(t.Context)}
+		Path: t.Path, Parent: t.Parent, Count: t.Count, Context: control.TraceContext(t.Context)}
 	if t.Tool != nil {
 		w.Tool = &control.TraceTool{Name: t.Tool.Name}
 		if level != "metadata" {

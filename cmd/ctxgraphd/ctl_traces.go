@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -18,14 +19,29 @@ import (
 func ctlTraceCmds(f *ctlFlags) []*cobra.Command {
 	var q control.TraceQuery
 	var since, until time.Duration
+	var prune bool
+	var olderThan string
 	traces := &cobra.Command{
 		Use:   "traces [QUERY]",
 		Short: "List traces of the context graph (violations, decisions, …), filtered",
 		Long: `traces lists the context graph's traces, oldest first. QUERY matches the text of
 what happened, what was correct and why. --level is how much of each trace to show:
-metadata (who, what kind, when), summary (plus a line of what happened) or full.`,
+metadata (who, what kind, when), summary (plus a line of what happened) or full.
+
+--prune compacts instead the traces of tested and blocked features older than
+--older-than (default: graph.retention): the repeated refusals of a run are
+folded into the newest of them, which counts them; the hooks' tool-level records
+and the successful commands of those runs are dropped; verdicts, decisions,
+corrections, lessons, transitions, anything a person wrote, and every trace
+another hangs from are kept, so that ctl why tells the same story.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if prune {
+				return ctlPrune(cmd, f, args, olderThan)
+			}
+			if cmd.Flags().Changed("older-than") {
+				return withExitCode(exitUsage, fmt.Errorf("--older-than goes with --prune"))
+			}
 			if len(args) == 1 {
 				q.Text = args[0]
 			}
@@ -63,6 +79,8 @@ metadata (who, what kind, when), summary (plus a line of what happened) or full.
 	fl.DurationVar(&since, "since", 0, "only traces of the last DURATION (e.g. 2h)")
 	fl.DurationVar(&until, "until", 0, "only traces older than DURATION (e.g. 30m: not the last half hour)")
 	fl.IntVar(&q.Limit, "limit", 0, "only the newest N traces")
+	fl.BoolVar(&prune, "prune", false, "compact the old traces of tested and blocked features (see above) and say what was dropped and kept")
+	fl.StringVar(&olderThan, "older-than", "", "with --prune: how old a trace must be (e.g. 720h); default graph.retention")
 
 	trace := &cobra.Command{
 		Use:   "trace ID",
@@ -81,6 +99,42 @@ commit of a verdict), or, when nothing did, what happened next in its run.`,
 	return []*cobra.Command{traces, trace}
 }
 
+// ctlPrune is ctl traces --prune.
+func ctlPrune(cmd *cobra.Command, f *ctlFlags, args []string, olderThan string) error {
+	var other []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Name != "prune" && fl.Name != "older-than" && cmd.LocalFlags().Lookup(fl.Name) != nil {
+			other = append(other, "--"+fl.Name)
+		}
+	})
+	if len(args) > 0 || len(other) > 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--prune takes no query and no filter (%s): it compacts the old traces of every finished feature", strings.Join(append(other, args...), " ")))
+	}
+	if olderThan != "" {
+		if d, err := time.ParseDuration(olderThan); err != nil || d < 0 {
+			return withExitCode(exitUsage, fmt.Errorf("--older-than %q: want a duration >= 0 with a unit, such as 720h or 30m", olderThan))
+		}
+	}
+	return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (control.PruneResult, error) {
+		return c.PruneTraces(ctx, control.PruneRequest{OlderThan: olderThan})
+	}, printPrune)
+}
+
+func printPrune(w io.Writer, r control.PruneResult) error {
+	if len(r.Features) == 0 {
+		_, err := fmt.Fprintf(w, "nothing to compact: no feature is tested or blocked yet\n")
+		return err
+	}
+	_, err := fmt.Fprintf(w, `compacted the traces before %s of %s (%s)
+  %d examined
+  %d repeated refusals folded into the newest of their kind in their run (its count says how many)
+  %d tool-level records of the hooks dropped
+  %d kept (verdicts, decisions, corrections, lessons, transitions, what a person wrote, the first refusal of each kind)
+  commands of those runs: %d successful ones dropped, %d failures and tests kept
+`, r.Before, plural(len(r.Features), "finished feature"), strings.Join(r.Features, ", "), r.Examined, r.Folded, r.Dropped, r.Kept, r.CommandsDropped, r.CommandsKept)
+	return err
+}
+
 func printTraces(w io.Writer, ts []control.Trace) error {
 	if len(ts) == 0 {
 		_, err := fmt.Fprintln(w, "no traces")
@@ -90,9 +144,17 @@ func printTraces(w io.Writer, ts []control.Trace) error {
 	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tAGENT\tFEATURE\tGATE\tWHAT HAPPENED")
 	for _, t := range ts {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Timestamp.Local().Format("01-02 15:04:05"), t.Type,
-			dash(t.Context.Agent), dash(t.Context.Feature), dash(t.Gate), oneLine(t.Event.WhatHappened))
+			dash(t.Context.Agent), dash(t.Context.Feature), dash(t.Gate), oneLine(t.Event.WhatHappened)+times(t.Count))
 	}
 	return tw.Flush()
+}
+
+// times says how many a compacted trace stands for.
+func times(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (×%d)", n)
 }
 
 func printTraceLinks(w io.Writer, l control.TraceLinks) error {

@@ -32,6 +32,8 @@ type Backend struct {
 	FeatureList []control.Feature
 	PatternList []graph.Pattern
 	GuardList   control.GuardList
+	// Pruned answers PruneTraces.
+	Pruned control.PruneResult
 
 	mu    sync.Mutex
 	errs  map[string]error
@@ -144,6 +146,11 @@ func Serve(t testing.TB, socketPath string, b control.Backend) *server.Server {
 		}
 	})
 	return srv
+}
+
+// PruneTraces implements control.PruneBackend: Pruned.
+func (b *Backend) PruneTraces(_ context.Context, req control.PruneRequest) (control.PruneResult, error) {
+	return b.Pruned, b.record(Call{Method: "PruneTraces", Note: req.OlderThan})
 }
 
 // Guards implements control.GuardBackend: GuardList.

@@ -131,6 +131,9 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if gb, ok := b.(control.GuardBackend); ok {
 		s.guardRoutes(gb)
 	}
+	if pb, ok := b.(control.PruneBackend); ok {
+		s.pruneRoutes(pb)
+	}
 	if rb, ok := b.(ReportBackend); ok {
 		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
 	}
