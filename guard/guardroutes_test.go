@@ -147,3 +147,35 @@ func TestGuardPatternsAreBounded(t *testing.T) {
 		t.Errorf("Validate(a %d-byte pattern) = %v, want a refusal", len(r.Match.Command), err)
 	}
 }
+
+// A guard that matches the feature's own test command, exactly as the
+// accepted feature list gives it, does not deny it: every attempt would
+// fail for want of the test run the verdict needs. It is let through and
+// recorded as a would-be denial; a command that only contains the test
+// (setup before it, more after it) is denied as ever.
+func TestAGuardDoesNotDenyTheFeaturesOwnTest(t *testing.T) {
+	e := newEnv(t)
+	sh := Rule{ID: "no-sh", Status: GuardEnforce, Tool: "Bash", Match: Match{Command: `\bsh\b`}, Message: "no sh"}
+	for _, tt := range []struct {
+		actor Actor
+		cmd   string
+		block bool
+	}{
+		{Actor{Role: Tester, Feature: "F-001"}, "sh tests/F-001.sh", false},
+		{Actor{Role: Coder, Feature: "F-001"}, "sh  tests/F-001.sh ", false},
+		{Actor{Role: Tester, Feature: "F-001"}, "rm -rf src && sh tests/F-001.sh", true},
+		{Actor{Role: Tester, Feature: "F-001"}, "sh tests/F-001.sh; sh evil.sh", true},
+		{Actor{Role: Tester, Feature: "F-002"}, "sh tests/F-001.sh", true}, // not its feature's test
+		{Actor{Role: Tester, Feature: "F-001"}, "sh tests/other.sh", true},
+	} {
+		p := fixture(t, "PreToolUse.json", "Bash", map[string]any{"command": tt.cmd})
+		ds := Guards([]Rule{sh}, tt.actor, e.state, p)
+		if len(ds) != 1 || ds[0].Blocks() != tt.block {
+			t.Errorf("%s of %s runs %q: %+v, want a decision that blocks: %v", tt.actor.Role, tt.actor.Feature, tt.cmd, ds, tt.block)
+			continue
+		}
+		if !tt.block && (ds[0].Code != CodeGuardWouldDeny || !strings.Contains(ds[0].Message, "own test command")) {
+			t.Errorf("the own test let through as %+v, want a would-be denial that says why", ds[0])
+		}
+	}
+}

@@ -243,11 +243,18 @@ func Guards(rules []Rule, a Actor, s State, p *Payload) []*Decision {
 		return nil
 	}
 	var blocks, rest []*Decision
+	own := ownTest(a, s, p)
 	for _, r := range rules {
 		if !r.Active() || !r.matches(a, s, p) {
 			continue
 		}
 		d := r.decision()
+		if own && d.Blocks() {
+			// The accepted feature list, a person's, says to run it; the
+			// verdict needs its run. Denied, every attempt would fail.
+			d.Mode, d.Code = Warn, CodeGuardWouldDeny
+			d.Message += " (let through: it is the feature's own test command, as the accepted feature list gives it, and no guard stops the test the verdict needs)"
+		}
 		if d.Blocks() {
 			blocks = append(blocks, d)
 		} else {
@@ -447,4 +454,19 @@ func SandboxGlobs(rules []Rule, role string) []string {
 		}
 	}
 	return out
+}
+
+// ownTest reports whether the call is a Bash run of the actor's feature's
+// test command exactly as the feature list gives it (whitespace aside):
+// not a command that merely contains it, which could do anything before
+// or after it.
+func ownTest(a Actor, s State, p *Payload) bool {
+	if p.ToolName != "Bash" || a.Role == "" {
+		return false
+	}
+	f := s.feature(a.Feature)
+	if f == nil || strings.TrimSpace(f.Test) == "" {
+		return false
+	}
+	return strings.Join(strings.Fields(p.Input().Command), " ") == strings.Join(strings.Fields(f.Test), " ")
 }
