@@ -70,6 +70,10 @@ func judgePath(m Modes, a Actor, s State, rel string) *Decision {
 	case rel == ".mcp.json" || (strings.HasPrefix(rel, ".claude/") && !strings.HasPrefix(rel, ".claude/progress/")):
 		return decide(m, RoleWritePolicy, "claude_config",
 			fmt.Sprintf("%s configures Claude Code for every later run; agents do not change it", rel), "report what you need changed in your final message")
+	case isClaudeMd(rel):
+		return decide(m, RoleWritePolicy, "claude_config",
+			fmt.Sprintf("%s is read by Claude Code in every later session, ctxgraphd's agents' and people's: agents do not change it", rel),
+			"say what later agents should know in your final report, or propose a lesson (record_lesson): a person decides what CLAUDE.md says")
 	case strings.HasPrefix(rel, evidencePath+"/"):
 		return judgeEvidence(m, a, rel)
 	case strings.HasPrefix(rel, ".claude/progress/"):
@@ -165,4 +169,12 @@ func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
 		}
 	}
 	return out
+}
+
+// isClaudeMd reports whether rel is a memory file Claude Code reads in
+// every session that touches its directory: CLAUDE.md or CLAUDE.local.md,
+// at the root or below (any case: macOS's file system ignores it).
+func isClaudeMd(rel string) bool {
+	base := path.Base(rel)
+	return strings.EqualFold(base, "CLAUDE.md") || strings.EqualFold(base, "CLAUDE.local.md")
 }

@@ -390,3 +390,45 @@ func TestWritableDirectoriesMayBeNamedThroughALink(t *testing.T) {
 		}
 	}
 }
+
+// CLAUDE.md (and CLAUDE.local.md), at the project's root or in any of its
+// directories, is read by Claude Code in every later session, the
+// daemon's agents' and people's: like .claude/settings.json it configures
+// every later run, and its marked section is the lessons a person
+// promoted. No agent writes it, by a file tool or by any other route; a
+// person does.
+func TestClaudeMdIsNoAgentsToWrite(t *testing.T) {
+	e := newWriteEnv(t)
+	p := func(rel string) string { return filepath.Join(e.dir, rel) }
+	init := Actor{Role: Initializer, Run: "run-000001"}
+	unscoped := Actor{Role: Coder, Feature: "F-404", Run: "run-000002"} // a feature without a scope
+	for _, tt := range []struct {
+		actor Actor
+		rel   string
+		want  string
+	}{
+		{init, "CLAUDE.md", "claude_config"},
+		{unscoped, "CLAUDE.md", "claude_config"},
+		{unscoped, "CLAUDE.local.md", "claude_config"},
+		{unscoped, "src/CLAUDE.md", "claude_config"},
+		{init, "docs/deep/CLAUDE.local.md", "claude_config"},
+		{unscoped, "docs/CLAUDE.md.txt", ""},
+		{unscoped, "src/NOTCLAUDE.md", ""},
+		{Actor{}, "CLAUDE.md", ""},
+	} {
+		got := ""
+		if d := PreToolUse(Modes{}, tt.actor, e.state, writePayload("Write", p(tt.rel))); d.Blocks() {
+			got = d.Code
+		}
+		if got != tt.want {
+			t.Errorf("Write %s by %q: %q, want %q", tt.rel, tt.actor.Role, got, tt.want)
+		}
+		got = ""
+		for _, f := range JudgeChanges(Modes{}, tt.actor, e.state, []Change{{tt.rel, "modified"}}) {
+			got = f.Code
+		}
+		if got != tt.want {
+			t.Errorf("a change of %s by %q found in the tree: %q, want %q", tt.rel, tt.actor.Role, got, tt.want)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
 		in(".claude/progress/" + progress.GoalFile),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
-		in(".mcp.json"), in(".git"),
+		in(".mcp.json"), in(".git"), in("CLAUDE.md"), in("CLAUDE.local.md"),
 		o.opts.Project.StateDir, o.opts.Project.Socket,
 	}
 	for _, p := range o.judge.Frozen().Sorted() {

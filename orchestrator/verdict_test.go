@@ -635,7 +635,7 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	for _, p := range []string{
 		in(".claude/progress/feature-list.json"), in(".claude/progress/session-state.json"), in(".claude/progress/goal.md"),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
-		in(".mcp.json"), in(".git"), in("tests/F-001.sh"), in("tests/F-002.sh"), in("tests"),
+		in(".mcp.json"), in(".git"), in("CLAUDE.md"), in("CLAUDE.local.md"), in("tests/F-001.sh"), in("tests/F-002.sh"), in("tests"),
 		h.proj.StateDir, h.proj.Socket,
 	} {
 		if !slices.Contains(coder.DenyWrite, p) {
