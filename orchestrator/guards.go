@@ -289,8 +289,8 @@ var errEnough = errors.New("enough")
 // project's enforced deny guards on a file (guard.SandboxGlobs): the
 // sandbox takes paths, not globs, so each glob is read against the tree
 // as the run starts. A glob that names one path (a proposal's always
-// does) denies it whether or not it exists; DIR/** denies DIR, new files
-// too, when DIR is there; any other glob denies the files it matches now.
+// does) denies it whether or not it exists, when its directory does;
+// DIR/** denies DIR, new files too, when DIR is there; any other glob denies the files it matches now.
 // A file the glob would match that the run creates is held by the verdict
 // (guard.GuardChanges), which puts it back.
 func (o *Orchestrator) guardDenies(role string) []string {
@@ -302,7 +302,13 @@ func (o *Orchestrator) guardDenies(role string) []string {
 			break
 		}
 		if lit, ok := literalGlob(g); ok {
-			out = append(out, in(lit))
+			// Denied, a file that does not exist cannot be created; a
+			// directory that does not exist is left to the verdict, so
+			// that the sandbox never stands in the way of more than the
+			// guard names.
+			if fi, err := os.Stat(filepath.Dir(in(lit))); err == nil && fi.IsDir() {
+				out = append(out, in(lit))
+			}
 			continue
 		}
 		if d, ok := strings.CutSuffix(g, "/**"); ok {

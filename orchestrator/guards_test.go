@@ -196,6 +196,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 	o := h.orchestrator(false)
 	if err := o.judge.SetGuards([]guard.Rule{
 		{ID: "lit", Status: guard.GuardEnforce, Match: guard.Match{Path: `CHANGELOG\[1\].md`}, Message: "m"},
+		{ID: "lit-nodir", Status: guard.GuardEnforce, Match: guard.Match{Path: "newdir/x.go"}, Message: "m"},
 		{ID: "dir", Status: guard.GuardEnforce, Role: guard.Coder, Match: guard.Match{Path: "gen/**"}, Message: "m"},
 		{ID: "pb", Status: guard.GuardEnforce, Match: guard.Match{Path: "pkg/**/*.pb.go"}, Message: "m"},
 		{ID: "warn", Status: guard.GuardWarn, Match: guard.Match{Path: "docs/**"}, Message: "m"},
@@ -209,7 +210,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 			t.Errorf("a coder's sandbox may write %s, which an enforced guard holds", p)
 		}
 	}
-	for _, p := range []string{in("docs"), in("docs/a.md"), in("pkg/y/b.go")} {
+	for _, p := range []string{in("docs"), in("docs/a.md"), in("pkg/y/b.go"), in("newdir/x.go"), in("newdir")} {
 		if slices.Contains(coder, p) {
 			t.Errorf("a coder's sandbox denies %s, which no enforced deny guard on a file holds", p)
 		}
