@@ -77,13 +77,20 @@ type Rule struct {
 // Match is what a call must show for a guard to apply: every part given
 // must match.
 type Match struct {
-	// Command is a Go regular expression searched in a Bash command.
+	// Command is a Go regular expression searched in a Bash command, as
+	// written and as the shell reads each simple command of it
+	// (commandMatches). Advisory: what the shell decides when it runs is
+	// out of its reach.
 	Command string `json:"command,omitempty" yaml:"command,omitempty"`
 	// Path is a doublestar glob (`**` crosses directories) over the
 	// project-relative path a file tool writes (Write, Edit, MultiEdit,
 	// NotebookEdit; Read when Tool is Read) or a Bash command plainly
 	// writes (>, >>, tee, touch), resolved like the built-in gates resolve
 	// paths; a path outside the project is matched as its absolute path.
+	// A guard on a path alone holds the file whatever program writes it
+	// (HoldsFile): the verdict finds it in the run's change set
+	// (GuardChanges) and the sandbox denies what the glob names
+	// (SandboxGlobs).
 	Path string `json:"path,omitempty" yaml:"path,omitempty"`
 	// Field names a top-level field of tool_input; Value is a Go regular
 	// expression searched in its value (a string as is, anything else as
