@@ -140,6 +140,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 		k, _ := pc.Seek(p)
 		return k != nil && len(k) == len(p)+8 && string(k[:len(p)]) == string(p)
 	}
+	x := newIndexer(tx)
 	type kind struct{ run, gate, code string }
 	newestOf := map[kind]*Trace{}
 	var folded []Trace
@@ -150,7 +151,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 		case t.Context.Run == "" || !ended[t.Context.Run] || nodes[t.ID] || parent(t.ID) || t.Source == SourceUser:
 			res.Kept++
 		case t.Type == TraceDecision && t.Source == SourceHook:
-			if err := removeTrace(tx, *t); err != nil {
+			if err := removeTrace(x, *t); err != nil {
 				return err
 			}
 			res.Dropped++
@@ -168,7 +169,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 		}
 	}
 	for _, t := range folded {
-		if err := removeTrace(tx, t); err != nil {
+		if err := removeTrace(x, t); err != nil {
 			return err
 		}
 		res.Folded++
@@ -182,7 +183,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 			}
 		}
 	}
-	return nil
+	return x.flush()
 }
 
 // pruneCommands drops the successful commands that are not tests of ended
@@ -225,14 +226,15 @@ func seqOfID(id string) uint64 {
 	return n
 }
 
-// removeTrace deletes trace t, as stored, and takes it out of every index.
-func removeTrace(tx *bolt.Tx, t Trace) error {
+// removeTrace deletes trace t, as stored, and takes it out of every index
+// (the counters when x is flushed).
+func removeTrace(x *indexer, t Trace) error {
 	seq, err := strconv.ParseUint(strings.TrimPrefix(t.ID, "tr-"), 10, 64)
 	if err != nil || !strings.HasPrefix(t.ID, "tr-") {
 		return fmt.Errorf("store: remove trace %q: not a trace id (tr-N)", t.ID)
 	}
-	if err := tx.Bucket(bucketTraces).Delete(seqKey(seq)); err != nil {
+	if err := x.tx.Bucket(bucketTraces).Delete(seqKey(seq)); err != nil {
 		return err
 	}
-	return unindexTrace(tx, seq, t)
+	return x.remove(seq, t)
 }

@@ -158,87 +158,135 @@ func postingPrefix(term string) []byte {
 	return append(k, term...)
 }
 
-// indexTrace files trace t, stored under seq, in every index.
-func indexTrace(tx *bolt.Tx, seq uint64, t Trace) error {
-	idx := tx.Bucket(bucketTraceIndex)
+// indexer files traces in the indexes within one transaction. The
+// counters many traces share (a word's document frequency, the size of
+// the collection, a role's mistakes) are summed in memory and written
+// once, when the transaction's traces are all filed (flush): a commit of
+// a hundred violations writes each counter once, not a hundred times.
+type indexer struct {
+	tx        *bolt.Tx
+	idx, post *bolt.Bucket
+	df        map[string]int64
+	docs      int64
+	words     int64
+	mistakes  map[string]*mistakeDelta
+}
+
+type mistakeDelta struct {
+	count  uint64
+	newest uint64
+}
+
+func newIndexer(tx *bolt.Tx) *indexer {
+	x := &indexer{tx: tx, idx: tx.Bucket(bucketTraceIndex), post: tx.Bucket(bucketTraceTerms), df: map[string]int64{}, mistakes: map[string]*mistakeDelta{}}
+	// Keys come in at the end of their value's range, rarely in between:
+	// fuller pages make a smaller file and fewer pages to write.
+	x.idx.FillPercent, x.post.FillPercent = 0.9, 0.9
+	return x
+}
+
+// add files trace t, stored under seq, in every index.
+func (x *indexer) add(seq uint64, t Trace) error {
 	ts := binary.BigEndian.AppendUint64(nil, timeBits(t.Timestamp))
 	for _, fv := range indexFields(t) {
-		if err := idx.Put(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq), ts); err != nil {
+		if err := x.idx.Put(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq), ts); err != nil {
 			return err
 		}
 	}
-	if err := idx.Put(timeKey(t.Timestamp, seq), nil); err != nil {
+	if err := x.idx.Put(timeKey(t.Timestamp, seq), nil); err != nil {
 		return err
 	}
 	if k, ok := mistakeKey(t); ok {
-		b := tx.Bucket(bucketTraceMistakes)
-		count, newest := uint64(0), uint64(0)
-		if v := b.Get(k); len(v) == 16 {
-			count, newest = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+		m := x.mistakes[string(k)]
+		if m == nil {
+			m = &mistakeDelta{}
+			x.mistakes[string(k)] = m
 		}
-		count += uint64(max(1, t.Count))
-		if err := b.Put(k, binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, count), max(newest, seq))); err != nil {
-			return err
-		}
+		m.count += uint64(max(1, t.Count))
+		m.newest = max(m.newest, seq)
 	}
 	tf, n := wordsOf(t)
 	if n == 0 {
 		return nil
 	}
-	post, df := tx.Bucket(bucketTraceTerms), tx.Bucket(bucketTraceTermDF)
 	for w, f := range tf {
 		v := binary.AppendUvarint(nil, uint64(f))
 		v = binary.AppendUvarint(v, uint64(n))
 		v = append(v, t.Context.Feature...)
-		if err := post.Put(binary.BigEndian.AppendUint64(postingPrefix(w), seq), v); err != nil {
+		if err := x.post.Put(binary.BigEndian.AppendUint64(postingPrefix(w), seq), v); err != nil {
 			return err
 		}
-		if err := addCounter(df, []byte(w), 1); err != nil {
-			return err
-		}
+		x.df[w]++
 	}
-	stats := tx.Bucket(bucketTraceStats)
-	if err := addCounter(stats, keyDocs, 1); err != nil {
-		return err
-	}
-	return addCounter(stats, keyWords, int64(n))
+	x.docs++
+	x.words += int64(n)
+	return nil
 }
 
-// unindexTrace takes trace t, stored under seq, out of every index but
-// the mistakes' counts: those count what happened, and compaction keeps
-// the newest of each kind with the count of those it folds into it.
-func unindexTrace(tx *bolt.Tx, seq uint64, t Trace) error {
-	idx := tx.Bucket(bucketTraceIndex)
+// remove takes trace t, stored under seq, out of every index but the
+// mistakes' counts: those count what happened, and compaction keeps the
+// newest of each kind with the count of those it folds into it.
+func (x *indexer) remove(seq uint64, t Trace) error {
 	for _, fv := range indexFields(t) {
-		if err := idx.Delete(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq)); err != nil {
+		if err := x.idx.Delete(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq)); err != nil {
 			return err
 		}
 	}
-	if err := idx.Delete(timeKey(t.Timestamp, seq)); err != nil {
+	if err := x.idx.Delete(timeKey(t.Timestamp, seq)); err != nil {
 		return err
 	}
 	tf, n := wordsOf(t)
 	if n == 0 {
 		return nil
 	}
-	post, df := tx.Bucket(bucketTraceTerms), tx.Bucket(bucketTraceTermDF)
 	for w := range tf {
-		if err := post.Delete(binary.BigEndian.AppendUint64(postingPrefix(w), seq)); err != nil {
+		if err := x.post.Delete(binary.BigEndian.AppendUint64(postingPrefix(w), seq)); err != nil {
 			return err
 		}
-		if err := addCounter(df, []byte(w), -1); err != nil {
+		x.df[w]--
+	}
+	x.docs--
+	x.words -= int64(n)
+	return nil
+}
+
+// flush writes the counters; the indexer is spent.
+func (x *indexer) flush() error {
+	df := x.tx.Bucket(bucketTraceTermDF)
+	for w, d := range x.df {
+		if d == 0 {
+			continue
+		}
+		if err := addCounter(df, []byte(w), d); err != nil {
 			return err
 		}
 	}
-	stats := tx.Bucket(bucketTraceStats)
-	if err := addCounter(stats, keyDocs, -1); err != nil {
+	stats := x.tx.Bucket(bucketTraceStats)
+	if err := addCounter(stats, keyDocs, x.docs); err != nil {
 		return err
 	}
-	return addCounter(stats, keyWords, -int64(n))
+	if err := addCounter(stats, keyWords, x.words); err != nil {
+		return err
+	}
+	b := x.tx.Bucket(bucketTraceMistakes)
+	for k, m := range x.mistakes {
+		count, newest := uint64(0), uint64(0)
+		if v := b.Get([]byte(k)); len(v) == 16 {
+			count, newest = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+		}
+		v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, count+m.count), max(newest, m.newest))
+		if err := b.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addCounter adds d to the big-endian counter at k, deleting it at zero.
 func addCounter(b *bolt.Bucket, k []byte, d int64) error {
+	if d == 0 {
+		return nil
+	}
 	var n int64
 	if v := b.Get(k); len(v) == 8 {
 		n = int64(binary.BigEndian.Uint64(v))
@@ -269,13 +317,18 @@ func migrateTraceIndexes(tx *bolt.Tx) error {
 	if b == nil {
 		return nil
 	}
-	return b.ForEach(func(k, v []byte) error {
+	x := newIndexer(tx)
+	err := b.ForEach(func(k, v []byte) error {
 		var t Trace
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("trace %d: %w", binary.BigEndian.Uint64(k), err)
 		}
-		return indexTrace(tx, binary.BigEndian.Uint64(k), t)
+		return x.add(binary.BigEndian.Uint64(k), t)
 	})
+	if err != nil {
+		return err
+	}
+	return x.flush()
 }
 
 // indexCursor walks the entries of one value of an index, whose keys are

@@ -190,12 +190,13 @@ func TestIndexesFollowAppendAndRemoval(t *testing.T) {
 	}
 	checkQueries(t, s, r, 200)
 	err = s.db.Update(func(tx *bolt.Tx) error {
+		x := newIndexer(tx)
 		for _, g := range gone {
-			if err := removeTrace(tx, g); err != nil {
+			if err := removeTrace(x, g); err != nil {
 				return err
 			}
 		}
-		return nil
+		return x.flush()
 	})
 	if err != nil {
 		t.Fatal(err)

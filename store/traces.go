@@ -131,6 +131,7 @@ func (s *Store) appendTraces(batches [][]Trace) error {
 			return err
 		}
 		b.FillPercent = 0.95 // sequence keys: pages are only ever appended to
+		x := newIndexer(tx)
 		for _, ts := range batches {
 			for i := range ts {
 				seq, _ := b.NextSequence()
@@ -141,12 +142,12 @@ func (s *Store) appendTraces(batches [][]Trace) error {
 				if err := putJSON(b, seqKey(seq), ts[i]); err != nil {
 					return err
 				}
-				if err := indexTrace(tx, seq, ts[i]); err != nil {
+				if err := x.add(seq, ts[i]); err != nil {
 					return err
 				}
 			}
 		}
-		return nil
+		return x.flush()
 	})
 }
 
