@@ -133,6 +133,12 @@ func (o *Orchestrator) proposeGuards() error {
 		if o.fileGuard(r.ID) != nil || slices.ContainsFunc(stored, func(s guard.Rule) bool { return s.ID == r.ID }) {
 			continue
 		}
+		if f := o.owner(r.Match.Path); f != "" {
+			// A role's guard would refuse the owner's agent its own
+			// work; the scope gate holds the file, feature by feature.
+			o.log.Debug("no guard proposed against a feature's own file", zap.String("path", r.Match.Path), zap.String("feature", f))
+			continue
+		}
 		if err := o.st.PutGuards(r); err != nil {
 			return err
 		}
@@ -352,4 +358,19 @@ func literalGlob(g string) (string, bool) {
 		}
 	}
 	return b.String(), b.Len() > 0
+}
+
+// owner is the feature of the list whose scope holds the one path glob
+// names, "" when none does (or glob is no single path).
+func (o *Orchestrator) owner(glob string) string {
+	p, ok := literalGlob(glob)
+	if !ok || o.canonical == nil {
+		return ""
+	}
+	for _, f := range o.canonical.Features {
+		if guard.InScope(f.Scope, p) {
+			return f.ID
+		}
+	}
+	return ""
 }

@@ -220,3 +220,41 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 		t.Errorf("a tester's sandbox: %v, want the coder's guard out and every agent's in", tester)
 	}
 }
+
+// A file refused or put back again and again is proposed as a path guard
+// for the role, except a file some feature of the list owns (in its
+// scope): a role's guard would refuse that feature's own agent its work,
+// and an agent that keeps writing another feature's file on purpose must
+// not get the daemon to propose that. The scope gate holds such a file,
+// feature by feature, already.
+func TestNoGuardIsProposedAgainstAFeaturesOwnFile(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(2)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	var trs []store.Trace
+	for i := range 3 {
+		for _, p := range []string{"src/F-002.txt", "vendor/lib.go"} {
+			trs = append(trs, store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.Scope, Code: "out_of_scope", Path: p,
+				Context: store.TraceContext{Agent: guard.Coder, Feature: "F-001", Run: store.RunID(uint64(80 + i))},
+				Event:   store.TraceEvent{WhatHappened: "coding-agent modified " + p + ", found in the project's tree after the run: out of scope; put back as it was before the run"}})
+		}
+	}
+	if _, err := h.st.AppendTraces(trs...); err != nil {
+		t.Fatal(err)
+	}
+	o := h.orchestrator(false)
+	ctx := running(t, o)
+	l, err := o.Guards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, g := range l.Guards {
+		paths = append(paths, g.Match.Path)
+	}
+	if !slices.Contains(paths, "vendor/lib.go") || slices.Contains(paths, "src/F-002.txt") {
+		t.Errorf("proposals on paths %q, want vendor/lib.go's and not src/F-002.txt's (F-002's own file)", paths)
+	}
+}

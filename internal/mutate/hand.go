@@ -168,6 +168,9 @@ var Hands = []Hand{
 	{"a promoted lesson cannot close ctxgraphd's section of CLAUDE.md",
 		"internal/claudemd/claudemd.go", "\t\tfor strings.Contains(line, Begin) || strings.Contains(line, End) {", "\t\tif strings.Contains(line, Begin) || strings.Contains(line, End) {",
 		"internal/claudemd", "TestAddTakesNestedMarkersOut"},
+	{"no guard is proposed against a feature's own file",
+		"orchestrator/guards.go", "\t\tif f := o.owner(r.Match.Path); f != \"\" {", "\t\tif f := o.owner(r.Match.Path); false && f != \"\" {",
+		"orchestrator", "TestNoGuardIsProposedAgainstAFeaturesOwnFile"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
