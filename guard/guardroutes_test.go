@@ -179,3 +179,37 @@ func TestAGuardDoesNotDenyTheFeaturesOwnTest(t *testing.T) {
 		}
 	}
 }
+
+// A refusal is read off a command's output, which the command writes: one
+// the run's sandbox cannot have made (a path in the project it does not
+// deny) is not believed, so that an agent cannot forge the daemon's
+// violation traces, with its own text, by printing a sandbox's error.
+func TestOnlyARefusalTheSandboxCanHaveMadeIsBelieved(t *testing.T) {
+	e := newEnv(t)
+	denied := []string{e.p("tests/F-001.sh"), e.p(".git"), e.p("gen")}
+	for _, tt := range []struct {
+		r    Refusal
+		want bool
+	}{
+		{Refusal{Path: "tests/F-001.sh"}, true},
+		{Refusal{Path: e.p("tests/F-001.sh")}, true},
+		{Refusal{Path: ".git/index.lock"}, true},
+		{Refusal{Path: "gen/new.go"}, true},
+		{Refusal{Path: "tests"}, true}, // a directory that holds a denied path
+		{Refusal{Path: "."}, false},
+		{Refusal{Path: "src/shared.txt"}, false},
+		{Refusal{Path: "tests/F-002.sh"}, false},
+		{Refusal{Path: "/etc/passwd"}, true},
+		{Refusal{Host: "evil.example"}, true},
+	} {
+		if got := Believable(e.state, tt.r, denied); got != tt.want {
+			t.Errorf("Believable(%+v) = %v, want %v", tt.r, got, tt.want)
+		}
+	}
+	if !Believable(e.state, Refusal{Path: "src/shared.txt"}, nil) {
+		t.Error("with what the sandbox denies unknown, a refusal is not believed")
+	}
+	if Believable(e.state, Refusal{Path: "tests/F-001.sh"}, []string{}) {
+		t.Error("with no sandbox (confinement off), a refusal in the project is believed")
+	}
+}

@@ -107,3 +107,33 @@ func JudgeRefusal(a Actor, s State, r Refusal) *Decision {
 	return decide(Modes{}, RoleWritePolicy, "outside_project",
 		p+" is outside the project; agents write only in the project and in the temp and cache directories", "write inside the project, or in $TMPDIR for scratch files")
 }
+
+// Believable reports whether the sandbox of a run that denies the paths
+// denied (absolute; nil: not known, every refusal is believed) can have
+// refused r: a path in the project only when it is a denied path, inside
+// one, or holds one (renaming a directory that holds a denied path fails
+// too); a path outside the project or a host always. A refusal is read
+// off the command's output, which the command writes: `echo
+// "src/x.go: Read-only file system" >&2` is no refusal, and must not
+// become a violation trace of the daemon's (a pattern a guard is proposed
+// from, a line of precedent another agent reads) with the agent's text.
+func Believable(s State, r Refusal, denied []string) bool {
+	if denied == nil || r.Path == "" {
+		return true
+	}
+	p := s.resolve(r.Path)
+	rel, inside := s.within(p)
+	if !inside {
+		return true
+	}
+	if rel == "." {
+		return false // the project itself: the sandbox lets the run write it
+	}
+	for _, d := range denied {
+		d = s.resolve(d)
+		if under(p, d) || under(d, p) {
+			return true
+		}
+	}
+	return false
+}

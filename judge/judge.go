@@ -105,6 +105,10 @@ type run struct {
 	// whose result the hooks do not see.
 	listWrite  []byte
 	listEdited bool
+	// denied is what the run's sandbox denies it (nil: not known): a
+	// refusal read off a command's output is believed only where the
+	// sandbox can have made it (guard.Believable).
+	denied []string
 }
 
 // New returns a judge. Options.Records is required.
@@ -145,6 +149,21 @@ func (j *Judge) Register(a guard.Actor) string {
 	j.runs[token] = &run{actor: a, token: token}
 	j.mu.Unlock()
 	return token
+}
+
+// Confine records what the sandbox of the run with token denies it
+// (sandbox.Policy.DenyWrite; empty, not nil, when the run is not
+// confined): the hooks believe a refusal the run's commands print only
+// where the sandbox can have made it.
+func (j *Judge) Confine(token string, denied []string) {
+	if denied == nil {
+		denied = []string{}
+	}
+	j.mu.Lock()
+	if rg := j.runs[token]; rg != nil {
+		rg.denied = denied
+	}
+	j.mu.Unlock()
 }
 
 // Link records the run's node in the context graph: from now on what is
@@ -312,6 +331,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		}
 		if rg != nil {
 			for _, r := range guard.SandboxRefusals(p) {
+				if !guard.Believable(state, r, rg.denied) {
+					continue // printed by the command, not the sandbox's
+				}
 				d := guard.JudgeRefusal(actor, state, r)
 				if d == nil {
 					d = guard.GuardRefusal(j.guards, actor, state, r)

@@ -258,3 +258,30 @@ func TestNoGuardIsProposedAgainstAFeaturesOwnFile(t *testing.T) {
 		t.Errorf("proposals on paths %q, want vendor/lib.go's and not src/F-002.txt's (F-002's own file)", paths)
 	}
 }
+
+// The hooks of a run know what its sandbox denies it: a refusal a command
+// prints of a file the sandbox lets the run write is not taken for one,
+// while the sandbox's refusal of a frozen test is recorded.
+func TestRunSandboxIsWhatItsHooksBelieve(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		for _, path := range []string{"README.md", "tests/F-001.sh"} {
+			h.hook("post-tool-use-failure", spec, map[string]any{"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+				"tool_input": map[string]any{"command": "echo x > " + path}, "error": "/bin/bash: line 1: " + path + ": Read-only file system"})
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range h.violations() {
+		if v.Source == store.SourceHook {
+			got = append(got, v.Path+" "+v.Gate)
+		}
+	}
+	if strings.Join(got, "; ") != "tests/F-001.sh frozen-tests" {
+		t.Errorf("the hooks' violations %q, want the frozen test's alone", got)
+	}
+}

@@ -103,7 +103,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
-	settings, err := o.runSettings(role, a.Feature)
+	settings, denied, err := o.runSettingsDenied(role, a.Feature)
 	if err != nil {
 		o.lastRun--
 		o.transition(statemachine.Stop, a.Feature, err.Error())
@@ -112,6 +112,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	o.runNode(&run, cmd)
 	actor := guard.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
 	token := o.judge.Register(actor)
+	o.judge.Confine(token, denied)
 	run.TokenHash = control.TokenHash(token)
 	o.session.Run = &run
 	o.pending.Runs = append(o.pending.Runs, run)
@@ -154,15 +155,27 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
 func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, error) {
+	s, _, err := o.runSettingsDenied(role, feature)
+	return s, err
+}
+
+// runSettingsDenied is runSettings and what the run's sandbox denies it
+// (empty when confinement is off): the hooks believe a refusal the run's
+// commands print only there. Claude Code's sandbox holds .claude/ read
+// only by itself.
+func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
 	settings := map[string]any{"hooks": o.opts.Hooks}
+	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
-		settings["sandbox"] = o.policy(role, feature).Settings()
+		pol := o.policy(role, feature)
+		settings["sandbox"] = pol.Settings()
+		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.opts.Project.Dir, ".claude"))
 	}
 	data, err := json.Marshal(settings)
 	if err != nil {
-		return "", fmt.Errorf("the settings of a run: %w", err)
+		return "", nil, fmt.Errorf("the settings of a run: %w", err)
 	}
-	return string(data), nil
+	return string(data), denied, nil
 }
 
 // policy is what a run's programs may touch: the project but for what is

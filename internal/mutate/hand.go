@@ -171,6 +171,12 @@ var Hands = []Hand{
 	{"no guard is proposed against a feature's own file",
 		"orchestrator/guards.go", "\t\tif f := o.owner(r.Match.Path); f != \"\" {", "\t\tif f := o.owner(r.Match.Path); false && f != \"\" {",
 		"orchestrator", "TestNoGuardIsProposedAgainstAFeaturesOwnFile"},
+	{"a refusal a run's command prints is believed only where its sandbox denies",
+		"judge/judge.go", "\t\t\t\tif !guard.Believable(state, r, rg.denied) {", "\t\t\t\tif false && !guard.Believable(state, r, rg.denied) {",
+		"judge", "TestHookBelievesOnlyWhatTheSandboxCanHaveRefused"},
+	{"the hooks know what a run's sandbox denies it",
+		"orchestrator/runs.go", "\to.judge.Confine(token, denied)\n", "\t_ = denied\n",
+		"orchestrator", "TestRunSandboxIsWhatItsHooksBelieve"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
