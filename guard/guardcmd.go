@@ -2,12 +2,14 @@ package guard
 
 import (
 	"bytes"
+	"fmt"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
-	"mvdan.cc/sh/v3/syntax"
+	shsyntax "mvdan.cc/sh/v3/syntax"
 )
 
 // MaxPattern is the longest pattern (match.command, match.value,
@@ -27,12 +29,44 @@ func compile(expr string) (*regexp.Regexp, error) {
 		return nil, v.(error)
 	}
 	re, err := regexp.Compile(expr)
+	if err == nil {
+		if n := programSize(expr); n > MaxProgram {
+			re, err = nil, &tooLarge{n}
+		}
+	}
 	if err != nil {
 		compiledRes.Store(expr, err)
 		return nil, err
 	}
 	compiledRes.Store(expr, re)
 	return re, nil
+}
+
+// MaxProgram bounds the instructions of a guard's regular expression. Go
+// searches in time linear in the text, times the program's size: a short
+// pattern can compile to a large program (`[\s\S]{1000}` sixty times is
+// 60,000 instructions, some twenty seconds for a 70 KB command), and a
+// hook that outlives its timeout decides nothing.
+const MaxProgram = 1000
+
+// tooLarge is a regular expression whose program exceeds MaxProgram.
+type tooLarge struct{ n int }
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("it compiles to %d instructions, at most %d: every hook searches it through every command; repeat less ({n} counts copies)", e.n, MaxProgram)
+}
+
+// programSize is the number of instructions expr compiles to.
+func programSize(expr string) int {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
 }
 
 // compiled is compile for an expression Validate took.
@@ -55,24 +89,47 @@ const maxShellDepth = 3
 // decides only when it runs ($VAR, $(…), base64 -d | sh, a script's own
 // content) stays out of its reach: a command guard is advisory (see
 // docs/gates.md), and only a path guard holds whatever program writes.
-func commandMatches(re *regexp.Regexp, cmd string) bool {
-	return re.MatchString(cmd) || simpleCommandsMatch(re, cmd, 0)
+func commandMatches(re *regexp.Regexp, cmd *shellView) bool {
+	if re.MatchString(cmd.line) {
+		return true
+	}
+	for _, c := range cmd.simple() {
+		if re.MatchString(c) {
+			return true
+		}
+	}
+	return false
 }
 
-func simpleCommandsMatch(re *regexp.Regexp, cmd string, depth int) bool {
+// shellView is a Bash command as written and, parsed once for all the
+// guards of a call, its simple commands as the shell reads them.
+type shellView struct {
+	line   string
+	parsed bool
+	cmds   []string
+}
+
+func (v *shellView) simple() []string {
+	if !v.parsed {
+		v.parsed = true
+		v.cmds = simpleCommands(v.line, 0, nil)
+	}
+	return v.cmds
+}
+
+// simpleCommands appends to out every simple command of cmd, its words
+// as the shell reads them joined by a space, and those of the arguments
+// of sh -c and eval, read again to maxShellDepth.
+func simpleCommands(cmd string, depth int, out []string) []string {
 	if depth > maxShellDepth || len(cmd) > 64<<10 {
-		return false
+		return out
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	f, err := shsyntax.NewParser(shsyntax.Variant(shsyntax.LangBash)).Parse(strings.NewReader(cmd), "")
 	if err != nil {
-		return false
+		return out
 	}
-	found := false
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if found {
-			return false
-		}
-		call, ok := n.(*syntax.CallExpr)
+	shsyntax.Walk(f, func(n shsyntax.Node) bool {
+		call, ok := n.(*shsyntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
@@ -80,44 +137,41 @@ func simpleCommandsMatch(re *regexp.Regexp, cmd string, depth int) bool {
 		for i, w := range call.Args {
 			words[i] = wordText(w)
 		}
-		if re.MatchString(strings.Join(words, " ")) {
-			found = true
-			return false
-		}
+		out = append(out, strings.Join(words, " "))
 		switch name := path.Base(words[0]); {
 		case name == "eval":
-			found = simpleCommandsMatch(re, strings.Join(words[1:], " "), depth+1)
+			out = simpleCommands(strings.Join(words[1:], " "), depth+1, out)
 		case name == "sh" || name == "bash" || name == "dash" || name == "zsh" || name == "ksh":
 			for i := 1; i+1 < len(words); i++ {
 				if strings.HasPrefix(words[i], "-") && !strings.HasPrefix(words[i], "--") && strings.Contains(words[i], "c") {
-					found = simpleCommandsMatch(re, words[i+1], depth+1)
+					out = simpleCommands(words[i+1], depth+1, out)
 					break
 				}
 			}
 		}
-		return !found
+		return true
 	})
-	return found
+	return out
 }
 
 // wordText is a word as the shell reads it where the text is literal
 // (quotes removed, a backslash escape taken), and as written where the
 // shell decides its value ($VAR, $(…)).
-func wordText(w *syntax.Word) string {
+func wordText(w *shsyntax.Word) string {
 	var b strings.Builder
-	var parts func([]syntax.WordPart)
-	parts = func(ps []syntax.WordPart) {
+	var parts func([]shsyntax.WordPart)
+	parts = func(ps []shsyntax.WordPart) {
 		for _, part := range ps {
 			switch p := part.(type) {
-			case *syntax.Lit:
+			case *shsyntax.Lit:
 				b.WriteString(unescape(p.Value))
-			case *syntax.SglQuoted:
+			case *shsyntax.SglQuoted:
 				b.WriteString(p.Value)
-			case *syntax.DblQuoted:
+			case *shsyntax.DblQuoted:
 				parts(p.Parts)
 			default:
 				var buf bytes.Buffer
-				if syntax.NewPrinter().Print(&buf, part) == nil {
+				if shsyntax.NewPrinter().Print(&buf, part) == nil {
 					b.Write(buf.Bytes())
 				}
 			}

@@ -213,3 +213,28 @@ func TestOnlyARefusalTheSandboxCanHaveMadeIsBelieved(t *testing.T) {
 		t.Error("with no sandbox (confinement off), a refusal in the project is believed")
 	}
 }
+
+// A short pattern can compile to a large program, which Go searches in
+// time linear in the command times its size: such a guard is refused, as
+// one too long is, and names the fix.
+func TestAGuardsProgramIsBounded(t *testing.T) {
+	r := Rule{ID: "slow", Status: GuardEnforce, Tool: "Bash", Match: Match{Command: strings.Repeat(`[\s\S]{1000}`, 60)}, Message: "m"}
+	if len(r.Match.Command) > MaxPattern {
+		t.Fatalf("the pattern is %d bytes, want it under MaxPattern so that the program's size is what refuses it", len(r.Match.Command))
+	}
+	err := r.Validate()
+	if err == nil || !strings.Contains(err.Error(), "instructions") || !strings.Contains(err.Error(), "match.command") {
+		t.Fatalf("Validate(a pattern of 60,000 instructions) = %v, want a refusal that says so", err)
+	}
+	r.Match = Match{}
+	r.Tool, r.Match.Field, r.Match.Value = "WebFetch", "url", strings.Repeat(`\w{500}`, 10)
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "match.value") {
+		t.Errorf("Validate(a large value pattern) = %v, want a refusal", err)
+	}
+	// What guards are written for stays well inside.
+	for _, ok := range []string{`\brm\s+-rf\b`, `(?i)\b(curl|wget)\b.*https?://`, `^\s*make\s+deploy\s*$`, `^\s*` + strings.Repeat(`go\s+build\s+\./\.\.\.\s+`, 20) + `\s*$`} {
+		if n := programSize(ok); n > MaxProgram/2 {
+			t.Errorf("%s compiles to %d instructions, want room to spare", ok, n)
+		}
+	}
+}

@@ -188,7 +188,7 @@ func (r Rule) Validate() error {
 	}
 	if m.Command != "" {
 		if _, err := compile(m.Command); err != nil {
-			return bad("match.command", m.Command, fmt.Sprintf("not a Go regular expression (%v); escape special characters with \\", regexErr(err)))
+			return bad("match.command", m.Command, regexProblem(err))
 		}
 		if r.Tool != "" && r.Tool != "Bash" {
 			return bad("tool", r.Tool, "match.command reads a Bash command: use tool Bash, or leave tool out")
@@ -207,13 +207,22 @@ func (r Rule) Validate() error {
 	}
 	if m.Value != "" {
 		if _, err := compile(m.Value); err != nil {
-			return bad("match.value", m.Value, fmt.Sprintf("not a Go regular expression (%v); escape special characters with \\", regexErr(err)))
+			return bad("match.value", m.Value, regexProblem(err))
 		}
 	}
 	if strings.TrimSpace(r.Message) == "" {
 		return bad("message", r.Message, "say what the guard refuses and why: the model reads it")
 	}
 	return nil
+}
+
+// regexProblem says what is wrong with a guard's regular expression.
+func regexProblem(err error) string {
+	var tl *tooLarge
+	if errors.As(err, &tl) {
+		return tl.Error()
+	}
+	return fmt.Sprintf("not a Go regular expression (%v); escape special characters with \\", regexErr(err))
 }
 
 // regexErr is the parser's complaint without the pattern it repeats.
@@ -251,8 +260,9 @@ func Guards(rules []Rule, a Actor, s State, p *Payload) []*Decision {
 	}
 	var blocks, rest []*Decision
 	own := ownTest(a, s, p)
+	cmd := &shellView{line: p.Input().Command}
 	for _, r := range rules {
-		if !r.Active() || !r.matches(a, s, p) {
+		if !r.Active() || !r.matches(a, s, p, cmd) {
 			continue
 		}
 		d := r.decision()
@@ -291,7 +301,7 @@ func (r Rule) decision() *Decision {
 }
 
 // matches reports whether r applies to the call.
-func (r Rule) matches(a Actor, s State, p *Payload) bool {
+func (r Rule) matches(a Actor, s State, p *Payload, cmd *shellView) bool {
 	if !r.holds(a.Role) {
 		return false
 	}
@@ -304,7 +314,7 @@ func (r Rule) matches(a Actor, s State, p *Payload) bool {
 	in := p.Input()
 	m := r.Match
 	if m.Command != "" {
-		if p.ToolName != "Bash" || !commandMatches(compiled(m.Command), in.Command) {
+		if p.ToolName != "Bash" || !commandMatches(compiled(m.Command), cmd) {
 			return false
 		}
 	}
