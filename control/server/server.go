@@ -175,13 +175,13 @@ func (s *Server) peopleOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(control.RunTokenHeader) != "" {
 			WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-				Message: "this request carries an agent run's credentials; pausing, resuming, stopping, retrying, unblocking and skipping are for people"})
+				Message: "this request carries an agent run's credentials; what changes the session, the guards or the lessons is for people"})
 			return
 		}
 		if rp, ok := s.b.(RunPeers); ok {
 			if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && rp.IsRunProcess(p.pid) {
 				WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-					Message: fmt.Sprintf("process %d belongs to an agent's run; pausing, resuming, stopping, retrying, unblocking and skipping are for people", p.pid)})
+					Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards or the lessons is for people", p.pid)})
 				return
 			}
 		}
