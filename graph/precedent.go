@@ -29,7 +29,7 @@ type Traces interface {
 type Index interface {
 	Traces
 	Trace(id string) (store.Trace, bool, error)
-	Mistakes(role string) ([]store.MistakeGroup, error)
+	Mistakes(role, except string) ([]store.MistakeKind, error)
 	Postings(terms []string, visit func(term string, p store.Posting) bool) (store.Collection, error)
 }
 
@@ -254,44 +254,34 @@ func (m mistake) line() string {
 	return clip(fmt.Sprintf("%s on %s, a %s was %s", m.example.ID, where, m.example.Context.Agent, refusal(m.example)))
 }
 
-// roleMistakes groups the refusals of agents of subj's role on other
-// features by gate and reason, from the store's counts: most frequent
+// roleMistakes are the refusals of agents of subj's role on other
+// features, by gate and reason, from the store's counts: most frequent
 // first, then most recent.
 func roleMistakes(src Index, subj Subject) ([]mistake, error) {
-	groups, err := src.Mistakes(subj.Role)
+	kinds, err := src.Mistakes(subj.Role, subj.Feature)
 	if err != nil {
 		return nil, err
 	}
-	groups = slices.DeleteFunc(groups, func(g store.MistakeGroup) bool { return g.Feature == subj.Feature })
-	// Newest first: a kind's example is its newest refusal, and its
-	// features are named from the most recent.
-	slices.SortFunc(groups, func(a, b store.MistakeGroup) int { return cmp.Compare(b.NewestSeq, a.NewestSeq) })
-	byKind := map[string]*mistake{}
-	var order []*mistake
-	for _, g := range groups {
-		k := g.Gate + "\x00" + g.Code
-		m := byKind[k]
-		if m == nil {
-			ex, ok, err := src.Trace(g.Newest)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue // compacted away: the next of its kind names it
-			}
-			m = &mistake{example: ex}
-			byKind[k] = m
-			order = append(order, m)
+	slices.SortFunc(kinds, func(a, b store.MistakeKind) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
 		}
-		m.count += g.Count
-		if f := cmp.Or(g.Feature, "no feature"); !slices.Contains(m.features, f) {
-			m.features = append(m.features, f)
+		return cmp.Compare(b.NewestSeq, a.NewestSeq)
+	})
+	out := make([]mistake, 0, len(kinds))
+	for _, k := range kinds {
+		ex, ok, err := src.Trace(k.Newest)
+		if err != nil {
+			return nil, err
 		}
-	}
-	slices.SortStableFunc(order, func(a, b *mistake) int { return cmp.Compare(b.count, a.count) })
-	out := make([]mistake, len(order))
-	for i, m := range order {
-		out[i] = *m
+		if !ok {
+			continue // compaction keeps the newest of each kind; a damaged store may not
+		}
+		fs := make([]string, len(k.Features))
+		for i, f := range k.Features {
+			fs[i] = cmp.Or(f, "no feature")
+		}
+		out = append(out, mistake{example: ex, count: k.Count, features: fs})
 	}
 	return out, nil
 }

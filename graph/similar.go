@@ -40,7 +40,6 @@ func similar(src Index, subj Subject) ([]store.Trace, error) {
 	}
 	type cand struct {
 		seq   uint64
-		id    string
 		score float64
 	}
 	byID := map[uint64]*cand{}
@@ -49,7 +48,7 @@ func similar(src Index, subj Subject) ([]store.Trace, error) {
 		term string
 		p    store.Posting
 	}
-	var hits []hit
+	hits := make([]hit, 0, len(q)*maxPostings/4)
 	col, err := src.Postings(q, func(term string, p store.Posting) bool {
 		if subj.Feature != "" && p.Feature == subj.Feature {
 			return true
@@ -68,7 +67,7 @@ func similar(src Index, subj Subject) ([]store.Trace, error) {
 		f := float64(h.p.TF)
 		c := byID[h.p.Seq]
 		if c == nil {
-			c = &cand{seq: h.p.Seq, id: h.p.ID}
+			c = &cand{seq: h.p.Seq}
 			byID[h.p.Seq] = c
 		}
 		c.score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(h.p.Len)/avg))
@@ -90,7 +89,7 @@ func similar(src Index, subj Subject) ([]store.Trace, error) {
 		if len(out) == maxSimilar {
 			break
 		}
-		t, ok, err := src.Trace(c.id)
+		t, ok, err := src.Trace(store.TraceID(c.seq))
 		if err != nil {
 			return out, err
 		}

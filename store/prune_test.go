@@ -99,7 +99,7 @@ func TestPrune(t *testing.T) {
 	}
 	// The role's mistakes still count every refusal, and name a trace
 	// that is there.
-	ms, err := s.Mistakes("coding-agent")
+	ms, err := s.Mistakes("coding-agent", "F-002")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestPrune(t *testing.T) {
 		if _, ok, _ := s.Trace(m.Newest); !ok {
 			t.Errorf("mistake %+v names a trace compaction removed", m)
 		}
-		if m.Feature == "F-001" && m.Gate == "scope" && m.Count != 6 {
+		if m.Gate == "scope" && m.Count != 6 {
 			t.Errorf("scope refusals on F-001 counted %d, want 6 (3 folded into one, 2 in flight, 1 after the cutoff)", m.Count)
 		}
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -104,8 +105,8 @@ func mistakeKey(t Trace) ([]byte, bool) {
 	return tuple(t.Context.Agent, t.Gate, t.Code, t.Context.Feature), true
 }
 
-// tuple joins strings so that each can be read back and a tuple of the
-// first n is a prefix of any longer one.
+// tuple joins strings, each after its length, so that each can be read
+// back and a tuple of the first n is a prefix of any longer one.
 func tuple(parts ...string) []byte {
 	var k []byte
 	for _, p := range parts {
@@ -116,19 +117,6 @@ func tuple(parts ...string) []byte {
 		k = append(k, p...)
 	}
 	return k
-}
-
-func untuple(k []byte) []string {
-	var out []string
-	for len(k) >= 2 {
-		n := int(binary.BigEndian.Uint16(k))
-		if len(k) < 2+n {
-			break
-		}
-		out = append(out, string(k[2:2+n]))
-		k = k[2+n:]
-	}
-	return out
 }
 
 // TraceText is the text of a trace that queries search and the index of
@@ -537,23 +525,34 @@ func (q *query) byTime(idx *bolt.Bucket) error {
 	return nil
 }
 
-// MistakeGroup counts the refusals of agents of one role by one gate for
-// one reason on one feature: the aggregate graph.Select reads instead of
-// the violations themselves.
-type MistakeGroup struct {
-	Role, Gate, Code, Feature string
-	Count                     int
-	// Newest is the id of the newest such refusal, NewestSeq its sequence
-	// (the greater, the newer).
+// TraceID is the id of the trace stored under seq.
+func TraceID(seq uint64) string { return "tr-" + strconv.FormatUint(seq, 10) }
+
+// MistakeKind counts the refusals of agents of one role by one gate for
+// one reason: the aggregate graph.Select reads instead of the violations
+// themselves.
+type MistakeKind struct {
+	Gate, Code string
+	Count      int
+	// Features are where they happened, the most recent first.
+	Features []string
+	// Newest is the id of the newest, NewestSeq its sequence (the
+	// greater, the newer).
 	Newest    string
 	NewestSeq uint64
 }
 
-// Mistakes returns the refusals of agents of role, counted by gate,
-// reason and feature since the first trace (what an agent stored is not
-// counted), in no particular order.
-func (s *Store) Mistakes(role string) ([]MistakeGroup, error) {
-	var out []MistakeGroup
+// Mistakes returns the refusals of agents of role on features other than
+// except, by gate and reason, counted since the first trace (what an agent
+// stored is not counted), in no particular order.
+func (s *Store) Mistakes(role, except string) ([]MistakeKind, error) {
+	type seen struct {
+		feature string
+		seq     uint64
+	}
+	var out []MistakeKind
+	var where [][]seen
+	byKind := map[string]int{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTraceMistakes)
 		if b == nil {
@@ -561,24 +560,53 @@ func (s *Store) Mistakes(role string) ([]MistakeGroup, error) {
 		}
 		prefix := tuple(role)
 		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && string(k[:min(len(k), len(prefix))]) == string(prefix); k, v = c.Next() {
-			p := untuple(k)
-			if len(p) != 4 || len(v) != 16 {
+		for k, v := c.Seek(prefix); k != nil && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+			// The key's parts after the role: gate, code, feature.
+			rest := k[len(prefix):]
+			var parts [3][]byte
+			ok := len(v) == 16
+			for i := range parts {
+				if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest)) {
+					ok = false
+					break
+				}
+				n := int(binary.BigEndian.Uint16(rest))
+				parts[i], rest = rest[2:2+n], rest[2+n:]
+			}
+			if !ok || len(rest) != 0 || string(parts[2]) == except {
 				continue
 			}
+			kind := k[len(prefix) : len(k)-2-len(parts[2])] // gate and code, as keyed
+			i, found := byKind[string(kind)]
+			if !found {
+				i = len(out)
+				byKind[string(kind)] = i
+				out = append(out, MistakeKind{Gate: string(parts[0]), Code: string(parts[1])})
+				where = append(where, nil)
+			}
 			seq := binary.BigEndian.Uint64(v[8:])
-			out = append(out, MistakeGroup{Role: p[0], Gate: p[1], Code: p[2], Feature: p[3],
-				Count: int(binary.BigEndian.Uint64(v)), Newest: "tr-" + strconv.FormatUint(seq, 10), NewestSeq: seq})
+			out[i].Count += int(binary.BigEndian.Uint64(v))
+			where[i] = append(where[i], seen{string(parts[2]), seq})
+			if seq > out[i].NewestSeq {
+				out[i].NewestSeq = seq
+			}
 		}
 		return nil
 	})
+	for i := range out {
+		slices.SortFunc(where[i], func(a, b seen) int { return cmp.Compare(b.seq, a.seq) })
+		out[i].Features = make([]string, len(where[i]))
+		for j, w := range where[i] {
+			out[i].Features[j] = w.feature
+		}
+		out[i].Newest = TraceID(out[i].NewestSeq)
+	}
 	return out, err
 }
 
 // Posting is one violation that holds a term.
 type Posting struct {
-	ID      string
-	Seq     uint64
+	Seq     uint64 // the trace's sequence: TraceID(Seq) is its id
 	TF      int    // how often the term is in it
 	Len     int    // how many terms it has
 	Feature string // its feature
@@ -620,7 +648,7 @@ func (s *Store) Postings(ts []string, visit func(term string, p Posting) bool) (
 				if n1 <= 0 || n2 <= 0 {
 					return fmt.Errorf("store: posting of %q in trace %d is unreadable: the index is damaged", term, seq)
 				}
-				if !visit(term, Posting{ID: fmt.Sprintf("tr-%d", seq), Seq: seq, TF: int(tf), Len: int(l), Feature: string(v[n1+n2:])}) {
+				if !visit(term, Posting{Seq: seq, TF: int(tf), Len: int(l), Feature: string(v[n1+n2:])}) {
 					break
 				}
 				bound = seq

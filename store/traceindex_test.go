@@ -310,8 +310,9 @@ func TestMigrationIndexesExistingTraces(t *testing.T) {
 	}
 }
 
-// The mistakes' aggregate counts refusals by role, gate, reason and
-// feature, names the newest, and never counts what an agent stored.
+// The mistakes' aggregate counts refusals by role, gate and reason, on
+// features other than the one asked about, names the newest and where
+// they happened, and never counts what an agent stored.
 func TestMistakes(t *testing.T) {
 	s, _ := openTemp(t)
 	v := func(role, feature, gate, code, source string) Trace {
@@ -329,19 +330,25 @@ func TestMistakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Mistakes("coding-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []MistakeGroup{
-		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-001", Count: 2, Newest: "tr-2", NewestSeq: 2},
-		{Role: "coding-agent", Gate: "scope", Code: "outside_scope", Feature: "F-002", Count: 1, Newest: "tr-3", NewestSeq: 3},
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %+v\nwant %+v", got, want)
-	}
-	if got, _ := s.Mistakes("coding"); len(got) != 0 {
-		t.Errorf("a role's prefix is not the role: %+v", got)
+	for _, tt := range []struct {
+		role, except string
+		want         []MistakeKind
+	}{
+		{"coding-agent", "", []MistakeKind{{Gate: "scope", Code: "outside_scope", Count: 3, Features: []string{"F-002", "F-001"}, Newest: "tr-3", NewestSeq: 3}}},
+		{"coding-agent", "F-002", []MistakeKind{{Gate: "scope", Code: "outside_scope", Count: 2, Features: []string{"F-001"}, Newest: "tr-2", NewestSeq: 2}}},
+		{"coding-agent", "F-001", []MistakeKind{{Gate: "scope", Code: "outside_scope", Count: 1, Features: []string{"F-002"}, Newest: "tr-3", NewestSeq: 3}}},
+		{"tester-agent", "", []MistakeKind{{Gate: "scope", Code: "outside_scope", Count: 1, Features: []string{"F-001"}, Newest: "tr-5", NewestSeq: 5}}},
+		{"coding", "", nil}, // a role's prefix is not the role
+	} {
+		got, err := s.Mistakes(tt.role, tt.except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, tt.want, func(a, b MistakeKind) bool {
+			return a.Gate == b.Gate && a.Code == b.Code && a.Count == b.Count && slices.Equal(a.Features, b.Features) && a.Newest == b.Newest && a.NewestSeq == b.NewestSeq
+		}) {
+			t.Errorf("Mistakes(%q, except %q) = %+v\nwant %+v", tt.role, tt.except, got, tt.want)
+		}
 	}
 }
 
@@ -359,7 +366,7 @@ func TestPostings(t *testing.T) {
 	}
 	var got []string
 	col, err := s.Postings([]string{"log", "tail", "nothing"}, func(term string, p Posting) bool {
-		got = append(got, fmt.Sprintf("%s:%s tf=%d len=%d %s", term, p.ID, p.TF, p.Len, p.Feature))
+		got = append(got, fmt.Sprintf("%s:%s tf=%d len=%d %s", term, TraceID(p.Seq), p.TF, p.Len, p.Feature))
 		return true
 	})
 	if err != nil {
