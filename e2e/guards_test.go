@@ -224,3 +224,24 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 		}
 	}
 }
+
+// A link made before the file it leads to exists, written with the Write
+// tool, with the real CLI: the hook judges the file the write would
+// create (.claude/settings.local.json, which would turn every hook off),
+// not the link's own path in the agent's scope, and denies it.
+func TestWriteThroughADanglingLinkIsJudgedWhereItLands(t *testing.T) {
+	p := newProject(t, scenario("dangling-link",
+		feature("F-001", scriptedmodel.WritesThroughDanglingLink),
+		feature("F-002", scriptedmodel.Pass),
+	))
+	o := p.runMisbehaving()
+	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(p.dir, ".claude", "settings.local.json")); err == nil {
+		t.Errorf(".claude/settings.local.json was written through the link: %q", data)
+	}
+	if d := o.denied(t, "F-001", guard.RoleWritePolicy, "daemon_files"); len(d) != 1 || d[0].Tool != "Write" {
+		t.Errorf("denials read by the model: %v, want the Write through the link refused as the daemon's file", d)
+	}
+}

@@ -124,6 +124,12 @@ const (
 	// one-liner and a script it writes to $TMPDIR and runs. Later attempts
 	// are honest.
 	WritesGuarded Behavior = "writes-guarded"
+	// WritesThroughDanglingLink, on attempt 1, links its build log
+	// (in its scope) to .claude/settings.local.json, which does not exist
+	// yet, and writes the link with the Write tool: settings that would
+	// turn every hook off. Then it removes the link and does its work.
+	// Later attempts are honest.
+	WritesThroughDanglingLink Behavior = "writes-through-dangling-link"
 )
 
 // GuardedLog is the file a writes-guarded agent of feature id writes.
@@ -140,7 +146,7 @@ const DeployCommand = "make deploy"
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
-	RunsForbidden, FailsToDeploy, WritesGuarded}
+	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
