@@ -39,6 +39,9 @@ type Subject struct {
 	Feature string // its feature's id; "" for the initializer
 	// Text is what the feature is about: its title, description and steps.
 	Text string
+	// Scope are the globs of the files the feature may change: what was
+	// refused about those files, on any feature, concerns its run.
+	Scope []string
 	// History are lines about the feature that are not traces (its last
 	// failure, a person's note): they come first, whatever they cost.
 	History []string
@@ -66,7 +69,9 @@ const minLineTokens = 4
 //  3. refusals of agents of the same role on other features, one line per
 //     gate and reason with how often it happened: the mistakes agents of
 //     this role make here (counted since the first trace, by the store);
-//  4. violations of other features whose text is like the feature's
+//  4. refusals about the files of the feature's scope on other features
+//     (files.go);
+//  5. violations of other features whose text is like the feature's
 //     (BM25 over the store's postings: similar.go).
 //
 // Each line is short and names its trace, so that an agent, or a person
@@ -111,6 +116,13 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 		for _, m := range ms {
 			sel.add(m.example.ID, m.line())
 		}
+	}
+	onFiles, err := sameFiles(src, subj)
+	if err != nil {
+		return sel.lines, err
+	}
+	for _, t := range onFiles {
+		sel.add(t.ID, clip(fmt.Sprintf("%s on this feature's files, on %s: %s", t.ID, featureOf(t), refusal(t))))
 	}
 	like, err := similar(src, subj)
 	if err != nil {

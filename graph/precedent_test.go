@@ -46,6 +46,17 @@ func refused(role, feature, gate, code, what, instead string) store.Trace {
 		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: instead}}
 }
 
+// onFile is a refusal about a project file.
+func onFile(role, feature, path, what string) store.Trace {
+	gate, code := "scope", "out_of_scope"
+	if role == tester {
+		gate, code = "role-write-policy", "tester_edits_source"
+	}
+	tr := refused(role, feature, gate, code, what, "")
+	tr.Path = path
+	return tr
+}
+
 // budget is a budget that holds every line of these tests.
 const budget = 600
 
@@ -136,6 +147,24 @@ func TestSelect(t *testing.T) {
 		budget: budget,
 		want:   []string{`^tr-2 like this feature, on F-004: refused by log-read-limit`},
 		absent: []string{`^tr-1 `},
+	}, {
+		name: "refusals about the files of the feature's scope, on other features and of any role, newest first",
+		traces: []store.Trace{
+			onFile(tester, "F-001", "internal/auth/session.go", "Edit of internal/auth/session.go: testers do not edit source"), // tr-1
+			onFile(tester, "F-004", "internal/authz/roles.go", "Edit of internal/authz/roles.go: testers do not edit source"),   // tr-2: authz is not auth
+			onFile(coder, "F-002", "internal/auth/token.go", "Write internal/auth/token.go is outside F-002's scope"),           // tr-3
+			onFile(coder, "F-003", "internal/auth/token.go", "its own refusal"),                                                 // tr-4: the feature's own
+			onFile(coder, "F-005", "docs/auth.md", "Write docs/auth.md is outside F-005's scope"),                               // tr-5
+			onFile(coder, "F-006", "go.mod", "Write go.mod is outside F-006's scope"),                                           // tr-6
+		},
+		subj:   Subject{Role: "", Feature: "F-003", Scope: []string{"internal/auth/**", "docs/auth.md", "**/*.txt"}},
+		budget: budget,
+		want: []string{
+			`^tr-3 on this feature's files, on F-002: refused by scope \(out_of_scope\): Write internal/auth/token.go`,
+			`^tr-1 on this feature's files, on F-001: refused by role-write-policy`,
+			`^tr-5 on this feature's files, on F-005: `,
+		},
+		absent: []string{`^tr-2 on this`, `^tr-6 `, `on F-003: `},
 	}, {
 		name:   "a small budget keeps the history and drops what does not fit",
 		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-002")},

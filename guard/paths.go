@@ -80,6 +80,26 @@ func (s State) within(path string) (string, bool) {
 	return filepath.ToSlash(r), true
 }
 
+// ProjectPath is the project file p names, resolved as the gates resolve
+// it (links followed), relative to the project with forward slashes; ok
+// is false for a path outside the project.
+func (s State) ProjectPath(p string) (rel string, ok bool) {
+	if p == "" {
+		return "", false
+	}
+	return s.within(s.resolve(p))
+}
+
+// FilePath is the file a file tool's call writes or reads, as it was
+// given; "" for other tools.
+func FilePath(p *Payload) string {
+	switch p.ToolName {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit", "Read":
+		return toolPath(p.ToolName, p.Input())
+	}
+	return ""
+}
+
 // rel is path as a person reads it: relative to the project when inside.
 func (s State) rel(path string) string {
 	if r, ok := s.within(path); ok {

@@ -358,10 +358,13 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		}
 	}
 	for _, r := range refused {
-		j.recordRefusal(actor, p, r)
+		j.recordRefusal(actor, p, r, state)
 	}
+	// The project file a refused call was about, so that later agents on
+	// that file are told (precedent by files).
+	file, _ := state.ProjectPath(guard.FilePath(p))
 	for _, g := range guardHits {
-		j.recordDecision(actor, p, g)
+		j.recordDecision(actor, p, g, file)
 	}
 	if p.Event == "StopFailure" {
 		j.Trace(store.Trace{Type: store.TraceDecision, Source: store.SourceHook, Context: TraceContext(actor),
@@ -370,12 +373,12 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	if d == nil {
 		return control.HookResponse{}, nil
 	}
-	j.recordDecision(actor, p, d)
+	j.recordDecision(actor, p, d, file)
 	return control.HookResponse{Decision: &control.HookDecision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: string(d.Mode)}}, nil
 }
 
 // recordDecision keeps every denial (and every warning) as a violation.
-func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decision) {
+func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decision, file string) {
 	what := fmt.Sprintf("%s %s was blocked by %s: %s", p.Event, p.ToolName, d.Gate, d.Message)
 	switch {
 	case d.Code == guard.CodeGuardWouldDeny:
@@ -384,7 +387,7 @@ func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decisio
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
 	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
-		Tool: ToolCall(p), Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
+		Path: file, Tool: ToolCall(p), Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
 	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
 }
@@ -398,9 +401,10 @@ type refusal struct {
 // recordRefusal makes what the sandbox refused a run visible: a violation
 // of the gate whose rule the path falls under (the sandbox enforced it;
 // the hook could not see it in the command), or of the network allowlist.
-func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal) {
+func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal, s guard.State) {
 	cmd := p.Input().Command
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: r.Path}
+	file, _ := s.ProjectPath(r.Path)
+	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
 	switch {
 	case r.Host != "":
 		t.Code = "network_denied"

@@ -62,6 +62,7 @@ func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Featur
 	subj := graph.Subject{Role: string(role), Feature: id}
 	if f != nil {
 		subj.Text = strings.Join(append([]string{f.Title, f.Description}, f.Steps...), "\n")
+		subj.Scope = f.Scope
 	}
 	if id != "" {
 		c := o.counters[id]

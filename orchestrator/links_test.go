@@ -77,8 +77,8 @@ func TestTracesFormAGraph(t *testing.T) {
 	if got, want := pathOf(t, h.st, refusal.ID), append(slices.Clone(feature), "handoff/implement_feature"); !slices.Equal(got, want) {
 		t.Errorf("path to the refusal = %v, want %v", got, want)
 	}
-	if refusal.Tool == nil || refusal.Tool.Name != "Write" || !strings.HasSuffix(refusal.Tool.Input, "src/shared.txt") || refusal.Context.Attempt != 1 {
-		t.Errorf("refusal's tool call and attempt = %+v, %d", refusal.Tool, refusal.Context.Attempt)
+	if refusal.Tool == nil || refusal.Tool.Name != "Write" || !strings.HasSuffix(refusal.Tool.Input, "src/shared.txt") || refusal.Context.Attempt != 1 || refusal.Path != "src/shared.txt" {
+		t.Errorf("refusal's tool call, attempt and file = %+v, %d, %q", refusal.Tool, refusal.Context.Attempt, refusal.Path)
 	}
 	if p, _, _ := h.st.Trace(refusal.Parent); p.Context.Run != coderRun {
 		t.Errorf("the refusal hangs from %s (%s), not from its run %s", refusal.Parent, p.Context.Run, coderRun)

@@ -52,6 +52,7 @@ const (
 	fieldRun     = 'r'
 	fieldGate    = 'g'
 	fieldParent  = 'p'
+	fieldPath    = 'P' // the file a trace is about, and each directory above it
 	fieldTime    = 'T'
 )
 
@@ -92,7 +93,26 @@ func indexFields(t Trace) [][2]string {
 			out = append(out, fv)
 		}
 	}
+	for _, p := range pathKeys(t.Path) {
+		out = append(out, [2]string{string(rune(fieldPath)), p})
+	}
 	return out
+}
+
+// pathKeys are where a trace about file path is filed: the file, and each
+// directory above it with a trailing slash ("src/a/b.go", "src/a/",
+// "src/"), so that the traces about a directory's files are one walk.
+func pathKeys(path string) []string {
+	if path == "" {
+		return nil
+	}
+	keys := []string{path}
+	for i := len(path) - 1; i > 0; i-- {
+		if path[i-1] == '/' {
+			keys = append(keys, path[:i])
+		}
+	}
+	return keys
 }
 
 // mistakeKey is where a violation counts among its role's mistakes, and
@@ -389,6 +409,7 @@ func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
 		for _, fv := range [][2]string{
 			{string(rune(fieldType)), f.Type}, {string(rune(fieldAgent)), f.Agent}, {string(rune(fieldFeature)), f.Feature},
 			{string(rune(fieldRun)), f.Run}, {string(rune(fieldGate)), f.Gate}, {string(rune(fieldParent)), f.Parent},
+			{string(rune(fieldPath)), f.PathUnder},
 		} {
 			if fv[1] != "" {
 				cursors = append(cursors, &indexCursor{c: idx.Cursor(), prefix: indexPrefix(fv[0][0], fv[1])})

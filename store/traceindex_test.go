@@ -34,6 +34,7 @@ func randomTraces(r *rand.Rand, n int) []Trace {
 			Gate:      pick("", "scope", "tested-needs-evidence", "log-read-limit"),
 			Code:      pick("", "outside_scope", "no_test_run"),
 			Parent:    pick("", "", "tr-1", "tr-2", "tr-3"),
+			Path:      pick("", "", "src/a.go", "src/sub/b.go", "srcx/c.go", "README.md"),
 			Context: TraceContext{Agent: pick("", "coding-agent", "tester-agent"), Feature: pick("", "F-001", "F-002", "F-003", "F-004"),
 				Run: pick("", "run-000001", "run-000002", "run-000003")},
 			Event: TraceEvent{WhatHappened: strings.Join(text, " "), WhatWasCorrect: pick("", "stay in scope")},
@@ -89,9 +90,12 @@ func randomFilter(r *rand.Rand) TraceFilter {
 		Run:     pick("", "", "", "run-000002"),
 		Gate:    pick("", "", "scope", "log-read-limit"),
 		Parent:  pick("", "", "", "tr-2"),
-		Text:    pick("", "", "", "SCOPE", "webhook retry"),
-		Limit:   []int{0, 1, 5, 50}[r.IntN(4)],
-		Before:  pick("", "", "", "tr-1", "tr-700", "tr-1400"),
+		// A directory's traces, a file's, and a prefix that is not a
+		// directory of them ("src/" must not take "srcx/c.go").
+		PathUnder: pick("", "", "", "src/", "src/sub/", "src/a.go", "README.md"),
+		Text:      pick("", "", "", "SCOPE", "webhook retry"),
+		Limit:     []int{0, 1, 5, 50}[r.IntN(4)],
+		Before:    pick("", "", "", "tr-1", "tr-700", "tr-1400"),
 	}
 	if r.IntN(3) == 0 {
 		f.Since = base.Add(time.Duration(r.IntN(1000)) * time.Minute)

@@ -220,9 +220,12 @@ type TraceFilter struct {
 	Feature string
 	Run     string
 	Gate    string
-	Parent  string    // the traces that follow from this one
-	Since   time.Time // at or after
-	Until   time.Time // before
+	Parent  string // the traces that follow from this one
+	// PathUnder: the traces about this file or, ending in a slash, about a
+	// file under this directory.
+	PathUnder string
+	Since     time.Time // at or after
+	Until     time.Time // before
 	// Before selects the traces appended before this one (an id, tr-N):
 	// the next page of a walk from the newest.
 	Before string
@@ -234,7 +237,7 @@ func (f TraceFilter) match(t Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
 		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate || f.Parent != "" && t.Parent != f.Parent ||
 		!f.Since.IsZero() && t.Timestamp.Before(f.Since) || !f.Until.IsZero() && !t.Timestamp.Before(f.Until) ||
-		f.Before != "" && seqOfID(t.ID) >= seqOfID(f.Before) {
+		f.Before != "" && seqOfID(t.ID) >= seqOfID(f.Before) || f.PathUnder != "" && !pathUnder(t.Path, f.PathUnder) {
 		return false
 	}
 	if f.Text != "" {
@@ -244,6 +247,15 @@ func (f TraceFilter) match(t Trace) bool {
 		}
 	}
 	return true
+}
+
+// pathUnder reports whether path is the file want or, when want ends in a
+// slash, a file under that directory.
+func pathUnder(path, want string) bool {
+	if strings.HasSuffix(want, "/") {
+		return strings.HasPrefix(path, want)
+	}
+	return path == want
 }
 
 // Trace returns one trace by id.

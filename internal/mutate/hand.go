@@ -180,6 +180,15 @@ var Hands = []Hand{
 	{"the hooks know what a run's sandbox denies it",
 		"orchestrator/runs.go", "\to.judge.Confine(token, denied)\n", "\t_ = denied\n",
 		"orchestrator", "TestRunSandboxIsWhatItsHooksBelieve"},
+	{"a run is told what was refused about its feature's files on other features",
+		"graph/precedent.go", "\tfor _, t := range onFiles {", "\tfor _, t := range onFiles[:0] {",
+		"graph", "TestSelect"},
+	{"a trace about a file is found under each directory above it",
+		"store/traceindex.go", "\tfor _, p := range pathKeys(t.Path) {", "\tfor _, p := range pathKeys(t.Path)[:min(1, len(t.Path))] {",
+		"store", "TestIndexedQueriesMatchAScan"},
+	{"a hook's refusal of a file tool names the project file",
+		"judge/judge.go", "\tfile, _ := state.ProjectPath(guard.FilePath(p))\n", "\tfile := \"\"\n",
+		"orchestrator", "TestTracesFormAGraph"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
