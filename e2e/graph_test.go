@@ -103,8 +103,12 @@ func TestRetryAsksTheGraphThroughMCP(t *testing.T) {
 			stored = append(stored, tr)
 		}
 	}
-	if len(stored) != 1 || stored[0].Context != (store.TraceContext{Agent: string(agents.Coder), Feature: "F-001", Run: retry.ID}) ||
+	if len(stored) != 1 || stored[0].Context != (store.TraceContext{Agent: string(agents.Coder), Feature: "F-001", Run: retry.ID, Attempt: 2}) ||
 		!strings.Contains(stored[0].Event.WhatHappened, "why attempt 1 of F-001 failed") {
-		t.Errorf("what the agent stored: %+v, want one decision of %s", stored, retry.ID)
+		t.Fatalf("what the agent stored: %+v, want one decision of %s", stored, retry.ID)
+	}
+	// It hangs from its run in the graph: the retry's handoff.
+	if stored[0].Parent == "" || stored[0].Parent != retry.Trace {
+		t.Errorf("the agent's decision hangs from %q, want its run's node %q", stored[0].Parent, retry.Trace)
 	}
 }
