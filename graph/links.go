@@ -2,8 +2,6 @@ package graph
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -71,14 +69,7 @@ func LinksOf(src Reader, id string) (l Links, ok bool, err error) {
 	if err != nil {
 		return l, true, err
 	}
-	after := slices.DeleteFunc(siblings, func(s store.Trace) bool { return seq(s.ID) <= seq(t.ID) })
+	after := slices.DeleteFunc(siblings, func(s store.Trace) bool { return seqOf(s.ID) <= seqOf(t.ID) })
 	l.Next = after[:min(len(after), maxNext)]
 	return l, true, nil
-}
-
-// seq is the sequence number in a trace's id: the order traces were
-// stored in.
-func seq(id string) uint64 {
-	n, _ := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
-	return n
 }
