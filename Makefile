@@ -88,8 +88,13 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
+# The packages' own tests first (a few minutes), then the end-to-end tests,
+# which drive the real CLI and are most of the time: each step says so.
 test: deps claude sandbox viewers vet
-	$(GO) test -race -count=1 -timeout 45m ./...
+	@echo "== package tests, with -race"
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
+	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race (about 20 minutes on 2 cores)"
+	$(GO) test -race -count=1 -timeout 60m ./e2e
 
 # Unit tests only: no real CLI needed.
 test-short: deps
