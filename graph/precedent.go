@@ -27,8 +27,7 @@ type Traces interface {
 // role counted, the postings of the violations' words), so that choosing
 // a precedent costs the same with a million traces as with a thousand.
 type Index interface {
-	Traces
-	Trace(id string) (store.Trace, bool, error)
+	Reader
 	Mistakes(role, except string) ([]store.MistakeKind, error)
 	Postings(terms []string, visit func(term string, p store.Posting) bool) (store.Collection, error)
 }
