@@ -147,9 +147,3 @@ func (s State) touchesDaemon(m Modes, text string) *Decision {
 	}
 	return nil
 }
-
-// exists reports whether the project file rel exists now.
-func (s State) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(s.ProjectDir, filepath.FromSlash(rel)))
-	return err == nil
-}
