@@ -28,10 +28,7 @@ func TestLessons(t *testing.T) {
 	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
 	h.write("CLAUDE.md", "# Project\n\nUse tabs.\n")
 	o := h.orchestrator(false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := running(t, o)
 	waitFor(t, func() bool {
 		st, err := o.Status(ctx)
 		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
@@ -126,10 +123,7 @@ func TestPatternsFromRefusals(t *testing.T) {
 func TestStoreTrace(t *testing.T) {
 	h := newHarness(t)
 	o := h.orchestrator(false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := running(t, o)
 
 	tr, err := o.StoreTrace(ctx, "", control.TraceRequest{Type: store.TraceHandoff, WhatHappened: "  the parser\nis done  "})
 	if err != nil || tr.Source != store.SourceAgent || tr.Type != store.TraceHandoff || tr.Event.WhatHappened != "the parser is done" {

@@ -17,16 +17,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// running starts o's loop for the test.
-func running(t *testing.T, o *Orchestrator) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ctx
-}
-
 func bashCall(cmd string) control.HookRequest {
 	return control.HookRequest{Event: "pre-tool-use", Payload: []byte(fmt.Sprintf(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":%q}}`, cmd))}
 }

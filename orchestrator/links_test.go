@@ -43,10 +43,7 @@ func TestTracesFormAGraph(t *testing.T) {
 	}
 	h.runner.script[agents.Tester] = testerClaims(false) // a claim without a test run: refused, then blocked
 	o := h.orchestrator(false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := running(t, o)
 	waitFor(t, func() bool {
 		ts, _ := h.st.Traces(store.TraceFilter{Type: store.TraceTransition, Text: "from next to done"})
 		return len(ts) == 1

@@ -452,6 +452,17 @@ func TestMalformedFeatureListKeepsLastGoodState(t *testing.T) {
 	}
 }
 
+// running starts o's loop for the test; it ends with the test, before
+// the store is closed.
+func running(t *testing.T, o *Orchestrator) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -697,10 +708,7 @@ func TestPersonsCorrectionsAreTraced(t *testing.T) {
 	h.runner.script[agents.Initializer] = initializerWrites(2)
 	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
 	o := h.orchestrator(false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := running(t, o)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := o.Status(ctx)
