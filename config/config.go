@@ -95,6 +95,14 @@ type Sandbox struct {
 	Enabled        bool     `yaml:"enabled"`
 	AllowedDomains []string `yaml:"allowed_domains"` // hosts agents' programs may reach
 	AllowWrite     []string `yaml:"allow_write"`     // absolute directories writable besides the project, temp and tool caches
+	// MaxProcesses, MaxMemoryMB and MaxFileMB bound every agent run and
+	// every test run of the daemon (see sandbox.Limits); 0: no bound.
+	// MaxMemoryMB 0 is half the machine's memory, which an honest build
+	// does not reach and a runaway one does long before the machine
+	// swaps; -1 is no bound.
+	MaxProcesses int `yaml:"max_processes"`
+	MaxMemoryMB  int `yaml:"max_memory_mb"`
+	MaxFileMB    int `yaml:"max_file_mb"`
 }
 
 // Git configures what the daemon does with the project's repository.
@@ -161,8 +169,9 @@ func Default() *Config {
 		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
-		Sandbox:   Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains)},
-		Git:       Git{Commit: true},
+		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains),
+			MaxProcesses: 4096, MaxFileMB: 100},
+		Git: Git{Commit: true},
 		// About a screen of text: a model reads it on every turn.
 		Graph: Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:   Log{Level: "info", Format: "console"},

@@ -64,7 +64,7 @@ func TestDefault(t *testing.T) {
 			"frozen-tests": Enforce, "red-before-green": Enforce,
 		},
 		Protected: DefaultProtected,
-		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains},
+		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, MaxProcesses: 4096, MaxFileMB: 100},
 		Git:       Git{Commit: true},
 		Graph:     Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:       Log{Level: "info", Format: "console"},

@@ -36,6 +36,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -53,10 +54,12 @@ type Options struct {
 	Records Records
 	// Repo is the project's repository; the outcome of runs is judged in it.
 	Repo *gitrepo.Repo
-	// Env is the environment of the daemon's own test runs: the daemon's
-	// environment as captured at its start, minus every directory on PATH
-	// an agent could write (see sandbox.VerdictEnv).
-	Env []string
+	// Jail confines the daemon's own runs of the features' tests (its
+	// Checkout and Mount are set per run): see RunTest.
+	Jail sandbox.TestJail
+	// Scratch is where the test runs' checkouts are made; by default
+	// "checkouts" in the state directory.
+	Scratch string
 	// Writable are the directories outside the project agents may write
 	// (temp and tool caches): the Write tool may write there too.
 	Writable []string

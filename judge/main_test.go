@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -118,7 +120,7 @@ func newFixture(t *testing.T, adjust func(*Options)) *fixture {
 	}
 	rec := &fakeRecords{}
 	opts := Options{
-		Project: proj, Records: rec, Repo: repo, Env: testEnv,
+		Project: proj, Records: rec, Repo: repo, Jail: sandbox.TestJail{Env: testEnv, Hide: []string{state}},
 		Writable:       []string{filepath.Join(state, "tmp")},
 		ProtectedGlobs: []string{"tests/**", "**/*_test.go"},
 		TestTimeout:    time.Minute,
@@ -127,6 +129,16 @@ func newFixture(t *testing.T, adjust func(*Options)) *fixture {
 		adjust(&opts)
 	}
 	return &fixture{t: t, dir: dir, proj: proj, repo: repo, rec: rec, j: New(opts)}
+}
+
+// runTest runs test as the daemon would on the project's tree as it is now.
+func (f *fixture) runTest(ctx context.Context, test string) TestResult {
+	f.t.Helper()
+	tree, err := f.repo.Snapshot(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.j.RunTest(ctx, tree, test)
 }
 
 // write creates or replaces project files; content "exec:…" makes an

@@ -2,155 +2,17 @@ package judge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
-	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
-	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
-	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
-
-// TestResult is one run of a feature's test by the daemon itself.
-type TestResult struct {
-	Command  string
-	ExitCode int    // -1 when the test did not run to an exit
-	Output   string // the end of its output, stdout and stderr as they came
-	Took     time.Duration
-	// CannotRun says why the test could not run at all (a file it names
-	// is missing, its program is not found or not executable); "" when
-	// it ran.
-	CannotRun string
-	// Interrupted: the daemon stopped it (ctl stop, a shutdown) before it
-	// ended. It says nothing about the feature.
-	Interrupted bool
-	TimedOut    bool
-}
-
-// Passed reports whether the test ran and exited 0.
-func (r TestResult) Passed() bool {
-	return r.CannotRun == "" && !r.Interrupted && !r.TimedOut && r.ExitCode == 0
-}
-
-// Summary is the result in a sentence, for traces and the next agent.
-func (r TestResult) Summary() string {
-	switch {
-	case r.Interrupted:
-		return fmt.Sprintf("`%s` was interrupted", r.Command)
-	case r.CannotRun != "":
-		return fmt.Sprintf("`%s` cannot run: %s", r.Command, r.CannotRun)
-	case r.TimedOut:
-		return fmt.Sprintf("`%s` did not finish within %s", r.Command, r.Took.Round(time.Second))
-	case r.ExitCode == 0:
-		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
-	}
-	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(r.Output, 400))
-}
-
-// maxTestOutput is how much of a test's output the daemon keeps: its end,
-// where the verdict of a test runner is.
-const maxTestOutput = 256 << 10
-
-// RunTest runs a feature's test command the way a tester should have: with
-// /bin/sh in the project directory, in the daemon's own environment as
-// captured at its start (nothing an agent wrote, no agent-writable
-// directory on PATH), in a process group of its own that a cancellation of
-// ctx or the timeout ends whole. It returns when every process of the
-// group is gone.
-func (j *Judge) RunTest(ctx context.Context, test string) TestResult {
-	res := TestResult{Command: test, ExitCode: -1}
-	if strings.TrimSpace(test) == "" {
-		res.CannotRun = "the feature has no test command"
-		return res
-	}
-	tc := shellcmd.ParseTest(test)
-	if tc.Invalid != "" {
-		res.CannotRun = "it is not a valid shell command: " + tc.Invalid
-		return res
-	}
-	for _, p := range tc.Scripts {
-		if _, err := os.Stat(filepath.Join(j.opts.Project.Dir, filepath.FromSlash(p))); errors.Is(err, os.ErrNotExist) {
-			res.CannotRun = fmt.Sprintf("%s does not exist", p)
-			return res
-		}
-	}
-	tctx, cancel := context.WithTimeout(ctx, j.opts.TestTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", test)
-	cmd.Dir = j.opts.Project.Dir
-	cmd.Env = j.opts.Env
-	// The output goes to a file, not a pipe: a process the test leaves
-	// behind would hold a pipe open, and the test's end would wait for it.
-	out, err := os.CreateTemp("", "ctxgraphd-test-*.log")
-	if err != nil {
-		res.CannotRun = "no file for its output: " + err.Error()
-		return res
-	}
-	defer os.Remove(out.Name())
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	procgroup.Prepare(cmd)
-	start := time.Now()
-	err = cmd.Run()
-	res.Took = time.Since(start)
-	if cmd.Process != nil {
-		// What it left behind goes with it, and is gone when this returns.
-		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)
-	}
-	res.Output = fileTail(out, maxTestOutput)
-	switch {
-	case ctx.Err() != nil:
-		res.Interrupted = true
-		return res
-	case tctx.Err() != nil:
-		res.TimedOut = true
-		return res
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		res.ExitCode = 0
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	default:
-		res.CannotRun = err.Error()
-		return res
-	}
-	switch res.ExitCode {
-	case 126:
-		res.CannotRun = "the shell could not execute it (exit 126): " + textcut.Tail(res.Output, 300)
-	case 127:
-		res.CannotRun = "a program it runs was not found (exit 127): " + textcut.Tail(res.Output, 300)
-	}
-	return res
-}
-
-// fileTail is the end of f's content, at most max bytes.
-func fileTail(f *os.File, max int64) string {
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := int64(0)
-	if fi.Size() > max {
-		off = fi.Size() - max
-	}
-	buf := make([]byte, fi.Size()-off)
-	n, _ := f.ReadAt(buf, off)
-	if off > 0 {
-		return "[…earlier output cut…]\n" + string(buf[:n])
-	}
-	return string(buf[:n])
-}
 
 // WriteEvidence keeps the daemon's own run of a feature's test in the
 // feature's evidence directory, and returns its project-relative path. It
@@ -266,7 +128,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		if f := in.List.Feature(in.Actor.Feature); f != nil {
 			test = f.Test
 		}
-		r := j.RunTest(ctx, test)
+		r := j.RunTest(ctx, jd.Tree, test)
 		jd.Test = &r
 	}
 	return jd

@@ -20,7 +20,7 @@ import (
 // cannot run.
 func TestRunTest(t *testing.T) {
 	t.Setenv("CG_NOT_GIVEN", "leaked")
-	f := newFixture(t, func(o *Options) { o.Env = append(slices.Clone(testEnv), "CG_GIVEN=yes") })
+	f := newFixture(t, func(o *Options) { o.Jail.Env = append(slices.Clone(testEnv), "CG_GIVEN=yes") })
 	f.write(map[string]string{
 		"tests/pass.sh": "echo all good\nexit 0\n",
 		"tests/fail.sh": "echo first line\necho 'FAILED: 2 of 5' >&2\nexit 3\n",
@@ -47,7 +47,7 @@ func TestRunTest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.j.RunTest(t.Context(), tt.test)
+			r := f.runTest(t.Context(), tt.test)
 			if r.Command != tt.test || r.Passed() != tt.passed || r.ExitCode != tt.exit || r.Interrupted || r.TimedOut {
 				t.Errorf("result %+v, want passed=%v exit %d", r, tt.passed, tt.exit)
 			}
@@ -71,7 +71,7 @@ func TestRunTest(t *testing.T) {
 // A test's output is kept by its end, where the verdict of a runner is.
 func TestRunTestKeepsTheEndOfItsOutput(t *testing.T) {
 	f := newFixture(t, nil)
-	r := f.j.RunTest(t.Context(), "head -c 400000 /dev/zero | tr '\\0' x; echo; echo THE END; exit 1")
+	r := f.runTest(t.Context(), "head -c 400000 /dev/zero | tr '\\0' x; echo; echo THE END; exit 1")
 	if r.ExitCode != 1 {
 		t.Fatalf("result %+v", r.ExitCode)
 	}
@@ -86,55 +86,33 @@ func TestRunTestKeepsTheEndOfItsOutput(t *testing.T) {
 	}
 }
 
-// A test that does not finish within TestTimeout is killed, group and all.
+// A test that does not finish within TestTimeout is killed, with every
+// process it started.
 func TestRunTestTimesOut(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.TestTimeout = time.Second })
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pids")
-	r := f.j.RunTest(t.Context(), "sleep 300 & echo $! $$ > "+dir+"/tmp; mv "+dir+"/tmp "+pidFile+"; sleep 300")
+	token := uniqueSleep()
+	r := f.runTest(t.Context(), "sleep "+token+" & sleep "+token)
 	if !r.TimedOut || r.Interrupted || r.Passed() || r.ExitCode != -1 || r.CannotRun != "" {
 		t.Fatalf("result %+v, want timed out", r)
 	}
 	if !strings.Contains(r.Summary(), "did not finish") {
 		t.Errorf("summary %q", r.Summary())
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		// The machine was too slow for the script to get that far in a
-		// second: there is nothing of it to look for.
-		t.Logf("the test was killed before it wrote its pids: %v", err)
-		return
-	}
-	// SIGKILL to the group is sent by the time RunTest returns; the
-	// kernel ends each process a moment later.
-	for _, pid := range pids(t, string(data)) {
-		if !waitDead(pid) {
-			t.Errorf("process %d of the timed-out test is still running", pid)
-		}
+	if left := processesRunning(token); len(left) > 0 {
+		t.Errorf("processes %v of the timed-out test are still running", left)
 	}
 }
 
 // Cancelling ctx (ctl stop, a shutdown) ends the test at once, with every
 // process it started, and says so.
-func TestRunTestCancelledKillsTheWholeGroup(t *testing.T) {
+func TestRunTestCancelledKillsEveryProcess(t *testing.T) {
 	f := newFixture(t, nil)
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pids")
-	// The pids are written whole (rename) so that a reader never sees half.
-	test := "sleep 300 & echo $! $$ > " + dir + "/tmp; mv " + dir + "/tmp " + pidFile + "; sleep 300"
-
+	token := uniqueSleep()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan TestResult, 1)
-	go func() { done <- f.j.RunTest(ctx, test) }()
-	ps := pids(t, waitForFile(t, pidFile))
-	pgid := groupOf(ps[1])
-	if pgid == 0 || pgid == groupOf(os.Getpid()) {
-		t.Fatalf("the test runs in group %d, the daemon in %d: want a group of its own", pgid, groupOf(os.Getpid()))
-	}
-	if members := groupMembers(pgid); !slices.Contains(members, ps[0]) || !slices.Contains(members, ps[1]) {
-		t.Fatalf("group %d has %v; want the shell %d and its background sleep %d", pgid, members, ps[1], ps[0])
-	}
+	go func() { done <- f.runTest(ctx, "sleep "+token+" & setsid sleep "+token+" & sleep "+token) }()
+	eventually(t, 10*time.Second, "the test's processes started", func() bool { return len(processesRunning(token)) >= 5 })
 	cancel()
 	var r TestResult
 	select {
@@ -148,31 +126,24 @@ func TestRunTestCancelledKillsTheWholeGroup(t *testing.T) {
 	if !strings.Contains(r.Summary(), "interrupted") {
 		t.Errorf("summary %q", r.Summary())
 	}
-	if left := groupMembers(pgid); len(left) > 0 {
-		t.Errorf("processes %v of the cancelled test's group are still running", left)
-	}
-	for _, pid := range ps {
-		if processAlive(pid) {
-			t.Errorf("process %d of the cancelled test is still running", pid)
-		}
+	if left := processesRunning(token); len(left) > 0 {
+		t.Errorf("processes %v of the cancelled test are still running", left)
 	}
 }
 
 // A test that leaves a process behind (a server it started and did not
-// stop) is judged by its exit status; what it left goes with its group.
+// stop, a helper detached with setsid) is judged by its exit status; what
+// it left is gone when RunTest returns: the test's pid namespace ends with
+// its shell.
 func TestRunTestLeftoverProcessIsKilledAndTheResultKept(t *testing.T) {
 	f := newFixture(t, nil)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	r := f.j.RunTest(t.Context(), "sleep 300 & echo $! > "+pidFile+"; echo served")
+	token := uniqueSleep()
+	r := f.runTest(t.Context(), "sleep "+token+" & setsid sh -c 'sleep "+token+"' & nohup sleep "+token+" >/dev/null 2>&1 & echo served")
 	if !r.Passed() || r.CannotRun != "" || !strings.Contains(r.Output, "served") {
 		t.Errorf("result %+v, want passed (exit 0)", r)
 	}
-	// Nothing waits for the leftover's end (it held no pipe of the test's
-	// once killed), so its death is awaited here.
-	for _, pid := range pids(t, waitForFile(t, pidFile)) {
-		if !waitDead(pid) {
-			t.Errorf("the test's leftover process %d is still running", pid)
-		}
+	if left := processesRunning(token); len(left) > 0 {
+		t.Errorf("processes %v the test left behind are still running", left)
 	}
 }
 
@@ -188,7 +159,7 @@ func TestRunTestRunsCommandsWhoseWordsAreNotProjectFiles(t *testing.T) {
 		"sh tests/pass.sh 2>&1 | tee test-run.log",
 		`sh -c "sh tests/pass.sh"`,
 	} {
-		if r := f.j.RunTest(t.Context(), test); !r.Passed() {
+		if r := f.runTest(t.Context(), test); !r.Passed() {
 			t.Errorf("RunTest(%q) = %s; want it run, and passed", test, r.Summary())
 		}
 	}
@@ -444,7 +415,7 @@ func TestJudgeRunRerun(t *testing.T) {
 			t.Error("the test was not put back")
 		}
 		// On the restored tree the test fails, as it should.
-		if r := f.j.RunTest(t.Context(), "sh tests/a.sh"); r.Passed() {
+		if r := f.runTest(t.Context(), "sh tests/a.sh"); r.Passed() {
 			t.Errorf("the restored test passes: %s", r.Summary())
 		}
 	})
@@ -533,7 +504,7 @@ func TestRunTestOutputBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.j.RunTest(t.Context(), fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo", tt.n-1))
+			r := f.runTest(t.Context(), fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo", tt.n-1))
 			if !r.Passed() {
 				t.Fatalf("result %s", r.Summary())
 			}
@@ -553,14 +524,14 @@ func TestRunTestOutputBound(t *testing.T) {
 func TestRunTestCannotStart(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	f := newFixture(t, nil)
-	r := f.j.RunTest(t.Context(), "touch "+marker+"; echo 'unterminated")
+	r := f.runTest(t.Context(), "touch "+marker+"; echo 'unterminated")
 	if r.Passed() || r.ExitCode != -1 || !strings.HasPrefix(r.CannotRun, "it is not a valid shell command: ") {
 		t.Errorf("a command that is not shell: %+v, want cannot run, saying so", r)
 	}
-	gone := newFixture(t, func(o *Options) { o.Project.Dir = filepath.Join(t.TempDir(), "gone") })
-	r = gone.j.RunTest(t.Context(), "touch "+marker)
-	if r.Passed() || r.ExitCode != -1 || r.Interrupted || r.TimedOut || !strings.Contains(r.CannotRun, "no such file or directory") {
-		t.Errorf("a project directory that is gone: %+v, want cannot run, saying why", r)
+	gone := newFixture(t, nil)
+	r = gone.j.RunTest(t.Context(), gitrepo.Tree(strings.Repeat("0", 40)), "touch "+marker)
+	if r.Passed() || r.ExitCode != -1 || r.Interrupted || r.TimedOut || !strings.Contains(r.CannotRun, "no checkout of the tree") {
+		t.Errorf("a tree that cannot be checked out: %+v, want cannot run, saying why", r)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Errorf("a test that could not start ran all the same (%s exists)", marker)
@@ -571,7 +542,7 @@ func TestRunTestCannotStart(t *testing.T) {
 func TestRunTestDefaultTimeout(t *testing.T) {
 	for _, timeout := range []time.Duration{0, -time.Second} {
 		f := newFixture(t, func(o *Options) { o.TestTimeout = timeout })
-		if r := f.j.RunTest(t.Context(), "sleep 0.05"); !r.Passed() {
+		if r := f.runTest(t.Context(), "sleep 0.05"); !r.Passed() {
 			t.Errorf("TestTimeout %v: %s, want the test run to its end", timeout, r.Summary())
 		}
 	}

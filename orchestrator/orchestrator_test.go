@@ -142,7 +142,7 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		modes[g] = guard.Mode(m)
 	}
 	log := zaptest.NewLogger(h.t)
-	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Env: os.Environ(),
+	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Hide: []string{h.proj.StateDir}},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
 	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
 		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook"})

@@ -888,9 +888,17 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel}
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, events, id := o.judge, o.runEvents, a.Feature
+	j, repo, events, id := o.judge, o.repo, o.runEvents, a.Feature
 	go func() {
-		r := j.RunTest(ctx, test)
+		// The test runs on the project's tree as it is now (no run is in
+		// flight): a snapshot, checked out apart from the work tree.
+		var r judge.TestResult
+		if tree, err := repo.Snapshot(ctx); err != nil {
+			r = judge.TestResult{Command: test, ExitCode: -1, Interrupted: ctx.Err() != nil,
+				CannotRun: "the project's tree could not be read: " + err.Error()}
+		} else {
+			r = j.RunTest(ctx, tree, test)
+		}
 		cancel()
 		events <- testChecked{feature: id, result: r}
 	}()

@@ -151,7 +151,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	writable := append(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite...)
 	j := judge.New(judge.Options{
 		Project: o.Project, Modes: gateModes(cfg), Records: st, Repo: repo,
-		Env:            verdictEnv(daemonEnv, o.Project, append(slices.Clone(writable), sandbox.TempDir(env))),
+		Jail:           testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
 		Writable:       append(slices.Clone(writable), os.TempDir()),
 		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
 	})
@@ -207,16 +207,37 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	return err
 }
 
-// verdictEnv is the environment of the daemon's own runs of the features'
-// tests: the daemon's, as captured at start, without a directory on PATH
-// that an agent could write, and with caches of its own for the tools that
-// trust theirs. Go takes a cached "ok" for a test whose inputs it has seen,
-// and Python runs a cached .pyc in place of its source: caches agents may
-// write must not vouch for the verdict.
-func verdictEnv(daemonEnv []string, p paths.Project, agentWritable []string) []string {
-	env := sandbox.VerdictEnv(daemonEnv, p.Dir, agentWritable)
-	caches := filepath.Join(p.StateDir, "verdict-cache")
-	return append(env, "GOCACHE="+filepath.Join(caches, "go-build"), "PYTHONPYCACHEPREFIX="+filepath.Join(caches, "pycache"))
+// testJail is where the daemon runs the features' tests (sandbox.TestJail):
+// the daemon's environment as captured at start, less anything that is not
+// a toolchain's (secrets above all) and any PATH directory an agent could
+// write; no state or socket directory of any project; and caches of its
+// own for the tools that trust theirs. Go takes a cached "ok" for a test
+// whose inputs it has seen, and Python runs a cached .pyc in place of its
+// source: caches agents may write must not vouch for the verdict. Go's
+// build cache is the verdict's own, in the state directory, the one thing
+// outside its checkout that a test run writes and that outlives it (Go
+// cannot build with a read-only one, and a cold one costs seconds per
+// verdict); Python's goes with the run's /tmp. Modules come from the
+// module cache as it is, read-only, and never from the network.
+func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWritable []string) sandbox.TestJail {
+	goCache := filepath.Join(p.StateDir, "verdict-cache", "go-build")
+	os.MkdirAll(goCache, 0o700)
+	env := sandbox.TestEnv(daemonEnv, p.Dir, agentWritable,
+		"GOCACHE="+goCache, "PYTHONPYCACHEPREFIX=/tmp/pycache", "PYTHONDONTWRITEBYTECODE=1",
+		"GOPROXY=off", "GOTOOLCHAIN=local")
+	home := ""
+	for _, kv := range daemonEnv {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	return sandbox.TestJail{
+		Env:      env,
+		Hide:     []string{filepath.Dir(p.StateDir), filepath.Dir(p.Socket)},
+		Writable: []string{goCache},
+		Secrets:  sandbox.SecretPaths(home),
+		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
+	}
 }
 
 // startCheck makes sure, before anything is spent, that the night can

@@ -1,0 +1,227 @@
+package judge
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+)
+
+// TestResult is one run of a feature's test by the daemon itself.
+type TestResult struct {
+	Command  string
+	ExitCode int    // -1 when the test did not run to an exit
+	Output   string // the end of its output, stdout and stderr as they came
+	Took     time.Duration
+	// Tree is the tree the test ran on: a throwaway checkout of it.
+	Tree gitrepo.Tree
+	// CannotRun says why the test could not run at all (a file it names
+	// is missing, its program is not found or not executable); "" when
+	// it ran.
+	CannotRun string
+	// Interrupted: the daemon stopped it (ctl stop, a shutdown) before it
+	// ended. It says nothing about the feature.
+	Interrupted bool
+	TimedOut    bool
+}
+
+// Passed reports whether the test ran and exited 0.
+func (r TestResult) Passed() bool {
+	return r.CannotRun == "" && !r.Interrupted && !r.TimedOut && r.ExitCode == 0
+}
+
+// Summary is the result in a sentence, for traces and the next agent.
+func (r TestResult) Summary() string {
+	switch {
+	case r.Interrupted:
+		return fmt.Sprintf("`%s` was interrupted", r.Command)
+	case r.CannotRun != "":
+		return fmt.Sprintf("`%s` cannot run: %s", r.Command, r.CannotRun)
+	case r.TimedOut:
+		return fmt.Sprintf("`%s` did not finish within %s", r.Command, r.Took.Round(time.Second))
+	case r.ExitCode == 0:
+		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(r.Output, 400))
+}
+
+// maxTestOutput is how much of a test's output the daemon keeps: its end,
+// where the verdict of a test runner is.
+const maxTestOutput = 256 << 10
+
+// RunTest runs a feature's test command on tree, the way a tester should
+// have, and with none of the daemon's powers: the agent's code runs in it.
+//
+// The test runs with /bin/sh in a throwaway checkout of exactly tree
+// (gitrepo.Export: the bytes the verdict judges and a commit would hold,
+// not the work tree, which an agent's process may still be changing),
+// seen at the project's own path, confined by Options.Jail (sandbox:
+// no network, no socket, no state directory, no secrets, an allow-listed
+// environment, bounded processes, memory and files), in a process group
+// of its own that a cancellation of ctx or the timeout ends whole. It
+// returns when every process it started is gone; whatever it wrote is
+// discarded with the checkout.
+func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) TestResult {
+	res := TestResult{Command: test, ExitCode: -1, Tree: tree}
+	if strings.TrimSpace(test) == "" {
+		res.CannotRun = "the feature has no test command"
+		return res
+	}
+	tc := shellcmd.ParseTest(test)
+	if tc.Invalid != "" {
+		res.CannotRun = "it is not a valid shell command: " + tc.Invalid
+		return res
+	}
+	scratch, err := j.checkout(ctx, tree)
+	if scratch != "" {
+		defer os.RemoveAll(scratch)
+	}
+	checkout := filepath.Join(scratch, "tree")
+	if err != nil {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res
+		}
+		res.CannotRun = "no checkout of the tree to run it on: " + err.Error()
+		return res
+	}
+	for _, p := range tc.Scripts {
+		if _, err := os.Lstat(filepath.Join(checkout, filepath.FromSlash(p))); errors.Is(err, os.ErrNotExist) {
+			res.CannotRun = fmt.Sprintf("%s does not exist", p)
+			return res
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, j.opts.TestTimeout)
+	defer cancel()
+	jail := j.opts.Jail
+	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
+	jc, err := jail.Command(tctx, test)
+	if err != nil {
+		res.CannotRun = err.Error()
+		return res
+	}
+	// The output goes to a file, not a pipe: a process the test leaves
+	// behind would hold a pipe open, and the test's end would wait for it.
+	out, err := os.CreateTemp(scratch, "output-*.log")
+	if err != nil {
+		closeFiles(jc.Cmd.ExtraFiles)
+		jc.Gone(0)
+		res.CannotRun = "no file for its output: " + err.Error()
+		return res
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	cmd := jc.Cmd
+	cmd.Stdout, cmd.Stderr = out, out
+	procgroup.Prepare(cmd)
+	start := time.Now()
+	err = cmd.Start()
+	closeFiles(cmd.ExtraFiles)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	res.Took = time.Since(start)
+	if cmd.Process != nil {
+		// What it left behind goes with it, and is gone when this returns.
+		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)
+	}
+	if !jc.Gone(procgroup.WaitDelay) {
+		j.log.Warn("a test run's processes outlived it", zap.String("test", test))
+	}
+	res.Output = fileTail(out, maxTestOutput)
+	switch {
+	case ctx.Err() != nil:
+		res.Interrupted = true
+		return res
+	case tctx.Err() != nil:
+		res.TimedOut = true
+		return res
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		res.ExitCode = 0
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	default:
+		res.CannotRun = err.Error()
+		return res
+	}
+	switch res.ExitCode {
+	case 126:
+		res.CannotRun = "the shell could not execute it (exit 126): " + textcut.Tail(res.Output, 300)
+	case 127:
+		res.CannotRun = "a program it runs was not found (exit 127): " + textcut.Tail(res.Output, 300)
+	}
+	return res
+}
+
+// checkout makes a new directory of its own under the judge's scratch
+// directory, exports tree into its "tree", and returns the directory (""
+// when none was made). The scratch directory is the daemon's (under its
+// state directory), which no agent can read or write.
+func (j *Judge) checkout(ctx context.Context, tree gitrepo.Tree) (string, error) {
+	if j.opts.Repo == nil {
+		return "", errors.New("the judge has no repository")
+	}
+	base := j.opts.Scratch
+	if base == "" {
+		base = filepath.Join(j.opts.Project.StateDir, "checkouts")
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, "t-"+rand.Text()[:12])
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	// The tree goes one level down, so that the output file and the
+	// checkout are removed together and the checkout holds nothing else.
+	return dir, j.opts.Repo.Export(ctx, tree, filepath.Join(dir, "tree"))
+}
+
+// Sweep removes what test runs of an earlier daemon left in the scratch
+// directory (a crash between a checkout and its removal).
+func (j *Judge) Sweep() error {
+	base := j.opts.Scratch
+	if base == "" {
+		base = filepath.Join(j.opts.Project.StateDir, "checkouts")
+	}
+	return os.RemoveAll(base)
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// fileTail is the end of f's content, at most max bytes.
+func fileTail(f *os.File, max int64) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := int64(0)
+	if fi.Size() > max {
+		off = fi.Size() - max
+	}
+	buf := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	if off > 0 {
+		return "[…earlier output cut…]\n" + string(buf[:n])
+	}
+	return string(buf[:n])
+}

@@ -1,0 +1,207 @@
+package judge
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// The daemon's runs of a feature's test run the agent's code. Each way out
+// that a coder's code found when the daemon ran it unconfined is tried here
+// by a test command doing it directly; each must fail, and the project, the
+// state directory and the daemon's socket must see nothing of it.
+func TestRunTestIsConfined(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the daemon's test runs are confined with bubblewrap, on Linux")
+	}
+	if !sandbox.Confines {
+		t.Fatal("sandbox.Confines is false on Linux")
+	}
+	outside := t.TempDir()
+	f := newFixture(t, func(o *Options) {
+		o.Jail.Env = append(o.Jail.Env, "HOME="+outside)
+		o.Jail.Secrets = sandbox.SecretPaths(outside)
+		o.Jail.Limits = sandbox.Limits{FileSize: 1 << 20}
+	})
+	f.write(map[string]string{"tests/a.sh": "exit 1\n", "src/a.go": "package a\n"})
+	f.commitAll("base")
+	if err := os.MkdirAll(filepath.Join(outside, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's socket, in the state directory (which the jail hides),
+	// and a TCP listener on loopback (which its own network has not).
+	sock, err := net.Listen("unix", filepath.Join(f.proj.StateDir, "s.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	accepted := make(chan string, 2)
+	for _, l := range []net.Listener{sock, tcp} {
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				accepted <- l.Addr().String()
+				c.Close()
+			}
+		}()
+	}
+	tcpPort := tcp.Addr().(*net.TCPAddr).Port
+	stateFile := filepath.Join(f.proj.StateDir, "next-to-state.db")
+	tmpFile := filepath.Join(os.TempDir(), "ctxgraphd-jail-"+rand.Text())
+	t.Cleanup(func() { os.Remove(tmpFile) })
+
+	// Writes outside the checkout either fail (a read-only file system) or
+	// land in the jail's own /tmp, which goes with it: what counts is that
+	// nothing of them is on the machine afterwards (checked below).
+	for _, p := range []string{filepath.Join(outside, "planted"), stateFile, tmpFile} {
+		if r := f.runTest(t.Context(), "echo x > "+p+"; ls -A "+f.proj.StateDir+" | wc -l"); !strings.HasSuffix(r.Output, "\n0\n") && r.Output != "0\n" {
+			t.Errorf("writing %s: the state directory is not empty in the jail: %q", p, r.Output)
+		}
+	}
+	tests := []struct {
+		name, script string
+		output       string // a substring the output must hold, "" for none
+	}{
+		{"calls the daemon's socket", "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('" + filepath.Join(f.proj.StateDir, "s.sock") + "')\"", "Operation not permitted"},
+		{"creates any Unix socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'", "Operation not permitted"},
+		{"reaches a host's port", fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=2)\"", tcpPort), ""},
+		{"reads a secret of the home directory", "cat " + filepath.Join(outside, ".ssh", "id_ed25519"), ""},
+		{"moves a git ref", "git update-ref refs/heads/planted HEAD", ""},
+		{"rewrites its own test to pass", "echo 'exit 0' > tests/a.sh && sh tests/a.sh && exit 1", ""},
+		{"writes a file past the size limit", "head -c 2000000 /dev/zero > big.bin", ""},
+		{"gains a capability back", "unshare -r true || mount -o remount,rw / ", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Each route must fail: `|| exit 0` turns the failure into a
+			// pass, so that a pass says the route was closed and a failure
+			// (exit 42) that it went through.
+			r := f.runTest(t.Context(), "("+tt.script+") && exit 42 || exit 0")
+			if r.ExitCode != 0 || r.CannotRun != "" {
+				t.Errorf("%s: exit %d (%s), want the route refused; output:\n%s", tt.name, r.ExitCode, r.CannotRun, r.Output)
+			}
+			if !strings.Contains(r.Output, tt.output) {
+				t.Errorf("%s: output %q does not say %q", tt.name, r.Output, tt.output)
+			}
+		})
+	}
+	for _, p := range []string{filepath.Join(outside, "planted"), stateFile, tmpFile} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists after the test runs", p)
+		}
+	}
+	if got := f.read("tests/a.sh"); got != "exit 1\n" {
+		t.Errorf("tests/a.sh is %q in the project after a test run rewrote it in its checkout", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "big.bin")); !os.IsNotExist(err) {
+		t.Error("a file the test wrote in its checkout appeared in the project")
+	}
+	if out := f.git("for-each-ref", "refs/heads/planted"); out != "" {
+		t.Errorf("a test run made a ref: %s", out)
+	}
+	select {
+	case who := <-accepted:
+		t.Errorf("%s accepted a connection from a test run", who)
+	default:
+	}
+}
+
+// The test sees exactly the tree it is given, at the project's path,
+// whatever the work tree holds now: a checkout of its own.
+func TestRunTestRunsOnTheTreeNotTheWorkTree(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"tests/a.sh": "cat src/answer; pwd\n", "src/answer": "judged\n"})
+	tree := f.snapshot()
+	f.write(map[string]string{"src/answer": "changed since\n", "src/extra": "x\n"})
+	r := f.j.RunTest(t.Context(), tree, "sh tests/a.sh; test ! -e src/extra")
+	if !r.Passed() || r.Tree != tree {
+		t.Fatalf("result %+v", r)
+	}
+	if !strings.Contains(r.Output, "judged\n"+f.dir+"\n") {
+		t.Errorf("output %q, want the tree's content and the project's path", r.Output)
+	}
+	if left, _ := os.ReadDir(filepath.Join(f.proj.StateDir, "checkouts")); len(left) > 0 {
+		t.Errorf("checkouts left behind: %v", left)
+	}
+}
+
+// TestEnv gives a test run the toolchains' variables and nothing else: no
+// key, token or password of the daemon's environment reaches it.
+func TestTestEnvIsAnAllowList(t *testing.T) {
+	env := sandbox.TestEnv([]string{
+		"PATH=/usr/bin", "HOME=/home/u", "GOPATH=/home/u/go", "LC_ALL=C",
+		"ANTHROPIC_API_KEY=sk-secret", "ANTHROPIC_BASE_URL=http://x", "GITHUB_TOKEN=ghp", "DATABASE_URL=postgres://u:pw@h/db",
+		"CTXGRAPH_SOCKET=/run/s.sock", "CLAUDE_CODE_OAUTH_TOKEN=o", "MY_SECRET=s",
+	}, "/proj", nil, "GOCACHE=/c")
+	got := strings.Join(env, "\n")
+	for _, want := range []string{"PATH=/usr/bin", "HOME=/home/u", "GOPATH=/home/u/go", "LC_ALL=C", "TMPDIR=/tmp", "GOCACHE=/c"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("env lacks %s:\n%s", want, got)
+		}
+	}
+	for _, banned := range []string{"ANTHROPIC", "GITHUB_TOKEN", "DATABASE_URL", "CTXGRAPH", "CLAUDE", "SECRET"} {
+		if strings.Contains(got, banned) {
+			t.Errorf("env has %s:\n%s", banned, got)
+		}
+	}
+}
+
+// uniqueSleep is a sleep duration no other process on the machine has in
+// its command line, to find a test's processes by.
+func uniqueSleep() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1e9))
+	return fmt.Sprintf("3%03d.%09d", n.Int64()%1000, n.Int64())
+}
+
+// processesRunning are the pids of the machine's processes (in any pid
+// namespace) whose command line holds token, zombies left out.
+func processesRunning(token string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), token) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// eventually waits up to within for cond, failing the test with what it
+// waited for.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

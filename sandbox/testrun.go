@@ -1,0 +1,207 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// TestJail is how the daemon runs a feature's test: the agent's code runs
+// there, and a test run has none of the daemon's powers. With bubblewrap
+// (Linux), the test sees the whole filesystem read-only, except:
+//
+//   - Checkout, the throwaway copy of exactly the tree being judged, which
+//     it sees at Mount (the project's own path, so that paths in the test
+//     mean what they meant to the agent) and may write;
+//   - a fresh, empty /tmp and /dev/shm, and Writable (the verdict's own
+//     caches), which it may write;
+//   - Hide (the daemon's state and socket directories, /run), which it
+//     sees as empty directories;
+//   - Secrets (credential files and directories in the home directory),
+//     which it sees empty.
+//
+// It has no network at all (a network namespace of its own, with only a
+// loopback), cannot create Unix sockets (the same seccomp rule as Claude
+// Code's sandbox for agents), has no capabilities, and lives in a pid
+// namespace of its own: when the test's shell ends, every process it
+// started, detached ones included, is killed by the kernel. Its
+// environment is Env, nothing more (see TestEnv), and Limits bound its
+// processes, memory and files.
+type TestJail struct {
+	Checkout string
+	Mount    string
+	Writable []string
+	Hide     []string
+	Secrets  []string
+	Env      []string
+	Limits   Limits
+}
+
+// Confines reports whether TestJail confines a test on this system. Where
+// it does not (bubblewrap is Linux's), a test runs in its throwaway
+// checkout with TestEnv's environment, and nothing more: the daemon says so
+// at start.
+const Confines = confines
+
+// ErrNoJail is what TestJail.Command's errors wrap when a confined test
+// run cannot be made on this machine.
+var ErrNoJail = errors.New("the daemon's test runs cannot be confined here")
+
+// Command returns the command that runs script with /bin/sh -c in the
+// jail, its working directory the checkout. The caller starts it in a
+// process group of its own (procgroup.Prepare) and may set its output;
+// what else it needs (the seccomp program) it carries in ExtraFiles, which
+// the caller must not replace, and closes once the command has started or
+// failed to (the child has its own copies).
+func (j TestJail) Command(ctx context.Context, script string) (*JailCmd, error) {
+	if !filepath.IsAbs(j.Checkout) || !filepath.IsAbs(j.Mount) {
+		return nil, fmt.Errorf("%w: checkout %q and mount %q must be absolute", ErrNoJail, j.Checkout, j.Mount)
+	}
+	return j.command(ctx, script)
+}
+
+// JailCmd is a test's command in its jail.
+type JailCmd struct {
+	Cmd  *exec.Cmd
+	info *os.File // bwrap's --info-fd, read by Gone
+}
+
+// Limits bound what one confined process tree may take: an honest build
+// never meets them, a runaway or hostile one is stopped by them. Zero is
+// no bound. They are set as resource limits (setrlimit) on the first
+// process, hard and soft alike, and every process inherits them.
+type Limits struct {
+	// Processes bounds the processes of the user (RLIMIT_NPROC). Linux
+	// does not apply it to root: a daemon running as root has its process
+	// trees bounded by their pid namespace's end only.
+	Processes int
+	// Memory bounds the data of each process (RLIMIT_DATA: its heap and
+	// private writable mappings), in bytes.
+	Memory int64
+	// FileSize bounds each file a process writes (RLIMIT_FSIZE), in bytes:
+	// a write past it fails with EFBIG (and SIGXFSZ).
+	FileSize int64
+}
+
+// Wrap returns the command line that runs argv under l, with util-linux's
+// prlimit, which sets the limits on itself and then executes argv. With
+// no bound set, argv is returned as it is.
+func (l Limits) Wrap(prlimit string, argv []string) []string {
+	var opts []string
+	add := func(flag string, v int64) {
+		if v > 0 {
+			n := strconv.FormatInt(v, 10)
+			opts = append(opts, "--"+flag+"="+n+":"+n)
+		}
+	}
+	add("nproc", int64(l.Processes))
+	add("data", l.Memory)
+	add("fsize", l.FileSize)
+	if len(opts) == 0 {
+		return argv
+	}
+	return slices.Concat([]string{prlimit}, opts, []string{"--"}, argv)
+}
+
+// String says the bounds in words, for logs and messages.
+func (l Limits) String() string {
+	var parts []string
+	if l.Processes > 0 {
+		parts = append(parts, fmt.Sprintf("%d processes", l.Processes))
+	}
+	if l.Memory > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB of memory per process", l.Memory>>20))
+	}
+	if l.FileSize > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB per file", l.FileSize>>20))
+	}
+	if len(parts) == 0 {
+		return "no bounds"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// testEnvNames are the variables a test run gets from the daemon's
+// environment, and no others: what locates the toolchains, their caches
+// and the locale. It is an allow-list on purpose. A secret has no
+// recognisable name (ANTHROPIC_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY,
+// a DSN with a password, a CI's own variables…), and the agent's code runs
+// in the test: whatever reaches its environment, it can print into the
+// evidence that later agents read.
+var testEnvNames = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
+	// Go
+	"GOROOT", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB", "GONOSUMCHECK",
+	"GOPRIVATE", "GONOPROXY", "GOSUMDB", "GOEXPERIMENT", "GOAMD64", "GOARM64", "CGO_ENABLED", "CC", "CXX",
+	// Node
+	"NODE_PATH", "NVM_DIR", "NVM_BIN", "VOLTA_HOME", "FNM_DIR", "npm_config_cache", "NPM_CONFIG_CACHE",
+	"YARN_CACHE_FOLDER", "PNPM_HOME",
+	// Python
+	"PYENV_ROOT", "PYENV_VERSION", "VIRTUAL_ENV", "CONDA_PREFIX", "UV_CACHE_DIR", "PIP_CACHE_DIR",
+	// Rust
+	"CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN",
+	// JVM and others
+	"JAVA_HOME", "GRADLE_USER_HOME", "MAVEN_OPTS", "DOTNET_ROOT",
+}
+
+// TestEnv returns the environment of a confined test run: from env (the
+// daemon's, captured at its start) only the variables named in
+// testEnvNames and LC_*, then set: TMPDIR to the jail's fresh /tmp,
+// CI=true (test runners then neither prompt nor watch), and extra, which
+// wins. PATH keeps only the directories VerdictEnv keeps (none an agent can
+// write).
+func TestEnv(env []string, projectDir string, agentWritable []string, extra ...string) []string {
+	allowed := make(map[string]bool, len(testEnvNames))
+	for _, n := range testEnvNames {
+		allowed[n] = true
+	}
+	var out []string
+	for _, kv := range VerdictEnv(env, projectDir, agentWritable) {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (allowed[k] || strings.HasPrefix(k, "LC_")) {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "TMPDIR=/tmp", "CI=true")
+	return append(out, extra...)
+}
+
+// SecretPaths are the credential stores under home that a test run sees
+// empty: an agent's code has no use for them, and whatever it reads it can
+// print into evidence that people and later agents read. Claude Code's
+// own credentials are among them.
+func SecretPaths(home string) []string {
+	if !filepath.IsAbs(home) {
+		return nil
+	}
+	var out []string
+	for _, p := range []string{
+		".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".npmrc", ".pypirc",
+		".git-credentials", ".claude", ".claude.json", ".config/gh", ".config/gcloud",
+		".config/ctxgraphd", ".local/share/keyrings", ".cargo/credentials", ".cargo/credentials.toml",
+	} {
+		out = append(out, filepath.Join(home, p))
+	}
+	return out
+}
+
+// NewLimits returns the limits of the configuration's keys
+// (sandbox.max_processes, sandbox.max_memory_mb, sandbox.max_file_mb):
+// 0 is no bound, but for memory, where 0 is half the machine's memory
+// (as far as it can be known here) and -1 no bound.
+func NewLimits(processes, memoryMB, fileMB int) Limits {
+	l := Limits{Processes: max(processes, 0), FileSize: int64(max(fileMB, 0)) << 20}
+	switch {
+	case memoryMB > 0:
+		l.Memory = int64(memoryMB) << 20
+	case memoryMB == 0:
+		l.Memory = machineMemory() / 2
+	}
+	return l
+}

@@ -1,0 +1,207 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+)
+
+const confines = true
+
+func (j TestJail) command(ctx context.Context, script string) (*JailCmd, error) {
+	bwrap, ok := paths.LookPath("bwrap", os.Getenv("PATH"))
+	if !ok {
+		return nil, fmt.Errorf("%w: bwrap was not found on PATH; install bubblewrap (apt install bubblewrap), which the agents' sandbox needs too", ErrNoJail)
+	}
+	filter, err := unixSocketFilter(runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoJail, err)
+	}
+	args := j.bwrapArgs(script)
+	argv := append([]string{bwrap}, args...)
+	if prlimit, ok := paths.LookPath("prlimit", os.Getenv("PATH")); ok {
+		argv = j.Limits.Wrap(prlimit, argv)
+	} else if j.Limits != (Limits{}) {
+		return nil, fmt.Errorf("%w: prlimit (util-linux) was not found on PATH, and the test runs' limits (%s) are set by it", ErrNoJail, j.Limits)
+	}
+	// The seccomp program reaches bwrap as fd 3, a pipe it reads to the
+	// end; it is a few dozen bytes, far below a pipe's buffer.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoJail, err)
+	}
+	if _, err := w.Write(filter); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("%w: %v", ErrNoJail, err)
+	}
+	w.Close()
+	// bwrap tells the pid of the namespace's first process on fd 4.
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("%w: %v", ErrNoJail, err)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.ExtraFiles = []*os.File{r, infoW}
+	cmd.Env = j.Env
+	cmd.Dir = "/"
+	return &JailCmd{Cmd: cmd, info: infoR}, nil
+}
+
+// Gone waits, up to within, until every process of the jail has ended.
+// When the namespace's first process ends, the kernel kills every other
+// process in it and ends the namespace only once they are all gone; bwrap
+// normally waits for that, but not when it was itself killed (a timeout,
+// a cancellation). Call it after the command has ended; it returns
+// whether the namespace is gone.
+func (c *JailCmd) Gone(within time.Duration) bool {
+	if c.info == nil {
+		return true
+	}
+	data, _ := io.ReadAll(c.info)
+	c.info.Close()
+	c.info = nil
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if json.Unmarshal(data, &info) != nil || info.ChildPid <= 0 {
+		return true // it never started
+	}
+	deadline := time.Now().Add(within)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", info.ChildPid))
+		if err != nil {
+			return true
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// bwrapArgs is the jail in bubblewrap's words. Order matters: later
+// mounts cover earlier ones, so the read-only root comes first, the holes
+// in it after.
+func (j TestJail) bwrapArgs(script string) []string {
+	args := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--cap-drop", "ALL",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev", "--proc", "/proc",
+		"--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
+	}
+	for _, h := range j.Hide {
+		if isDir(h) {
+			args = append(args, "--tmpfs", h)
+		}
+	}
+	for _, s := range j.Secrets {
+		switch fi, err := os.Stat(s); {
+		case err != nil:
+		case fi.IsDir():
+			args = append(args, "--tmpfs", s)
+		default:
+			args = append(args, "--ro-bind", "/dev/null", s)
+		}
+	}
+	for _, w := range j.Writable {
+		if isDir(w) {
+			args = append(args, "--bind", w, w)
+		}
+	}
+	// A hidden directory is an empty one that nothing can be written to
+	// (but the writable directories bound below it).
+	for _, h := range j.Hide {
+		if isDir(h) {
+			args = append(args, "--remount-ro", h)
+		}
+	}
+	args = append(args,
+		"--bind", j.Checkout, j.Mount,
+		"--chdir", j.Mount,
+		"--seccomp", "3", "--info-fd", "4",
+		"--", "/bin/sh", "-c", script)
+	return args
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir() && filepath.IsAbs(p)
+}
+
+// unixSocketFilter is a seccomp program (classic BPF, as bwrap --seccomp
+// reads it: struct sock_filter records in the machine's byte order) that
+// makes socket(AF_UNIX, …) fail with EPERM and allows everything else: the
+// rule Claude Code's sandbox applies to agents' commands, so that a test's
+// code cannot reach a Unix socket, the daemon's or any other, that it can
+// see. A system call of another architecture's table (32-bit calls on a
+// 64-bit kernel, which have their own socketcall) fails the same way.
+func unixSocketFilter(goarch string) ([]byte, error) {
+	var arch, socket uint32
+	switch goarch {
+	case "amd64":
+		arch, socket = unix.AUDIT_ARCH_X86_64, 41
+	case "arm64":
+		arch, socket = unix.AUDIT_ARCH_AARCH64, 198
+	default:
+		return nil, fmt.Errorf("no seccomp rule for %s: the daemon's test runs are confined on amd64 and arm64", goarch)
+	}
+	const (
+		offNr   = 0  // seccomp_data.nr
+		offArch = 4  // seccomp_data.arch
+		offArg0 = 16 // seccomp_data.args[0], its low 32 bits on these little-endian machines
+		x32Bit  = 0x40000000
+	)
+	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	ld := uint16(unix.BPF_LD | unix.BPF_W | unix.BPF_ABS)
+	jeq := uint16(unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K)
+	jge := uint16(unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K)
+	ret := uint16(unix.BPF_RET | unix.BPF_K)
+	prog := []unix.SockFilter{
+		/* 0 */ {Code: ld, K: offArch},
+		/* 1 */ {Code: jeq, Jt: 1, Jf: 0, K: arch}, // native: go on; else deny
+		/* 2 */ {Code: ret, K: deny},
+		/* 3 */ {Code: ld, K: offNr},
+		/* 4 */ {Code: jge, Jt: 4, Jf: 0, K: x32Bit}, // the x32 table: deny
+		/* 5 */ {Code: jeq, Jt: 0, Jf: 2, K: socket},
+		/* 6 */ {Code: ld, K: offArg0},
+		/* 7 */ {Code: jeq, Jt: 1, Jf: 0, K: unix.AF_UNIX},
+		/* 8 */ {Code: ret, K: allow},
+		/* 9 */ {Code: ret, K: deny},
+	}
+	buf := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		buf = binary.NativeEndian.AppendUint16(buf, in.Code)
+		buf = append(buf, in.Jt, in.Jf)
+		buf = binary.NativeEndian.AppendUint32(buf, in.K)
+	}
+	return buf, nil
+}
+
+// machineMemory is the machine's RAM in bytes, 0 when unknown.
+func machineMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
