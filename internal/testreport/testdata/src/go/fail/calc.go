@@ -1,0 +1,3 @@
+package fail
+
+func Add(a, b int) int { return a - b }

@@ -1,0 +1,4 @@
+const add = (a, b) => a + b;
+test('adds', () => { expect(add(1, 2)).toBe(3); });
+test('subtracts', () => { expect(3 - 1).toBe(2); });
+test.skip('later', () => {});

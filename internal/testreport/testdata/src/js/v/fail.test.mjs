@@ -1,0 +1,3 @@
+import { test, expect } from 'vitest';
+test('adds', () => { expect(1 - 2).toBe(3); });
+test('ok', () => { expect(1).toBe(1); });

@@ -1,0 +1,6 @@
+const test = require('node:test');
+const assert = require('node:assert');
+test('adds', () => { assert.strictEqual(1 + 2, 3); });
+test('subtracts', () => { assert.strictEqual(3 - 1, 2); });
+test('later', { skip: 'not yet' }, () => {});
+test('todo one', { todo: true }, () => {});

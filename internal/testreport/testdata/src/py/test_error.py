@@ -1,0 +1,2 @@
+import nonexistent_module
+def test_x(): pass

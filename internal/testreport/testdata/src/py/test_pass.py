@@ -1,0 +1,5 @@
+import pytest
+def test_add(): assert 1 + 2 == 3
+def test_sub(): assert 3 - 1 == 2
+@pytest.mark.skip(reason="later")
+def test_later(): pass
