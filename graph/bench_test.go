@@ -21,7 +21,7 @@ func BenchmarkSelect(b *testing.B) {
 				b.Fatal(err)
 			}
 			subj := Subject{Role: coder, Feature: "F-007", Text: "Parse the configuration file: read the webhook retry settings and write them to the cache",
-				History: []string{"F-007: attempt 1 failed"}}
+				History: []Told{{Frame: "F-007: attempt 1 failed"}}}
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := Select(st, subj, 600); err != nil {
@@ -58,7 +58,7 @@ func BenchmarkSelectUniform(b *testing.B) {
 					batch = batch[:0]
 				}
 			}
-			subj := Subject{Role: coder, Feature: "F-007", Text: "parse the configuration file", History: []string{"F-007: attempt 1 failed"}}
+			subj := Subject{Role: coder, Feature: "F-007", Text: "parse the configuration file", History: []Told{{Frame: "F-007: attempt 1 failed"}}}
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := Select(st, subj, 600); err != nil {

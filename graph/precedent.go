@@ -43,7 +43,7 @@ type Subject struct {
 	Scope []string
 	// History are lines about the feature that are not traces (its last
 	// failure, a person's note): they come first, whatever they cost.
-	History []string
+	History []Told
 }
 
 // Window bounds how many of the newest traces of a kind a reader of
@@ -83,7 +83,7 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 	}
 	sel := selection{left: budget, seen: map[string]bool{}}
 	for _, h := range subj.History {
-		sel.add("", clip(h))
+		sel.add("", h.line())
 	}
 	if subj.Feature != "" {
 		err := sel.each(src, func(t store.Trace) string {
@@ -102,7 +102,10 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 		if t.Source == store.SourceAgent {
 			return ""
 		}
-		return clip(fmt.Sprintf("%s lesson: %s", t.ID, t.Event.WhatHappened))
+		var l builder
+		l.say(t.ID + " lesson")
+		l.quote(author(t), t.Event.WhatHappened, maxQuote)
+		return l.String()
 	}, store.TraceFilter{Type: store.TraceLesson})
 	if err != nil {
 		return sel.lines, err
@@ -121,14 +124,18 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 		return sel.lines, err
 	}
 	for _, t := range onFiles {
-		sel.add(t.ID, clip(fmt.Sprintf("%s on this feature's files, on %s: %s", t.ID, featureOf(t), refusal(t))))
+		var l builder
+		refusal(&l, fmt.Sprintf("%s on this feature's files, on %s: ", t.ID, featureOf(t)), t)
+		sel.add(t.ID, l.String())
 	}
 	like, err := similar(src, subj)
 	if err != nil {
 		return sel.lines, err
 	}
 	for _, t := range like {
-		sel.add(t.ID, clip(fmt.Sprintf("%s like this feature, on %s: %s", t.ID, featureOf(t), refusal(t))))
+		var l builder
+		refusal(&l, fmt.Sprintf("%s like this feature, on %s: ", t.ID, featureOf(t)), t)
+		sel.add(t.ID, l.String())
 	}
 	return sel.lines, nil
 }
@@ -217,32 +224,82 @@ func (s *selection) add(id, line string) {
 func Tokens(s string) int { return (len(s) + 3) / 4 }
 
 // told reports whether a line of history already says text.
-func told(history []string, text string) bool {
-	return text != "" && slices.ContainsFunc(history, func(h string) bool { return strings.Contains(h, text) })
+func told(history []Told, text string) bool {
+	return text != "" && slices.ContainsFunc(history, func(h Told) bool { return strings.Contains(h.Text, text) })
 }
 
+// ownLine is a line of the feature's own refusals and corrections.
 func ownLine(t store.Trace) string {
+	var l builder
 	if t.Type == store.TraceCorrection {
-		line := fmt.Sprintf("%s a person: %s", t.ID, t.Event.WhatHappened)
-		if t.Event.WhatWasCorrect != "" {
-			line += ": " + t.Event.WhatWasCorrect
+		if t.Source != store.SourceUser {
+			// Not the daemon's record of a person's move: all of it is
+			// someone else's words.
+			l.say(t.ID + " correction")
+			l.quote(author(t), strings.TrimSuffix(t.Event.WhatHappened+": "+t.Event.WhatWasCorrect, ": "), maxQuote)
+			return l.String()
 		}
-		return clip(line)
+		// The daemon's words of what a person did ("F-001 reopened by ctl
+		// unblock"), then the person's own.
+		l.say(t.ID + " " + t.Event.WhatHappened)
+		if t.Event.WhatWasCorrect != "" {
+			l.quote(ByPerson, t.Event.WhatWasCorrect, maxQuote)
+		}
+		return l.String()
 	}
-	return clip(fmt.Sprintf("%s %s", t.ID, refusal(t)))
+	refusal(&l, t.ID+" ", t)
+	return l.String()
 }
 
-// refusal says what a violation was and what was right instead.
-func refusal(t store.Trace) string {
-	s := fmt.Sprintf("refused by %s", cmp.Or(t.Gate, "the daemon"))
+// author labels the words of a trace by who wrote them.
+func author(t store.Trace) string {
+	switch t.Source {
+	case store.SourceUser:
+		return ByPerson
+	case store.SourceAgent:
+		return ByAgent
+	}
+	return ByRecord
+}
+
+// refusal says what a violation was and what was right instead: the gate
+// and code in the daemon's words; what the agent wrote (the tool call's
+// input, or the path) quoted as the agent's; a record that may quote an
+// agent quoted as such; and the gate's advice, quoted. prefix is the
+// daemon's words that start the line.
+func refusal(l *builder, prefix string, t store.Trace) {
+	if t.Source == store.SourceAgent {
+		// Agents store no violations; one that says it is one is its
+		// agent's words, all of it.
+		l.say(prefix + "told by an agent, not refused by the daemon")
+		l.quote(ByAgent, strings.TrimSuffix(t.Event.WhatHappened+"; "+t.Event.WhatWasCorrect, "; "), maxQuote)
+		return
+	}
+	s := prefix + "refused by " + word(cmp.Or(t.Gate, "the daemon"))
 	if t.Code != "" {
-		s += " (" + t.Code + ")"
+		s += " (" + word(t.Code) + ")"
 	}
-	s += ": " + t.Event.WhatHappened
+	switch {
+	case t.Tool != nil && t.Tool.Name != "":
+		s += " of " + word(t.Tool.Name)
+	case t.Path != "":
+		s += " of a file"
+	}
+	l.say(s)
+	switch {
+	case t.Tool != nil && t.Tool.Input != "":
+		l.quote(ByAgent, t.Tool.Input, maxQuote)
+	case t.Path != "":
+		l.quote(ByAgent, t.Path, maxQuote)
+	case t.Tool == nil && t.Event.WhatHappened != "":
+		// No call or path to quote apart: the record is told, quoted,
+		// for what it may quote of an agent (a test's output, a value
+		// written into the feature list).
+		l.quote(ByRecord, t.Event.WhatHappened, maxQuote)
+	}
 	if t.Event.WhatWasCorrect != "" {
-		s += "; instead: " + t.Event.WhatWasCorrect
+		l.quote(ByGate, t.Event.WhatWasCorrect, maxAdvice)
 	}
-	return s
 }
 
 func featureOf(t store.Trace) string { return cmp.Or(t.Context.Feature, "no feature") }
@@ -262,7 +319,9 @@ func (m mistake) line() string {
 	if m.count > 1 {
 		where += fmt.Sprintf(" (%d times)", m.count)
 	}
-	return clip(fmt.Sprintf("%s on %s, a %s was %s", m.example.ID, where, m.example.Context.Agent, refusal(m.example)))
+	var l builder
+	refusal(&l, fmt.Sprintf("%s on %s, a %s was ", m.example.ID, where, word(m.example.Context.Agent)), m.example)
+	return l.String()
 }
 
 // roleMistakes are the refusals of agents of subj's role on other

@@ -80,7 +80,7 @@ func TestSelect(t *testing.T) {
 	}{{
 		name:   "no budget, no precedent",
 		traces: []store.Trace{outOfScope("F-001")},
-		subj:   Subject{Role: coder, Feature: "F-002", History: []string{"F-002: attempt 1 failed"}},
+		subj:   Subject{Role: coder, Feature: "F-002", History: []Told{{Frame: "F-002: attempt 1 failed"}}},
 		budget: 0,
 	}, {
 		name: "the feature's own history first, then its refusals, newest first",
@@ -91,14 +91,14 @@ func TestSelect(t *testing.T) {
 			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "mind the time zone"}},
 			{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "code → test"}},
 		},
-		subj:   Subject{Role: coder, Feature: "F-001", History: []string{"F-001: attempt 1 failed: want 3, got 2", "F-001: a person noted: mind the time zone"}},
+		subj:   Subject{Role: coder, Feature: "F-001", History: []Told{{Frame: "F-001: attempt 1 failed", By: ByRecord, Text: "want 3, got 2"}, {Frame: "F-001:", By: ByPerson, Text: "mind the time zone"}}},
 		budget: budget,
 		want: []string{
-			`^F-001: attempt 1 failed: want 3, got 2$`,
-			`^F-001: a person noted: mind the time zone$`,
-			`^tr-3 a person: F-001 reopened by ctl unblock: use the v2 API$`,
-			`^tr-2 refused by scope \(outside_scope\): Write src/shared.txt is outside F-001's scope; instead: write only the feature's own files$`,
-			`^tr-1 refused by tested-needs-evidence \(tested_by_non_tester\): set tested; instead: only the tester sets tested$`,
+			`^F-001: attempt 1 failed; record \(may quote an agent\): "want 3, got 2"$`,
+			`^F-001: a person wrote: "mind the time zone"$`,
+			`^tr-3 F-001 reopened by ctl unblock; a person wrote: "use the v2 API"$`,
+			`^tr-2 refused by scope \(outside_scope\); record \(may quote an agent\): "Write src/shared.txt is outside F-001's scope"; the gate's advice: "write only the feature's own files"$`,
+			`^tr-1 refused by tested-needs-evidence \(tested_by_non_tester\); record \(may quote an agent\): "set tested"; the gate's advice: "only the tester sets tested"$`,
 		},
 		absent: []string{`code → test`, `^tr-4 `},
 	}, {
@@ -109,7 +109,7 @@ func TestSelect(t *testing.T) {
 		},
 		subj:   Subject{Role: coder, Feature: "F-003"},
 		budget: budget,
-		want:   []string{`^tr-3 on F-002 and 1 other feature \(3 times\), a coding-agent was refused by scope \(outside_scope\): Write src/shared.txt is outside F-002's scope`},
+		want:   []string{`^tr-3 on F-002 and 1 other feature \(3 times\), a coding-agent was refused by scope \(outside_scope\); record \(may quote an agent\): "Write src/shared.txt is outside F-002's scope"`},
 		absent: []string{`tester-must-test`, `^tr-[12] `},
 	}, {
 		name:   "another role's mistakes are not this role's",
@@ -135,7 +135,7 @@ func TestSelect(t *testing.T) {
 		},
 		subj:   Subject{Role: tester, Feature: "F-002"},
 		budget: budget,
-		want:   []string{`^tr-1 lesson: run go vet before go test$`},
+		want:   []string{`^tr-1 lesson; a person wrote: "run go vet before go test"$`},
 		absent: []string{`tested yourself`}, // an agent's lesson waits for a person
 	}, {
 		name: "traces of another role whose text is like the feature's",
@@ -160,7 +160,7 @@ func TestSelect(t *testing.T) {
 		subj:   Subject{Role: "", Feature: "F-003", Scope: []string{"internal/auth/**", "docs/auth.md", "**/*.txt"}},
 		budget: budget,
 		want: []string{
-			`^tr-3 on this feature's files, on F-002: refused by scope \(out_of_scope\): Write internal/auth/token.go`,
+			`^tr-3 on this feature's files, on F-002: refused by scope \(out_of_scope\) of a file; agent wrote: "internal/auth/token.go"`,
 			`^tr-1 on this feature's files, on F-001: refused by role-write-policy`,
 			`^tr-5 on this feature's files, on F-005: `,
 		},
@@ -168,8 +168,8 @@ func TestSelect(t *testing.T) {
 	}, {
 		name:   "a small budget keeps the history and drops what does not fit",
 		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-002")},
-		subj:   Subject{Role: coder, Feature: "F-003", History: []string{"F-003: attempt 2 failed: the test expected 3 and got 2"}},
-		budget: 20,
+		subj:   Subject{Role: coder, Feature: "F-003", History: []Told{{Frame: "F-003: attempt 2 failed", By: ByRecord, Text: "the test expected 3 and got 2"}}},
+		budget: 25,
 		want:   []string{`^F-003: attempt 2 failed`},
 		absent: []string{`scope`},
 	}}

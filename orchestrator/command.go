@@ -66,11 +66,13 @@ func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Featur
 	}
 	if id != "" {
 		c := o.counters[id]
+		// The reason may be the tester's own words, the note is a person's:
+		// each is told quoted and labelled, apart from the daemon's words.
 		if c.LastFailure != "" {
-			subj.History = append(subj.History, fmt.Sprintf("%s: attempt %d failed: %s", id, c.Failures, c.LastFailure))
+			subj.History = append(subj.History, graph.Told{Frame: fmt.Sprintf("%s: attempt %d failed", id, c.Failures), By: graph.ByRecord, Text: c.LastFailure})
 		}
 		if c.Note != "" {
-			subj.History = append(subj.History, fmt.Sprintf("%s: a person noted: %s", id, c.Note))
+			subj.History = append(subj.History, graph.Told{Frame: id + ":", By: graph.ByPerson, Text: c.Note})
 		}
 	}
 	out, err := graph.Select(o.st, subj, o.cfg.Graph.PrecedentTokens)

@@ -51,7 +51,7 @@ func TestLessons(t *testing.T) {
 	})
 	var told bool
 	for _, s := range h.runner.runs() {
-		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+" lesson: run go vet before go test") {
+		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+` lesson; a person wrote: "run go vet before go test"`) {
 			told = true
 		}
 	}
