@@ -162,12 +162,17 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 // runSettingsDenied is runSettings and what the run's sandbox denies it
 // (empty when confinement is off): the hooks believe a refusal the run's
 // commands print only there. Claude Code's sandbox holds .claude/ read
-// only by itself.
+// only by itself. The directories the run may write besides the project
+// are made here, once per run (sandbox.Policy.Prepare).
 func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
 	settings := map[string]any{"hooks": o.opts.Hooks}
 	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
 		pol := o.policy(role, feature)
+		// Made before the run, or the sandbox holds them read-only.
+		if err := pol.Prepare(); err != nil {
+			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
+		}
 		settings["sandbox"] = pol.Settings()
 		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.opts.Project.Dir, ".claude"))
 	}

@@ -11,7 +11,8 @@ import (
 // CacheDirs returns the directories outside the project that honest Go,
 // Node and Python work writes, found in env (KEY=VALUE entries, the last
 // one of a key winning, as in exec.Cmd): Go's build and module caches and
-// GOTMPDIR; the caches of npm, yarn, pnpm and node-gyp; pip's cache; and
+// GOTMPDIR; the caches of npm, yarn, pnpm and node-gyp; pip's and uv's
+// caches; Cargo's registry and git directories when Rust is around; and
 // $TMPDIR when it is set. Without them in Policy.AllowWrite, `go test` or
 // `npm install` fail in the sandbox with "read-only file system". Paths are
 // absolute, cleaned and deduplicated; a variable holding a relative path is
@@ -78,11 +79,46 @@ func cacheDirs(env []string, goos string) []string {
 		first(get("npm_config_devdir"), get("NPM_CONFIG_DEVDIR"), join(userCache, "node-gyp")),
 	)
 
-	// Python: pip's cache.
+	// Python: pip's cache; uv's, which is $XDG_CACHE_HOME/uv or
+	// ~/.cache/uv on macOS too.
 	dirs = append(dirs, first(get("PIP_CACHE_DIR"), join(userCache, "pip")))
+	uvCache := join(home, ".cache", "uv")
+	if x := get("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		uvCache = join(x, "uv")
+	}
+	dirs = append(dirs, first(get("UV_CACHE_DIR"), uvCache))
+
+	// Rust, when it is around: only the registry (index, crate files,
+	// sources) and the git checkouts of $CARGO_HOME. Never CARGO_HOME
+	// itself: config.toml and credentials.toml live there, and bin/ is on
+	// PATH, where an agent's own `go` or `sh` would take over later runs.
+	if cargoHome := first(abs(get("CARGO_HOME")), join(home, ".cargo")); rustAround(get, cargoHome) {
+		dirs = append(dirs, join(cargoHome, "registry"), join(cargoHome, "git"))
+	}
 
 	dirs = append(dirs, get("TMPDIR"))
 	return absUnique(dirs)
+}
+
+// rustAround reports whether Rust's tools are installed for env: CARGO_HOME
+// or RUSTUP_HOME is set, cargoHome exists, or cargo is on env's PATH. A home
+// without Rust gets no ~/.cargo made for it.
+func rustAround(get func(string) string, cargoHome string) bool {
+	if get("CARGO_HOME") != "" || get("RUSTUP_HOME") != "" {
+		return true
+	}
+	if fi, err := os.Stat(cargoHome); err == nil && fi.IsDir() {
+		return true
+	}
+	for _, dir := range filepath.SplitList(get("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "cargo")); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // TempDir returns the directory Claude Code gives sandboxed commands as

@@ -24,7 +24,7 @@ func TestCacheDirs(t *testing.T) {
 				"/home/u/.cache/go-build", "/home/u/go/pkg/mod",
 				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
 				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
-				"/home/u/.cache/pip",
+				"/home/u/.cache/pip", "/home/u/.cache/uv",
 			},
 		},
 		{
@@ -35,7 +35,7 @@ func TestCacheDirs(t *testing.T) {
 				"/xdg/cache/go-build", "/home/u/go/pkg/mod",
 				"/home/u/.npm", "/xdg/cache/yarn", "/home/u/.yarn/berry", "/xdg/data/pnpm/store",
 				"/xdg/cache/pnpm", "/xdg/cache/node-gyp",
-				"/xdg/cache/pip",
+				"/xdg/cache/pip", "/xdg/cache/uv",
 			},
 		},
 		{
@@ -51,7 +51,7 @@ func TestCacheDirs(t *testing.T) {
 			want: []string{
 				"/c/go", "/c/mod", "/c/gotmp",
 				"/c/npm", "/c/yarn", "/c/berry", "/c/pnpm-store", "/xdg/pnpm", "/c/gyp",
-				"/c/pip", "/var/tmp/u",
+				"/c/pip", "/xdg/uv", "/var/tmp/u",
 			},
 		},
 		{
@@ -62,18 +62,18 @@ func TestCacheDirs(t *testing.T) {
 				"/home/u/.cache/go-build", "/gp1/pkg/mod",
 				"/npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/store",
 				"/home/u/.cache/pnpm", "/gyp",
-				"/home/u/.cache/pip",
+				"/home/u/.cache/pip", "/home/u/.cache/uv",
 			},
 		},
 		{
-			name: "darwin keeps caches in Library",
+			name: "darwin keeps caches in Library, but uv follows XDG there too",
 			goos: "darwin",
 			env:  []string{"HOME=/Users/u", "XDG_CACHE_HOME=/ignored", "TMPDIR=/var/folders/xy/T/"},
 			want: []string{
 				"/Users/u/Library/Caches/go-build", "/Users/u/go/pkg/mod",
 				"/Users/u/.npm", "/Users/u/Library/Caches/Yarn", "/Users/u/.yarn/berry", "/Users/u/Library/pnpm/store",
 				"/Users/u/Library/Caches/pnpm", "/Users/u/Library/Caches/node-gyp",
-				"/Users/u/Library/Caches/pip", "/var/folders/xy/T",
+				"/Users/u/Library/Caches/pip", "/ignored/uv", "/var/folders/xy/T",
 			},
 		},
 		{
@@ -83,7 +83,7 @@ func TestCacheDirs(t *testing.T) {
 			want: []string{
 				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
 				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
-				"/second",
+				"/second", "/home/u/.cache/uv",
 			},
 		},
 		{
@@ -99,8 +99,26 @@ func TestCacheDirs(t *testing.T) {
 			want: []string{
 				"/c",
 				"/h/.npm", "/h/.cache/yarn", "/h/.yarn/berry", "/h/.local/share/pnpm/store",
-				"/h/.cache/pnpm", "/h/.cache/node-gyp",
+				"/h/.cache/pnpm", "/h/.cache/node-gyp", "/h/.cache/uv",
 			},
+		},
+		{
+			name: "uv's own variable wins",
+			goos: "linux",
+			env:  []string{"GOCACHE=off", "UV_CACHE_DIR=/c/uv"},
+			want: []string{"/c/uv"},
+		},
+		{
+			name: "CARGO_HOME: only its registry and git, never itself (config.toml, credentials, bin on PATH)",
+			goos: "linux",
+			env:  []string{"GOCACHE=off", "CARGO_HOME=/opt/cargo"},
+			want: []string{"/opt/cargo/registry", "/opt/cargo/git"},
+		},
+		{
+			name: "rustup without CARGO_HOME: the default ~/.cargo",
+			goos: "darwin",
+			env:  []string{"HOME=/Users/u", "GOCACHE=off", "GOMODCACHE=/m", "npm_config_cache=/m", "YARN_CACHE_FOLDER=/m", "YARN_GLOBAL_FOLDER=/m", "npm_config_store_dir=/m", "npm_config_devdir=/m", "PIP_CACHE_DIR=/m", "UV_CACHE_DIR=/m", "RUSTUP_HOME=/Users/u/.rustup"},
+			want: []string{"/m", "/Users/u/Library/Caches/pnpm", "/Users/u/.cargo/registry", "/Users/u/.cargo/git"},
 		},
 	}
 	for _, tt := range tests {
@@ -110,7 +128,7 @@ func TestCacheDirs(t *testing.T) {
 				t.Errorf("cacheDirs:\n got  %q\n want %q", got, tt.want)
 			}
 			for _, d := range got {
-				if strings.HasPrefix(d, "/home/u/.config") || strings.HasSuffix(d, "rc") {
+				if strings.HasPrefix(d, "/home/u/.config") || strings.HasSuffix(d, "rc") || strings.HasSuffix(d, "cargo") || strings.HasSuffix(d, "bin") {
 					t.Errorf("%s is configuration, not a cache", d)
 				}
 			}
