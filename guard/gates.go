@@ -213,13 +213,13 @@ func Stop(m Modes, a Actor, s State, p *Payload) *Decision {
 	if s.StopBlocks >= MaxStopBlocks {
 		return nil // let it end: the attempt fails without a verdict
 	}
-	test := "the feature's test command"
-	if f := s.feature(a.Feature); f != nil && f.Test != "" {
-		test = "`" + f.Test + "`"
+	testCmd := ""
+	if f := s.feature(a.Feature); f != nil {
+		testCmd = f.Test
 	}
 	return decide(m, TesterMustTest, "no_test_run",
 		fmt.Sprintf("%s may not stop before it has run a test (block %d of %d)", a.Role, s.StopBlocks+1, MaxStopBlocks),
-		fmt.Sprintf("run %s with the Bash tool, save its output under .claude/progress/evidence/%s/, then give your verdict", test, a.Feature))
+		fmt.Sprintf("%s, save its output under .claude/progress/evidence/%s/, then give your verdict (a failing test is a verdict too)", TestHint(testCmd), a.Feature))
 }
 
 // judgeRead keeps agents out of the daemon's files and huge files out of

@@ -260,9 +260,19 @@ func TestIsTestCommand(t *testing.T) {
 		{"./verify.sh", "./verify.sh", true},
 		{"./verify.sh", "", false},
 		{"./verify.sh", "./other.sh", false},
+		// Its run as people write it counts, whatever its status says;
+		// a hidden status or a run that may not have happened does not.
+		{"./verify.sh 2>&1 | tail -20", "./verify.sh", true},
+		{"mkdir -p ev && ./verify.sh > ev/log 2>&1; cat ev/log", "./verify.sh", true},
+		{"./verify.sh || true", "./verify.sh", false},
+		{"false && ./verify.sh", "./verify.sh", false},
 	}
 	for _, tt := range tests {
-		if got := IsTestCommand(tt.cmd, tt.featureTest); got != tt.want {
+		exit := 0
+		if strings.HasPrefix(tt.cmd, "false") {
+			exit = 1
+		}
+		if got := IsTestCommand(tt.cmd, tt.featureTest, "/p", exit); got != tt.want {
 			t.Errorf("IsTestCommand(%q, %q) = %v", tt.cmd, tt.featureTest, got)
 		}
 	}
@@ -301,7 +311,7 @@ func FuzzParsePayload(f *testing.F) {
 		s := State{ProjectDir: t.TempDir()}
 		PreToolUse(nil, Actor{Role: Tester, Feature: "F-1"}, s, p)
 		Stop(nil, Actor{Role: Tester}, s, p)
-		RecordCommand(Actor{Role: Tester, Run: "r"}, "", p)
+		RecordCommand(Actor{Role: Tester, Run: "r"}, "", "", p)
 	})
 }
 
@@ -390,13 +400,13 @@ func TestStopSaysWhichBlockItIs(t *testing.T) {
 	}{
 		{"the first stop", Actor{Role: Tester, Feature: "F-001"}, 0,
 			"tester-agent may not stop before it has run a test (block 1 of 7)",
-			"run `sh tests/F-001.sh` with the Bash tool, save its output under .claude/progress/evidence/F-001/, then give your verdict"},
+			"run `sh tests/F-001.sh` with the Bash tool (redirections like `> log 2>&1`, `| tail`, `cd` or `mkdir -p` before it with `&&` are fine; not `|| true`, not in the background, not only echoed), save its output under .claude/progress/evidence/F-001/, then give your verdict (a failing test is a verdict too)"},
 		{"the last stop it blocks", Actor{Role: Tester, Feature: "F-001"}, MaxStopBlocks - 1,
 			"tester-agent may not stop before it has run a test (block 7 of 7)",
-			"run `sh tests/F-001.sh` with the Bash tool, save its output under .claude/progress/evidence/F-001/, then give your verdict"},
+			"run `sh tests/F-001.sh` with the Bash tool (redirections like `> log 2>&1`, `| tail`, `cd` or `mkdir -p` before it with `&&` are fine; not `|| true`, not in the background, not only echoed), save its output under .claude/progress/evidence/F-001/, then give your verdict (a failing test is a verdict too)"},
 		{"a feature the list does not have", Actor{Role: Tester, Feature: "F-009"}, 2,
 			"tester-agent may not stop before it has run a test (block 3 of 7)",
-			"run the feature's test command with the Bash tool, save its output under .claude/progress/evidence/F-009/, then give your verdict"},
+			"run the feature's test command with the Bash tool, save its output under .claude/progress/evidence/F-009/, then give your verdict (a failing test is a verdict too)"},
 		{"past the cap", Actor{Role: Tester, Feature: "F-001"}, MaxStopBlocks, "", ""},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 
@@ -168,42 +169,107 @@ func judgeTested(m Modes, a Actor, s State, next *progress.List) *Decision {
 	if f := s.feature(a.Feature); f != nil {
 		test = f.Test
 	}
-	ran, passed := RanTest(s.Commands, test)
+	runs := RanTest(s.Commands, test, s.ProjectDir)
 	want := TestName(test)
 	switch {
-	case !ran:
+	case !runs.Ran && runs.Near != "":
 		return decide(m, TestedNeedsEvidence, "no_test_run",
-			fmt.Sprintf("tested: true for %s needs a passing run of %s in this session, and there was none", a.Feature, want),
-			fmt.Sprintf("run %s with the Bash tool first", want))
-	case !passed:
+			fmt.Sprintf("tested: true for %s needs a run of %s in this session that passes; `%s` is not one as the shell reads it (its status hidden, in the background, only text of it, another target, or a listing)", a.Feature, want, textLine(runs.Near)),
+			TestHint(test)+", see it pass, then set tested: true")
+	case !runs.Ran:
+		return decide(m, TestedNeedsEvidence, "no_test_run",
+			fmt.Sprintf("tested: true for %s needs a run of %s in this session that passes, and none of this session's commands ran it", a.Feature, want),
+			TestHint(test)+", see it pass, then set tested: true")
+	case !runs.Claimable():
 		return decide(m, TestedNeedsEvidence, "test_failed",
-			fmt.Sprintf("%s did not pass in this session, so %s is not tested", want, a.Feature),
-			"leave tested false and report what failed; the coding agent will fix it")
+			fmt.Sprintf("%s ran in this session but never passed (last exit status %d), so %s is not tested", want, runs.Failed, a.Feature),
+			fmt.Sprintf("leave tested false and report what failed (the coding agent fixes it); tested: true needs a run of %s in this session that passes", want))
 	}
 	if nf := next.Feature(a.Feature); nf == nil || len(nf.Evidence) == 0 {
 		return decide(m, TestedNeedsEvidence, "no_evidence",
 			fmt.Sprintf("tested: true for %s needs evidence", a.Feature),
-			fmt.Sprintf("save the test output under .claude/progress/evidence/%s/ and list the file in the feature's evidence", a.Feature))
+			fmt.Sprintf("save the test's output under .claude/progress/evidence/%[1]s/ (e.g. `%[2]s > .claude/progress/evidence/%[1]s/test.log 2>&1`), list that file in the feature's evidence, then set tested: true", a.Feature, cmpOr(test, "the test")))
 	}
 	return nil
 }
 
-// RanTest says whether a run's recorded commands include a run of the
-// feature's test (or, for a feature without one, of any recognised test
-// command) and whether one of them passed. It is the one answer to "this
-// run ran this test and saw it pass", for the hook and the verdict alike.
-func RanTest(cmds []TestRecord, test string) (ran, passed bool) {
+// TestRuns is what a run's recorded commands say of a feature's test.
+type TestRuns struct {
+	// Ran: a command ran the test, whatever its outcome.
+	Ran bool
+	// Passed: one of them passed, with its exit status the test's own.
+	Passed bool
+	// Unknown: one of them ran it with an outcome its exit status does
+	// not tell (`… | tail`, `…; cat log`, `-run X`): enough for a claim to
+	// go to the verdict, where the daemon runs the test itself, never a
+	// pass by itself.
+	Unknown bool
+	// Failed is the exit status of the last failed run, 0 when none
+	// failed.
+	Failed int
+	// Near is the last command that names the test but is not a run of
+	// it, "" when none: what a refusal tells the agent about.
+	Near string
+}
+
+// Claimable reports whether a claim may go to the verdict: a run of the
+// test passed, or ran with an outcome only the daemon's run can tell.
+func (t TestRuns) Claimable() bool { return t.Passed || t.Unknown }
+
+// RanTest says what a run's recorded commands say of the feature's test
+// (or, for a feature without one, of any recognised test command), as
+// shellcmd.RunOf reads each command with its exit status; dir is the
+// project's absolute path. It is the one answer to "this run ran this test
+// and saw it pass", for the hook and the verdict alike.
+func RanTest(cmds []TestRecord, test, dir string) TestRuns {
+	var t TestRuns
 	for _, c := range cmds {
-		if test != "" && !MatchesTest(c.Command, test) {
-			continue
+		o := shellcmd.RunOf(c.Command, test, dir, c.ExitCode)
+		if test == "" && c.IsTest {
+			o = shellcmd.Failed
+			if c.Passed() {
+				o = shellcmd.Passed
+			}
 		}
-		if test == "" && !c.IsTest {
+		switch o {
+		case shellcmd.NotRun:
+			if test != "" && strings.Contains(c.Command, testWord(test)) {
+				t.Near = c.Command
+			}
 			continue
+		case shellcmd.Passed:
+			t.Passed = true
+		case shellcmd.Unknown:
+			t.Unknown = true
+		case shellcmd.Failed:
+			t.Failed = c.ExitCode
 		}
-		ran = true
-		passed = passed || c.Passed()
+		t.Ran = true
 	}
-	return ran, passed
+	return t
+}
+
+// testWord is the word of a test that a command meaning to run it names:
+// its script, or its longest word.
+func testWord(test string) string {
+	if tc := shellcmd.ParseTest(test); len(tc.Scripts) > 0 {
+		return path.Base(tc.Scripts[0])
+	}
+	best := ""
+	for _, w := range strings.Fields(test) {
+		if len(w) > len(best) && !strings.HasPrefix(w, "-") {
+			best = w
+		}
+	}
+	return best
+}
+
+// TestHint says in a line how to run test so that it counts.
+func TestHint(test string) string {
+	if test == "" {
+		return "run the feature's test command with the Bash tool"
+	}
+	return "run `" + test + "` with the Bash tool (redirections like `> log 2>&1`, `| tail`, `cd` or `mkdir -p` before it with `&&` are fine; not `|| true`, not in the background, not only echoed)"
 }
 
 // TestName is how messages name a feature's test.
@@ -218,18 +284,28 @@ func TestName(test string) string {
 // command of their own.
 var testRe = regexp.MustCompile(`\bgo\s+test\b|\bpytest\b|\bpython3?\s+-m\s+(pytest|unittest)\b|\b(npm|yarn|pnpm)\s+(run\s+)?test\b|\bnode\s+--test\b|\bcargo\s+(test|nextest)\b|\bmake\s+(test|check)\b|\bctest\b|\bmvn\b.*\btest\b|\bgradle\w*\s+test\b|\brspec\b|\bphpunit\b|\bjest\b|\bvitest\b|\bmocha\b|\bbats\b|\btox\b|(^|[\s/])tests?/\S+`)
 
-// IsTestCommand reports whether cmd runs tests: the feature's own test
-// command, or a known test runner.
-func IsTestCommand(cmd, featureTest string) bool {
-	if featureTest != "" && MatchesTest(cmd, featureTest) {
+// IsTestCommand reports whether cmd, exiting with exit, ran tests: the
+// feature's own test (run by shellcmd.RunOf's rule, whatever its
+// outcome), or a known test runner.
+func IsTestCommand(cmd, featureTest, dir string, exit int) bool {
+	if featureTest != "" && shellcmd.RunOf(cmd, featureTest, dir, exit).Ran() {
 		return true
 	}
 	return testRe.MatchString(cmd)
 }
 
-// MatchesTest reports whether running cmd runs test and exits with the
-// test's own status (shellcmd.RunsTest): after setup through && alone, with
-// nothing after it that could change the status. Text of the test inside
-// another command (`echo …`, `printf '…' | …`) is not a run of it, and
-// `test || true` is not a pass.
-func MatchesTest(cmd, test string) bool { return shellcmd.RunsTest(cmd, test) }
+// textLine is a command in one short line, for a message.
+func textLine(cmd string) string {
+	cmd = strings.Join(strings.Fields(cmd), " ")
+	if r := []rune(cmd); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return cmd
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -12,14 +12,14 @@ import (
 var exitCodeRe = regexp.MustCompile(`^Exit code (\d+)`)
 
 // RecordCommand turns a PostToolUse or PostToolUseFailure payload of a Bash
-// call into the record the gates judge test runs by. ok is false for other
-// tools and events.
-func RecordCommand(a Actor, featureTest string, p *Payload) (rec TestRecord, ok bool) {
+// call into the record the gates judge test runs by; dir is the project's
+// absolute path. ok is false for other tools and events.
+func RecordCommand(a Actor, featureTest, dir string, p *Payload) (rec TestRecord, ok bool) {
 	if p.ToolName != "Bash" || (p.Event != "PostToolUse" && p.Event != "PostToolUseFailure") {
 		return TestRecord{}, false
 	}
 	cmd := p.Input().Command
-	rec = TestRecord{Run: a.Run, Feature: a.Feature, Command: cmd, Time: time.Now().UTC(), IsTest: IsTestCommand(cmd, featureTest)}
+	rec = TestRecord{Run: a.Run, Feature: a.Feature, Command: cmd, Time: time.Now().UTC()}
 	h := sha256.New()
 	if p.Event == "PostToolUseFailure" {
 		// Claude Code reports a non-zero exit as "Exit code N\n<output>";
@@ -41,6 +41,7 @@ func RecordCommand(a Actor, featureTest string, p *Payload) (rec TestRecord, ok 
 		h.Write([]byte{0})
 		h.Write([]byte(r.Stderr))
 	}
+	rec.IsTest = IsTestCommand(cmd, featureTest, dir, rec.ExitCode)
 	rec.OutputDigest = "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 	return rec, true
 }

@@ -10,18 +10,18 @@ import (
 func TestRecordCommandFromCapturedPayloads(t *testing.T) {
 	a := Actor{Role: Tester, Feature: "F-001", Run: "run-000001"}
 	fail := fixture(t, "PostToolUseFailure.json", "", nil) // "echo out; echo err >&2; exit 3"
-	rec, ok := RecordCommand(a, "", fail)
+	rec, ok := RecordCommand(a, "", "", fail)
 	if !ok || rec.ExitCode != 3 || rec.Passed() || rec.Run != "run-000001" || rec.Command != "echo out; echo err >&2; exit 3" {
 		t.Fatalf("failure record: %+v %v", rec, ok)
 	}
 	pass := fixture(t, "PostToolUse.json", "Bash", map[string]any{"command": "sh tests/F-001.sh"})
 	pass.ToolResponse = json.RawMessage(`{"stdout":"ok\n","stderr":"","interrupted":false}`)
-	rec, ok = RecordCommand(a, "sh tests/F-001.sh", pass)
+	rec, ok = RecordCommand(a, "sh tests/F-001.sh", "", pass)
 	if !ok || !rec.Passed() || !rec.IsTest || !strings.HasPrefix(rec.OutputDigest, "sha256:") {
 		t.Fatalf("pass record: %+v %v", rec, ok)
 	}
 	write := fixture(t, "PostToolUse.json", "", nil) // a Write
-	if _, ok := RecordCommand(a, "", write); ok {
+	if _, ok := RecordCommand(a, "", "", write); ok {
 		t.Fatal("a Write was recorded as a command")
 	}
 }

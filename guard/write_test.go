@@ -271,40 +271,6 @@ func TestTheFirstListNeedsTestCommands(t *testing.T) {
 	}
 }
 
-func TestRanTest(t *testing.T) {
-	rec := func(cmd string, exit int) TestRecord {
-		return TestRecord{Command: cmd, ExitCode: exit, IsTest: IsTestCommand(cmd, "")}
-	}
-	tests := []struct {
-		name        string
-		cmds        []TestRecord
-		test        string
-		ran, passed bool
-	}{
-		{"nothing", nil, "sh tests/a.sh", false, false},
-		{"another command", []TestRecord{rec("echo ok", 0)}, "sh tests/a.sh", false, false},
-		{"failed", []TestRecord{rec("sh tests/a.sh", 1)}, "sh tests/a.sh", true, false},
-		{"failed then passed", []TestRecord{rec("sh tests/a.sh", 1), rec("sh  tests/a.sh", 0)}, "sh tests/a.sh", true, true},
-		{"inside a compound command", []TestRecord{rec("cd . && sh tests/a.sh", 0)}, "sh tests/a.sh", true, true},
-		{"another test passed, not this one", []TestRecord{rec("go test ./...", 0), rec("sh tests/a.sh", 2)}, "sh tests/a.sh", true, false},
-		{"no test command: any runner", []TestRecord{rec("go test ./...", 0)}, "", true, true},
-		{"a masked failure is not a pass", []TestRecord{rec("sh tests/a.sh || true", 0)}, "sh tests/a.sh", false, false},
-		{"text of the test is not a run of it", []TestRecord{rec("printf 'sh tests/a.sh' | cat", 0)}, "sh tests/a.sh", false, false},
-		{"piped into tee, the status is tee's", []TestRecord{rec("sh tests/a.sh | tee out.log", 0)}, "sh tests/a.sh", false, false},
-		{"no test command: an echo is not a test", []TestRecord{rec("echo PASS", 0)}, "", false, false},
-		// Every command of the run is looked at, not only those before the
-		// first one that does not count.
-		{"no test command: a runner after other commands", []TestRecord{rec("ls", 0), rec("echo PASS", 0), rec("go test ./...", 0)}, "", true, true},
-		{"the test after other commands", []TestRecord{rec("ls", 0), rec("sh tests/a.sh", 0)}, "sh tests/a.sh", true, true},
-	}
-	for _, tt := range tests {
-		ran, passed := RanTest(tt.cmds, tt.test)
-		if ran != tt.ran || passed != tt.passed {
-			t.Errorf("%s: ran %v passed %v, want %v %v", tt.name, ran, passed, tt.ran, tt.passed)
-		}
-	}
-}
-
 // TestTheFirstListIsJudgedFeatureByFeature: the first list is the
 // initializer's (or a person's); no feature in it is tested, and for the
 // initializer every feature has a test command, blank not counting.

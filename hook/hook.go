@@ -169,7 +169,7 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 			continue
 		}
 		if rp, err := guard.ParsePayload(r.Event, r.Payload); err == nil {
-			if c, ok := guard.RecordCommand(actor, featureTest, rp); ok {
+			if c, ok := guard.RecordCommand(actor, featureTest, proj.Dir, rp); ok {
 				state.Commands = append(state.Commands, c)
 			}
 			if (rp.Event == "Stop" || rp.Event == "SubagentStop") && len(r.Decision) > 0 {

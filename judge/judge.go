@@ -326,7 +326,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 				test = f.Test
 			}
 		}
-		if r, ok := guard.RecordCommand(actor, test, p); ok {
+		if r, ok := guard.RecordCommand(actor, test, j.opts.Project.Dir, p); ok {
 			if rg != nil {
 				rg.commands = append(rg.commands, r)
 			}

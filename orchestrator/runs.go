@@ -599,7 +599,8 @@ func findingsReason(jd judge.Judgement) string {
 
 // claimProblem says why a tester's tested: true is not backed by its own
 // recorded test runs and evidence, or "" when it is. The run's record is
-// guard.RanTest's, as the hook reads it.
+// guard.RanTest's, as the hook reads it: a run whose outcome its status did
+// not tell goes on to the daemon's own run of the test, which decides.
 func (o *Orchestrator) claimProblem(id, runID string) string {
 	f := o.canonical.Feature(id)
 	if f == nil {
@@ -611,11 +612,11 @@ func (o *Orchestrator) claimProblem(id, runID string) string {
 	if len(f.Evidence) == 0 {
 		return fmt.Sprintf("tested: true for %s came without evidence", id)
 	}
-	ran, passed := guard.RanTest(o.judge.Commands(runID), f.Test)
+	runs := guard.RanTest(o.judge.Commands(runID), f.Test, o.opts.Project.Dir)
 	switch {
-	case !ran:
+	case !runs.Ran:
 		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, guard.TestName(f.Test))
-	case !passed:
+	case !runs.Claimable():
 		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, guard.TestName(f.Test))
 	}
 	return ""

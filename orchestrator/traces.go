@@ -132,7 +132,7 @@ func (o *Orchestrator) ingestSpool() {
 		if err != nil {
 			return nil // recorded by a hook that could not parse it either
 		}
-		if c, ok := guard.RecordCommand(actor, "", p); ok && actor.Run != "" {
+		if c, ok := guard.RecordCommand(actor, "", "", p); ok && actor.Run != "" {
 			c.Time = r.Time
 			if err := o.st.AppendCommand(store.Command(c)); err != nil {
 				return err

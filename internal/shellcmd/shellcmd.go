@@ -1,8 +1,9 @@
 // Package shellcmd reads shell command lines the way a shell would, with a
 // real parser (mvdan.cc/sh), for the two questions the gates ask of one:
 // which project files a feature's test command runs (to freeze them, and to
-// know whether the test can run at all), and whether a command an agent ran
-// is a run of the feature's test whose exit status is the test's own.
+// know whether the test can run at all), and what a command an agent ran,
+// with its exit status, says of the feature's test: not a run, a pass, a
+// failure, or a run whose outcome its status does not tell (RunOf).
 // Reading commands is never what confines an agent (the sandbox does); it
 // is what the record of "this run ran its test and saw it pass" rests on.
 package shellcmd
@@ -201,49 +202,6 @@ func literal(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
-}
-
-// RunsTest reports whether running cmd runs test and exits with the test's
-// own exit status: the test, as the shell reads it, is the last command
-// that runs, reached only through && (`cd x && go test ./...`), with
-// nothing after it that could change the status (`|| true`, `; echo`,
-// `| tee log`, `!`), and not merely text inside another command (`printf
-// 'sh t.sh'`, `echo sh t.sh`). Whitespace and quoting are the shell's.
-func RunsTest(cmd, test string) bool {
-	want, ok := canonical(test)
-	if !ok || want == "" {
-		return false
-	}
-	f, err := syntax.NewParser().Parse(strings.NewReader(cmd), "")
-	if err != nil || len(f.Stmts) == 0 {
-		return false
-	}
-	if strings.Contains(want, "; ") {
-		// A test of several statements runs as written, whole.
-		got, ok := canonical(cmd)
-		return ok && got == want
-	}
-	// The status of a list is its last statement's; what runs before it is
-	// setup (cd, exports), after a ; or a newline as much as after &&.
-	return lastRuns(f.Stmts[len(f.Stmts)-1], want)
-}
-
-// lastRuns reports whether s's status is the status of a statement that
-// prints as want.
-func lastRuns(s *syntax.Stmt, want string) bool {
-	if s.Negated || s.Background {
-		return false
-	}
-	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok {
-		if b.Op != syntax.AndStmt {
-			return false // || can swallow a failure; a pipe's status is its last command's
-		}
-		if lastRuns(b.Y, want) {
-			return true
-		}
-	}
-	got, ok := printStmt(s)
-	return ok && got == want
 }
 
 // canonical prints a test command the way printStmt prints a statement, so
