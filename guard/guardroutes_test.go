@@ -13,7 +13,7 @@ func TestGuardChanges(t *testing.T) {
 	gen := Rule{ID: "gen", Status: GuardEnforce, Role: Coder, Match: Match{Path: "src/**/*.gen.go"}, Message: "generated code", Suggestion: "run go generate"}
 	with := func(r Rule, edit func(*Rule)) Rule { edit(&r); return r }
 	coder := Actor{Role: Coder, Feature: "F-001", Run: "run-000001"}
-	added := []Change{{"src/a/x.gen.go", "added"}, {"src/a/x.go", "modified"}}
+	added := []Change{{Path: "src/a/x.gen.go", Kind: "added"}, {Path: "src/a/x.go", Kind: "modified"}}
 	tests := []struct {
 		name    string
 		rules   []Rule
@@ -24,7 +24,7 @@ func TestGuardChanges(t *testing.T) {
 	}{
 		{name: "an enforced deny guard's file is put back", rules: []Rule{gen}, actor: coder, changes: added,
 			want: []string{"src/a/x.gen.go guard:gen/guard_denied enforce"}},
-		{name: "a deleted file too", rules: []Rule{gen}, actor: coder, changes: []Change{{"src/x.gen.go", "deleted"}},
+		{name: "a deleted file too", rules: []Rule{gen}, actor: coder, changes: []Change{{Path: "src/x.gen.go", Kind: "deleted"}},
 			want: []string{"src/x.gen.go guard:gen/guard_denied enforce"}},
 		{name: "a guard in warn records a would-be denial", rules: []Rule{with(gen, func(r *Rule) { r.Status = GuardWarn })}, actor: coder, changes: added,
 			want: []string{"src/a/x.gen.go guard:gen/guard_would_deny warn"}},

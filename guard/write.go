@@ -60,10 +60,14 @@ func judgePath(m Modes, a Actor, s State, rel string) *Decision {
 		return nil // a person at an interactive session
 	}
 	switch {
-	case rel == ".git" || strings.HasPrefix(rel, ".git/"):
+	case InGitDir(rel):
 		return decide(m, RoleWritePolicy, "git_internals",
-			fmt.Sprintf("%s is inside the repository's .git; ctxgraphd commits tested work itself", rel),
-			"leave git to the daemon: change the project's files only")
+			fmt.Sprintf("%s is inside a .git directory (the repository's own or a nested one); ctxgraphd commits tested work itself, and a repository inside the project would keep code out of it", rel),
+			"leave git to the daemon: change the project's files only, and never run git init inside the project")
+	case IsGitRules(rel):
+		return decide(m, RoleWritePolicy, "git_rules",
+			fmt.Sprintf("%s decides what git records of the project (what it ignores, how it converts content); only a person changes it", rel),
+			"keep the file as it is; if the project needs a file ignored or treated differently, say so in your final report")
 	case MatchAny(daemonConfig, rel):
 		return decide(m, RoleWritePolicy, "daemon_files",
 			fmt.Sprintf("%s configures ctxgraphd and Claude Code; agents do not change it", rel), "report what you need changed in your final message")
@@ -148,6 +152,11 @@ func MatchAny(globs []string, rel string) bool {
 type Change struct {
 	Path string // project-relative, forward slashes
 	Kind string // "added", "modified" or "deleted"
+	// Refused says why git cannot record the path (a name it refuses, a
+	// repository nested in the project, a file that is not a file): it is
+	// on disk but cannot be in a commit, so a test could pass on what the
+	// commit lacks. "" for an ordinary change.
+	Refused string
 }
 
 // Finding is a change a gate does not let stand.
@@ -164,11 +173,39 @@ type Finding struct {
 func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
 	var out []Finding
 	for _, c := range changes {
-		if d := judgePath(m, a, s, c.Path); d != nil {
+		d := judgePath(m, a, s, c.Path)
+		if d == nil && c.Refused != "" && a.Role != "" {
+			d = decide(m, RoleWritePolicy, "git_refuses_path",
+				fmt.Sprintf("%s cannot be recorded by git (%s): a commit would lack what a test ran on", c.Path, c.Refused),
+				"give files ordinary names, keep them regular files or symlinks, and never run git init inside the project")
+		}
+		if d != nil {
 			out = append(out, Finding{Change: c, Decision: *d})
 		}
 	}
 	return out
+}
+
+// InGitDir reports whether rel (project-relative, forward slashes) has a
+// component git reserves: ".git" in any case, the repository's own at the
+// top or a nested repository's anywhere below. Git refuses every such path
+// (it would not be in a commit), so no agent writes one.
+func InGitDir(rel string) bool {
+	for part := range strings.SplitSeq(rel, "/") {
+		if strings.EqualFold(part, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// IsGitRules reports whether rel is a .gitignore or .gitattributes file, in
+// any directory of the project (any case: macOS's file system ignores it).
+// They decide what git leaves out and how it converts what it takes: a
+// person's, protected like the feature list.
+func IsGitRules(rel string) bool {
+	base := path.Base(rel)
+	return strings.EqualFold(base, ".gitignore") || strings.EqualFold(base, ".gitattributes")
 }
 
 // isClaudeMd reports whether rel is a memory file Claude Code reads in

@@ -86,6 +86,16 @@ func TestWritesAreJudgedWhereTheyLand(t *testing.T) {
 		{"outside through a link in the project", coder, "Write", p("src/out/.profile"), "outside_project"},
 		{"the daemon's state", coder, "Write", filepath.Join(filepath.Dir(e.dir), "state/state.db"), "daemon_files"},
 		{"git internals", coder, "Write", p(".git/hooks/pre-commit"), "git_internals"},
+		{"git internals in another case", coder, "Write", p(".GIT/config"), "git_internals"},
+		{"a nested repository", coder, "Write", p("src/sub/.git/config"), "git_internals"},
+		{"a nested .GIT, in scope", coder, "Write", p("src/.Git/x"), "git_internals"},
+		{"a name that only starts like .git", coder, "Write", p("src/.github/x.yml"), ""},
+		{".gitignore by the coder, in scope", coder, "Write", p("src/.gitignore"), "git_rules"},
+		{".gitignore at the top by the tester", tester, "Edit", p(".gitignore"), "git_rules"},
+		{".gitattributes by the initializer", init, "Write", p(".gitattributes"), "git_rules"},
+		{".GITATTRIBUTES in any case", coder, "Write", p("src/.GITATTRIBUTES"), "git_rules"},
+		{"a person's .gitignore", person, "Write", p(".gitignore"), ""},
+		{"a person's nested repository", person, "Write", p("vendor/x/.git/config"), ""},
 		{"project settings", coder, "Write", p(".claude/settings.local.json"), "daemon_files"},
 		{"ctxgraphd config", tester, "Write", p(".claude/ctxgraphd.yaml"), "daemon_files"},
 		{"prompt override", coder, "Write", p(".claude/ctxgraphd/prompts/tester-agent.md"), "daemon_files"},
@@ -165,15 +175,23 @@ func TestChangeSetsAreJudgedLikeWrites(t *testing.T) {
 		changes []Change
 		want    []string // gate:code per finding
 	}{
-		{"honest coder", coder, []Change{{"src/F-001.txt", "added"}, {"src/util/x.go", "modified"}}, nil},
-		{"coder empties the test", coder, []Change{{"tests/F-001.sh", "modified"}}, []string{"frozen-tests:frozen_test"}},
-		{"coder deletes the test", coder, []Change{{"tests/F-001.sh", "deleted"}}, []string{"frozen-tests:frozen_test"}},
-		{"coder adds a TestMain", coder, []Change{{"src/zz_test.go", "added"}}, []string{"frozen-tests:protected_test"}},
-		{"sed -i outside the scope", coder, []Change{{"src/F-001.txt", "modified"}, {"lib/other.go", "modified"}}, []string{"scope:out_of_scope"}},
-		{"settings by a script", coder, []Change{{".claude/settings.local.json", "added"}}, []string{"role-write-policy:daemon_files"}},
+		{"honest coder", coder, []Change{{Path: "src/F-001.txt", Kind: "added"}, {Path: "src/util/x.go", Kind: "modified"}}, nil},
+		{"coder empties the test", coder, []Change{{Path: "tests/F-001.sh", Kind: "modified"}}, []string{"frozen-tests:frozen_test"}},
+		{"coder deletes the test", coder, []Change{{Path: "tests/F-001.sh", Kind: "deleted"}}, []string{"frozen-tests:frozen_test"}},
+		{"coder adds a TestMain", coder, []Change{{Path: "src/zz_test.go", Kind: "added"}}, []string{"frozen-tests:protected_test"}},
+		{"sed -i outside the scope", coder, []Change{{Path: "src/F-001.txt", Kind: "modified"}, {Path: "lib/other.go", Kind: "modified"}}, []string{"scope:out_of_scope"}},
+		{"settings by a script", coder, []Change{{Path: ".claude/settings.local.json", Kind: "added"}}, []string{"role-write-policy:daemon_files"}},
 		{"honest tester", tester, nil, nil},
-		{"tester fixes the code", tester, []Change{{"src/F-001.txt", "modified"}}, []string{"role-write-policy:tester_edits_source"}},
-		{"tester edits the test", tester, []Change{{"tests/F-001.sh", "modified"}}, []string{"frozen-tests:frozen_test"}},
+		{"tester fixes the code", tester, []Change{{Path: "src/F-001.txt", Kind: "modified"}}, []string{"role-write-policy:tester_edits_source"}},
+		{"tester edits the test", tester, []Change{{Path: "tests/F-001.sh", Kind: "modified"}}, []string{"frozen-tests:frozen_test"}},
+		{"a .gitignore that hides the code", coder, []Change{{Path: "src/.gitignore", Kind: "added"}}, []string{"role-write-policy:git_rules"}},
+		{".gitattributes by a script", tester, []Change{{Path: ".gitattributes", Kind: "modified"}}, []string{"role-write-policy:git_rules"}},
+		{"a person's .gitignore removed", coder, []Change{{Path: ".gitignore", Kind: "deleted"}}, []string{"role-write-policy:git_rules"}},
+		{"a nested repository", coder, []Change{{Path: "src/sub/.git", Kind: "added", Refused: "a repository nested in the project"}}, []string{"role-write-policy:git_internals"}},
+		{"a .GIT directory", coder, []Change{{Path: "src/.GIT", Kind: "added", Refused: "git refuses the name"}}, []string{"role-write-policy:git_internals"}},
+		{"a name git refuses, in scope", coder, []Change{{Path: "src/GIT~1", Kind: "added", Refused: "git refuses the name"}}, []string{"role-write-policy:git_refuses_path"}},
+		{"a fifo, by the tester", tester, []Change{{Path: "src/pipe", Kind: "added", Refused: "not a regular file"}}, []string{"role-write-policy:tester_edits_source"}},
+		{"a person's odd path", Actor{}, []Change{{Path: "src/GIT~1", Kind: "added", Refused: "git refuses the name"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,11 +210,11 @@ func TestChangeSetsAreJudgedLikeWrites(t *testing.T) {
 		})
 	}
 	// A gate in warn mode still finds, but does not block; off finds nothing.
-	fs := JudgeChanges(Modes{FrozenTests: Warn}, coder, e.state, []Change{{"tests/F-001.sh", "modified"}})
+	fs := JudgeChanges(Modes{FrozenTests: Warn}, coder, e.state, []Change{{Path: "tests/F-001.sh", Kind: "modified"}})
 	if len(fs) != 1 || fs[0].Mode != Warn {
 		t.Errorf("warn mode: %+v", fs)
 	}
-	if fs := JudgeChanges(Modes{FrozenTests: Off}, coder, e.state, []Change{{"tests/F-001.sh", "modified"}}); len(fs) != 0 {
+	if fs := JudgeChanges(Modes{FrozenTests: Off}, coder, e.state, []Change{{Path: "tests/F-001.sh", Kind: "modified"}}); len(fs) != 0 {
 		t.Errorf("off: %+v", fs)
 	}
 }
@@ -390,7 +408,7 @@ func TestClaudeMdIsNoAgentsToWrite(t *testing.T) {
 			t.Errorf("Write %s by %q: %q, want %q", tt.rel, tt.actor.Role, got, tt.want)
 		}
 		got = ""
-		for _, f := range JudgeChanges(Modes{}, tt.actor, e.state, []Change{{tt.rel, "modified"}}) {
+		for _, f := range JudgeChanges(Modes{}, tt.actor, e.state, []Change{{Path: tt.rel, Kind: "modified"}}) {
 			got = f.Code
 		}
 		if got != tt.want {
