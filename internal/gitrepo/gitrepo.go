@@ -105,8 +105,16 @@ type Repo struct {
 	// localConfigs are the repository's own configuration files, which an
 	// agent can write (see filterEnv).
 	localConfigs []string
+	// The private common directory of the commands that read the work
+	// tree (see ondisk.go), the real objects and info/exclude, and the
+	// user's global ignore file.
+	common, objects, infoExclude, globalExcludes string
 
-	mu sync.Mutex // guards the private index
+	mu sync.Mutex // guards the private index and what follows
+	// headRules is the tree whose .gitignore files the private common
+	// directory holds; headGitlinks are its submodules.
+	headRules    Tree
+	headGitlinks map[string]bool
 }
 
 // Open opens the repository whose work tree contains opts.Dir.
@@ -154,8 +162,8 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gitPaths []string // the user's index, then the local configuration files
-	for _, name := range []string{"index", "config", "config.worktree"} {
+	var gitPaths []string // the user's index, then the local configuration files, the objects, info/exclude
+	for _, name := range []string{"index", "config", "config.worktree", "objects", "info/exclude"} {
 		p, err := revParseLine(ctx, dir, "--git-path", name)
 		if err != nil {
 			return nil, err
@@ -173,7 +181,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		prefix:       prefix,
 		dir:          filepath.Join(top, filepath.FromSlash(prefix)),
 		emptyTree:    empty,
-		localConfigs: gitPaths[1:],
+		localConfigs: gitPaths[1:3],
+		objects:      gitPaths[3],
+		infoExclude:  gitPaths[4],
 	}
 	if r.index, err = r.checkIndexPath(opts.Index, userIndex); err != nil {
 		return nil, err
@@ -184,6 +194,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 			return nil, fmt.Errorf("gitrepo: Options.Exclude: %w", err)
 		}
 		r.exclude = append(r.exclude, r.prefix+c)
+	}
+	if err := r.setupPrivate(ctx, lines[1]); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -243,8 +243,8 @@ func TestNoCodeFromTheRepository(t *testing.T) {
 	if got := files["a.txt"]; got != "100644 agent's content" {
 		t.Errorf("a.txt in the snapshot: %q (the repository's filter ran?)", got)
 	}
-	if got := files["b.up"]; got != "100644 LOWER" {
-		t.Errorf("b.up in the snapshot: %q, want the global filter's output", got)
+	if got := files["b.up"]; got != "100644 lower" {
+		t.Errorf("b.up in the snapshot: %q, want its bytes (no filter runs, the user's neither)", got)
 	}
 	commit, err := r.Commit(t.Context(), tree, []string{head}, "m", daemon)
 	if err != nil {

@@ -204,6 +204,7 @@ func TestRestoreDirectoriesAndSubmodules(t *testing.T) {
 	gitT(t, sub, "init", "-q")
 	write(t, sub, map[string]string{"s": "s"})
 	commitAll(t, sub)
+	commitAll(t, dir) // the user's commit records sub as a submodule (a gitlink)
 	r := openRepo(t, dir)
 	snap, err := r.Snapshot(t.Context())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,11 +49,14 @@ type Change struct {
 
 // Snapshot records the work tree as a tree object and returns its id.
 //
-// The tree holds what `git add -A` would take if the index matched HEAD:
-// every file of HEAD still in the work tree (ignored or not) and every
-// untracked file that is not ignored, with its current content, mode or
-// link target. Paths outside the project directory and excluded paths carry
-// HEAD's version. Blobs are written to the object database; the tree itself
+// The tree holds the project as it is on disk (see ondisk.go): every file
+// of HEAD still in the work tree (ignored or not) and every other file that
+// a person's ignore rules (HEAD's .gitignore files, info/exclude, the
+// user's core.excludesFile) do not ignore, the files of repositories
+// nested in the project included, each with its raw bytes, mode or link
+// target. Paths outside the project directory and excluded paths carry
+// HEAD's version; paths git cannot record are left out (SnapshotRefused
+// names them). Blobs are written to the object database; the tree itself
 // is not referenced by anything, so git gc may prune it after
 // gc.pruneExpire (two weeks by default).
 //
@@ -60,75 +64,223 @@ type Change struct {
 // the first time and reused afterwards, so that git re-reads only files whose
 // stat data changed. The user's index, HEAD and work tree are not touched.
 func (r *Repo) Snapshot(ctx context.Context) (Tree, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t, err := r.snapshot(ctx)
-	if err == nil || ctx.Err() != nil {
-		return t, err
-	}
-	// The private index is only a cache, and it can go bad behind our back:
-	// git gc does not know it, so a blob only it names can be pruned, and a
-	// crash can leave its lock file. Start it afresh once.
-	for _, p := range []string{r.index, r.index + ".lock"} {
-		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-			return "", err
-		}
-	}
-	return r.snapshot(ctx)
+	t, _, err := r.SnapshotRefused(ctx)
+	return t, err
 }
 
-func (r *Repo) snapshot(ctx context.Context) (Tree, error) {
-	env, err := r.filterEnv(ctx)
-	if err != nil {
-		return "", err
+// SnapshotRefused is Snapshot, with the paths on disk that git cannot
+// record and the snapshot therefore lacks (see Refused). They never fail
+// it.
+func (r *Repo) SnapshotRefused(ctx context.Context) (Tree, []Refused, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, refused, err := r.snapshot(ctx)
+	if err != nil && ctx.Err() == nil {
+		// The private index is only a cache, and it can go bad behind our
+		// back: git gc does not know it, so a blob only it names can be
+		// pruned, and a crash can leave its lock file. Start it afresh once.
+		for _, p := range []string{r.index, r.index + ".lock"} {
+			if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+				return "", nil, err
+			}
+		}
+		t, refused, err = r.snapshot(ctx)
 	}
-	env = append(env, "GIT_INDEX_FILE="+r.index)
-	if _, err := os.Lstat(r.index); errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		return "", nil, err
+	}
+	if err := r.recordRefused(t, refused); err != nil {
+		return "", nil, err
+	}
+	return t, refused, nil
+}
+
+func (r *Repo) snapshot(ctx context.Context) (Tree, []Refused, error) {
+	// Every command that writes the index runs in the private environment
+	// too: writing an index re-reads racily clean files, through the
+	// attributes and filters of whatever environment it runs in.
+	env := []string{"GIT_INDEX_FILE=" + r.index}
+	penv := r.privateEnv()
+	head, err := r.headTree(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Lstat(r.index); errors.Is(err, fs.ErrNotExist) && head != r.emptyTree {
 		// Seeding from HEAD keeps files that are tracked but match
 		// .gitignore in the snapshot, as git add -A would. (followHead
 		// would get there too; this is the short way.)
-		head, err := r.headTree(ctx)
-		if err != nil {
-			return "", err
-		}
-		if head != r.emptyTree {
-			if _, err := r.git(ctx, env, nil, "read-tree", string(head)); err != nil {
-				return "", err
-			}
+		if _, err := r.git(ctx, penv, nil, "read-tree", string(head)); err != nil {
+			return "", nil, err
 		}
 	}
-	args := append([]string{"-c", "advice.addIgnoredFile=false", "-c", "advice.addEmbeddedRepo=false", "add", "-A", "--"}, r.pathspecs()...)
-	if _, err := r.git(ctx, env, nil, args...); err != nil && !onlyIgnoredNotice(err) {
-		return "", err
-	}
-	if err := r.followHead(ctx, env); err != nil {
-		return "", err
-	}
-	out, err := r.git(ctx, env, nil, "write-tree")
+	excl, err := r.excludeArgs(ctx, head)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return Tree(strings.TrimSpace(string(out))), nil
+	// What a person's rules ignore, for the walk that finds what git's own
+	// walk does not show.
+	out, err := r.git(ctx, penv, nil, append(append([]string{"ls-files", "-z", "-o", "-i", "--directory"}, excl...), append([]string{"--"}, r.pathspecs()...)...)...)
+	if err != nil {
+		return "", nil, err
+	}
+	ignored := map[string]bool{}
+	for _, p := range splitNUL(out) {
+		ignored[p] = true
+	}
+	repos, refused, nestedFiles := r.nested(r.headGitlinks, ignored)
+	// Tracked files: modified and deleted.
+	if _, err := r.git(ctx, penv, nil, append([]string{"add", "-u", "--"}, r.pathspecs()...)...); err != nil {
+		return "", nil, err
+	}
+	// Untracked files a person's rules do not ignore.
+	out, err = r.git(ctx, penv, nil, append(append([]string{"ls-files", "-z", "-o"}, excl...), append([]string{"--"}, r.pathspecs()...)...)...)
+	if err != nil {
+		return "", nil, err
+	}
+	var add []string
+	for _, p := range splitNUL(out) {
+		if !strings.HasSuffix(p, "/") && refusedName(p) == "" && !under(p, repos) {
+			add = append(add, p)
+		}
+	}
+	for len(add) > 0 {
+		_, err := r.git(ctx, append(penv, "GIT_LITERAL_PATHSPECS=1"), strings.NewReader(strings.Join(add, "\x00")+"\x00"),
+			"-c", "advice.addIgnoredFile=false", "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul")
+		if err == nil {
+			break
+		}
+		bad := invalidPaths(err)
+		if len(bad) == 0 {
+			return "", nil, err
+		}
+		// A name git refuses that refusedName does not know: left out and
+		// reported, the rest added.
+		add = slices.DeleteFunc(add, func(p string) bool {
+			if bad[p] {
+				refused = append(refused, Refused{Path: strings.TrimPrefix(p, r.prefix), Why: "git refuses the name"})
+			}
+			return bad[p]
+		})
+	}
+	if err := r.addNested(ctx, penv, repos, nestedFiles); err != nil {
+		return "", nil, err
+	}
+	if err := r.followHead(ctx, env, penv, excl); err != nil {
+		return "", nil, err
+	}
+	out, err = r.git(ctx, penv, nil, "write-tree")
+	if err != nil {
+		return "", nil, err
+	}
+	for i := range refused {
+		refused[i].Path = strings.TrimPrefix(refused[i].Path, r.prefix)
+	}
+	sort.Slice(refused, func(i, j int) bool { return refused[i].Path < refused[j].Path })
+	return Tree(strings.TrimSpace(string(out))), refused, nil
 }
 
-// onlyIgnoredNotice reports whether git add failed only to say that a
-// pathspec named an ignored path. Git 2.39 says so for an exclude pathspec
-// (":(exclude)…") naming an ignored directory, after adding everything else;
-// every real failure of git add exits 128.
-func onlyIgnoredNotice(err error) bool {
+// under reports whether p is in one of the directories dirs.
+func under(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidPaths are the paths git add said were invalid.
+func invalidPaths(err error) map[string]bool {
 	var ge *gitError
-	return errors.As(err, &ge) && ge.code == 1 &&
-		strings.HasPrefix(ge.stderr, "The following paths are ignored by one of your .gitignore files:")
+	if !errors.As(err, &ge) {
+		return nil
+	}
+	bad := map[string]bool{}
+	for line := range strings.SplitSeq(ge.stderr, "\n") {
+		if p, ok := strings.CutPrefix(line, "error: invalid path '"); ok {
+			bad[strings.TrimSuffix(p, "'")] = true
+		}
+	}
+	return bad
 }
 
-// followHead brings the private index in line with head where git add -A
-// alone does not: paths outside the project (or excluded) take head's
-// version; a file of head that git add skipped because it is ignored is
-// added; a file not in head that is ignored now is dropped. This keeps a
+// addNested takes the files of the repositories nested in the project as
+// ordinary files (git add would skip them, or record a gitlink): their raw
+// bytes, and no entry for what is gone. There is no stat cache for them;
+// they are rare.
+func (r *Repo) addNested(ctx context.Context, penv []string, repos []string, files map[string]fs.FileInfo) error {
+	if len(repos) == 0 {
+		return nil
+	}
+	args := []string{"ls-files", "-z", "-c", "--"}
+	for _, d := range repos {
+		args = append(args, d)
+	}
+	out, err := r.git(ctx, append(penv, "GIT_LITERAL_PATHSPECS=1"), nil, args...)
+	if err != nil {
+		return err
+	}
+	zero := strings.Repeat("0", len(r.emptyTree))
+	var info bytes.Buffer
+	for _, p := range splitNUL(out) {
+		if _, ok := files[p]; !ok {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
+		}
+	}
+	for _, d := range repos {
+		fmt.Fprintf(&info, "0 %s\t%s\x00", zero, d) // a gitlink of an older snapshot
+	}
+	var regular []string
+	for p := range files {
+		regular = append(regular, p)
+	}
+	sort.Strings(regular)
+	var paths []string
+	for _, p := range regular {
+		fi := files[p]
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(filepath.Join(r.top, filepath.FromSlash(p)))
+			if err != nil {
+				continue
+			}
+			id, err := r.git(ctx, penv, strings.NewReader(target), "hash-object", "-w", "--stdin")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&info, "%s %s\t%s\x00", ModeSymlink, strings.TrimSpace(string(id)), p)
+			continue
+		}
+		paths = append(paths, p)
+	}
+	if len(paths) > 0 {
+		out, err := r.git(ctx, penv, strings.NewReader(strings.Join(paths, "\n")+"\n"), "hash-object", "-w", "--no-filters", "--stdin-paths")
+		if err != nil {
+			return err
+		}
+		ids := strings.Fields(string(out))
+		if len(ids) != len(paths) {
+			return fmt.Errorf("gitrepo: hash-object gave %d ids for %d files", len(ids), len(paths))
+		}
+		for i, p := range paths {
+			mode := ModeFile
+			if files[p].Mode()&0o100 != 0 {
+				mode = ModeExecutable
+			}
+			fmt.Fprintf(&info, "%s %s\t%s\x00", mode, ids[i], p)
+		}
+	}
+	_, err = r.git(ctx, penv, &info, "update-index", "-z", "--index-info")
+	return err
+}
+
+// followHead brings the private index in line with head where the steps
+// before alone do not: paths outside the project (or excluded) take head's
+// version; a file of head that is not in the index is added; a file not
+// in head that a person's rules ignore now is dropped. This keeps a
 // snapshot a function of the work tree and HEAD only, however HEAD moved
 // since the index was seeded, and a commit of it never drops or revives a
 // file the user tracks or untracks.
-func (r *Repo) followHead(ctx context.Context, env []string) error {
+func (r *Repo) followHead(ctx context.Context, env, penv, excl []string) error {
 	// HEAD by name saves a rev-parse (a process) per snapshot; only when it
 	// fails is there a question whether HEAD is unborn.
 	out, err := r.git(ctx, env, nil, "diff-index", "--cached", "-z", "--no-renames", "HEAD", "--")
@@ -146,7 +298,8 @@ func (r *Repo) followHead(ctx context.Context, env []string) error {
 		return fmt.Errorf("gitrepo: snapshot: diff-index output: %w", err)
 	}
 	var info bytes.Buffer // update-index --index-info input
-	var addBack, added []string
+	var addBack []string
+	added := map[string]bool{}
 	zero := strings.Repeat("0", len(r.emptyTree))
 	for _, d := range diffs {
 		switch {
@@ -166,25 +319,27 @@ func (r *Repo) followHead(ctx context.Context, env []string) error {
 				addBack = append(addBack, d.path)
 			}
 		case d.status == 'A':
-			added = append(added, d.path)
+			added[d.path] = true
 		}
 	}
 	if len(added) > 0 {
-		out, err := r.git(ctx, env, strings.NewReader(strings.Join(added, "\x00")+"\x00"), "check-ignore", "--no-index", "-z", "--stdin")
-		if err != nil && exitCode(err) != 1 { // 1: none is ignored
+		out, err := r.git(ctx, penv, nil, append([]string{"ls-files", "-z", "-c", "-i"}, excl...)...)
+		if err != nil {
 			return err
 		}
 		for _, p := range splitNUL(out) {
-			fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
+			if added[p] {
+				fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
+			}
 		}
 	}
 	if len(addBack) > 0 {
-		if _, err := r.git(ctx, env, strings.NewReader(strings.Join(addBack, "\x00")+"\x00"), "update-index", "--add", "-z", "--stdin"); err != nil {
+		if _, err := r.git(ctx, penv, strings.NewReader(strings.Join(addBack, "\x00")+"\x00"), "update-index", "--add", "-z", "--stdin"); err != nil {
 			return err
 		}
 	}
 	if info.Len() > 0 {
-		if _, err := r.git(ctx, env, &info, "update-index", "-z", "--index-info"); err != nil {
+		if _, err := r.git(ctx, penv, &info, "update-index", "-z", "--index-info"); err != nil {
 			return err
 		}
 	}
