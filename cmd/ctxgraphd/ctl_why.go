@@ -202,6 +202,9 @@ func printDossier(w io.Writer, d dossier) error {
 			if r.Failure != "" {
 				fmt.Fprintf(&b, " (%s)", r.Failure)
 			}
+			if r.LostToRefusals > 0 {
+				fmt.Fprintf(&b, ", %s lost to refusals of work the verdict then accepted", plural(r.LostToRefusals, "turn"))
+			}
 			b.WriteByte('\n')
 			if r.Summary != "" {
 				fmt.Fprintf(&b, "      said: %s\n", clipText(oneLine(r.Summary), 160))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,30 @@ func TestBuildDossierStates(t *testing.T) {
 	}
 	if _, err := buildDossier("F-9", report.Report{}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "no feature list yet") {
 		t.Errorf("no list: %v", err)
+	}
+}
+
+// TestDossierCountsTurnsLostToRefusals: a run that lost turns to refusals of
+// work the verdict then accepted says how many, in the dossier and its JSON.
+func TestDossierCountsTurnsLostToRefusals(t *testing.T) {
+	rep := whyReport()
+	rep.Runs[1].LostToRefusals = 2
+	d, err := buildDossier("F-002", rep, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := printDossier(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "run-000003 tester-agent: failed, $0.05, 3 turns, 2 turns lost to refusals of work the verdict then accepted") {
+		t.Errorf("dossier:\n%s", b.String())
+	}
+	if strings.Count(b.String(), "lost to refusals") != 1 {
+		t.Errorf("only the run that lost turns says so:\n%s", b.String())
+	}
+	data, _ := json.Marshal(d)
+	if !strings.Contains(string(data), `"lost_to_refusals":2`) {
+		t.Errorf("JSON: %s", data)
 	}
 }

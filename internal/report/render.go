@@ -47,7 +47,11 @@ func Markdown(w io.Writer, r Report) error {
 	if t.Tested > 0 {
 		fmt.Fprintf(&b, " ($%.2f per tested feature)", r.Cost.PerTestedFeatureUSD)
 	}
-	fmt.Fprintf(&b, ". %d refusals.\n\n", t.Refusals)
+	fmt.Fprintf(&b, ". %d refusals", t.Refusals)
+	if t.LostToRefusals > 0 {
+		fmt.Fprintf(&b, "; %d turns lost to refusals of work the verdict then accepted", t.LostToRefusals)
+	}
+	b.WriteString(".\n\n")
 
 	b.WriteString("## Features\n\n| Feature | Outcome | Attempts | Runs | Cost | Time | Commit | Why |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Features {
@@ -83,6 +87,9 @@ func Markdown(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, " attempt %d", run.Attempt)
 		}
 		fmt.Fprintf(&b, ": %s, $%.2f, %s", what, run.CostUSD, span(run.End.Sub(run.Start)))
+		if run.LostToRefusals > 0 {
+			fmt.Fprintf(&b, ", %d turns lost to refusals", run.LostToRefusals)
+		}
 		if run.Summary != "" {
 			fmt.Fprintf(&b, ": %s", oneLine(run.Summary))
 		}

@@ -48,6 +48,9 @@ type Totals struct {
 	Open     int `json:"open"` // neither tested nor blocked
 	Runs     int `json:"runs"`
 	Refusals int `json:"refusals"`
+	// LostToRefusals is Run.LostToRefusals added up: the turns a night's
+	// false refusals cost.
+	LostToRefusals int `json:"lost_to_refusals"`
 	// AgentTime is the time runs took, start to end, added up.
 	AgentTime time.Duration `json:"agent_time_ns"`
 }
@@ -96,6 +99,12 @@ type Run struct {
 	Turns   int     `json:"turns"`
 	Summary string  `json:"summary,omitempty"`
 	Commit  string  `json:"commit,omitempty"`
+	// LostToRefusals counts the turns a tester run lost to refusals of
+	// honest work: the refusals of its claim (tested-needs-evidence) and
+	// of its stop (tester-must-test) before the verdict accepted its claim
+	// in the same run. A refusal the run never got past is not counted:
+	// it may have been right.
+	LostToRefusals int `json:"lost_to_refusals,omitempty"`
 }
 
 // Refusal is a gate's refusal or revert.
@@ -205,6 +214,11 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 		}
 	}
 	slices.SortStableFunc(r.Refusals, func(a, b Refusal) int { return a.Time.Compare(b.Time) })
+	lost := lostToRefusals(traces)
+	for i := range r.Runs {
+		r.Runs[i].LostToRefusals = lost[r.Runs[i].ID]
+		r.Totals.LostToRefusals += lost[r.Runs[i].ID]
+	}
 
 	for _, f := range r.Features {
 		r.Totals.Features++
@@ -223,6 +237,28 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 		r.Cost.PerTestedFeatureUSD = r.Cost.SessionUSD / float64(r.Totals.Tested)
 	}
 	return r, nil
+}
+
+// lostToRefusals counts, by run, the refusals of a claim or a stop that
+// came before the verdict accepted the run's claim (its approval).
+func lostToRefusals(traces []store.Trace) map[string]int {
+	accepted := map[string]time.Time{}
+	for _, t := range traces {
+		if t.Type == store.TraceApproval && t.Context.Run != "" {
+			accepted[t.Context.Run] = t.Timestamp
+		}
+	}
+	lost := map[string]int{}
+	for _, t := range traces {
+		at, ok := accepted[t.Context.Run]
+		if !ok || t.Type != store.TraceViolation || t.Timestamp.After(at) {
+			continue
+		}
+		if t.Gate == "tested-needs-evidence" || t.Gate == "tester-must-test" {
+			lost[t.Context.Run]++
+		}
+	}
+	return lost
 }
 
 func outcome(f progress.Feature) string {

@@ -219,3 +219,50 @@ func TestSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnsLostToRefusals: a refusal of a tester's claim or stop in a run
+// whose claim the verdict then accepted is a turn lost to a refusal of
+// honest work, counted by run and for the night; a refusal the run never
+// got past, or one after the approval, or of another gate, is not.
+func TestTurnsLostToRefusals(t *testing.T) {
+	st := night(t)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	tester := store.TraceContext{Agent: "tester-agent", Feature: "F-001", Run: "run-000005"}
+	if _, err := st.AppendTraces(
+		store.Trace{Timestamp: at(12), Type: store.TraceViolation, Gate: "tested-needs-evidence", Code: "no_test_run", Context: tester, Event: store.TraceEvent{WhatHappened: "refused"}},
+		store.Trace{Timestamp: at(13), Type: store.TraceViolation, Gate: "tester-must-test", Code: "no_test_run", Context: tester, Event: store.TraceEvent{WhatHappened: "refused"}},
+		store.Trace{Timestamp: at(13), Type: store.TraceViolation, Gate: "scope", Code: "out_of_scope", Context: tester, Event: store.TraceEvent{WhatHappened: "another gate"}},
+		store.Trace{Timestamp: at(14), Type: store.TraceApproval, Context: tester, Event: store.TraceEvent{WhatHappened: "F-001 tested"}},
+		store.Trace{Timestamp: at(15), Type: store.TraceViolation, Gate: "tested-needs-evidence", Code: "no_evidence", Context: tester, Event: store.TraceEvent{WhatHappened: "after"}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(st, "p-1", "/home/me/todo", t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]int{}
+	for _, run := range r.Runs {
+		by[run.ID] = run.LostToRefusals
+	}
+	// run-000004's refusal was never followed by an accepted claim.
+	if by["run-000005"] != 2 || by["run-000004"] != 0 || r.Totals.LostToRefusals != 2 {
+		t.Fatalf("lost %v, total %d", by, r.Totals.LostToRefusals)
+	}
+	var md, page bytes.Buffer
+	if err := Render(&md, r, "md"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&page, r, "html"); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{md.String(), page.String()} {
+		if !strings.Contains(out, "2 turns lost to refusals of work the verdict then accepted") || !strings.Contains(out, "2 turns lost to refusals") {
+			t.Errorf("the count is not shown:\n%s", out)
+		}
+	}
+	data, _ := json.Marshal(r)
+	if !strings.Contains(string(data), `"lost_to_refusals":2`) {
+		t.Errorf("JSON: %s", data)
+	}
+}

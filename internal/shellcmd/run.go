@@ -632,7 +632,7 @@ type testSpec struct {
 	inv   *invocation
 	whole string   // a test of one statement that is not one command
 	chain []string // its operands, when it is a && b && …
-	multi string // a test of several statements
+	multi string   // a test of several statements
 }
 
 func readTest(test, dir string) (testSpec, bool) {
