@@ -76,8 +76,21 @@ func (f Failure) Waits() bool {
 }
 
 // Explain says what happened and what a person can do about it, in the
-// words the session's status and the notifications show.
+// words the session's status and the notifications show: the daemon runs,
+// so the last step of a fix is `ctxgraphd ctl resume`.
 func (f Failure) Explain(command string) string {
+	return f.explain(command, "`ctxgraphd ctl resume`")
+}
+
+// ExplainAtStart is Explain for the daemon's start-up check: no daemon runs
+// yet to resume, so the last step of a fix is to start it, `ctxgraphd run`.
+func (f Failure) ExplainAtStart(command string) string {
+	return f.explain(command, "`ctxgraphd run`")
+}
+
+// explain is Explain with next, the step that carries on once the person
+// fixed what only a person can.
+func (f Failure) explain(command, next string) string {
 	detail := ""
 	if f.Detail != "" {
 		detail = ": " + f.Detail
@@ -86,11 +99,11 @@ func (f Failure) Explain(command string) string {
 	case FailAuth:
 		return "Claude Code could not authenticate" + detail + ". Log in as the user the daemon runs as (run `" + command +
 			"` once and use /login, or `" + command + " setup-token`), or give the service ANTHROPIC_API_KEY; check with `" +
-			command + " auth status`, then `ctxgraphd ctl resume`"
+			command + " auth status`, then " + next
 	case FailBilling:
-		return "the account refused the request for billing reasons" + detail + ". Check the plan or the credit balance, then `ctxgraphd ctl resume`"
+		return "the account refused the request for billing reasons" + detail + ". Check the plan or the credit balance, then " + next
 	case FailModel:
-		return "the model cannot be used" + detail + ". Check agent.model (empty uses Claude Code's default) and the CLI's version, then `ctxgraphd ctl resume`"
+		return "the model cannot be used" + detail + ". Check agent.model (empty uses Claude Code's default) and the CLI's version, then " + next
 	case FailRateLimit:
 		return "rate or usage limit reached" + status(f.Status) + detail
 	case FailOverloaded:
@@ -154,6 +167,11 @@ func (r Result) Failure(stopFailure string) (Failure, bool) {
 	case r.StartupFailure != "":
 		f.Kind, f.Code = FailStartup, r.StartupFailure
 		f.Detail = oneLine(firstNonEmpty(strings.TrimSpace(r.StderrTail), r.Text))
+		return f, true
+	case r.Ended == EndAuthRefused:
+		// Killed at the CLI's first retry of a 401: no result came.
+		f.Kind, f.Code = FailAuth, firstNonEmpty(r.APIError, "authentication_failed")
+		f.Detail = fmt.Sprintf("the API refused the credentials (HTTP %d, %s); the run was stopped at the CLI's first retry", r.APIErrorStatus, f.Code)
 		return f, true
 	case r.Ended != EndExited:
 		return Failure{}, false // killed: a timeout or the daemon's own doing

@@ -94,7 +94,7 @@ func checkAuth(ctx context.Context, exe string, env []string) error {
 		return fmt.Errorf("`%s auth status` printed %q, not the JSON it prints; check the install", exe, oneLine(out))
 	}
 	if !*st.LoggedIn {
-		return errors.New(Failure{Kind: FailAuth, Detail: "not logged in"}.Explain(exe))
+		return errors.New(Failure{Kind: FailAuth, Detail: "not logged in"}.ExplainAtStart(exe))
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func TestPreflight(t *testing.T) {
 		{name: "not logged in", setup: func(t *testing.T, bin string) string {
 			fakeCLI(t, bin, "claude", sh, "2.1.330 (Claude Code)", loggedOut, 1)
 			return "claude"
-		}, want: []string{"Claude Code could not authenticate: not logged in", "/login", "ANTHROPIC_API_KEY", "auth status"}},
+		}, want: []string{"Claude Code could not authenticate: not logged in", "/login", "ANTHROPIC_API_KEY", "auth status", "then `ctxgraphd run`"}},
 		{name: "auth status not JSON", setup: func(t *testing.T, bin string) string {
 			fakeCLI(t, bin, "claude", sh, "2.1.330 (Claude Code)", "unknown command auth", 1)
 			return "claude"
@@ -117,6 +117,9 @@ func TestPreflight(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("Preflight: %v\nwant it to say %q", err, w)
 				}
+			}
+			if strings.Contains(err.Error(), "ctl resume") {
+				t.Errorf("Preflight: %v\nadvises ctl resume, but no daemon runs yet", err)
 			}
 		})
 	}

@@ -84,6 +84,10 @@ const (
 	EndIdleTimeout EndReason = "idle_timeout" // killed: no stream event for agent.idle_timeout
 	EndStuck       EndReason = "stuck"        // killed: the same tool call failed agent.stuck_after times in a row
 	EndCancelled   EndReason = "cancelled"    // killed: the daemon stopped or asked
+	// EndAuthRefused: killed at the CLI's first retry of a request the API
+	// refused for its credentials (an api_retry line of a 401). The CLI
+	// would retry 10 times over minutes; a 401 does not heal by retrying.
+	EndAuthRefused EndReason = "auth_refused"
 	EndStartFailed EndReason = "start_failed" // never ran
 )
 
@@ -376,7 +380,12 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 			if idleTimer != nil && !killing {
 				idleTimer.Reset(r.opts.IdleTimeout)
 			}
-			if on := r.absorb(&res, &lastText, m, stuck, onEvent); on != "" && !killing {
+			on, refused := r.absorb(&res, &lastText, m, stuck, onEvent)
+			switch {
+			case killing:
+			case refused:
+				kill(EndAuthRefused)
+			case on != "":
 				res.Stuck = on
 				kill(EndStuck)
 			}
@@ -438,8 +447,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 }
 
 // absorb folds one stream message into the result and passes it on as an
-// event. It returns what the run is stuck on, once it is.
-func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWatch, onEvent func(Event)) (stuckOn string) {
+// event. It returns what the run is stuck on, once it is, and whether the
+// API refused the run's credentials.
+func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWatch, onEvent func(Event)) (stuckOn string, refused bool) {
 	ev := Event{Time: time.Now(), RunID: res.RunID, SessionID: m.SessionID}
 	if m.SessionID != "" {
 		res.SessionID = m.SessionID
@@ -456,6 +466,12 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 			ev.Kind, ev.Detail, ev.IsError = "api_retry", fmt.Sprintf("status %d", m.ErrorStatus), true
 			if m.RetryDelayMS > 0 {
 				res.RetryDelay = time.Duration(m.RetryDelayMS) * time.Millisecond
+			}
+			if authRefused(m) {
+				// Kept only here: a retry of a limit or an overload the
+				// run got over must not read as the run's failure.
+				res.APIErrorStatus, res.APIError = m.ErrorStatus, firstNonEmpty(m.ErrorName(), "authentication_failed")
+				refused = true
 			}
 		default:
 			ev.Kind, ev.Detail = "system", m.Subtype
@@ -474,7 +490,7 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 			}
 		}
 		if m.Message == nil {
-			return ""
+			return "", false
 		}
 		for _, b := range m.Message.Content {
 			e := ev
@@ -526,7 +542,14 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 		ev.Kind, ev.IsError, ev.Detail = "stream_error", true, m.Result
 		onEvent(ev)
 	}
-	return stuckOn
+	return stuckOn, refused
+}
+
+// authRefused reports whether an api_retry line retries a request the API
+// refused for the run's credentials: a 401, or an error the CLI names as
+// an account's (see cliErrors). Retrying the same key cannot heal it.
+func authRefused(m Message) bool {
+	return m.ErrorStatus == 401 || cliErrors[m.ErrorName()] == FailAuth
 }
 
 // limited keeps when a limit that refuses requests resets.
@@ -564,6 +587,8 @@ func summarize(res Result) string {
 		return "stopped as stuck: " + res.Stuck
 	case res.Ended == EndCancelled:
 		return prefixed("stopped", text)
+	case res.Ended == EndAuthRefused:
+		return fmt.Sprintf("stopped: the API refused the credentials (HTTP %d, %s)", res.APIErrorStatus, res.APIError)
 	case !res.SawResult:
 		tail := strings.Join(strings.Fields(res.StderrTail), " ")
 		return prefixed(fmt.Sprintf("exited %d without a result", res.ExitCode), firstNonEmpty(tail, text))

@@ -42,6 +42,8 @@ func decodeAll(t testing.TB, data []byte) (Result, []Event, int) {
 }
 
 // The transcripts in testdata were captured from the real CLI (2.1.330).
+// stream-401-retry.jsonl is modelled on them: a run the API refuses
+// retries without end, so it has no result line (see authretry_test.go).
 func TestDecodeFixtures(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.jsonl")
 	if len(files) < 5 {
@@ -56,7 +58,7 @@ func TestDecodeFixtures(t *testing.T) {
 		if bad != 0 {
 			t.Errorf("%s: %d unreadable lines", f, bad)
 		}
-		if !res.SawResult || res.SessionID == "" {
+		if (!res.SawResult && filepath.Base(f) != "stream-401-retry.jsonl") || res.SessionID == "" {
 			t.Errorf("%s: no result or session: %+v", f, res)
 		}
 	}
