@@ -24,6 +24,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"go.uber.org/zap"
 )
 
@@ -38,7 +39,11 @@ type Options struct {
 	AllowRoot    bool          // agent.allow_root: opt in to IS_SANDBOX=1 as root
 	SocketPath   string        // CTXGRAPH_SOCKET for the hooks
 	BaseEnv      []string      // the environment runs start from; nil: the daemon's
-	KillGrace    time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
+	// Limits bound every process of a run (sandbox.max_*), set with the
+	// util-linux program at Prlimit; without it, runs are not bounded.
+	Limits    sandbox.Limits
+	Prlimit   string
+	KillGrace time.Duration // SIGTERM to SIGKILL; 0: DefaultKillGrace
 	// StuckAfter: the same tool call failing this many times in a row,
 	// with nothing succeeding in between, stops the run; 0: never.
 	StuckAfter int
@@ -294,7 +299,17 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 	}
 	defer stdout.Close()
 	stderr := &tailBuffer{max: 4 << 10}
-	cmd := exec.Command(r.opts.Command, r.Args(spec)...)
+	argv := append([]string{r.opts.Command}, r.Args(spec)...)
+	if r.opts.Limits != (sandbox.Limits{}) && r.opts.Prlimit != "" {
+		// prlimit sets the bounds on itself and executes claude in its
+		// place: the pid is claude's, and every program of the run,
+		// confined or not, inherits them.
+		if abs, err := exec.LookPath(r.opts.Command); err == nil {
+			argv[0] = abs
+		}
+		argv = r.opts.Limits.Wrap(r.opts.Prlimit, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = r.Env(spec)
 	cmd.Stdin = nil // /dev/null: an open pipe makes claude wait for input

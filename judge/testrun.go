@@ -192,6 +192,9 @@ func (j *Judge) checkout(ctx context.Context, tree gitrepo.Tree) (string, error)
 	return dir, j.opts.Repo.Export(ctx, tree, filepath.Join(dir, "tree"))
 }
 
+// CheckJail tries the test runs' jail once (sandbox.TestJail.Check).
+func (j *Judge) CheckJail(ctx context.Context) error { return j.opts.Jail.Check(ctx) }
+
 // Sweep removes what test runs of an earlier daemon left in the scratch
 // directory (a crash between a checkout and its removal).
 func (j *Judge) Sweep() error {

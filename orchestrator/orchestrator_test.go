@@ -143,7 +143,10 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		modes[g] = guard.Mode(m)
 	}
 	log := zaptest.NewLogger(h.t)
-	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Hide: []string{h.proj.StateDir}},
+	// The loop's tests watch the daemon's test runs from outside (their
+	// pids, files they write): unconfined, in their checkouts. The jail is
+	// judge's and sandbox's to test, and the e2e tests run it whole.
+	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
 	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
 		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook"})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // TestJail is how the daemon runs a feature's test: the agent's code runs
@@ -41,6 +42,9 @@ type TestJail struct {
 	Secrets  []string
 	Env      []string
 	Limits   Limits
+	// Off runs the test unconfined, in its checkout with Env: the user
+	// turned confinement off (sandbox.enabled: false), visibly.
+	Off bool
 }
 
 // Confines reports whether TestJail confines a test on this system. Where
@@ -60,10 +64,23 @@ var ErrNoJail = errors.New("the daemon's test runs cannot be confined here")
 // the caller must not replace, and closes once the command has started or
 // failed to (the child has its own copies).
 func (j TestJail) Command(ctx context.Context, script string) (*JailCmd, error) {
-	if !filepath.IsAbs(j.Checkout) || !filepath.IsAbs(j.Mount) {
+	if !filepath.IsAbs(j.Checkout) || !filepath.IsAbs(j.Mount) && !j.Off && confines {
 		return nil, fmt.Errorf("%w: checkout %q and mount %q must be absolute", ErrNoJail, j.Checkout, j.Mount)
 	}
+	if j.Off || !confines {
+		return j.unconfined(ctx, script), nil
+	}
 	return j.command(ctx, script)
+}
+
+// unconfined runs script in the checkout with the jail's environment and
+// nothing more: where the test runs cannot be confined, or the user turned
+// confinement off.
+func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	cmd.Dir = j.Checkout
+	cmd.Env = j.Env
+	return &JailCmd{Cmd: cmd}
 }
 
 // JailCmd is a test's command in its jail.
@@ -204,4 +221,34 @@ func NewLimits(processes, memoryMB, fileMB int) Limits {
 		l.Memory = machineMemory() / 2
 	}
 	return l
+}
+
+// Check runs a test that does nothing in the jail, so that a machine where
+// the daemon's test runs cannot be confined is found at start, with why,
+// rather than at the first verdict.
+func (j TestJail) Check(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "ctxgraphd-jail-check-")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoJail, err)
+	}
+	defer os.RemoveAll(dir)
+	j.Checkout, j.Mount = dir, dir
+	jc, err := j.Command(ctx, "true")
+	if err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	jc.Cmd.Stderr = &stderr
+	err = jc.Cmd.Start()
+	for _, f := range jc.Cmd.ExtraFiles {
+		f.Close()
+	}
+	if err == nil {
+		err = jc.Cmd.Wait()
+	}
+	jc.Gone(time.Second)
+	if err != nil {
+		return fmt.Errorf("%w: a test that does nothing failed in it (%v): %s", ErrNoJail, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
 }

@@ -135,10 +135,15 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
+	limits := sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB)
+	prlimit, _ := paths.LookPath("prlimit", os.Getenv("PATH"))
+	if prlimit == "" && limits != (sandbox.Limits{}) {
+		log.Warn("prlimit (util-linux) was not found on PATH: agent runs are not bounded by sandbox.max_processes, max_memory_mb, max_file_mb")
+	}
 	runner := agents.NewRunner(agents.Options{
 		Command: cfg.Agent.Command, Model: cfg.Agent.Model, Timeout: cfg.Agent.Timeout, IdleTimeout: cfg.Agent.IdleTimeout,
 		MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Budget.RunUSD, AllowRoot: cfg.Agent.AllowRoot, StuckAfter: cfg.Agent.StuckAfter,
-		SocketPath: o.Project.Socket, BaseEnv: env,
+		SocketPath: o.Project.Socket, BaseEnv: env, Limits: limits, Prlimit: prlimit,
 	}, log.Named("agents"))
 	hook, err := hookCommand()
 	if err != nil {
@@ -155,6 +160,14 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Writable:       append(slices.Clone(writable), os.TempDir()),
 		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
 	})
+	// Checkouts a crash left behind go; then the jail is tried once.
+	if err := j.Sweep(); err != nil {
+		log.Warn("could not remove the test runs' old checkouts", zap.Error(err))
+	}
+	if err := checkJail(ctx, cfg, j, log); err != nil {
+		ln.Close()
+		return err
+	}
 	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
@@ -232,6 +245,7 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		}
 	}
 	return sandbox.TestJail{
+		Off:      !cfg.Sandbox.Enabled,
 		Env:      env,
 		Hide:     []string{filepath.Dir(p.StateDir), filepath.Dir(p.Socket)},
 		Writable: []string{goCache},
@@ -289,6 +303,23 @@ func checkConfinement(ctx context.Context, cfg *config.Config, log *zap.Logger) 
 	}
 	if err := sandbox.Check(ctx); err != nil {
 		return fmt.Errorf("%w. Confinement is on by default; turning it off is possible only explicitly, with sandbox.enabled: false in .claude/ctxgraphd.yaml", err)
+	}
+	return nil
+}
+
+// checkJail makes sure, before anything is spent, that the daemon's own
+// test runs can be confined here, or says plainly that they are not.
+func checkJail(ctx context.Context, cfg *config.Config, j *judge.Judge, log *zap.Logger) error {
+	switch {
+	case !cfg.Sandbox.Enabled:
+		log.Warn("the daemon's test runs are not confined either (sandbox.enabled: false): the agents' code runs with this user's powers when the daemon runs a feature's test")
+		return nil
+	case !sandbox.Confines:
+		log.Warn("the daemon's test runs cannot be confined on this system (bubblewrap is Linux's): each runs in a throwaway checkout with an allow-listed environment, and nothing more")
+		return nil
+	}
+	if err := j.CheckJail(ctx); err != nil {
+		return fmt.Errorf("%w. Install bubblewrap (the agents' sandbox needs it too), or turn confinement off explicitly with sandbox.enabled: false in .claude/ctxgraphd.yaml", err)
 	}
 	return nil
 }
