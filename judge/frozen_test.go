@@ -64,10 +64,12 @@ func TestTestFiles(t *testing.T) {
 }
 
 // Freeze records, with their blob ids, the files the features' tests name
-// and the files gates.protected matches, as the tree holds them; a file git
-// ignores is not in the tree, so not in the record.
+// and the files gates.protected matches, as the tree holds them; a file a
+// person's committed rules ignore is not in the tree, so not in the record.
 func TestFreeze(t *testing.T) {
 	f := newFixture(t, nil)
+	f.write(map[string]string{".gitignore": "/tests/tmp/\n/build/\n"})
+	f.commitAll("ignore rules")
 	files := map[string]string{
 		"tests/a.sh":          "exit 1\n",      // named, and protected
 		"check.sh":            "exit 1\n",      // named only
@@ -259,14 +261,15 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
-// A repository of its own inside the project (a gitlink) is no file of
-// the project's tests, even where gates.protected matches its path.
+// A submodule a person committed (a gitlink) is no file of the project's
+// tests, even where gates.protected matches its path.
 func TestFreezeSkipsNestedRepositories(t *testing.T) {
 	f := newFixture(t, nil)
 	f.write(map[string]string{"tests/a.sh": "exit 1\n", "tests/vendor/x.sh": "exit 0\n"})
 	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "init", "-q")
 	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "add", "-A")
 	gitIn(t, filepath.Join(f.dir, "tests/vendor"), "commit", "-q", "-m", "vendored")
+	f.commitAll("the person's submodule")
 	tree := f.snapshot()
 	entries, err := f.repo.Files(t.Context(), tree)
 	if err != nil {

@@ -68,6 +68,28 @@ type Judgement struct {
 	Err error
 }
 
+// runsRefused are the paths git cannot record that the run made: those of
+// the snapshot after it that the snapshot of its base did not have. When
+// the base's are not known (a base recorded before the daemon kept them),
+// none is charged: a person's nested repository must never be removed.
+func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) []guard.Change {
+	before, known := repo.RefusedAt(base)
+	if !known {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, r := range before {
+		had[r.Path] = true
+	}
+	var out []guard.Change
+	for _, r := range now {
+		if !had[r.Path] {
+			out = append(out, guard.Change{Path: r.Path, Kind: "added", Refused: r.Why})
+		}
+	}
+	return out
+}
+
 // Blocks reports whether an enforced gate refused part of what the run did.
 func (jd Judgement) Blocks() bool {
 	for _, f := range jd.Findings {
@@ -86,7 +108,7 @@ func (jd Judgement) Blocks() bool {
 func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	var jd Judgement
 	repo := j.opts.Repo
-	after, err := repo.Snapshot(ctx)
+	after, refused, err := repo.SnapshotRefused(ctx)
 	if err != nil {
 		jd.Err = fmt.Errorf("snapshot after %s: %w", in.Actor.Run, err)
 		return jd
@@ -104,6 +126,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	for i, c := range jd.Changes {
 		changes[i] = guard.Change{Path: c.Path, Kind: c.Kind.String()}
 	}
+	changes = append(changes, runsRefused(repo, in.Base, refused)...)
 	jd.Findings = guard.JudgeChanges(j.opts.Modes, in.Actor, state, changes)
 	// The project's guards that hold a file hold it whatever wrote it.
 	jd.Findings = append(jd.Findings, guard.GuardChanges(guards, in.Actor, changes, jd.Findings)...)
@@ -114,7 +137,23 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	}
 	jd.Tree = after
 	if len(jd.Restored) > 0 {
-		if err := repo.Restore(ctx, in.Base, jd.Restored); err != nil {
+		// What git cannot record (a nested .git, a name git refuses) was
+		// not there when the run began: it goes, whole.
+		var remove, restore []string
+		for _, f := range jd.Findings {
+			switch {
+			case f.Mode != guard.Enforce:
+			case f.Refused != "":
+				remove = append(remove, f.Path)
+			default:
+				restore = append(restore, f.Path)
+			}
+		}
+		if err := repo.RemoveRefused(remove); err != nil {
+			jd.Err = fmt.Errorf("removing what %s made that git cannot record: %w", in.Actor.Run, err)
+			return jd
+		}
+		if err := repo.Restore(ctx, in.Base, restore); err != nil {
 			jd.Err = fmt.Errorf("restoring what %s must not have changed: %w", in.Actor.Run, err)
 			return jd
 		}
