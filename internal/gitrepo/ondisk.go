@@ -181,12 +181,15 @@ func writeRules(b *bytes.Buffer, dir string, content []byte) {
 	}
 	for line := range strings.SplitSeq(string(content), "\n") {
 		line = strings.TrimSuffix(line, "\r")
-		if line == "" || line[0] == '#' {
+		if strings.TrimRight(line, " ") == "" || line[0] == '#' {
 			continue
 		}
 		neg := ""
 		if line[0] == '!' {
 			neg, line = "!", line[1:]
+		}
+		if strings.TrimRight(line, " ") == "" {
+			continue
 		}
 		if prefix != "" {
 			// A slash anywhere but at the end anchors the pattern to dir.

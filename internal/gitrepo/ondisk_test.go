@@ -88,14 +88,14 @@ func TestSnapshotIsTheDisk(t *testing.T) {
 		},
 		{
 			name:      "a person's committed rules hold, at every depth, and a change of them since does not",
-			committed: map[string]string{".gitignore": "node_modules/\n/target/\n", "lib/.gitignore": "*.o\n!keep.o\n", "lib/a.c": "a"},
+			committed: map[string]string{".gitignore": "node_modules/\n/target/\n", "lib/.gitignore": "*.o\n!keep.o\n  \n!\n# c\n", "lib/a.c": "a"},
 			work: map[string]string{
 				".gitignore":        "node_modules/\n", // an uncommitted change: target/ stays ignored
 				"node_modules/x.js": "x", "target/out": "o", "lib/x.o": "o", "lib/deep/y.o": "o", "lib/keep.o": "k", "z.o": "z",
 				"lib/sub/node_modules/m.js": "m",
 			},
 			want: map[string]string{
-				".gitignore": "100644 node_modules/\n", "lib/.gitignore": "100644 *.o\n!keep.o\n", "lib/a.c": "100644 a",
+				".gitignore": "100644 node_modules/\n", "lib/.gitignore": "100644 *.o\n!keep.o\n  \n!\n# c\n", "lib/a.c": "100644 a",
 				"lib/keep.o": "100644 k", "z.o": "100644 z",
 			},
 		},
@@ -318,4 +318,24 @@ func files(t *testing.T, dir string, skip map[string]bool) map[string][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The patterns of a .gitignore below the top hold below its directory only,
+// as git reads them there.
+func TestWriteRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		dir, content, want string
+	}{
+		{".", "\xef\xbb\xbf*.log\r\n/build/\n!keep.log\n# c\n\n", "*.log\n/build/\n!keep.log\n"},
+		{"a/b", "foo\n/foo\nx/y\nfoo/\n!bar\n**/z\n   \n!\n", "a/b/**/foo\na/b/foo\na/b/x/y\na/b/**/foo/\n!a/b/**/bar\na/b/**/z\n"},
+		{"w[x]*", "o\n", "w\\[x\\]\\*/**/o\n"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		writeRules(&b, tt.dir, []byte(tt.content))
+		if b.String() != tt.want {
+			t.Errorf("writeRules(%q, %q) = %q, want %q", tt.dir, tt.content, b.String(), tt.want)
+		}
+	}
 }
