@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
+	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
@@ -35,11 +37,18 @@ type TestResult struct {
 	// ended. It says nothing about the feature.
 	Interrupted bool
 	TimedOut    bool
+	// Outcome is what the test's runner itself reported, read off its
+	// output (testreport): an exit status of 0 with no test run is
+	// Vacuous, not a pass; Reason says it in a line.
+	Outcome testreport.Outcome
+	Reason  string
 }
 
-// Passed reports whether the test ran and exited 0.
+// Passed reports whether the test ran, exited 0, and its runner, where
+// the daemon knows it, reported at least one test run and none failed.
 func (r TestResult) Passed() bool {
-	return r.CannotRun == "" && !r.Interrupted && !r.TimedOut && r.ExitCode == 0
+	return r.CannotRun == "" && !r.Interrupted && !r.TimedOut && r.ExitCode == 0 &&
+		r.Outcome != testreport.Vacuous && r.Outcome != testreport.Fail
 }
 
 // Summary is the result in a sentence, for traces and the next agent.
@@ -51,6 +60,10 @@ func (r TestResult) Summary() string {
 		return fmt.Sprintf("`%s` cannot run: %s", r.Command, r.CannotRun)
 	case r.TimedOut:
 		return fmt.Sprintf("`%s` did not finish within %s", r.Command, r.Took.Round(time.Second))
+	case r.ExitCode == 0 && !r.Passed():
+		return fmt.Sprintf("`%s` exited 0 but is not a pass: %s", r.Command, r.Reason)
+	case r.ExitCode == 0 && r.Reason != "":
+		return fmt.Sprintf("`%s` passed (exit 0, %s; %s)", r.Command, r.Took.Round(time.Millisecond), r.Reason)
 	case r.ExitCode == 0:
 		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
 	}
@@ -58,8 +71,13 @@ func (r TestResult) Summary() string {
 }
 
 // maxTestOutput is how much of a test's output the daemon keeps: its end,
-// where the verdict of a test runner is.
-const maxTestOutput = 256 << 10
+// where the verdict of a test runner is. maxReportOutput is how much of it
+// is read for the runner's report (go test -json's events take more room
+// than its text, and a report read off a cut output could miss its tests).
+const (
+	maxTestOutput   = 256 << 10
+	maxReportOutput = 16 << 20
+)
 
 // RunTest runs a feature's test command on tree, the way a tester should
 // have, and with none of the daemon's powers: the agent's code runs in it.
@@ -107,7 +125,15 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	defer cancel()
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
-	jc, err := jail.Command(tctx, test)
+	// The command as run asks known runners for a report the daemon can
+	// read (go test -json); the result still names the test as written.
+	// A pipe into a filter (`| tail -5`) cuts the report it carries: such
+	// a test is judged by its exit status alone, and says so.
+	run, piped := test, pipes(test)
+	if !piped {
+		run = testreport.Instrument(test)
+	}
+	jc, err := jail.Command(tctx, run)
 	if err != nil {
 		res.CannotRun = err.Error()
 		return res
@@ -140,7 +166,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	if !jc.Gone(procgroup.WaitDelay) {
 		j.log.Warn("a test run's processes outlived it", zap.String("test", test))
 	}
-	res.Output = fileTail(out, maxTestOutput)
+	raw := fileTail(out, maxReportOutput)
+	report := testreport.Read(run, []byte(raw))
+	res.Output = textTail(report.Text, maxTestOutput)
 	switch {
 	case ctx.Err() != nil:
 		res.Interrupted = true
@@ -158,6 +186,10 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	default:
 		res.CannotRun = err.Error()
 		return res
+	}
+	res.Outcome, res.Reason = report.Verdict(res.ExitCode)
+	if piped && res.ExitCode == 0 {
+		res.Outcome, res.Reason = testreport.Unchecked, "its output goes through a pipe, which may cut the runner's report: judged by exit status alone"
 	}
 	switch res.ExitCode {
 	case 126:
@@ -209,6 +241,37 @@ func closeFiles(fs []*os.File) {
 	for _, f := range fs {
 		f.Close()
 	}
+}
+
+// pipes reports whether test, as the shell reads it, sends a command's
+// output through a pipe.
+func pipes(test string) bool {
+	f, err := syntax.NewParser().Parse(strings.NewReader(test), "")
+	if err != nil {
+		return false
+	}
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if b, ok := n.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// textTail is the end of s, at most max bytes, marked when cut (or when
+// s was already cut).
+func textTail(s string, max int) string {
+	const mark = "[…earlier output cut…]\n"
+	body, cut := strings.CutPrefix(s, mark)
+	if len(body) > max {
+		body, cut = body[len(body)-max:], true
+	}
+	if cut {
+		return mark + body
+	}
+	return body
 }
 
 // fileTail is the end of f's content, at most max bytes.

@@ -6,12 +6,14 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -203,5 +205,60 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 			t.Fatalf("not within %s: %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A pass needs the runner's own report that tests ran: a Go test binary
+// that ends itself before its tests (os.Exit(0) in init) exits 0 and
+// makes `go test` print ok, and is vacuous, not a pass. The same test run
+// honestly passes, and a plain script is judged by its exit status.
+func TestRunTestNeedsTheRunnersReport(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not installed")
+	}
+	f := newFixture(t, func(o *Options) {
+		o.Jail.Env = append(o.Jail.Env, "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin", "HOME="+t.TempDir(),
+			"GOCACHE="+filepath.Join(t.TempDir(), "gocache"), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		o.Jail.Writable = nil
+	})
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	cache := ""
+	for _, kv := range f.j.opts.Jail.Env {
+		if v, ok := strings.CutPrefix(kv, "GOCACHE="); ok {
+			cache = v
+		}
+	}
+	os.MkdirAll(cache, 0o700)
+	f.j.opts.Jail.Writable = []string{cache}
+	f.write(map[string]string{
+		"go.mod":          "module m\n\ngo 1.22\n",
+		"a/a.go":          "package a\n\nfunc Answer() int { return 41 }\n",
+		"a/a_test.go":     "package a\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+		"tests/script.sh": "go test ./a/ && echo script done\n",
+	})
+	if r := f.runTest(t.Context(), "go test ./a/"); r.Passed() || r.Outcome != testreport.Fail {
+		t.Fatalf("a failing Go test: %s (%s)", r.Summary(), r.Outcome)
+	}
+	f.write(map[string]string{"a/exit.go": "package a\n\nimport (\n\t\"os\"\n\t\"strings\"\n)\n\nfunc init() {\n\tif strings.HasSuffix(os.Args[0], \".test\") {\n\t\tos.Exit(0)\n\t}\n}\n"})
+	r := f.runTest(t.Context(), "go test ./a/")
+	if r.ExitCode != 0 || r.Passed() || r.Outcome != testreport.Vacuous || !strings.Contains(r.Summary(), "not a pass") {
+		t.Errorf("a test binary that ends itself before its tests: exit %d, %s (%s), want exit 0 and vacuous", r.ExitCode, r.Summary(), r.Outcome)
+	}
+	if strings.Contains(r.Output, `"Action"`) {
+		t.Errorf("the output shown is go test's JSON, not its text: %q", r.Output)
+	}
+	f.remove("a/exit.go")
+	f.write(map[string]string{"a/a.go": "package a\n\nfunc Answer() int { return 42 }\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() || r.Outcome != testreport.Pass {
+		t.Errorf("an honest Go test: %s (%s)\n%s", r.Summary(), r.Outcome, r.Output)
+	}
+	if r := f.runTest(t.Context(), "go test ./a/ 2>&1 | tail -5"); !r.Passed() || r.Outcome != testreport.Unchecked {
+		t.Errorf("an honest Go test through a filter: %s (%s)\n%s", r.Summary(), r.Outcome, r.Output)
+	}
+	if r := f.runTest(t.Context(), "sh tests/script.sh"); !r.Passed() {
+		t.Errorf("a script that runs go test: %s (%s)\n%s", r.Summary(), r.Outcome, r.Output)
 	}
 }
