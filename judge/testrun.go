@@ -125,6 +125,11 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	defer cancel()
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
+	for _, d := range depDirs {
+		if _, err := os.Lstat(filepath.Join(checkout, d)); errors.Is(err, os.ErrNotExist) {
+			jail.Deps = append(jail.Deps, filepath.Join(j.opts.Project.Dir, d))
+		}
+	}
 	// The command as run asks known runners for a report the daemon can
 	// read (go test -json); the result still names the test as written.
 	// A pipe into a filter (`| tail -5`) cuts the report it carries: such
@@ -242,6 +247,11 @@ func closeFiles(fs []*os.File) {
 		f.Close()
 	}
 }
+
+// depDirs are the directories at the project's top that hold what a
+// build installs and git does not carry: where the tree has none, the
+// work tree's is lent to the test, read-only.
+var depDirs = []string{"node_modules", ".venv", "venv"}
 
 // pipes reports whether test, as the shell reads it, sends a command's
 // output through a pipe.

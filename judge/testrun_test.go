@@ -262,3 +262,21 @@ func TestRunTestNeedsTheRunnersReport(t *testing.T) {
 		t.Errorf("a script that runs go test: %s (%s)\n%s", r.Summary(), r.Outcome, r.Output)
 	}
 }
+
+// What a build installed and git does not carry (node_modules) is lent to
+// the test from the work tree, read-only.
+func TestRunTestSeesTheDependenciesReadOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	f.write(map[string]string{".gitignore": "node_modules/\n", "node_modules/dep/index.js": "dep\n"})
+	f.commitAll("base")
+	r := f.runTest(t.Context(), "cat node_modules/dep/index.js && (echo x > node_modules/dep/index.js) 2>/dev/null && exit 42; exit 0")
+	if !r.Passed() || !strings.Contains(r.Output, "dep") {
+		t.Errorf("%s\n%s", r.Summary(), r.Output)
+	}
+	if got := f.read("node_modules/dep/index.js"); got != "dep\n" {
+		t.Errorf("the test changed the work tree's node_modules: %q", got)
+	}
+}

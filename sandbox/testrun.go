@@ -42,6 +42,11 @@ type TestJail struct {
 	Secrets  []string
 	Env      []string
 	Limits   Limits
+	// Deps are directories of the project's work tree that a build needs
+	// and git does not carry (node_modules, a virtualenv), bound
+	// read-only at the same place in the checkout: the test uses them and
+	// cannot change them. Absolute paths, below Mount's real directory.
+	Deps []string
 	// Off runs the test unconfined, in its checkout with Env: the user
 	// turned confinement off (sandbox.enabled: false), visibly.
 	Off bool

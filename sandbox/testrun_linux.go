@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -137,6 +138,13 @@ func (j TestJail) bwrapArgs(script string) []string {
 	}
 	args = append(args,
 		"--bind", j.Checkout, j.Mount,
+	)
+	for _, d := range j.Deps {
+		if rel, err := filepath.Rel(j.Mount, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
+			args = append(args, "--ro-bind", d, filepath.Join(j.Mount, rel))
+		}
+	}
+	args = append(args,
 		"--chdir", j.Mount,
 		"--seccomp", "3", "--info-fd", "4",
 		"--", "/bin/sh", "-c", script)
