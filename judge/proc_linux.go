@@ -9,8 +9,9 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
-// IsRunProcess reports whether pid belongs to a run of this daemon: it
-// carries a run's token, or a run's process is among its ancestors. The
+// IsRunProcess reports whether pid belongs to a run of this daemon, an
+// agent's or one of the daemon's own test runs: it carries a run's token,
+// or a run's process is among its ancestors. The
 // control API refuses such a process what is for people (defense in depth:
 // in the sandbox an agent cannot reach the socket at all).
 func (j *Judge) IsRunProcess(pid int) bool {
@@ -23,14 +24,24 @@ func (j *Judge) IsRunProcess(pid int) bool {
 		}
 		tokens[r.token] = true
 	}
+	testTokens := map[string]bool{}
+	for token, p := range j.tests {
+		if p > 0 {
+			pids[p] = true
+		}
+		testTokens[token] = true
+	}
 	j.mu.Unlock()
-	if len(tokens) == 0 {
+	if len(tokens) == 0 && len(testTokens) == 0 {
 		return false
 	}
 	if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
-		prefix := []byte(control.RunTokenEnv + "=")
+		runPrefix, testPrefix := []byte(control.RunTokenEnv+"="), []byte(TestRunTokenEnv+"=")
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			if t, ok := bytes.CutPrefix(kv, prefix); ok && tokens[string(t)] {
+			if t, ok := bytes.CutPrefix(kv, runPrefix); ok && tokens[string(t)] {
+				return true
+			}
+			if t, ok := bytes.CutPrefix(kv, testPrefix); ok && testTokens[string(t)] {
 				return true
 			}
 		}

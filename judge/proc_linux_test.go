@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
@@ -176,5 +177,38 @@ func TestIsRunProcessWalkIsBounded(t *testing.T) {
 			t.Errorf("a run's process %s: IsRunProcess(%d) = %v, want %v", tt.name, tt.from, got, tt.want)
 		}
 		f.j.Forget("run-1")
+	}
+}
+
+// The daemon's own test runs are refused what is for people too: their
+// processes are known by the run's token in their environment, even one
+// that outlived its run (which only an unconfined run allows: the jail's
+// pid namespace ends with the test).
+func TestTestRunProcessesAreRunProcesses(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Jail.Off = true })
+	token, ready := uniqueSleep(), filepath.Join(t.TempDir(), "ready")
+	// The test ends once the helper has left its session (and so the
+	// group the end of the test kills).
+	script := "setsid sh -c 'touch " + ready + "; exec sleep " + token + "' > /dev/null 2>&1 & while [ ! -e " + ready + " ]; do :; done"
+	if r := f.runTest(t.Context(), script); !r.Passed() {
+		t.Fatal(r.Summary())
+	}
+	var left []int
+	eventually(t, 10*time.Second, "the detached sleep is running", func() bool {
+		left = processesRunning(token)
+		return len(left) > 0
+	})
+	t.Cleanup(func() {
+		for _, p := range left {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	for _, p := range left {
+		if !f.j.IsRunProcess(p) {
+			t.Errorf("process %d, left behind by a test run, is not known as a run's", p)
+		}
+	}
+	if f.j.IsRunProcess(os.Getpid()) {
+		t.Error("the daemon's own process is taken for a run's")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,6 +71,10 @@ func (r TestResult) Summary() string {
 	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(r.Output, 400))
 }
 
+// TestRunTokenEnv names the variable that holds a test run's token in its
+// environment.
+const TestRunTokenEnv = "CTXGRAPH_TEST_RUN"
+
 // maxTestOutput is how much of a test's output the daemon keeps: its end,
 // where the verdict of a test runner is. maxReportOutput is how much of it
 // is read for the runner's report (go test -json's events take more room
@@ -123,8 +128,12 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	}
 	tctx, cancel := context.WithTimeout(ctx, j.opts.TestTimeout)
 	defer cancel()
+	// The run carries a token of its own, by which the control API knows
+	// its processes for what they are, whatever they present.
+	token := rand.Text()
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
+	jail.Env = append(slices.Clone(jail.Env), TestRunTokenEnv+"="+token)
 	for _, d := range depDirs {
 		if _, err := os.Lstat(filepath.Join(checkout, d)); errors.Is(err, os.ErrNotExist) {
 			jail.Deps = append(jail.Deps, filepath.Join(j.opts.Project.Dir, d))
@@ -161,6 +170,16 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	err = cmd.Start()
 	closeFiles(cmd.ExtraFiles)
 	if err == nil {
+		j.mu.Lock()
+		j.tests[token] = cmd.Process.Pid
+		j.mu.Unlock()
+		// The token stays known after the run: a process an unconfined
+		// test left behind still carries it.
+		defer func() {
+			j.mu.Lock()
+			j.tests[token] = 0
+			j.mu.Unlock()
+		}()
 		err = cmd.Wait()
 	}
 	res.Took = time.Since(start)
