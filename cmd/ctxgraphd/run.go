@@ -99,7 +99,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	// Claude Code gives every sandboxed command a temp directory that all
 	// of a user's sessions share; one per project keeps projects out of
 	// each other's scratch files. Short: the CLI binds sockets below it.
-	tmp := filepath.Join(os.TempDir(), "cgt-"+o.Project.ID[strings.LastIndexByte(o.Project.ID, '-')+1:])
+	tmp := agentTempDir(o.Project)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("the agents' temp directory: %w", err)
 	}
@@ -218,6 +218,21 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		log.Info("daemon stopped")
 	}
 	return err
+}
+
+// agentTempDir is the project's own CLAUDE_CODE_TMPDIR: Claude Code gives
+// every sandboxed command a temp directory below it, writable by every run
+// of the project.
+func agentTempDir(p paths.Project) string {
+	return filepath.Join(os.TempDir(), "cgt-"+p.ID[strings.LastIndexByte(p.ID, '-')+1:])
+}
+
+// agentWritable are the directories outside the project that agents' runs
+// may write, with env the agents' environment: nothing there may take part
+// in judging them.
+func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
+	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+agentTempDir(p))
+	return slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)})
 }
 
 // testJail is where the daemon runs the features' tests (sandbox.TestJail):

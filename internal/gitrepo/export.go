@@ -58,3 +58,32 @@ func (r *Repo) Export(ctx context.Context, tree Tree, dir string) error {
 		return nil
 	})
 }
+
+// Resolve names the commit that rev (a revision expression: HEAD, a
+// branch, an abbreviated id…) stands for, and its tree.
+func (r *Repo) Resolve(ctx context.Context, rev string) (commit string, tree Tree, err error) {
+	id, ok, err := r.revParse(ctx, rev+"^{commit}")
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return "", "", fmt.Errorf("gitrepo: %q names no commit of %s", rev, r.dir)
+	}
+	t, ok, err := r.revParse(ctx, id+"^{tree}")
+	if err != nil || !ok {
+		return "", "", fmt.Errorf("gitrepo: the tree of %s: %v", id, err)
+	}
+	return id, Tree(t), nil
+}
+
+// IsAncestor reports whether commit a is b or in b's history.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.git(ctx, nil, nil, "merge-base", "--is-ancestor", a, b)
+	switch exitCode(err) {
+	case 0:
+		return err == nil, err
+	case 1:
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+func init() { subcommands = append(subcommands, newVerifyCmd) }
+
+func newVerifyCmd() *cobra.Command {
+	var projectDir, at string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify [ID…] [--at REV] [--json]",
+		Short: "Run the frozen tests of tested features again, on a clean checkout of a commit",
+		Long: `Run the frozen test of each named feature (by default: every tested feature) on a
+clean temporary checkout of REV (by default: HEAD, the head of the project's
+branch), confined as the daemon runs them, and print a table: the feature, the
+commit its verdict made, whether its test passes there, and how long it took.
+
+With --at, the default is the features tested by then: those whose verdict's
+commit is in REV's history. It works with or without a daemon, and leaves the
+project's work tree and index exactly as they were. Exit 0 when every test
+passes, 1 when any fails (naming them).`,
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			f := ctlFlags{project: projectDir}
+			proj, err := f.findProject()
+			if err != nil {
+				return err
+			}
+			cfg, _, err := config.Load(config.Sources{ProjectDir: proj.Dir})
+			if err != nil {
+				return err
+			}
+			res, err := verify(cmd.Context(), proj, cfg, ids, at)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+			} else {
+				res.print(cmd.OutOrStdout())
+			}
+			if failed := res.failed(); len(failed) == 1 {
+				return withExitCode(1, fmt.Errorf("%s fails its frozen test at %s (%s)", failed[0], res.Rev, short(res.Commit)))
+			} else if len(failed) > 1 {
+				return withExitCode(1, fmt.Errorf("%s fail their frozen tests at %s (%s)", strings.Join(failed, ", "), res.Rev, short(res.Commit)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&projectDir, "project", "", "project directory (default: the project around the current directory)")
+	cmd.Flags().StringVar(&at, "at", "HEAD", "the commit to check out and test (any git revision)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitUsage, err) })
+	return cmd
+}
+
+// verified is what verify found.
+type verified struct {
+	Rev      string            `json:"rev"`
+	Commit   string            `json:"commit"`
+	Features []verifiedFeature `json:"features"`
+	Passed   bool              `json:"passed"`
+}
+
+// verifiedFeature is one feature's frozen test run on the commit.
+type verifiedFeature struct {
+	ID string `json:"id"`
+	// VerdictCommit is the commit the feature's accepted verdict made
+	// (refs/ctxgraphd/tested/<id>), "" when there is none.
+	VerdictCommit string `json:"verdict_commit"`
+	Test          string `json:"test"`
+	Passed        bool   `json:"passed"`
+	Summary       string `json:"summary"`
+	TookMS        int64  `json:"took_ms"`
+}
+
+func (v verified) failed() []string {
+	var out []string
+	for _, f := range v.Features {
+		if !f.Passed {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
+func (v verified) print(w io.Writer) {
+	fmt.Fprintf(w, "verify at %s (%s)\n", v.Rev, short(v.Commit))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FEATURE\tVERDICT COMMIT\tRESULT\tTIME")
+	for _, f := range v.Features {
+		result := "passes"
+		if !f.Passed {
+			result = "FAILS: " + f.Summary
+		}
+		commit := short(f.VerdictCommit)
+		if commit == "" {
+			commit = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, commit, result, (time.Duration(f.TookMS) * time.Millisecond).Round(time.Millisecond))
+	}
+	tw.Flush()
+	switch {
+	case len(v.Features) == 0:
+		fmt.Fprintln(w, "no tested feature to verify")
+	case v.Passed:
+		fmt.Fprintf(w, "all %d pass\n", len(v.Features))
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// verify runs the frozen tests of the features ids (by default the tested
+// ones, as of rev) on a throwaway checkout of rev, in the jail the daemon
+// runs them in. The repository is read through an index of its own in a
+// temporary directory: the user's index, work tree and refs are not
+// touched.
+func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []string, rev string) (verified, error) {
+	res := verified{Rev: rev}
+	list, _, err := progress.ReadFeatureList(proj.Progress())
+	if err != nil {
+		return res, fmt.Errorf("verify needs the feature list, for the features' tests: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "ctxgraphd-verify-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: proj.Dir, Index: filepath.Join(tmp, "index"), Exclude: []string{".claude"}})
+	if err != nil {
+		return res, err
+	}
+	commit, tree, err := repo.Resolve(ctx, rev)
+	if err != nil {
+		return res, fmt.Errorf("--at %s: %w", rev, err)
+	}
+	res.Commit = commit
+	features, err := toVerify(ctx, repo, list, ids, rev, commit)
+	if err != nil {
+		return res, err
+	}
+	env := os.Environ()
+	j := judge.New(judge.Options{
+		Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout,
+		Jail: testJail(env, proj, cfg, agentWritable(env, proj, cfg)),
+	})
+	log, err := newLogger(config.Log{Level: "warn", Format: "console"}, proj)
+	if err != nil {
+		return res, err
+	}
+	defer log.Sync()
+	if err := checkJail(ctx, cfg, j, log); err != nil {
+		return res, err
+	}
+	res.Passed = true
+	for _, f := range features {
+		vc, _ := repo.Ref(ctx, judge.TestedRef(f.ID))
+		r := j.RunTest(ctx, tree, f.Test)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		v := verifiedFeature{ID: f.ID, VerdictCommit: vc, Test: f.Test, Passed: r.Passed(), Summary: r.Summary(), TookMS: r.Took.Milliseconds()}
+		res.Passed = res.Passed && v.Passed
+		res.Features = append(res.Features, v)
+	}
+	return res, nil
+}
+
+// toVerify picks the features to run: those named, in the order given,
+// each of which must be in the list with a test; or by default every
+// feature tested as of rev: with a verdict commit in rev's history, or
+// (without such commits, git.commit off) marked tested in the list when
+// rev is HEAD.
+func toVerify(ctx context.Context, repo *gitrepo.Repo, list *progress.List, ids []string, rev, commit string) ([]progress.Feature, error) {
+	var out []progress.Feature
+	if len(ids) > 0 {
+		for _, id := range ids {
+			f := list.Feature(id)
+			switch {
+			case f == nil:
+				return nil, withExitCode(exitUsage, fmt.Errorf("%s is not in %s; the features are %s", id, progress.FeatureListFile, strings.Join(featureIDs(list), ", ")))
+			case strings.TrimSpace(f.Test) == "":
+				return nil, withExitCode(exitUsage, fmt.Errorf("%s has no test command in %s: there is nothing to run", id, progress.FeatureListFile))
+			}
+			out = append(out, *f)
+		}
+		return out, nil
+	}
+	for _, f := range list.Features {
+		if strings.TrimSpace(f.Test) == "" {
+			continue
+		}
+		vc, err := repo.Ref(ctx, judge.TestedRef(f.ID))
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case vc != "":
+			in, err := repo.IsAncestor(ctx, vc, commit)
+			if err != nil {
+				return nil, err
+			}
+			if in {
+				out = append(out, f)
+			}
+		case f.Tested && rev == "HEAD":
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func featureIDs(l *progress.List) []string {
+	ids := make([]string, 0, len(l.Features))
+	for _, f := range l.Features {
+		ids = append(ids, f.ID)
+	}
+	return slices.Clip(ids)
+}
