@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -532,7 +533,7 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(cfg.Describe(prov), "\n")
+	lines := keyLines(cfg.Describe(prov))
 	want := map[string]string{
 		"agent.command":               `agent.command               = claude             # default`,
 		"agent.model":                 `agent.model                 = claude-sonnet-4-5  # project ` + projectPath,
@@ -543,7 +544,7 @@ func TestDescribe(t *testing.T) {
 		"gates.tested-needs-evidence": `gates.tested-needs-evidence = enforce            # default`,
 	}
 	if len(lines) != len(Keys())+1 || lines[len(lines)-1] != "" {
-		t.Fatalf("Describe() has %d lines, want one per key and a final newline:\n%s", len(lines), strings.Join(lines, "\n"))
+		t.Fatalf("Describe() has %d lines of keys, want one per key and a final newline:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for i, k := range Keys() {
 		if !strings.HasPrefix(lines[i], k.Name+" ") {
@@ -555,6 +556,68 @@ func TestDescribe(t *testing.T) {
 	}
 	if got := Default().Describe(nil); !strings.Contains(got, "agent.model                 = \"\"       # default\n") {
 		t.Errorf("Describe(nil) of the defaults:\n%s\nwant an empty model shown as \"\" and every origin default", got)
+	}
+}
+
+// keyLines are the lines of Describe's output that show a key, without
+// the comment lines below some of them.
+func keyLines(out string) []string {
+	return slices.DeleteFunc(strings.Split(out, "\n"), func(l string) bool { return strings.HasPrefix(l, " ") })
+}
+
+// Describe says, below sandbox.allowed_domains, which toolchain each host
+// of the effective list serves, so that a user can narrow the list to the
+// project's own; a host no toolchain fetches from is said to be none.
+func TestDescribeNamesEachHostsToolchain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		domains string // --set sandbox.allowed_domains; "-" for the default
+		want    []string
+	}{
+		{"the defaults", "-", []string{
+			"sandbox.allowed_domains     = proxy.golang.org, sum.golang.org, storage.googleapis.com, registry.npmjs.org, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io  # default",
+			"                              # proxy.golang.org        Go: the Go module proxy (GOPROXY's default)",
+			"                              # sum.golang.org          Go: the Go checksum database (GOSUMDB's default)",
+			"                              # storage.googleapis.com  Go: where proxy.golang.org redirects module zips",
+			"                              # registry.npmjs.org      Node: npm's registry (package metadata and tarballs)",
+			"                              # pypi.org                Python: PyPI's index (pip's /simple/ pages)",
+			"                              # files.pythonhosted.org  Python: PyPI's package files",
+			"                              # crates.io               Rust: crates.io's API and index",
+			"                              # index.crates.io         Rust: Cargo's sparse index",
+			"                              # static.crates.io        Rust: crate downloads",
+			"sandbox.allow_write         = \"\"       # default",
+		}},
+		{"narrowed, with a host of the project's own", "pypi.org,files.pythonhosted.org,example.com", []string{
+			"sandbox.allowed_domains     = pypi.org, files.pythonhosted.org, example.com  # flag --set sandbox.allowed_domains",
+			"                              # pypi.org                Python: PyPI's index (pip's /simple/ pages)",
+			"                              # files.pythonhosted.org  Python: PyPI's package files",
+			"                              # example.com             not a toolchain's registry",
+			"sandbox.allow_write         = \"\"       # default",
+		}},
+		{"none", "", []string{
+			"sandbox.allowed_domains     = \"\"       # flag --set sandbox.allowed_domains",
+			"sandbox.allow_write         = \"\"       # default",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := layers{}
+			if tc.domains != "-" {
+				l.flags = map[string]string{"sandbox.allowed_domains": tc.domains}
+			}
+			cfg, prov, _, _, err := load(t, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := cfg.Describe(prov)
+			at := strings.Index(out, "sandbox.allowed_domains ")
+			if at < 0 {
+				t.Fatalf("no sandbox.allowed_domains in:\n%s", out)
+			}
+			got := strings.Split(out[at:], "\n")[:len(tc.want)]
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
 
@@ -579,7 +642,7 @@ func TestDescribeShowsValues(t *testing.T) {
 		"sandbox.allow_write":     `""`,
 		"agent.model":             `""`,
 	}
-	for _, line := range strings.Split(strings.TrimSuffix(cfg.Describe(prov), "\n"), "\n") {
+	for _, line := range keyLines(strings.TrimSuffix(cfg.Describe(prov), "\n")) {
 		name, rest, _ := strings.Cut(line, " = ")
 		value, _, _ := strings.Cut(rest, "  # ")
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
@@ -603,7 +666,7 @@ func TestDescribeAlignsComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	column := -1
-	for _, line := range strings.Split(strings.TrimSuffix(cfg.Describe(prov), "\n"), "\n") {
+	for _, line := range keyLines(strings.TrimSuffix(cfg.Describe(prov), "\n")) {
 		_, rest, _ := strings.Cut(line, " = ")
 		value, _, _ := strings.Cut(rest, "  # ")
 		at := strings.Index(line, "  # ")

@@ -11,7 +11,9 @@ import (
 //	agent.model               = opus    # project /p/.claude/ctxgraphd.yaml
 //	limits.max_retries        = 5       # env CTXGRAPHD_LIMITS_MAX_RETRIES
 //
-// A key missing from p is shown as default.
+// A key missing from p is shown as default. A key whose elements want a
+// word (the hosts of sandbox.allowed_domains: whose registry each is) has
+// it in comment lines below its own, indented to the values.
 func (c *Config) Describe(p Provenance) string {
 	names := make([]string, len(registry))
 	values := make([]string, len(registry))
@@ -31,6 +33,15 @@ func (c *Config) Describe(p Provenance) string {
 		b.WriteString("  # ")
 		b.WriteString(p[names[i]].String())
 		b.WriteByte('\n')
+		if registry[i].notes == nil {
+			continue
+		}
+		for _, n := range registry[i].notes(c) {
+			b.WriteString(strings.Repeat(" ", nameW+len(" = ")))
+			b.WriteString("# ")
+			b.WriteString(n)
+			b.WriteByte('\n')
+		}
 	}
 	return b.String()
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 )
 
 // kind is how a key's raw text is parsed and checked.
@@ -42,6 +44,9 @@ type key struct {
 	what     string            // kindString, kindList: what the value (an element) is, for messages
 	// elem checks one element of a kindList; nil accepts any non-empty one.
 	elem func(string) bool
+	// notes are comment lines Describe prints below the key's line: what
+	// the elements of a value are for, so that a user can narrow it.
+	notes func(*Config) []string
 	access
 }
 
@@ -147,7 +152,7 @@ func buildRegistry() []*key {
 		&key{name: "sandbox.enabled", kind: kindBool,
 			help: "confine every agent run in Claude Code's sandbox; false turns confinement off, visibly", access: field(func(c *Config) *bool { return &c.Sandbox.Enabled })},
 		&key{name: "sandbox.allowed_domains", kind: kindList, what: "host names, such as proxy.golang.org or *.example.com", elem: validDomain,
-			help: "hosts that programs run by agents may reach", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
+			help: "hosts that programs run by agents may reach", notes: domainNotes, access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
 		&key{name: "sandbox.allow_write", kind: kindList, what: "absolute directory paths", elem: filepath.IsAbs,
 			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
 		&key{name: "sandbox.max_processes", kind: kindInt,
@@ -375,6 +380,29 @@ func raw(v any) string {
 // display formats a typed value for people: like raw (durations as
 // Duration.String, "30m0s", which people and ParseDuration both read), but
 // an empty string shows as "" so that it does not look like a missing column.
+// domainNotes says, for each host of sandbox.allowed_domains, the
+// toolchain it serves and what for: the default list holds every
+// toolchain's registries, and a project needs only its own.
+func domainNotes(c *Config) []string {
+	width := 0
+	for _, h := range c.Sandbox.AllowedDomains {
+		width = max(width, len(h))
+	}
+	var out []string
+	for _, h := range c.Sandbox.AllowedDomains {
+		what := "not a toolchain's registry"
+		if t, ok := toolchain.ByHost(h); ok {
+			for _, th := range t.Hosts {
+				if th.Name == h {
+					what = t.Name + ": " + th.What
+				}
+			}
+		}
+		out = append(out, pad(h, width)+"  "+what)
+	}
+	return out
+}
+
 func display(v any) string {
 	if l, ok := v.([]string); ok && len(l) > 0 {
 		return strings.Join(l, ", ")

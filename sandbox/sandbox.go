@@ -32,6 +32,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 )
 
 // ErrUnavailable is the error Check's errors wrap: the sandbox cannot run
@@ -60,20 +62,9 @@ type Policy struct {
 
 // DefaultAllowedDomains are the package registries an honest build needs to
 // fetch its dependencies, and nothing else: an agent has no business
-// talking to any other host.
-var DefaultAllowedDomains = []string{
-	"proxy.golang.org", // Go module proxy (GOPROXY's default)
-	"sum.golang.org",   // Go checksum database (GOSUMDB's default)
-	// proxy.golang.org redirects module zips here. That opens all of Cloud
-	// Storage, a way out for data, but Go downloads need it.
-	"storage.googleapis.com",
-	"registry.npmjs.org",     // npm's registry: package metadata and tarballs
-	"pypi.org",               // PyPI's index (pip's /simple/ pages)
-	"files.pythonhosted.org", // PyPI's package files
-	"crates.io",              // crates.io's API and index
-	"index.crates.io",        // Cargo's sparse index
-	"static.crates.io",       // crate downloads
-}
+// talking to any other host. Each serves one toolchain (toolchain.All says
+// which, and what for), so that a project can narrow the list to its own.
+var DefaultAllowedDomains = toolchain.Hosts()
 
 // Settings returns the value of the "sandbox" key of Claude Code's settings
 // for p. Every Bash call runs sandboxed (autoAllowBashIfSandboxed, without

@@ -1,0 +1,112 @@
+// Package toolchain names the toolchains ctxgraphd knows by sight: how a
+// project says it uses one (a file at its top), the program its tests run
+// with, the hosts its package manager fetches from, and the command that
+// fetches a project's dependencies ahead of time. The sandbox's default
+// network allowlist is made of these hosts, the start-up check asks about
+// the toolchains a project uses, and a test that could not reach a
+// registry is told apart from a failing one by them: one table, so that
+// the three agree.
+package toolchain
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Toolchain is one language's tools, as a project's test runs need them.
+type Toolchain struct {
+	Name string
+	// Markers are files at a project's top that say it uses the
+	// toolchain.
+	Markers []string
+	// Programs are the names its program goes by on PATH, the usual
+	// first: one of them must be there.
+	Programs []string
+	// Hosts are what its package manager fetches from by default, each
+	// with what it serves there.
+	Hosts []Host
+	// Fetch is the command that downloads a project's dependencies where
+	// its test runs find them without a network.
+	Fetch string
+}
+
+// Host is a host a package manager fetches from.
+type Host struct {
+	Name string
+	What string
+}
+
+// All are the toolchains ctxgraphd knows, in the order people read them.
+var All = []Toolchain{
+	{
+		Name: "Go", Markers: []string{"go.mod"}, Programs: []string{"go"},
+		Hosts: []Host{
+			{"proxy.golang.org", "the Go module proxy (GOPROXY's default)"},
+			{"sum.golang.org", "the Go checksum database (GOSUMDB's default)"},
+			// That opens all of Cloud Storage, a way out for data, but Go
+			// downloads need it.
+			{"storage.googleapis.com", "where proxy.golang.org redirects module zips"},
+		},
+		Fetch: "go mod download",
+	},
+	{
+		Name: "Node", Markers: []string{"package.json"}, Programs: []string{"node"},
+		Hosts: []Host{{"registry.npmjs.org", "npm's registry (package metadata and tarballs)"}},
+		Fetch: "npm ci (the test runs borrow the project's node_modules, read-only)",
+	},
+	{
+		Name: "Python", Markers: []string{"pyproject.toml", "requirements.txt", "setup.py"}, Programs: []string{"python3", "python"},
+		Hosts: []Host{
+			{"pypi.org", "PyPI's index (pip's /simple/ pages)"},
+			{"files.pythonhosted.org", "PyPI's package files"},
+		},
+		Fetch: "pip install into the project's .venv (the test runs borrow it, read-only)",
+	},
+	{
+		Name: "Rust", Markers: []string{"Cargo.toml"}, Programs: []string{"cargo"},
+		Hosts: []Host{
+			{"crates.io", "crates.io's API and index"},
+			{"index.crates.io", "Cargo's sparse index"},
+			{"static.crates.io", "crate downloads"},
+		},
+		Fetch: "cargo fetch",
+	},
+}
+
+// Hosts are the hosts of every toolchain, in the order of All: the
+// sandbox's default network allowlist.
+func Hosts() []string {
+	var out []string
+	for _, t := range All {
+		for _, h := range t.Hosts {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// ByHost is the toolchain that fetches from host, if one does by default.
+func ByHost(host string) (Toolchain, bool) {
+	for _, t := range All {
+		if slices.ContainsFunc(t.Hosts, func(h Host) bool { return h.Name == host }) {
+			return t, true
+		}
+	}
+	return Toolchain{}, false
+}
+
+// Used are the toolchains whose markers are at dir's top, in the order of
+// All.
+func Used(dir string) []Toolchain {
+	var out []Toolchain
+	for _, t := range All {
+		for _, m := range t.Markers {
+			if fi, err := os.Stat(filepath.Join(dir, m)); err == nil && !fi.IsDir() {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
