@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,9 @@ type Server struct {
 
 	// allowPeer says whether a connecting uid may use the API.
 	allowPeer func(uid int) bool
+
+	// patterns are the routes registered, in order, for Routes.
+	patterns []string
 }
 
 // RunPeers is what a backend that runs agents adds so that the routes for
@@ -82,7 +86,7 @@ func New(b control.Backend, log *zap.Logger) *Server {
 		ConnContext:       connContext,
 		ErrorLog:          errLog,
 	}
-	s.routes()
+	s.baseRoutes()
 	if g, ok := b.(control.GateBackend); ok {
 		s.gateRoutes(g)
 	}
@@ -140,7 +144,8 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	return s
 }
 
-func (s *Server) routes() {
+// baseRoutes registers what every backend serves.
+func (s *Server) baseRoutes() {
 	s.Handle("GET /v1/status", Endpoint(func(r *http.Request) (control.Status, error) {
 		return s.b.Status(r.Context())
 	}))
@@ -195,6 +200,14 @@ func (s *Server) peopleOnly(h http.Handler) http.Handler {
 // before Serve; like ServeMux.Handle it panics on a conflicting pattern.
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// Routes returns the patterns the server answers ("GET /v1/status", …), in
+// the order they were registered: what its backend serves, and what Handle
+// added. The documentation of the control API is held to it.
+func (s *Server) Routes() []string {
+	return slices.Clone(s.patterns)
 }
 
 // Serve answers requests on l until Shutdown, then returns nil. l is
@@ -454,9 +467,11 @@ func (r *statusRecorder) WriteHeader(status int)      { r.status = status }
 const watchInterval = 250 * time.Millisecond
 
 // watch streams the status as JSON lines (application/x-ndjson): one at
-// once, then one at each change, at most every watchInterval, and one at
-// least every second. It ends when the client goes or the server shuts
-// down.
+// once, then one after each change or each tick of a one-second ticker,
+// every one of them followed by a pause of watchInterval. So two lines are
+// never closer than watchInterval, and without changes a line comes at
+// most a second and watchInterval (1.25 s) after the one before. It ends
+// when the client goes or the server shuts down.
 func (s *Server) watch(wb control.WatchBackend) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")

@@ -362,6 +362,34 @@ func TestExtraRoutes(t *testing.T) {
 	}
 }
 
+// Routes lists the routes the server answers: its backend's and those
+// added with Handle, each answered by a handler rather than by the mux's
+// "no such endpoint". The documentation of the API is checked against it.
+func TestRoutesListWhatTheServerAnswers(t *testing.T) {
+	s := server.New(&controltest.Backend{}, nil)
+	s.Handle("GET /v1/things/{id}", server.Endpoint(func(r *http.Request) (control.OK, error) { return control.OK{OK: true}, nil }))
+	routes := s.Routes()
+	for _, want := range []string{"GET /v1/status", "POST /v1/features/{id}/unblock", "GET /v1/guards", "GET /v1/things/{id}"} {
+		if !slices.Contains(routes, want) {
+			t.Errorf("Routes() = %q, missing %q", routes, want)
+		}
+	}
+	for _, route := range routes {
+		method, path, _ := strings.Cut(route, " ")
+		rec := httptest.NewRecorder()
+		server.ServeAs(s, rec, httptest.NewRequest(method, strings.ReplaceAll(path, "{id}", "x"), nil), os.Geteuid(), 0, true, nil)
+		var e control.Error
+		json.Unmarshal(rec.Body.Bytes(), &e)
+		if e.Code == control.CodeNotFound || e.Code == control.CodeMethodNotAllowed {
+			t.Errorf("%s is listed but not answered: %d %s", route, rec.Code, rec.Body)
+		}
+	}
+	routes[0] = "GET /v1/changed"
+	if s.Routes()[0] == routes[0] {
+		t.Error("Routes() hands out the server's own list")
+	}
+}
+
 func TestServeAndShutdown(t *testing.T) {
 	sock := socketIn(t)
 	ln, err := server.Listen(sock)
