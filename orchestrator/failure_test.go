@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
@@ -264,10 +265,22 @@ func TestPersonsHalfWrittenListIsKept(t *testing.T) {
 		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
 			"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, ".claude/progress/feature-list.json"), "content": content}})
 		h.write(".claude/progress/feature-list.json", content)
-		time.Sleep(100 * time.Millisecond) // the watcher takes it
-		// …then a person starts editing the list by hand.
+		// The watcher takes it (not t.Fatal: this is the run's goroutine)…
+		if !eventually.Within(10*time.Second, func() bool {
+			fs, _ := h.current.Features(ctx)
+			return len(fs) > 0 && fs[0].Status == string(progress.Completed)
+		}) {
+			t.Error("the daemon never took the agent's write of the list")
+		}
+		// …then a person starts editing the list by hand, which the
+		// daemon sees, while the run is still in flight.
 		h.write(".claude/progress/feature-list.json", half)
-		time.Sleep(100 * time.Millisecond)
+		if !eventually.Within(10*time.Second, func() bool {
+			s, _ := h.current.Status(ctx)
+			return strings.Contains(s.Message, "written by a person")
+		}) {
+			t.Error("the daemon never saw the person's half-written list")
+		}
 		close(wrote)
 		return agents.Result{Summary: "implemented", NumTurns: 3, CostUSD: 0.01}
 	}
@@ -277,13 +290,20 @@ func TestPersonsHalfWrittenListIsKept(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- o.Run(ctx) }()
 	<-wrote
-	waitFor(t, func() bool {
+	// The run ended and was judged: the loop has nothing in flight and
+	// holds on the person's file.
+	eventually.True(t, 10*time.Second, func() bool {
 		s, _ := o.Status(ctx)
-		return strings.Contains(s.Message, "written by a person") && s.Current == nil
-	})
-	time.Sleep(200 * time.Millisecond) // nothing starts meanwhile
-	if s, _ := o.Status(ctx); s.Current != nil {
-		t.Errorf("a run started while a person's list was invalid: %+v", s.Current)
+		return strings.Contains(s.Message, "written by a person") && s.Current == nil && s.Working == ""
+	}, "the loop idle, holding on the person's list")
+	// Whatever the loop was told before this request, it has acted on
+	// by the time it answers it: no run started meanwhile.
+	runs := len(h.runner.runs())
+	if err := o.do(ctx, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := o.Status(ctx); s.Current != nil || s.Working != "" || len(h.runner.runs()) != runs {
+		t.Errorf("a run started while a person's list was invalid: %+v; runs %s", s.Current, roles(h.runner.runs()))
 	}
 	if data, _ := os.ReadFile(filepath.Join(h.proj.Progress(), progress.FeatureListFile)); string(data) != half {
 		t.Fatalf("the person's half-written file was replaced by %q", data)
@@ -360,15 +380,15 @@ func TestStoreThatCannotWriteHolds(t *testing.T) {
 	o := h.orchestrator(false)
 	done := make(chan error, 1)
 	go func() { done <- o.Run(ctx) }()
-	waitFor(t, func() bool { s, _ := o.Status(ctx); return s.State == "done" })
+	eventually.True(t, 10*time.Second, func() bool { s, _ := o.Status(ctx); return s.State == "done" }, "the session done")
 	h.st.Close() // every write fails from now on
 	h.edit(func(l *progress.List) {
 		l.Features = append(l.Features, progress.Feature{ID: "F-002", Title: "more", Test: "sh tests/F-002.sh", Status: progress.Pending})
 	})
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		s, _ := o.Status(ctx)
 		return strings.Contains(s.Message, "the daemon cannot save its state, so it is holding") && strings.Contains(s.Message, "tries again every 30s")
-	})
+	}, "the status saying the daemon holds")
 	if s, _ := o.Status(ctx); s.State != "done" || s.Current != nil {
 		t.Errorf("status %+v: want the session held where it was, nothing started", s)
 	}
@@ -407,13 +427,13 @@ func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
 			o := h.current
 			go func() {
 				// Once the loop holds on the broken file, it goes.
-				// (Not waitFor: t.Fatal belongs to the test's goroutine; a
-				// loop that never holds fails the test at its deadline.)
-				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					if st, _ := o.Status(ctx); strings.Contains(st.Message, "written by a person") {
-						break
-					}
-				}
+				// (Not eventually.True: t.Fatal belongs to the test's
+				// goroutine; a loop that never holds fails the test at
+				// its deadline.)
+				eventually.Within(10*time.Second, func() bool {
+					st, _ := o.Status(ctx)
+					return strings.Contains(st.Message, "written by a person")
+				})
 				os.Remove(filepath.Join(h.proj.Progress(), progress.FeatureListFile))
 			}()
 			return agents.Result{Summary: "cut short"}

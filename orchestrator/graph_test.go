@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudemd"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -29,10 +31,10 @@ func TestLessons(t *testing.T) {
 	h.write("CLAUDE.md", "# Project\n\nUse tabs.\n")
 	o := h.orchestrator(false)
 	ctx := running(t, o)
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		st, err := o.Status(ctx)
 		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
-	})
+	}, "F-001 blocked and nothing in flight")
 
 	if _, err := o.AddLesson(ctx, "  \n"); !isStatus(err, http.StatusBadRequest) {
 		t.Errorf("an empty lesson: %v, want a 400", err)
@@ -45,10 +47,10 @@ func TestLessons(t *testing.T) {
 	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		st, err := o.Status(ctx)
 		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
-	})
+	}, "F-001 blocked and nothing in flight")
 	var told bool
 	for _, s := range h.runner.runs() {
 		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+` lesson; a person wrote: "run go vet before go test"`) {

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/graph"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -44,10 +46,10 @@ func TestTracesFormAGraph(t *testing.T) {
 	h.runner.script[agents.Tester] = testerClaims(false) // a claim without a test run: refused, then blocked
 	o := h.orchestrator(false)
 	ctx := running(t, o)
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		ts, _ := h.st.Traces(store.TraceFilter{Type: store.TraceTransition, Text: "from next to done"})
 		return len(ts) == 1
-	})
+	}, "the session done")
 
 	one := func(f store.TraceFilter, code, what string) store.Trace {
 		t.Helper()
@@ -99,10 +101,10 @@ func TestTracesFormAGraph(t *testing.T) {
 	if correction.Parent != block.ID {
 		t.Errorf("the correction hangs from %q, want the block it answers %s", correction.Parent, block.ID)
 	}
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		ts, _ := h.st.Traces(store.TraceFilter{Feature: "F-001", Type: store.TraceTransition})
 		return len(slices.DeleteFunc(ts, func(tr store.Trace) bool { return tr.Context.Task != "attempt" })) == 2
-	})
+	}, "F-001's second attempt traced")
 	l, _, err := graph.LinksOf(h.st, pathRoot(t, h.st, refusal.ID))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -432,14 +433,14 @@ func TestMalformedFeatureListKeepsLastGoodState(t *testing.T) {
 	o := h.orchestrator(false)
 	done := make(chan error, 1)
 	go func() { done <- o.Run(ctx) }()
-	waitFor(t, func() bool { s, _ := o.Status(ctx); return s.State == "done" })
+	eventually.True(t, 10*time.Second, func() bool { s, _ := o.Status(ctx); return s.State == "done" }, "the session done")
 
 	good, err := os.ReadFile(filepath.Join(h.proj.Progress(), progress.FeatureListFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.write(".claude/progress/feature-list.json", `{"version": 1, "features": [{"id": "F-001", "title": `)
-	waitFor(t, func() bool { s, _ := o.Status(ctx); return strings.Contains(s.Message, "feature-list.json") })
+	eventually.True(t, 10*time.Second, func() bool { s, _ := o.Status(ctx); return strings.Contains(s.Message, "feature-list.json") }, "the status naming the broken feature-list.json")
 	s, _ := o.Status(ctx)
 	if s.Features.Tested != 1 {
 		t.Errorf("after a bad write: %+v, want the last good counts", s.Features)
@@ -449,7 +450,7 @@ func TestMalformedFeatureListKeepsLastGoodState(t *testing.T) {
 	}
 	// Fixing the file clears the problem.
 	h.write(".claude/progress/feature-list.json", string(good))
-	waitFor(t, func() bool { s, _ := o.Status(ctx); return !strings.Contains(s.Message, "feature-list.json:") })
+	eventually.True(t, 10*time.Second, func() bool { s, _ := o.Status(ctx); return !strings.Contains(s.Message, "feature-list.json:") }, "the problem cleared")
 	cancel()
 	if err := <-done; err != nil && err != context.Canceled {
 		t.Errorf("loop: %v", err)
@@ -465,17 +466,6 @@ func running(t *testing.T, o *Orchestrator) context.Context {
 	go func() { done <- o.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return ctx
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // The budgets reach the rules: a session that has spent its budget stops
@@ -713,17 +703,10 @@ func TestPersonsCorrectionsAreTraced(t *testing.T) {
 	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
 	o := h.orchestrator(false)
 	ctx := running(t, o)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, 30*time.Second, func() bool {
 		st, err := o.Status(ctx)
-		if err == nil && st.Features.Blocked == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the features were not blocked: %+v %v", st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && st.Features.Blocked == 2
+	}, "both features blocked")
 	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
 		t.Fatal(err)
 	}

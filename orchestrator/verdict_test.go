@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -58,11 +60,11 @@ func hangingTest(dir string) string {
 func waitForPids(t *testing.T, dir string) []int {
 	t.Helper()
 	var data []byte
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		var err error
 		data, err = os.ReadFile(filepath.Join(dir, "pids"))
 		return err == nil
-	})
+	}, "the test's pids in %s", dir)
 	var out []int
 	for _, w := range strings.Fields(string(data)) {
 		n, err := strconv.Atoi(w)
@@ -577,11 +579,11 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	<-claimed
 	// The daemon has taken the claim (the watcher saw the write) before
 	// it shuts down; asked on the loop's own goroutine.
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		var claim string
 		o.do(ctx, func() error { claim = o.claim; return nil })
 		return claim == "F-001"
-	})
+	}, "the daemon holding F-001's claim")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
