@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -588,9 +589,11 @@ func toolDetail(tool string, input json.RawMessage) string {
 	return ""
 }
 
-// summarize distils a run into one line to keep with it.
+// summarize distils a run into one line to keep with it: what the agent
+// said, in its words, but without the start-up noise of the user's shell
+// tools that it quoted from its commands' output.
 func summarize(res Result) string {
-	text := strings.Join(strings.Fields(res.Text), " ")
+	text := strings.Join(strings.Fields(diagnose.Quiet(res.Text)), " ")
 	switch {
 	case res.Ended == EndStartFailed:
 		return fmt.Sprintf("did not start: %v", res.Err)
@@ -605,7 +608,7 @@ func summarize(res Result) string {
 	case res.Ended == EndAuthRefused:
 		return fmt.Sprintf("stopped: the API refused the credentials (HTTP %d, %s)", res.APIErrorStatus, res.APIError)
 	case !res.SawResult:
-		tail := strings.Join(strings.Fields(res.StderrTail), " ")
+		tail := strings.Join(strings.Fields(diagnose.Quiet(res.StderrTail)), " ")
 		return prefixed(fmt.Sprintf("exited %d without a result", res.ExitCode), firstNonEmpty(tail, text))
 	case res.IsError:
 		return prefixed(firstNonEmpty(res.Subtype, "error"), text)

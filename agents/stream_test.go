@@ -218,6 +218,11 @@ func TestSummarize(t *testing.T) {
 		{Result{Ended: EndWallTimeout, Text: "half"}, "killed after the wall timeout: half"},
 		{Result{Ended: EndExited, ExitCode: 1, StderrTail: "boom\n"}, "exited 1 without a result: boom"},
 		{Result{Ended: EndExited, SawResult: true, IsError: true, Subtype: "error_max_turns"}, "error_max_turns"},
+		// A tester quoting its test's output, with the noise a user's
+		// shell profile adds to every command in the sandbox.
+		{Result{Ended: EndExited, SawResult: true, Text: "F-001 failed: `sh tests/F-001.sh` exited non-zero: Exit code 1\npyenv: cannot rehash: /root/.pyenv/shims isn't writable\nwant hello, got hullo"},
+			"F-001 failed: `sh tests/F-001.sh` exited non-zero: Exit code 1 want hello, got hullo"},
+		{Result{Ended: EndExited, ExitCode: 1, StderrTail: "direnv: loading ~/p/.envrc\nboom\n"}, "exited 1 without a result: boom"},
 	} {
 		if got := summarize(tc.res); got != tc.want {
 			t.Errorf("summarize(%+v) = %q, want %q", tc.res, got, tc.want)

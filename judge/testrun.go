@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
@@ -52,7 +53,8 @@ func (r TestResult) Passed() bool {
 		r.Outcome != testreport.Vacuous && r.Outcome != testreport.Fail
 }
 
-// Summary is the result in a sentence, for traces and the next agent.
+// Summary is the result in a sentence, for traces and the next agent: the
+// end of the output, without the start-up noise of a user's shell tools.
 func (r TestResult) Summary() string {
 	switch {
 	case r.Interrupted:
@@ -68,7 +70,7 @@ func (r TestResult) Summary() string {
 	case r.ExitCode == 0:
 		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(r.Output, 400))
+	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(diagnose.Quiet(r.Output), 400))
 }
 
 // TestRunTokenEnv names the variable that holds a test run's token in its
@@ -217,9 +219,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	}
 	switch res.ExitCode {
 	case 126:
-		res.CannotRun = "the shell could not execute it (exit 126): " + textcut.Tail(res.Output, 300)
+		res.CannotRun = "the shell could not execute it (exit 126): " + textcut.Tail(diagnose.Quiet(res.Output), 300)
 	case 127:
-		res.CannotRun = "a program it runs was not found (exit 127): " + textcut.Tail(res.Output, 300)
+		res.CannotRun = "a program it runs was not found (exit 127): " + textcut.Tail(diagnose.Quiet(res.Output), 300)
 	}
 	return res
 }

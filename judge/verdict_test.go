@@ -86,6 +86,26 @@ func TestRunTestKeepsTheEndOfItsOutput(t *testing.T) {
 	}
 }
 
+// What a failing test said reaches people and agents without the lines a
+// user's shell tools print at a shell's start (the test's own shell, or
+// one its script starts with a profile).
+func TestSummaryLeavesOutShellNoise(t *testing.T) {
+	const noise = "pyenv: cannot rehash: /root/.pyenv/shims isn't writable\n"
+	for _, r := range []TestResult{
+		{Command: "sh t.sh", ExitCode: 1, Output: noise + "want 2, got 1\n" + noise},
+		{Command: "sh t.sh", ExitCode: 127, Output: noise + "t.sh: 1: nosuch: not found\n", CannotRun: "a program it runs was not found (exit 127): t.sh: 1: nosuch: not found"},
+	} {
+		if s := r.Summary(); strings.Contains(s, "pyenv") {
+			t.Errorf("summary %q holds the shell's noise", s)
+		}
+	}
+	f := newFixture(t, nil)
+	r := f.runTest(t.Context(), "echo \"pyenv: cannot rehash: /root/.pyenv/shims isn't writable\" >&2; no-such-program-ctxgraphd")
+	if r.ExitCode != 127 || strings.Contains(r.CannotRun, "pyenv") || !strings.Contains(r.CannotRun, "no-such-program-ctxgraphd") {
+		t.Errorf("exit %d, CannotRun %q: want 127 and the missing program, without the shell's noise", r.ExitCode, r.CannotRun)
+	}
+}
+
 // A test that does not finish within TestTimeout is killed, with every
 // process it started.
 func TestRunTestTimesOut(t *testing.T) {

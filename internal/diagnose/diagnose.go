@@ -2,7 +2,8 @@
 // needs on its retry: where the test failed, what it expected, what it
 // got. It knows the shapes of Go's testing package, node --test (TAP),
 // pytest and the common "expected … got …" phrasing, and otherwise keeps
-// the end of the output. No model is asked: the daemon's own run of the
+// the end of the output, less the start-up noise of a user's shell tools
+// (Quiet). No model is asked: the daemon's own run of the
 // test is the ground truth, and a retry should read it, not a story about
 // it.
 package diagnose
@@ -74,7 +75,7 @@ var (
 // Read diagnoses a failing test from its command, exit code and output.
 func Read(test string, exitCode int, output string) Diagnosis {
 	d := Diagnosis{Test: test, ExitCode: exitCode}
-	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
+	lines := strings.Split(strings.ReplaceAll(Quiet(output), "\r\n", "\n"), "\n")
 	var keep []int // indexes of the lines that matter
 	mark := func(i int) {
 		if len(keep) == 0 || keep[len(keep)-1] != i {

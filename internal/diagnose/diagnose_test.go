@@ -158,6 +158,12 @@ func TestReadKeepsWhatMatters(t *testing.T) {
 	if len(d.Output) > maxOutputBytes || strings.Contains(d.Output, "noise") {
 		t.Errorf("excerpt of %d bytes:\n%s", len(d.Output), d.Output)
 	}
+	// A user's shell tools' start-up lines are no part of it, even where
+	// nothing else stands out and the output's end is kept.
+	d = Read("sh t.sh", 1, "pyenv: cannot rehash: /root/.pyenv/shims isn't writable\nboom\npyenv: cannot rehash: /root/.pyenv/shims isn't writable\n")
+	if d.Output != "boom" {
+		t.Errorf("excerpt %q, want only the test's own line", d.Output)
+	}
 	d = Read("sh t.sh", 1, strings.Repeat("x\n", 1000))
 	if n := strings.Count(d.Output, "\n") + 1; n != maxOutputLines {
 		t.Errorf("the end of an unstructured output is %d lines, want %d", n, maxOutputLines)
