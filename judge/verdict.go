@@ -48,6 +48,18 @@ type RunEnd struct {
 	// Rerun asks for the daemon's own run of the feature's test: a
 	// tester's tested: true whose own record holds.
 	Rerun bool
+	// Sweep asks, when that run passes, for the frozen tests of every
+	// feature the list says is tested to be run on the same tree (the
+	// regression sweep): a feature is accepted only on a tree where every
+	// feature tested before it still passes.
+	Sweep bool
+}
+
+// Regression is a feature tested before whose frozen test fails on the
+// tree a run left.
+type Regression struct {
+	Feature string
+	Test    TestResult
 }
 
 // Judgement is what a run came to, judged by its outcome.
@@ -63,6 +75,9 @@ type Judgement struct {
 	Tree gitrepo.Tree
 	// Test is the daemon's own run of the feature's test, when asked.
 	Test *TestResult
+	// Regressions are the features tested before whose frozen tests fail
+	// on Tree, when a sweep was asked and Test passed.
+	Regressions []Regression
 	// Err: the outcome could not be judged (the repository failed). The
 	// run's claims are not taken.
 	Err error
@@ -169,6 +184,29 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		}
 		r := j.RunTest(ctx, jd.Tree, test)
 		jd.Test = &r
+		if in.Sweep && r.Passed() {
+			jd.Regressions = j.sweep(ctx, in.List, in.Actor.Feature, jd.Tree)
+		}
 	}
 	return jd
+}
+
+// sweep runs the frozen test of every feature of l marked tested, but
+// except, on tree, and returns those that do not pass there. It stops at a
+// cancellation (the caller sees ctx's error).
+func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree gitrepo.Tree) []Regression {
+	var broken []Regression
+	for _, f := range l.Features {
+		if !f.Tested || f.ID == except || strings.TrimSpace(f.Test) == "" {
+			continue
+		}
+		r := j.RunTest(ctx, tree, f.Test)
+		if ctx.Err() != nil {
+			return broken
+		}
+		if !r.Passed() {
+			broken = append(broken, Regression{Feature: f.ID, Test: r})
+		}
+	}
+	return broken
 }

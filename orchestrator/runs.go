@@ -321,6 +321,9 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 			in.Rerun = mode == guard.Enforce
 		default:
 			in.Rerun = mode != guard.Off
+			// A claim is accepted only on a tree where every feature
+			// tested before still passes its frozen test.
+			in.Sweep = in.Rerun
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -635,7 +638,12 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
 	o.claim = ""
-	o.diagnose(id, run, jd.Test)
+	o.diagnose(id, run, failing(jd))
+	if c := o.counters[id]; c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
+		c.Diagnosis.Message = fmt.Sprintf("%s's own test passes, but the change breaks the frozen test of %s, a feature tested before it; keep that feature working: %s",
+			id, jd.Regressions[0].Feature, firstNonEmpty(c.Diagnosis.Message, jd.Regressions[0].Test.Summary()))
+		o.setCounters(id, c)
+	}
 	if !ev.claimed {
 		if jd.Blocks() {
 			return false, findingsReason(jd)
@@ -676,7 +684,45 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	if !jd.Test.Passed() {
 		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
 	}
+	if len(jd.Regressions) > 0 {
+		return o.rejectRegressions(id, run, jd.Regressions)
+	}
 	return o.accept(f, run, jd, &log)
+}
+
+// rejectRegressions refuses a claim whose own test passed on a tree where
+// features tested before it fail theirs: the project's branch holds only
+// trees on which every tested feature passes. It is the attempt's failure,
+// charged like a failing test (the coder's change broke them), and the
+// retry is told which tests broke and how (the diagnosis, from the first).
+func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judge.Regression) (bool, string) {
+	var names, logs []string
+	for _, b := range broken {
+		names = append(names, b.Feature)
+		if l, err := o.judge.WriteEvidence(id, run.Attempt, "sweep-"+b.Feature, b.Test); err == nil {
+			logs = append(logs, l)
+		}
+	}
+	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
+		id, strings.Join(names, ", "), broken[0].Test.Summary())
+	o.log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "breaks_tested",
+		Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+		Event: store.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
+			WhatWasCorrect: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
+			Why:            "the branch only ever holds trees on which every tested feature passes"}})
+	o.writeFeatureList() // the canonical copy still says tested: false
+	return false, why
+}
+
+// failing is the daemon's test run that a retry must hear about: the
+// feature's own when it did not pass, else the first frozen test of a
+// feature tested before that its tree broke; nil when none failed.
+func failing(jd judge.Judgement) *judge.TestResult {
+	if jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
+		return &jd.Regressions[0].Test
+	}
+	return jd.Test
 }
 
 // diagnose keeps, for the feature's next coding attempt, what the

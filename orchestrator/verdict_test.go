@@ -668,3 +668,63 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 		t.Errorf("confinement off, the settings still carry a sandbox: %s", settings)
 	}
 }
+
+// The regression sweep: a feature whose own test passes on a tree where a
+// feature tested before it fails its frozen test is not accepted; its coder
+// is told which test broke and how, and the branch never holds a commit on
+// which a tested feature's test fails.
+func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
+		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"}, progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", DependsOn: []string{"F-001"}})
+	var told []string
+	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.write("src/"+spec.FeatureID+".txt", spec.FeatureID+" works\n")
+		if spec.FeatureID == "F-002" {
+			if spec.Attempt == 1 {
+				h.write("src/F-001.txt", "F-001 replaced by F-002\n") // breaks F-001, which has no scope to protect it
+			} else {
+				told = append(told, spec.Prompt)
+				h.write("src/F-001.txt", "F-001 works\n")
+			}
+		}
+		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+		return agents.Result{Summary: "implemented", NumTurns: 3}
+	}
+	h.runner.script[agents.Tester] = testerClaims(true)
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	var breaks []store.Trace
+	for _, tr := range h.violations() {
+		if tr.Code == "breaks_tested" {
+			breaks = append(breaks, tr)
+		}
+	}
+	if len(breaks) != 1 || breaks[0].Context.Feature != "F-002" || !strings.Contains(breaks[0].Event.WhatHappened, "frozen test of F-001") {
+		t.Errorf("breaks_tested violations %+v, want one on F-002 naming F-001", breaks)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "breaks the frozen test of F-001") || !strings.Contains(told[0], "sh tests/F-001.sh") {
+		t.Errorf("the retry of F-002 was told %q, want which feature's test broke and how", told)
+	}
+	// Every commit on the branch holds a tree on which F-001 passes, once
+	// F-001 is tested.
+	log, _ := h.git("log", "--format=%H", "refs/ctxgraphd/tested/F-001^..HEAD")
+	for _, c := range strings.Fields(log) {
+		if got, _ := h.git("show", c+":src/F-001.txt"); got != "F-001 works" {
+			t.Errorf("commit %s holds src/F-001.txt = %q: F-001's test fails on the branch", c, got)
+		}
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Counters["F-002"]; c.Failures != 1 {
+		t.Errorf("F-002 counters %+v, want the broken attempt charged once", c)
+	}
+}
