@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
 
@@ -193,11 +194,7 @@ func TestRunKillsLeftoversAfterExit(t *testing.T) {
 		t.Errorf("result = %+v", res)
 	}
 	pid := childPID(t, dir)
-	deadline := time.Now().Add(2 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !eventually.Within(2*time.Second, func() bool { return !alive(pid) }) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("leftover %d survived its run", pid)
 	}
@@ -225,11 +222,7 @@ func TestRunKillsWhatLeftItsGroup(t *testing.T) {
 		t.Errorf("the run waited for its escaped process until %s", res.Ended)
 	}
 	// SIGKILL is delivered asynchronously; the process is reaped by init.
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !eventually.Within(5*time.Second, func() bool { return !alive(pid) }) {
 		t.Errorf("the process that left the run's group (pid %d) outlived the run", pid)
 	}
 }
@@ -298,14 +291,5 @@ func TestKillGroupChecksTheRun(t *testing.T) {
 // waitForFile waits until path exists: the fake agent has got that far.
 func waitForFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, func() bool { _, err := os.Stat(path); return err == nil }, "%s appearing", path)
 }

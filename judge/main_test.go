@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -276,14 +277,7 @@ func processAlive(pid int) bool {
 
 // waitDead waits up to 10s for pid to exit and reports whether it did.
 func waitDead(pid int) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return true
+	return eventually.Within(10*time.Second, func() bool { return !processAlive(pid) })
 }
 
 // groupOf returns the process group of pid, or 0.
@@ -321,16 +315,13 @@ func groupMembers(pgid int) []int {
 // started) and returns its content.
 func waitForFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if data, err := os.ReadFile(path); err == nil {
-			return string(data)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear within 20s", path)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var data []byte
+	eventually.True(t, 20*time.Second, func() bool {
+		var err error
+		data, err = os.ReadFile(path)
+		return err == nil
+	}, "%s appearing", path)
+	return string(data)
 }
 
 // pids parses whitespace-separated pids.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 )
 
 // startProc starts a long-running process with env added to the test's
@@ -194,10 +195,10 @@ func TestTestRunProcessesAreRunProcesses(t *testing.T) {
 		t.Fatal(r.Summary())
 	}
 	var left []int
-	eventually(t, 10*time.Second, "the detached sleep is running", func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		left = processesRunning(token)
 		return len(left) > 0
-	})
+	}, "the detached sleep running")
 	t.Cleanup(func() {
 		for _, p := range left {
 			syscall.Kill(p, syscall.SIGKILL)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -132,7 +133,7 @@ func TestRunTestCancelledKillsEveryProcess(t *testing.T) {
 	defer cancel()
 	done := make(chan TestResult, 1)
 	go func() { done <- f.runTest(ctx, "sleep "+token+" & setsid sleep "+token+" & sleep "+token) }()
-	eventually(t, 10*time.Second, "the test's processes started", func() bool { return len(processesRunning(token)) >= 5 })
+	eventually.True(t, 10*time.Second, func() bool { return len(processesRunning(token)) >= 5 }, "the test's processes started")
 	cancel()
 	var r TestResult
 	select {

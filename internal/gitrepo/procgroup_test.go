@@ -11,42 +11,37 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 )
 
 // waitPID waits for a command to write its pid to file, and returns it.
 func waitPID(t *testing.T, file string) int {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		data, err := os.ReadFile(file)
-		if err != nil || !strings.HasSuffix(string(data), "\n") {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil {
-			t.Fatalf("%s: %q", file, data)
-		}
-		return pid
+	var data []byte
+	eventually.True(t, 30*time.Second, func() bool {
+		var err error
+		data, err = os.ReadFile(file)
+		return err == nil && strings.HasSuffix(string(data), "\n")
+	}, "a pid in %s", file)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("%s: %q", file, data)
 	}
-	t.Fatalf("no pid in %s", file)
-	return 0
+	return pid
 }
 
 // gone reports whether pid has ended (or is a zombie nobody reaped yet)
 // within a few seconds.
 func gone(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	return eventually.Within(5*time.Second, func() bool {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
-			if syscall.Kill(pid, 0) != nil {
-				return true
-			}
-			continue
+			return syscall.Kill(pid, 0) != nil
 		}
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
-			return true
-		}
-	}
-	return false
+		i := strings.LastIndexByte(string(stat), ')')
+		return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
+	})
 }
 
 // Cancelling a git command kills what git started along with it (a filter

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 )
 
 // KillAndWait returns only once nothing of the group runs on: the command
@@ -22,12 +24,13 @@ func TestKillAndWait(t *testing.T) {
 	}
 	defer cmd.Wait()
 	var child int
-	for deadline := time.Now().Add(10 * time.Second); child == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	eventually.Within(10*time.Second, func() bool {
 		data, err := os.ReadFile(filepath.Join(dir, "pid"))
 		if err == nil {
 			child, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		}
-	}
+		return child != 0
+	})
 	if child == 0 || !Alive(cmd.Process.Pid) {
 		t.Fatalf("the group %d did not start (child %d)", cmd.Process.Pid, child)
 	}
