@@ -1,4 +1,4 @@
-// Package guard holds the quality gates of ctxgraphd (SPEC section 5): pure
+// Package guard holds the quality gates of ctxgraphd (docs/gates.md): pure
 // functions that judge what an agent is about to do, or has done, from the
 // hook payload Claude Code sends, who the agent is, and what the daemon
 // knows. The hook command and the daemon share them, so that a gate decides
@@ -16,7 +16,8 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
-// Gate names (contract: SPEC section 5).
+// Gate names. They are a contract: the configuration's gates.<name> keys,
+// the traces' gate, the denials the model reads.
 const (
 	TestedNeedsEvidence = "tested-needs-evidence"
 	TesterMustTest      = "tester-must-test"
@@ -114,6 +115,10 @@ type State struct {
 	Writable []string
 	// MaxReadBytes is the log-read-limit threshold; 0 means 256 KiB.
 	MaxReadBytes int64
+	// MaxFileSize is sandbox.max_file_mb in bytes; 0: no bound. A change
+	// set's file past it is a finding (it is never committed), whatever
+	// wrote it.
+	MaxFileSize int64
 	// ReadFile reads a file of the project; nil means os.ReadFile.
 	ReadFile func(string) ([]byte, error)
 }
@@ -132,7 +137,8 @@ type Decision struct {
 	Mode       Mode   `json:"mode"`
 }
 
-// Denial is the structured reason the model reads (contract: SPEC section 5).
+// Denial is the structured reason the model reads. Its JSON shape is a
+// contract: models and the scripts of outside tools read these keys.
 type Denial struct {
 	Status     string `json:"status"`
 	Gate       string `json:"gate"`

@@ -157,6 +157,9 @@ type Change struct {
 	// on disk but cannot be in a commit, so a test could pass on what the
 	// commit lacks. "" for an ordinary change.
 	Refused string
+	// Size is the file's size on disk after the change, in bytes (0 for
+	// a deletion, or where it is not known).
+	Size int64
 }
 
 // Finding is a change a gate does not let stand.
@@ -178,6 +181,11 @@ func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
 			d = decide(m, RoleWritePolicy, "git_refuses_path",
 				fmt.Sprintf("%s cannot be recorded by git (%s): a commit would lack what a test ran on", c.Path, c.Refused),
 				"give files ordinary names, keep them regular files or symlinks, and never run git init inside the project")
+		}
+		if d == nil && s.MaxFileSize > 0 && c.Size > s.MaxFileSize && a.Role != "" {
+			d = decide(m, RoleWritePolicy, "file_too_large",
+				fmt.Sprintf("%s is %d MiB, past sandbox.max_file_mb (%d MiB): it is not committed", c.Path, c.Size>>20, s.MaxFileSize>>20),
+				"keep generated data, downloads and build output out of the project, or have a person raise sandbox.max_file_mb")
 		}
 		if d != nil {
 			out = append(out, Finding{Change: c, Decision: *d})

@@ -192,7 +192,11 @@ func TestChangeSetsAreJudgedLikeWrites(t *testing.T) {
 		{"a name git refuses, in scope", coder, []Change{{Path: "src/GIT~1", Kind: "added", Refused: "git refuses the name"}}, []string{"role-write-policy:git_refuses_path"}},
 		{"a fifo, by the tester", tester, []Change{{Path: "src/pipe", Kind: "added", Refused: "not a regular file"}}, []string{"role-write-policy:tester_edits_source"}},
 		{"a person's odd path", Actor{}, []Change{{Path: "src/GIT~1", Kind: "added", Refused: "git refuses the name"}}, nil},
+		{"a file at the size bound", coder, []Change{{Path: "src/F-001.txt", Kind: "added", Size: 10 << 20}}, nil},
+		{"a file past the size bound", coder, []Change{{Path: "src/F-001.bin", Kind: "added", Size: 10<<20 + 1}}, []string{"role-write-policy:file_too_large"}},
+		{"a person's big file", Actor{}, []Change{{Path: "data/dump.bin", Kind: "added", Size: 1 << 30}}, nil},
 	}
+	e.state.MaxFileSize = 10 << 20
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
@@ -219,8 +223,8 @@ func TestChangeSetsAreJudgedLikeWrites(t *testing.T) {
 	}
 }
 
-// TestListChangePolicy is who may change what in the feature list (SPEC
-// section 2), as the hook and the daemon's watcher both apply it.
+// TestListChangePolicy is who may change what in the feature list, as the
+// hook and the daemon's watcher both apply it.
 func TestListChangePolicy(t *testing.T) {
 	coder := Actor{Role: Coder, Feature: "F-001"}
 	tester := Actor{Role: Tester, Feature: "F-001"}

@@ -1,4 +1,4 @@
-// Package judge is the daemon side of the gates (SPEC section 5).
+// Package judge is the daemon side of the gates (docs/gates.md).
 //
 // It answers the hooks of every run, and knows each run by a secret token
 // the run carries in its environment, never by what a request says about
@@ -234,7 +234,7 @@ func (j *Judge) state(rg *run) guard.State {
 	s := guard.State{
 		ProjectDir: j.opts.Project.Dir, List: j.list,
 		Protected: j.Protected(), Frozen: j.frozen.paths(), ProtectedGlobs: j.opts.ProtectedGlobs,
-		Writable: j.opts.Writable,
+		Writable: j.opts.Writable, MaxFileSize: j.opts.Jail.Limits.FileSize,
 	}
 	if rg != nil {
 		s.Commands, s.StopBlocks = rg.commands, rg.stopBlocks

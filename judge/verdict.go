@@ -140,6 +140,11 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	changes := make([]guard.Change, len(jd.Changes))
 	for i, c := range jd.Changes {
 		changes[i] = guard.Change{Path: c.Path, Kind: c.Kind.String()}
+		if c.Kind != gitrepo.Deleted {
+			if fi, err := os.Lstat(filepath.Join(j.opts.Project.Dir, filepath.FromSlash(c.Path))); err == nil {
+				changes[i].Size = fi.Size()
+			}
+		}
 	}
 	changes = append(changes, runsRefused(repo, in.Base, refused)...)
 	jd.Findings = guard.JudgeChanges(j.opts.Modes, in.Actor, state, changes)

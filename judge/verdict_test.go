@@ -606,3 +606,25 @@ func TestWriteEvidence(t *testing.T) {
 		t.Errorf("WriteEvidence with a file in the way = %q, %v; want an error", rel, err)
 	}
 }
+
+// A file past sandbox.max_file_mb in a run's change set is never committed:
+// whatever wrote it (here, nothing under the run's limits), it is a finding,
+// and it goes.
+func TestJudgeRunRemovesAFilePastTheSizeBound(t *testing.T) {
+	f := newJudgeFixture(t, nil)
+	f.j.opts.Jail.Limits.FileSize = 1 << 20
+	f.write(map[string]string{"src/a/big.bin": strings.Repeat("x", 1<<20+1), "src/a/small.txt": "ok\n"})
+	jd := f.judge(guard.Coder, false)
+	if jd.Err != nil {
+		t.Fatal(jd.Err)
+	}
+	if len(jd.Findings) != 1 || jd.Findings[0].Code != "file_too_large" || jd.Findings[0].Path != "src/a/big.bin" || !jd.Blocks() {
+		t.Fatalf("findings %+v, want src/a/big.bin too large", jd.Findings)
+	}
+	if got := f.read("src/a/big.bin"); got != "<absent>" {
+		t.Errorf("the big file is still there (%d bytes)", len(got))
+	}
+	if f.read("src/a/small.txt") != "ok\n" {
+		t.Error("the run's other work was not kept")
+	}
+}
