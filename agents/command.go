@@ -25,8 +25,8 @@ const (
 var Roles = role.All
 
 // Command is the explicit handoff to one run: everything the agent needs to
-// know, and nothing it must guess. Its JSON shape is a contract (SPEC
-// section 4): agents and outside tools read these keys.
+// know, and nothing it must guess. Its JSON shape is a contract: agents and
+// outside tools read these keys, and they change only with a migration.
 type Command struct {
 	Agent           Role            `json:"agent"`
 	Task            string          `json:"task"`

@@ -1,5 +1,5 @@
 // Package agents runs the real Claude Code CLI (`claude -p`) as one agent
-// run: it builds the command line and environment of SPEC section 4, reads
+// run: it builds the command line and environment of a run, reads
 // the stream-json output live to EOF, and supervises the process group with
 // a wall timeout and an idle timeout so that no run outlives its welcome and
 // no process outlives its run.
@@ -271,8 +271,9 @@ func hasVar(env []string, key, value string) bool {
 	return false
 }
 
-// CheckRoot refuses to run agents as root unless the user opted in (SPEC
-// section 4): Claude Code's bypassPermissions as root is only safe in a
+// CheckRoot refuses to run agents as root unless the user opted in
+// (IS_SANDBOX=1 or agent.allow_root): Claude Code's bypassPermissions as
+// root is only safe in a
 // sandbox, and only the user can say that the machine is one.
 func CheckRoot(allowRoot bool, env []string) error {
 	if os.Geteuid() != 0 || allowRoot || hasVar(env, "IS_SANDBOX", "1") {

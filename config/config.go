@@ -1,7 +1,7 @@
 // Package config is ctxgraphd's layered configuration, with the provenance
 // of every value.
 //
-// Layers, lowest to highest (SPEC section 9): built-in defaults, the user
+// Layers, lowest to highest: built-in defaults, the user
 // file ($XDG_CONFIG_HOME/ctxgraphd/config.yaml), the project file
 // (<project>/.claude/ctxgraphd.yaml, contract), CTXGRAPHD_* environment
 // variables, then flags (`run --set key=value`). Every key lives in one
@@ -39,7 +39,7 @@ const (
 	Off     GateMode = "off"
 )
 
-// GateNames lists the built-in gates (SPEC section 5), each configurable as
+// GateNames lists the built-in gates (docs/gates.md), each configurable as
 // gates.<name> and enforced by default. They are named once, in package
 // guard, where they are enforced.
 var GateNames = guard.Gates

@@ -83,7 +83,7 @@ func gate(name string) access {
 	}
 }
 
-// gateHelp says what each gate guards (SPEC section 5).
+// gateHelp says what each gate guards (docs/gates.md says it at length).
 var gateHelp = map[string]string{
 	"tested-needs-evidence": "tested: true only from the feature's tester run, after its test passed, with evidence",
 	"tester-must-test":      "a tester run may not stop before it ran a test",

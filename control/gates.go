@@ -32,8 +32,8 @@ type HookResponse struct {
 	Decision *HookDecision `json:"decision,omitempty"`
 }
 
-// Trace is a record of the context graph (field names: contract, SPEC
-// section 6).
+// Trace is a record of the context graph. Its field names are a contract:
+// scripts read them from `ctl traces --json`.
 type Trace struct {
 	ID        string       `json:"id"`
 	Project   string       `json:"project"`

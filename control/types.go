@@ -89,7 +89,7 @@ type RunInfo struct {
 }
 
 // Status is the answer of GET /v1/status and of `ctxgraphd ctl status
-// --json`. State and Features are part of the contract (SPEC section 8).
+// --json`. State and Features are a contract: scripts read them.
 type Status struct {
 	State            string        `json:"state"`
 	Features         FeatureCounts `json:"features"`

@@ -10,8 +10,8 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// BenchmarkSelect measures a run's precedent selection (SPEC section 10:
-// at most 5 ms with 1,000,000 traces) over a project's history as
+// BenchmarkSelect measures a run's precedent selection (goal: at most
+// 5 ms with 1,000,000 traces) over a project's history as
 // tracebench builds it, each size once per process.
 func BenchmarkSelect(b *testing.B) {
 	for _, n := range tracebench.Sizes(testing.Short()) {

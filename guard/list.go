@@ -92,7 +92,7 @@ func judgeFirstList(m Modes, a Actor, l *progress.List) *Decision {
 }
 
 // ListChange judges one change of the feature list by who makes it: the
-// rule of SPEC section 2, the same for a hook judging an Edit and for the
+// rule of who may change what, the same for a hook judging an Edit and for the
 // daemon judging what it finds on disk. Who may touch a field at all is
 // the field's policy (progress.Fields); which values are allowed is said
 // here. A tester's tested: true passes here as a claim: the hook holds it

@@ -1,4 +1,4 @@
-// Package guard holds the quality gates of ctxgraphd (SPEC section 5): pure
+// Package guard holds the quality gates of ctxgraphd (docs/gates.md): pure
 // functions that judge what an agent is about to do, or has done, from the
 // hook payload Claude Code sends, who the agent is, and what the daemon
 // knows. The hook command and the daemon share them, so that a gate decides

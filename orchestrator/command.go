@@ -15,7 +15,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
-// command builds the explicit handoff of a run (SPEC section 4).
+// command builds the explicit handoff of a run (agents.Command).
 func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev statemachine.State) agents.Command {
 	cmd := agents.Command{
 		Agent:     role,
@@ -55,7 +55,7 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 	return cmd
 }
 
-// precedent is what the run is told of the past (SPEC section 6): its
+// precedent is what the run is told of the past: its
 // feature's last failure and a person's note first, then what the context
 // graph selects, within graph.precedent_tokens.
 func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Feature) []string {

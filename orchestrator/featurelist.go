@@ -16,7 +16,7 @@ import (
 )
 
 // syncFeatureList reads feature-list.json and folds what changed into the
-// canonical copy, by the rules of who may change what (SPEC section 2):
+// canonical copy, by the rules of who may change what:
 //
 //   - before the initializer has written a valid list, a valid list on disk
 //     becomes canonical (tested reset to false: nothing is tested yet);

@@ -18,7 +18,7 @@ const (
 )
 
 // Policy says who may change a field of a feature once the initializer has
-// written the list (SPEC section 2). The value rules (which statuses, what
+// written the list. The value rules (which statuses, what
 // a tester's tested: true means) are the gates' (package guard); who may
 // touch the field at all is said here, once, for every field.
 type Policy int
@@ -48,7 +48,7 @@ func (p Policy) Writers() []role.Role {
 	return nil
 }
 
-// Field is one key of a feature (contract: SPEC section 2). Fields lists
+// Field is one key of a feature (a contract: the README lists them). Fields lists
 // them all, and Parse, Diff, Clone and the gates read that one table, so
 // that a new key is parsed, compared, copied and refused to agents (unless
 // its policy says otherwise) without being named anywhere else.

@@ -55,7 +55,7 @@ const sessionStateNote = "written by ctxgraphd as a mirror of its state; edits a
 
 // SessionState is session-state.json: a human-readable mirror of the
 // daemon's state of record, written by the daemon only and never read back
-// as truth (SPEC section 2).
+// as truth.
 type SessionState struct {
 	Version          int                     `json:"version"`
 	Note             string                  `json:"_note"`

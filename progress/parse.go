@@ -420,7 +420,7 @@ func checkVersion(v int) *ParseError {
 }
 
 // Validate checks the rules of the feature list that do not depend on how it
-// was written (SPEC section 2): the version is 1 (0, the zero value, counts
+// was written: the version is 1 (0, the zero value, counts
 // as 1); every id is non-empty, made of letters, digits, '.', '_' and '-'
 // (starting with a letter or digit) and unique; every title is non-blank;
 // every status is one of the four or empty (pending); every dependency names

@@ -1,5 +1,5 @@
-// Package progress reads and writes the files under .claude/progress/ (SPEC
-// section 2): the feature list that agents and people edit, the goal, and
+// Package progress reads and writes the files under .claude/progress/: the
+// feature list that agents and people edit, the goal, and
 // the session-state mirror that only the daemon writes.
 //
 // The feature list is outside input: agents and people write it by any
@@ -204,8 +204,8 @@ func (l *List) Counts() Counts {
 // of ids that closes the loop: [F-1 F-2 F-1] means F-1 depends on F-2,
 // which depends on F-1. A feature that depends on itself is [F-1 F-1].
 //
-// A cycle is not a parse error (SPEC section 3: it is reported, not looped
-// on): its features simply never become ready. The path shown starts at the
+// A cycle is not a parse error (it is reported, not looped on): its
+// features simply never become ready. The path shown starts at the
 // cycle's first feature in list order and is the shortest loop back to it;
 // cycles come in the list order of those first features, so the result is
 // deterministic. Unknown dependencies are ignored, and a duplicated id

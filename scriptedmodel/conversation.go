@@ -74,7 +74,7 @@ type block struct {
 	IsError   bool            `json:"is_error,omitempty"`
 }
 
-// command is the part of the command object (SPEC section 4) the roles act on.
+// command is the part of the command object (agents.Command) the roles act on.
 type command struct {
 	Agent   string `json:"agent"`
 	Task    string `json:"task"`

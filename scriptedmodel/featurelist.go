@@ -9,7 +9,7 @@ import (
 )
 
 // listedFeature is one feature as the initializer writes it, in the v1
-// contract format (SPEC section 2) and in its key order.
+// contract format (progress.Fields) and in its key order.
 type listedFeature struct {
 	ID          string   `json:"id"`
 	Title       string   `json:"title"`

@@ -163,6 +163,9 @@ func (s *Server) testScripts() string {
 			dirs, goMod = append(dirs, pkgName(f.ID)), true
 		case Node:
 			dirs = append(dirs, "test", "lib")
+		case GoPackage, Python, NPM:
+			more, mod := kindDirs(f)
+			dirs, goMod = append(dirs, more...), goMod || mod
 		default:
 			dirs, text = append(dirs, "tests", "src"), true
 		}
@@ -172,6 +175,7 @@ func (s *Server) testScripts() string {
 	if goMod {
 		fmt.Fprintf(&b, "cat > go.mod <<'EOF'\n%sEOF\n", goModule)
 	}
+	b.WriteString(kindSetup(s.sc))
 	for _, f := range s.sc.Features {
 		fmt.Fprintf(&b, "cat > %s <<'EOF'\n%sEOF\n", f.Files().Test, testBody(f.ID, f.Kind))
 	}
@@ -313,6 +317,9 @@ func (s *Server) tester(t *turn) script {
 	test := t.cmd.SuccessCriteria.Test
 	if test == "" {
 		test = s.files(id).Command
+	}
+	if f := s.features[id]; len(f.TestRuns) > 0 && s.testerBehavior(id) == Honest {
+		return s.formsTester(t, id, test)
 	}
 	evidence := fmt.Sprintf("%s/%s/attempt-%d.log", evidenceDir, id, t.cmd.attempt())
 	run := bash(test, "Run the feature's test")

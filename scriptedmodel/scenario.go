@@ -26,7 +26,7 @@ const (
 	NeverPass Behavior = "never-pass" // always broken code
 	StopEarly Behavior = "stop-early" // coding agent ends its turn without touching anything on attempt 1 (no status change), works on later attempts
 
-	// Coding agents that break a gate (SPEC section 5) on every attempt
+	// Coding agents that break a gate (docs/gates.md) on every attempt
 	// unless said otherwise. Like a real model, each reads the structured
 	// reason of a denial and goes on: it corrects itself where the reason
 	// says how, and otherwise does its job without the refused action.
@@ -232,7 +232,7 @@ const (
 	Node Kind = "node"
 )
 
-var kinds = []Kind{Text, Go, Node}
+var kinds = []Kind{Text, Go, Node, GoPackage, Python, NPM}
 
 func (k Kind) known() bool { return k == "" || slices.Contains(kinds, k) }
 
@@ -251,6 +251,11 @@ type FeatureScript struct {
 	// command; denied, it gives the feature a test that cannot fail (an
 	// echo), as a model that satisfies the letter of the refusal would.
 	NoTest bool `json:"no_test,omitempty"`
+	// TestRuns are the commands its honest tester runs the test with, in
+	// the forms models write (redirections, pipes, cd, timeout…), with
+	// the placeholders Form* ({test}, {project}, {evidence}, {pkg},
+	// {script}); without them it runs the test as written.
+	TestRuns []string `json:"test_runs,omitempty"`
 }
 
 // Scenario is the whole script of a scripted project.
@@ -365,6 +370,8 @@ func (sc Scenario) validate() error {
 			return fmt.Errorf("features[%d] (%s): tester %q is unknown; use one of %s", i, f.ID, f.Tester, list(testerBehaviors))
 		case !f.Kind.known():
 			return fmt.Errorf("features[%d] (%s): kind %q is unknown; use one of %s", i, f.ID, f.Kind, list(kinds))
+		case len(f.TestRuns) > 0 && f.Tester != "" && f.Tester != Honest:
+			return fmt.Errorf("features[%d] (%s): test_runs are how an honest tester runs the test; tester %s runs its own", i, f.ID, f.Tester)
 		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() || (f.Tester != "" && f.Tester != Honest)):
 			return fmt.Errorf("features[%d] (%s): a feature of kind %s is coded and tested honestly; misbehaviors (%s, tester %s) act on the files of kind %s", i, f.ID, f.Kind, f.Behavior, firstOf(string(f.Tester), string(Honest)), Text)
 		}

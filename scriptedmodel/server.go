@@ -5,7 +5,7 @@
 //
 // The CLI is pointed at the server with ANTHROPIC_BASE_URL. Each request is
 // answered from its own message history and nothing else: the command object
-// of the run (SPEC section 4) says which role to play and for which feature,
+// of the run (agents.Command) says which role to play and for which feature,
 // the tool calls and results since that command say how far the role got,
 // and the scenario says how the feature's coding agent behaves on each
 // attempt. Two servers given the same history give the same answer, which
@@ -181,7 +181,7 @@ func (s *Server) Stats() Stats {
 }
 
 // Denials returns the refusals of ctxgraphd's gates that the model has read
-// (SPEC section 5's structured reason, in a tool error or in Stop hook
+// (the structured reason, guard.Denial, in a tool error or in Stop hook
 // feedback), each once, in the order it first read them.
 func (s *Server) Denials() []Denial {
 	s.mu.Lock()

@@ -25,6 +25,9 @@ func (f FeatureScript) Files() Files { return filesOf(f.ID, f.Kind) }
 
 func filesOf(id string, k Kind) Files {
 	pkg := pkgName(id)
+	if f, ok := kindFiles(id, k); ok {
+		return f
+	}
 	switch k {
 	case Go:
 		return Files{
@@ -68,6 +71,9 @@ func nodeSource(says string) string {
 // when the feature's source is the working one.
 func testBody(id string, k Kind) string {
 	f := filesOf(id, k)
+	if b, ok := kindTestBody(id, k); ok {
+		return b
+	}
 	switch k {
 	case Go:
 		return fmt.Sprintf(`package %s

@@ -8,7 +8,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
-// Role is an agent role (contract: SPEC section 1). The strings match the
+// Role is an agent role (a contract: see agents/role). The strings match the
 // agents package; statemachine keeps its own type so that the rules depend
 // on nothing but the feature list.
 type Role string
@@ -177,7 +177,8 @@ func (a Action) String() string {
 	return b.String()
 }
 
-// Decide applies the orchestration rules of SPEC section 3. It is pure: the
+// Decide applies the orchestration rules (docs/architecture.md#deciding
+// has them as a table). It is pure: the
 // same input always gives the same action, which is what makes a restart
 // after a crash land where the uninterrupted run would have gone.
 func Decide(in Input) Action {

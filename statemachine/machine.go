@@ -16,7 +16,8 @@ import (
 	"github.com/looplab/fsm"
 )
 
-// State is a session state (contract: SPEC section 3).
+// State is a session state. The names are a contract: session-state.json
+// and `ctl status --json` carry them.
 type State string
 
 // Session states.
@@ -32,7 +33,7 @@ const (
 	Stopped State = "stopped" // the session needs a person (too many blocked features, ctl stop)
 )
 
-// States lists every session state, in the order of the SPEC.
+// States lists every session state, in the order the docs list them.
 var States = []State{Idle, Init, Code, Test, Next, Done, Paused, Waiting, Stopped}
 
 // Event names the transitions. They are verbs of the orchestrator, so that a

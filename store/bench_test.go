@@ -29,8 +29,8 @@ func sharedStore(b *testing.B, n int) *store.Store {
 	return st
 }
 
-// BenchmarkTraceQuery measures a `metadata` query (SPEC section 10: a
-// median of at most 10 ms with a million traces): the newest 50 traces of
+// BenchmarkTraceQuery measures a `metadata` query (goal: a median of at
+// most 10 ms with a million traces): the newest 50 traces of
 // one type, feature and gate, of one type and feature, of one run, and of
 // the last hour, across features. It reports the median, and the store's
 // size per trace.
@@ -69,8 +69,8 @@ func BenchmarkTraceQuery(b *testing.B) {
 	}
 }
 
-// BenchmarkTraceAppend measures appends (SPEC section 10: at least
-// 10,000 traces a second) into the store of a million traces: in batches
+// BenchmarkTraceAppend measures appends (goal: at least 10,000 traces a
+// second) into the store of a million traces: in batches
 // of 100 and of 1,000 by one appender, and one trace at a time by 16 and
 // by 64 concurrent appenders (the hooks of concurrent tool calls), whose
 // appends the store groups into shared commits. Every commit is synced.

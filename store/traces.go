@@ -17,7 +17,8 @@ var (
 	bucketCommands = []byte("commands")
 )
 
-// Trace types (contract: SPEC section 6).
+// Trace types. They are a contract: `ctl traces --type` and scripts name
+// them.
 const (
 	TraceDecision   = "decision"
 	TraceViolation  = "violation"

@@ -1,6 +1,6 @@
-// Package role names the three agent roles of ctxgraphd (contract: SPEC
-// section 1). The names are the command object's "agent" field and the
-// CTXGRAPH_AGENT variable of a run.
+// Package role names the three agent roles of ctxgraphd. The names are a
+// contract: the command object's "agent" field, the CTXGRAPH_AGENT variable
+// of a run, the file names of prompt overrides and the traces' agent.
 //
 // It is a leaf package on purpose: the gates and the hook binary need the
 // names, and the hook must not link the agents package's process

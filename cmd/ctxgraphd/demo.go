@@ -109,7 +109,7 @@ ends blocked.`,
 			cfg := config.Default()
 			cfg.Agent.Command = claude
 			// The sample project is a sandbox made for this run: agents may
-			// run as root here (SPEC section 4), which containers need.
+			// run as root here (agent.allow_root), which containers need.
 			cfg.Agent.AllowRoot = true
 			env := append(os.Environ(),
 				"ANTHROPIC_BASE_URL="+url,

@@ -15,7 +15,8 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
-// The tools' names (SPEC section 6). Claude Code shows them to the model as
+// The tools' names, a contract: agents and their users call them by name.
+// Claude Code shows them to the model as
 // mcp__ctxgraphd__<name>.
 const (
 	QueryTraces     = "query_traces"

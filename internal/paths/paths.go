@@ -2,7 +2,7 @@
 // its control socket and its logs.
 //
 // All of them live outside the project tree so that the daemon's watcher never
-// sees the daemon's own writes (SPEC section 2). A project is identified by its
+// sees the daemon's own writes. A project is identified by its
 // real path: two checkouts of one repository are two projects, and a symlink
 // to a checkout is the same project.
 package paths

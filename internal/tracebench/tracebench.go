@@ -1,5 +1,5 @@
 // Package tracebench builds the stores the context graph's benchmarks
-// measure (SPEC section 10: a million traces): a project's history as the
+// measure (up to a million traces): a project's history as the
 // daemon would have written it, with the mix of kinds, agents, features,
 // gates and text lengths of a real one. Building a million traces takes
 // minutes, so a benchmark process builds each size once and shares it;
