@@ -1,8 +1,8 @@
 package e2e
 
-// Benchmarks of the targets of SPEC section 10 that need the real binary:
-// each reports its figures as custom metrics, next to a baseline measured in
-// the same run, and never asserts a timing. `make bench` runs them without
+// Benchmarks of ctxgraphd's performance goals that need the real binary
+// (each names its goal): each reports its figures as custom metrics, next
+// to a baseline measured in the same run, and never asserts a timing. `make bench` runs them without
 // -race, so the ctxgraphd they drive is the one users get.
 
 import (
@@ -197,7 +197,7 @@ func BenchmarkLoopGates(b *testing.B) {
 // loop: each iteration runs the loop with Claude Code's sandbox (the
 // default) and with sandbox.enabled=false, in alternating order, so that
 // both see the same machine. loop/claude on each side is the daemon's
-// overhead over its claude runs, the SPEC's measure, which must hold with
+// overhead over its claude runs, BenchmarkLoop's measure, which must hold with
 // confinement on; on/off is the price of the sandbox itself (bubblewrap and
 // its proxies around every Bash call), which the claude runs pay.
 func BenchmarkLoopConfinement(b *testing.B) {

@@ -16,7 +16,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// The tests of this file run agents that break the gates of SPEC section 5,
+// The tests of this file run agents that break the gates (docs/gates.md),
 // each in the way a real model might, against the real Claude Code CLI, and
 // check that every gate holds: the action is refused (or undone), the model
 // reads the structured reason, a violation is traced, and no feature is
@@ -252,8 +252,9 @@ func (o *outcome) denied(t *testing.T, feature, gate, code string) []scriptedmod
 }
 
 // violated returns the violation traces of a feature with a gate, code and
-// source, at least one, checking the fields of SPEC section 6 and that each
-// names a run of the role that acted.
+// source, at least one, checking the fields every trace must have (id,
+// project, time, type, agent, what happened) and that each names a run of
+// the role that acted.
 func (o *outcome) violated(t *testing.T, feature, role, gate, code, source string) []store.Trace {
 	t.Helper()
 	var out []store.Trace
