@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 // TestResult is one run of a feature's test by the daemon itself.
@@ -44,6 +45,9 @@ type TestResult struct {
 	// Vacuous, not a pass; Reason says it in a line.
 	Outcome testreport.Outcome
 	Reason  string
+	// Limit names the bound of sandbox.max_* the test ran into, as its
+	// output and exit status say, "" when none.
+	Limit string
 }
 
 // Passed reports whether the test ran, exited 0, and its runner, where
@@ -69,6 +73,9 @@ func (r TestResult) Summary() string {
 		return fmt.Sprintf("`%s` passed (exit 0, %s; %s)", r.Command, r.Took.Round(time.Millisecond), r.Reason)
 	case r.ExitCode == 0:
 		return fmt.Sprintf("`%s` passed (exit 0, %s)", r.Command, r.Took.Round(time.Millisecond))
+	}
+	if r.Limit != "" {
+		return fmt.Sprintf("`%s` failed (exit %d) on the bound %s: %s", r.Command, r.ExitCode, r.Limit, textcut.Tail(diagnose.Quiet(r.Output), 400))
 	}
 	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(diagnose.Quiet(r.Output), 400))
 }
@@ -109,7 +116,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		res.CannotRun = "it is not a valid shell command: " + tc.Invalid
 		return res
 	}
+	began := time.Now()
 	scratch, err := j.checkout(ctx, tree)
+	checkedOut := time.Since(began)
 	if scratch != "" {
 		defer os.RemoveAll(scratch)
 	}
@@ -185,6 +194,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		err = cmd.Wait()
 	}
 	res.Took = time.Since(start)
+	// What a test costs the loop, apart from the test itself: the
+	// checkout (and the jail's start, inside took). make bench reads it.
+	j.log.Info("the daemon's test run ended", zap.String("test", test), zap.Duration("took", res.Took), zap.Duration("checkout", checkedOut))
 	if cmd.Process != nil {
 		// What it left behind goes with it, and is gone when this returns.
 		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)
@@ -214,6 +226,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		return res
 	}
 	res.Outcome, res.Reason = report.Verdict(res.ExitCode)
+	if res.ExitCode != 0 {
+		res.Limit = limitHit(jail.Limits, res.ExitCode, raw)
+	}
 	if piped && res.ExitCode == 0 {
 		res.Outcome, res.Reason = testreport.Unchecked, "its output goes through a pipe, which may cut the runner's report: judged by exit status alone"
 	}
@@ -273,6 +288,32 @@ func closeFiles(fs []*os.File) {
 // build installs and git does not carry: where the tree has none, the
 // work tree's is lent to the test, read-only.
 var depDirs = []string{"node_modules", ".venv", "venv"}
+
+// limitHit names the bound of l that a test which exited with exit and
+// printed out ran into, "" when nothing says it did. A write past the file
+// bound kills the writer with SIGXFSZ (a shell reports 128+25) or fails
+// with EFBIG; a fork past the process bound fails with EAGAIN; an
+// allocation past the memory bound fails with ENOMEM, which runtimes
+// report in their own words.
+func limitHit(l sandbox.Limits, exit int, out string) string {
+	has := func(subs ...string) bool {
+		for _, s := range subs {
+			if strings.Contains(out, s) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case l.FileSize > 0 && (exit == 128+25 || has("File too large", "file size limit exceeded")):
+		return fmt.Sprintf("sandbox.max_file_mb (%d MiB per file)", l.FileSize>>20)
+	case l.Processes > 0 && has("fork: retry: Resource temporarily unavailable", "Cannot fork", "can't fork", "fork: Resource temporarily unavailable", "BlockingIOError: [Errno 11]"):
+		return fmt.Sprintf("sandbox.max_processes (%d)", l.Processes)
+	case l.Memory > 0 && has("MemoryError", "Cannot allocate memory", "cannot allocate memory", "out of memory", "Allocation failed - JavaScript heap", "memory allocation of"):
+		return fmt.Sprintf("sandbox.max_memory_mb (%d MiB per process)", l.Memory>>20)
+	}
+	return ""
+}
 
 // pipes reports whether test, as the shell reads it, sends a command's
 // output through a pipe.

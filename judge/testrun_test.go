@@ -274,3 +274,41 @@ func TestRunTestSeesTheDependenciesReadOnly(t *testing.T) {
 		t.Errorf("the test changed the work tree's node_modules: %q", got)
 	}
 }
+
+// A test that runs into a bound of sandbox.max_* fails saying which: a
+// person raises the bound, or an agent stops doing what crossed it.
+func TestRunTestSaysWhichBoundItHit(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits sandbox.Limits
+		exit   int
+		out    string
+		want   string // a substring of the limit named; "" for none
+	}{
+		{"killed by SIGXFSZ", sandbox.Limits{FileSize: 100 << 20}, 153, "", "sandbox.max_file_mb (100 MiB per file)"},
+		{"EFBIG from a program", sandbox.Limits{FileSize: 1 << 20}, 1, "write error: File too large", "sandbox.max_file_mb"},
+		{"fork refused", sandbox.Limits{Processes: 200}, 2, "sh: 1: Cannot fork", "sandbox.max_processes (200)"},
+		{"bash's fork retry", sandbox.Limits{Processes: 200}, 254, "bash: fork: retry: Resource temporarily unavailable", "sandbox.max_processes"},
+		{"python out of memory", sandbox.Limits{Memory: 512 << 20}, 1, "MemoryError", "sandbox.max_memory_mb (512 MiB per process)"},
+		{"node out of memory", sandbox.Limits{Memory: 512 << 20}, 134, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory", "sandbox.max_memory_mb"},
+		{"a plain failure", sandbox.Limits{FileSize: 1, Processes: 1, Memory: 1}, 1, "FAIL: want 42, got 41", ""},
+		{"no bound set, the same words", sandbox.Limits{}, 153, "File too large", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := limitHit(tt.limits, tt.exit, tt.out)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("limitHit = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// And in the jail, for real: a write past the file bound.
+	f := newFixture(t, func(o *Options) { o.Jail.Limits = sandbox.Limits{FileSize: 1 << 20} })
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		return
+	}
+	r := f.runTest(t.Context(), "head -c 2000000 /dev/zero > big.bin")
+	if r.Passed() || !strings.Contains(r.Summary(), "on the bound sandbox.max_file_mb (1 MiB per file)") {
+		t.Errorf("a write past the file bound: %s", r.Summary())
+	}
+}
