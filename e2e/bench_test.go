@@ -2,8 +2,9 @@ package e2e
 
 // Benchmarks of ctxgraphd's performance goals that need the real binary
 // (each names its goal): each reports its figures as custom metrics, next
-// to a baseline measured in the same run, and never asserts a timing. `make bench` runs them without
-// -race, so the ctxgraphd they drive is the one users get.
+// to a baseline measured in the same run, and never asserts a timing.
+// `make bench` runs them without -race, so the ctxgraphd they drive is the
+// one users get.
 
 import (
 	"bytes"
