@@ -113,6 +113,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./scriptedmodel
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./internal/diagnose
+	$(GO) test -run '^$$' -fuzz '^FuzzReadEnvironment$$' -fuzztime $(FUZZTIME) ./internal/diagnose
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./internal/testreport
 	$(GO) test -run '^$$' -fuzz '^FuzzAdd$$' -fuzztime $(FUZZTIME) ./internal/claudemd
 	$(GO) test -run '^$$' -fuzz '^FuzzCuts$$' -fuzztime $(FUZZTIME) ./internal/textcut

@@ -3,9 +3,14 @@
 // got. It knows the shapes of Go's testing package, node --test (TAP),
 // pytest and the common "expected … got …" phrasing, and otherwise keeps
 // the end of the output, less the start-up noise of a user's shell tools
-// (Quiet). No model is asked: the daemon's own run of the
-// test is the ground truth, and a retry should read it, not a story about
-// it.
+// (Quiet). No model is asked: the daemon's own run of the test is the
+// ground truth, and a retry should read it, not a story about it.
+//
+// A failure that is not the code's at all (a cache the confinement holds
+// read-only, a host it refuses, a registry the daemon's offline test run
+// reached for, a runner missing from PATH, a full disk) is told apart by
+// ReadEnvironment, in one table of what the machine's own programs say:
+// no attempt can fix it, so it is for a person, with the exact fix.
 package diagnose
 
 import (

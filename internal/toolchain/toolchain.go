@@ -26,8 +26,9 @@ type Toolchain struct {
 	// Hosts are what its package manager fetches from by default, each
 	// with what it serves there.
 	Hosts []Host
-	// Fetch is the command that downloads a project's dependencies where
-	// its test runs find them without a network.
+	// Fetch says how a project's dependencies are downloaded where its
+	// test runs find them without a network: the command, in backquotes,
+	// and where it puts them when that matters.
 	Fetch string
 }
 
@@ -48,12 +49,12 @@ var All = []Toolchain{
 			// downloads need it.
 			{"storage.googleapis.com", "where proxy.golang.org redirects module zips"},
 		},
-		Fetch: "go mod download",
+		Fetch: "`go mod download`",
 	},
 	{
 		Name: "Node", Markers: []string{"package.json"}, Programs: []string{"node"},
 		Hosts: []Host{{"registry.npmjs.org", "npm's registry (package metadata and tarballs)"}},
-		Fetch: "npm ci (the test runs borrow the project's node_modules, read-only)",
+		Fetch: "`npm ci` (the test runs borrow the project's node_modules, read-only)",
 	},
 	{
 		Name: "Python", Markers: []string{"pyproject.toml", "requirements.txt", "setup.py"}, Programs: []string{"python3", "python"},
@@ -61,7 +62,7 @@ var All = []Toolchain{
 			{"pypi.org", "PyPI's index (pip's /simple/ pages)"},
 			{"files.pythonhosted.org", "PyPI's package files"},
 		},
-		Fetch: "pip install into the project's .venv (the test runs borrow it, read-only)",
+		Fetch: "`pip install` into the project's .venv (the test runs borrow it, read-only)",
 	},
 	{
 		Name: "Rust", Markers: []string{"Cargo.toml"}, Programs: []string{"cargo"},
@@ -70,7 +71,7 @@ var All = []Toolchain{
 			{"index.crates.io", "Cargo's sparse index"},
 			{"static.crates.io", "crate downloads"},
 		},
-		Fetch: "cargo fetch",
+		Fetch: "`cargo fetch`",
 	},
 }
 
