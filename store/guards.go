@@ -50,6 +50,9 @@ func (s *Store) PutGuards(rs ...guard.Rule) error {
 			if err := putJSON(b, []byte(r.ID), r); err != nil {
 				return err
 			}
+			if err := s.part("guard " + r.ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -68,7 +68,7 @@ func (s *Store) Prune(o PruneOptions) (PruneResult, error) {
 		if f == "" {
 			continue
 		}
-		err := s.db.Update(func(tx *bolt.Tx) error { return pruneFeature(tx, f, o.Before, nodes, ended, &res) })
+		err := s.db.Update(func(tx *bolt.Tx) error { return pruneFeature(tx, f, o.Before, nodes, ended, &res, s.part) })
 		if err != nil {
 			return res, fmt.Errorf("store: prune traces of %s: %w", f, err)
 		}
@@ -77,7 +77,7 @@ func (s *Store) Prune(o PruneOptions) (PruneResult, error) {
 	for _, f := range o.Finished {
 		finished[f] = true
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error { return pruneCommands(tx, o.Before, finished, ended, &res) })
+	err = s.db.Update(func(tx *bolt.Tx) error { return pruneCommands(tx, o.Before, finished, ended, &res, s.part) })
 	return res, err
 }
 
@@ -113,7 +113,7 @@ func (s *Store) graphNodes() (nodes, ended map[string]bool, err error) {
 	return nodes, ended, err
 }
 
-func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended map[string]bool, res *PruneResult) error {
+func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended map[string]bool, res *PruneResult, part func(string) error) error {
 	b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
 	ic := &indexCursor{c: idx.Cursor(), prefix: indexPrefix(fieldFeature, feature)}
 	cutoff := timeBits(before)
@@ -154,6 +154,9 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 			if err := removeTrace(x, *t); err != nil {
 				return err
 			}
+			if err := part("drop " + t.ID); err != nil {
+				return err
+			}
 			res.Dropped++
 		case t.Type == TraceViolation:
 			k := kind{t.Context.Run, t.Gate, t.Code}
@@ -172,6 +175,9 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 		if err := removeTrace(x, t); err != nil {
 			return err
 		}
+		if err := part("fold " + t.ID); err != nil {
+			return err
+		}
 		res.Folded++
 	}
 	// The newest of each kind now counts those folded into it. Its count
@@ -181,14 +187,20 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 			if err := putJSON(b, seqKey(seqOfID(t.ID)), t); err != nil {
 				return err
 			}
+			if err := part("count of " + t.ID); err != nil {
+				return err
+			}
 		}
 	}
-	return x.flush()
+	if err := x.flush(); err != nil {
+		return err
+	}
+	return part("term counts")
 }
 
 // pruneCommands drops the successful commands that are not tests of ended
 // runs of finished features, older than before.
-func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]bool, res *PruneResult) error {
+func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]bool, res *PruneResult, part func(string) error) error {
 	b := tx.Bucket(bucketCommands)
 	if b == nil {
 		return nil
@@ -214,6 +226,9 @@ func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]boo
 	}
 	for _, k := range drop {
 		if err := b.Delete(k); err != nil {
+			return err
+		}
+		if err := part(fmt.Sprintf("drop command %d", binary.BigEndian.Uint64(k))); err != nil {
 			return err
 		}
 		res.CommandsDropped++

@@ -65,6 +65,20 @@ type Store struct {
 	// counts the commits of traces (tests).
 	appends appendQueue
 	commits atomic.Int64
+	// fault, set by tests only, is asked after each part of a write that
+	// must be all or nothing (see part); the error it returns fails the
+	// write there.
+	fault func(part string) error
+}
+
+// part marks the end of one part of a multi-part write, inside its
+// transaction: a fault a test injects there must leave nothing of the
+// write behind.
+func (s *Store) part(name string) error {
+	if s.fault == nil {
+		return nil
+	}
+	return s.fault(name)
 }
 
 // Session is the persisted session: where the state machine is, and the run
@@ -376,9 +390,15 @@ func (s *Store) Apply(c Commit) error {
 			if err := putJSON(tx.Bucket(bucketSession), keySession, c.Session); err != nil {
 				return err
 			}
+			if err := s.part("session"); err != nil {
+				return err
+			}
 		}
 		if c.FeatureList != nil {
 			if err := tx.Bucket(bucketFeatures).Put(keyCanonical, c.FeatureList); err != nil {
+				return err
+			}
+			if err := s.part("feature list"); err != nil {
 				return err
 			}
 		}
@@ -386,9 +406,15 @@ func (s *Store) Apply(c Commit) error {
 			if err := tx.Bucket(bucketFeatures).Put(keyFrozen, c.Frozen); err != nil {
 				return err
 			}
+			if err := s.part("frozen tests"); err != nil {
+				return err
+			}
 		}
 		for id, ctr := range c.Counters {
 			if err := putJSON(tx.Bucket(bucketCounters), []byte(id), ctr); err != nil {
+				return err
+			}
+			if err := s.part("counters of " + id); err != nil {
 				return err
 			}
 		}
@@ -399,6 +425,9 @@ func (s *Store) Apply(c Commit) error {
 			if err := putJSON(tx.Bucket(bucketRuns), seqKey(r.Seq), r); err != nil {
 				return err
 			}
+			if err := s.part("run " + r.ID); err != nil {
+				return err
+			}
 		}
 		tb := tx.Bucket(bucketTransitions)
 		for _, t := range c.Transitions {
@@ -406,6 +435,9 @@ func (s *Store) Apply(c Commit) error {
 				return fmt.Errorf("store: transition %d is not after %d: a transition would be lost or repeated", t.Seq, binary.BigEndian.Uint64(k))
 			}
 			if err := putJSON(tb, seqKey(t.Seq), t); err != nil {
+				return err
+			}
+			if err := s.part(fmt.Sprintf("transition %d", t.Seq)); err != nil {
 				return err
 			}
 		}

@@ -143,12 +143,21 @@ func (s *Store) appendTraces(batches [][]Trace) error {
 				if err := putJSON(b, seqKey(seq), ts[i]); err != nil {
 					return err
 				}
+				if err := s.part("trace " + ts[i].ID); err != nil {
+					return err
+				}
 				if err := x.add(seq, ts[i]); err != nil {
+					return err
+				}
+				if err := s.part("indexes of " + ts[i].ID); err != nil {
 					return err
 				}
 			}
 		}
-		return x.flush()
+		if err := x.flush(); err != nil {
+			return err
+		}
+		return s.part("term counts")
 	})
 }
 
