@@ -23,6 +23,10 @@ import (
 // session state (contract).
 const ProgressDir = ".claude/progress"
 
+// EvidenceDir is the directory, in ProgressDir, of the features' evidence:
+// one directory per feature id.
+const EvidenceDir = "evidence"
+
 // maxSocketPath is the portable limit of sun_path (104 on macOS and the BSDs,
 // 108 on Linux) less the terminating NUL.
 const maxSocketPath = 103
@@ -39,8 +43,16 @@ type Project struct {
 // starting point contains .claude/progress.
 var ErrNoProject = errors.New("no ctxgraphd project here: no .claude/progress directory in this directory or any parent (run `ctxgraphd init` or pass --project)")
 
-// ForProject resolves dir to its real path and derives the project's paths.
-func ForProject(dir string) (Project, error) {
+// ForProject resolves dir to its real path and derives the project's paths
+// under the process's environment.
+func ForProject(dir string) (Project, error) { return ForProjectEnv(dir, os.Getenv) }
+
+// ForProjectEnv is ForProject under the environment getenv reads
+// (XDG_STATE_HOME, XDG_RUNTIME_DIR, HOME, TMPDIR) instead of the
+// process's: the paths of a daemon started with that environment. Tests
+// that run side by side, each with a daemon of its own, derive them this
+// way; changing the process's environment would change every test's.
+func ForProjectEnv(dir string, getenv func(string) string) (Project, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Project{}, fmt.Errorf("project directory %q: %w", dir, err)
@@ -50,7 +62,7 @@ func ForProject(dir string) (Project, error) {
 		return Project{}, fmt.Errorf("project directory %q: %w", dir, err)
 	}
 	id := projectID(real)
-	state, err := stateHome()
+	state, err := stateHome(getenv)
 	if err != nil {
 		return Project{}, err
 	}
@@ -58,7 +70,7 @@ func ForProject(dir string) (Project, error) {
 		Dir:      real,
 		ID:       id,
 		StateDir: filepath.Join(state, "ctxgraphd", id),
-		Socket:   socketPath(id),
+		Socket:   socketPath(id, getenv),
 	}, nil
 }
 
@@ -71,11 +83,11 @@ func Former(dir string) (Project, error) {
 	}
 	dir = filepath.Clean(dir)
 	id := projectID(dir)
-	state, err := stateHome()
+	state, err := stateHome(os.Getenv)
 	if err != nil {
 		return Project{}, err
 	}
-	return Project{Dir: dir, ID: id, StateDir: filepath.Join(state, "ctxgraphd", id), Socket: socketPath(id)}, nil
+	return Project{Dir: dir, ID: id, StateDir: filepath.Join(state, "ctxgraphd", id), Socket: socketPath(id, os.Getenv)}, nil
 }
 
 // FindProject walks up from start to the first directory holding
@@ -119,13 +131,14 @@ func projectID(real string) string {
 	return base + "-" + hex.EncodeToString(sum[:6])
 }
 
-func stateHome() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+func stateHome(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return d, nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("cannot place the state directory: set XDG_STATE_HOME or HOME: %w", err)
+	// What os.UserHomeDir reads, from getenv.
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("cannot place the state directory: set XDG_STATE_HOME or HOME: $HOME is not defined")
 	}
 	if runtime.GOOS == "darwin" {
 		return filepath.Join(home, "Library", "Application Support"), nil
@@ -136,12 +149,17 @@ func stateHome() (string, error) {
 // socketPath prefers $XDG_RUNTIME_DIR (per-user, tmpfs, cleaned at logout)
 // and falls back to a per-user directory under the temp dir. When the
 // result would not fit in sun_path it drops the readable part of the id.
-func socketPath(id string) string {
+func socketPath(id string, getenv func(string) string) string {
+	// What os.TempDir reads, from getenv.
+	tmp := getenv("TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
 	var dir string
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		dir = filepath.Join(d, "ctxgraphd")
 	} else {
-		dir = filepath.Join(os.TempDir(), fmt.Sprintf("ctxgraphd-%d", os.Getuid()))
+		dir = filepath.Join(tmp, fmt.Sprintf("ctxgraphd-%d", os.Getuid()))
 	}
 	p := filepath.Join(dir, id+".sock")
 	if len(p) <= maxSocketPath {
@@ -152,7 +170,7 @@ func socketPath(id string) string {
 	if len(p) <= maxSocketPath {
 		return p
 	}
-	return filepath.Join(os.TempDir(), short+".sock")
+	return filepath.Join(tmp, short+".sock")
 }
 
 // LookPath finds an executable file in path, a list like $PATH, the way a

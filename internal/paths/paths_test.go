@@ -1,8 +1,10 @@
 package paths
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -38,14 +40,75 @@ func TestForProjectIsStableAndResolvesSymlinks(t *testing.T) {
 func TestSocketPathFitsSunPath(t *testing.T) {
 	long := "/" + strings.Repeat("deep/", 30)
 	t.Setenv("XDG_RUNTIME_DIR", long)
-	p := socketPath(projectID("/some/project-with-a-rather-long-name-indeed"))
+	p := socketPath(projectID("/some/project-with-a-rather-long-name-indeed"), os.Getenv)
 	if len(p) > maxSocketPath {
 		t.Fatalf("socket path is %d bytes, limit %d: %s", len(p), maxSocketPath, p)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
-	p = socketPath(projectID("/home/dev/app"))
+	p = socketPath(projectID("/home/dev/app"), os.Getenv)
 	if !strings.HasPrefix(p, "/run/user/1000/ctxgraphd/app-") {
 		t.Fatalf("socket path %s ignores XDG_RUNTIME_DIR", p)
+	}
+}
+
+// ForProjectEnv derives the paths from the environment it is given, as a
+// daemon started with that environment would, and never from the
+// process's own; ForProject is it under the process's environment.
+func TestForProjectEnvReadsTheGivenEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", "/process/state")
+	t.Setenv("XDG_RUNTIME_DIR", "/process/run")
+	t.Setenv("HOME", "/process/home")
+	t.Setenv("TMPDIR", "/process/tmp")
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := projectID(real)
+	home := ".local/state"
+	if runtime.GOOS == "darwin" {
+		home = "Library/Application Support"
+	}
+	long := "/" + strings.Repeat("deep/", 30)
+	tests := []struct {
+		name          string
+		env           map[string]string
+		state, socket string // "" for an error
+	}{
+		{"XDG directories", map[string]string{"XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": "/r", "HOME": "/h", "TMPDIR": "/t"},
+			"/s/ctxgraphd/" + id, "/r/ctxgraphd/" + id + ".sock"},
+		{"relative XDG directories are ignored", map[string]string{"XDG_STATE_HOME": "s", "XDG_RUNTIME_DIR": "r", "HOME": "/h", "TMPDIR": "/t"},
+			"/h/" + home + "/ctxgraphd/" + id, fmt.Sprintf("/t/ctxgraphd-%d/%s.sock", os.Getuid(), id)},
+		{"no TMPDIR", map[string]string{"HOME": "/h"},
+			"/h/" + home + "/ctxgraphd/" + id, fmt.Sprintf("/tmp/ctxgraphd-%d/%s.sock", os.Getuid(), id)},
+		{"a runtime directory too deep for the socket's name", map[string]string{"XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": long, "TMPDIR": "/t"},
+			"/s/ctxgraphd/" + id, "/t/" + id[strings.LastIndexByte(id, '-')+1:] + ".sock"},
+		{"no HOME and no XDG_STATE_HOME", map[string]string{"XDG_RUNTIME_DIR": "/r"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ForProjectEnv(dir, func(k string) string { return tt.env[k] })
+			if tt.state == "" {
+				if err == nil || !strings.Contains(err.Error(), "set XDG_STATE_HOME or HOME") {
+					t.Fatalf("got %+v, %v; want an error that says what to set", p, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Project{Dir: real, ID: id, StateDir: filepath.FromSlash(tt.state), Socket: filepath.FromSlash(tt.socket)}
+			if p != want {
+				t.Errorf("got  %+v\nwant %+v", p, want)
+			}
+		})
+	}
+	got, err := ForProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := ForProjectEnv(dir, os.Getenv); got != want || got.StateDir != "/process/state/ctxgraphd/"+id {
+		t.Errorf("ForProject = %+v; want the process's environment's %+v", got, want)
 	}
 }
 
