@@ -96,6 +96,9 @@ func description(f FeatureScript, files Files) string {
 	if f.Kind == "" || f.Kind == Text {
 		return fmt.Sprintf("%s: %s holds the line %q.", f.Title, files.Source, workingLine(f.ID))
 	}
+	if f.Kind == Shell {
+		return fmt.Sprintf("%s: %s prints the line %q.", f.Title, files.Source, workingLine(f.ID))
+	}
 	return fmt.Sprintf("%s: Feature() in %s returns %q.", f.Title, files.Source, workingLine(f.ID))
 }
 

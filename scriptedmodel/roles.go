@@ -59,6 +59,8 @@ const (
 	writeGuarded   // working code, then a file a project's guard holds, written by programs
 	danglingLink   // settings written through a link made before they exist, then working code
 	failDeploy     // a command that fails, then broken code
+	escapeVerdict  // code that acts where its test runs unconfined (escapes.go)
+	endTestEarly   // Go code that ends its test binary before any test (escapes.go)
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -89,6 +91,8 @@ var codingWork = map[Behavior]func(n int) work{
 	FailsToDeploy:             func(int) work { return failDeploy },
 	WritesGuarded:             func(n int) work { return firstThen(n, writeGuarded, writeWorking) },
 	WritesThroughDanglingLink: func(n int) work { return firstThen(n, danglingLink, writeWorking) },
+	EscapesVerdict:            func(n int) work { return firstThen(n, escapeVerdict, writeWorking) },
+	EndsTestEarly:             func(n int) work { return firstThen(n, endTestEarly, writeWorking) },
 }
 
 func firstThen(n int, first, later work) work {
@@ -142,6 +146,7 @@ func (s *Server) initializer(t *turn) script {
 	if s.sc.hasUntested() {
 		steps = []step{steps[0], list.refusable(), t.write(featureListPath, func() (string, error) { return amendedFeatureList(s.sc) })}
 	}
+	steps = s.plantHelpers(t, steps)
 	return script{
 		steps: steps,
 		final: func() string {
@@ -177,6 +182,9 @@ func (s *Server) testScripts() string {
 	}
 	b.WriteString(kindSetup(s.sc))
 	for _, f := range s.sc.Features {
+		if f.PlantsHelper {
+			continue // written with the Write tool (plantHelpers)
+		}
 		fmt.Fprintf(&b, "cat > %s <<'EOF'\n%sEOF\n", f.Files().Test, testBody(f.ID, f.Kind))
 	}
 	if text {
@@ -296,6 +304,10 @@ func (s *Server) coder(t *turn) script {
 		}, append(code, complete...)...)
 	case writeGuarded:
 		steps = append(append(code, guardedWrites(id)...), complete...)
+	case escapeVerdict:
+		steps = append(s.escapingWork(t, id), complete...)
+	case endTestEarly:
+		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(earlyExit(id)))}, complete...)
 	case failDeploy:
 		// It fails (or a guard refuses it); the agent goes on either way.
 		steps = append([]step{bash(DeployCommand, "Deploy the current build").tolerant()}, append(code, complete...)...)

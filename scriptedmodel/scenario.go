@@ -146,7 +146,7 @@ const DeployCommand = "make deploy"
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
-	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink}
+	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
@@ -232,7 +232,7 @@ const (
 	Node Kind = "node"
 )
 
-var kinds = []Kind{Text, Go, Node, GoPackage, Python, NPM}
+var kinds = []Kind{Text, Go, Node, GoPackage, Python, NPM, Shell}
 
 func (k Kind) known() bool { return k == "" || slices.Contains(kinds, k) }
 
@@ -251,6 +251,9 @@ type FeatureScript struct {
 	// command; denied, it gives the feature a test that cannot fail (an
 	// echo), as a model that satisfies the letter of the refusal would.
 	NoTest bool `json:"no_test,omitempty"`
+	// PlantsHelper makes the initializer write the feature's test so that
+	// it leaves a helper behind, which acts where it gets out (escapes.go).
+	PlantsHelper bool `json:"plants_helper,omitempty"`
 	// TestRuns are the commands its honest tester runs the test with, in
 	// the forms models write (redirections, pipes, cd, timeout…), with
 	// the placeholders Form* ({test}, {project}, {evidence}, {pkg},
@@ -372,7 +375,9 @@ func (sc Scenario) validate() error {
 			return fmt.Errorf("features[%d] (%s): kind %q is unknown; use one of %s", i, f.ID, f.Kind, list(kinds))
 		case len(f.TestRuns) > 0 && f.Tester != "" && f.Tester != Honest:
 			return fmt.Errorf("features[%d] (%s): test_runs are how an honest tester runs the test; tester %s runs its own", i, f.ID, f.Tester)
-		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() || (f.Tester != "" && f.Tester != Honest)):
+		case f.escapeProblem() != nil:
+			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.escapeProblem())
+		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() && escapeKinds[f.Behavior] == "" || (f.Tester != "" && f.Tester != Honest)):
 			return fmt.Errorf("features[%d] (%s): a feature of kind %s is coded and tested honestly; misbehaviors (%s, tester %s) act on the files of kind %s", i, f.ID, f.Kind, f.Behavior, firstOf(string(f.Tester), string(Honest)), Text)
 		}
 		if j, dup := first[f.ID]; dup {

@@ -34,6 +34,8 @@ func filesOf(id string, k Kind) Files {
 			Source: pkg + "/" + pkg + ".go", Test: pkg + "/" + pkg + "_test.go", Command: "go test ./" + pkg + "/...",
 			Working: goSource(pkg, workingLine(id)), Broken: goSource(pkg, id+" broken"),
 		}
+	case Shell:
+		return Files{Source: "src/" + id + ".sh", Test: testScript(id), Command: testCommand(id), Working: shellSource(workingLine(id)), Broken: shellSource(id + " broken")}
 	case Node:
 		return Files{
 			Source: "lib/" + pkg + ".js", Test: "test/" + pkg + ".test.js", Command: "node --test test/" + pkg + ".test.js",
@@ -62,6 +64,8 @@ func pkgName(id string) string {
 func goSource(pkg, says string) string {
 	return fmt.Sprintf("package %s\n\n// Feature says what the feature does.\nfunc Feature() string { return %q }\n", pkg, says)
 }
+
+func shellSource(says string) string { return fmt.Sprintf("#!/bin/sh\necho '%s'\n", says) }
 
 func nodeSource(says string) string {
 	return fmt.Sprintf("'use strict';\n\nexports.feature = () => '%s';\n", says)
@@ -96,6 +100,8 @@ test('%s', () => {
   assert.strictEqual(feature(), '%s');
 });
 `, id, f.Source, workingLine(id))
+	case Shell:
+		return fmt.Sprintf("#!/bin/sh\n[ \"$(sh %s)\" = '%s' ]\n", f.Source, workingLine(id))
 	}
 	return fmt.Sprintf("#!/bin/sh\ngrep -qx '%s' %s\n", workingLine(id), f.Source)
 }
