@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
@@ -63,6 +65,11 @@ type Options struct {
 	// Writable are the directories outside the project agents may write
 	// (temp and tool caches): the Write tool may write there too.
 	Writable []string
+	// SandboxWritable are the directories outside the project that the
+	// agents' sandbox lets their programs write (the toolchains' caches,
+	// sandbox.allow_write, Claude Code's temp directory): a test that
+	// could not write below one of them found it missing.
+	SandboxWritable []string
 	// ProtectedGlobs are gates.protected: where the project's tests live.
 	ProtectedGlobs []string
 	// TestTimeout bounds one run of a feature's test by the daemon.
@@ -112,6 +119,9 @@ type run struct {
 	// whose result the hooks do not see.
 	listWrite  []byte
 	listEdited bool
+	// env is the first failure of the machine or the confinement that a
+	// failing test command of the run showed (diagnose.ReadEnvironment).
+	env *diagnose.Environment
 	// denied is what the run's sandbox denies it (nil: not known): a
 	// refusal read off a command's output is believed only where the
 	// sandbox can have made it (guard.Believable).
@@ -253,6 +263,38 @@ func (j *Judge) StopFailure(runID string) string {
 	return ""
 }
 
+// Environment is the first failure of the machine or the confinement (a
+// cache held read-only, a host the sandbox refused, a runner missing, a
+// full disk) that a failing test command of the run showed in its output,
+// nil if none did: what kept the run's tests from running is then no
+// attempt's doing.
+func (j *Judge) Environment(runID string) *diagnose.Environment {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.byRun(runID); r != nil && r.env != nil {
+		e := *r.env
+		return &e
+	}
+	return nil
+}
+
+// environment reads the output of a failed Bash call, as its hook reports
+// it, for a failure of the machine or the sandbox.
+func (j *Judge) environment(p *guard.Payload) *diagnose.Environment {
+	out := p.Error
+	if p.Event == "PostToolUse" {
+		var r guard.BashResponse
+		json.Unmarshal(p.ToolResponse, &r)
+		out = r.Stdout + "\n" + r.Stderr
+	}
+	e, ok := diagnose.ReadEnvironment(out, diagnose.Setting{Place: diagnose.InSandbox, ProjectDir: j.opts.Project.Dir,
+		Writable: j.opts.SandboxWritable, Caches: j.opts.SandboxWritable})
+	if !ok {
+		return nil
+	}
+	return &e
+}
+
 // MayHaveWrittenList reports whether data, the feature list as it is on
 // disk, can be the run's own writing: what its last Write of the list put
 // there, or anything after an Edit of it (whose result the hooks do not
@@ -333,6 +375,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		if r, ok := guard.RecordCommand(actor, test, j.opts.Project.Dir, p); ok {
 			if rg != nil {
 				rg.commands = append(rg.commands, r)
+				if r.IsTest && r.ExitCode != 0 && rg.env == nil {
+					rg.env = j.environment(p)
+				}
 			}
 			rec = &r
 		}

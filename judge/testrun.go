@@ -40,6 +40,12 @@ type TestResult struct {
 	// ended. It says nothing about the feature.
 	Interrupted bool
 	TimedOut    bool
+	// Env is a failure of the machine or the confinement that the output
+	// shows (diagnose.ReadEnvironment: a runner missing from PATH, a
+	// registry reached for offline, a directory held read-only, a full
+	// disk), nil when the failure, if any, is the code's. It is no
+	// attempt's doing: a person fixes it.
+	Env *diagnose.Environment
 	// Outcome is what the test's runner itself reported, read off its
 	// output (testreport): an exit status of 0 with no test run is
 	// Vacuous, not a pass; Reason says it in a line.
@@ -67,6 +73,8 @@ func (r TestResult) Summary() string {
 		return fmt.Sprintf("`%s` cannot run: %s", r.Command, r.CannotRun)
 	case r.TimedOut:
 		return fmt.Sprintf("`%s` did not finish within %s", r.Command, r.Took.Round(time.Second))
+	case r.Env != nil:
+		return fmt.Sprintf("`%s` failed (exit %d) for want of something on this machine, not for the code: %s", r.Command, r.ExitCode, r.Env.Line)
 	case r.ExitCode == 0 && !r.Passed():
 		return fmt.Sprintf("`%s` exited 0 but is not a pass: %s", r.Command, r.Reason)
 	case r.ExitCode == 0 && r.Reason != "":
@@ -231,6 +239,12 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	}
 	if piped && res.ExitCode == 0 {
 		res.Outcome, res.Reason = testreport.Unchecked, "its output goes through a pipe, which may cut the runner's report: judged by exit status alone"
+	}
+	if res.ExitCode != 0 {
+		if e, ok := diagnose.ReadEnvironment(res.Output, diagnose.Setting{Place: diagnose.InJail, ProjectDir: j.opts.Project.Dir,
+			Writable: jail.Writable, Caches: j.opts.SandboxWritable}); ok {
+			res.Env = &e
+		}
 	}
 	switch res.ExitCode {
 	case 126:

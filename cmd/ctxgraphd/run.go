@@ -156,9 +156,10 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	writable := append(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite...)
 	j := judge.New(judge.Options{
 		Project: o.Project, Modes: gateModes(cfg), Records: st, Repo: repo,
-		Jail:           testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
-		Writable:       append(slices.Clone(writable), os.TempDir()),
-		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
+		Jail:            testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
+		Writable:        append(slices.Clone(writable), os.TempDir()),
+		SandboxWritable: append(slices.Clone(writable), sandbox.TempDir(env)),
+		ProtectedGlobs:  cfg.Protected, TestTimeout: cfg.Agent.Timeout, Log: log.Named("judge"),
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.
 	if err := j.Sweep(); err != nil {
@@ -246,7 +247,10 @@ func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
 // outside its checkout that a test run writes and that outlives it (Go
 // cannot build with a read-only one, and a cold one costs seconds per
 // verdict); Python's goes with the run's /tmp. Modules come from the
-// module cache as it is, read-only, and never from the network.
+// module cache as it is, read-only, and never from the network. What a
+// person named in sandbox.allow_write is writable too: agents may write it
+// anyway, and a test that needs it (a tool's cache of its own) is then not
+// kept from running.
 func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWritable []string) sandbox.TestJail {
 	goCache := filepath.Join(p.StateDir, "verdict-cache", "go-build")
 	os.MkdirAll(goCache, 0o700)
@@ -263,7 +267,7 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		Off:      !cfg.Sandbox.Enabled,
 		Env:      env,
 		Hide:     []string{filepath.Dir(p.StateDir), filepath.Dir(p.Socket)},
-		Writable: []string{goCache},
+		Writable: append([]string{goCache}, cfg.Sandbox.AllowWrite...),
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
 	}

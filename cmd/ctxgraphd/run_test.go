@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// The daemon's test runs may write what a person named in
+// sandbox.allow_write, as agents may: that is the fix the daemon gives for
+// a test its jail kept from a directory it needs. Nothing else outside the
+// checkout and /tmp is writable there.
+func TestTestJailWritesWhatAllowWriteNames(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are confined on Linux only")
+	}
+	allowed, other, proj := t.TempDir(), t.TempDir(), t.TempDir()
+	// The daemon's state and socket directories are hidden in the jail, and
+	// so are the directories that hold them: give them their own.
+	p := paths.Project{Dir: proj, ID: "p-test", StateDir: filepath.Join(t.TempDir(), "state", "p-test"), Socket: filepath.Join(t.TempDir(), "run", "ctl.sock")}
+	cfg := config.Default()
+	cfg.Sandbox.AllowWrite = []string{allowed}
+	jail := testJail(os.Environ(), p, cfg, nil)
+	jail.Checkout, jail.Mount = proj, proj
+	jc, err := jail.Command(t.Context(), "touch "+filepath.Join(allowed, "cache-entry")+"; touch "+filepath.Join(other, "elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = jc.Cmd.Start()
+	for _, f := range jc.Cmd.ExtraFiles {
+		f.Close()
+	}
+	if err == nil {
+		jc.Cmd.Wait() // the second touch fails: the exit status says nothing here
+	}
+	jc.Gone(5 * time.Second)
+	if _, err := os.Stat(filepath.Join(allowed, "cache-entry")); err != nil {
+		t.Errorf("a test run could not write in sandbox.allow_write: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "elsewhere")); err == nil {
+		t.Error("a test run wrote outside its checkout, /tmp and sandbox.allow_write")
+	}
+}
