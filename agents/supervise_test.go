@@ -164,6 +164,35 @@ func TestRunTimeoutsKillTheWholeGroup(t *testing.T) {
 	}
 }
 
+// A run that keeps streaming outlives agent.idle_timeout, however long it
+// runs: each line it prints starts the silence over. The same run gone
+// quiet is killed for it once all it said was read. (Real processes: a
+// line every 0.1 s for 2 s against an idle timeout of 1 s.)
+func TestStreamingRunOutlivesTheIdleTimeout(t *testing.T) {
+	const talk = `i=0; while [ $i -lt 20 ]; do echo '{"type":"system","subtype":"status"}'; sleep 0.1; i=$((i+1)); done; ` +
+		`echo '{"type":"assistant","message":{"content":[{"type":"text","text":"said it all"}]}}'; `
+	for _, tc := range []struct {
+		name, body string
+		want       EndReason
+	}{
+		{"streaming", talk + `echo '` + resultLine + `'`, EndExited},
+		{"quiet", talk + `sleep 1000`, EndIdleTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := runFake(t, Options{IdleTimeout: time.Second}, tc.body)
+			if res.Ended != tc.want {
+				t.Fatalf("ended %s, want %s: %+v", res.Ended, tc.want, res)
+			}
+			if tc.want == EndExited && !res.OK() {
+				t.Errorf("a run that streamed to its end did not end well: %+v", res)
+			}
+			if tc.want == EndIdleTimeout && res.Text != "said it all" {
+				t.Errorf("killed as idle before it went quiet (its last words: %q)", res.Text)
+			}
+		})
+	}
+}
+
 func TestRunCancelled(t *testing.T) {
 	dir := t.TempDir()
 	r := NewRunner(Options{Command: fakeClaude(t, `sleep 1000 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait`), KillGrace: 200 * time.Millisecond}, nil)

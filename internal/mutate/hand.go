@@ -210,6 +210,16 @@ var Hands = []Hand{
 	{"a hook's refusal of a file tool names the project file",
 		"judge/judge.go", "\tfile, _ := state.ProjectPath(guard.FilePath(p))\n", "\tfile := \"\"\n",
 		"orchestrator", "TestTracesFormAGraph"},
+	{"what the session spent before a restart counts against its budget after it",
+		"orchestrator/orchestrator.go", "\t\ttotalCost: st.TotalCostUSD,\n", "\t\ttotalCost: 0,\n",
+		"orchestrator", "TestSessionBudgetSurvivesARestart"},
+	{"a run that keeps streaming is not killed as idle",
+		"agents/runner.go", "\t\t\t\tidleTimer.Reset(r.opts.IdleTimeout)\n", "\t\t\t\t_ = r.opts.IdleTimeout\n",
+		"agents", "TestStreamingRunOutlivesTheIdleTimeout"},
+	{"a commit's session record is written in the commit's one transaction, not in one of its own",
+		"store/store.go", "\treturn s.db.Update(func(tx *bolt.Tx) error {\n\t\tif c.Session != nil {\n\t\t\tif err := putJSON(tx.Bucket(bucketSession), keySession, c.Session); err != nil {\n\t\t\t\treturn err\n\t\t\t}\n",
+		"\tif c.Session != nil {\n\t\tif err := s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketSession), keySession, c.Session) }); err != nil {\n\t\t\treturn err\n\t\t}\n\t}\n\treturn s.db.Update(func(tx *bolt.Tx) error {\n\t\tif c.Session != nil {\n",
+		"store", "TestAFailedWriteLeavesNothing"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
