@@ -96,17 +96,20 @@ func (c *Client) Features(ctx context.Context) ([]Feature, error) {
 	return fs, err
 }
 
-// Report decodes into out what happened in the project, as the daemon's
-// store holds it (GET /v1/report; its type is internal/report's Report,
-// which this light package does not link).
-func (c *Client) Report(ctx context.Context, out any) error {
-	return c.get(ctx, "/v1/report", out)
+// Report returns what happened in the project, as the daemon's store holds
+// it (GET /v1/report).
+func (c *Client) Report(ctx context.Context) (Report, error) {
+	var r Report
+	err := c.get(ctx, "/v1/report", &r)
+	return r, err
 }
 
-// Patterns asks what happened at least atLeast times, decoded into out (a
-// *[]graph.Pattern, which this light package does not link).
-func (c *Client) Patterns(ctx context.Context, atLeast int, out any) error {
-	return c.get(ctx, "/v1/patterns?min="+strconv.Itoa(atLeast), out)
+// Patterns returns what happened at least atLeast times (GET
+// /v1/patterns).
+func (c *Client) Patterns(ctx context.Context, atLeast int) ([]Pattern, error) {
+	ps := []Pattern{}
+	err := c.get(ctx, "/v1/patterns?min="+strconv.Itoa(atLeast), &ps)
+	return ps, err
 }
 
 // Watch follows the daemon's status: fn gets it at once, then at each

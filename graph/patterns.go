@@ -3,6 +3,7 @@ package graph
 import (
 	"cmp"
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"slices"
 	"strings"
 	"time"
@@ -10,37 +11,16 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// Kinds of pattern.
+// Kinds of pattern (control's).
 const (
-	PatternRefusal        = "refusal"         // the same gate refused agents of one role for the same reason
-	PatternFailingCommand = "failing_command" // the same command failed again and again
-	PatternRevertedFile   = "reverted_file"   // the same file was put back after runs again and again
+	PatternRefusal        = control.PatternRefusal
+	PatternFailingCommand = control.PatternFailingCommand
+	PatternRevertedFile   = control.PatternRevertedFile
 )
 
-// Pattern is something that happened again and again: what a person (or a
-// guard, later) should look at.
-type Pattern struct {
-	Kind string `json:"kind"`
-	// What says it in a line: "coding-agent refused by scope
-	// (out_of_scope)", the command, the file.
-	What     string    `json:"what"`
-	Role     string    `json:"role,omitempty"`
-	Gate     string    `json:"gate,omitempty"`
-	Code     string    `json:"code,omitempty"`
-	Count    int       `json:"count"`
-	Features []string  `json:"features"`
-	Examples []string  `json:"examples"` // trace ids, or run ids for commands: the newest few
-	Last     time.Time `json:"last"`
-	// Path is the project file every trace of the pattern was about,
-	// when they were all about the same one (a file put back, a refusal of
-	// writes to one file): what a guard can match.
-	Path string `json:"path,omitempty"`
-	// Command is the failing command, whole (What clips it), and Test
-	// whether it was a test run: a failing test is a verdict, not a
-	// mistake to guard against.
-	Command string `json:"command,omitempty"`
-	Test    bool   `json:"test,omitempty"`
-}
+// Pattern is something that happened again and again (control.Pattern:
+// the wire's type, GET /v1/patterns).
+type Pattern = control.Pattern
 
 // maxExamples is how many examples a pattern names.
 const maxExamples = 3

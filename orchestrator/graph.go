@@ -35,7 +35,7 @@ func (o *Orchestrator) AddLesson(ctx context.Context, text string) (control.Trac
 		t = o.trace(store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: text, Why: "a person's lesson"}})
 		return nil
 	})
-	return toWire(t, "full"), err
+	return toWire(t, control.LevelFull), err
 }
 
 // PromoteLesson implements control.LessonBackend: a lesson, or a correction
@@ -85,7 +85,7 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		}
 		return nil
 	})
-	return toWire(lesson, "full"), err
+	return toWire(lesson, control.LevelFull), err
 }
 
 func badRequest(msg string) error {
@@ -139,7 +139,7 @@ func (o *Orchestrator) StoreTrace(ctx context.Context, token string, req control
 			Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: req.WhatWasCorrect, Why: req.Why}})
 		return nil
 	})
-	return toWire(t, "full"), err
+	return toWire(t, control.LevelFull), err
 }
 
 // MCPServer is the name the ctxgraphd MCP server has in a run: its tools

@@ -742,6 +742,11 @@ func TestTracesRefuseAnUnknownType(t *testing.T) {
 	if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest || !strings.Contains(api.Message, "the types are decision, violation") {
 		t.Errorf("Traces(type violations) = %v, want a 400 that lists the types", err)
 	}
+	// So is an unknown level, which used to be taken as full.
+	_, err = h.orchestrator(false).Traces(context.Background(), control.TraceQuery{Level: "everything"})
+	if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest || !strings.Contains(api.Message, "the levels are metadata, summary, full") {
+		t.Errorf("Traces(level everything) = %v, want a 400 that lists the levels", err)
+	}
 }
 
 // An initializer killed because its hooks never checked in wrote its list

@@ -32,7 +32,10 @@ func (o *Orchestrator) IsRunProcess(pid int) bool { return o.judge.IsRunProcess(
 
 // Traces implements control.GateBackend.
 func (o *Orchestrator) Traces(_ context.Context, q control.TraceQuery) ([]control.Trace, error) {
-	if err := store.CheckTraceType(q.Type); err != nil {
+	if err := control.CheckTraceType(q.Type); err != nil {
+		return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: err.Error()}
+	}
+	if err := control.CheckLevel(q.Level); err != nil {
 		return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: err.Error()}
 	}
 	ts, err := o.st.Traces(store.TraceFilter{Type: q.Type, Agent: q.Agent, Feature: q.Feature, Run: q.Run, Gate: q.Gate, Text: q.Text, Since: q.Since, Until: q.Until, Limit: q.Limit})
@@ -55,7 +58,7 @@ func (o *Orchestrator) Trace(_ context.Context, id string) (control.Trace, error
 	if !ok {
 		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
 	}
-	return toWire(t, "full"), nil
+	return toWire(t, control.LevelFull), nil
 }
 
 // TraceLinks implements control.TraceLinksBackend: the trace in full, the
@@ -71,11 +74,11 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 	summary := func(ts []store.Trace) []control.Trace {
 		out := make([]control.Trace, 0, len(ts))
 		for _, t := range ts {
-			out = append(out, toWire(t, "summary"))
+			out = append(out, toWire(t, control.LevelSummary))
 		}
 		return out
 	}
-	return control.TraceLinks{Trace: toWire(l.Trace, "full"), Path: summary(l.Path), Followed: summary(l.Followed), Next: summary(l.Next)}, nil
+	return control.TraceLinks{Trace: toWire(l.Trace, control.LevelFull), Path: summary(l.Path), Followed: summary(l.Followed), Next: summary(l.Next)}, nil
 }
 
 // toWire renders a trace at a level of detail: metadata (who, what kind,
@@ -85,13 +88,13 @@ func toWire(t store.Trace, level string) control.Trace {
 		Path: t.Path, Parent: t.Parent, Count: t.Count, Context: control.TraceContext(t.Context)}
 	if t.Tool != nil {
 		w.Tool = &control.TraceTool{Name: t.Tool.Name}
-		if level != "metadata" {
+		if level != control.LevelMetadata {
 			w.Tool.Input = t.Tool.Input
 		}
 	}
 	switch level {
-	case "metadata":
-	case "summary":
+	case control.LevelMetadata:
+	case control.LevelSummary:
 		w.Event.WhatHappened = shorten(t.Event.WhatHappened, 160)
 	default:
 		w.Event = control.TraceEvent(t.Event)

@@ -17,6 +17,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 // Names of the files and directories under .claude/progress/ (contract).
@@ -24,7 +26,7 @@ const (
 	FeatureListFile  = "feature-list.json"
 	SessionStateFile = "session-state.json"
 	GoalFile         = "goal.md"
-	EvidenceDir      = "evidence"
+	EvidenceDir      = paths.EvidenceDir
 )
 
 // Status is where a feature stands in its lifecycle (contract). The zero

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,7 @@ func randomTraces(r *rand.Rand, n int) []Trace {
 		}
 		out[i] = Trace{
 			Timestamp: base.Add(time.Duration(r.IntN(1000)) * time.Minute),
-			Type:      TraceTypes[r.IntN(len(TraceTypes))],
+			Type:      control.TraceTypes[r.IntN(len(control.TraceTypes))],
 			Source:    pick(SourceHook, SourceAuto, SourceUser, SourceAgent),
 			Gate:      pick("", "scope", "tested-needs-evidence", "log-read-limit"),
 			Code:      pick("", "outside_scope", "no_test_run"),

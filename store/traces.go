@@ -1,9 +1,9 @@
 package store
 
 import (
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,37 +17,21 @@ var (
 	bucketCommands = []byte("commands")
 )
 
-// Trace types. They are a contract: `ctl traces --type` and scripts name
-// them.
+// Trace types and sources (contract), as the wire names them.
 const (
-	TraceDecision   = "decision"
-	TraceViolation  = "violation"
-	TraceCorrection = "correction"
-	TraceApproval   = "approval"
-	TraceHandoff    = "handoff"
-	TraceTransition = "transition"
-	TraceLesson     = "lesson"
+	TraceDecision   = control.TraceDecision
+	TraceViolation  = control.TraceViolation
+	TraceCorrection = control.TraceCorrection
+	TraceApproval   = control.TraceApproval
+	TraceHandoff    = control.TraceHandoff
+	TraceTransition = control.TraceTransition
+	TraceLesson     = control.TraceLesson
+
+	SourceHook  = control.SourceHook
+	SourceUser  = control.SourceUser
+	SourceAuto  = control.SourceAuto
+	SourceAgent = control.SourceAgent
 )
-
-// Trace sources (contract).
-const (
-	SourceHook  = "enforcement_hook"
-	SourceUser  = "user_correction"
-	SourceAuto  = "auto_detected"
-	SourceAgent = "agent"
-)
-
-// TraceTypes lists the valid trace types.
-var TraceTypes = []string{TraceDecision, TraceViolation, TraceCorrection, TraceApproval, TraceHandoff, TraceTransition, TraceLesson}
-
-// CheckTraceType says what is wrong with a trace type asked for: "" for
-// none (any type) or a known one, else an error that lists the types.
-func CheckTraceType(t string) error {
-	if t == "" || slices.Contains(TraceTypes, t) {
-		return nil
-	}
-	return fmt.Errorf("unknown trace type %q; the types are %s", t, strings.Join(TraceTypes, ", "))
-}
 
 // Trace is one record of the context graph (field names: contract).
 type Trace struct {

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 func ctlLessonsCmd(f *ctlFlags) *cobra.Command {
@@ -24,7 +23,7 @@ in the file; Claude Code reads CLAUDE.md in every session.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) ([]control.Trace, error) {
-				ts, err := c.Traces(ctx, control.TraceQuery{Type: store.TraceLesson, Level: "full"})
+				ts, err := c.Traces(ctx, control.TraceQuery{Type: control.TraceLesson, Level: control.LevelFull})
 				if ts == nil {
 					ts = []control.Trace{}
 				}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
 func ctlPatternsCmd(f *ctlFlags) *cobra.Command {
@@ -27,10 +26,8 @@ newest examples (trace or run ids, for ctl trace and ctl why).`,
 			if atLeast < 1 {
 				return withExitCode(exitUsage, fmt.Errorf("--min %d: want a whole number >= 1", atLeast))
 			}
-			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) ([]graph.Pattern, error) {
-				ps := []graph.Pattern{}
-				err := c.Patterns(ctx, atLeast, &ps)
-				return ps, err
+			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) ([]control.Pattern, error) {
+				return c.Patterns(ctx, atLeast)
 			}, printPatterns)
 		},
 	}
@@ -38,7 +35,7 @@ newest examples (trace or run ids, for ctl trace and ctl why).`,
 	return cmd
 }
 
-func printPatterns(w io.Writer, ps []graph.Pattern) error {
+func printPatterns(w io.Writer, ps []control.Pattern) error {
 	if len(ps) == 0 {
 		_, err := fmt.Fprintln(w, "no patterns: nothing happened again and again")
 		return err

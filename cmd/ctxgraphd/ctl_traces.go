@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // ctlTraceCmds are the context-graph commands of ctl: traces and trace.
@@ -45,13 +44,11 @@ another hangs from are kept, so that ctl why tells the same story.`,
 			if len(args) == 1 {
 				q.Text = args[0]
 			}
-			if err := store.CheckTraceType(q.Type); err != nil {
+			if err := control.CheckTraceType(q.Type); err != nil {
 				return withExitCode(exitUsage, fmt.Errorf("--type: %w", err))
 			}
-			switch q.Level {
-			case "metadata", "summary", "full":
-			default:
-				return withExitCode(exitUsage, fmt.Errorf("--level %q: want metadata, summary or full", q.Level))
+			if err := control.CheckLevel(q.Level); err != nil {
+				return withExitCode(exitUsage, fmt.Errorf("--level: %w", err))
 			}
 			now := time.Now()
 			if since > 0 {
@@ -75,7 +72,7 @@ another hangs from are kept, so that ctl why tells the same story.`,
 	fl.StringVar(&q.Feature, "feature", "", "only traces of this feature")
 	fl.StringVar(&q.Run, "run", "", "only traces of this run")
 	fl.StringVar(&q.Gate, "gate", "", "only traces of this gate (scope, tested-needs-evidence, …)")
-	fl.StringVar(&q.Level, "level", "summary", "detail: metadata, summary or full")
+	fl.StringVar(&q.Level, "level", control.LevelSummary, "detail: metadata, summary or full")
 	fl.DurationVar(&since, "since", 0, "only traces of the last DURATION (e.g. 2h)")
 	fl.DurationVar(&until, "until", 0, "only traces older than DURATION (e.g. 30m: not the last half hour)")
 	fl.IntVar(&q.Limit, "limit", 0, "only the newest N traces")
@@ -185,7 +182,7 @@ func printTraceLinks(w io.Writer, l control.TraceLinks) error {
 
 // parentKind names what a trace's siblings share: its run, or its parent.
 func parentKind(l control.TraceLinks) string {
-	if n := len(l.Path); n > 0 && l.Path[n-1].Type == store.TraceHandoff {
+	if n := len(l.Path); n > 0 && l.Path[n-1].Type == control.TraceHandoff {
 		return "run"
 	}
 	return "place"

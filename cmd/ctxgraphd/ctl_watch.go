@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 func ctlWatchCmd(f *ctlFlags) *cobra.Command {
@@ -184,8 +183,7 @@ func ctlCostCmd(f *ctlFlags) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (costs, error) {
-				var r report.Report
-				err := c.Report(ctx, &r)
+				r, err := c.Report(ctx)
 				return costsOf(r), err
 			}, printCosts)
 		},
@@ -208,7 +206,7 @@ type featureCost struct {
 	CostUSD float64 `json:"cost_usd"`
 }
 
-func costsOf(r report.Report) costs {
+func costsOf(r control.Report) costs {
 	c := costs{SessionUSD: r.Cost.SessionUSD, ByRole: r.Cost.ByRole, Tested: r.Totals.Tested, PerTestedFeatureUSD: r.Cost.PerTestedFeatureUSD, Features: []featureCost{}}
 	for _, f := range r.Features {
 		c.Features = append(c.Features, featureCost{ID: f.ID, Outcome: f.Outcome, Runs: f.Runs, CostUSD: f.CostUSD})

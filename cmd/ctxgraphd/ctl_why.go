@@ -13,9 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
-	"github.com/ctxgraphd/ctxgraphd/judge"
-	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 func ctlWhyCmd(f *ctlFlags) *cobra.Command {
@@ -35,15 +33,15 @@ in-progress features.`,
 			}
 			id := args[0]
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (dossier, error) {
-				var rep report.Report
-				if err := c.Report(ctx, &rep); err != nil {
+				rep, err := c.Report(ctx)
+				if err != nil {
 					return dossier{}, err
 				}
 				features, err := c.Features(ctx)
 				if err != nil {
 					return dossier{}, err
 				}
-				trs, err := c.Traces(ctx, control.TraceQuery{Feature: id, Level: "full"})
+				trs, err := c.Traces(ctx, control.TraceQuery{Feature: id, Level: control.LevelFull})
 				if err != nil {
 					return dossier{}, err
 				}
@@ -77,7 +75,7 @@ type whyTry struct {
 }
 
 type whyRun struct {
-	report.Run
+	control.ReportRun
 	Traces []whyEv `json:"traces,omitempty"`
 }
 
@@ -92,8 +90,8 @@ type whyEv struct {
 }
 
 // buildDossier puts together what the daemon knows of feature id.
-func buildDossier(id string, rep report.Report, features []control.Feature, trs []control.Trace, evidence []string) (dossier, error) {
-	i := slices.IndexFunc(rep.Features, func(f report.Feature) bool { return f.ID == id })
+func buildDossier(id string, rep control.Report, features []control.Feature, trs []control.Trace, evidence []string) (dossier, error) {
+	i := slices.IndexFunc(rep.Features, func(f control.ReportFeature) bool { return f.ID == id })
 	if i < 0 {
 		ids := make([]string, len(rep.Features))
 		for j, f := range rep.Features {
@@ -128,22 +126,22 @@ func buildDossier(id string, rep report.Report, features []control.Feature, trs 
 			d.Attempts = append(d.Attempts, whyTry{Attempt: r.Attempt})
 			n++
 		}
-		d.Attempts[n-1].Runs = append(d.Attempts[n-1].Runs, whyRun{Run: r, Traces: byRun[r.ID]})
+		d.Attempts[n-1].Runs = append(d.Attempts[n-1].Runs, whyRun{ReportRun: r, Traces: byRun[r.ID]})
 	}
-	d.NextActions = nextActions(id, rf.Outcome)
+	d.NextActions = nextActions(id, rf)
 	return d, nil
 }
 
 // nextActions says what a person can do about a feature in its state.
-func nextActions(id, outcome string) []string {
-	switch outcome {
-	case string(progress.Blocked):
+func nextActions(id string, f control.ReportFeature) []string {
+	switch f.Outcome {
+	case control.OutcomeBlocked:
 		return []string{
 			fmt.Sprintf("ctxgraphd ctl unblock %s --note \"what the next attempt should know\"", id),
 			fmt.Sprintf("ctxgraphd ctl pause; fix its test or its description in feature-list.json; ctxgraphd ctl resume, then ctl retry %s", id),
-			fmt.Sprintf("leave it set aside: the work of its last attempt is kept under %s", judge.BlockedRef(id)),
+			fmt.Sprintf("leave it set aside: the work of its last attempt is kept under %s", f.Kept),
 		}
-	case "tested":
+	case control.OutcomeTested:
 		return []string{"nothing: it passed its own, untouched test; its commit holds exactly the tree that passed"}
 	}
 	return []string{
@@ -155,7 +153,7 @@ func nextActions(id, outcome string) []string {
 // evidenceOf lists the logs kept for a feature (the daemon's own test runs
 // and the tester's evidence), relative to the project.
 func evidenceOf(dir, id string) []string {
-	base := filepath.Join(dir, ".claude", "progress", progress.EvidenceDir, id)
+	base := filepath.Join(dir, paths.ProgressDir, paths.EvidenceDir, id)
 	var out []string
 	filepath.WalkDir(base, func(path string, e os.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {

@@ -7,18 +7,17 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
-func whyReport() report.Report {
+func whyReport() control.Report {
 	at := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
-	return report.Report{
-		Features: []report.Feature{
+	return control.Report{
+		Features: []control.ReportFeature{
 			{ID: "F-001", Title: "Parse", Outcome: "tested", Test: "go test ./parse", Commit: "abc123", Branch: "main"},
-			{ID: "F-002", Title: "Retry", Outcome: "blocked", Test: "sh tests/F-002.sh", Why: "3 of 3 attempts failed", CostUSD: 0.42},
+			{ID: "F-002", Title: "Retry", Outcome: "blocked", Test: "sh tests/F-002.sh", Why: "3 of 3 attempts failed", CostUSD: 0.42, Kept: "refs/ctxgraphd/blocked/F-002"},
 			{ID: "F-003", Title: "Later", Outcome: "pending"},
 		},
-		Runs: []report.Run{
+		Runs: []control.ReportRun{
 			{ID: "run-000002", Role: "coding-agent", Feature: "F-002", Attempt: 1, Start: at, Outcome: "ok", CostUSD: 0.1, Turns: 7, Summary: "Implemented F-002"},
 			{ID: "run-000003", Role: "tester-agent", Feature: "F-002", Attempt: 1, Start: at, Outcome: "failed", CostUSD: 0.05, Turns: 3, Summary: "the test failed"},
 			{ID: "run-000004", Role: "coding-agent", Feature: "F-001", Attempt: 1, Start: at, Outcome: "ok"},
@@ -91,7 +90,7 @@ func TestBuildDossierStates(t *testing.T) {
 	if _, err := buildDossier("F-9", whyReport(), nil, nil, nil); err == nil || err.Error() != "no feature F-9; the features are F-001, F-002, F-003" {
 		t.Errorf("unknown feature: %v", err)
 	}
-	if _, err := buildDossier("F-9", report.Report{}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "no feature list yet") {
+	if _, err := buildDossier("F-9", control.Report{}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "no feature list yet") {
 		t.Errorf("no list: %v", err)
 	}
 }

@@ -76,8 +76,8 @@ func readReport(ctx context.Context, proj paths.Project) (report.Report, error) 
 	case errors.Is(err, store.ErrNoState):
 		return report.Report{}, fmt.Errorf("no daemon has run for %s yet, so there is nothing to report; start one with `ctxgraphd run`", proj.Dir)
 	case errors.Is(err, store.ErrLocked):
-		var r report.Report
-		if cerr := control.NewClient(proj.Socket).Report(ctx, &r); cerr != nil {
+		r, cerr := control.NewClient(proj.Socket).Report(ctx)
+		if cerr != nil {
 			return report.Report{}, fmt.Errorf("the store is held (%v) and its daemon did not answer: %w", err, cerr)
 		}
 		return r, nil

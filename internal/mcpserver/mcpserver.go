@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
 // The tools' names, a contract: agents and their users call them by name.
@@ -63,7 +62,7 @@ type PatternsInput struct {
 
 // Patterns is the answer of extract_patterns.
 type Patterns struct {
-	Patterns []graph.Pattern `json:"patterns"`
+	Patterns []control.Pattern `json:"patterns"`
 }
 
 // LessonInput is a lesson an agent proposes.
@@ -82,7 +81,7 @@ func New(c *control.Client, version string) *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, Traces, error) {
 			q := control.TraceQuery{Type: in.Type, Agent: in.Agent, Feature: in.Feature, Gate: in.Gate, Text: in.Text, Level: in.Level, Limit: in.Limit}
 			if q.Level == "" {
-				q.Level = "summary"
+				q.Level = control.LevelSummary
 			}
 			if q.Limit <= 0 {
 				q.Limit = defaultLimit
@@ -116,8 +115,7 @@ func New(c *control.Client, version string) *mcp.Server {
 			if atLeast < 1 {
 				atLeast = 2
 			}
-			ps := []graph.Pattern{}
-			err := c.Patterns(ctx, atLeast, &ps)
+			ps, err := c.Patterns(ctx, atLeast)
 			return nil, Patterns{Patterns: ps}, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: RecordLesson, Description: "Propose a lesson of this project. A person decides whether later agents are told it."},

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
 // daemon is a fake daemon that answers the graph's routes and remembers
@@ -92,7 +91,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 }
 
 func TestTools(t *testing.T) {
-	d := &daemon{Backend: controltest.Backend{PatternList: []graph.Pattern{{Kind: graph.PatternRefusal, What: "coding-agent refused by scope", Count: 3}}}}
+	d := &daemon{Backend: controltest.Backend{PatternList: []control.Pattern{{Kind: control.PatternRefusal, What: "coding-agent refused by scope", Count: 3}}}}
 	cs := connect(t, d)
 
 	tools, err := cs.ListTools(t.Context(), nil)

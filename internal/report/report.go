@@ -11,6 +11,8 @@ package report
 
 import (
 	"cmp"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"slices"
 	"strings"
 	"time"
@@ -19,104 +21,16 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// Report is what happened in a project.
-type Report struct {
-	Project     string    `json:"project"`
-	Dir         string    `json:"dir"`
-	GeneratedAt time.Time `json:"generated_at"`
-	// State is the session's state (done, stopped, waiting, …) and
-	// Message why it is there.
-	State   string    `json:"state"`
-	Message string    `json:"message,omitempty"`
-	Started time.Time `json:"started,omitzero"` // the first transition
-	Last    time.Time `json:"last,omitzero"`    // the last transition or run's end
-	Totals  Totals    `json:"totals"`
-	Cost    Cost      `json:"cost"`
-	// Features are in the list's order.
-	Features []Feature `json:"features"`
-	// Runs are the timeline, in the order they started.
-	Runs []Run `json:"runs"`
-	// Refusals are what the gates refused or put back, oldest first.
-	Refusals []Refusal `json:"refusals"`
-}
-
-// Totals count the session.
-type Totals struct {
-	Features int `json:"features"`
-	Tested   int `json:"tested"`
-	Blocked  int `json:"blocked"`
-	Open     int `json:"open"` // neither tested nor blocked
-	Runs     int `json:"runs"`
-	Refusals int `json:"refusals"`
-	// LostToRefusals is Run.LostToRefusals added up: the turns a night's
-	// false refusals cost.
-	LostToRefusals int `json:"lost_to_refusals"`
-	// AgentTime is the time runs took, start to end, added up.
-	AgentTime time.Duration `json:"agent_time_ns"`
-}
-
-// Cost says where the money went.
-type Cost struct {
-	SessionUSD float64            `json:"session_usd"`
-	ByRole     map[string]float64 `json:"by_role"`
-	// PerTestedFeatureUSD is the session's cost over its tested features
-	// (0 when none is): what a green feature cost, failures included.
-	PerTestedFeatureUSD float64 `json:"per_tested_feature_usd"`
-}
-
-// Feature is one feature's night.
-type Feature struct {
-	ID      string `json:"id"`
-	Title   string `json:"title"`
-	Outcome string `json:"outcome"` // tested, blocked, completed (not yet tested), in_progress, pending
-	Test    string `json:"test,omitempty"`
-	// Attempts is the highest coding attempt, Runs every run of it.
-	Attempts int           `json:"attempts"`
-	Runs     int           `json:"runs"`
-	CostUSD  float64       `json:"cost_usd"`
-	Time     time.Duration `json:"time_ns"`
-	// Commit is the commit of exactly the tree it was tested on; Branch
-	// the branch that took it, "" when only its ref did.
-	Commit string `json:"commit,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	// Why is why it is blocked, or what its last attempt failed on.
-	Why      string `json:"why,omitempty"`
-	Refusals int    `json:"refusals"`
-}
-
-// Run is one run on the timeline.
-type Run struct {
-	ID      string    `json:"id"`
-	Role    string    `json:"role"`
-	Feature string    `json:"feature,omitempty"`
-	Attempt int       `json:"attempt,omitempty"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end,omitzero"`
-	// Outcome is ok, failed, interrupted, transient, or "" in flight.
-	Outcome string  `json:"outcome"`
-	Failure string  `json:"failure,omitempty"`
-	CostUSD float64 `json:"cost_usd"`
-	Turns   int     `json:"turns"`
-	Summary string  `json:"summary,omitempty"`
-	Commit  string  `json:"commit,omitempty"`
-	// LostToRefusals counts the turns a tester run lost to refusals of
-	// honest work: the refusals of its claim (tested-needs-evidence) and
-	// of its stop (tester-must-test) before the verdict accepted its claim
-	// in the same run. A refusal the run never got past is not counted:
-	// it may have been right.
-	LostToRefusals int `json:"lost_to_refusals,omitempty"`
-}
-
-// Refusal is a gate's refusal or revert.
-type Refusal struct {
-	ID      string    `json:"id"`
-	Time    time.Time `json:"time"`
-	Feature string    `json:"feature,omitempty"`
-	Role    string    `json:"role,omitempty"`
-	Gate    string    `json:"gate,omitempty"`
-	Code    string    `json:"code,omitempty"`
-	What    string    `json:"what"`
-}
+// The report's types are the wire's (package control): the daemon sends
+// them, ctl and `ctxgraphd report` read them.
+type (
+	Report  = control.Report
+	Totals  = control.ReportTotals
+	Cost    = control.ReportCost
+	Feature = control.ReportFeature
+	Run     = control.ReportRun
+	Refusal = control.Refusal
+)
 
 // Source is the state of record a report is built from.
 type Source interface {
@@ -162,6 +76,9 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 			c := st.Counters[f.ID]
 			rf := Feature{ID: f.ID, Title: f.Title, Outcome: outcome(f), Test: f.Test, CostUSD: c.CostUSD,
 				Commit: c.Commit, Branch: c.Branch, Why: firstNonEmpty(c.LastFailure, c.RedDetail)}
+			if rf.Outcome == control.OutcomeBlocked {
+				rf.Kept = judge.BlockedRef(f.ID)
+			}
 			if f.Tested {
 				rf.Why = "" // what went wrong before it passed is in its runs
 			}
@@ -264,9 +181,9 @@ func lostToRefusals(traces []store.Trace) map[string]int {
 func outcome(f progress.Feature) string {
 	switch {
 	case f.Tested:
-		return "tested"
+		return control.OutcomeTested
 	case f.Status == progress.Blocked:
-		return "blocked"
+		return control.OutcomeBlocked
 	}
 	return string(cmp.Or(f.Status, progress.Pending))
 }
