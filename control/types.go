@@ -148,8 +148,8 @@ type Error struct {
 	Code  string `json:"code"`  // for programs; see the Code* constants
 }
 
-// Codes of the errors the server itself produces. Backends add their own
-// (for instance "unknown_feature", "not_blocked", "bad_state").
+// Codes of every error the API answers (contract: scripts branch on
+// them). The first ones the server itself produces; the rest its backends.
 const (
 	CodeBadRequest       = "bad_request"
 	CodeForbidden        = "forbidden"
@@ -158,6 +158,19 @@ const (
 	CodeConflict         = "conflict"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+
+	CodeBadState      = "bad_state"       // the session is not in a state that allows it (stopped)
+	CodeNotBlocked    = "not_blocked"     // unblock of a feature that is not blocked
+	CodeRunning       = "running"         // a run or the daemon's own work in flight holds it
+	CodeNoFeatureList = "no_feature_list" // no feature list yet
+	CodeUnknownFeat   = "unknown_feature" // no such feature
+	CodeUnknownTrace  = "unknown_trace"   // no such trace
+	CodeUnknownGuard  = "unknown_guard"   // no such guard
+	CodeGuardStatus   = "guard_status"    // a guard's promotion or retirement its status does not allow
+	CodeGuardInFile   = "guard_in_file"   // a guard of guards.yaml, which only a person's edit changes
+	CodeClaudeMD      = "claude_md"       // CLAUDE.md cannot take the lesson
+	CodeUnknownRun    = "unknown_run"     // a hook's request with no known run's token
+	CodeBadPayload    = "bad_payload"     // a hook's payload that cannot be read
 )
 
 // APIError is an error with an HTTP status. A Backend returns one to answer

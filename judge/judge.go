@@ -314,7 +314,7 @@ func (j *Judge) Protected() []string {
 
 // ErrUnknownRun answers a hook whose token is no run's: a run that is over
 // (its process still exiting) or one of a daemon that restarted.
-var errUnknownRun = &control.APIError{HTTPStatus: http.StatusForbidden, Code: "unknown_run",
+var errUnknownRun = &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
 	Message: "this hook's run is not one of this daemon's runs (it ended, or the daemon restarted); the action is refused"}
 
 // ActorOf says whose run a token is, while the run is the daemon's.
@@ -332,7 +332,7 @@ func (j *Judge) ActorOf(token string) (guard.Actor, bool) {
 func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
 	p, err := guard.ParsePayload(req.Event, req.Payload)
 	if err != nil {
-		return control.HookResponse{}, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: "bad_payload", Message: err.Error()}
+		return control.HookResponse{}, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}
 	}
 	j.mu.Lock()
 	var rg *run

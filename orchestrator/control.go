@@ -176,7 +176,7 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		case statemachine.Paused:
 			return nil
 		case statemachine.Stopped:
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "bad_state", Message: "the session is stopped; resume it first"}
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState, Message: "the session is stopped; resume it first"}
 		}
 		if o.busy() {
 			o.session.PauseRequested = true
@@ -261,13 +261,13 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "already_tested", Message: fmt.Sprintf("%s is already tested", id)}
 		}
 		if verb == "unblock" && f.Status != progress.Blocked {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "not_blocked", Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeNotBlocked, Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
 		}
 		if o.active != nil && o.active.run.Feature == id {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running", Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.active.run.ID)}
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.active.run.ID)}
 		}
 		if o.job != nil && o.job.feature == id {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running", Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
 		}
 		f.Status = progress.Pending
 		c := o.counters[id]
@@ -337,11 +337,11 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 
 func (o *Orchestrator) feature(id string) (*progress.Feature, error) {
 	if o.canonical == nil {
-		return nil, &control.APIError{HTTPStatus: http.StatusConflict, Code: "no_feature_list", Message: "there is no feature list yet"}
+		return nil, &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeNoFeatureList, Message: "there is no feature list yet"}
 	}
 	f := o.canonical.Feature(id)
 	if f == nil {
-		return nil, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_feature", Message: fmt.Sprintf("no feature %q in the feature list", id)}
+		return nil, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownFeat, Message: fmt.Sprintf("no feature %q in the feature list", id)}
 	}
 	return f, nil
 }

@@ -52,12 +52,12 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		case err != nil:
 			return err
 		case !ok:
-			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
+			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
 		case o.active != nil:
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running",
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
 				Message: fmt.Sprintf("%s is in flight, and what the daemon writes to the project now would be taken for its agent's; `ctxgraphd ctl pause`, then promote once it has ended", o.active.run.ID)}
 		case o.job != nil:
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "running",
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
 				Message: fmt.Sprintf("the daemon is %s; promote once it is done (`ctxgraphd ctl pause` holds the next run)", o.job.what)}
 		}
 		switch t.Type {
@@ -76,7 +76,7 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		path := filepath.Join(o.opts.Project.Dir, "CLAUDE.md")
 		changed, err := claudemd.AddToFile(path, []claudemd.Lesson{{ID: lesson.ID, Text: lesson.Event.WhatHappened}})
 		if err != nil {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "claude_md", Message: err.Error() + " (" + path + ")"}
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeClaudeMD, Message: err.Error() + " (" + path + ")"}
 		}
 		if changed {
 			o.log.Info("lesson written into CLAUDE.md", zap.String("lesson", lesson.ID))

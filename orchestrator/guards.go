@@ -231,7 +231,7 @@ func (o *Orchestrator) RetireGuard(ctx context.Context, id string) (control.Guar
 }
 
 func guardConflict(msg string) error {
-	return &control.APIError{HTTPStatus: http.StatusConflict, Code: "guard_status", Message: msg}
+	return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeGuardStatus, Message: msg}
 }
 
 // changeGuard applies a person's change to a stored guard, records it as
@@ -241,7 +241,7 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 	err := o.do(ctx, func() error {
 		o.loadGuardFile()
 		if r := o.fileGuard(id); r != nil {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: "guard_in_file",
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeGuardInFile,
 				Message: fmt.Sprintf("guard %s is %s's (%s, status %s): change or remove it there, where the team reviews it", id, rulefile.Path, o.guardsFile(), r.Status)}
 		}
 		stored, err := o.st.Guards()
@@ -250,7 +250,7 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 		}
 		i := slices.IndexFunc(stored, func(r guard.Rule) bool { return r.ID == id })
 		if i < 0 {
-			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_guard",
+			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownGuard,
 				Message: fmt.Sprintf("no guard %q; `ctxgraphd ctl guards` lists them", id)}
 		}
 		r := stored[i]

@@ -56,7 +56,7 @@ func (o *Orchestrator) Trace(_ context.Context, id string) (control.Trace, error
 		return control.Trace{}, err
 	}
 	if !ok {
-		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
+		return control.Trace{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
 	}
 	return toWire(t, control.LevelFull), nil
 }
@@ -69,7 +69,7 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 		return control.TraceLinks{}, err
 	}
 	if !ok {
-		return control.TraceLinks{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: "unknown_trace", Message: fmt.Sprintf("no trace %q", id)}
+		return control.TraceLinks{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
 	}
 	summary := func(ts []store.Trace) []control.Trace {
 		out := make([]control.Trace, 0, len(ts))
