@@ -212,6 +212,9 @@ func (s *Server) coder(t *turn) script {
 	if !ok {
 		return finalOnly(id)
 	}
+	if sc, ok := s.gitRouteCoder(t, id); ok {
+		return sc
+	}
 	w := s.codingWork(id, t.cmd)
 	if w == giveUp {
 		return finalOnly("I could not finish.")
@@ -360,6 +363,9 @@ func (s *Server) tester(t *turn) script {
 	}
 	honest := []step{run, keep, t.read(featureListPath), t.write(featureListPath, t.editFeature(id, verdict))}
 	passed := func() string { return fmt.Sprintf("%s passed: %s", id, test) }
+	if sc, ok := s.gitRouteTester(t, id, honest, passed); ok {
+		return sc
+	}
 
 	// Whatever the test says, the verdict will be "passed".
 	lenient := run

@@ -146,6 +146,7 @@ const DeployCommand = "make deploy"
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
+	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
 	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly}
 
 // honest reports whether a behavior breaks no gate: the only ones a
@@ -204,7 +205,7 @@ const (
 	ForgesHook TesterBehavior = "forges-hook"
 )
 
-var testerBehaviors = []TesterBehavior{Honest, TestedFirst, BashTested, SkipsTest, TouchesOther, MasksFailure, FixesCode, ForgesHook}
+var testerBehaviors = []TesterBehavior{Honest, TestedFirst, BashTested, SkipsTest, TouchesOther, MasksFailure, FixesCode, ForgesHook, StampsIdent, WritesTempAnswer}
 
 func (b TesterBehavior) known() bool {
 	for _, k := range testerBehaviors {

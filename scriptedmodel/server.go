@@ -88,6 +88,9 @@ type Server struct {
 	srv      *http.Server
 	done     chan struct{}
 
+	// told are the command objects that started runs (Told).
+	told []Told
+
 	// probe, when set, replaces the roles (NewProbe).
 	probe *probe
 	// outages are the API failures still to play (Scenario.Outages), the
@@ -208,6 +211,9 @@ func (s *Server) record(t *turn) {
 	rkeys, rs := t.refusals()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t.started {
+		s.told = append(s.told, t.told())
+	}
 	for i, k := range rkeys {
 		if !s.refused[k] {
 			s.refused[k] = true
