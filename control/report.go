@@ -1,6 +1,9 @@
 package control
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // The report (GET /v1/report, and `ctxgraphd report` without a daemon):
 // what happened in a project, built from the store by internal/report.
@@ -143,4 +146,16 @@ type Pattern struct {
 	// mistake to guard against.
 	Command string `json:"command,omitempty"`
 	Test    bool   `json:"test,omitempty"`
+}
+
+// ReportBackend is a daemon that reports what happened in its project
+// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
+type ReportBackend interface {
+	Report(ctx context.Context) (Report, error)
+}
+
+// PatternBackend is a daemon that finds what happened again and again in
+// its project (GET /v1/patterns?min=N).
+type PatternBackend interface {
+	Patterns(ctx context.Context, atLeast int) ([]Pattern, error)
 }

@@ -234,3 +234,12 @@ func CodeForStatus(status int) string {
 	}
 	return CodeInternal
 }
+
+// RunPeers is what a backend that runs agents adds so that the routes for
+// people can refuse a process of a run, whatever it presents.
+type RunPeers interface {
+	// IsRunProcess reports whether pid belongs to a run of the daemon (an
+	// agent's or one of its own test runs: it or an ancestor is a run's
+	// process, or it carries a run's token).
+	IsRunProcess(pid int) bool
+}

@@ -10,17 +10,28 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
+// The Orchestrator is the control server's backend, and serves every
+// optional route: each interface is held here at compile time, so that a
+// signature that drifts fails the build instead of silently dropping its
+// routes (the server serves a route only for a backend that has it).
 var (
-	_ control.Backend      = (*Orchestrator)(nil)
-	_ server.ReportBackend = (*Orchestrator)(nil)
-	_ control.WatchBackend = (*Orchestrator)(nil)
+	_ control.Backend           = (*Orchestrator)(nil)
+	_ control.WatchBackend      = (*Orchestrator)(nil)
+	_ control.GateBackend       = (*Orchestrator)(nil)
+	_ control.TraceLinksBackend = (*Orchestrator)(nil)
+	_ control.LessonBackend     = (*Orchestrator)(nil)
+	_ control.AgentTraceBackend = (*Orchestrator)(nil)
+	_ control.GuardBackend      = (*Orchestrator)(nil)
+	_ control.PruneBackend      = (*Orchestrator)(nil)
+	_ control.ReportBackend     = (*Orchestrator)(nil)
+	_ control.PatternBackend    = (*Orchestrator)(nil)
+	_ control.RunPeers          = (*Orchestrator)(nil)
 )
 
 // publish refreshes the snapshot that control reads, so that ctl answers at

@@ -92,7 +92,7 @@ func badRequest(msg string) error {
 	return &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: msg}
 }
 
-// Patterns implements server.PatternBackend: what happened at least
+// Patterns implements control.PatternBackend: what happened at least
 // atLeast times among the newest traces and every recorded command.
 func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]graph.Pattern, error) {
 	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: graph.Window})

@@ -12,8 +12,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-var _ control.PruneBackend = (*Orchestrator)(nil)
-
 // PruneTraces implements control.PruneBackend: the old traces of finished
 // features compacted now, older than req.OlderThan or graph.retention.
 func (o *Orchestrator) PruneTraces(_ context.Context, req control.PruneRequest) (control.PruneResult, error) {

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
@@ -17,17 +16,12 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-var (
-	_ control.GateBackend = (*Orchestrator)(nil)
-	_ server.RunPeers     = (*Orchestrator)(nil)
-)
-
 // Hook implements control.GateBackend: the judge answers the hooks.
 func (o *Orchestrator) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
 	return o.judge.Hook(ctx, token, req)
 }
 
-// IsRunProcess implements server.RunPeers.
+// IsRunProcess implements control.RunPeers.
 func (o *Orchestrator) IsRunProcess(pid int) bool { return o.judge.IsRunProcess(pid) }
 
 // Traces implements control.GateBackend.

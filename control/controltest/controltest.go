@@ -14,7 +14,6 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/server"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 )
 
 // Call is one call the fake received. ID and Note are empty for the methods
@@ -30,7 +29,7 @@ type Call struct {
 type Backend struct {
 	StatusValue control.Status
 	FeatureList []control.Feature
-	PatternList []graph.Pattern
+	PatternList []control.Pattern
 	GuardList   control.GuardList
 	// Pruned answers PruneTraces.
 	Pruned control.PruneResult
@@ -107,9 +106,9 @@ func (b *Backend) Skip(_ context.Context, id string) error {
 	return b.record(Call{Method: "Skip", ID: id})
 }
 
-// Patterns implements server.PatternBackend: PatternList, whatever is
+// Patterns implements control.PatternBackend: PatternList, whatever is
 // asked, after recording the threshold.
-func (b *Backend) Patterns(_ context.Context, atLeast int) ([]graph.Pattern, error) {
+func (b *Backend) Patterns(_ context.Context, atLeast int) ([]control.Pattern, error) {
 	return b.PatternList, b.record(Call{Method: "Patterns", Note: strconv.Itoa(atLeast)})
 }
 

@@ -23,8 +23,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/graph"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
 // maxRequestBody bounds what a handler reads from a request: bodies here are
@@ -51,14 +49,6 @@ type Server struct {
 
 	// patterns are the routes registered, in order, for Routes.
 	patterns []string
-}
-
-// RunPeers is what a backend that runs agents adds so that the routes for
-// people can refuse a process of a run, whatever it presents.
-type RunPeers interface {
-	// IsRunProcess reports whether pid belongs to an agent's run (it or an
-	// ancestor is a run's process, or it carries a run's token).
-	IsRunProcess(pid int) bool
 }
 
 // New returns a server for b. A nil log discards the log.
@@ -115,8 +105,8 @@ func New(b control.Backend, log *zap.Logger) *Server {
 			return lb.PromoteLesson(r.Context(), r.PathValue("id"))
 		})))
 	}
-	if pb, ok := b.(PatternBackend); ok {
-		s.Handle("GET /v1/patterns", Endpoint(func(r *http.Request) ([]graph.Pattern, error) {
+	if pb, ok := b.(control.PatternBackend); ok {
+		s.Handle("GET /v1/patterns", Endpoint(func(r *http.Request) ([]control.Pattern, error) {
 			atLeast := 2
 			if v := r.URL.Query().Get("min"); v != "" {
 				n, err := strconv.Atoi(v)
@@ -127,7 +117,7 @@ func New(b control.Backend, log *zap.Logger) *Server {
 			}
 			ps, err := pb.Patterns(r.Context(), atLeast)
 			if ps == nil && err == nil {
-				ps = []graph.Pattern{}
+				ps = []control.Pattern{}
 			}
 			return ps, err
 		}))
@@ -138,8 +128,8 @@ func New(b control.Backend, log *zap.Logger) *Server {
 	if pb, ok := b.(control.PruneBackend); ok {
 		s.pruneRoutes(pb)
 	}
-	if rb, ok := b.(ReportBackend); ok {
-		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (report.Report, error) { return rb.Report(r.Context()) }))
+	if rb, ok := b.(control.ReportBackend); ok {
+		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (control.Report, error) { return rb.Report(r.Context()) }))
 	}
 	return s
 }
@@ -183,7 +173,7 @@ func (s *Server) peopleOnly(h http.Handler) http.Handler {
 				Message: "this request carries an agent run's credentials; what changes the session, the guards or the lessons is for people"})
 			return
 		}
-		if rp, ok := s.b.(RunPeers); ok {
+		if rp, ok := s.b.(control.RunPeers); ok {
 			if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && rp.IsRunProcess(p.pid) {
 				WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
 					Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards or the lessons is for people", p.pid)})
@@ -502,16 +492,4 @@ func (s *Server) watch(wb control.WatchBackend) http.Handler {
 			}
 		}
 	})
-}
-
-// ReportBackend is a daemon that reports what happened in its project
-// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
-type ReportBackend interface {
-	Report(ctx context.Context) (report.Report, error)
-}
-
-// PatternBackend is a daemon that finds what happened again and again in
-// its project (GET /v1/patterns?min=N).
-type PatternBackend interface {
-	Patterns(ctx context.Context, atLeast int) ([]graph.Pattern, error)
 }
