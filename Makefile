@@ -58,20 +58,22 @@ sandbox:
 	fi
 
 # What a person sees is tested as a person sees it: the report's page in
-# headless Chromium, the live view in tmux. Installed here where they are
-# missing and we are root with apt; otherwise this says what to install (the
-# tests that need them then skip, and fail in CI).
+# headless Chromium, the live view in tmux; and the honest night runs pytest
+# (Debian's, which any python3 on PATH may lack). Installed here where they
+# are missing and we are root with apt; otherwise this says what to install
+# (the tests that need them then skip, and fail in CI).
 viewers:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v pytest >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing what the tests of the report and the live view need:$$missing (a few minutes the first time)"; \
+		echo "installing what the tests of the report, the live view and the honest night need:$$missing (a few minutes the first time)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
 		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; \
 	else \
-		echo "the tests of the report and the live view need:$$missing; install them (sudo apt install$$missing) or those tests skip"; \
+		echo "the tests of the report, the live view and the honest night need:$$missing; install them (sudo apt install$$missing) or those tests skip"; \
 	fi
 
 # The npm package ships a stub launcher; its postinstall (which npm does not run

@@ -137,6 +137,40 @@ func TempDir(env []string) string {
 	return filepath.Join(base, "claude-"+strconv.Itoa(os.Getuid()))
 }
 
+// ByproductEnv returns the variables that send what Python and pytest
+// write beside the code they run to dir, a directory every run may write
+// outside the project (TempDir): bytecode (PYTHONPYCACHEPREFIX, which
+// pytest's rewritten test modules follow too) and pytest's cache (`-o
+// cache_dir=…` added to PYTEST_ADDOPTS, so that --lf and --ff still work).
+// In the project they are changes of the run like any other: out of a
+// coding agent's scope, a tester changing what it judges, a .gitignore
+// (pytest puts one in its cache) that only a person writes, a write where
+// the frozen tests live, each refused and put back, for honest work. A
+// project whose committed .gitignore names them never met this; a new one
+// did, on the first pytest. What env already says stays: a
+// PYTHONPYCACHEPREFIX of the user's is kept, PYTEST_ADDOPTS is extended.
+func ByproductEnv(env []string, dir string) []string {
+	if !filepath.IsAbs(dir) {
+		return nil
+	}
+	get := lookup(env)
+	var out []string
+	if get("PYTHONPYCACHEPREFIX") == "" {
+		out = append(out, "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"))
+	}
+	// pytest splits PYTEST_ADDOPTS as a POSIX shell would (shlex).
+	opt := "-o " + shellQuote("cache_dir="+filepath.Join(dir, "pytest-cache"))
+	if prev := strings.TrimSpace(get("PYTEST_ADDOPTS")); prev != "" {
+		opt = prev + " " + opt
+	}
+	return append(out, "PYTEST_ADDOPTS="+opt)
+}
+
+// shellQuote quotes s as one word for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
 // VerdictEnv returns the environment in which the daemon itself runs a
 // feature's test: env (the daemon's environment, captured at start) with
 // every PATH entry removed that is empty or relative, or inside projectDir

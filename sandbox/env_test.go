@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -211,4 +213,80 @@ func TestVerdictEnv(t *testing.T) {
 			t.Errorf("VerdictEnv = %q, want %q", got, env)
 		}
 	})
+}
+
+func TestByproductEnv(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  []string
+		dir  string
+		want []string
+	}{
+		{"fresh", nil, "/tmp/cgt-1/claude-0",
+			[]string{"PYTHONPYCACHEPREFIX=/tmp/cgt-1/claude-0/pycache", "PYTEST_ADDOPTS=-o 'cache_dir=/tmp/cgt-1/claude-0/pytest-cache'"}},
+		{"the user's prefix kept, their options extended", []string{"PYTHONPYCACHEPREFIX=/var/pyc", "PYTEST_ADDOPTS=-ra --strict-markers "}, "/t",
+			[]string{"PYTEST_ADDOPTS=-ra --strict-markers -o 'cache_dir=/t/pytest-cache'"}},
+		{"quoted for shlex", nil, "/t/it's here",
+			[]string{"PYTHONPYCACHEPREFIX=/t/it's here/pycache", `PYTEST_ADDOPTS=-o 'cache_dir=/t/it'"'"'s here/pytest-cache'`}},
+		{"no directory, nothing", nil, "", nil},
+		{"a relative directory, nothing", nil, "tmp", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ByproductEnv(c.env, c.dir); !slices.Equal(got, c.want) {
+				t.Errorf("ByproductEnv = %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestByproductEnvKeepsPytestOutOfTheProject runs pytest as an agent
+// would, with ByproductEnv: the project holds afterwards what it held
+// before, and --lf still works.
+func TestByproductEnvKeepsPytestOutOfTheProject(t *testing.T) {
+	pytest, err := exec.LookPath("pytest")
+	if err != nil {
+		t.Skip("pytest is not installed")
+	}
+	project, out := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{
+		"src/feature.py":        "def feature():\n    return 1\n",
+		"tests/test_feature.py": "import sys\nfrom pathlib import Path\nsys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'src'))\nfrom feature import feature\n\ndef test_feature():\n    assert feature() == 1\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(project, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(project, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PYTHONDONTWRITEBYTECODE=") && !strings.HasPrefix(kv, "PYTHONPYCACHEPREFIX=") && !strings.HasPrefix(kv, "PYTEST_ADDOPTS=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, ByproductEnv(env, out)...)
+	for _, args := range [][]string{{"-q", "tests/test_feature.py"}, {"-q", "--lf", "tests/test_feature.py"}} {
+		cmd := exec.Command(pytest, args...)
+		cmd.Dir, cmd.Env = project, env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pytest %v: %v\n%s", args, err, b)
+		}
+	}
+	var files []string
+	filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(project, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if want := []string{"src/feature.py", "tests/test_feature.py"}; !slices.Equal(files, want) {
+		t.Errorf("the project holds %q after pytest, want only %q", files, want)
+	}
+	for _, d := range []string{"pycache", "pytest-cache"} {
+		if _, err := os.Stat(filepath.Join(out, d)); err != nil {
+			t.Errorf("nothing went to %s: %v", d, err)
+		}
+	}
 }

@@ -104,6 +104,9 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		return fmt.Errorf("the agents' temp directory: %w", err)
 	}
 	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
+	// What Python and pytest write beside the code goes there too, not in
+	// the project, where an honest test run would change what it judges.
+	env = append(env, sandbox.ByproductEnv(env, sandbox.TempDir(env))...)
 	if err := carryOver(o.Project, log); err != nil {
 		return err
 	}
