@@ -27,6 +27,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -159,6 +160,10 @@ type activeRun struct {
 	hooksKilled bool
 	// failure is why the run ended when it was not its agent's doing.
 	failure *agents.Failure
+	// env is what of the machine or the confinement kept the feature's
+	// test from running (a tester's run of it, or the daemon's): not the
+	// agent's doing either, and only a person can fix it.
+	env *diagnose.Environment
 }
 
 // job is the daemon's own work on the loop's behalf, off the loop: a

@@ -392,9 +392,59 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 			}
 		}
 	case statemachine.Tester:
+		if e := o.testEnvironment(ev, jd); e != nil {
+			// Not the tester's doing, nor the code's: no verdict, nothing
+			// charged; the session stops in finishRun.
+			act.env = e
+			out.Reason = o.environmentStop(ev.run, e, jd.Test)
+			break
+		}
 		out.Verdict, out.Reason = o.verdict(ev, jd)
 	}
 	o.finishRun(act, ev.res, out)
+}
+
+// testEnvironment is what of the machine or the confinement kept a
+// tester's run from testing its feature, nil when nothing did: the
+// daemon's own run of the test failed for it, or a test command of the
+// tester's did and the daemon's run does not vouch for a claim. A change
+// set that broke a rule is the tester's doing whatever else happened.
+func (o *Orchestrator) testEnvironment(ev runJudged, jd judge.Judgement) *diagnose.Environment {
+	if jd.Blocks() {
+		return nil
+	}
+	if jd.Test != nil && jd.Test.Env != nil {
+		return jd.Test.Env
+	}
+	if jd.Test != nil && jd.Test.Passed() && ev.claimed {
+		return nil // tested after all: the verdict decides
+	}
+	return o.judge.Environment(ev.run.ID)
+}
+
+// environmentStop records that the machine or the confinement, not an
+// agent, kept a feature's test from running (r: the daemon's own run of
+// it, nil when a run's test command showed it), keeps the daemon's output
+// for the person, and returns why the session stops, with the fix.
+func (o *Orchestrator) environmentStop(run store.Run, e *diagnose.Environment, r *judge.TestResult) string {
+	id := run.Feature
+	why := fmt.Sprintf("%s's test could not run for want of something on this machine, not for its code (nothing charged): %s",
+		id, e.Explain(o.cfg.Sandbox.AllowedDomains))
+	note := ""
+	if r != nil {
+		if log, err := o.judge.WriteEvidence(id, run.Attempt, "environment", *r); err != nil {
+			o.log.Warn("could not keep the test's output", zap.Error(err))
+		} else {
+			note = evidenceNote(log)
+		}
+	}
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "test_environment",
+		Context: store.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s's test could not run in %s: %s (%s)%s", id, e.Place, e.Line, e.Kind, note),
+			WhatWasCorrect: e.Explain(o.cfg.Sandbox.AllowedDomains), Why: "no attempt can fix the machine: a person must"}})
+	o.log.Warn("a feature's test could not run here; the session stops for a person", zap.String("feature", id), zap.String("kind", string(e.Kind)),
+		zap.String("place", string(e.Place)), zap.String("line", e.Line))
+	return why
 }
 
 // listOrEmpty is the canonical list, or an empty one before the initializer.
@@ -425,6 +475,9 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	o.finishRunRecord(&run, res, outcome)
 	if act.failure != nil {
 		run.Failure = string(act.failure.Kind)
+	}
+	if act.env != nil {
+		run.Failure = string(act.env.Kind)
 	}
 	if out.Role == statemachine.Tester && out.Verdict {
 		run.Commit = o.counters[run.Feature].Commit
@@ -464,6 +517,11 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		o.transition(statemachine.Stop, run.Feature, why)
 		return
 	}
+	if act.env != nil {
+		// The same: the run is not charged, and a resume redoes it.
+		o.transition(statemachine.Stop, run.Feature, out.Reason)
+		return
+	}
 	if o.hooksSilent >= maxSilentHookRuns {
 		o.hooksSilent = 0
 		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf(
@@ -484,6 +542,7 @@ func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome 
 	if res.Ended != agents.EndStartFailed && !res.EndedAt.IsZero() {
 		r.AgentWall = res.EndedAt.Sub(res.StartedAt)
 	}
+	r.AgentCPU = res.CPU
 	r.Outcome = outcome
 	r.Ended = string(res.Ended)
 	r.ExitCode = res.ExitCode
@@ -971,6 +1030,13 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 	}
 	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
 		o.log.Warn("could not keep the test's output", zap.Error(err))
+	}
+	if r.Env != nil {
+		// The machine, not the test, failed: the check is still due, and
+		// a resume runs it again.
+		why := o.environmentStop(store.Run{Feature: ev.feature}, r.Env, nil)
+		o.transition(statemachine.Stop, ev.feature, why)
+		return
 	}
 	c := o.counters[ev.feature]
 	code := ""

@@ -286,12 +286,14 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 
 // A test that passes before any code, or that cannot run, makes nothing
 // tested: the feature is blocked before any coding run, without counting
-// against max_blocked (it is the list's problem, not the coders').
+// against max_blocked (it is the list's problem, not the coders'). (A
+// runner missing from the machine's PATH is the machine's problem, not
+// the list's: see TestRunnerMissingBeforeAnyCodeStopsForAPerson.)
 func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxBlocked = 3
 	h.runner.script[agents.Initializer] = initializerWith(
-		map[string]string{"tests/F-001.sh": "exit 0\n", "tests/F-003.sh": "no-such-program-ctxgraphd --check\n"},
+		map[string]string{"tests/F-001.sh": "exit 0\n", "tests/F-003.sh": "./no-such-program-ctxgraphd --check\n"},
 		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"},   // vacuous
 		progress.Feature{ID: "F-002", Test: "sh tests/missing.sh"}, // names a missing file
 		progress.Feature{ID: "F-003", Test: "sh tests/F-003.sh"},   // exit 127
