@@ -306,6 +306,18 @@ func (j *Judge) MayHaveWrittenList(runID string, data []byte) bool {
 	return r != nil && (r.listEdited || (r.listWrite != nil && bytes.Equal(r.listWrite, data)))
 }
 
+// MayBeWritingList reports whether data, the feature list as it is on disk
+// while the run is in flight, can be the run's write of it half-way: the
+// start of what its last Write of the list lets through (the Write tool
+// lands a file in pieces, and the watcher may read it between them), or
+// anything after an Edit of it.
+func (j *Judge) MayBeWritingList(runID string, data []byte) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.byRun(runID)
+	return r != nil && (r.listEdited || (r.listWrite != nil && bytes.HasPrefix(r.listWrite, data)))
+}
+
 // Protected lists the daemon's own files: its state directory and its
 // socket (the socket itself: its directory may be a shared one).
 func (j *Judge) Protected() []string {

@@ -29,7 +29,8 @@ import (
 //
 // An unreadable or invalid file is reported and the last good state kept.
 // A person's broken file is left alone for them to fix; an agent's is
-// restored when its run ends (runEnded true). It reports whether the
+// restored when its run ends (runEnded true). While a run is in flight, an
+// invalid file that can be its own write half-way is neither, yet. It reports whether the
 // canonical list changed, or a problem that held the loop is gone: what can
 // give the loop new work.
 func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
@@ -56,6 +57,14 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		o.setProblem("")
 		return false
 	case err != nil:
+		if o.active != nil && !runEnded && o.agentMayBeWritingList(o.active.run.ID, data) {
+			// The run in flight is writing the file, which its Write lands
+			// in more than one piece: read half-way, it is nobody's
+			// problem. Whose it is, if it is still invalid, is told at the
+			// run's end, which reads the file again.
+			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", o.active.run.ID), zap.Error(err))
+			return false
+		}
 		o.problemFromAgent = o.active != nil && o.agentMayHaveWrittenList(o.active.run.ID, data)
 		if !o.problemFromAgent {
 			// A person's edit, half-way perhaps: theirs to finish. It is
@@ -331,6 +340,13 @@ func (o *Orchestrator) markNewFeatures() {
 			o.setCounters(f.ID, store.FeatureCounters{Red: string(statemachine.RedDue)})
 		}
 	}
+}
+
+// agentMayBeWritingList reports whether data, the feature list read while
+// the run is in flight, can be the run's write of it half-way. Unconfined,
+// any program of the agent's may be writing it.
+func (o *Orchestrator) agentMayBeWritingList(runID string, data []byte) bool {
+	return !o.cfg.Sandbox.Enabled || o.judge.MayBeWritingList(runID, data)
 }
 
 // agentMayHaveWrittenList reports whether the run could have left data in

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
@@ -84,6 +85,8 @@ type harness struct {
 	runner *fakeRunner
 	// current is the orchestrator under test, which the scripts' hooks talk to.
 	current *Orchestrator
+	// logOpts adjust the loop's logger (a test that reads the log tees it).
+	logOpts []zap.Option
 }
 
 func newHarness(t *testing.T) *harness {
@@ -143,7 +146,7 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	for g, m := range h.cfg.Gates {
 		modes[g] = guard.Mode(m)
 	}
-	log := zaptest.NewLogger(h.t)
+	log := zaptest.NewLogger(h.t, zaptest.WrapOptions(h.logOpts...))
 	// The loop's tests watch the daemon's test runs from outside (their
 	// pids, files they write): unconfined, in their checkouts. The jail is
 	// judge's and sandbox's to test, and the e2e tests run it whole.
