@@ -32,8 +32,8 @@ type HookResponse struct {
 	Decision *HookDecision `json:"decision,omitempty"`
 }
 
-// Trace is a record of the context graph. Its field names are a contract:
-// scripts read them from `ctl traces --json`.
+// Trace is one record of the context graph (field names: contract), as
+// the store keeps it and the API answers it (cut to the level asked).
 type Trace struct {
 	ID        string       `json:"id"`
 	Project   string       `json:"project"`
@@ -44,16 +44,24 @@ type Trace struct {
 	Source    string       `json:"source"`
 	Gate      string       `json:"gate,omitempty"`
 	Code      string       `json:"code,omitempty"`
-	Path      string       `json:"path,omitempty"`
-	// Parent is the trace this one follows from (see store.Trace).
-	Parent string     `json:"parent,omitempty"`
-	Tool   *TraceTool `json:"tool,omitempty"`
-	// Count is how many times it happened when compaction folded repeats
-	// into it (see store.Trace); 0 means once.
+	// Path is the project file a violation was about, when it was about
+	// one (a change found in the tree after a run, and put back).
+	Path string `json:"path,omitempty"`
+	// Parent is the trace this one follows from: a run's start for what
+	// happened in the run, an attempt's start for its runs, a feature's
+	// for its attempts, the refusal or block a correction answers. The
+	// links make the traces a graph (feature → attempt → run → tool call
+	// → violation → correction → decision), walked by `ctl trace ID`.
+	Parent string `json:"parent,omitempty"`
+	// Tool is the tool call a hook's trace is about, when it is about one.
+	Tool *TraceTool `json:"tool,omitempty"`
+	// Count is how many times it happened, when compaction folded repeats
+	// of it (the same refusal in the same run) into it; 0 means once.
 	Count int `json:"count,omitempty"`
 }
 
-// TraceTool is the tool call a trace is about.
+// TraceTool is the tool call a trace is about: the tool and, in a line,
+// what it was asked to do (the command, the path).
 type TraceTool struct {
 	Name  string `json:"name"`
 	Input string `json:"input,omitempty"`
@@ -65,7 +73,9 @@ type TraceContext struct {
 	Feature string `json:"feature,omitempty"`
 	Run     string `json:"run,omitempty"`
 	Task    string `json:"task,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
+	// Attempt is the feature's attempt the trace belongs to, when it
+	// belongs to one.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // TraceEvent says what happened, what would have been right, and why.
@@ -74,6 +84,21 @@ type TraceEvent struct {
 	WhatWasCorrect string `json:"what_was_correct,omitempty"`
 	Why            string `json:"why,omitempty"`
 }
+
+// CommandRecord is one Bash command an agent ran, as its hooks recorded
+// it: the hooks send it, the store keeps it, the gates read it.
+type CommandRecord struct {
+	Run          string    `json:"run"`
+	Feature      string    `json:"feature,omitempty"`
+	Command      string    `json:"command"`
+	ExitCode     int       `json:"exit_code"`
+	OutputDigest string    `json:"output_digest"`
+	Time         time.Time `json:"time"`
+	IsTest       bool      `json:"is_test"`
+}
+
+// Passed reports whether the command exited 0.
+func (r CommandRecord) Passed() bool { return r.ExitCode == 0 }
 
 // TraceQuery filters traces. Level is metadata, summary or full: how much
 // of each trace to return.

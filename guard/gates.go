@@ -9,8 +9,8 @@ package guard
 
 import (
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"os"
-	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -71,20 +71,9 @@ type Actor struct {
 	Run     string `json:"run,omitempty"`
 }
 
-// TestRecord is one Bash command of a run, as the PostToolUse and
-// PostToolUseFailure hooks saw it.
-type TestRecord struct {
-	Run          string    `json:"run"`
-	Feature      string    `json:"feature,omitempty"`
-	Command      string    `json:"command"`
-	ExitCode     int       `json:"exit_code"`
-	OutputDigest string    `json:"output_digest"`
-	Time         time.Time `json:"time"`
-	IsTest       bool      `json:"is_test"`
-}
-
-// Passed reports whether the command exited 0.
-func (r TestRecord) Passed() bool { return r.ExitCode == 0 }
+// TestRecord is one Bash command a run ran, as its hooks recorded it
+// (control.CommandRecord: the hooks send it, the daemon keeps it).
+type TestRecord = control.CommandRecord
 
 // State is what the gates know besides the payload.
 type State struct {

@@ -417,7 +417,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	j.mu.Unlock()
 
 	if rec != nil && rg != nil {
-		if err := j.opts.Records.AppendCommand(store.Command(*rec)); err != nil {
+		if err := j.opts.Records.AppendCommand(*rec); err != nil {
 			j.log.Warn("could not record a command", zap.Error(err))
 		}
 	}

@@ -75,25 +75,24 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 	return control.TraceLinks{Trace: toWire(l.Trace, control.LevelFull), Path: summary(l.Path), Followed: summary(l.Followed), Next: summary(l.Next)}, nil
 }
 
-// toWire renders a trace at a level of detail: metadata (who, what kind,
-// when), summary (plus a one-line what happened), full (everything).
+// toWire cuts a trace (the store keeps the wire's type, whole) to a level
+// of detail: metadata (who, what kind, when), summary (plus a one-line
+// what happened), full (everything).
 func toWire(t store.Trace, level string) control.Trace {
-	w := control.Trace{ID: t.ID, Project: t.Project, Timestamp: t.Timestamp, Type: t.Type, Source: t.Source, Gate: t.Gate, Code: t.Code,
-		Path: t.Path, Parent: t.Parent, Count: t.Count, Context: control.TraceContext(t.Context)}
 	if t.Tool != nil {
-		w.Tool = &control.TraceTool{Name: t.Tool.Name}
-		if level != control.LevelMetadata {
-			w.Tool.Input = t.Tool.Input
-		}
+		tool := *t.Tool // the store's copy is not the answer's
+		t.Tool = &tool
 	}
 	switch level {
 	case control.LevelMetadata:
+		t.Event = control.TraceEvent{}
+		if t.Tool != nil {
+			t.Tool.Input = ""
+		}
 	case control.LevelSummary:
-		w.Event.WhatHappened = shorten(t.Event.WhatHappened, 160)
-	default:
-		w.Event = control.TraceEvent(t.Event)
+		t.Event = control.TraceEvent{WhatHappened: shorten(t.Event.WhatHappened, 160)}
 	}
-	return w
+	return t
 }
 
 func shorten(s string, n int) string {
@@ -131,7 +130,7 @@ func (o *Orchestrator) ingestSpool() {
 		}
 		if c, ok := guard.RecordCommand(actor, "", "", p); ok && actor.Run != "" {
 			c.Time = r.Time
-			if err := o.st.AppendCommand(store.Command(c)); err != nil {
+			if err := o.st.AppendCommand(c); err != nil {
 				return err
 			}
 		}

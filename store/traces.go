@@ -33,68 +33,19 @@ const (
 	SourceAgent = control.SourceAgent
 )
 
-// Trace is one record of the context graph (field names: contract).
-type Trace struct {
-	ID        string       `json:"id"`
-	Project   string       `json:"project"`
-	Timestamp time.Time    `json:"timestamp"`
-	Type      string       `json:"type"`
-	Context   TraceContext `json:"context"`
-	Event     TraceEvent   `json:"event"`
-	Source    string       `json:"source"`
-	Gate      string       `json:"gate,omitempty"`
-	Code      string       `json:"code,omitempty"`
-	// Path is the project file a violation was about, when it was about
-	// one (a change found in the tree after a run, and put back).
-	Path string `json:"path,omitempty"`
-	// Parent is the trace this one follows from: a run's start for what
-	// happened in the run, an attempt's start for its runs, a feature's
-	// for its attempts, the refusal or block a correction answers. The
-	// links make the traces a graph (feature → attempt → run → tool call
-	// → violation → correction → decision), walked by `ctl trace ID`.
-	Parent string `json:"parent,omitempty"`
-	// Tool is the tool call a hook's trace is about, when it is about one.
-	Tool *TraceTool `json:"tool,omitempty"`
-	// Count is how many times it happened, when compaction folded repeats
-	// of it (the same refusal in the same run) into it; 0 means once.
-	Count int `json:"count,omitempty"`
-}
+// The trace and its parts are the wire's types (package control): what the
+// store keeps is what the API answers, at its fullest level, and one
+// definition holds both.
+type (
+	Trace        = control.Trace
+	TraceTool    = control.TraceTool
+	TraceContext = control.TraceContext
+	TraceEvent   = control.TraceEvent
+)
 
-// TraceTool is the tool call a trace is about: the tool and, in a line,
-// what it was asked to do (the command, the path).
-type TraceTool struct {
-	Name  string `json:"name"`
-	Input string `json:"input,omitempty"`
-}
-
-// TraceContext says who and what a trace is about.
-type TraceContext struct {
-	Agent   string `json:"agent,omitempty"`
-	Feature string `json:"feature,omitempty"`
-	Run     string `json:"run,omitempty"`
-	Task    string `json:"task,omitempty"`
-	// Attempt is the feature's attempt the trace belongs to, when it
-	// belongs to one.
-	Attempt int `json:"attempt,omitempty"`
-}
-
-// TraceEvent says what happened, what would have been right, and why.
-type TraceEvent struct {
-	WhatHappened   string `json:"what_happened"`
-	WhatWasCorrect string `json:"what_was_correct,omitempty"`
-	Why            string `json:"why,omitempty"`
-}
-
-// Command is one Bash command an agent ran, as its hooks recorded it.
-type Command struct {
-	Run          string    `json:"run"`
-	Feature      string    `json:"feature,omitempty"`
-	Command      string    `json:"command"`
-	ExitCode     int       `json:"exit_code"`
-	OutputDigest string    `json:"output_digest"`
-	Time         time.Time `json:"time"`
-	IsTest       bool      `json:"is_test"`
-}
+// Command is one Bash command an agent ran, as its hooks recorded it
+// (control.CommandRecord: the hooks send it, the store keeps it).
+type Command = control.CommandRecord
 
 // AppendTraces stores traces, giving each its id and sequence, and files
 // them in the indexes. They are on disk when it returns. Appends made at
