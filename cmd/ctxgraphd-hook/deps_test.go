@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,6 +53,49 @@ func TestHookStaysLean(t *testing.T) {
 		}
 	}
 	if len(deps) == 0 {
+		t.Fatal("go list printed no dependencies: the check would pass for nothing")
+	}
+}
+
+// TestHookDeps holds what the hook binary links beyond the standard library
+// to testdata/deps.golden, where every package has its reason: an addition
+// shows in a diff, and is justified there or taken out.
+func TestHookDeps(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/ctxgraphd/ctxgraphd/cmd/ctxgraphd-hook").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	linked := strings.Fields(string(out))
+	data, err := os.ReadFile("testdata/deps.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden []string
+	for n, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		pkg, why, _ := strings.Cut(line, "#")
+		if pkg = strings.TrimSpace(pkg); strings.TrimSpace(why) == "" {
+			t.Errorf("testdata/deps.golden:%d: %s has no reason (`pkg  # why it is linked`)", n+1, pkg)
+		}
+		golden = append(golden, pkg)
+	}
+	for _, p := range linked {
+		if !slices.Contains(golden, p) {
+			t.Errorf("the hook links %s, which testdata/deps.golden does not list: add it there with why the hook needs it, or take it out", p)
+		}
+	}
+	for _, p := range golden {
+		if !slices.Contains(linked, p) {
+			t.Errorf("testdata/deps.golden lists %s, which the hook no longer links: take it out of the list", p)
+		}
+	}
+	if len(linked) == 0 {
 		t.Fatal("go list printed no dependencies: the check would pass for nothing")
 	}
 }
