@@ -89,7 +89,7 @@ func (r *fakeRecords) Traces() []store.Trace {
 
 // fixture is a judge of a fresh project with a git repository.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string // the project's real path
 	proj paths.Project
 	repo *gitrepo.Repo
@@ -102,7 +102,7 @@ var testEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
 
 // newFixture makes a project (git init, no commit) and a judge of it with
 // the default gates.protected; adjust changes the options first.
-func newFixture(t *testing.T, adjust func(*Options)) *fixture {
+func newFixture(t testing.TB, adjust func(*Options)) *fixture {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -200,7 +200,7 @@ func (f *fixture) git(args ...string) string {
 	return gitIn(f.t, f.dir, args...)
 }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
