@@ -35,6 +35,31 @@ func CacheDirs(env []string) []string {
 }
 
 func cacheDirs(env []string, goos string) []string {
+	var dirs []string
+	for _, c := range caches(env, goos) {
+		dirs = append(dirs, c.Dir)
+	}
+	dirs = append(dirs, lookup(env)("TMPDIR"))
+	return absUnique(dirs)
+}
+
+// Cache is a directory outside the project that a toolchain writes.
+type Cache struct {
+	// Toolchain is its toolchain, by toolchain.All's name.
+	Toolchain string
+	// What it holds, and Var, the variable that moves it.
+	What, Var string
+	Dir       string
+	// Essential: the toolchain's usual work fails without it, where the
+	// others serve a tool not every project of it uses (yarn, pnpm, uv).
+	// The start-up check asks about these.
+	Essential bool
+}
+
+// caches are CacheDirs' directories, each with what it is, in CacheDirs'
+// order (TMPDIR aside); a Dir may be empty or relative, which CacheDirs
+// leaves out.
+func caches(env []string, goos string) []Cache {
 	get := lookup(env)
 	home := get("HOME")
 	// userCache is os.UserCacheDir's answer for env, which is where Go,
@@ -55,49 +80,49 @@ func cacheDirs(env []string, goos string) []string {
 		return ""
 	}
 
-	var dirs []string
+	var out []Cache
 	// Go: `go env GOCACHE`, `go env GOMODCACHE`, GOTMPDIR.
 	if c := get("GOCACHE"); c != "off" {
-		dirs = append(dirs, first(c, join(userCache, "go-build")))
+		out = append(out, Cache{"Go", "its build cache", "GOCACHE", first(c, join(userCache, "go-build")), true})
 	}
 	gopath, _, _ := strings.Cut(get("GOPATH"), string(filepath.ListSeparator))
-	dirs = append(dirs, first(get("GOMODCACHE"), join(gopath, "pkg", "mod"), join(home, "go", "pkg", "mod")))
-	dirs = append(dirs, get("GOTMPDIR"))
+	out = append(out, Cache{"Go", "its module cache", "GOMODCACHE", first(get("GOMODCACHE"), join(gopath, "pkg", "mod"), join(home, "go", "pkg", "mod")), true})
+	out = append(out, Cache{"Go", "its temporary builds", "GOTMPDIR", get("GOTMPDIR"), false})
 
 	// Node: npm's cache (its logs live there too), yarn 1's cache and
 	// yarn 2+'s global folder, pnpm's store and cache, node-gyp's headers.
-	dirs = append(dirs, first(get("npm_config_cache"), get("NPM_CONFIG_CACHE"), join(home, ".npm")))
+	out = append(out, Cache{"Node", "npm's cache", "npm_config_cache", first(get("npm_config_cache"), get("NPM_CONFIG_CACHE"), join(home, ".npm")), true})
 	yarnCache, pnpmStore := join(userCache, "yarn"), join(first(abs(get("XDG_DATA_HOME")), join(home, ".local", "share")), "pnpm", "store")
 	if goos == "darwin" {
 		yarnCache, pnpmStore = join(userCache, "Yarn"), join(home, "Library", "pnpm", "store")
 	}
-	dirs = append(dirs,
-		first(get("YARN_CACHE_FOLDER"), yarnCache),
-		first(get("YARN_GLOBAL_FOLDER"), join(home, ".yarn", "berry")),
-		first(get("npm_config_store_dir"), get("NPM_CONFIG_STORE_DIR"), pnpmStore),
-		join(userCache, "pnpm"),
-		first(get("npm_config_devdir"), get("NPM_CONFIG_DEVDIR"), join(userCache, "node-gyp")),
+	out = append(out,
+		Cache{"Node", "yarn's cache", "YARN_CACHE_FOLDER", first(get("YARN_CACHE_FOLDER"), yarnCache), false},
+		Cache{"Node", "yarn's global folder", "YARN_GLOBAL_FOLDER", first(get("YARN_GLOBAL_FOLDER"), join(home, ".yarn", "berry")), false},
+		Cache{"Node", "pnpm's store", "npm_config_store_dir", first(get("npm_config_store_dir"), get("NPM_CONFIG_STORE_DIR"), pnpmStore), false},
+		Cache{"Node", "pnpm's cache", "XDG_CACHE_HOME", join(userCache, "pnpm"), false},
+		Cache{"Node", "node-gyp's headers", "npm_config_devdir", first(get("npm_config_devdir"), get("NPM_CONFIG_DEVDIR"), join(userCache, "node-gyp")), false},
 	)
 
 	// Python: pip's cache; uv's, which is $XDG_CACHE_HOME/uv or
 	// ~/.cache/uv on macOS too.
-	dirs = append(dirs, first(get("PIP_CACHE_DIR"), join(userCache, "pip")))
+	out = append(out, Cache{"Python", "pip's cache", "PIP_CACHE_DIR", first(get("PIP_CACHE_DIR"), join(userCache, "pip")), true})
 	uvCache := join(home, ".cache", "uv")
 	if x := get("XDG_CACHE_HOME"); filepath.IsAbs(x) {
 		uvCache = join(x, "uv")
 	}
-	dirs = append(dirs, first(get("UV_CACHE_DIR"), uvCache))
+	out = append(out, Cache{"Python", "uv's cache", "UV_CACHE_DIR", first(get("UV_CACHE_DIR"), uvCache), false})
 
 	// Rust, when it is around: only the registry (index, crate files,
 	// sources) and the git checkouts of $CARGO_HOME. Never CARGO_HOME
 	// itself: config.toml and credentials.toml live there, and bin/ is on
 	// PATH, where an agent's own `go` or `sh` would take over later runs.
 	if cargoHome := first(abs(get("CARGO_HOME")), join(home, ".cargo")); rustAround(get, cargoHome) {
-		dirs = append(dirs, join(cargoHome, "registry"), join(cargoHome, "git"))
+		out = append(out,
+			Cache{"Rust", "Cargo's registry", "CARGO_HOME", join(cargoHome, "registry"), true},
+			Cache{"Rust", "Cargo's git checkouts", "CARGO_HOME", join(cargoHome, "git"), true})
 	}
-
-	dirs = append(dirs, get("TMPDIR"))
-	return absUnique(dirs)
+	return out
 }
 
 // rustAround reports whether Rust's tools are installed for env: CARGO_HOME

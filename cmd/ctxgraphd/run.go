@@ -278,9 +278,11 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 
 // startCheck makes sure, before anything is spent, that the night can
 // begin: the Claude Code CLI is there, new enough and logged in, agents
-// can run confined, git is there, and the initializer has a goal to work
-// from. It says every problem at once, each with what to do, so that a
-// person fixes them in one go rather than one per start.
+// can run confined, git is there, the toolchains the project uses can run
+// confined (their programs on PATH, their caches writable in the sandbox),
+// and the initializer has a goal to work from. It says every problem at
+// once, each with what to do, so that a person fixes them in one go rather
+// than one per start.
 func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []string, log *zap.Logger) error {
 	var problems []string
 	add := func(err error) {
@@ -294,6 +296,7 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	if _, ok := paths.LookPath("git", os.Getenv("PATH")); !ok {
 		add(errors.New("git was not found on PATH: ctxgraphd judges each run by what it changed in the project's git tree; install git"))
 	}
+	add(sandbox.CheckToolchains(ctx, p.Dir, env, slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)}), cfg.Sandbox.Enabled))
 	add(checkGoal(p))
 	if len(problems) == 0 {
 		return nil
