@@ -191,7 +191,7 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		}
 		if o.busy() {
 			o.session.PauseRequested = true
-			o.commit()
+			o.persist()
 			return nil
 		}
 		o.transition(statemachine.Pause, "", "paused by ctl")
@@ -209,7 +209,7 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 			o.session.BlockedInSession = 0
 			o.session.InitFailures = 0
 		default:
-			o.commit()
+			o.persist()
 			return nil
 		}
 		if o.waitTimer != nil {
@@ -294,7 +294,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		}
 		o.setCounters(id, c)
 		o.pending.FeatureList = o.canonical.Marshal()
-		o.commit()
+		o.persist()
 		o.writeFeatureList()
 		o.log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
 		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
@@ -303,7 +303,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		c = o.counters[id]
 		c.AttemptTrace, c.AttemptNo, c.BlockTrace = "", 0, ""
 		o.setCounters(id, c)
-		o.commit()
+		o.persist()
 		o.afterListChange()
 		return nil
 	})
@@ -325,7 +325,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		c.LastFailure = "skipped by ctl"
 		o.setCounters(id, c)
 		o.pending.FeatureList = o.canonical.Marshal()
-		o.commit()
+		o.persist()
 		o.writeFeatureList()
 		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})

@@ -110,7 +110,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			// are frozen when its run ends, with all it wrote.
 			o.refreeze("", "the feature list was accepted")
 		}
-		o.commit()
+		o.persist()
 		o.log.Info("feature list accepted", zap.Int("features", len(l.Features)), zap.String("format", l.Format.String()))
 		if l.Format == progress.FormatQuickstart {
 			o.log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
@@ -133,7 +133,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			o.markNewFeatures()
 			o.refreeze("", "a person changed the feature list")
 		}
-		o.commit()
+		o.persist()
 	}
 	rejected := progress.Diff(shown, l)
 	if len(rejected) > 0 {
@@ -282,7 +282,7 @@ func (o *Orchestrator) afterListChange() {
 	case statemachine.Idle, statemachine.Next, statemachine.Init:
 		o.step(nil)
 	default:
-		o.commit()
+		o.persist()
 	}
 }
 

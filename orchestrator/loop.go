@@ -24,7 +24,7 @@ const maxStepsPerDecision = 10000
 
 // step decides what to do after out (nil: decide afresh) and does it.
 func (o *Orchestrator) step(out *statemachine.Outcome) {
-	defer o.commit() // whatever else happened rides with a final commit
+	defer o.persist() // whatever else happened rides with a final persist
 	for i := 0; i < maxStepsPerDecision; i++ {
 		if o.busy() {
 			return
@@ -157,7 +157,7 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	if to != statemachine.Waiting {
 		o.session.WaitingUntil = time.Time{}
 	}
-	if err := o.commitErr(); err != nil {
+	if err := o.persistErr(); err != nil {
 		// Not persisted: do not move, do not act. The transition will be
 		// decided again on the next event, or when the retry timer fires
 		// (a full disk sends no event when it is freed).
@@ -181,10 +181,10 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	return true
 }
 
-// commit flushes pending changes and the session to the store, then
+// persist flushes pending changes and the session to the store, then
 // refreshes the mirror and the control snapshot.
-func (o *Orchestrator) commit() {
-	if err := o.commitErr(); err != nil {
+func (o *Orchestrator) persist() {
+	if err := o.persistErr(); err != nil {
 		o.log.Error("could not persist state", zap.Error(err))
 	}
 }
@@ -211,7 +211,7 @@ func (o *Orchestrator) persistC() <-chan time.Time {
 	return o.persistTimer.C
 }
 
-func (o *Orchestrator) commitErr() error {
+func (o *Orchestrator) persistErr() error {
 	o.session.UpdatedAt = o.now().UTC()
 	c := o.pending
 	sess := o.session
@@ -219,7 +219,7 @@ func (o *Orchestrator) commitErr() error {
 	if err := o.st.Apply(c); err != nil {
 		return err
 	}
-	o.pending = store.Commit{}
+	o.pending = store.Batch{}
 	o.writeMirror()
 	o.publish()
 	return nil
@@ -254,14 +254,14 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	}
 	o.setCounters(id, c)
 	o.pending.FeatureList = o.canonical.Marshal()
-	o.commit()
+	o.persist()
 	o.writeFeatureList()
 	bt := o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "feature_blocked", Context: store.TraceContext{Feature: id},
 		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
 	c = o.counters[id]
 	c.BlockTrace = bt.ID
 	o.setCounters(id, c)
-	o.commit()
+	o.persist()
 	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
 	o.notify(notify.FeatureBlocked, id, fmt.Sprintf("%s blocked: %s%s", id, reason, kept))
 }

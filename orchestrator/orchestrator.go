@@ -115,11 +115,11 @@ type Orchestrator struct {
 	lastTrans uint64
 	totalCost float64
 	runCount  int
-	pending   store.Commit // changes that ride with the next commit
-	active    *activeRun   // the run in flight, if any
-	job       *job         // the daemon's own work in flight (a test, a verdict), if any
-	claim     string       // feature whose tester wrote tested:true, pending verification
-	problem   string       // what is wrong with feature-list.json on disk, if anything
+	pending   store.Batch // changes that ride with the next persist
+	active    *activeRun  // the run in flight, if any
+	job       *job        // the daemon's own work in flight (a test, a verdict), if any
+	claim     string      // feature whose tester wrote tested:true, pending verification
+	problem   string      // what is wrong with feature-list.json on disk, if anything
 	// problemFromAgent: the broken file was written during a run, so the
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
@@ -303,7 +303,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			if o.syncFeatureList(false) {
 				o.afterListChange()
 			} else {
-				o.commit() // violations and problems found on the way
+				o.persist() // violations and problems found on the way
 			}
 		case ev := <-o.runEvents:
 			o.onEvent(ev)
@@ -404,7 +404,7 @@ func (o *Orchestrator) recover() {
 	o.syncFeatureList(true)
 	switch statemachine.State(o.session.State) {
 	case statemachine.Paused:
-		o.commit()
+		o.persist()
 		return
 	case statemachine.Stopped:
 		o.session.BlockedInSession = 0
@@ -412,7 +412,7 @@ func (o *Orchestrator) recover() {
 	case statemachine.Waiting:
 		if d := o.session.WaitingUntil.Sub(o.now()); d > 0 {
 			o.waitTimer = time.NewTimer(d)
-			o.commit()
+			o.persist()
 			return
 		}
 		o.transition(statemachine.Advance, "", "the wait is over")
@@ -456,5 +456,5 @@ func (o *Orchestrator) shutdown() {
 	if o.persistTimer != nil {
 		o.persistTimer.Stop()
 	}
-	o.commit()
+	o.persist()
 }

@@ -34,7 +34,7 @@ func TestRestartReloadsTheStateOfRecord(t *testing.T) {
 	var tr store.Transition
 	everyfield.Fill(&tr)
 	tr.Seq = 4
-	if err := h.st.Apply(store.Commit{Session: &sess, Counters: counters, Runs: []store.Run{a, b}, Transitions: []store.Transition{tr}}); err != nil {
+	if err := h.st.Apply(store.Batch{Session: &sess, Counters: counters, Runs: []store.Run{a, b}, Transitions: []store.Transition{tr}}); err != nil {
 		t.Fatal(err)
 	}
 	h.reopen()

@@ -237,7 +237,7 @@ func (o *Orchestrator) onRunStarted(ev runStarted) {
 	o.active.run.PID = ev.pid
 	o.session.Run.PID = ev.pid
 	o.pending.Runs = append(o.pending.Runs, o.active.run)
-	o.commit()
+	o.persist()
 }
 
 // runJudged is a run whose outcome was judged off the loop.
@@ -850,7 +850,7 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		f.Evidence = append(f.Evidence, *log)
 	}
 	o.pending.FeatureList = o.canonical.Marshal()
-	o.commit()
+	o.persist()
 	o.writeFeatureList()
 	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
 	if jd.Test != nil {
@@ -880,7 +880,7 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 	}
 	c.Base, c.BaseHead = "", ""
 	o.setCounters(f.ID, c)
-	o.commit()
+	o.persist()
 	return true, ""
 }
 

@@ -69,7 +69,7 @@ func faultFixture(t *testing.T) *Store {
 	s, _ := pruneFixture(t)
 	now := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	run := Run{Seq: 4, ID: RunID(4), Role: "tester-agent", Feature: "F-002", Attempt: 1, SessionID: "sid-4", StartedAt: now}
-	err := s.Apply(Commit{
+	err := s.Apply(Batch{
 		Session:     &Session{State: "test", Feature: "F-002", Run: &run, Backoffs: 1, UpdatedAt: now},
 		FeatureList: []byte(`{"version":1,"features":[{"id":"F-001"},{"id":"F-002"}]}`),
 		Frozen:      []byte(`{"tests/F-001.sh":"abc"}`),
@@ -100,7 +100,7 @@ var atomicWrites = []struct {
 		now := time.Date(2026, 11, 21, 1, 0, 0, 0, time.UTC)
 		ended := Run{Seq: 4, ID: RunID(4), Role: "tester-agent", Feature: "F-002", Attempt: 1, SessionID: "sid-4", StartedAt: now, EndedAt: now, Outcome: "ok", CostUSD: 0.5}
 		next := Run{Seq: 5, ID: RunID(5), Role: "coding-agent", Feature: "F-002", Attempt: 2, SessionID: "sid-5", StartedAt: now}
-		return s.Apply(Commit{
+		return s.Apply(Batch{
 			Session:     &Session{State: "code", Feature: "F-002", Run: &next, BudgetWarned: true, UpdatedAt: now},
 			FeatureList: []byte(`{"version":1,"features":[{"id":"F-001","tested":true},{"id":"F-002"}]}`),
 			Frozen:      []byte(`{"tests/F-001.sh":"abd"}`),

@@ -15,7 +15,7 @@ func pruneFixture(t *testing.T) (*Store, time.Time) {
 	t.Helper()
 	s, _ := openTemp(t)
 	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	err := s.Apply(Commit{Runs: []Run{
+	err := s.Apply(Batch{Runs: []Run{
 		{Seq: 1, ID: RunID(1), Feature: "F-001", EndedAt: base.Add(time.Hour), Outcome: "ok", Trace: "tr-1"},
 		{Seq: 2, ID: RunID(2), Feature: "F-001"},
 		{Seq: 3, ID: RunID(3), Feature: "F-002", EndedAt: base.Add(time.Hour), Outcome: "failed"},
@@ -160,7 +160,7 @@ func TestPruneMaintainsIndexes(t *testing.T) {
 	for i, id := range []string{"run-000001", "run-000002", "run-000003"} {
 		runs = append(runs, Run{Seq: uint64(i + 1), ID: id, EndedAt: time.Now(), Outcome: "ok"})
 	}
-	if err := s.Apply(Commit{Runs: runs}); err != nil {
+	if err := s.Apply(Batch{Runs: runs}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range trs {

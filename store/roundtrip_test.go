@@ -51,7 +51,7 @@ func TestEveryPersistedFieldSurvivesARestart(t *testing.T) {
 	var tr Transition
 	everyfield.Fill(&tr)
 	list, frozen := []byte(`{"version":1,"features":[]}`), []byte(`{"tests/F-001.sh":"abc"}`)
-	err := s.Apply(Commit{Session: &sess, FeatureList: list, Frozen: frozen, Counters: map[string]FeatureCounters{"F-001": ctr},
+	err := s.Apply(Batch{Session: &sess, FeatureList: list, Frozen: frozen, Counters: map[string]FeatureCounters{"F-001": ctr},
 		Runs: []Run{a, b}, Transitions: []Transition{tr}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 //
 // The database lives in the project's state directory, outside the project
 // tree. bbolt's file lock doubles as the "one daemon per project" check.
-// Every change of state goes through Commit, one bbolt Update, so that a
+// Every change of state goes through a Batch, one bbolt Update, so that a
 // transition, the counters it changes and the run it starts are on disk
 // together before anything acts on them.
 package store
@@ -159,6 +159,9 @@ type Run struct {
 	// start to the end of its output: StartedAt..EndedAt less the daemon's
 	// own work around it (committing, judging, re-running the test).
 	AgentWall time.Duration `json:"agent_wall_ns,omitempty"`
+	// AgentCPU is the CPU time of the claude process and of what it
+	// waited for (its hooks, its tools' programs, its MCP servers).
+	AgentCPU time.Duration `json:"agent_cpu_ns,omitempty"`
 	// BaseTree is the work tree (a git tree) when the run started: what it
 	// changed is judged against it, even after a crash.
 	BaseTree string `json:"base_tree,omitempty"`
@@ -373,8 +376,9 @@ func (s *Store) Load() (State, error) {
 	return st, err
 }
 
-// Commit is one atomic change of the state of record.
-type Commit struct {
+// Batch is one atomic change of the state of record: what is written
+// together, in one transaction, or not at all.
+type Batch struct {
 	Session     *Session
 	FeatureList []byte // canonical list; nil leaves it as it is
 	Frozen      []byte // the frozen tests' record; nil leaves it as it is
@@ -384,7 +388,7 @@ type Commit struct {
 }
 
 // Apply writes c in one transaction, synced to disk before it returns.
-func (s *Store) Apply(c Commit) error {
+func (s *Store) Apply(c Batch) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if c.Session != nil {
 			if err := putJSON(tx.Bucket(bucketSession), keySession, c.Session); err != nil {

@@ -27,7 +27,7 @@ func TestCommitThenLoadRoundTrips(t *testing.T) {
 	s, _ := openTemp(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	run := Run{Seq: 1, ID: RunID(1), Role: "coding-agent", Feature: "F-001", Attempt: 1, SessionID: "sid", StartedAt: now}
-	err := s.Apply(Commit{
+	err := s.Apply(Batch{
 		Session:     &Session{State: "code", Feature: "F-001", Run: &run, UpdatedAt: now},
 		FeatureList: []byte(`{"version":1,"features":[]}`),
 		Counters:    map[string]FeatureCounters{"F-001": {Failures: 1, CoderSession: "sid"}},
@@ -38,7 +38,7 @@ func TestCommitThenLoadRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	run.CostUSD, run.Outcome = 0.25, "ok"
-	if err := s.Apply(Commit{Runs: []Run{run}}); err != nil {
+	if err := s.Apply(Batch{Runs: []Run{run}}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Load()
@@ -74,7 +74,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	run := Run{Seq: 1, ID: RunID(1), Role: "tester-agent", Feature: "F-001", Attempt: 1, SessionID: "sid", StartedAt: now, CostUSD: 0.5}
-	err = s.Apply(Commit{
+	err = s.Apply(Batch{
 		Session:     &Session{State: "test", Feature: "F-001", BlockedInSession: 1, UpdatedAt: now},
 		FeatureList: []byte(`{"version":1,"features":[]}`),
 		Frozen:      []byte(`{"tests/F-001.sh":"abc"}`),
@@ -94,7 +94,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 		t.Fatalf("reopening the database: %v", err)
 	}
 	defer s.Close()
-	if err := s.Apply(Commit{Session: &Session{State: "next", UpdatedAt: now}}); err != nil {
+	if err := s.Apply(Batch{Session: &Session{State: "next", UpdatedAt: now}}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Load()
@@ -133,10 +133,10 @@ func TestFreshDatabaseIsEmpty(t *testing.T) {
 
 func TestTransitionsAreNeverRepeatedOrLost(t *testing.T) {
 	s, _ := openTemp(t)
-	if err := s.Apply(Commit{Transitions: []Transition{{Seq: 1}, {Seq: 2}}}); err != nil {
+	if err := s.Apply(Batch{Transitions: []Transition{{Seq: 1}, {Seq: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(Commit{Transitions: []Transition{{Seq: 2}}}); err == nil {
+	if err := s.Apply(Batch{Transitions: []Transition{{Seq: 2}}}); err == nil {
 		t.Fatal("a repeated transition sequence was accepted")
 	}
 	ts, _ := s.Transitions()
@@ -278,7 +278,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(Commit{Runs: []Run{{Seq: 1, ID: RunID(1), Role: "coding-agent", CostUSD: 0.5}}}); err != nil {
+	if err := st.Apply(Batch{Runs: []Run{{Seq: 1, ID: RunID(1), Role: "coding-agent", CostUSD: 0.5}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenReadOnly(dir, 50*time.Millisecond); !errors.Is(err, ErrLocked) {
@@ -294,7 +294,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].CostUSD != 0.5 {
 		t.Errorf("runs %+v (%v)", runs, err)
 	}
-	if err := ro.Apply(Commit{Runs: []Run{{Seq: 2, ID: RunID(2)}}}); err == nil {
+	if err := ro.Apply(Batch{Runs: []Run{{Seq: 2, ID: RunID(2)}}}); err == nil {
 		t.Error("a read-only store took a write")
 	}
 }

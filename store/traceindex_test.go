@@ -1,10 +1,10 @@
 package store
 
 import (
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"

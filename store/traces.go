@@ -1,9 +1,9 @@
 package store
 
 import (
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"strconv"
 	"strings"
 	"sync"

@@ -31,7 +31,7 @@ func movedProject(t *testing.T, old string) paths.Project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(store.Commit{Runs: []store.Run{{Seq: 1, ID: store.RunID(1), Role: "initializer-agent"}}}); err != nil {
+	if err := st.Apply(store.Batch{Runs: []store.Run{{Seq: 1, ID: store.RunID(1), Role: "initializer-agent"}}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -38,7 +38,7 @@ func night(t *testing.T) *store.Store {
 	rl.Failure = "rate_limit"
 	tested := run(5, "tester-agent", "F-001", 2, 12, 14, "ok", 0.25)
 	tested.Commit = "0123456789abcdef0123"
-	c := store.Commit{
+	c := store.Batch{
 		Session:     &store.Session{State: "done", Message: "every feature is tested or blocked"},
 		FeatureList: list.Marshal(),
 		Counters: map[string]store.FeatureCounters{
