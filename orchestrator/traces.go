@@ -12,6 +12,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -90,17 +91,9 @@ func toWire(t store.Trace, level string) control.Trace {
 			t.Tool.Input = ""
 		}
 	case control.LevelSummary:
-		t.Event = control.TraceEvent{WhatHappened: shorten(t.Event.WhatHappened, 160)}
+		t.Event = control.TraceEvent{WhatHappened: textcut.Runes(t.Event.WhatHappened, 160)}
 	}
 	return t
-}
-
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // ingestSpool takes in what hooks recorded while the daemon was away: the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 func init() { subcommands = append(subcommands, newCtlCmd) }
@@ -242,7 +243,7 @@ func printStatus(w io.Writer, st control.Status) error {
 		fmt.Fprintf(tw, "blocked:\t%s in this session\n", plural(st.BlockedInSession, "feature"))
 	}
 	if st.Message != "" {
-		fmt.Fprintf(tw, "message:\t%s\n", oneLine(st.Message))
+		fmt.Fprintf(tw, "message:\t%s\n", textcut.Fold(st.Message))
 	}
 	fmt.Fprintf(tw, "cost:\t$%.2f over %s\n", st.CostUSD, plural(st.Runs, "run"))
 	daemon := fmt.Sprintf("pid %d", st.PID)
@@ -315,9 +316,9 @@ func printFeatures(w io.Writer, fs []control.Feature) error {
 		}
 		last := ""
 		if !f.Tested {
-			last = clipText(oneLine(f.LastFailure), 80)
+			last = textcut.Runes(textcut.Fold(f.LastFailure), 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", oneLine(f.ID), oneLine(f.Status), tested, f.Attempts, f.CostUSD, clipText(oneLine(f.Title), 40), last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", textcut.Fold(f.ID), textcut.Fold(f.Status), tested, f.Attempts, f.CostUSD, textcut.Runes(textcut.Fold(f.Title), 40), last)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -329,11 +330,6 @@ func printFeatures(w io.Writer, fs []control.Feature) error {
 		}
 	}
 	return nil
-}
-
-// oneLine keeps text from the feature list from breaking the layout.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 func durationText(d time.Duration) string {

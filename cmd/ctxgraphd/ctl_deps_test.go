@@ -33,8 +33,8 @@ var ctlBanned = map[string]string{
 }
 
 // TestCtlImportsOnlyTheWire holds the `ctl` commands (cmd/ctxgraphd/ctl*.go)
-// to control, the standard library, the CLI framework and the project's
-// paths: tailscale's deptest, per file, since the ctxgraphd binary links the
+// to control, the standard library, the CLI framework, the project's
+// paths and the text cutter: tailscale's deptest, per file, since the ctxgraphd binary links the
 // daemon too. Every banned package must still exist, so that a rename does
 // not leave a rule that bans nothing.
 func TestCtlImportsOnlyTheWire(t *testing.T) {
@@ -65,13 +65,13 @@ func TestCtlImportsOnlyTheWire(t *testing.T) {
 		t.Fatalf("checked %d ctl files: the glob found too few to hold anything", checked)
 	}
 	// What ctl does import must not bring a banned package in behind it.
-	out, err := exec.Command("go", "list", "-deps", "github.com/ctxgraphd/ctxgraphd/control", "github.com/ctxgraphd/ctxgraphd/internal/paths").Output()
+	out, err := exec.Command("go", "list", "-deps", "github.com/ctxgraphd/ctxgraphd/control", "github.com/ctxgraphd/ctxgraphd/internal/paths", "github.com/ctxgraphd/ctxgraphd/internal/textcut").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if why, ok := ctlBanned[dep]; ok {
-			t.Errorf("control or internal/paths depends on %s: %s", dep, why)
+			t.Errorf("control, internal/paths or internal/textcut depends on %s: %s", dep, why)
 		}
 	}
 	args := []string{"list", "-e", "-f", "{{.ImportPath}} {{if .Error}}missing{{end}}"}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 func ctlLessonsCmd(f *ctlFlags) *cobra.Command {
@@ -52,7 +53,7 @@ in the file; Claude Code reads CLAUDE.md in every session.`,
 			return ctlRun(cmd, f, func(c *control.Client, ctx context.Context) (control.Trace, error) {
 				return c.PromoteLesson(ctx, args[0])
 			}, func(w io.Writer, t control.Trace) error {
-				_, err := fmt.Fprintf(w, "%s: in CLAUDE.md: %s\n", t.ID, oneLine(t.Event.WhatHappened))
+				_, err := fmt.Fprintf(w, "%s: in CLAUDE.md: %s\n", t.ID, textcut.Fold(t.Event.WhatHappened))
 				return err
 			})
 		},
@@ -67,7 +68,7 @@ func printLessons(w io.Writer, ts []control.Trace) error {
 		return err
 	}
 	for _, t := range ts {
-		if _, err := fmt.Fprintf(w, "%s  %s\n", t.ID, oneLine(t.Event.WhatHappened)); err != nil {
+		if _, err := fmt.Fprintf(w, "%s  %s\n", t.ID, textcut.Fold(t.Event.WhatHappened)); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 func ctlPatternsCmd(f *ctlFlags) *cobra.Command {
@@ -43,7 +44,7 @@ func printPatterns(w io.Writer, ps []control.Pattern) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COUNT\tKIND\tWHAT\tFEATURES\tEXAMPLES")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.Count, p.Kind, clipText(p.What, 80), dash(strings.Join(p.Features, ",")), strings.Join(p.Examples, " "))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.Count, p.Kind, textcut.Runes(p.What, 80), dash(strings.Join(p.Features, ",")), strings.Join(p.Examples, " "))
 	}
 	return tw.Flush()
 }

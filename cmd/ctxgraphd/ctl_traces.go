@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // ctlTraceCmds are the context-graph commands of ctl: traces and trace.
@@ -141,7 +142,7 @@ func printTraces(w io.Writer, ts []control.Trace) error {
 	fmt.Fprintln(tw, "ID\tTIME\tTYPE\tAGENT\tFEATURE\tGATE\tWHAT HAPPENED")
 	for _, t := range ts {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Timestamp.Local().Format("01-02 15:04:05"), t.Type,
-			dash(t.Context.Agent), dash(t.Context.Feature), dash(t.Gate), oneLine(t.Event.WhatHappened)+times(t.Count))
+			dash(t.Context.Agent), dash(t.Context.Feature), dash(t.Gate), textcut.Fold(t.Event.WhatHappened)+times(t.Count))
 	}
 	return tw.Flush()
 }
@@ -191,9 +192,9 @@ func parentKind(l control.TraceLinks) string {
 // traceLine is a trace in a line: id, type, who, and what happened.
 func traceLine(t control.Trace) string {
 	who := strings.Join(nonEmpty(t.Context.Agent, t.Context.Feature, t.Context.Run, t.Gate), " ")
-	what := oneLine(t.Event.WhatHappened)
+	what := textcut.Fold(t.Event.WhatHappened)
 	if t.Tool != nil {
-		what = fmt.Sprintf("[%s %s] %s", t.Tool.Name, oneLine(t.Tool.Input), what)
+		what = fmt.Sprintf("[%s %s] %s", t.Tool.Name, textcut.Fold(t.Tool.Input), what)
 	}
 	if who != "" {
 		who = " (" + who + ")"

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 func ctlWatchCmd(f *ctlFlags) *cobra.Command {
@@ -137,7 +138,7 @@ func renderWatch(st control.Status, now time.Time) string {
 		}
 		fmt.Fprintf(tw, "run\t%s  %s  %s  %s\n", r.ID, what, durationText(now.Sub(r.StartedAt)), plural(r.ToolCalls, "tool call"))
 		if r.LastTool != "" {
-			fmt.Fprintf(tw, "last tool\t%s\n", clipText(oneLine(r.LastTool), 90))
+			fmt.Fprintf(tw, "last tool\t%s\n", textcut.Runes(textcut.Fold(r.LastTool), 90))
 		}
 	case st.Working != "":
 		fmt.Fprintf(tw, "run\tnone: the daemon is %s\n", st.Working)
@@ -149,7 +150,7 @@ func renderWatch(st control.Status, now time.Time) string {
 		fmt.Fprintf(tw, "confinement\tOFF (sandbox.enabled: false)\n")
 	}
 	if st.Message != "" {
-		fmt.Fprintf(tw, "message\t%s\n", clipText(oneLine(st.Message), 200))
+		fmt.Fprintf(tw, "message\t%s\n", textcut.Runes(textcut.Fold(st.Message), 200))
 	}
 	tw.Flush()
 	b.WriteString("\nCtrl-C to leave; the daemon goes on.\n")
@@ -167,13 +168,6 @@ func progressBar(c control.FeatureCounts, width int) string {
 	tested := c.Tested * width / c.Total
 	blocked := (c.Tested+c.Blocked)*width/c.Total - tested
 	return "[" + strings.Repeat("#", tested) + strings.Repeat("x", blocked) + strings.Repeat(".", width-tested-blocked) + "]"
-}
-
-func clipText(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 func ctlCostCmd(f *ctlFlags) *cobra.Command {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 func ctlWhyCmd(f *ctlFlags) *cobra.Command {
@@ -180,10 +181,10 @@ func printDossier(w io.Writer, d dossier) error {
 		fmt.Fprintf(&b, "commit   %s%s\n", d.Commit, where)
 	}
 	if d.Why != "" {
-		fmt.Fprintf(&b, "why      %s\n", oneLine(d.Why))
+		fmt.Fprintf(&b, "why      %s\n", textcut.Fold(d.Why))
 	}
 	if d.Note != "" {
-		fmt.Fprintf(&b, "note     %s\n", oneLine(d.Note))
+		fmt.Fprintf(&b, "note     %s\n", textcut.Fold(d.Note))
 	}
 	fmt.Fprintf(&b, "cost     $%.2f\n", d.CostUSD)
 	if len(d.Attempts) == 0 {
@@ -205,7 +206,7 @@ func printDossier(w io.Writer, d dossier) error {
 			}
 			b.WriteByte('\n')
 			if r.Summary != "" {
-				fmt.Fprintf(&b, "      said: %s\n", clipText(oneLine(r.Summary), 160))
+				fmt.Fprintf(&b, "      said: %s\n", textcut.Runes(textcut.Fold(r.Summary), 160))
 			}
 			for _, t := range r.Traces {
 				printWhyEv(&b, "      ", t)
@@ -240,8 +241,8 @@ func printWhyEv(b *strings.Builder, indent string, t whyEv) {
 			kind += " (" + t.Code + ")"
 		}
 	}
-	fmt.Fprintf(b, "%s%s %s: %s\n", indent, t.ID, kind, clipText(oneLine(t.What), 200))
+	fmt.Fprintf(b, "%s%s %s: %s\n", indent, t.ID, kind, textcut.Runes(textcut.Fold(t.What), 200))
 	if t.Fix != "" {
-		fmt.Fprintf(b, "%s    instead: %s\n", indent, clipText(oneLine(t.Fix), 200))
+		fmt.Fprintf(b, "%s    instead: %s\n", indent, textcut.Runes(textcut.Fold(t.Fix), 200))
 	}
 }

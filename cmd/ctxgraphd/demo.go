@@ -17,6 +17,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -203,7 +204,7 @@ func demoSummary(out io.Writer, proj paths.Project, took time.Duration) error {
 				why += fmt.Sprintf(", after %s", plural(c.Failures, "failed attempt"))
 			}
 		case f.Status == progress.Blocked:
-			outcome, why = "blocked", oneLine(c.LastFailure)
+			outcome, why = "blocked", textcut.Fold(c.LastFailure)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", f.ID, f.Title, outcome, c.Runs, why)
 	}

@@ -62,9 +62,9 @@ passes, 1 when any fails (naming them).`,
 				res.print(cmd.OutOrStdout())
 			}
 			if failed := res.failed(); len(failed) == 1 {
-				return withExitCode(1, fmt.Errorf("%s fails its frozen test at %s (%s)", failed[0], res.Rev, short(res.Commit)))
+				return withExitCode(1, fmt.Errorf("%s fails its frozen test at %s (%s)", failed[0], res.Rev, gitrepo.Short(res.Commit)))
 			} else if len(failed) > 1 {
-				return withExitCode(1, fmt.Errorf("%s fail their frozen tests at %s (%s)", strings.Join(failed, ", "), res.Rev, short(res.Commit)))
+				return withExitCode(1, fmt.Errorf("%s fail their frozen tests at %s (%s)", strings.Join(failed, ", "), res.Rev, gitrepo.Short(res.Commit)))
 			}
 			return nil
 		},
@@ -107,7 +107,7 @@ func (v verified) failed() []string {
 }
 
 func (v verified) print(w io.Writer) {
-	fmt.Fprintf(w, "verify at %s (%s)\n", v.Rev, short(v.Commit))
+	fmt.Fprintf(w, "verify at %s (%s)\n", v.Rev, gitrepo.Short(v.Commit))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEATURE\tVERDICT COMMIT\tRESULT\tTIME")
 	for _, f := range v.Features {
@@ -115,7 +115,7 @@ func (v verified) print(w io.Writer) {
 		if !f.Passed {
 			result = "FAILS: " + f.Summary
 		}
-		commit := short(f.VerdictCommit)
+		commit := gitrepo.Short(f.VerdictCommit)
 		if commit == "" {
 			commit = "-"
 		}
@@ -128,13 +128,6 @@ func (v verified) print(w io.Writer) {
 	case v.Passed:
 		fmt.Fprintf(w, "all %d pass\n", len(v.Features))
 	}
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // verify runs the frozen tests of the features ids (by default the tested

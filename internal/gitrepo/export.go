@@ -87,3 +87,11 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	}
 	return false, err
 }
+
+// Short is an object id as people read it: its first 12 characters.
+func Short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

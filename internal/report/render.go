@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // Formats are the formats a report renders in.
@@ -35,7 +38,7 @@ func Markdown(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, "# ctxgraphd report: %s\n\n", r.Dir)
 	fmt.Fprintf(&b, "**%s**", r.State)
 	if r.Message != "" {
-		fmt.Fprintf(&b, ": %s", oneLine(r.Message))
+		fmt.Fprintf(&b, ": %s", textcut.Fold(r.Message))
 	}
 	b.WriteString("\n\n")
 	if !r.Started.IsZero() {
@@ -55,7 +58,7 @@ func Markdown(w io.Writer, r Report) error {
 
 	b.WriteString("## Features\n\n| Feature | Outcome | Attempts | Runs | Cost | Time | Commit | Why |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Features {
-		commit := short(f.Commit)
+		commit := gitrepo.Short(f.Commit)
 		if commit != "" && f.Branch == "" {
 			commit += " (ref only)"
 		}
@@ -73,7 +76,7 @@ func Markdown(w io.Writer, r Report) error {
 	if len(r.Refusals) > 0 {
 		b.WriteString("\n## Refusals\n\n")
 		for _, x := range r.Refusals {
-			fmt.Fprintf(&b, "- %s %s %s %s/%s: %s\n", stamp(x.Time), x.Feature, x.Role, x.Gate, x.Code, oneLine(x.What))
+			fmt.Fprintf(&b, "- %s %s %s %s/%s: %s\n", stamp(x.Time), x.Feature, x.Role, x.Gate, x.Code, textcut.Fold(x.What))
 		}
 	}
 	b.WriteString("\n## Runs\n\n")
@@ -91,7 +94,7 @@ func Markdown(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, ", %d turns lost to refusals", run.LostToRefusals)
 		}
 		if run.Summary != "" {
-			fmt.Fprintf(&b, ": %s", oneLine(run.Summary))
+			fmt.Fprintf(&b, ": %s", textcut.Fold(run.Summary))
 		}
 		b.WriteString("\n")
 	}
@@ -103,7 +106,7 @@ func Markdown(w io.Writer, r Report) error {
 var pageSource string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"stamp": stamp, "span": span, "short": short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"stamp": stamp, "span": span, "short": gitrepo.Short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 }).Parse(pageSource))
 
 // HTML writes r as one self-contained page: no script, no request for
@@ -225,14 +228,5 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // cell is text fit for a Markdown table cell.
-func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }
+func cell(s string) string { return strings.ReplaceAll(textcut.Fold(s), "|", `\|`) }

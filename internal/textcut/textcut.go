@@ -8,9 +8,23 @@ import "strings"
 // Mark ends (or, for Tail, starts) a text that was cut.
 const Mark = "…"
 
-// Line is s on one line, runs of white space as one space, cut to at most
-// n bytes, the mark included.
-func Line(s string, n int) string { return Cut(strings.Join(strings.Fields(s), " "), n) }
+// Fold is s on one line, runs of white space as one space: text from a
+// feature list or an agent kept from breaking a table or a terminal line.
+func Fold(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Line is s on one line (Fold), cut to at most n bytes, the mark included.
+func Line(s string, n int) string { return Cut(Fold(s), n) }
+
+// Runes is s cut to at most n characters, the mark included: where what
+// counts is what a person sees (a terminal's columns, a short summary),
+// not bytes.
+func Runes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:max(n-1, 0)]) + Mark
+}
 
 // Cut is s cut to at most n bytes, the mark included, at a character
 // boundary.
@@ -28,7 +42,7 @@ func Cut(s string, n int) string {
 // Tail is the end of s on one line, at most n bytes, the mark included: a
 // test runner's verdict is at the end of its output.
 func Tail(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = Fold(s)
 	if len(s) <= n {
 		return s
 	}

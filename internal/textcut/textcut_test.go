@@ -45,3 +45,32 @@ func FuzzCuts(f *testing.F) {
 		}
 	})
 }
+
+// Fold puts text on one line; Runes cuts what a person sees, in
+// characters, marked.
+func TestFoldAndRunes(t *testing.T) {
+	tests := []struct {
+		name, in string
+		n        int
+		fold     string
+		runes    string
+	}{
+		{"short", "a b", 5, "a b", "a b"},
+		{"newlines and tabs", "a\n\tb  c", 20, "a b c", "a\n\tb  c"},
+		{"exactly n characters", "héllo", 5, "héllo", "héllo"},
+		{"one character more", "héllo!", 5, "héllo!", "héll…"},
+		{"wide characters count once each", "日本語のテキスト", 4, "日本語のテキスト", "日本語…"},
+		{"n of one", "abc", 1, "abc", "…"},
+		{"empty", "", 3, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Fold(tt.in); got != tt.fold {
+				t.Errorf("Fold(%q) = %q, want %q", tt.in, got, tt.fold)
+			}
+			if got := Runes(tt.in, tt.n); got != tt.runes {
+				t.Errorf("Runes(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.runes)
+			}
+		})
+	}
+}
