@@ -307,15 +307,18 @@ func (j *Judge) MayHaveWrittenList(runID string, data []byte) bool {
 }
 
 // MayBeWritingList reports whether data, the feature list as it is on disk
-// while the run is in flight, can be the run's write of it half-way: the
-// start of what its last Write of the list lets through (the Write tool
-// lands a file in pieces, and the watcher may read it between them), or
-// anything after an Edit of it.
+// while the run is in flight, can be the run's doing half-way: the start
+// of what its last Write of the list lets through (the Write tool lands a
+// file in pieces, and the watcher may read it between them), anything
+// after an Edit of it, or an empty file. Claude Code's sandbox leaves one
+// where a path it denies does not exist yet, for as long as each of the
+// run's commands runs (a mount point for the /dev/null it binds there):
+// the initializer's sandbox, before its Write of the list, makes one.
 func (j *Judge) MayBeWritingList(runID string, data []byte) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	r := j.byRun(runID)
-	return r != nil && (r.listEdited || (r.listWrite != nil && bytes.HasPrefix(r.listWrite, data)))
+	return r != nil && (len(data) == 0 || r.listEdited || (r.listWrite != nil && bytes.HasPrefix(r.listWrite, data)))
 }
 
 // Protected lists the daemon's own files: its state directory and its

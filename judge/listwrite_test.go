@@ -7,11 +7,11 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/guard"
 )
 
-// What is on disk while a run is in flight can be the run's write of the
-// feature list half-way only if it is the start of what its hooks let its
-// Write put there, or anything after an Edit (whose result the hooks do
-// not see). The end of the run asks the stricter question: is it exactly
-// what the run wrote?
+// What is on disk while a run is in flight can be the run's doing, half-way,
+// only if it is the start of what its hooks let its Write put there,
+// anything after an Edit (whose result the hooks do not see), or the empty
+// file the sandbox leaves where a denied path does not exist yet. The end
+// of the run asks the stricter question: is it exactly what the run wrote?
 func TestWhatARunMayBeWritingOfTheList(t *testing.T) {
 	const content = `{"version": 1, "features": []}`
 	for _, tc := range []struct {
@@ -20,7 +20,8 @@ func TestWhatARunMayBeWritingOfTheList(t *testing.T) {
 		data           string
 		writing, wrote bool
 	}{
-		{"nothing written yet", "", "", false, false},
+		{"nothing written yet", "", `{"vers`, false, false},
+		{"an empty file before any Write: the sandbox's mount point", "", "", true, false},
 		{"an empty file, the Write's first piece", "Write", "", true, false},
 		{"the Write half-way", "Write", content[:12], true, false},
 		{"the Write whole", "Write", content, true, true},

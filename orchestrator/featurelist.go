@@ -58,10 +58,11 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		return false
 	case err != nil:
 		if o.active != nil && !runEnded && o.agentMayBeWritingList(o.active.run.ID, data) {
-			// The run in flight is writing the file, which its Write lands
-			// in more than one piece: read half-way, it is nobody's
-			// problem. Whose it is, if it is still invalid, is told at the
-			// run's end, which reads the file again.
+			// The run in flight is writing the file (its Write lands in
+			// more than one piece), or its sandbox holds an empty one
+			// there for a command: read half-way, it is nobody's problem.
+			// Whose it is, if it is still invalid, is told at the run's
+			// end, which reads the file again.
 			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", o.active.run.ID), zap.Error(err))
 			return false
 		}
