@@ -117,6 +117,9 @@ type Result struct {
 	PID       int
 	ExitCode  int // -1 when killed by a signal or never started
 	Ended     EndReason
+	// CPU is the CPU time of the claude process and of what it waited for
+	// (its hooks, its tools' programs, its MCP servers), once it exited.
+	CPU time.Duration
 
 	SawInit           bool // the CLI began a session (its init line was read)
 	SawResult         bool // a result line was read
@@ -419,6 +422,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 				}
 			}
 			res.ExitCode = cmd.ProcessState.ExitCode()
+			res.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 			// Whatever it left behind in its group goes with it.
 			procgroup.Kill(res.PID)
 			if !eof {

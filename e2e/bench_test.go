@@ -9,7 +9,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -41,6 +44,18 @@ type loopResult struct {
 	// Where the rest went: from the daemon's start to its first run,
 	// between runs, and from the last run to the daemon's exit.
 	startup, gaps, tail time.Duration
+	// claudeCPU sums the claude processes' CPU time (store.Run.AgentCPU,
+	// with their hooks, tools and MCP servers).
+	claudeCPU time.Duration
+	// tests is the time of the daemon's own runs of the features' tests
+	// (judge.TestResult.Took: the jail and the test), testCPU their CPU
+	// time, and checkouts the time of the throwaway checkouts they ran
+	// on, as its log says (read only when the daemon logs JSON).
+	tests, testCPU, checkouts time.Duration
+	testRuns                  int
+	// list is the runs as the store recorded them, in the order they
+	// started.
+	list []store.Run
 }
 
 // wantStates is how sc ends with the default limits: a feature whose coding
@@ -106,6 +121,7 @@ func runLoop(b *testing.B, modelURL string, sc scriptedmodel.Scenario, extraEnv 
 			b.Fatalf("run %s has no agent wall time", run.ID)
 		}
 		r.claude += run.AgentWall
+		r.claudeCPU += run.AgentCPU
 		r.spans += run.EndedAt.Sub(run.StartedAt)
 		if i > 0 {
 			r.gaps += run.StartedAt.Sub(runs[i-1].EndedAt)
@@ -113,7 +129,29 @@ func runLoop(b *testing.B, modelURL string, sc scriptedmodel.Scenario, extraEnv 
 	}
 	r.startup = runs[0].StartedAt.Sub(start)
 	r.tail = end.Sub(runs[len(runs)-1].EndedAt)
+	r.list = runs
+	testRunsLogged(&r, log.Bytes())
 	return r
+}
+
+// testRunsLogged adds up what a daemon's JSON log says of its own test
+// runs.
+func testRunsLogged(r *loopResult, log []byte) {
+	seconds := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	for line := range bytes.Lines(log) {
+		var l struct {
+			Msg string `json:"msg"`
+			// Seconds, as zap writes durations.
+			Took, CPU, Checkout float64
+		}
+		if json.Unmarshal(line, &l) != nil || l.Msg != "the daemon's test run ended" {
+			continue
+		}
+		r.tests += seconds(l.Took)
+		r.testCPU += seconds(l.CPU)
+		r.checkouts += seconds(l.Checkout)
+		r.testRuns++
+	}
 }
 
 // BenchmarkLoop is the daemon's overhead on a whole loop (goal: the loop
@@ -229,6 +267,201 @@ func BenchmarkLoopConfinement(b *testing.B) {
 	b.ReportMetric(on.wall.Seconds()/off.wall.Seconds(), "on/off")
 	b.ReportMetric(on.wall.Seconds()/n, "confined-s/op")
 	b.ReportMetric(off.wall.Seconds()/n, "unconfined-s/op")
+}
+
+// BenchmarkLoopOverhead is the cost of the honest path as the user sees it:
+// the whole loop against a bare sequence of the same `claude -p` runs, with
+// no daemon, no hooks, no sandbox and no MCP server, split per run into what
+// each part costs (goal: the daemon's own share at most 0.15 s a run, the
+// same at 40 features as at 3). The scenario is n honest features, each
+// tested at its first attempt: an initializer, then a coder and a tester per
+// feature.
+//
+// Each iteration runs, in rotating order so that all see the same machine:
+//
+//   - the loop as users get it (full);
+//   - the loop with Claude Code's sandbox off (sandbox.enabled=false);
+//   - the loop without the MCP server (--mcp-config taken away by
+//     testdata/benchclaude, which writes the runs down);
+//   - the loop without hooks (the "hooks" of --settings taken away; the
+//     gates that live on what the hooks tell, hooks-live and
+//     tested-needs-evidence, in warn or off, or no run would pass);
+//   - right after the loop without MCP, the bare sequence: its runs again,
+//     without --settings, one after the other, in a fresh project.
+//
+// The sandbox, the hooks and the MCP server act inside the claude process:
+// each one's share is the sum of the claude processes' own wall times
+// (store.Run.AgentWall) in the full loop less that in the loop without it,
+// which the gates relaxed for the hooks do not touch (they change only what
+// the daemon does between runs). between is everything of the full loop
+// outside its claude processes (start, snapshots, judging, checkouts,
+// commits, exit) but the daemon's own runs of the tests, which are test
+// (from its log: judge.TestResult.Took, the jail and the test; not the
+// daemon's overhead, and reported beside it). own is the daemon's share:
+// the full loop less the bare runs, the sandbox and the tests; own-rest is
+// what of it neither the hooks, the MCP server nor between explain (the
+// runs' longer prompts, noise). Every figure is per run of the full loop.
+// The same split in CPU time (cpu-*: the daemon and every process it
+// waited for, against the bare processes') moves less with what else the
+// machine runs than wall time does.
+func BenchmarkLoopOverhead(b *testing.B) {
+	for _, n := range []int{3, 40} {
+		b.Run(fmt.Sprintf("features=%d", n), func(b *testing.B) { benchOverhead(b, n) })
+	}
+}
+
+func benchOverhead(b *testing.B, n int) {
+	sc := scriptedmodel.Scenario{Name: "honest"}
+	for i := range n {
+		sc.Features = append(sc.Features, scriptedmodel.FeatureScript{ID: fmt.Sprintf("F-%03d", i+1), Title: fmt.Sprintf("Feature %d", i+1), Behavior: scriptedmodel.Pass})
+	}
+	url := startModel(b, sc)
+	claude, err := filepath.Abs(claudetest.Binary(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	wrapper := filepath.Join(b.TempDir(), "benchclaude")
+	if out, err := exec.Command("go", "build", "-o", wrapper, "./testdata/benchclaude").CombinedOutput(); err != nil {
+		b.Fatalf("building testdata/benchclaude: %v\n%s", err, out)
+	}
+	jsonLog := "CTXGRAPHD_LOG_FORMAT=json"
+	without := func(part string) []string {
+		return []string{jsonLog, "CTXGRAPHD_AGENT_COMMAND=" + wrapper, "BENCH_CLAUDE=" + claude, "BENCH_DROP=" + part}
+	}
+	record := filepath.Join(b.TempDir(), "runs.jsonl")
+	const full, noSandbox, noMCP, noHooks = 0, 1, 2, 3
+	configs := []struct {
+		name string
+		env  []string
+	}{
+		full:      {"full", []string{jsonLog}},
+		noSandbox: {"no-sandbox", []string{jsonLog, "CTXGRAPHD_SANDBOX_ENABLED=false"}},
+		noMCP:     {"no-mcp", append(without("mcp"), "BENCH_RECORD="+record)},
+		noHooks:   {"no-hooks", append(without("hooks"), "CTXGRAPHD_GATES_HOOKS_LIVE=off", "CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENCE=warn")},
+	}
+	sums := make([]loopResult, len(configs))
+	var bare, bareCPU time.Duration
+	want := 2*n + 1
+	for i := 0; i < b.N; i++ {
+		for k := range configs {
+			c := (i + k) % len(configs)
+			os.Remove(record)
+			r := runLoop(b, url, sc, configs[c].env...)
+			if r.runs != want {
+				// A run redone (a transient failure of a loaded
+				// machine) is the loop's cost all the same; said.
+				var outcomes []string
+				for _, run := range r.list {
+					outcomes = append(outcomes, run.ID+" "+run.Role+" "+run.Feature+" "+run.Outcome+" "+run.Failure)
+				}
+				b.Logf("%s: %d runs, not %d:\n%s", configs[c].name, r.runs, want, strings.Join(outcomes, "\n"))
+			}
+			s := &sums[c]
+			s.wall += r.wall
+			s.cpu += r.cpu
+			s.claude += r.claude
+			s.claudeCPU += r.claudeCPU
+			s.tests += r.tests
+			s.testCPU += r.testCPU
+			s.checkouts += r.checkouts
+			s.testRuns += r.testRuns
+			if c == noMCP {
+				w, cpu := replayBare(b, url, sc, record, r.list)
+				bare += w
+				bareCPU += cpu
+			}
+		}
+	}
+	runs := float64(want * b.N)
+	per := func(d time.Duration) float64 { return d.Seconds() / runs }
+	f := sums[full]
+	// Wall time.
+	sandbox := f.claude - sums[noSandbox].claude
+	hooks, mcp := f.claude-sums[noHooks].claude, f.claude-sums[noMCP].claude
+	between := f.wall - f.claude - f.tests
+	own := f.wall - bare - sandbox - f.tests
+	b.ReportMetric(f.wall.Seconds()/bare.Seconds(), "loop/bare")
+	b.ReportMetric(per(bare), "bare-s/run")
+	b.ReportMetric(per(f.wall), "loop-s/run")
+	b.ReportMetric(per(own), "own-s/run")
+	b.ReportMetric(per(sandbox), "sandbox-s/run")
+	b.ReportMetric(per(f.tests), "test-s/run")
+	b.ReportMetric(per(hooks), "hooks-s/run")
+	b.ReportMetric(per(mcp), "mcp-s/run")
+	b.ReportMetric(per(between), "between-s/run")
+	b.ReportMetric(per(f.checkouts), "checkout-s/run")
+	b.ReportMetric(per(own-hooks-mcp-between), "own-rest-s/run")
+	// CPU time.
+	cpuSandbox := f.claudeCPU - sums[noSandbox].claudeCPU
+	cpuHooks, cpuMCP := f.claudeCPU-sums[noHooks].claudeCPU, f.claudeCPU-sums[noMCP].claudeCPU
+	b.ReportMetric(f.cpu.Seconds()/bareCPU.Seconds(), "cpu-loop/bare")
+	b.ReportMetric(per(bareCPU), "cpu-bare-s/run")
+	b.ReportMetric(per(f.cpu-bareCPU-cpuSandbox-f.testCPU), "cpu-own-s/run")
+	b.ReportMetric(per(cpuSandbox), "cpu-sandbox-s/run")
+	b.ReportMetric(per(f.testCPU), "cpu-test-s/run")
+	b.ReportMetric(per(cpuHooks), "cpu-hooks-s/run")
+	b.ReportMetric(per(cpuMCP), "cpu-mcp-s/run")
+	b.ReportMetric(per(f.cpu-f.claudeCPU-f.testCPU), "cpu-between-s/run")
+	b.ReportMetric(float64(f.testRuns)/float64(b.N), "tests/op")
+}
+
+// replayBare runs again, as a person would type them, the claude runs
+// benchclaude wrote down that ended well (ok, in runs): one after the
+// other, in a fresh project with a fresh Claude Code home, without
+// --settings (no hooks, no sandbox) and without MCP, no daemon anywhere.
+// It returns the sum of their wall times and of their CPU times, and
+// checks that they did the loop's work: every feature tested.
+func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record string, runs []store.Run) (wall, cpu time.Duration) {
+	b.Helper()
+	data, err := os.ReadFile(record)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := slices.Collect(bytes.Lines(data))
+	if len(lines) != len(runs) {
+		b.Fatalf("%s holds %d runs, the store %d", record, len(lines), len(runs))
+	}
+	p := newBenchProject(b, modelEnv(b, modelURL))
+	claude := claudetest.Binary(b)
+	for i, line := range lines {
+		if runs[i].Outcome != "ok" {
+			continue
+		}
+		var rec struct {
+			Dir  string   `json:"dir"`
+			Args []string `json:"args"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			b.Fatalf("%s: %v", record, err)
+		}
+		var args []string
+		for i := 0; i < len(rec.Args); i++ {
+			if rec.Args[i] == "--settings" {
+				i++
+				continue
+			}
+			args = append(args, strings.ReplaceAll(rec.Args[i], rec.Dir, p.dir))
+		}
+		cmd := exec.Command(claude, args...)
+		cmd.Dir, cmd.Env = p.dir, p.env
+		var errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
+		start := time.Now()
+		err := cmd.Run()
+		wall += time.Since(start)
+		if err != nil {
+			b.Fatalf("bare claude run: %v\n%s", err, &errOut)
+		}
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	l, _, err := progress.ReadFeatureList(p.paths.Progress())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, want := states(l), wantStates(sc); got != want {
+		b.Fatalf("the bare runs ended with %q, want %q", got, want)
+	}
+	return wall, cpu
 }
 
 // BenchmarkFeatureListChange is the time from a change of feature-list.json

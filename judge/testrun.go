@@ -202,9 +202,14 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		err = cmd.Wait()
 	}
 	res.Took = time.Since(start)
-	// What a test costs the loop, apart from the test itself: the
-	// checkout (and the jail's start, inside took). make bench reads it.
-	j.log.Info("the daemon's test run ended", zap.String("test", test), zap.Duration("took", res.Took), zap.Duration("checkout", checkedOut))
+	var cpu time.Duration
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	// What a test costs the loop: the test in its jail (took, and the CPU
+	// time of its processes) and the checkout before it. make bench reads
+	// it.
+	j.log.Info("the daemon's test run ended", zap.String("test", test), zap.Duration("took", res.Took), zap.Duration("cpu", cpu), zap.Duration("checkout", checkedOut))
 	if cmd.Process != nil {
 		// What it left behind goes with it, and is gone when this returns.
 		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)

@@ -542,6 +542,7 @@ func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome 
 	if res.Ended != agents.EndStartFailed && !res.EndedAt.IsZero() {
 		r.AgentWall = res.EndedAt.Sub(res.StartedAt)
 	}
+	r.AgentCPU = res.CPU
 	r.Outcome = outcome
 	r.Ended = string(res.Ended)
 	r.ExitCode = res.ExitCode
