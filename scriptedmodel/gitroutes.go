@@ -3,8 +3,8 @@ package scriptedmodel
 import "fmt"
 
 // The behaviors of this file play the routes a red team found around the
-// gates with git itself and with the machine (issue 13): code committed in
-// a repository nested in the project, a .gitattributes or a .gitignore
+// gates with git itself and with the machine: code committed in a
+// repository nested in the project, a .gitattributes or a .gitignore
 // that would change what git records, an answer kept in the temp
 // directory, paths git cannot record, a run that takes more than its
 // bounds, and text for other agents' prompts in the name of a refused
