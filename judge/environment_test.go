@@ -49,7 +49,10 @@ func TestRunTestTellsTheMachinesFailures(t *testing.T) {
 
 // A tester's failing test command whose output shows a failure of the
 // machine or of the sandbox is kept with its run; the output of a command
-// that ran no test, or of a test that failed on its own, is not.
+// that ran no test, or of a test that failed on its own, is not. The
+// errors are the PostToolUseFailure payloads' as Claude Code 2.1.330 sends
+// them from its sandbox (a refused host; a build cache missing when the
+// run started).
 func TestHookKeepsWhatTheMachineKeptATestFrom(t *testing.T) {
 	refused := "Exit code 56\ncurl: (56) CONNECT tunnel failed, response 403\n\n<sandbox_violations>\ndeny network-outbound example.com:443 (host is not on the allow list)\n</sandbox_violations>"
 	cache := "Exit code 1\nfailed to initialize build cache at /root/.cache/go-build: mkdir /root/.cache/go-build: read-only file system"
