@@ -361,8 +361,8 @@ func (e Environment) Explain(allowed []string) string {
 		return fmt.Sprintf("%s could not write %s, which is read-only there%s. If the test needs it, let runs write it: `sandbox.allow_write: [%s]` %s",
 			where, e.Path, said, e.Path, restart)
 	case EnvHostRefused:
-		return fmt.Sprintf("the sandbox refused %s a connection to %s%s, which sandbox.allowed_domains does not list. If the test needs it: `sandbox.allowed_domains: [%s]` (the list replaces the default one) %s",
-			where, e.Host, said, strings.Join(withHost(allowed, e.Host), ", "), restart)
+		return fmt.Sprintf("the sandbox refused a connection to %s, which sandbox.allowed_domains does not list, in an agent's run of the test%s. If the test needs it: `sandbox.allowed_domains: [%s]` (the list replaces the default one) %s",
+			e.Host, said, strings.Join(withHost(allowed, e.Host), ", "), restart)
 	case EnvOffline:
 		what := "a package registry"
 		if e.Host != "" {

@@ -131,7 +131,7 @@ func TestEnvironmentExplain(t *testing.T) {
 		{"a directory runs may write, missing", Environment{Kind: EnvReadOnly, Place: InSandbox, Path: "/root/.cache/go-build", Missing: true, Line: "x"},
 			[]string{"did not exist when the run started", "`mkdir -p /root/.cache/go-build`", "then `ctxgraphd ctl resume`"}},
 		{"a host to reach joins the configured list", Environment{Kind: EnvHostRefused, Place: InSandbox, Host: "example.com", Line: "x"},
-			[]string{"refused an agent's run of the test, in the sandbox, a connection to example.com", "`sandbox.allowed_domains: [proxy.golang.org, sum.golang.org, example.com]`", "restart the daemon"}},
+			[]string{"the sandbox refused a connection to example.com, which sandbox.allowed_domains does not list, in an agent's run of the test", "`sandbox.allowed_domains: [proxy.golang.org, sum.golang.org, example.com]`", "restart the daemon"}},
 		{"a host already listed is not listed twice", Environment{Kind: EnvHostRefused, Place: InSandbox, Host: "sum.golang.org", Line: "x"},
 			[]string{"`sandbox.allowed_domains: [proxy.golang.org, sum.golang.org]`"}},
 		{"Go offline", Environment{Kind: EnvOffline, Place: InJail, Toolchain: "Go", Line: "x"},
