@@ -8,15 +8,27 @@ import (
 )
 
 // hookEvents are the Claude Code events ctxgraphd hooks, with the kebab
-// name of `ctxgraphd hook EVENT`.
-var hookEvents = []struct{ claude, kebab string }{
-	{"SessionStart", "session-start"},
-	{"PreToolUse", "pre-tool-use"},
-	{"PostToolUse", "post-tool-use"},
-	{"PostToolUseFailure", "post-tool-use-failure"},
-	{"Stop", "stop"},
-	{"SubagentStop", "subagent-stop"},
-	{"StopFailure", "stop-failure"},
+// name of `ctxgraphd hook EVENT`. In a daemon's run (RunHooks), an event
+// with a matcher fires only for the tools it matches, and one with roles
+// only in runs of those roles: what the gates decide on and record, and
+// nothing more.
+var hookEvents = []struct {
+	claude, kebab string
+	matcher       string   // in a run: only these tools ("" for all)
+	roles         []string // in a run: only these roles (nil for all)
+}{
+	{claude: "SessionStart", kebab: "session-start"},
+	{claude: "PreToolUse", kebab: "pre-tool-use"},
+	// They record Bash commands (RecordCommand) and read the sandbox's
+	// refusals off a Bash command's output (SandboxRefusals): nothing of
+	// another tool's result.
+	{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash"},
+	{claude: "PostToolUseFailure", kebab: "post-tool-use-failure", matcher: "Bash"},
+	// They gate a tester's end (tester-must-test); Stop decides nothing
+	// for another role.
+	{claude: "Stop", kebab: "stop", roles: []string{Tester}},
+	{claude: "SubagentStop", kebab: "subagent-stop", roles: []string{Tester}},
+	{claude: "StopFailure", kebab: "stop-failure"},
 }
 
 // hookTimeout is the seconds Claude Code gives a hook. A hook answers in
@@ -49,6 +61,26 @@ func Hooks(cmd HookCommand) map[string]any {
 	t := map[string]any{}
 	for _, e := range hookEvents {
 		t[e.claude] = []any{map[string]any{"hooks": []any{handler(cmd, e.kebab)}}}
+	}
+	return t
+}
+
+// RunHooks returns the "hooks" value of the settings of a daemon's run of
+// role: Hooks, less the events no gate of that role decides on or
+// records. Claude Code starts a process for every hook of every event, and
+// its own handling of one costs more than the hook: a PostToolUse of a
+// Read, or a coder's Stop, would be a process for nothing.
+func RunHooks(cmd HookCommand, role string) map[string]any {
+	t := map[string]any{}
+	for _, e := range hookEvents {
+		if e.roles != nil && !slices.Contains(e.roles, role) {
+			continue
+		}
+		g := map[string]any{"hooks": []any{handler(cmd, e.kebab)}}
+		if e.matcher != "" {
+			g["matcher"] = e.matcher
+		}
+		t[e.claude] = []any{g}
 	}
 	return t
 }

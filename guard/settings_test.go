@@ -2,9 +2,12 @@ package guard
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 func TestHookSettingsCoverEveryGateEvent(t *testing.T) {
@@ -134,5 +137,94 @@ func TestMergeCompletesAPartialInstall(t *testing.T) {
 	}
 	if g := s.Hooks["PreToolUse"]; len(g) != 1 || len(g[0].Hooks) != 2 || g[0].Hooks[0].Command != "my-linter" {
 		t.Errorf("the user's group was changed: %+v", g)
+	}
+}
+
+// TestRunHooksLeaveOutOnlyWhatDecidesNothing: a daemon's run gets every
+// event's hook but those no gate of its role decides on or records: the
+// PostToolUse hooks of tools other than Bash, and Stop and SubagentStop
+// outside a tester's run. Each left out is held to deciding nothing.
+func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
+	cmd := HookCommand{Path: "/bin/ctxgraphd-hook"}
+	type group struct {
+		Matcher string
+		Hooks   []struct {
+			Type, Command string
+			Args          []string
+		}
+	}
+	for _, role := range []string{Initializer, Coder, Tester} {
+		data, err := json.Marshal(RunHooks(cmd, role))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hooks map[string][]group
+		if err := json.Unmarshal(data, &hooks); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"SessionStart": "", "PreToolUse": "", "PostToolUse": "Bash", "PostToolUseFailure": "Bash", "StopFailure": ""}
+		if role == Tester {
+			want["Stop"], want["SubagentStop"] = "", ""
+		}
+		if len(hooks) != len(want) {
+			t.Errorf("%s: events %v, want %v", role, slices.Sorted(maps.Keys(hooks)), slices.Sorted(maps.Keys(want)))
+		}
+		for e, matcher := range want {
+			g := hooks[e]
+			if len(g) != 1 || g[0].Matcher != matcher || len(g[0].Hooks) != 1 {
+				t.Fatalf("%s %s: %+v, want matcher %q", role, e, g, matcher)
+			}
+			h := g[0].Hooks[0]
+			if h.Type != "command" || h.Command != cmd.Path || len(h.Args) != 1 || Events[h.Args[0]] != e {
+				t.Fatalf("%s %s handler: %+v", role, e, h)
+			}
+		}
+	}
+
+	// What is left out decides nothing and records nothing.
+	dir := t.TempDir()
+	list := &progress.List{Version: 1, Features: []progress.Feature{{ID: "F-001", Title: "x", Test: "sh tests/F-001.sh"}}}
+	for _, role := range []string{Initializer, Coder, "", "some-future-role"} {
+		a := Actor{Role: role, Feature: "F-001", Run: "r1"}
+		for _, blocks := range []int{0, MaxStopBlocks - 1} {
+			for _, event := range []string{"stop", "subagent-stop"} {
+				p, err := ParsePayload(event, []byte(`{"hook_event_name":"`+Events[event]+`","cwd":"`+dir+`"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := Stop(Modes{}, a, State{ProjectDir: dir, List: list, StopBlocks: blocks}, p); d != nil {
+					t.Errorf("%s by %q decided %+v: its run has no such hook", event, role, d)
+				}
+			}
+		}
+	}
+	// (The same payloads do decide for a tester, and for Bash.)
+	stop, _ := ParsePayload("stop", []byte(`{"hook_event_name":"Stop","cwd":"`+dir+`"}`))
+	if Stop(Modes{}, Actor{Role: Tester, Feature: "F-001", Run: "r1"}, State{ProjectDir: dir, List: list}, stop) == nil {
+		t.Fatal("a tester's Stop without a test run is not blocked: the check above proves nothing")
+	}
+	for _, tool := range []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "WebFetch", "Task", "mcp__ctxgraphd__query_traces", "BashOutput"} {
+		for _, event := range []string{"post-tool-use", "post-tool-use-failure"} {
+			payload := `{"hook_event_name":"` + Events[event] + `","cwd":"` + dir + `","tool_name":"` + tool + `",` +
+				`"tool_input":{"command":"sh tests/F-001.sh","file_path":"` + dir + `/x"},` +
+				`"tool_response":{"stdout":"touch: cannot touch 'src/x': Read-only file system","stderr":""},"error":"Exit code 1\ntouch: cannot touch 'src/x': Read-only file system"}`
+			p, err := ParsePayload(event, []byte(payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, ok := RecordCommand(Actor{Role: Tester, Feature: "F-001", Run: "r1"}, "sh tests/F-001.sh", dir, p)
+			if tool == "Bash" {
+				if !ok || len(SandboxRefusals(p)) == 0 {
+					t.Fatalf("%s of Bash: recorded %v, refusals %v: the checks below prove nothing", event, ok, SandboxRefusals(p))
+				}
+				continue
+			}
+			if ok {
+				t.Errorf("%s of %s recorded %+v: runs hook it for Bash only", event, tool, rec)
+			}
+			if r := SandboxRefusals(p); len(r) != 0 {
+				t.Errorf("%s of %s read refusals %+v: runs hook it for Bash only", event, tool, r)
+			}
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
@@ -54,9 +55,10 @@ type Options struct {
 	Judge *judge.Judge
 	Repo  *gitrepo.Repo
 	Log   *zap.Logger
-	// Hooks is the "hooks" value of the settings every run is given
-	// (guard.Hooks), and HookCommand the hook's command line, for messages.
-	Hooks       map[string]any
+	// Hook is the hook command of every run: each run is given the hooks
+	// its role needs (guard.RunHooks) in its settings; none when Path is
+	// empty. HookCommand is its command line, for messages.
+	Hook        guard.HookCommand
 	HookCommand string
 	// Writable are the directories outside the project that agents' programs
 	// may write (temp and tool caches): the sandbox's allowWrite.

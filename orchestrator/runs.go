@@ -165,7 +165,11 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 // only by itself. The directories the run may write besides the project
 // are made here, once per run (sandbox.Policy.Prepare).
 func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
-	settings := map[string]any{"hooks": o.opts.Hooks}
+	var hooks map[string]any
+	if o.opts.Hook.Path != "" {
+		hooks = guard.RunHooks(o.opts.Hook, string(role))
+	}
+	settings := map[string]any{"hooks": hooks}
 	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
 		pol := o.policy(role, feature)

@@ -175,7 +175,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
-		ExitWhenDone: o.ExitWhenDone, Hooks: guard.Hooks(hook), HookCommand: hook.String(), Writable: writable, MCPCommand: mcpCommand(),
+		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPCommand: mcpCommand(),
 		Notify: notifier.Notify,
 	})
 	if err != nil {
