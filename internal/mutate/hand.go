@@ -226,6 +226,15 @@ var Hands = []Hand{
 		"store/store.go", "\treturn s.db.Update(func(tx *bolt.Tx) error {\n\t\tif c.Session != nil {\n\t\t\tif err := putJSON(tx.Bucket(bucketSession), keySession, c.Session); err != nil {\n\t\t\t\treturn err\n\t\t\t}\n",
 		"\tif c.Session != nil {\n\t\tif err := s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketSession), keySession, c.Session) }); err != nil {\n\t\t\treturn err\n\t\t}\n\t}\n\treturn s.db.Update(func(tx *bolt.Tx) error {\n\t\tif c.Session != nil {\n",
 		"store", "TestAFailedWriteLeavesNothing"},
+	{"a tester's run is given the Stop hook that holds it to its test",
+		"guard/settings.go", `{claude: "Stop", kebab: "stop", roles: []string{Tester}},`, `{claude: "Stop", kebab: "stop", roles: []string{Coder}},`,
+		"guard", "TestRunHooksLeaveOutOnlyWhatDecidesNothing"},
+	{"every run's Bash commands reach the daemon's record",
+		"guard/settings.go", `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash"},`, `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Write"},`,
+		"guard", "TestRunHooksLeaveOutOnlyWhatDecidesNothing"},
+	{"each run is given the hooks of its own role",
+		"orchestrator/runs.go", "hooks = guard.RunHooks(o.opts.Hook, string(role))", "hooks = guard.RunHooks(o.opts.Hook, string(agents.Coder))",
+		"orchestrator", "TestRunIsGivenItsRolesHooks"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.

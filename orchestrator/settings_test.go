@@ -1,0 +1,55 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/guard"
+)
+
+// TestRunIsGivenItsRolesHooks: each run's settings carry the hooks of its
+// own role (guard.RunHooks): a tester's its Stop hook, which holds it to
+// its test, and every run's the PostToolUse hook of Bash, which records
+// the commands it ran; a coder's no Stop hook, which would decide nothing.
+func TestRunIsGivenItsRolesHooks(t *testing.T) {
+	h := newHarness(t)
+	o := h.orchestrator(false)
+	o.opts.Hook = guard.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
+	events := func(role agents.Role) []string {
+		settings, err := o.runSettings(role, "F-001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Matcher string
+				Hooks   []struct{ Command string }
+			}
+		}
+		if err := json.Unmarshal([]byte(settings), &s); err != nil {
+			t.Fatal(err)
+		}
+		for e, g := range s.Hooks {
+			if len(g) != 1 || len(g[0].Hooks) != 1 || g[0].Hooks[0].Command != o.opts.Hook.Path {
+				t.Errorf("%s's %s hooks: %+v", role, e, g)
+			}
+			if e == "PostToolUse" && g[0].Matcher != "Bash" {
+				t.Errorf("%s's PostToolUse hook matches %q, want Bash", role, g[0].Matcher)
+			}
+		}
+		return slices.Sorted(maps.Keys(s.Hooks))
+	}
+	all := []string{"PostToolUse", "PostToolUseFailure", "PreToolUse", "SessionStart", "Stop", "StopFailure", "SubagentStop"}
+	if got := events(agents.Tester); !slices.Equal(got, all) {
+		t.Errorf("a tester's run hooks %v, want %v", got, all)
+	}
+	for _, role := range []agents.Role{agents.Coder, agents.Initializer} {
+		want := slices.DeleteFunc(slices.Clone(all), func(e string) bool { return e == "Stop" || e == "SubagentStop" })
+		if got := events(role); !slices.Equal(got, want) {
+			t.Errorf("a %s's run hooks %v, want %v", role, got, want)
+		}
+	}
+}
