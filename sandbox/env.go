@@ -56,6 +56,20 @@ type Cache struct {
 	Essential bool
 }
 
+// DependencyDirs are the caches of env that a test reads its dependencies
+// from when it runs (Go's module cache, Cargo's registry and git
+// checkouts): the daemon's test runs see them, read-only, and no other
+// directory agents may write (see TestJail.Hide).
+func DependencyDirs(env []string) []string {
+	var dirs []string
+	for _, c := range caches(env, runtime.GOOS) {
+		if c.Var == "GOMODCACHE" || c.Var == "CARGO_HOME" {
+			dirs = append(dirs, c.Dir)
+		}
+	}
+	return absUnique(dirs)
+}
+
 // caches are CacheDirs' directories, each with what it is, in CacheDirs'
 // order (TMPDIR aside); a Dir may be empty or relative, which CacheDirs
 // leaves out.

@@ -90,8 +90,8 @@ func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 
 // JailCmd is a test's command in its jail.
 type JailCmd struct {
-	Cmd  *exec.Cmd
-	info *os.File // bwrap's --info-fd, read by Gone
+	Cmd         *exec.Cmd
+	info, infoW *os.File // bwrap's --info-fd, read by Gone
 }
 
 // Limits bound what one confined process tree may take: an honest build

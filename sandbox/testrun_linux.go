@@ -59,7 +59,7 @@ func (j TestJail) command(ctx context.Context, script string) (*JailCmd, error) 
 	cmd.ExtraFiles = []*os.File{r, infoW}
 	cmd.Env = j.Env
 	cmd.Dir = "/"
-	return &JailCmd{Cmd: cmd, info: infoR}, nil
+	return &JailCmd{Cmd: cmd, info: infoR, infoW: infoW}, nil
 }
 
 // Gone waits, up to within, until every process of the jail has ended.
@@ -73,6 +73,9 @@ func (c *JailCmd) Gone(within time.Duration) bool {
 	if c.info == nil {
 		return true
 	}
+	// The parent's copy of the write end goes first (whether or not the
+	// caller closed ExtraFiles): the read ends when bwrap's copy does.
+	c.infoW.Close()
 	data, _ := io.ReadAll(c.info)
 	c.info.Close()
 	c.info = nil
@@ -129,19 +132,21 @@ func (j TestJail) bwrapArgs(script string) []string {
 			args = append(args, "--bind", w, w)
 		}
 	}
-	// A hidden directory is an empty one that nothing can be written to
-	// (but the writable directories bound below it).
-	for _, h := range j.Hide {
-		if isDir(h) {
-			args = append(args, "--remount-ro", h)
-		}
-	}
 	args = append(args,
 		"--bind", j.Checkout, j.Mount,
 	)
 	for _, d := range j.Deps {
 		if rel, err := filepath.Rel(j.Mount, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
 			args = append(args, "--ro-bind", d, filepath.Join(j.Mount, rel))
+		}
+	}
+	// A hidden directory is an empty one that nothing can be written to
+	// but what is bound below it (a writable cache, the checkout when the
+	// project lies there): made read-only last, once bwrap has made the
+	// mount points in it.
+	for _, h := range j.Hide {
+		if isDir(h) {
+			args = append(args, "--remount-ro", h)
 		}
 	}
 	args = append(args,

@@ -266,10 +266,21 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 			home = v
 		}
 	}
+	// What agents may write is hidden from the test runs, but the
+	// dependencies they read: code that reads its answer from a cache or a
+	// temp directory an agent filled passes only on this machine.
+	hide := []string{filepath.Dir(p.StateDir), filepath.Dir(p.Socket)}
+	deps := sandbox.DependencyDirs(daemonEnv)
+	for _, d := range agentWritable {
+		holdsDeps := slices.ContainsFunc(deps, func(dep string) bool { return dep == d || strings.HasPrefix(dep, d+string(filepath.Separator)) })
+		if !holdsDeps && !slices.Contains(cfg.Sandbox.AllowWrite, d) {
+			hide = append(hide, d)
+		}
+	}
 	return sandbox.TestJail{
 		Off:      !cfg.Sandbox.Enabled,
 		Env:      env,
-		Hide:     []string{filepath.Dir(p.StateDir), filepath.Dir(p.Socket)},
+		Hide:     hide,
 		Writable: append([]string{goCache}, cfg.Sandbox.AllowWrite...),
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),

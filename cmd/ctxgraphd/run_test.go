@@ -46,3 +46,43 @@ func TestTestJailWritesWhatAllowWriteNames(t *testing.T) {
 		t.Error("a test run wrote outside its checkout, /tmp and sandbox.allow_write")
 	}
 }
+
+// What agents may write is hidden from the daemon's test runs, but for the
+// caches a test reads its dependencies from, which it sees read-only: code
+// that reads its answer from a cache or a temp directory an agent filled
+// would pass only on this machine.
+func TestTestJailHidesWhatAgentsWrite(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are confined on Linux only")
+	}
+	// Outside /tmp, which every jail sees fresh and empty anyway.
+	base, err := os.MkdirTemp("/var/tmp", "ctxgraphd-jail-")
+	if err != nil {
+		t.Skip("no /var/tmp to try it in")
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	npm, mod, proj := filepath.Join(base, "npm"), filepath.Join(base, "gomod"), t.TempDir()
+	for _, d := range []string{npm, mod} {
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "planted"), []byte("42\n"), 0o644)
+	}
+	p := paths.Project{Dir: proj, ID: "p-test", StateDir: filepath.Join(t.TempDir(), "state", "p-test"), Socket: filepath.Join(t.TempDir(), "run", "ctl.sock")}
+	env := append(os.Environ(), "GOMODCACHE="+mod, "npm_config_cache="+npm)
+	jail := testJail(env, p, config.Default(), []string{npm, mod})
+	jail.Checkout, jail.Mount = proj, proj
+	script := "test ! -e " + filepath.Join(npm, "planted") + " && echo npm-hidden; " +
+		"cat " + filepath.Join(mod, "planted") + "; " +
+		"(echo x > " + filepath.Join(mod, "planted") + ") 2>/dev/null || echo mod-read-only"
+	jc, err := jail.Command(t.Context(), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jc.Cmd.Output()
+	jc.Gone(5 * time.Second)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, want := string(out), "npm-hidden\n42\nmod-read-only\n"; got != want {
+		t.Errorf("the jail showed %q, want %q", got, want)
+	}
+}
