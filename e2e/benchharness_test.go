@@ -54,10 +54,9 @@ func newBenchProject(b *testing.B, env []string) *benchProject {
 		"GORACE=atexit_sleep_ms=0", // in case the benchmarks run under -race
 	)}
 	p.mustRun("init", "--project", dir, "--goal", "a benchmark project")
-	// Resolve the project's paths the way the binary does.
-	b.Setenv("XDG_STATE_HOME", state)
-	b.Setenv("XDG_RUNTIME_DIR", runtime)
-	if p.paths, err = paths.ForProject(dir); err != nil {
+	// Resolve the project's paths the way the binary does, under the
+	// project's environment.
+	if p.paths, err = paths.ForProjectEnv(dir, getenvIn(p.env)); err != nil {
 		b.Fatal(err)
 	}
 	return p

@@ -262,6 +262,7 @@ func (p *project) readIfAny(rel string) (string, bool) {
 // the gates, each on its own feature of one project, and one initializer
 // that leaves a feature without a test.
 func TestConfinedCodingAgentRoutes(t *testing.T) {
+	t.Parallel()
 	sc := scenario("confined-coding-routes",
 		feature("F-001", scriptedmodel.RewritesTest),
 		feature("F-002", scriptedmodel.OutOfScopeBash, "F-001"),
@@ -459,6 +460,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 // passing: masked, fixed by the tester itself, or forged into the hooks'
 // record.
 func TestConfinedTesterRoutes(t *testing.T) {
+	t.Parallel()
 	sc := scenario("confined-tester-routes",
 		tester(feature("F-001", scriptedmodel.FailOnce), scriptedmodel.MasksFailure),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.FixesCode),
@@ -538,6 +540,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 // and the daemon's own run of the test must hold them, as they did before
 // there was a sandbox.
 func TestUnconfinedDefenseInDepth(t *testing.T) {
+	t.Parallel()
 	sc := scenario("unconfined",
 		feature("F-001", scriptedmodel.BashSetsTested),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.BashTested),
@@ -664,13 +667,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 // denial and no violation; each feature is tested by one commit on the
 // branch that holds its code.
 func TestHonestAgentsInRealToolchains(t *testing.T) {
-	goEnv := func(key string) string {
-		out, err := execOutput("go", "env", key)
-		if err != nil || out == "" {
-			t.Fatalf("go env %s: %q, %v", key, out, err)
-		}
-		return out
-	}
+	t.Parallel()
 	in := func(f scriptedmodel.FeatureScript, k scriptedmodel.Kind) scriptedmodel.FeatureScript {
 		f.Kind = k
 		return f
@@ -681,10 +678,8 @@ func TestHonestAgentsInRealToolchains(t *testing.T) {
 		in(feature("F-003", scriptedmodel.Pass), scriptedmodel.Node),
 		in(feature("F-004", scriptedmodel.Pass), scriptedmodel.Node),
 	)
-	// The user's Go caches (HOME is the test's own): offline and warm.
-	gocache, gomodcache := goEnv("GOCACHE"), goEnv("GOMODCACHE")
 	p := newProject(t, sc)
-	p.env = append(p.env, "GOCACHE="+gocache, "GOMODCACHE="+gomodcache, "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	p.env = append(p.env, goCaches(t)...)
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)

@@ -1,4 +1,45 @@
 // Package e2e holds the end-to-end tests of ctxgraphd: the real ctxgraphd
 // binary, built for the test run, drives the real Claude Code CLI against the
 // scripted model on loopback. Nothing of the CLI is faked.
+//
+// # Tests run side by side
+//
+// Every test calls t.Parallel() as its first statement, and `make test`
+// runs them E2E_PARALLEL at a time (go test -parallel; see the Makefile
+// for the number and docs/DEVELOPING.md for why): most of a test's time is
+// the CLI starting and the scripted model answering, not the machine's
+// every core. TestEveryTestRunsInParallel fails for a test that does not,
+// unless a line of its doc comment starts "Serial:" and says why it must
+// run alone. A test that runs beside the others:
+//
+//   - gets everything from newProject, which makes it a project of its
+//     own: its directory, state and runtime directories (so its socket),
+//     Claude Code configuration and HOME, scripted model on a port of its
+//     own, and an environment (project.env) that the daemon, the CLI and
+//     the hooks run in. Change that environment, never the process's:
+//     t.Setenv and os.Setenv would change every test's (t.Setenv panics in
+//     a parallel test), and os.Chdir every test's working directory. Paths
+//     the daemon derives from its environment come from
+//     paths.ForProjectEnv(dir, getenvIn(p.env)), as newProject does;
+//   - finds and kills only its own processes: by the project's socket in
+//     their environment (project.leftovers), by a pid it was given, or by
+//     a process group it started; never by name (pkill, pgrep, killall),
+//     which would reach the other tests' daemons and agents;
+//   - listens on ports the kernel chose (127.0.0.1:0, httptest), and
+//     writes only under its t.TempDir() or a temporary directory it made;
+//   - shares the machine's warm caches read-mostly and only where they are
+//     safe to share (the Go build and module caches, through GOCACHE and
+//     GOMODCACHE in project.env): anything expensive that every test would
+//     redo belongs in TestMain, done once, as the binaries are built;
+//   - bounds its waits for agents' runs with agentsWait and for a daemon
+//     to answer with startWait: with other tests on the same two cores a
+//     run may take a minute, and a bound is there to catch a hang, not to
+//     time a run (timings belong to the benchmarks);
+//   - may run its cases as parallel subtests (t.Run with t.Parallel()) when
+//     each has a project of its own; a result that compares them is
+//     checked after a t.Run that groups them has returned
+//     (TestRepeatedMistakeRate).
+//
+// The benchmarks (bench_test.go) measure time, so they never run beside
+// anything: go test runs them one at a time, after the tests.
 package e2e

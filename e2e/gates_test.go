@@ -341,6 +341,7 @@ func (o *outcome) testedOnlyAfterPassingTest(t *testing.T, id string, strict boo
 }
 
 func TestGateCodingAgentMisbehaviors(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("coding-misbehaviors",
 		feature("F-001", scriptedmodel.SetsTested),
 		feature("F-002", scriptedmodel.WritesSessionState),
@@ -463,6 +464,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 }
 
 func TestGateTesterMisbehaviors(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("tester-misbehaviors",
 		tester(feature("F-001", scriptedmodel.Pass), scriptedmodel.TestedFirst),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.BashTested),
@@ -533,6 +535,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 // Code's own cap, the attempt fails without a verdict, and the feature goes
 // back to its coding agent. On attempt 2 it complies at the first block.
 func TestGateTesterMustTest(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("tester-must-test",
 		tester(feature("F-001", scriptedmodel.Pass), scriptedmodel.SkipsTest),
 	))
@@ -573,6 +576,7 @@ func TestGateTesterMustTest(t *testing.T) {
 // refusal of the sandbox or violation, and the failures it has are test
 // failures, not gate ones.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scriptedmodel.DefaultScenario())
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=blocked"; got != want {

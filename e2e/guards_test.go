@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guard"
@@ -37,6 +36,7 @@ const guardsYAML = `guards:
 // recorded. The honest agent meets no guard, and the file's guard cannot
 // be promoted from the command line.
 func TestGuards(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("guards",
 		feature("F-001", scriptedmodel.RunsForbidden),
 		feature("F-002", scriptedmodel.FailsToDeploy),
@@ -75,7 +75,7 @@ func TestGuards(t *testing.T) {
 
 	// The daemon again, for a person.
 	cmd, log := p.start()
-	p.waitFor("the daemon", time.Minute, func() bool { _, ok := p.status(); return ok })
+	p.waitFor("the daemon", startWait, func() bool { _, ok := p.status(); return ok })
 	var l control.GuardList
 	if err := json.Unmarshal([]byte(p.mustRun("ctl", "guards", "--json")), &l); err != nil {
 		t.Fatal(err)
@@ -108,8 +108,8 @@ func TestGuards(t *testing.T) {
 		}
 		return 0
 	}
-	p.waitFor("a would-be denial of the guard in warn", 3*time.Minute, func() bool { return wouldBe() > 0 })
-	p.waitFor("the retried feature's end", 5*time.Minute, func() bool {
+	p.waitFor("a would-be denial of the guard in warn", agentsWait, func() bool { return wouldBe() > 0 })
+	p.waitFor("the retried feature's end", agentsWait, func() bool {
 		st, ok := p.status()
 		return ok && st["state"] == "done"
 	})
@@ -172,6 +172,7 @@ const fileGuardYAML = `guards:
 // violation of guard:<id> too, and the attempt fails. The honest agent
 // meets no guard.
 func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("file-guard",
 		feature("F-001", scriptedmodel.WritesGuarded),
 		feature("F-002", scriptedmodel.WritesGuarded),
@@ -230,6 +231,7 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 // create (.claude/settings.local.json, which would turn every hook off),
 // not the link's own path in the agent's scope, and denies it.
 func TestWriteThroughADanglingLinkIsJudgedWhereItLands(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("dangling-link",
 		feature("F-001", scriptedmodel.WritesThroughDanglingLink),
 		feature("F-002", scriptedmodel.Pass),

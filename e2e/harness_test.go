@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "ctxgraphd")
-	// The daemon's runs call the lean hook beside it, as `make build`
-	// installs them.
-	for _, b := range []struct{ out, pkg string }{{binary, "../cmd/ctxgraphd"}, {filepath.Join(dir, "ctxgraphd-hook"), "../cmd/ctxgraphd-hook"}} {
+	// The daemon's runs call the lean hook and MCP server beside it, as
+	// `make build` installs them.
+	for _, b := range []struct{ out, pkg string }{{binary, "../cmd/ctxgraphd"}, {filepath.Join(dir, "ctxgraphd-hook"), "../cmd/ctxgraphd-hook"}, {filepath.Join(dir, "ctxgraphd-mcp"), "../cmd/ctxgraphd-mcp"}} {
 		// Without -race, build exactly as `make build` does (releaseBuild),
 		// so that the benchmarks measure the binaries users run.
 		args := append([]string{"build", "-o", b.out}, releaseBuild...)
@@ -95,6 +96,13 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		"XDG_RUNTIME_DIR="+runtime,
 		"XDG_CONFIG_HOME="+t.TempDir(),
 		"CTXGRAPHD_LIMITS_DEBOUNCE=10ms",
+		// The tests run side by side (doc.go): a CLI that starts a run
+		// can take longer than the default 10 s to reach its SessionStart
+		// hook on a busy 2-core machine, and the daemon would kill the run
+		// for it. That a run whose hooks never check in is not trusted is
+		// TestRunsWithoutHooksAreNotTrusted's, with a short timeout of its
+		// own.
+		"CTXGRAPHD_AGENT_HOOKS_LIVE_TIMEOUT=2m",
 		// Under -race the daemon and every hook are race-enabled builds,
 		// which sleep a second at exit by default; a hook runs on every
 		// tool call.
@@ -103,16 +111,89 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 	p := &project{t: t, dir: dir, env: env, sc: sc, model: model}
 	p.mustRun("init", "--project", dir, "--goal", "the "+sc.Name+" scenario")
 	// Resolve the project's paths the way the binary does, under the same
-	// environment.
-	for _, kv := range []string{"XDG_STATE_HOME=" + state, "XDG_RUNTIME_DIR=" + runtime} {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	if p.paths, err = paths.ForProject(dir); err != nil {
+	// environment: the project's, not the process's, which the tests
+	// running beside this one share (t.Setenv would panic in a parallel
+	// test).
+	if p.paths, err = paths.ForProjectEnv(dir, getenvIn(env)); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// goCachesOnce warms the machine's Go caches once per test run, for
+// goCaches.
+var goCachesOnce = sync.OnceValues(warmGoCaches)
+
+// goCaches returns the environment that hands a project's daemon and
+// agents the machine's Go build and module caches (HOME is the test's
+// own), offline and warm. The first test to ask builds what a Go feature's
+// `go test` needs (the standard library's test dependencies: about 20 s of
+// CPU on a cold cache); the tests that ask while it does wait for it,
+// rather than each build the same beside it.
+func goCaches(t *testing.T) []string {
+	t.Helper()
+	env, err := goCachesOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func warmGoCaches() ([]string, error) {
+	env := []string{"GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}
+	for _, key := range []string{"GOCACHE", "GOMODCACHE"} {
+		out, err := execOutput("go", "env", key)
+		if err != nil || out == "" {
+			return nil, fmt.Errorf("go env %s: %q, %v", key, out, err)
+		}
+		env = append(env, key+"="+out)
+	}
+	dir, err := os.MkdirTemp("", "ctxgraphd-e2e-gowarm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for name, text := range map[string]string{
+		"go.mod":       "module warm\n\ngo 1.21\n",
+		"warm.go":      "package warm\n\nfunc Warm() string { return \"warm\" }\n",
+		"warm_test.go": "package warm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {\n\tif Warm() != \"warm\" {\n\t\tt.Fatal(Warm())\n\t}\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// As an agent or the daemon runs a Go feature's test: not race-enabled,
+	// vetted, with the test binary linked.
+	warm := exec.Command("go", "test", "-count=1", "./...")
+	warm.Dir, warm.Env = dir, append(os.Environ(), env...)
+	if out, err := warm.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("warming the Go caches: go test: %v\n%s", err, out)
+	}
+	return env, nil
+}
+
+// getenvIn looks a variable up in env as exec.Cmd passes it on: the last
+// value of a key wins.
+func getenvIn(env []string) func(string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// agentsWait bounds a wait that spans agents' runs: far more than they
+// take, even with the tests beside it sharing a busy 2-core machine (a run
+// takes 5 to 60 s there). Only a hang reaches it; a passing test never
+// waits it out.
+const agentsWait = 15 * time.Minute
+
+// startWait bounds the wait for a daemon to answer, which first asks the
+// real CLI whether it can start; as agentsWait, only a hang reaches it.
+const startWait = 2 * time.Minute
 
 // leftoverDelay bounds how long the binary's output is read once it has
 // exited: a process it left behind that holds its stdout would otherwise

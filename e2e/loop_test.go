@@ -20,6 +20,7 @@ func feature(id string, b scriptedmodel.Behavior, deps ...string) scriptedmodel.
 }
 
 func TestHappyPathTestsEveryFeature(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("happy",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.Pass),
@@ -64,6 +65,7 @@ func TestHappyPathTestsEveryFeature(t *testing.T) {
 }
 
 func TestFailedTestIsRetriedOnTheResumedSession(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("retry", feature("F-001", scriptedmodel.FailOnce)))
 	p.runToEnd()
 
@@ -83,6 +85,7 @@ func TestFailedTestIsRetriedOnTheResumedSession(t *testing.T) {
 }
 
 func TestFeatureThatNeverPassesEndsBlocked(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("blocked",
 		feature("F-001", scriptedmodel.NeverPass),
 		feature("F-002", scriptedmodel.Pass),
@@ -98,6 +101,7 @@ func TestFeatureThatNeverPassesEndsBlocked(t *testing.T) {
 }
 
 func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("stop",
 		feature("F-001", scriptedmodel.NeverPass),
 		feature("F-002", scriptedmodel.NeverPass),
@@ -113,6 +117,7 @@ func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
 }
 
 func TestDependenciesAreImplementedFirst(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("deps",
 		feature("F-001", scriptedmodel.Pass, "F-003"),
 		feature("F-002", scriptedmodel.Pass, "F-001"),
@@ -138,6 +143,7 @@ func TestDependenciesAreImplementedFirst(t *testing.T) {
 // an agent runs, checks nothing of the run survives it, restarts, and
 // compares the outcome with what an uninterrupted run gives.
 func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
+	t.Parallel()
 	sc := scenario("kill9",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
@@ -147,10 +153,11 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 
 	for _, target := range []string{"coding-agent", "tester-agent"} {
 		t.Run("during "+target, func(t *testing.T) {
+			t.Parallel()
 			p := newProject(t, sc)
 			daemon, log := p.start()
 			var agentPID int
-			p.waitFor("a "+target+" run on F-002", 2*time.Minute, func() bool {
+			p.waitFor("a "+target+" run on F-002", agentsWait, func() bool {
 				st, ok := p.status()
 				if !ok {
 					return false
@@ -201,6 +208,7 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 }
 
 func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("malformed", feature("F-001", scriptedmodel.Pass)))
 	// A person's half-written list: the daemon must neither crash nor let
 	// an initializer overwrite it.
@@ -211,7 +219,7 @@ func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
 	}
 	daemon, log := p.start()
 	var msg string
-	p.waitFor("the problem to be reported", time.Minute, func() bool {
+	p.waitFor("the problem to be reported", startWait, func() bool {
 		st, ok := p.status()
 		if !ok {
 			return false
@@ -237,7 +245,7 @@ func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
 	if err := os.WriteFile(listPath, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.waitFor("F-001 to be tested", 2*time.Minute, func() bool {
+	p.waitFor("F-001 to be tested", agentsWait, func() bool {
 		st, ok := p.status()
 		if !ok {
 			return false
@@ -265,9 +273,10 @@ func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
 }
 
 func TestSecondDaemonForTheSameProjectIsRefused(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("twice", feature("F-001", scriptedmodel.Pass)))
 	p.start()
-	p.waitFor("the first daemon", time.Minute, func() bool { _, ok := p.status(); return ok })
+	p.waitFor("the first daemon", startWait, func() bool { _, ok := p.status(); return ok })
 	_, log, code := p.ctxgraphd("run")
 	if code == 0 || !strings.Contains(log, "already") && !strings.Contains(log, "one daemon") {
 		t.Fatalf("second daemon: exit %d\n%s", code, log)

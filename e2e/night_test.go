@@ -37,6 +37,7 @@ func (p *project) session() store.State {
 // real CLI meets them: each run that hits one ends, the session waits the
 // configured backoff and redoes it, and none of it is charged to anyone.
 func TestAPIOutagesAreWaitedOut(t *testing.T) {
+	t.Parallel()
 	sc := scenario("outages", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Status: 429, Count: 1, RetryAfter: 1}, {Status: 529, Count: 1}, {Status: 500, Count: 1}}
 	p := newProject(t, sc)
@@ -109,6 +110,7 @@ func TestAPIOutagesAreWaitedOut(t *testing.T) {
 // to do, charging no one; once a person has fixed it, the next start goes
 // on where it stopped.
 func TestRefusedKeyStopsTheSession(t *testing.T) {
+	t.Parallel()
 	sc := scenario("refused-key", feature("F-001", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Status: 401, Count: 1}}
 	p := newProject(t, sc)
@@ -136,6 +138,7 @@ func TestRefusedKeyStopsTheSession(t *testing.T) {
 // asking the real CLI, and said with what to do; no run is spent on it and
 // no one is blamed.
 func TestNotLoggedInIsSaidAtStart(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("not-logged-in", feature("F-001", scriptedmodel.Pass)))
 	p.env = slices.DeleteFunc(p.env, func(kv string) bool { return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") })
 	out, log, code := p.ctxgraphd("run", "--exit-when-done")
@@ -159,6 +162,7 @@ func TestNotLoggedInIsSaidAtStart(t *testing.T) {
 // reaches the real CLI as its beginning and the file that holds it all, and
 // the night goes on.
 func TestLongGoal(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("long-goal", feature("F-001", scriptedmodel.Pass)))
 	goal := filepath.Join(t.TempDir(), "goal.md")
 	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
@@ -174,6 +178,7 @@ func TestLongGoal(t *testing.T) {
 // Starting the daemon again on a finished night changes nothing: the
 // tested features stay tested, no run starts, no one is blamed.
 func TestRestartAfterDoneKeepsTheNight(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("restart-after-done", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.NeverPass)))
 	p.runToEnd()
 	before, runs, traces := states(p.featureList()), len(p.runs()), len(p.traces(store.TraceFilter{}))
@@ -194,6 +199,7 @@ func TestRestartAfterDoneKeepsTheNight(t *testing.T) {
 // Features that depend on each other are said to, and the night does not
 // end as a success.
 func TestDependencyCycleEndsUnfinished(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("cycle", feature("F-001", scriptedmodel.Pass, "F-002"), feature("F-002", scriptedmodel.Pass, "F-001"), feature("F-003", scriptedmodel.Pass)))
 	_, log, code := p.ctxgraphd("run", "--exit-when-done")
 	if code != 1 || !strings.Contains(log, "session stopped: dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") {
@@ -208,10 +214,13 @@ func TestDependencyCycleEndsUnfinished(t *testing.T) {
 // of its processes, and counted against the initializer as a run that went
 // nowhere; the next one completes the night.
 func TestHungRunIsKilled(t *testing.T) {
+	t.Parallel()
 	sc := scenario("hung", feature("F-001", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Stall: true, Count: 1}}
 	p := newProject(t, sc)
-	p.env = append(p.env, "CTXGRAPHD_AGENT_IDLE_TIMEOUT=5s")
+	// Long enough for a run that is not hung to start on a machine busy
+	// with the tests running beside this one: the stalled run waits it out.
+	p.env = append(p.env, "CTXGRAPHD_AGENT_IDLE_TIMEOUT=30s")
 	p.runToEnd()
 	runs := p.runs()
 	if len(runs) == 0 || runs[0].Ended != "idle_timeout" || runs[0].Outcome != "failed" {

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -50,6 +49,7 @@ func browse(t *testing.T, browser string, args ...string) []byte {
 // happened, in Markdown, JSON and a page that a browser shows with its
 // chart. While a daemon runs, the report is the same, asked of it.
 func TestMorningReport(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, scenario("morning",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
@@ -110,7 +110,7 @@ func TestMorningReport(t *testing.T) {
 
 	// With a daemon holding the store, the report is asked of it.
 	_, log := p.start()
-	p.waitFor("the daemon to answer", 30*time.Second, func() bool {
+	p.waitFor("the daemon to answer", startWait, func() bool {
 		_, ok := p.status()
 		return ok
 	})

@@ -113,19 +113,20 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // time and latest tool, and ends with the features done; Ctrl-C leaves it
 // and the daemon goes on.
 func TestWatchInATerminal(t *testing.T) {
+	t.Parallel()
 	term := newTerminal(t)
 	p := newProject(t, scenario("watch", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.FailOnce)))
 	_, log := p.start()
-	p.waitFor("the daemon to answer", 30*time.Second, func() bool { _, ok := p.status(); return ok })
+	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
 	term.run(p.env, binary, "ctl", "watch", "--project", p.dir)
 
-	term.waitFor(regexp.MustCompile(`ctxgraphd  `+regexp.QuoteMeta(p.dir)), 30*time.Second)
-	running := term.waitFor(regexp.MustCompile(`(?m)^run\s+run-\d{6}  coding-agent F-00\d attempt \d  \d+s  \d+ tool calls?$`), 2*time.Minute)
+	term.waitFor(regexp.MustCompile(`ctxgraphd  `+regexp.QuoteMeta(p.dir)), startWait)
+	running := term.waitFor(regexp.MustCompile(`(?m)^run\s+run-\d{6}  coding-agent F-00\d attempt \d  \d+s  \d+ tool calls?$`), agentsWait)
 	if !regexp.MustCompile(`(?m)^state\s+code$`).MatchString(running) || !regexp.MustCompile(`(?m)^features\s+\[[#x.]{30}\]`).MatchString(running) {
 		t.Errorf("while coding, the view shows:\n%s", running)
 	}
-	term.waitFor(regexp.MustCompile(`(?m)^last tool\s+\S+`), time.Minute)
-	done := term.waitFor(regexp.MustCompile(`(?m)^state\s+done$`), 3*time.Minute)
+	term.waitFor(regexp.MustCompile(`(?m)^last tool\s+\S+`), agentsWait)
+	done := term.waitFor(regexp.MustCompile(`(?m)^state\s+done$`), agentsWait)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^features\s+\[#{30}\]  2 tested of 2$`),
 		regexp.MustCompile(`(?m)^run\s+none$`),
