@@ -32,6 +32,7 @@ var machineCaches = []string{
 // violation, no attempt charged to the environment, and each verdict's
 // evidence carrying its runner's report.
 func TestHonestNight(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"go", "node", "npm", "pytest"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {

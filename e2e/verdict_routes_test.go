@@ -179,6 +179,7 @@ func (o *outcome) secretNowhere(t *testing.T, secret string) {
 // run fails; the daemon runs the test itself for the diagnosis, where the
 // code finds itself confined and does nothing. Attempt 2 is honest.
 func TestVerdictRouteCodeTheTestRuns(t *testing.T) {
+	t.Parallel()
 	sc := scenario("verdict-route-code",
 		feature("F-001", scriptedmodel.Pass),
 		escapeShell(feature("F-002", scriptedmodel.EscapesVerdict)),
@@ -254,6 +255,7 @@ func TestVerdictRouteCodeTheTestRuns(t *testing.T) {
 // another feature tested (what a person may do while paused) and resume.
 // Confined, it ends with the check's pid namespace.
 func TestVerdictRouteHelperLeftByTheTest(t *testing.T) {
+	t.Parallel()
 	sc := scenario("verdict-route-helper",
 		escapePlanted(feature("F-001", scriptedmodel.Pass)),
 		feature("F-002", scriptedmodel.Pass),
@@ -289,6 +291,7 @@ func TestVerdictRouteHelperLeftByTheTest(t *testing.T) {
 // exits 0 and it claims; the daemon's own run reads go test's report,
 // finds no test ran, and refuses the claim. Attempt 2 is honest.
 func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
+	t.Parallel()
 	f := feature("F-001", scriptedmodel.EndsTestEarly)
 	f.Kind = scriptedmodel.Go
 	sc := scenario("verdict-route-go", f, feature("F-002", scriptedmodel.Pass))
