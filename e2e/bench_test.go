@@ -53,6 +53,11 @@ type loopResult struct {
 	// on, as its log says (read only when the daemon logs JSON).
 	tests, testCPU, checkouts time.Duration
 	testRuns                  int
+	// sweeps is the time of the regression sweeps (the other features'
+	// tests a claim is held to, their checkouts and jails), sweepTests
+	// that of their test runs alone (part of tests), from the same log.
+	sweeps, sweepTests time.Duration
+	sweepRuns          int
 	// list is the runs as the store recorded them, in the order they
 	// started.
 	list []store.Run
@@ -143,14 +148,23 @@ func testRunsLogged(r *loopResult, log []byte) {
 			Msg string `json:"msg"`
 			// Seconds, as zap writes durations.
 			Took, CPU, Checkout float64
+			TestsTook           float64 `json:"tests_took"`
+			Tests               int
 		}
-		if json.Unmarshal(line, &l) != nil || l.Msg != "the daemon's test run ended" {
+		if json.Unmarshal(line, &l) != nil {
 			continue
 		}
-		r.tests += seconds(l.Took)
-		r.testCPU += seconds(l.CPU)
-		r.checkouts += seconds(l.Checkout)
-		r.testRuns++
+		switch l.Msg {
+		case "the daemon's test run ended":
+			r.tests += seconds(l.Took)
+			r.testCPU += seconds(l.CPU)
+			r.checkouts += seconds(l.Checkout)
+			r.testRuns++
+		case "the regression sweep ended":
+			r.sweeps += seconds(l.Took)
+			r.sweepTests += seconds(l.TestsTook)
+			r.sweepRuns += l.Tests
+		}
 	}
 }
 
@@ -293,17 +307,20 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // each one's share is the sum of the claude processes' own wall times
 // (store.Run.AgentWall) in the full loop less that in the loop without it,
 // which the gates relaxed for the hooks do not touch (they change only what
-// the daemon does between runs). between is everything of the full loop
-// outside its claude processes (start, snapshots, judging, checkouts,
-// commits, exit) but the daemon's own runs of the tests, which are test
-// (from its log: judge.TestResult.Took, the jail and the test; not the
-// daemon's overhead, and reported beside it). own is the daemon's share:
-// the full loop less the bare runs, the sandbox and the tests; own-rest is
-// what of it neither the hooks, the MCP server nor between explain (the
-// runs' longer prompts, noise). Every figure is per run of the full loop.
-// The same split in CPU time (cpu-*: the daemon and every process it
-// waited for, against the bare processes') moves less with what else the
-// machine runs than wall time does.
+// the daemon does between runs). From the daemon's log: test is its own
+// runs of the feature's test (judge.TestResult.Took, before any code and
+// at the verdict, the jail included), sweep the regression sweeps (every
+// feature tested before, run again on the tree a claim would commit: n-1
+// test runs, with their checkouts, for the n-th feature's claim). Neither
+// is the daemon's overhead; both are reported beside it. between is the
+// rest of the full loop outside its claude processes (start, snapshots,
+// judging, checkouts, commits, exit). own is the daemon's share: the full
+// loop less the bare runs, the sandbox, test and sweep; own-rest is what
+// of it neither the hooks, the MCP server nor between explain (the runs'
+// longer prompts, noise). Every figure is per run of the full loop, split
+// within each iteration, and the median over iterations. The same split in CPU time (cpu-*: the daemon and every process it waited
+// for, against the bare processes'; cpu-test holds the sweeps' tests too)
+// moves less with what else the machine runs than wall time does.
 func BenchmarkLoopOverhead(b *testing.B) {
 	for _, n := range []int{3, 40} {
 		b.Run(fmt.Sprintf("features=%d", n), func(b *testing.B) { benchOverhead(b, n) })
@@ -339,10 +356,21 @@ func benchOverhead(b *testing.B, n int) {
 		noMCP:     {"no-mcp", append(without("mcp"), "BENCH_RECORD="+record)},
 		noHooks:   {"no-hooks", append(without("hooks"), "CTXGRAPHD_GATES_HOOKS_LIVE=off", "CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENCE=warn")},
 	}
-	sums := make([]loopResult, len(configs))
-	var bare, bareCPU time.Duration
 	want := 2*n + 1
+	// Each iteration is split on its own and the figures are the median
+	// over iterations: one loop that met a burst of load elsewhere on the
+	// machine moves them less.
+	var names []string
+	figures := map[string][]float64{}
+	report := func(name string, v float64) {
+		if _, ok := figures[name]; !ok {
+			names = append(names, name)
+		}
+		figures[name] = append(figures[name], v)
+	}
 	for i := 0; i < b.N; i++ {
+		rs := make([]loopResult, len(configs))
+		var bare, bareCPU time.Duration
 		for k := range configs {
 			c := (i + k) % len(configs)
 			os.Remove(record)
@@ -356,53 +384,62 @@ func benchOverhead(b *testing.B, n int) {
 				}
 				b.Logf("%s: %d runs, not %d:\n%s", configs[c].name, r.runs, want, strings.Join(outcomes, "\n"))
 			}
-			s := &sums[c]
-			s.wall += r.wall
-			s.cpu += r.cpu
-			s.claude += r.claude
-			s.claudeCPU += r.claudeCPU
-			s.tests += r.tests
-			s.testCPU += r.testCPU
-			s.checkouts += r.checkouts
-			s.testRuns += r.testRuns
+			rs[c] = r
 			if c == noMCP {
-				w, cpu := replayBare(b, url, sc, record, r.list)
-				bare += w
-				bareCPU += cpu
+				bare, bareCPU = replayBare(b, url, sc, record, r.list)
 			}
 		}
+		per := func(d time.Duration) float64 { return d.Seconds() / float64(want) }
+		f := rs[full]
+		// Wall time: the full loop is the bare runs, Claude Code's
+		// sandbox, the feature's own tests (their jail included), the
+		// regression sweeps and the daemon's own share, which is the rest.
+		sandbox := f.claude - rs[noSandbox].claude
+		hooks, mcp := f.claude-rs[noHooks].claude, f.claude-rs[noMCP].claude
+		tests := f.tests - f.sweepTests
+		between := f.wall - f.claude - tests - f.sweeps
+		own := f.wall - bare - sandbox - tests - f.sweeps
+		report("loop/bare", f.wall.Seconds()/bare.Seconds())
+		report("bare-s/run", per(bare))
+		report("loop-s/run", per(f.wall))
+		report("own-s/run", per(own))
+		report("sandbox-s/run", per(sandbox))
+		report("test-s/run", per(tests))
+		report("sweep-s/run", per(f.sweeps))
+		report("hooks-s/run", per(hooks))
+		report("mcp-s/run", per(mcp))
+		report("between-s/run", per(between))
+		report("own-rest-s/run", per(own-hooks-mcp-between))
+		for c, r := range rs {
+			report(configs[c].name+"-claude-s/run", per(r.claude))
+		}
+		// CPU time, the same way (the tests' CPU is the sweeps' too).
+		cpuSandbox := f.claudeCPU - rs[noSandbox].claudeCPU
+		report("cpu-loop/bare", f.cpu.Seconds()/bareCPU.Seconds())
+		report("cpu-bare-s/run", per(bareCPU))
+		report("cpu-own-s/run", per(f.cpu-bareCPU-cpuSandbox-f.testCPU))
+		report("cpu-sandbox-s/run", per(cpuSandbox))
+		report("cpu-test-s/run", per(f.testCPU))
+		report("cpu-hooks-s/run", per(f.claudeCPU-rs[noHooks].claudeCPU))
+		report("cpu-mcp-s/run", per(f.claudeCPU-rs[noMCP].claudeCPU))
+		report("cpu-between-s/run", per(f.cpu-f.claudeCPU-f.testCPU))
+		report("tests/op", float64(f.testRuns-f.sweepRuns))
+		report("sweep-tests/op", float64(f.sweepRuns))
 	}
-	runs := float64(want * b.N)
-	per := func(d time.Duration) float64 { return d.Seconds() / runs }
-	f := sums[full]
-	// Wall time.
-	sandbox := f.claude - sums[noSandbox].claude
-	hooks, mcp := f.claude-sums[noHooks].claude, f.claude-sums[noMCP].claude
-	between := f.wall - f.claude - f.tests
-	own := f.wall - bare - sandbox - f.tests
-	b.ReportMetric(f.wall.Seconds()/bare.Seconds(), "loop/bare")
-	b.ReportMetric(per(bare), "bare-s/run")
-	b.ReportMetric(per(f.wall), "loop-s/run")
-	b.ReportMetric(per(own), "own-s/run")
-	b.ReportMetric(per(sandbox), "sandbox-s/run")
-	b.ReportMetric(per(f.tests), "test-s/run")
-	b.ReportMetric(per(hooks), "hooks-s/run")
-	b.ReportMetric(per(mcp), "mcp-s/run")
-	b.ReportMetric(per(between), "between-s/run")
-	b.ReportMetric(per(f.checkouts), "checkout-s/run")
-	b.ReportMetric(per(own-hooks-mcp-between), "own-rest-s/run")
-	// CPU time.
-	cpuSandbox := f.claudeCPU - sums[noSandbox].claudeCPU
-	cpuHooks, cpuMCP := f.claudeCPU-sums[noHooks].claudeCPU, f.claudeCPU-sums[noMCP].claudeCPU
-	b.ReportMetric(f.cpu.Seconds()/bareCPU.Seconds(), "cpu-loop/bare")
-	b.ReportMetric(per(bareCPU), "cpu-bare-s/run")
-	b.ReportMetric(per(f.cpu-bareCPU-cpuSandbox-f.testCPU), "cpu-own-s/run")
-	b.ReportMetric(per(cpuSandbox), "cpu-sandbox-s/run")
-	b.ReportMetric(per(f.testCPU), "cpu-test-s/run")
-	b.ReportMetric(per(cpuHooks), "cpu-hooks-s/run")
-	b.ReportMetric(per(cpuMCP), "cpu-mcp-s/run")
-	b.ReportMetric(per(f.cpu-f.claudeCPU-f.testCPU), "cpu-between-s/run")
-	b.ReportMetric(float64(f.testRuns)/float64(b.N), "tests/op")
+	for _, name := range names {
+		b.ReportMetric(median(figures[name]), name)
+	}
+}
+
+// median is the middle of vs (the mean of the two middle ones when there
+// is an even number of them).
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // replayBare runs again, as a person would type them, the claude runs

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
@@ -201,11 +204,20 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 // cancellation (the caller sees ctx's error).
 func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree gitrepo.Tree) []Regression {
 	var broken []Regression
+	start, n, tests := time.Now(), 0, time.Duration(0)
+	defer func() {
+		// Its test runs are logged one by one too; make bench tells them
+		// from the feature's own by this line.
+		j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", n), zap.Int("broken", len(broken)),
+			zap.Duration("took", time.Since(start)), zap.Duration("tests_took", tests))
+	}()
 	for _, f := range l.Features {
 		if !f.Tested || f.ID == except || strings.TrimSpace(f.Test) == "" {
 			continue
 		}
+		n++
 		r := j.RunTest(ctx, tree, f.Test)
+		tests += r.Took
 		if ctx.Err() != nil {
 			return broken
 		}
