@@ -1,15 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/mcpserver"
-	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 func init() { subcommands = append(subcommands, newMCPCmd) }
@@ -26,19 +20,7 @@ every run it starts, with the run's token, so that what an agent stores is
 attributed to its run; what agents store is marked source agent.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			socket := os.Getenv("CTXGRAPH_SOCKET")
-			if socket == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				proj, err := paths.FindProject(wd)
-				if err != nil {
-					return fmt.Errorf("no daemon to ask: set CTXGRAPH_SOCKET, or start ctxgraphd mcp inside a ctxgraphd project: %w", err)
-				}
-				socket = proj.Socket
-			}
-			return mcpserver.New(control.NewClient(socket), versionLine()).Run(cmd.Context(), &mcp.StdioTransport{})
+			return mcpserver.ServeStdio(cmd.Context(), versionLine())
 		},
 	}
 }

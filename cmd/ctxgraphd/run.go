@@ -369,8 +369,10 @@ func gateModes(cfg *config.Config) guard.Modes {
 	return m
 }
 
-// mcpCommand is the MCP server every run is given: this binary's mcp
-// subcommand; nil when the binary cannot be found (runs go without it).
+// mcpCommand is the MCP server every run is given: the lean ctxgraphd-mcp
+// beside this binary when it is there (make build puts it there), else
+// this binary's mcp subcommand; nil when the binary cannot be found (runs
+// go without it).
 func mcpCommand() []string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -379,7 +381,21 @@ func mcpCommand() []string {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return nil
 	}
+	return mcpCommandBeside(exe)
+}
+
+// mcpCommandBeside is the MCP server of the ctxgraphd binary exe.
+func mcpCommandBeside(exe string) []string {
+	if lean := filepath.Join(filepath.Dir(exe), "ctxgraphd-mcp"); isExecutable(lean) {
+		return []string{lean}
+	}
 	return []string{exe, "mcp"}
+}
+
+// isExecutable reports whether path is a regular file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // hookCommand is the hook the daemon's runs call: the lean ctxgraphd-hook
@@ -394,7 +410,7 @@ func hookCommand() (guard.HookCommand, error) {
 		return guard.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
 	}
 	lean := filepath.Join(filepath.Dir(exe), "ctxgraphd-hook")
-	if fi, err := os.Stat(lean); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+	if isExecutable(lean) {
 		return guard.HookCommand{Path: lean}, nil
 	}
 	return guard.MainHook(exe), nil

@@ -7,11 +7,13 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 // The tools' names, a contract: agents and their users call them by name.
@@ -124,6 +126,26 @@ func New(c *control.Client, version string) *mcp.Server {
 			return nil, t, err
 		})
 	return s
+}
+
+// ServeStdio is `ctxgraphd mcp` and the lean ctxgraphd-mcp: the server on
+// stdin and stdout until the client leaves or ctx ends, asking the daemon
+// at CTXGRAPH_SOCKET (with the run's token, control.RunTokenEnv), or the
+// daemon of the project around the working directory.
+func ServeStdio(ctx context.Context, version string) error {
+	socket := os.Getenv("CTXGRAPH_SOCKET")
+	if socket == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		proj, err := paths.FindProject(wd)
+		if err != nil {
+			return fmt.Errorf("no daemon to ask: set CTXGRAPH_SOCKET, or start ctxgraphd mcp inside a ctxgraphd project: %w", err)
+		}
+		socket = proj.Socket
+	}
+	return New(control.NewClient(socket), version).Run(ctx, &mcp.StdioTransport{})
 }
 
 type toolError string
