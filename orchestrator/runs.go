@@ -952,6 +952,9 @@ func (o *Orchestrator) refreeze(tree gitrepo.Tree, why string) {
 // frozen test an agent changed and a gate in warn mode let stand is not a
 // person's, and the record keeps what it held.
 func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
+	if string(base) == o.session.LastTree {
+		return // nothing changed since the last judged run: no person's change to take
+	}
 	ctx := context.Background()
 	drift, err := o.judge.Drift(ctx, base)
 	if err != nil || len(drift) == 0 {

@@ -115,6 +115,11 @@ type Repo struct {
 	// directory holds; headGitlinks are its submodules.
 	headRules    Tree
 	headGitlinks map[string]bool
+
+	filesMu sync.Mutex // guards what follows
+	// files are the entries of the tree filesOf, as Files last listed them.
+	filesOf Tree
+	files   []Entry
 }
 
 // Open opens the repository whose work tree contains opts.Dir.

@@ -461,6 +461,9 @@ func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
 	if err := checkID("tree", string(to)); err != nil {
 		return nil, err
 	}
+	if from == to {
+		return nil, nil // (a run that changed nothing in the project: a tester's, often)
+	}
 	args := append([]string{"diff-tree", "-r", "-z", "--no-renames", string(from), string(to), "--"}, r.pathspecs()...)
 	out, err := r.git(ctx, nil, nil, args...)
 	if err != nil {
@@ -503,11 +506,27 @@ type Entry struct {
 
 // Files lists the project's files in tree, in path order: what Changes
 // compares, so paths outside the project directory and excluded paths are
-// left out.
+// left out. A tree never changes: the last one listed is kept, for the
+// daemon lists one tree again and again (a checkout per test run of a
+// verdict, the frozen tests' drift).
 func (r *Repo) Files(ctx context.Context, tree Tree) ([]Entry, error) {
 	if err := checkID("tree", string(tree)); err != nil {
 		return nil, err
 	}
+	r.filesMu.Lock()
+	defer r.filesMu.Unlock()
+	if r.filesOf == tree {
+		return slices.Clone(r.files), nil
+	}
+	files, err := r.listFiles(ctx, tree)
+	if err != nil {
+		return nil, err
+	}
+	r.filesOf, r.files = tree, files
+	return slices.Clone(files), nil
+}
+
+func (r *Repo) listFiles(ctx context.Context, tree Tree) ([]Entry, error) {
 	args := []string{"ls-tree", "-r", "-z", "--full-tree", string(tree)}
 	if r.prefix != "" {
 		args = append(args, "--", r.prefix)
