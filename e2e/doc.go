@@ -6,9 +6,9 @@
 //
 // Every test calls t.Parallel() as its first statement, and `make test`
 // runs them E2E_PARALLEL at a time (go test -parallel; see the Makefile
-// for the number and docs/DEVELOPING.md for why): most of a test's time is
-// the CLI starting and the scripted model answering, not the machine's
-// every core. TestEveryTestRunsInParallel fails for a test that does not,
+// for the number and docs/DEVELOPING.md for why): one test alone keeps
+// about one of the two cores busy, its CLI, daemon and hooks taking turns.
+// TestEveryTestRunsInParallel fails for a test that does not,
 // unless a line of its doc comment starts "Serial:" and says why it must
 // run alone. A test that runs beside the others:
 //
@@ -27,18 +27,19 @@
 //     which would reach the other tests' daemons and agents;
 //   - listens on ports the kernel chose (127.0.0.1:0, httptest), and
 //     writes only under its t.TempDir() or a temporary directory it made;
-//   - shares the machine's warm caches read-mostly and only where they are
-//     safe to share (the Go build and module caches, through GOCACHE and
-//     GOMODCACHE in project.env): anything expensive that every test would
-//     redo belongs in TestMain, done once, as the binaries are built;
+//   - does once per run what is costly and the same for every test: the
+//     binaries are built once in TestMain, and the machine's Go build and
+//     module caches, which are safe to share, are warmed once by the first
+//     test that asks goCaches for them (a project with Go features);
 //   - bounds its waits for agents' runs with agentsWait and for a daemon
 //     to answer with startWait: with other tests on the same two cores a
 //     run may take a minute, and a bound is there to catch a hang, not to
 //     time a run (timings belong to the benchmarks);
-//   - may run its cases as parallel subtests (t.Run with t.Parallel()) when
-//     each has a project of its own; a result that compares them is
-//     checked after a t.Run that groups them has returned
-//     (TestRepeatedMistakeRate).
+//   - runs its cases (t.Run) one after the other, within its own turn:
+//     a subtest that calls t.Parallel() waits for a turn behind every
+//     test already waiting for one, so the cases run in the run's tail and
+//     make it longer (tried so, the cases of TestKill9… and
+//     TestRepeatedMistakeRate ran alone for the last 50 s of the run).
 //
 // The benchmarks (bench_test.go) measure time, so they never run beside
 // anything: go test runs them one at a time, after the tests.

@@ -127,7 +127,7 @@ var goCachesOnce = sync.OnceValues(warmGoCaches)
 // goCaches returns the environment that hands a project's daemon and
 // agents the machine's Go build and module caches (HOME is the test's
 // own), offline and warm. The first test to ask builds what a Go feature's
-// `go test` needs (the standard library's test dependencies: about 20 s of
+// `go test` needs (the standard library's test dependencies: about 25 s of
 // CPU on a cold cache); the tests that ask while it does wait for it,
 // rather than each build the same beside it.
 func goCaches(t *testing.T) []string {

@@ -153,7 +153,6 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 
 	for _, target := range []string{"coding-agent", "tester-agent"} {
 		t.Run("during "+target, func(t *testing.T) {
-			t.Parallel()
 			p := newProject(t, sc)
 			daemon, log := p.start()
 			var agentPID int
