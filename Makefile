@@ -12,6 +12,27 @@ CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
 CLAUDE        := $(TOOLS)/node_modules/.bin/claude
 GREMLINS_VERSION := v0.6.0
 GREMLINS      := $(TOOLS)/bin/gremlins
+# gotestsum runs `go test -json`, prints go test's usual lines and keeps the
+# events, from which `make test` ends with the ten slowest tests. The
+# version is in the file's name, so that changing the pin installs it.
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM     := $(TOOLS)/bin/gotestsum-$(GOTESTSUM_VERSION)
+# Where `make test` keeps the test events of its last run (one file per
+# step), for `$(GOTESTSUM) tool slowest` and for a person.
+TESTRUN       := $(CURDIR)/.testrun
+# How many end-to-end tests run at once (go test -parallel). One test alone
+# keeps about one of the 2 cores busy (its CLI, race-enabled daemon and
+# hooks take turns): 3 at once keep both busy with room for their waits, 4
+# only make every CLI start slower (docs/DEVELOPING.md has the measures).
+E2E_PARALLEL  ?= 3
+# go test's usual lines (ok, FAIL, ? for packages without tests), each
+# failed test's output, and a closing DONE line; gotestsum runs $(GO) as
+# given.
+GOTESTSUM_FLAGS := --format standard-quiet --hide-summary=skipped --raw-command
+# go test's own "--- FAIL: TestX (1.2s)" lines, from a step's events: the
+# failures are shown by gotestsum as "=== FAIL" blocks with their output,
+# and these name them as go test does.
+FAIL_LINES    = echo "== failed:"; sed -n 's/.*"Output":"\( *--- FAIL: .*\)\\n"}$$/\1/p'
 # What `ctxgraphd version` says: the nearest tag, the commit, and whether
 # the tree had changes.
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -94,11 +115,27 @@ vet: deps
 
 # The packages' own tests first (a few minutes), then the end-to-end tests,
 # which drive the real CLI and are most of the time: each step says so.
-test: deps claude sandbox viewers vet
+# Both print go test's usual lines (ok, FAIL, the failures with their
+# output, a closing DONE line); the end says which ten tests took longest,
+# so that a suite growing slower is seen. The exit status is the tests'.
+test: deps claude sandbox viewers vet $(GOTESTSUM)
+	@rm -rf $(TESTRUN) && mkdir -p $(TESTRUN)
 	@echo "== package tests, with -race"
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
-	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race (about 20 minutes on 2 cores)"
-	$(GO) test -race -count=1 -timeout 60m ./e2e
+	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/packages.json -- \
+		$(GO) test -json -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$') || \
+	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/packages.json; exit $$status; }
+	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 8 minutes on a quiet 2-core machine)"
+	@status=0; \
+	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/e2e.json -- \
+		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./e2e || \
+	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/e2e.json; }; \
+	echo "== the ten slowest tests (all of them: $(TESTRUN))"; \
+	cat $(TESTRUN)/packages.json $(TESTRUN)/e2e.json | $(GOTESTSUM) tool slowest --num 10; \
+	exit $$status
+
+$(GOTESTSUM):
+	GOBIN=$(TOOLS)/bin $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	mv $(TOOLS)/bin/gotestsum $@
 
 # Unit tests only: no real CLI needed.
 test-short: deps
@@ -146,4 +183,4 @@ demo: build claude sandbox
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo
 
 clean:
-	rm -rf bin
+	rm -rf bin $(TESTRUN)
