@@ -58,6 +58,9 @@ type loopResult struct {
 	// that of their test runs alone (part of tests), from the same log.
 	sweeps, sweepTests time.Duration
 	sweepRuns          int
+	// hookCalls is how many hook requests the daemon answered (read
+	// only when it logs at debug level).
+	hookCalls int
 	// list is the runs as the store recorded them, in the order they
 	// started.
 	list []store.Run
@@ -145,7 +148,8 @@ func testRunsLogged(r *loopResult, log []byte) {
 	seconds := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	for line := range bytes.Lines(log) {
 		var l struct {
-			Msg string `json:"msg"`
+			Msg  string `json:"msg"`
+			Path string `json:"path"`
 			// Seconds, as zap writes durations.
 			Took, CPU, Checkout float64
 			TestsTook           float64 `json:"tests_took"`
@@ -160,6 +164,10 @@ func testRunsLogged(r *loopResult, log []byte) {
 			r.testCPU += seconds(l.CPU)
 			r.checkouts += seconds(l.Checkout)
 			r.testRuns++
+		case "control request":
+			if l.Path == "/v1/hook" {
+				r.hookCalls++
+			}
 		case "the regression sweep ended":
 			r.sweeps += seconds(l.Took)
 			r.sweepTests += seconds(l.TestsTook)
@@ -321,6 +329,8 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // within each iteration, and the median over iterations. The same split in CPU time (cpu-*: the daemon and every process it waited
 // for, against the bare processes'; cpu-test holds the sweeps' tests too)
 // moves less with what else the machine runs than wall time does.
+// hook-calls is how many hook processes a run of the full loop started
+// that reached the daemon.
 func BenchmarkLoopOverhead(b *testing.B) {
 	for _, n := range []int{3, 40} {
 		b.Run(fmt.Sprintf("features=%d", n), func(b *testing.B) { benchOverhead(b, n) })
@@ -341,9 +351,13 @@ func benchOverhead(b *testing.B, n int) {
 	if out, err := exec.Command("go", "build", "-o", wrapper, "./testdata/benchclaude").CombinedOutput(); err != nil {
 		b.Fatalf("building testdata/benchclaude: %v\n%s", err, out)
 	}
-	jsonLog := "CTXGRAPHD_LOG_FORMAT=json"
+	// JSON, at debug level: the daemon's test runs, sweeps and hook
+	// requests are read off it.
+	logged := func(env ...string) []string {
+		return append([]string{"CTXGRAPHD_LOG_FORMAT=json", "CTXGRAPHD_LOG_LEVEL=debug"}, env...)
+	}
 	without := func(part string) []string {
-		return []string{jsonLog, "CTXGRAPHD_AGENT_COMMAND=" + wrapper, "BENCH_CLAUDE=" + claude, "BENCH_DROP=" + part}
+		return logged("CTXGRAPHD_AGENT_COMMAND="+wrapper, "BENCH_CLAUDE="+claude, "BENCH_DROP="+part)
 	}
 	record := filepath.Join(b.TempDir(), "runs.jsonl")
 	const full, noSandbox, noMCP, noHooks = 0, 1, 2, 3
@@ -351,8 +365,8 @@ func benchOverhead(b *testing.B, n int) {
 		name string
 		env  []string
 	}{
-		full:      {"full", []string{jsonLog}},
-		noSandbox: {"no-sandbox", []string{jsonLog, "CTXGRAPHD_SANDBOX_ENABLED=false"}},
+		full:      {"full", logged()},
+		noSandbox: {"no-sandbox", logged("CTXGRAPHD_SANDBOX_ENABLED=false")},
 		noMCP:     {"no-mcp", append(without("mcp"), "BENCH_RECORD="+record)},
 		noHooks:   {"no-hooks", append(without("hooks"), "CTXGRAPHD_GATES_HOOKS_LIVE=off", "CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENCE=warn")},
 	}
@@ -423,6 +437,7 @@ func benchOverhead(b *testing.B, n int) {
 		report("cpu-hooks-s/run", per(f.claudeCPU-rs[noHooks].claudeCPU))
 		report("cpu-mcp-s/run", per(f.claudeCPU-rs[noMCP].claudeCPU))
 		report("cpu-between-s/run", per(f.cpu-f.claudeCPU-f.testCPU))
+		report("hook-calls/run", float64(f.hookCalls)/float64(want))
 		report("tests/op", float64(f.testRuns-f.sweepRuns))
 		report("sweep-tests/op", float64(f.sweepRuns))
 	}
