@@ -43,19 +43,24 @@ func Preflight(ctx context.Context, command string, env []string) error {
 		return fmt.Errorf("agent.command %q was not found on the agents' PATH (%s): install Claude Code "+
 			"(npm install -g @anthropic-ai/claude-code@%s, or its native installer) or set agent.command to its full path", command, path, MinVersion)
 	}
+	// The CLI is asked all at once: each start of it takes a while, and
+	// the daemon's start waits for the slowest (auth status, often).
+	auth := make(chan error, 1)
+	go func() { auth <- checkAuth(ctx, exe, env) }()
 	var problems []error
 	if err := checkNode(ctx, exe, path, env); err != nil {
 		problems = append(problems, err)
 	}
 	out, err := preflightRun(ctx, env, exe, "--version")
+	authErr := <-auth
 	if err != nil {
 		return errors.Join(append(problems, fmt.Errorf("`%s --version` failed (%v): %s; check the install", exe, err, oneLine(out)))...)
 	}
 	if err := checkVersion(exe, out); err != nil {
 		problems = append(problems, err)
 	}
-	if err := checkAuth(ctx, exe, env); err != nil {
-		problems = append(problems, err)
+	if authErr != nil {
+		problems = append(problems, authErr)
 	}
 	return errors.Join(problems...)
 }

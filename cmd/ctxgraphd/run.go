@@ -302,12 +302,20 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 		}
 	}
 	add(agents.CheckRoot(cfg.Agent.AllowRoot, env))
-	add(agents.Preflight(ctx, cfg.Agent.Command, env))
-	add(checkConfinement(ctx, cfg, log))
+	// The CLI's checks take the longest (it starts twice): the others are
+	// made meanwhile, and the problems said in the same order.
+	preflight := make(chan error, 1)
+	go func() { preflight <- agents.Preflight(ctx, cfg.Agent.Command, env) }()
+	confinement := checkConfinement(ctx, cfg, log)
+	var noGit error
 	if _, ok := paths.LookPath("git", os.Getenv("PATH")); !ok {
-		add(errors.New("git was not found on PATH: ctxgraphd judges each run by what it changed in the project's git tree; install git"))
+		noGit = errors.New("git was not found on PATH: ctxgraphd judges each run by what it changed in the project's git tree; install git")
 	}
-	add(sandbox.CheckToolchains(ctx, p.Dir, env, slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)}), cfg.Sandbox.Enabled))
+	toolchains := sandbox.CheckToolchains(ctx, p.Dir, env, slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)}), cfg.Sandbox.Enabled)
+	add(<-preflight)
+	add(confinement)
+	add(noGit)
+	add(toolchains)
 	add(checkGoal(p))
 	if len(problems) == 0 {
 		return nil
