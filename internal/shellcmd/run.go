@@ -387,7 +387,7 @@ func filterKind(s *syntax.Stmt) filter {
 	if !ok || s.Negated || len(c.Args) == 0 {
 		return notFilter
 	}
-	name, ok := literal(c.Args[0])
+	name, ok := Literal(c.Args[0])
 	if !ok {
 		return notFilter
 	}
@@ -415,7 +415,7 @@ func isSetup(s *syntax.Stmt) bool {
 		if len(c.Args) == 0 {
 			return true // assignments
 		}
-		name, _ := literal(c.Args[0])
+		name, _ := Literal(c.Args[0])
 		switch name {
 		case "cd", "pushd", "mkdir", "export", "unset", "set", "true", ":", "source", ".", "umask", "ulimit", "rm", "echo", "printf", "clear", "hash":
 			return true
@@ -430,7 +430,7 @@ func alwaysSucceeds(s *syntax.Stmt) bool {
 	if !ok || s.Negated || len(c.Args) == 0 {
 		return false
 	}
-	name, _ := literal(c.Args[0])
+	name, _ := Literal(c.Args[0])
 	switch name {
 	case "echo", "printf", "true", ":":
 		return true
@@ -533,7 +533,7 @@ func within(dir, abs string) (string, bool) {
 func words(ws []*syntax.Word) ([]string, bool) {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
-		lit, ok := literal(w)
+		lit, ok := Literal(w)
 		if !ok {
 			return nil, false
 		}

@@ -78,7 +78,7 @@ func ParseTest(test string) Test {
 		case *syntax.CallExpr:
 			args := make([]string, 0, len(c.Args))
 			for _, w := range c.Args {
-				lit, ok := literal(w)
+				lit, ok := Literal(w)
 				if !ok {
 					lit = "" // an expansion: not a name we can know
 				}
@@ -179,9 +179,9 @@ func relative(cwd, w string) (string, bool) {
 	return p, true
 }
 
-// literal is the value of a word without expansions: plain text and
+// Literal is the value of a word without expansions: plain text and
 // quoted text, but not $VAR, $(…) or globs, whose value the shell decides.
-func literal(w *syntax.Word) (string, bool) {
+func Literal(w *syntax.Word) (string, bool) {
 	var b strings.Builder
 	for _, part := range w.Parts {
 		switch p := part.(type) {
@@ -234,7 +234,7 @@ func printStmt(s *syntax.Stmt) (string, bool) {
 		words := make([]string, 0, len(c.Args))
 		all := true
 		for _, w := range c.Args {
-			lit, ok := literal(w)
+			lit, ok := Literal(w)
 			if !ok {
 				all = false
 				break

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 )
 
 // The runners whose reports this package reads, by the names reasons use.
@@ -67,7 +69,7 @@ func scan(src string, base int, mappable bool, depth int) ([]call, bool) {
 func classify(c *syntax.CallExpr, base int, mappable bool, depth int) []call {
 	words := make([]string, len(c.Args))
 	for i, w := range c.Args {
-		words[i], _ = literal(w) // an expansion reads as "": no name we know
+		words[i], _ = shellcmd.Literal(w) // an expansion reads as "": no name we know
 	}
 	i := skipPrefixes(words)
 	if i >= len(words) {
@@ -238,30 +240,6 @@ func innerBase(w *syntax.Word) (int, bool) {
 		return int(p.Left.Offset()) + 1, true
 	}
 	return 0, false
-}
-
-// literal is a word's value when it has no expansion.
-func literal(w *syntax.Word) (string, bool) {
-	var b strings.Builder
-	for _, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			b.WriteString(p.Value)
-		case *syntax.SglQuoted:
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(lit.Value)
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
 }
 
 // Instrument returns the command the daemon should run in place of the
