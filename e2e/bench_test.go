@@ -423,6 +423,9 @@ func benchOverhead(b *testing.B, n int) {
 		report("hooks-s/run", per(hooks))
 		report("mcp-s/run", per(mcp))
 		report("between-s/run", per(between))
+		// (of which the daemon's start, to its first run, and its exit,
+		// after its last: once a loop, whatever its length)
+		report("start-exit-s/loop", (f.startup + f.tail).Seconds())
 		report("own-rest-s/run", per(own-hooks-mcp-between))
 		for c, r := range rs {
 			report(configs[c].name+"-claude-s/run", per(r.claude))
