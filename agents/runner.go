@@ -276,8 +276,8 @@ func hasVar(env []string, key, value string) bool {
 
 // CheckRoot refuses to run agents as root unless the user opted in
 // (IS_SANDBOX=1 or agent.allow_root): Claude Code's bypassPermissions as
-// root is only safe in a
-// sandbox, and only the user can say that the machine is one.
+// root is only safe in a sandbox, and only the user can say that the
+// machine is one.
 func CheckRoot(allowRoot bool, env []string) error {
 	if os.Geteuid() != 0 || allowRoot || hasVar(env, "IS_SANDBOX", "1") {
 		return nil
