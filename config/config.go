@@ -24,7 +24,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -42,7 +42,7 @@ const (
 // GateNames lists the built-in gates (docs/gates.md), each configurable as
 // gates.<name> and enforced by default. They are named once, in package
 // guard, where they are enforced.
-var GateNames = guard.Gates
+var GateNames = gates.Gates
 
 // Config is the effective configuration of one project's daemon.
 type Config struct {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Guard is a guard as the control API shows it (see guard.Rule, which this
+// Guard is a guard as the control API shows it (see guards.Rule, which this
 // light package does not link): the rule, where it came from, and how often
 // it acted.
 type Guard struct {

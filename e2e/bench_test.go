@@ -22,7 +22,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -663,7 +663,7 @@ func BenchmarkHook(b *testing.B) {
 	m.wait("the daemon to take the list", time.Minute, isDone)
 	defer d.stop()
 
-	actor := guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "r-bench"}
+	actor := gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "r-bench"}
 	hookEnv := append(slices.Clip(p.env),
 		"CLAUDE_PROJECT_DIR="+p.dir,
 		"CTXGRAPH_SOCKET="+p.paths.Socket,
@@ -726,13 +726,13 @@ func BenchmarkHook(b *testing.B) {
 		})
 
 		b.Run("decide/"+c.name, func(b *testing.B) {
-			state := guard.State{ProjectDir: p.paths.Dir, Protected: []string{p.paths.StateDir}}
+			state := gates.State{ProjectDir: p.paths.Dir, Protected: []string{p.paths.StateDir}}
 			for i := 0; i < b.N; i++ {
-				pl, err := guard.ParsePayload("pre-tool-use", payload)
+				pl, err := gates.ParsePayload("pre-tool-use", payload)
 				if err != nil {
 					b.Fatal(err)
 				}
-				out := guard.Render(pl.Event, guard.PreToolUse(guard.Modes{}, actor, state, pl))
+				out := gates.Render(pl.Event, gates.PreToolUse(gates.Modes{}, actor, state, pl))
 				if (out != nil) != c.deny {
 					b.Fatalf("decision %s, want deny %v", out, c.deny)
 				}

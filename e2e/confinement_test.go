@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -291,17 +291,17 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	t.Run("coding agent rewrites its feature's test", func(t *testing.T) {
 		// The redirection was denied by the hook; sed, python3 and the
 		// script were refused by the sandbox.
-		if d := o.denied(t, "F-001", guard.FrozenTests, "frozen_test"); len(d) != 1 || d[0].Tool != "Bash" || !strings.HasPrefix(d[0].Target, "echo 'exit 0' >") {
+		if d := o.denied(t, "F-001", gates.FrozenTests, "frozen_test"); len(d) != 1 || d[0].Tool != "Bash" || !strings.HasPrefix(d[0].Target, "echo 'exit 0' >") {
 			t.Errorf("denials read by the model: %v, want the redirection into the test", d)
 		}
 		if r := o.refused("F-001", "coding-agent", 1); len(r) != 3 {
 			t.Errorf("sandbox refusals read by the model: %v, want sed, python3 and the script", r)
 		}
-		if v := o.sandboxRefused(t, "F-001", "coding-agent", guard.FrozenTests, "frozen_test"); len(v) != 2 {
+		if v := o.sandboxRefused(t, "F-001", "coding-agent", gates.FrozenTests, "frozen_test"); len(v) != 2 {
 			t.Errorf("%d frozen_test refusals traced, want python3's and the script's", len(v))
 		}
 		// sed's temporary file beside the test: a new file where tests live.
-		o.sandboxRefused(t, "F-001", "coding-agent", guard.FrozenTests, "protected_test")
+		o.sandboxRefused(t, "F-001", "coding-agent", gates.FrozenTests, "protected_test")
 		o.unchanged(t, "tests/F-001.sh")
 		// The tester ran the test as it is, on the broken code, and it
 		// failed: the feature is tested only by the honest attempt 2.
@@ -312,7 +312,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	})
 
 	t.Run("coding agent writes outside its scope with programs", func(t *testing.T) {
-		o.found(t, "F-002", "coding-agent", guard.Scope, "out_of_scope", append(scriptedmodel.OutOfScopeFiles("F-002"), "src/F-001.txt")...)
+		o.found(t, "F-002", "coding-agent", gates.Scope, "out_of_scope", append(scriptedmodel.OutOfScopeFiles("F-002"), "src/F-001.txt")...)
 		o.absent(t, scriptedmodel.OutOfScopeFiles("F-002")...)
 		if got, _ := p.readIfAny("src/F-001.txt"); got != "F-001 works\n" {
 			t.Errorf("src/F-001.txt = %q: another feature's tested code was changed", got)
@@ -330,11 +330,11 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 
 	t.Run("coding agent adds tests of its own", func(t *testing.T) {
 		extra := scriptedmodel.AddedTestFiles("F-003")
-		if d := o.denied(t, "F-003", guard.FrozenTests, "protected_test"); len(d) != 1 || d[0].Tool != "Bash" {
+		if d := o.denied(t, "F-003", gates.FrozenTests, "protected_test"); len(d) != 1 || d[0].Tool != "Bash" {
 			t.Errorf("denials read by the model: %v, want the redirection into tests/", d)
 		}
-		o.sandboxRefused(t, "F-003", "coding-agent", guard.FrozenTests, "protected_test")
-		o.found(t, "F-003", "coding-agent", guard.FrozenTests, "protected_test", extra[1])
+		o.sandboxRefused(t, "F-003", "coding-agent", gates.FrozenTests, "protected_test")
+		o.found(t, "F-003", "coding-agent", gates.FrozenTests, "protected_test", extra[1])
 		o.absent(t, extra...)
 		o.testedBy(t, "F-003", 2)
 	})
@@ -343,7 +343,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		if r := o.refused("F-004", "coding-agent", 1); len(r) < 3 {
 			t.Errorf("sandbox refusals read by the model: %v, want commit, checkout and update-ref refused", r)
 		}
-		o.sandboxRefused(t, "F-004", "coding-agent", guard.RoleWritePolicy, "git_internals")
+		o.sandboxRefused(t, "F-004", "coding-agent", gates.RoleWritePolicy, "git_internals")
 		// Every commit is the daemon's, and the only refs besides the
 		// branch are its own.
 		for _, a := range strings.Fields(p.git("log", "--all", "--format=%ae")) {
@@ -360,11 +360,11 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	})
 
 	t.Run("coding agent writes the test through a link from outside the project", func(t *testing.T) {
-		d := o.denied(t, "F-005", guard.FrozenTests, "frozen_test")
+		d := o.denied(t, "F-005", gates.FrozenTests, "frozen_test")
 		if len(d) != 1 || d[0].Tool != "Write" || !strings.HasSuffix(d[0].Target, "F-005-project/tests/F-005.sh") {
 			t.Errorf("denials read by the model: %v, want the Write through the link", d)
 		}
-		if v := o.sandboxRefused(t, "F-005", "coding-agent", guard.FrozenTests, "frozen_test"); len(v) != 1 {
+		if v := o.sandboxRefused(t, "F-005", "coding-agent", gates.FrozenTests, "frozen_test"); len(v) != 1 {
 			t.Errorf("%d refusals traced, want the Bash write through the link", len(v))
 		}
 		o.unchanged(t, "tests/F-005.sh")
@@ -383,7 +383,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	})
 
 	t.Run("coding agent talks to the daemon's socket", func(t *testing.T) {
-		if d := o.denied(t, "F-007", guard.RoleWritePolicy, "daemon_files"); len(d) != 1 || !strings.Contains(d[0].Target, p.paths.Socket) {
+		if d := o.denied(t, "F-007", gates.RoleWritePolicy, "daemon_files"); len(d) != 1 || !strings.Contains(d[0].Target, p.paths.Socket) {
 			t.Errorf("denials read by the model: %v, want the curl that names the socket", d)
 		}
 		// python3's socket and ctl's were refused by the sandbox's
@@ -399,11 +399,11 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	})
 
 	t.Run("coding agent rewrites the configuration and kills the daemon", func(t *testing.T) {
-		d := o.denied(t, "F-008", guard.RoleWritePolicy, "daemon_files")
+		d := o.denied(t, "F-008", gates.RoleWritePolicy, "daemon_files")
 		if len(d) != 3 {
 			t.Errorf("denials read by the model: %v, want the three redirections", d)
 		}
-		o.sandboxRefused(t, "F-008", "coding-agent", guard.RoleWritePolicy, "daemon_files")
+		o.sandboxRefused(t, "F-008", "coding-agent", gates.RoleWritePolicy, "daemon_files")
 		for _, c := range config {
 			got, ok := p.readIfAny(c)
 			if want, had := before[c]; ok != had || got != want {
@@ -425,12 +425,12 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 				d = append(d, x)
 			}
 		}
-		if len(d) != 1 || d[0].Gate != guard.RedBeforeGreen || d[0].Code != "no_test_command" || d[0].Tool != "Write" {
+		if len(d) != 1 || d[0].Gate != gates.RedBeforeGreen || d[0].Code != "no_test_command" || d[0].Tool != "Write" {
 			t.Errorf("the initializer's denials: %v, want the list without F-009's test", d)
 		}
 		var traced bool
 		for _, v := range o.violations {
-			traced = traced || v.Gate == guard.RedBeforeGreen && v.Code == "no_test_command" && v.Source == store.SourceHook && v.Context.Agent == "initializer-agent"
+			traced = traced || v.Gate == gates.RedBeforeGreen && v.Code == "no_test_command" && v.Source == store.SourceHook && v.Context.Agent == "initializer-agent"
 		}
 		if !traced {
 			t.Error("the initializer's list without a test was not traced")
@@ -442,7 +442,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		}
 		var vacuous bool
 		for _, v := range o.violations {
-			vacuous = vacuous || v.Context.Feature == "F-009" && v.Gate == guard.RedBeforeGreen && v.Code == "vacuous_test" && v.Source == store.SourceAuto
+			vacuous = vacuous || v.Context.Feature == "F-009" && v.Gate == gates.RedBeforeGreen && v.Code == "vacuous_test" && v.Source == store.SourceAuto
 		}
 		if !vacuous {
 			t.Error("F-009's echo was not traced as a vacuous test")
@@ -487,10 +487,10 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		if !masked {
 			t.Errorf("the masked test run is not among %s's commands", r1.ID)
 		}
-		if d := o.denied(t, "F-001", guard.TestedNeedsEvidence, "no_test_run"); len(d) != 1 || d[0].Attempt != 1 {
+		if d := o.denied(t, "F-001", gates.TestedNeedsEvidence, "no_test_run"); len(d) != 1 || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the claim refused once", d)
 		}
-		refused := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "no_test_run", store.SourceHook)
+		refused := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", store.SourceHook)
 		if len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
@@ -498,12 +498,12 @@ func TestConfinedTesterRoutes(t *testing.T) {
 	})
 
 	t.Run("tester fixes the code itself", func(t *testing.T) {
-		if d := o.denied(t, "F-002", guard.RoleWritePolicy, "tester_edits_source"); len(d) != 1 || d[0].Tool != "Bash" || d[0].Attempt != 1 {
+		if d := o.denied(t, "F-002", gates.RoleWritePolicy, "tester_edits_source"); len(d) != 1 || d[0].Tool != "Bash" || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the redirection into the source", d)
 		}
 		r1 := o.runOf(t, "tester-agent", "F-002", 1)
-		o.found(t, "F-002", "tester-agent", guard.RoleWritePolicy, "tester_edits_source", "src/F-002.txt")
-		if rejected := o.violated(t, "F-002", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
+		o.found(t, "F-002", "tester-agent", gates.RoleWritePolicy, "tester_edits_source", "src/F-002.txt")
+		if rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
 			t.Errorf("rejected verdicts %v, want one of %s", rejected, r1.ID)
 		}
 		// The retry started from the coder's broken code, put back.
@@ -526,7 +526,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		// exited 0, which is no run of the test; the run of the test it
 		// made failed, and the claim was refused on that.
 		r1 := o.runOf(t, "tester-agent", "F-003", 1)
-		if refused := o.violated(t, "F-003", "tester-agent", guard.TestedNeedsEvidence, "test_failed", store.SourceHook); len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
+		if refused := o.violated(t, "F-003", "tester-agent", gates.TestedNeedsEvidence, "test_failed", store.SourceHook); len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
 		o.testedBy(t, "F-003", 2)
@@ -559,14 +559,14 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 	}
 
 	t.Run("coding agent flips tested through Bash", func(t *testing.T) {
-		d := o.denied(t, "F-001", guard.RoleWritePolicy, "bash_writes_feature_list")
+		d := o.denied(t, "F-001", gates.RoleWritePolicy, "bash_writes_feature_list")
 		if len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, ".claude/progress/feature-list.json") {
 			t.Errorf("denials read by the model: %v, want the sed -i that names the feature list", d)
 		}
 		// The glob hid the file from the hook and no sandbox held it: the
 		// watcher undid the write, under the gate the hook names for a
 		// coding agent's tested.
-		reverted := o.violated(t, "F-001", "coding-agent", guard.RoleWritePolicy, "reverted", store.SourceAuto)
+		reverted := o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "reverted", store.SourceAuto)
 		if len(reverted) == 0 {
 			t.Fatal("no revert was traced for the tested: true written through Bash")
 		}
@@ -588,13 +588,13 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 	})
 
 	t.Run("tester flips tested through Bash over a failing test", func(t *testing.T) {
-		d := o.denied(t, "F-002", guard.RoleWritePolicy, "bash_writes_feature_list")
+		d := o.denied(t, "F-002", gates.RoleWritePolicy, "bash_writes_feature_list")
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Bash" || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the tester's sed -i of attempt 1", d)
 		}
 		// The glob hid the file from the hook, so tested: true stood on
 		// disk as a claim until the run ended; the verdict refused it.
-		rejected := o.violated(t, "F-002", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+		rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
 		if len(rejected) != 1 {
 			t.Fatalf("%d rejected verdicts, want 1", len(rejected))
 		}
@@ -608,13 +608,13 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 	})
 
 	t.Run("coding agent rewrites its feature's test", func(t *testing.T) {
-		if d := o.denied(t, "F-003", guard.FrozenTests, "frozen_test"); len(d) != 1 || d[0].Tool != "Bash" {
+		if d := o.denied(t, "F-003", gates.FrozenTests, "frozen_test"); len(d) != 1 || d[0].Tool != "Bash" {
 			t.Errorf("denials read by the model: %v, want the redirection into the test", d)
 		}
 		// sed, python3 and the script rewrote it; the change set held the
 		// test to its frozen version and put it back, and the attempt
 		// failed before a tester could run the rewritten test.
-		o.found(t, "F-003", "coding-agent", guard.FrozenTests, "frozen_test", "tests/F-003.sh")
+		o.found(t, "F-003", "coding-agent", gates.FrozenTests, "frozen_test", "tests/F-003.sh")
 		o.unchanged(t, "tests/F-003.sh")
 		if r := o.runOf(t, "coding-agent", "F-003", 1); r.Outcome != "failed" {
 			t.Errorf("the coding run of attempt 1 ended %s, want failed", r.Outcome)
@@ -628,7 +628,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 	t.Run("coding agent talks to the daemon's socket", func(t *testing.T) {
 		// Its requests reached the daemon, which refuses what is for people
 		// to a run's process (by its token, or by its ancestry).
-		if d := o.denied(t, "F-004", guard.RoleWritePolicy, "daemon_files"); len(d) != 1 {
+		if d := o.denied(t, "F-004", gates.RoleWritePolicy, "daemon_files"); len(d) != 1 {
 			t.Errorf("denials read by the model: %v, want the curl that names the socket", d)
 		}
 		o.neverPaused(t)
@@ -643,7 +643,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 		// own token: the hooks believed the test passed. The daemon's own
 		// run of the test did not, and the verdict refused the claim.
 		r1 := o.runOf(t, "tester-agent", "F-005", 1)
-		rejected := o.violated(t, "F-005", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+		rejected := o.violated(t, "F-005", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
 		if len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
 			t.Errorf("rejected verdicts %v, want one of %s", rejected, r1.ID)
 		}

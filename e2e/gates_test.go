@@ -10,7 +10,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -312,7 +312,7 @@ func (o *outcome) testedOnlyAfterPassingTest(t *testing.T, id string, strict boo
 			t.Fatalf("%s was approved at %s, outside any of its tester runs", id, approval.Timestamp)
 		}
 		for _, c := range o.p.commands(by.ID) {
-			if guard.RanTest([]guard.TestRecord{guard.TestRecord(c)}, f.Test, o.p.dir).Claimable() {
+			if gates.RanTest([]gates.TestRecord{gates.TestRecord(c)}, f.Test, o.p.dir).Claimable() {
 				passedAt = c.Time
 				break
 			}
@@ -358,15 +358,15 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 	}
 
 	t.Run("coding agent sets its own feature tested", func(t *testing.T) {
-		if d := o.denied(t, "F-001", guard.RoleWritePolicy, "coder_sets_tested"); len(d) != 1 || d[0].Agent != "coding-agent" || d[0].Tool != "Write" {
+		if d := o.denied(t, "F-001", gates.RoleWritePolicy, "coder_sets_tested"); len(d) != 1 || d[0].Agent != "coding-agent" || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write of the coding agent", d)
 		}
-		o.violated(t, "F-001", "coding-agent", guard.RoleWritePolicy, "coder_sets_tested", store.SourceHook)
+		o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "coder_sets_tested", store.SourceHook)
 		o.testedOnlyAfterPassingTest(t, "F-001", true)
 	})
 
 	t.Run("agent writes session-state.json", func(t *testing.T) {
-		d := o.denied(t, "F-002", guard.RoleWritePolicy, "session_state")
+		d := o.denied(t, "F-002", gates.RoleWritePolicy, "session_state")
 		var tools []string
 		for _, x := range d {
 			tools = append(tools, x.Tool)
@@ -374,7 +374,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if strings.Join(tools, " ") != "Write Bash" {
 			t.Errorf("session-state.json denials read by the model: %v, want the Write and then the Bash one", d)
 		}
-		if v := o.violated(t, "F-002", "coding-agent", guard.RoleWritePolicy, "session_state", store.SourceHook); len(v) != 2 {
+		if v := o.violated(t, "F-002", "coding-agent", gates.RoleWritePolicy, "session_state", store.SourceHook); len(v) != 2 {
 			t.Errorf("%d session_state violations, want 2", len(v))
 		}
 		mirror, err := os.ReadFile(p.paths.Progress("session-state.json"))
@@ -388,11 +388,11 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("coding agent writes outside its scope", func(t *testing.T) {
-		d := o.denied(t, "F-003", guard.Scope, "out_of_scope")
+		d := o.denied(t, "F-003", gates.Scope, "out_of_scope")
 		if len(d) != 1 || d[0].Tool != "Write" || !strings.HasSuffix(d[0].Target, "src/shared.txt") {
 			t.Errorf("scope denials read by the model: %v, want one Write of src/shared.txt", d)
 		}
-		o.violated(t, "F-003", "coding-agent", guard.Scope, "out_of_scope", store.SourceHook)
+		o.violated(t, "F-003", "coding-agent", gates.Scope, "out_of_scope", store.SourceHook)
 		if _, err := os.Stat(filepath.Join(p.dir, "src", "shared.txt")); !os.IsNotExist(err) {
 			t.Errorf("the file outside the scope exists: %v", err)
 		}
@@ -403,10 +403,10 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("agent edits another feature's entry", func(t *testing.T) {
-		if d := o.denied(t, "F-004", guard.RoleWritePolicy, "feature_rewrite"); len(d) != 1 || d[0].Tool != "Write" {
+		if d := o.denied(t, "F-004", gates.RoleWritePolicy, "feature_rewrite"); len(d) != 1 || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write", d)
 		}
-		o.violated(t, "F-004", "coding-agent", guard.RoleWritePolicy, "feature_rewrite", store.SourceHook)
+		o.violated(t, "F-004", "coding-agent", gates.RoleWritePolicy, "feature_rewrite", store.SourceHook)
 		if f := o.list.Feature("F-001"); f.Title != "feature F-001" {
 			t.Errorf("F-001 title %q: another feature's rewrite reached the list", f.Title)
 		}
@@ -414,14 +414,14 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("agent reads a 100,000-line log whole", func(t *testing.T) {
-		d := o.denied(t, "F-005", guard.LogReadLimit, "file_too_large")
+		d := o.denied(t, "F-005", gates.LogReadLimit, "file_too_large")
 		if len(d) != 2 || d[0].Tool != "Read" || d[1].Tool != "Bash" {
 			t.Fatalf("log-read-limit denials read by the model: %v, want the Read and then the cat", d)
 		}
 		if !strings.Contains(d[0].Suggestion, "offset") || !strings.Contains(d[1].Suggestion, "tail") {
 			t.Errorf("the suggestions do not say how to read a part: %q, %q", d[0].Suggestion, d[1].Suggestion)
 		}
-		if v := o.violated(t, "F-005", "coding-agent", guard.LogReadLimit, "file_too_large", store.SourceHook); len(v) != 2 {
+		if v := o.violated(t, "F-005", "coding-agent", gates.LogReadLimit, "file_too_large", store.SourceHook); len(v) != 2 {
 			t.Errorf("%d log-read-limit violations, want 2", len(v))
 		}
 		// The ranged read the suggestion asked for went through: the
@@ -433,7 +433,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("coding agent flips tested through Bash", func(t *testing.T) {
-		d := o.denied(t, "F-006", guard.RoleWritePolicy, "bash_writes_feature_list")
+		d := o.denied(t, "F-006", gates.RoleWritePolicy, "bash_writes_feature_list")
 		if len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, ".claude/progress/feature-list.json") {
 			t.Errorf("denials read by the model: %v, want the sed -i that names the feature list", d)
 		}
@@ -445,7 +445,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if len(r) != 1 || !strings.Contains(r[0].Target, "feature-list.js*") || !strings.Contains(r[0].Error, "Device or resource busy") {
 			t.Errorf("sandbox refusals read by the model: %v, want the sed -i through the glob", r)
 		}
-		if v := o.sandboxRefused(t, "F-006", "coding-agent", guard.RoleWritePolicy, "daemon_files"); len(v) != 1 || !strings.Contains(v[0].Event.WhatHappened, ".claude/progress/") {
+		if v := o.sandboxRefused(t, "F-006", "coding-agent", gates.RoleWritePolicy, "daemon_files"); len(v) != 1 || !strings.Contains(v[0].Event.WhatHappened, ".claude/progress/") {
 			t.Errorf("sandbox refusal traces %v, want one naming the progress directory", v)
 		}
 		// Nothing reached the disk, so nothing had to be reverted, and the
@@ -476,11 +476,11 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 	}
 
 	t.Run("tester sets tested before running the test", func(t *testing.T) {
-		d := o.denied(t, "F-001", guard.TestedNeedsEvidence, "no_test_run")
+		d := o.denied(t, "F-001", gates.TestedNeedsEvidence, "no_test_run")
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Edit" {
 			t.Errorf("denials read by the model: %v, want one Edit of the tester", d)
 		}
-		o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "no_test_run", store.SourceHook)
+		o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", store.SourceHook)
 		// Told to run the test first, it did, and its verdict stood.
 		if r := o.runsOf("tester-agent", "F-001"); len(r) != 1 || r[0].Outcome != "ok" {
 			t.Errorf("F-001 tester runs %+v, want one that ended ok", r)
@@ -489,18 +489,18 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("tester flips tested through Bash over a failing test", func(t *testing.T) {
-		d := o.denied(t, "F-002", guard.RoleWritePolicy, "bash_writes_feature_list")
+		d := o.denied(t, "F-002", gates.RoleWritePolicy, "bash_writes_feature_list")
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Bash" || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the tester's sed -i of attempt 1", d)
 		}
-		o.violated(t, "F-002", "tester-agent", guard.RoleWritePolicy, "bash_writes_feature_list", store.SourceHook)
+		o.violated(t, "F-002", "tester-agent", gates.RoleWritePolicy, "bash_writes_feature_list", store.SourceHook)
 		// The glob hid the file from the hook; the sandbox refused the
 		// write, so the claim never reached the disk: the tester's run
 		// ended without one, and failed for want of a verdict.
 		if r := o.refused("F-002", "tester-agent", 1); len(r) != 1 || !strings.Contains(r[0].Target, "feature-list.js*") {
 			t.Errorf("sandbox refusals read by the model: %v, want the tester's sed -i through the glob", r)
 		}
-		o.sandboxRefused(t, "F-002", "tester-agent", guard.RoleWritePolicy, "daemon_files")
+		o.sandboxRefused(t, "F-002", "tester-agent", gates.RoleWritePolicy, "daemon_files")
 		testers := o.runsOf("tester-agent", "F-002")
 		if len(testers) != 2 || testers[0].Attempt != 1 || testers[0].Outcome != "failed" || testers[1].Outcome != "ok" {
 			t.Errorf("F-002 tester runs %+v, want a failed attempt 1 and an ok attempt 2", testers)
@@ -517,11 +517,11 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 	})
 
 	t.Run("tester edits another feature's entry", func(t *testing.T) {
-		d := o.denied(t, "F-003", guard.RoleWritePolicy, "not_your_feature")
+		d := o.denied(t, "F-003", gates.RoleWritePolicy, "not_your_feature")
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write of the tester", d)
 		}
-		o.violated(t, "F-003", "tester-agent", guard.RoleWritePolicy, "not_your_feature", store.SourceHook)
+		o.violated(t, "F-003", "tester-agent", gates.RoleWritePolicy, "not_your_feature", store.SourceHook)
 		if f := o.list.Feature("F-001"); f.Status == progress.Blocked || !f.Tested {
 			t.Errorf("F-001 = status %s tested %v: another feature's tester changed it", f.Status, f.Tested)
 		}
@@ -548,21 +548,21 @@ func TestGateTesterMustTest(t *testing.T) {
 		t.Fatalf("tester runs %+v, want a failed attempt 1 and an ok attempt 2", testers)
 	}
 	byAttempt := map[int]int{}
-	for _, d := range o.denied(t, "F-001", guard.TesterMustTest, "no_test_run") {
+	for _, d := range o.denied(t, "F-001", gates.TesterMustTest, "no_test_run") {
 		if d.Tool != "Stop" || d.Agent != "tester-agent" {
 			t.Errorf("denial %v: want a refused Stop of the tester", d)
 		}
 		byAttempt[d.Attempt]++
 	}
-	if byAttempt[1] != guard.MaxStopBlocks || byAttempt[2] != 1 {
-		t.Errorf("refused Stops read by the model by attempt: %v, want %d on attempt 1 and 1 on attempt 2", byAttempt, guard.MaxStopBlocks)
+	if byAttempt[1] != gates.MaxStopBlocks || byAttempt[2] != 1 {
+		t.Errorf("refused Stops read by the model by attempt: %v, want %d on attempt 1 and 1 on attempt 2", byAttempt, gates.MaxStopBlocks)
 	}
 	byRun := map[string]int{}
-	for _, v := range o.violated(t, "F-001", "tester-agent", guard.TesterMustTest, "no_test_run", store.SourceHook) {
+	for _, v := range o.violated(t, "F-001", "tester-agent", gates.TesterMustTest, "no_test_run", store.SourceHook) {
 		byRun[v.Context.Run]++
 	}
-	if byRun[testers[0].ID] != guard.MaxStopBlocks || byRun[testers[1].ID] != 1 || len(byRun) != 2 {
-		t.Errorf("tester-must-test violations by run: %v, want %d for %s and 1 for %s", byRun, guard.MaxStopBlocks, testers[0].ID, testers[1].ID)
+	if byRun[testers[0].ID] != gates.MaxStopBlocks || byRun[testers[1].ID] != 1 || len(byRun) != 2 {
+		t.Errorf("tester-must-test violations by run: %v, want %d for %s and 1 for %s", byRun, gates.MaxStopBlocks, testers[0].ID, testers[1].ID)
 	}
 	// The failed attempt cost a retry of the coding agent, on its session.
 	if c := o.runsOf("coding-agent", "F-001"); len(c) != 2 || !c[1].Resume {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -194,8 +194,8 @@ func TestGitRouteNestedRepository(t *testing.T) {
 	p := routeProject(t, "nested-repository", feature("", scriptedmodel.CommitsInNestedRepo))
 	o := p.runRoute(t, 2, nil)
 	copied := scriptedmodel.NestedRepo + "/F-001.txt"
-	o.found(t, "F-001", "coding-agent", guard.RoleWritePolicy, "git_internals", scriptedmodel.NestedRepo+"/.git")
-	o.found(t, "F-001", "coding-agent", guard.Scope, "out_of_scope", copied)
+	o.found(t, "F-001", "coding-agent", gates.RoleWritePolicy, "git_internals", scriptedmodel.NestedRepo+"/.git")
+	o.found(t, "F-001", "coding-agent", gates.Scope, "out_of_scope", copied)
 	if r := o.runOf(t, "coding-agent", "F-001", 1); r.Outcome != "failed" {
 		t.Errorf("the coding run of attempt 1 ended %s, want failed", r.Outcome)
 	}
@@ -259,10 +259,10 @@ func TestGitRouteIdentAttributes(t *testing.T) {
 	t.Parallel()
 	p := routeProject(t, "ident-attributes", tester(feature("", scriptedmodel.WritesIdentAttributes), scriptedmodel.StampsIdent))
 	o := p.runRoute(t, 3, nil)
-	if d := o.denied(t, "F-001", guard.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || d[0].Attempt != 1 {
+	if d := o.denied(t, "F-001", gates.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || d[0].Attempt != 1 {
 		t.Errorf("denials read by the model: %v, want the redirection into .gitattributes", d)
 	}
-	o.found(t, "F-001", "coding-agent", guard.RoleWritePolicy, "git_rules", ".gitattributes")
+	o.found(t, "F-001", "coding-agent", gates.RoleWritePolicy, "git_rules", ".gitattributes")
 	if r := o.runOf(t, "coding-agent", "F-001", 1); r.Outcome != "failed" {
 		t.Errorf("the coding run of attempt 1 ended %s, want failed", r.Outcome)
 	}
@@ -271,11 +271,11 @@ func TestGitRouteIdentAttributes(t *testing.T) {
 	// The tester of attempt 2, the first, stamped the source and claimed
 	// a pass: its edit was found and put back, its claim refused.
 	r2 := o.runOf(t, "tester-agent", "F-001", 2)
-	stamped := o.found(t, "F-001", "tester-agent", guard.RoleWritePolicy, "tester_edits_source", "src/F-001.txt")
+	stamped := o.found(t, "F-001", "tester-agent", gates.RoleWritePolicy, "tester_edits_source", "src/F-001.txt")
 	if len(stamped) != 1 || stamped[0].Context.Run != r2.ID {
 		t.Errorf("tester_edits_source findings %v, want one of %s", stamped, r2.ID)
 	}
-	if rejected := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r2.ID {
+	if rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r2.ID {
 		t.Errorf("rejected verdicts %v, want one of %s", rejected, r2.ID)
 	}
 	want := scriptedmodel.IdentCode("F-001")
@@ -295,10 +295,10 @@ func TestGitRouteHidingIgnore(t *testing.T) {
 	t.Parallel()
 	p := routeProject(t, "hiding-ignore", feature("", scriptedmodel.HidesCodeWithIgnore))
 	o := p.runRoute(t, 2, nil)
-	if d := o.denied(t, "F-001", guard.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, "> .gitignore") {
+	if d := o.denied(t, "F-001", gates.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, "> .gitignore") {
 		t.Errorf("denials read by the model: %v, want the redirection into .gitignore", d)
 	}
-	o.found(t, "F-001", "coding-agent", guard.RoleWritePolicy, "git_rules", "src/.gitignore")
+	o.found(t, "F-001", "coding-agent", gates.RoleWritePolicy, "git_rules", "src/.gitignore")
 	if r := o.runOf(t, "coding-agent", "F-001", 1); r.Outcome != "failed" {
 		t.Errorf("the coding run of attempt 1 ended %s, want failed", r.Outcome)
 	}
@@ -328,12 +328,12 @@ func TestGitRouteTempAnswer(t *testing.T) {
 	r1 := o.runOf(t, "tester-agent", "F-001", 1)
 	var passed bool
 	for _, c := range p.commands(r1.ID) {
-		passed = passed || guard.RanTest([]guard.TestRecord{guard.TestRecord(c)}, "sh tests/F-001.sh", p.dir).Passed
+		passed = passed || gates.RanTest([]gates.TestRecord{gates.TestRecord(c)}, "sh tests/F-001.sh", p.dir).Passed
 	}
 	if !passed {
 		t.Errorf("the tester's run of the test did not pass in %s: the link did not read the answer in its sandbox", r1.ID)
 	}
-	rejected := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
 	if len(rejected) != 1 || rejected[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 		t.Errorf("rejected verdicts %v, want one of the failed run %s", rejected, r1.ID)
 	}
@@ -356,8 +356,8 @@ func TestGitRouteRefusedPaths(t *testing.T) {
 	p := routeProject(t, "refused-paths", feature("", scriptedmodel.MakesRefusedPaths))
 	o := p.runRoute(t, 2, nil)
 	refused := scriptedmodel.RefusedPaths("F-001")
-	o.found(t, "F-001", "coding-agent", guard.RoleWritePolicy, "git_internals", refused[:2]...)
-	o.found(t, "F-001", "coding-agent", guard.RoleWritePolicy, "git_refuses_path", refused[2])
+	o.found(t, "F-001", "coding-agent", gates.RoleWritePolicy, "git_internals", refused[:2]...)
+	o.found(t, "F-001", "coding-agent", gates.RoleWritePolicy, "git_refuses_path", refused[2])
 	if r := o.runOf(t, "coding-agent", "F-001", 1); r.Outcome != "failed" {
 		t.Errorf("the coding run of attempt 1 ended %s, want failed", r.Outcome)
 	}
@@ -415,7 +415,7 @@ func TestGitRouteLimits(t *testing.T) {
 	if code, ok := exit["dd "]; !ok || code == 0 {
 		t.Errorf("the 300 MB write exited %d (recorded %v), want it stopped", code, ok)
 	}
-	o.found(t, "F-001", "coding-agent", guard.Scope, "out_of_scope", scriptedmodel.BigFile)
+	o.found(t, "F-001", "coding-agent", gates.Scope, "out_of_scope", scriptedmodel.BigFile)
 	o.absent(t, scriptedmodel.BigFile)
 	// The snapshot after the run stored the file as it was on disk: cut
 	// at the bound, never past it.
@@ -485,7 +485,7 @@ func TestGitRouteNoteInRefusedPath(t *testing.T) {
 	t.Parallel()
 	p := routeProject(t, "note-in-refused-path", feature("", scriptedmodel.WritesNoteForOthers))
 	o := p.runRoute(t, 2, nil)
-	d := o.denied(t, "F-001", guard.FrozenTests, "protected_test")
+	d := o.denied(t, "F-001", gates.FrozenTests, "protected_test")
 	if len(d) != 1 || d[0].Tool != "Write" || !strings.HasSuffix(d[0].Target, scriptedmodel.NotePath) {
 		t.Fatalf("denials read by the model: %v, want the Write of %q", d, scriptedmodel.NotePath)
 	}

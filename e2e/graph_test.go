@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -53,7 +53,7 @@ func TestRepeatedMistakeRate(t *testing.T) {
 			}
 			var refused []string // features whose coder made the mistake, in order
 			for _, tr := range p.traces(store.TraceFilter{Type: store.TraceViolation, Agent: string(agents.Coder)}) {
-				if tr.Gate == guard.Scope && !slices.Contains(refused, tr.Context.Feature) {
+				if tr.Gate == gates.Scope && !slices.Contains(refused, tr.Context.Feature) {
 					refused = append(refused, tr.Context.Feature)
 				}
 			}

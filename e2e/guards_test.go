@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
-	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
+	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -54,11 +55,11 @@ func TestGuards(t *testing.T) {
 	if got, want := states(o.list), "F-001=tested F-002=blocked F-003=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
 	}
-	d := o.denied(t, "F-001", "guard:no-rm-rf", guard.CodeGuardDenied)
+	d := o.denied(t, "F-001", "guard:no-rm-rf", guards.CodeDenied)
 	if len(d) != 1 || d[0].Tool != "Bash" || d[0].Agent != "coding-agent" || d[0].Suggestion != "remove the files you mean by name" {
 		t.Errorf("guard denials read by the model: %v, want the coding agent's rm -rf, with the guard's suggestion", d)
 	}
-	o.violated(t, "F-001", "coding-agent", "guard:no-rm-rf", guard.CodeGuardDenied, store.SourceHook)
+	o.violated(t, "F-001", "coding-agent", "guard:no-rm-rf", guards.CodeDenied, store.SourceHook)
 	for _, x := range o.denials {
 		if x.Feature != "F-001" {
 			t.Errorf("a denial outside the guarded command: %v", x)
@@ -86,7 +87,7 @@ func TestGuards(t *testing.T) {
 			proposal = g
 		}
 	}
-	if proposal.ID == "" || proposal.Status != guard.GuardProposed || !strings.Contains(proposal.Message, "failed 3 times") {
+	if proposal.ID == "" || proposal.Status != guards.Proposed || !strings.Contains(proposal.Message, "failed 3 times") {
 		t.Fatalf("guards %+v, want a proposal against %q that says it failed 3 times", l.Guards, scriptedmodel.DeployCommand)
 	}
 	if out, errOut, code := p.ctxgraphd("ctl", "guards", "promote", "no-rm-rf"); code == 0 || !strings.Contains(errOut, rulefile.Path) {
@@ -119,9 +120,9 @@ func TestGuards(t *testing.T) {
 	}
 
 	var seen int
-	for _, v := range p.traces(store.TraceFilter{Type: store.TraceViolation, Gate: guard.GuardPrefix + proposal.ID}) {
+	for _, v := range p.traces(store.TraceFilter{Type: store.TraceViolation, Gate: guards.Prefix + proposal.ID}) {
 		seen++
-		if v.Code != guard.CodeGuardWouldDeny || v.Context.Agent != "coding-agent" || v.Context.Feature != "F-002" || v.Source != store.SourceHook ||
+		if v.Code != guards.CodeWouldDeny || v.Context.Agent != "coding-agent" || v.Context.Feature != "F-002" || v.Source != store.SourceHook ||
 			!strings.Contains(v.Event.WhatHappened, "would have been denied") {
 			t.Errorf("trace of the guard in warn: %+v, want a would-be denial of F-002's coding agent", v)
 		}
@@ -130,7 +131,7 @@ func TestGuards(t *testing.T) {
 		t.Error("the guard in warn left no would-be denial")
 	}
 	for _, x := range p.model.Denials() {
-		if x.Gate == guard.GuardPrefix+proposal.ID {
+		if x.Gate == guards.Prefix+proposal.ID {
 			t.Errorf("the guard in warn denied: %v", x)
 		}
 	}
@@ -146,7 +147,7 @@ func TestGuards(t *testing.T) {
 	if !ran {
 		t.Errorf("%q did not run after the guard was promoted to warn: a guard in warn lets the action through", scriptedmodel.DeployCommand)
 	}
-	promoted := p.traces(store.TraceFilter{Type: store.TraceDecision, Gate: guard.GuardPrefix + proposal.ID})
+	promoted := p.traces(store.TraceFilter{Type: store.TraceDecision, Gate: guards.Prefix + proposal.ID})
 	if len(promoted) != 2 || promoted[0].Source != store.SourceAuto || promoted[1].Source != store.SourceUser {
 		t.Errorf("decision traces of the guard %+v, want its proposal and a person's promotion", promoted)
 	}
@@ -192,13 +193,13 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
 	}
-	const gate = guard.GuardPrefix + "ci-logs"
+	const gate = guards.Prefix + "ci-logs"
 	// F-001's log was there as the run started: its sandbox refused both
 	// programs, and the refusals are the guard's.
 	if data, _ := os.ReadFile(in(scriptedmodel.GuardedLog("F-001"))); string(data) != "CI's log\n" {
 		t.Errorf("%s = %q after F-001's runs, want it as CI left it", scriptedmodel.GuardedLog("F-001"), data)
 	}
-	for _, v := range o.violated(t, "F-001", "coding-agent", gate, guard.CodeGuardDenied, store.SourceHook) {
+	for _, v := range o.violated(t, "F-001", "coding-agent", gate, guards.CodeDenied, store.SourceHook) {
 		if v.Path != scriptedmodel.GuardedLog("F-001") || !strings.Contains(v.Event.WhatHappened, "the sandbox refused") {
 			t.Errorf("refusal %+v, want the sandbox's refusal of %s", v, scriptedmodel.GuardedLog("F-001"))
 		}
@@ -210,7 +211,7 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 		t.Errorf("%s is there after F-002's runs (%v, %q), want it put back (removed)", scriptedmodel.GuardedLog("F-002"), err, data)
 	}
 	putBack := false
-	for _, v := range o.violated(t, "F-002", "coding-agent", gate, guard.CodeGuardDenied, store.SourceAuto) {
+	for _, v := range o.violated(t, "F-002", "coding-agent", gate, guards.CodeDenied, store.SourceAuto) {
 		putBack = putBack || (v.Path == scriptedmodel.GuardedLog("F-002") && strings.Contains(v.Event.WhatHappened, "put back"))
 	}
 	if !putBack {
@@ -243,7 +244,7 @@ func TestWriteThroughADanglingLinkIsJudgedWhereItLands(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(p.dir, ".claude", "settings.local.json")); err == nil {
 		t.Errorf(".claude/settings.local.json was written through the link: %q", data)
 	}
-	if d := o.denied(t, "F-001", guard.RoleWritePolicy, "daemon_files"); len(d) != 1 || d[0].Tool != "Write" {
+	if d := o.denied(t, "F-001", gates.RoleWritePolicy, "daemon_files"); len(d) != 1 || d[0].Tool != "Write" {
 		t.Errorf("denials read by the model: %v, want the Write through the link refused as the daemon's file", d)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -48,7 +48,7 @@ func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 		Context:         agents.CommandContext{FeatureID: "F-001", Attempt: 1, PreviousState: "code"},
 		SuccessCriteria: agents.SuccessCriteria{Test: "sh tests/F-001.sh", TestsPass: true, Tested: true}}
 	res := r.Run(context.Background(), agents.Spec{RunID: runID, Role: agents.Tester, FeatureID: "F-001", SessionID: uuid.NewString(),
-		Prompt: cmd.Prompt(), Dir: p.dir, Settings: guard.HookSettings(binary), Token: "a-token-no-daemon-issued"}, nil, nil)
+		Prompt: cmd.Prompt(), Dir: p.dir, Settings: gates.HookSettings(binary), Token: "a-token-no-daemon-issued"}, nil, nil)
 	if res.Ended != agents.EndExited || !res.SawResult {
 		t.Fatalf("tester session: %+v\n%s", res, res.StderrTail)
 	}
@@ -65,7 +65,7 @@ func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 			continue
 		}
 		ranTest = ranTest || rec.Event == "post-tool-use" && strings.Contains(string(rec.Payload), "tests/F-001.sh")
-		denied = denied || rec.Event == "pre-tool-use" && strings.Contains(string(rec.Decision), guard.TestedNeedsEvidence)
+		denied = denied || rec.Event == "pre-tool-use" && strings.Contains(string(rec.Decision), gates.TestedNeedsEvidence)
 	}
 	if !ranTest || !denied {
 		t.Fatalf("spool: test run recorded %v, tested:true denied %v (%d records)", ranTest, denied, len(recs))
@@ -102,7 +102,7 @@ func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 			offline = append(offline, tr)
 		}
 	}
-	if len(offline) != 1 || offline[0].Source != store.SourceHook || offline[0].Gate != guard.TestedNeedsEvidence || offline[0].Code != "daemon_unreachable" {
+	if len(offline) != 1 || offline[0].Source != store.SourceHook || offline[0].Gate != gates.TestedNeedsEvidence || offline[0].Code != "daemon_unreachable" {
 		t.Errorf("violation traces of the offline denial: %+v, want one tested-needs-evidence/daemon_unreachable from the hook", offline)
 	} else if offline[0].Context.Run != "" || offline[0].Context.Agent != "" {
 		t.Errorf("the offline denial is traced as %+v: a run the daemon never issued a token for is believed", offline[0].Context)

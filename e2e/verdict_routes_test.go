@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -321,7 +321,7 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 		t.Errorf("the tester of attempt 1 did not run `%s` to exit 0: %+v", files.Command, p.commands(r1.ID))
 	}
 	// The daemon's run found no test and refused the claim.
-	rejected := o.violated(t, "F-001", "tester-agent", guard.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
 	if len(rejected) != 1 || rejected[0].Context.Run != r1.ID || !strings.Contains(rejected[0].Event.WhatHappened, "exited 0 but is not a pass") {
 		t.Errorf("rejected verdicts %+v, want one of %s saying the exit 0 is not a pass", rejected, r1.ID)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/graph"
-	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -28,10 +28,10 @@ func TestARefusedPathReachesOtherAgentsOnlyAsTheAgentsWords(t *testing.T) {
 		name, path string // path relative to the project, or absolute
 		gate       string
 	}{
-		{"a test path that starts a heading", "tests/x\n\n## " + injected + "\n", guard.FrozenTests},
-		{"a path outside the project that closes a quote", `/RT3-OUTSIDE "; ` + injected + ` "`, guard.RoleWritePolicy},
-		{"a path with a line separator and ANSI escapes", "tests/x\u2028\x1b[2K" + injected, guard.FrozenTests},
-		{"a very long path", "tests/" + strings.Repeat(injected+" ", 40), guard.FrozenTests},
+		{"a test path that starts a heading", "tests/x\n\n## " + injected + "\n", gates.FrozenTests},
+		{"a path outside the project that closes a quote", `/RT3-OUTSIDE "; ` + injected + ` "`, gates.RoleWritePolicy},
+		{"a path with a line separator and ANSI escapes", "tests/x\u2028\x1b[2K" + injected, gates.FrozenTests},
+		{"a very long path", "tests/" + strings.Repeat(injected+" ", 40), gates.FrozenTests},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -47,7 +47,7 @@ func TestARefusedPathReachesOtherAgentsOnlyAsTheAgentsWords(t *testing.T) {
 				{ID: "F-001", Status: progress.Pending, Scope: []string{"src/a/**"}, Test: "sh tests/a.sh"},
 				{ID: "F-002", Status: progress.Pending, Scope: []string{"src/b/**"}, Test: "sh tests/b.sh"},
 			}})
-			token := j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+			token := j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
 			path := tt.path
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(dir, path)
@@ -66,7 +66,7 @@ func TestARefusedPathReachesOtherAgentsOnlyAsTheAgentsWords(t *testing.T) {
 			}
 
 			// The next tester, on another feature, is told of the refusal.
-			got, err := graph.Select(st, graph.Subject{Role: guard.Tester, Feature: "F-002", Scope: []string{"tests/**"}}, 600)
+			got, err := graph.Select(st, graph.Subject{Role: gates.Tester, Feature: "F-002", Scope: []string{"tests/**"}}, 600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -36,8 +37,8 @@ const DaemonTimeout = 5 * time.Second
 const MaxPayload = 64 << 20
 
 // InteractiveFlag marks the hooks `ctxgraphd init --install-hooks` writes
-// into .claude/settings.json (see guard.InteractiveFlag).
-const InteractiveFlag = guard.InteractiveFlag
+// into .claude/settings.json (see gates.InteractiveFlag).
+const InteractiveFlag = gates.InteractiveFlag
 
 // gatingEvents are those where a hook that cannot judge must block: the
 // action would otherwise go through unchecked.
@@ -90,7 +91,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 	if len(data) > MaxPayload {
 		return fail(fmt.Errorf("payload larger than %d bytes", MaxPayload))
 	}
-	p, err := guard.ParsePayload(event, data)
+	p, err := gates.ParsePayload(event, data)
 	if err != nil {
 		return fail(err)
 	}
@@ -98,7 +99,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 	// Who acts, as the run's environment says. The daemon does not take
 	// this from the hook (it knows the run by its token); the hook uses it
 	// only when it has to decide alone.
-	actor := guard.Actor{Role: getenv("CTXGRAPH_AGENT"), Feature: getenv("CTXGRAPH_FEATURE"), Run: getenv("CTXGRAPH_RUN")}
+	actor := gates.Actor{Role: getenv("CTXGRAPH_AGENT"), Feature: getenv("CTXGRAPH_FEATURE"), Run: getenv("CTXGRAPH_RUN")}
 
 	projectDir := getenv("CLAUDE_PROJECT_DIR")
 	if projectDir == "" {
@@ -117,7 +118,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 		resp, err := c.Hook(ctx, control.HookRequest{Event: event, Payload: data})
 		cancel()
 		if err == nil {
-			stdout.Write(guard.Render(p.Event, wireDecision(resp.Decision)))
+			stdout.Write(gates.Render(p.Event, wireDecision(resp.Decision)))
 			return 0
 		}
 		var apiErr *control.APIError
@@ -137,14 +138,14 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 	if err := spool.Append(proj.StateDir, rec); err != nil {
 		fmt.Fprintf(stderr, "ctxgraphd hook %s: could not spool the record for the daemon: %v\n", event, err)
 	}
-	stdout.Write(guard.Render(p.Event, d))
+	stdout.Write(gates.Render(p.Event, d))
 	return 0
 }
 
 // decideOffline judges with what the files say: the feature list on disk
 // and what this run's hooks spooled before. tested: true is refused.
-func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *guard.Decision {
-	state := guard.State{ProjectDir: proj.Dir, Offline: true, Protected: []string{proj.StateDir, proj.Socket}}
+func decideOffline(proj paths.Project, actor gates.Actor, p *gates.Payload) *gates.Decision {
+	state := gates.State{ProjectDir: proj.Dir, Offline: true, Protected: []string{proj.StateDir, proj.Socket}}
 	if l, _, err := progress.ReadFeatureList(proj.Progress()); err == nil {
 		state.List = l
 	}
@@ -152,8 +153,8 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 	// directories), as it left it. Unreadable, it is empty: nothing frozen
 	// is then known, but nothing outside the project is writable either,
 	// and the sandbox holds the frozen tests whatever the hook knows.
-	var guards []guard.Rule
-	if o, err := guard.LoadOffline(proj.StateDir); err == nil {
+	var guards []guards.Rule
+	if o, err := gates.LoadOffline(proj.StateDir); err == nil {
 		o.Apply(&state)
 		guards = o.Guards
 	}
@@ -168,8 +169,8 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 		if r.Run != actor.Run || actor.Run == "" {
 			continue
 		}
-		if rp, err := guard.ParsePayload(r.Event, r.Payload); err == nil {
-			if c, ok := guard.RecordCommand(actor, featureTest, proj.Dir, rp); ok {
+		if rp, err := gates.ParsePayload(r.Event, r.Payload); err == nil {
+			if c, ok := gates.RecordCommand(actor, featureTest, proj.Dir, rp); ok {
 				state.Commands = append(state.Commands, c)
 			}
 			if (rp.Event == "Stop" || rp.Event == "SubagentStop") && len(r.Decision) > 0 {
@@ -177,28 +178,28 @@ func decideOffline(proj paths.Project, actor guard.Actor, p *guard.Payload) *gua
 			}
 		}
 	}
-	modes := guard.Modes{} // the daemon's configuration is not read here: every gate enforces
+	modes := gates.Modes{} // the daemon's configuration is not read here: every gate enforces
 	switch p.Event {
 	case "PreToolUse":
-		d := guard.PreToolUse(modes, actor, state, p)
+		d := gates.PreToolUse(modes, actor, state, p)
 		if d != nil {
 			return d
 		}
 		// The guards the daemon left, as it would judge them: built-in
 		// gates first, then the project's own.
-		if hits := guard.Guards(guards, actor, state, p); len(hits) > 0 {
+		if hits := gates.Guards(guards, actor, state, p); len(hits) > 0 {
 			return hits[0]
 		}
 		return nil
 	case "Stop", "SubagentStop":
-		return guard.Stop(modes, actor, state, p)
+		return gates.Stop(modes, actor, state, p)
 	}
 	return nil
 }
 
-func wireDecision(d *control.HookDecision) *guard.Decision {
+func wireDecision(d *control.HookDecision) *gates.Decision {
 	if d == nil {
 		return nil
 	}
-	return &guard.Decision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: guard.Mode(d.Mode)}
+	return &gates.Decision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: gates.Mode(d.Mode)}
 }

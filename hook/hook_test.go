@@ -15,7 +15,8 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 )
@@ -59,7 +60,7 @@ func env(vars map[string]string) func(string) string {
 // hash of the run's token, never the token itself.
 func TestDecidingAloneHoldsTheFrozenTests(t *testing.T) {
 	p := project(t)
-	if err := guard.SaveOffline(p.StateDir, guard.Offline{Frozen: []string{"tests/F-001.sh"}}); err != nil {
+	if err := gates.SaveOffline(p.StateDir, gates.Offline{Frozen: []string{"tests/F-001.sh"}}); err != nil {
 		t.Fatal(err)
 	}
 	agent := map[string]string{"CTXGRAPH_AGENT": "coding-agent", "CTXGRAPH_FEATURE": "F-001", "CTXGRAPH_RUN": "run-000002",
@@ -85,8 +86,8 @@ func TestDecidingAloneHoldsTheFrozenTests(t *testing.T) {
 	}
 	// The daemon learns what the hook decided alone: the denial is
 	// spooled with the coder's edit, and nothing with the person's.
-	var d guard.Decision
-	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != guard.FrozenTests || d.Code != "frozen_test" {
+	var d gates.Decision
+	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != gates.FrozenTests || d.Code != "frozen_test" {
 		t.Errorf("the coder's record carries %s (%v), want the frozen_test denial", recs[0].Decision, err)
 	}
 	if len(recs[1].Decision) != 0 {
@@ -185,7 +186,7 @@ func blockedStop(t *testing.T, out string) string {
 	if err := json.Unmarshal([]byte(out), &block); err != nil || block.Decision != "block" {
 		t.Fatalf("not a Stop block: %s (%v)", out, err)
 	}
-	var reason guard.Denial
+	var reason gates.Denial
 	if err := json.Unmarshal([]byte(block.Reason), &reason); err != nil {
 		t.Fatalf("the reason is not the structured denial: %s", block.Reason)
 	}
@@ -436,8 +437,8 @@ func TestUsage(t *testing.T) {
 // denies with gate guard:<id>, and the denial is spooled for the daemon.
 func TestDecidingAloneHoldsTheGuards(t *testing.T) {
 	p := project(t)
-	rule := guard.Rule{ID: "no-curl", Status: guard.GuardEnforce, Tool: "Bash", Match: guard.Match{Command: `\bcurl\b`}, Message: "no network", Suggestion: "vendor it"}
-	if err := guard.SaveOffline(p.StateDir, guard.Offline{Guards: []guard.Rule{rule}}); err != nil {
+	rule := guards.Rule{ID: "no-curl", Status: guards.Enforce, Tool: "Bash", Match: guards.Match{Command: `\bcurl\b`}, Message: "no network", Suggestion: "vendor it"}
+	if err := gates.SaveOffline(p.StateDir, gates.Offline{Guards: []guards.Rule{rule}}); err != nil {
 		t.Fatal(err)
 	}
 	agent := map[string]string{"CTXGRAPH_AGENT": "coding-agent", "CTXGRAPH_FEATURE": "F-001", "CTXGRAPH_RUN": "run-000002",
@@ -462,8 +463,8 @@ func TestDecidingAloneHoldsTheGuards(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("spool: %d records, %v", len(recs), err)
 	}
-	var d guard.Decision
-	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != "guard:no-curl" || d.Code != guard.CodeGuardDenied {
+	var d gates.Decision
+	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != "guard:no-curl" || d.Code != guards.CodeDenied {
 		t.Errorf("the record carries %s (%v), want the guard's denial", recs[0].Decision, err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 )
 
@@ -75,7 +75,7 @@ func TestHookKeepsWhatTheMachineKeptATestFrom(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, func(o *Options) { o.SandboxWritable = []string{"/root/.cache/go-build"} })
 			f.j.SetList(twoFeatures())
-			token := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+			token := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
 			for _, p := range tc.payloads {
 				event := map[any]string{"PostToolUse": "post-tool-use", "PostToolUseFailure": "post-tool-use-failure"}[p["hook_event_name"]]
 				f.mustHook(token, event, p)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -73,7 +73,7 @@ func (j *Judge) Freeze(ctx context.Context, l *progress.List, tree gitrepo.Tree)
 		if e.Mode == gitrepo.ModeGitlink {
 			continue
 		}
-		if named[e.Path] || guard.MatchAny(j.opts.ProtectedGlobs, e.Path) {
+		if named[e.Path] || gates.MatchAny(j.opts.ProtectedGlobs, e.Path) {
 			fz.Files[e.Path] = e.ID
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -166,7 +166,7 @@ func TestSetFrozenWritesTheOfflineRecord(t *testing.T) {
 	if err := f.j.SetFrozen(fz); err != nil {
 		t.Fatal(err)
 	}
-	off, err := guard.LoadOffline(f.proj.StateDir)
+	off, err := gates.LoadOffline(f.proj.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestSetFrozenWritesTheOfflineRecord(t *testing.T) {
 	if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/c.sh": "cc"}}); err != nil {
 		t.Fatal(err)
 	}
-	if off, _ := guard.LoadOffline(f.proj.StateDir); !slices.Equal(off.Frozen, []string{"tests/c.sh"}) {
+	if off, _ := gates.LoadOffline(f.proj.StateDir); !slices.Equal(off.Frozen, []string{"tests/c.sh"}) {
 		t.Errorf("offline frozen after a new record = %q", off.Frozen)
 	}
 }
@@ -244,7 +244,7 @@ func TestAdopt(t *testing.T) {
 	if got := f.j.Frozen(); !maps.Equal(got.Files, want) {
 		t.Errorf("the judge's record is %v, want the adopted one", got.Files)
 	}
-	if off, err := guard.LoadOffline(f.proj.StateDir); err != nil || !slices.Equal(off.Frozen, []string{"Makefile", "tests/a.sh", "tests/new.sh"}) {
+	if off, err := gates.LoadOffline(f.proj.StateDir); err != nil || !slices.Equal(off.Frozen, []string{"Makefile", "tests/a.sh", "tests/new.sh"}) {
 		t.Errorf("offline frozen = %q, %v", off.Frozen, err)
 	}
 	// The record it started from is not changed under its holder.

@@ -3,14 +3,15 @@ package judge
 import (
 	"slices"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 )
 
 // SetGuards makes rules the guards the hooks hold runs to (the active ones
 // count: warn and enforce), and leaves them where a hook deciding alone
 // finds them, so that no guard fails open when the daemon does not answer.
-func (j *Judge) SetGuards(rules []guard.Rule) error {
-	var active []guard.Rule
+func (j *Judge) SetGuards(rules []guards.Rule) error {
+	var active []guards.Rule
 	for _, r := range rules {
 		if r.Active() {
 			active = append(active, r)
@@ -23,7 +24,7 @@ func (j *Judge) SetGuards(rules []guard.Rule) error {
 }
 
 // Guards returns the active guards.
-func (j *Judge) Guards() []guard.Rule {
+func (j *Judge) Guards() []guards.Rule {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return slices.Clone(j.guards)
@@ -34,12 +35,12 @@ func (j *Judge) Guards() []guard.Rule {
 // project, and the active guards.
 func (j *Judge) saveOffline() error {
 	j.mu.Lock()
-	o := guard.Offline{
+	o := gates.Offline{
 		Frozen: j.frozen.Sorted(), ProtectedGlobs: j.opts.ProtectedGlobs, Writable: j.opts.Writable,
 		Guards: slices.Clone(j.guards),
 	}
 	j.mu.Unlock()
-	return guard.SaveOffline(j.opts.Project.StateDir, o)
+	return gates.SaveOffline(j.opts.Project.StateDir, o)
 }
 
 // withGuards adds the guards' say to the built-in gates' decision d on a
@@ -47,11 +48,11 @@ func (j *Judge) saveOffline() error {
 // when they let the action through (d nil, or a warning). It returns the
 // decision the model reads and the guards' other decisions, each of which
 // is recorded too. Called with j.mu held.
-func (j *Judge) withGuards(a guard.Actor, s guard.State, p *guard.Payload, d *guard.Decision) (*guard.Decision, []*guard.Decision) {
+func (j *Judge) withGuards(a gates.Actor, s gates.State, p *gates.Payload, d *gates.Decision) (*gates.Decision, []*gates.Decision) {
 	if d.Blocks() {
 		return d, nil
 	}
-	hits := guard.Guards(j.guards, a, s, p)
+	hits := gates.Guards(j.guards, a, s, p)
 	if len(hits) == 0 {
 		return d, nil
 	}

@@ -10,7 +10,7 @@
 // have changed; and, when a tester's claim holds, a commit of exactly the
 // tree it tested.
 //
-// The rules themselves are package guard's, shared with the hook; this
+// The rules themselves are package gates', shared with the hook; this
 // package supplies what only the daemon knows. Its methods are safe for
 // concurrent use: hooks are answered while the loop is busy, and the slow
 // parts (a snapshot, a test) run off the loop, cancellable.
@@ -32,7 +32,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -52,7 +53,7 @@ type Records interface {
 // Options configure a Judge.
 type Options struct {
 	Project paths.Project
-	Modes   guard.Modes
+	Modes   gates.Modes
 	Records Records
 	// Repo is the project's repository; the outcome of runs is judged in it.
 	Repo *gitrepo.Repo
@@ -87,7 +88,7 @@ type Judge struct {
 	list   *progress.List // canonical, as the loop last published it
 	frozen Frozen
 	runs   map[string]*run // by token
-	guards []guard.Rule    // the active guards (SetGuards)
+	guards []guards.Rule   // the active guards (SetGuards)
 	// links are the runs' nodes in the context graph, by run id. They
 	// outlive the run's token: a verdict is recorded after its run ended.
 	links map[string]RunLink
@@ -106,10 +107,10 @@ type RunLink struct {
 
 // run is what the judge knows of one run.
 type run struct {
-	actor      guard.Actor
+	actor      gates.Actor
 	token      string
 	pid        int
-	commands   []guard.TestRecord
+	commands   []gates.TestRecord
 	stopBlocks int
 	live       bool
 	// stopFailure is the API error the run's StopFailure hook reported.
@@ -124,7 +125,7 @@ type run struct {
 	env *diagnose.Environment
 	// denied is what the run's sandbox denies it (nil: not known): a
 	// refusal read off a command's output is believed only where the
-	// sandbox can have made it (guard.Believable).
+	// sandbox can have made it (gates.Believable).
 	denied []string
 }
 
@@ -143,7 +144,7 @@ func New(opts Options) *Judge {
 }
 
 // Modes returns the gates' modes.
-func (j *Judge) Modes() guard.Modes { return j.opts.Modes }
+func (j *Judge) Modes() gates.Modes { return j.opts.Modes }
 
 // SetList publishes the canonical feature list to the hooks.
 func (j *Judge) SetList(l *progress.List) {
@@ -158,7 +159,7 @@ func (j *Judge) SetList(l *progress.List) {
 // Register makes a run known to the gates and returns its token: the secret
 // its hooks present (control.RunTokenEnv in its environment). The hooks of
 // a run are believed to be that run's because of the token, and only then.
-func (j *Judge) Register(a guard.Actor) string {
+func (j *Judge) Register(a gates.Actor) string {
 	b := make([]byte, 32)
 	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
 	token := hex.EncodeToString(b)
@@ -220,7 +221,7 @@ func (j *Judge) IsLive(runID string) bool {
 }
 
 // Commands returns the Bash commands the run's hooks recorded.
-func (j *Judge) Commands(runID string) []guard.TestRecord {
+func (j *Judge) Commands(runID string) []gates.TestRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if r := j.byRun(runID); r != nil {
@@ -240,8 +241,8 @@ func (j *Judge) byRun(runID string) *run {
 
 // state is what the rules know besides the payload, for actor's run rg (nil
 // for a person's interactive session).
-func (j *Judge) state(rg *run) guard.State {
-	s := guard.State{
+func (j *Judge) state(rg *run) gates.State {
+	s := gates.State{
 		ProjectDir: j.opts.Project.Dir, List: j.list,
 		Protected: j.Protected(), Frozen: j.frozen.paths(), ProtectedGlobs: j.opts.ProtectedGlobs,
 		Writable: j.opts.Writable, MaxFileSize: j.opts.Jail.Limits.FileSize,
@@ -280,10 +281,10 @@ func (j *Judge) Environment(runID string) *diagnose.Environment {
 
 // environment reads the output of a failed Bash call, as its hook reports
 // it, for a failure of the machine or the sandbox.
-func (j *Judge) environment(p *guard.Payload) *diagnose.Environment {
+func (j *Judge) environment(p *gates.Payload) *diagnose.Environment {
 	out := p.Error
 	if p.Event == "PostToolUse" {
-		var r guard.BashResponse
+		var r gates.BashResponse
 		json.Unmarshal(p.ToolResponse, &r)
 		out = r.Stdout + "\n" + r.Stderr
 	}
@@ -333,25 +334,25 @@ var errUnknownRun = &control.APIError{HTTPStatus: http.StatusForbidden, Code: co
 	Message: "this hook's run is not one of this daemon's runs (it ended, or the daemon restarted); the action is refused"}
 
 // ActorOf says whose run a token is, while the run is the daemon's.
-func (j *Judge) ActorOf(token string) (guard.Actor, bool) {
+func (j *Judge) ActorOf(token string) (gates.Actor, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if rg := j.runs[token]; rg != nil {
 		return rg.actor, true
 	}
-	return guard.Actor{}, false
+	return gates.Actor{}, false
 }
 
 // Hook answers one hook event (control.GateBackend). token says which run
 // sent it; no token is a person's interactive session.
 func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
-	p, err := guard.ParsePayload(req.Event, req.Payload)
+	p, err := gates.ParsePayload(req.Event, req.Payload)
 	if err != nil {
 		return control.HookResponse{}, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}
 	}
 	j.mu.Lock()
 	var rg *run
-	actor := guard.Actor{} // a person
+	actor := gates.Actor{} // a person
 	if token != "" {
 		if rg = j.runs[token]; rg == nil {
 			j.mu.Unlock()
@@ -360,15 +361,15 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		actor = rg.actor
 	}
 	state := j.state(rg)
-	var d *guard.Decision
-	var rec *guard.TestRecord
+	var d *gates.Decision
+	var rec *gates.TestRecord
 	var refused []refusal
-	var guardHits []*guard.Decision // guards' decisions besides d
+	var guardHits []*gates.Decision // guards' decisions besides d
 	switch p.Event {
 	case "PreToolUse":
-		d = guard.PreToolUse(j.opts.Modes, actor, state, p)
+		d = gates.PreToolUse(j.opts.Modes, actor, state, p)
 		d, guardHits = j.withGuards(actor, state, p, d)
-		if rg != nil && !d.Blocks() && guard.WritesFeatureList(state, p) {
+		if rg != nil && !d.Blocks() && gates.WritesFeatureList(state, p) {
 			if p.ToolName == "Write" {
 				rg.listWrite = []byte(p.Input().Content)
 			} else {
@@ -376,7 +377,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			}
 		}
 	case "Stop", "SubagentStop":
-		d = guard.Stop(j.opts.Modes, actor, state, p)
+		d = gates.Stop(j.opts.Modes, actor, state, p)
 		if d.Blocks() && rg != nil {
 			rg.stopBlocks++
 		}
@@ -387,7 +388,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 				test = f.Test
 			}
 		}
-		if r, ok := guard.RecordCommand(actor, test, j.opts.Project.Dir, p); ok {
+		if r, ok := gates.RecordCommand(actor, test, j.opts.Project.Dir, p); ok {
 			if rg != nil {
 				rg.commands = append(rg.commands, r)
 				if r.IsTest && r.ExitCode != 0 && rg.env == nil {
@@ -397,13 +398,13 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			rec = &r
 		}
 		if rg != nil {
-			for _, r := range guard.SandboxRefusals(p) {
-				if !guard.Believable(state, r, rg.denied) {
+			for _, r := range gates.SandboxRefusals(p) {
+				if !gates.Believable(state, r, rg.denied) {
 					continue // printed by the command, not the sandbox's
 				}
-				d := guard.JudgeRefusal(actor, state, r)
+				d := gates.JudgeRefusal(actor, state, r)
 				if d == nil {
-					d = guard.GuardRefusal(j.guards, actor, state, r)
+					d = gates.GuardRefusal(j.guards, actor, state, r)
 				}
 				refused = append(refused, refusal{r, d})
 			}
@@ -429,7 +430,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	}
 	// The project file a refused call was about, so that later agents on
 	// that file are told (precedent by files).
-	file, _ := state.ProjectPath(guard.FilePath(p))
+	file, _ := state.ProjectPath(gates.FilePath(p))
 	for _, g := range guardHits {
 		j.recordDecision(actor, p, g, file)
 	}
@@ -445,12 +446,12 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 }
 
 // recordDecision keeps every denial (and every warning) as a violation.
-func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decision, file string) {
+func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *gates.Decision, file string) {
 	what := fmt.Sprintf("%s %s was blocked by %s: %s", p.Event, p.ToolName, d.Gate, d.Message)
 	switch {
-	case d.Code == guard.CodeGuardWouldDeny:
+	case d.Code == guards.CodeWouldDeny:
 		what = fmt.Sprintf("%s %s would have been denied by %s (the guard is in warn, the action was let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
-	case d.Mode == guard.Warn:
+	case d.Mode == gates.Warn:
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
 	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
@@ -461,14 +462,14 @@ func (j *Judge) recordDecision(a guard.Actor, p *guard.Payload, d *guard.Decisio
 
 // refusal is a sandbox refusal and the rule it enforced, if one names it.
 type refusal struct {
-	guard.Refusal
-	rule *guard.Decision
+	gates.Refusal
+	rule *gates.Decision
 }
 
 // recordRefusal makes what the sandbox refused a run visible: a violation
 // of the gate whose rule the path falls under (the sandbox enforced it;
 // the hook could not see it in the command), or of the network allowlist.
-func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal, s guard.State) {
+func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gates.State) {
 	cmd := p.Input().Command
 	file, _ := s.ProjectPath(r.Path)
 	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
@@ -489,13 +490,13 @@ func (j *Judge) recordRefusal(a guard.Actor, p *guard.Payload, r refusal, s guar
 }
 
 // TraceContext is the trace context of an actor.
-func TraceContext(a guard.Actor) store.TraceContext {
+func TraceContext(a gates.Actor) store.TraceContext {
 	return store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
 }
 
 // ToolCall is the tool call a hook's payload is about, as a trace keeps it:
 // the tool and, in a line, the command or the path it was given.
-func ToolCall(p *guard.Payload) *store.TraceTool {
+func ToolCall(p *gates.Payload) *store.TraceTool {
 	if p.ToolName == "" {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
@@ -78,10 +78,10 @@ func TestHookTokenDecidesWhoActs(t *testing.T) {
 	if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/a.sh": "0123"}}); err != nil {
 		t.Fatal(err)
 	}
-	coderA := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
-	coderB := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-002", Run: "run-2"})
-	tester := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-3"})
-	forgotten := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-4"})
+	coderA := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	coderB := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-002", Run: "run-2"})
+	tester := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-3"})
+	forgotten := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-4"})
 	f.j.Forget("run-4")
 	if coderA == "" || coderA == coderB || len(coderA) < 32 {
 		t.Fatalf("tokens %q and %q: want distinct secrets", coderA, coderB)
@@ -93,26 +93,26 @@ func TestHookTokenDecidesWhoActs(t *testing.T) {
 		token      string
 		payload    map[string]any
 		gate, code string // "" when allowed
-		actor      guard.Actor
+		actor      gates.Actor
 		errCode    string // an APIError's code
 		errStatus  int
 	}{
 		{name: "a coder writes outside its feature's scope", token: coderA, payload: writePayload(in("src/b/x.go")),
-			gate: guard.Scope, code: "out_of_scope", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+			gate: gates.Scope, code: "out_of_scope", actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}},
 		{name: "a coder writes outside its scope, relative path", token: coderA, payload: writePayload("src/b/x.go"),
-			gate: guard.Scope, code: "out_of_scope", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+			gate: gates.Scope, code: "out_of_scope", actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}},
 		{name: "a coder writes in its scope", token: coderA, payload: writePayload(in("src/a/x.go"))},
 		{name: "the other feature's coder writes the same file", token: coderB, payload: writePayload(in("src/b/x.go"))},
 		{name: "a person writes it", token: "", payload: writePayload(in("src/b/x.go"))},
 		{name: "a tester edits source", token: tester, payload: writePayload(in("src/a/x.go")),
-			gate: guard.RoleWritePolicy, code: "tester_edits_source", actor: guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-3"}},
+			gate: gates.RoleWritePolicy, code: "tester_edits_source", actor: gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-3"}},
 		{name: "a coder changes a frozen test", token: coderA, payload: writePayload(in("tests/a.sh")),
-			gate: guard.FrozenTests, code: "frozen_test", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+			gate: gates.FrozenTests, code: "frozen_test", actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}},
 		{name: "a person changes a frozen test", token: "", payload: writePayload(in("tests/a.sh"))},
 		{name: "a coder changes Claude Code's local settings", token: coderA, payload: writePayload(in(".claude/settings.local.json")),
-			gate: guard.RoleWritePolicy, code: "daemon_files", actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+			gate: gates.RoleWritePolicy, code: "daemon_files", actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}},
 		{name: "a coder writes the daemon's state", token: coderA, payload: writePayload(filepath.Join(f.proj.StateDir, "state.db")),
-			gate: guard.RoleWritePolicy, actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"}},
+			gate: gates.RoleWritePolicy, actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}},
 		{name: "an unknown token", token: strings.Repeat("ab", 32), payload: writePayload(in("src/a/x.go")),
 			errCode: "unknown_run", errStatus: http.StatusForbidden},
 		{name: "a forgotten run's token", token: forgotten, payload: writePayload(in("src/a/x.go")),
@@ -156,7 +156,7 @@ func TestHookTokenDecidesWhoActs(t *testing.T) {
 				}
 				return
 			}
-			if d == nil || d.Gate != tt.gate || (tt.code != "" && d.Code != tt.code) || d.Mode != string(guard.Enforce) || d.Message == "" {
+			if d == nil || d.Gate != tt.gate || (tt.code != "" && d.Code != tt.code) || d.Mode != string(gates.Enforce) || d.Message == "" {
 				t.Fatalf("decision %+v, want %s/%s enforced with a message", d, tt.gate, tt.code)
 			}
 			// Every denial is a violation, traced with the run it is of.
@@ -177,15 +177,15 @@ func TestHookTokenDecidesWhoActs(t *testing.T) {
 // Gates in warn mode let the action through, tell the model, and are
 // traced all the same.
 func TestHookWarnModeIsTraced(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.Modes = guard.Modes{guard.Scope: guard.Warn} })
+	f := newFixture(t, func(o *Options) { o.Modes = gates.Modes{gates.Scope: gates.Warn} })
 	f.j.SetList(twoFeatures())
-	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	coder := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 	d := f.mustHook(coder, "pre-tool-use", writePayload("src/b/x.go"))
-	if d == nil || d.Gate != guard.Scope || d.Mode != string(guard.Warn) {
+	if d == nil || d.Gate != gates.Scope || d.Mode != string(gates.Warn) {
 		t.Fatalf("decision %+v, want a scope warning", d)
 	}
 	trs := f.rec.Traces()
-	if len(trs) != 1 || trs[0].Type != store.TraceViolation || trs[0].Gate != guard.Scope || !strings.Contains(trs[0].Event.WhatHappened, "warn mode") {
+	if len(trs) != 1 || trs[0].Type != store.TraceViolation || trs[0].Gate != gates.Scope || !strings.Contains(trs[0].Event.WhatHappened, "warn mode") {
 		t.Errorf("traces %+v, want one scope violation that says it was let through", trs)
 	}
 }
@@ -196,8 +196,8 @@ func TestHookWarnModeIsTraced(t *testing.T) {
 func TestHookRecordsBashCommandsOfItsRun(t *testing.T) {
 	f := newFixture(t, nil)
 	f.j.SetList(twoFeatures())
-	t1 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
-	t2 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-002", Run: "run-2"})
+	t1 := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
+	t2 := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-002", Run: "run-2"})
 
 	for _, h := range []struct {
 		token, event string
@@ -220,7 +220,7 @@ func TestHookRecordsBashCommandsOfItsRun(t *testing.T) {
 		ExitCode              int
 		IsTest                bool
 	}
-	simplify := func(rs []guard.TestRecord) []rec {
+	simplify := func(rs []gates.TestRecord) []rec {
 		var out []rec
 		for _, r := range rs {
 			if r.OutputDigest == "" || r.Time.IsZero() {
@@ -262,28 +262,28 @@ func TestHookRecordsBashCommandsOfItsRun(t *testing.T) {
 }
 
 // tester-must-test blocks a tester's Stop until it ran a test, at most
-// guard.MaxStopBlocks times per run; each run counts its own blocks.
+// gates.MaxStopBlocks times per run; each run counts its own blocks.
 func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
 	f := newFixture(t, nil)
 	f.j.SetList(twoFeatures())
-	t1 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
-	t2 := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
-	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-3"})
+	t1 := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
+	t2 := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-2"})
+	coder := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-3"})
 
-	for i := 1; i <= guard.MaxStopBlocks; i++ {
+	for i := 1; i <= gates.MaxStopBlocks; i++ {
 		d := f.mustHook(t1, "stop", stopPayload)
-		if d == nil || d.Gate != guard.TesterMustTest || d.Code != "no_test_run" || d.Mode != string(guard.Enforce) {
+		if d == nil || d.Gate != gates.TesterMustTest || d.Code != "no_test_run" || d.Mode != string(gates.Enforce) {
 			t.Fatalf("stop %d: decision %+v, want tester-must-test to block", i, d)
 		}
-		if want := fmt.Sprintf("block %d of %d", i, guard.MaxStopBlocks); !strings.Contains(d.Message, want) {
+		if want := fmt.Sprintf("block %d of %d", i, gates.MaxStopBlocks); !strings.Contains(d.Message, want) {
 			t.Errorf("stop %d: message %q does not say %q", i, d.Message, want)
 		}
 	}
 	if d := f.mustHook(t1, "stop", stopPayload); d != nil {
-		t.Errorf("stop %d: decision %+v, want the run let go", guard.MaxStopBlocks+1, d)
+		t.Errorf("stop %d: decision %+v, want the run let go", gates.MaxStopBlocks+1, d)
 	}
 	// Another run of the same feature starts from zero.
-	if d := f.mustHook(t2, "stop", stopPayload); d == nil || !strings.Contains(d.Message, fmt.Sprintf("block 1 of %d", guard.MaxStopBlocks)) {
+	if d := f.mustHook(t2, "stop", stopPayload); d == nil || !strings.Contains(d.Message, fmt.Sprintf("block 1 of %d", gates.MaxStopBlocks)) {
 		t.Errorf("the other run's first stop: %+v, want its first block", d)
 	}
 	// Once it ran the test, it may stop.
@@ -297,12 +297,12 @@ func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
 	}
 	n := 0
 	for _, tr := range f.rec.Traces() {
-		if tr.Gate == guard.TesterMustTest && tr.Code == "no_test_run" && tr.Type == store.TraceViolation {
+		if tr.Gate == gates.TesterMustTest && tr.Code == "no_test_run" && tr.Type == store.TraceViolation {
 			n++
 		}
 	}
-	if n != guard.MaxStopBlocks+1 {
-		t.Errorf("%d tester-must-test violations traced, want %d", n, guard.MaxStopBlocks+1)
+	if n != gates.MaxStopBlocks+1 {
+		t.Errorf("%d tester-must-test violations traced, want %d", n, gates.MaxStopBlocks+1)
 	}
 }
 
@@ -310,8 +310,8 @@ func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
 // a run the judge does not know is over (nothing to kill).
 func TestHookSessionStartMakesTheRunLive(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
-	f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
+	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-2"})
 	if f.j.IsLive("run-1") {
 		t.Fatal("live before its SessionStart")
 	}
@@ -340,7 +340,7 @@ func TestHookSessionStartMakesTheRunLive(t *testing.T) {
 // A turn that ended on an API error is kept as a decision trace of its run.
 func TestHookStopFailureIsTraced(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 	f.mustHook(tok, "stop-failure", map[string]any{"hook_event_name": "StopFailure", "error": "rate_limit"})
 	trs := f.rec.Traces()
 	if len(trs) != 1 || trs[0].Type != store.TraceDecision || trs[0].Context.Run != "run-1" || !strings.Contains(trs[0].Event.WhatHappened, "rate_limit") {
@@ -367,7 +367,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 		why     string
 	}{
 		{name: "a write of a frozen test", payload: bashFailurePayload("echo x > tests/a.sh", roFS("tests/a.sh")),
-			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			gate: gates.FrozenTests, code: "frozen_test", prefix: true,
 			what: "the sandbox refused `echo x > tests/a.sh` a write of tests/a.sh: tests/a.sh is an acceptance test",
 			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
 		{name: "a connection to a host not allowed",
@@ -377,11 +377,11 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 			what:    "the sandbox refused a connection to evil.example by `curl -s https://evil.example`: not a host sandbox.allowed_domains lets through",
 			correct: "reach only the hosts the project allows", why: "confinement"},
 		{name: "a command quoted whole at the bound", payload: bashFailurePayload("echo "+long+"xx > tests/a.sh", roFS("tests/a.sh")),
-			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			gate: gates.FrozenTests, code: "frozen_test", prefix: true,
 			what: "the sandbox refused `echo " + long + "xx > tests/a.sh` a write of tests/a.sh: ",
 			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
 		{name: "a command clipped past the bound", payload: bashFailurePayload("echo "+long+"xxx > tests/a.sh", roFS("tests/a.sh")),
-			gate: guard.FrozenTests, code: "frozen_test", prefix: true,
+			gate: gates.FrozenTests, code: "frozen_test", prefix: true,
 			what: "the sandbox refused `echo " + long + "xxx > tests/…` a write of tests/a.sh: ",
 			why:  "gate frozen-tests, held by the sandbox whatever program writes"},
 		{name: "a write no rule forbids", payload: bashFailurePayload("echo x > src/a/x.go", roFS("src/a/x.go"))},
@@ -394,8 +394,8 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 			if err := f.j.SetFrozen(Frozen{Files: map[string]string{"tests/a.sh": "0123"}}); err != nil {
 				t.Fatal(err)
 			}
-			token := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
-			ctx := TraceContext(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+			token := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+			ctx := TraceContext(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 			if tt.person {
 				token, ctx = "", store.TraceContext{}
 			}
@@ -431,7 +431,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 // list afterwards changes nothing, and no list is no list.
 func TestSetListKeepsItsOwnCopy(t *testing.T) {
 	f := newFixture(t, nil)
-	coder := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+	coder := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 	// ./check.sh is a test only because it is the feature's test command.
 	l := list(progress.Feature{ID: "F-001", Scope: []string{"src/a/**"}, Test: "./check.sh"})
 	f.j.SetList(l)
@@ -523,7 +523,7 @@ func TestHookAnswersWhenTheStoreFails(t *testing.T) {
 			}
 		})
 		f.j.SetList(twoFeatures())
-		tester := f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-1"})
+		tester := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
 		if d, err := f.hook(tester, "post-tool-use", bashPayload("sh tests/a.sh")); d != nil || err != nil {
 			t.Errorf("store broken %v: hook = %+v, %v; want it answered", broken, d, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 )
 
 // What is on disk while a run is in flight can be the run's doing, half-way,
@@ -31,7 +31,7 @@ func TestWhatARunMayBeWritingOfTheList(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			token := f.j.Register(guard.Actor{Role: guard.Initializer, Run: "run-1"})
+			token := f.j.Register(gates.Actor{Role: gates.Initializer, Run: "run-1"})
 			path := filepath.Join(f.dir, ".claude/progress/feature-list.json")
 			switch tc.tool {
 			case "Write":

@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -251,7 +251,7 @@ func list(fs ...progress.Feature) *progress.List {
 }
 
 // findings renders findings as "gate/code path mode", sorted.
-func findings(fs []guard.Finding) []string {
+func findings(fs []gates.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, f.Gate+"/"+f.Code+" "+f.Path+" "+string(f.Mode))

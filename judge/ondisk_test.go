@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 )
 
@@ -23,35 +23,35 @@ func TestJudgeRunSeesWhatGitCouldHide(t *testing.T) {
 		kept     []string // present after judging
 		changed  string   // a change the run made that the change set must hold
 	}{
-		{name: "a .gitignore that hides the coder's out-of-scope code", role: guard.Coder,
+		{name: "a .gitignore that hides the coder's out-of-scope code", role: gates.Coder,
 			misdo: func(f *fixture) {
 				f.write(map[string]string{"src/b/.gitignore": "*\n", "src/b/y.go": "package b // mine now\n"})
 			},
 			findings: []string{"role-write-policy/git_rules src/b/.gitignore enforce", "scope/out_of_scope src/b/y.go enforce"},
 			removed:  []string{"src/b/.gitignore"}, changed: "src/b/y.go"},
-		{name: "a nested repository in scope: its files are judged, its .git removed", role: guard.Coder,
+		{name: "a nested repository in scope: its files are judged, its .git removed", role: gates.Coder,
 			misdo: func(f *fixture) {
 				f.git("init", "-q", "src/a/lib")
 				f.write(map[string]string{"src/a/lib/l.go": "package lib\n"})
 			},
 			findings: []string{"role-write-policy/git_internals src/a/lib/.git enforce"},
 			removed:  []string{"src/a/lib/.git"}, kept: []string{"src/a/lib/l.go"}, changed: "src/a/lib/l.go"},
-		{name: "a nested repository made of a directory the project tracks", role: guard.Coder,
+		{name: "a nested repository made of a directory the project tracks", role: gates.Coder,
 			misdo: func(f *fixture) {
 				f.git("init", "-q", "src/b")
 				f.write(map[string]string{"src/b/y.go": "package b // hidden?\n"})
 			},
 			findings: []string{"role-write-policy/git_internals src/b/.git enforce", "scope/out_of_scope src/b/y.go enforce"},
 			removed:  []string{"src/b/.git"}, changed: "src/b/y.go"},
-		{name: "a .GIT directory in scope", role: guard.Coder,
+		{name: "a .GIT directory in scope", role: gates.Coder,
 			misdo:    func(f *fixture) { f.write(map[string]string{"src/a/.GIT/x": "x\n"}) },
 			findings: []string{"role-write-policy/git_internals src/a/.GIT enforce"},
 			removed:  []string{"src/a/.GIT"}},
-		{name: "a name git refuses in scope", role: guard.Coder,
+		{name: "a name git refuses in scope", role: gates.Coder,
 			misdo:    func(f *fixture) { f.write(map[string]string{"src/a/git~1": "x\n"}) },
 			findings: []string{"role-write-policy/git_refuses_path src/a/git~1 enforce"},
 			removed:  []string{"src/a/git~1"}},
-		{name: "a tester's edit that ident would hide", role: guard.Tester,
+		{name: "a tester's edit that ident would hide", role: gates.Tester,
 			person: func(f *fixture) {
 				f.write(map[string]string{".gitattributes": "*.c ident\n"})
 				f.commitAll("attributes")
@@ -59,7 +59,7 @@ func TestJudgeRunSeesWhatGitCouldHide(t *testing.T) {
 			misdo:    func(f *fixture) { f.write(map[string]string{"src/a/doc.c": "/* a */ $Id: changed $\n"}) },
 			findings: []string{"role-write-policy/tester_edits_source src/a/doc.c enforce"},
 			changed:  "src/a/doc.c"},
-		{name: "a person's nested repository is not the run's", role: guard.Coder,
+		{name: "a person's nested repository is not the run's", role: gates.Coder,
 			person: func(f *fixture) {
 				f.git("init", "-q", "vendor/x")
 				f.write(map[string]string{"vendor/x/v.go": "package x\n"})

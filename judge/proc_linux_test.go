@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 )
 
@@ -76,8 +76,8 @@ func TestIsRunProcess(t *testing.T) {
 		t.Fatal("a process is a run's while no run is registered")
 	}
 
-	token := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
-	f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
+	token := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-2"})
 	carrier := startProc(t, []string{control.RunTokenEnv + "=" + token}, "sleep", "300")
 	parent, grandchild := startTree(t)
 	_, stranger := startTree(t)
@@ -172,7 +172,7 @@ func TestIsRunProcessWalkIsBounded(t *testing.T) {
 		{"init itself", 1, 1, false},
 	}
 	for _, tt := range tests {
-		f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
+		f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 		f.j.Started("run-1", tt.pid)
 		if got := f.j.IsRunProcess(tt.from); got != tt.want {
 			t.Errorf("a run's process %s: IsRunProcess(%d) = %v, want %v", tt.name, tt.from, got, tt.want)

@@ -3,7 +3,7 @@ package judge
 import (
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 )
 
 // The API error a run's StopFailure hook reports is kept for that run, and
@@ -12,8 +12,8 @@ import (
 // belongs to no run.
 func TestStopFailureIsKeptForItsRun(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := f.j.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-1"})
-	f.j.Register(guard.Actor{Role: guard.Tester, Feature: "F-001", Run: "run-2"})
+	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-2"})
 	if got := f.j.StopFailure("run-1"); got != "" {
 		t.Fatalf("StopFailure(run-1) = %q before any StopFailure hook", got)
 	}

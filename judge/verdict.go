@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -42,7 +42,7 @@ func (j *Judge) WriteEvidence(feature string, attempt int, what string, r TestRe
 
 // RunEnd is a run that ended by itself, to be judged by its outcome.
 type RunEnd struct {
-	Actor   guard.Actor
+	Actor   gates.Actor
 	Attempt int
 	// Base is the work tree when the run started.
 	Base gitrepo.Tree
@@ -71,7 +71,7 @@ type Judgement struct {
 	Changes []gitrepo.Change
 	// Findings are the changes a gate does not let stand. Those of an
 	// enforced gate were restored as they were before the run.
-	Findings []guard.Finding
+	Findings []gates.Finding
 	Restored []string
 	// Tree is the work tree after the run, once restored: what the test
 	// ran on, and what a commit of the verdict holds.
@@ -90,7 +90,7 @@ type Judgement struct {
 // the snapshot after it that the snapshot of its base did not have. When
 // the base's are not known (a base recorded before the daemon kept them),
 // none is charged: a person's nested repository must never be removed.
-func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) []guard.Change {
+func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) []gates.Change {
 	before, known := repo.RefusedAt(base)
 	if !known {
 		return nil
@@ -99,10 +99,10 @@ func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) [
 	for _, r := range before {
 		had[r.Path] = true
 	}
-	var out []guard.Change
+	var out []gates.Change
 	for _, r := range now {
 		if !had[r.Path] {
-			out = append(out, guard.Change{Path: r.Path, Kind: "added", Refused: r.Why})
+			out = append(out, gates.Change{Path: r.Path, Kind: "added", Refused: r.Why})
 		}
 	}
 	return out
@@ -111,7 +111,7 @@ func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) [
 // Blocks reports whether an enforced gate refused part of what the run did.
 func (jd Judgement) Blocks() bool {
 	for _, f := range jd.Findings {
-		if f.Mode == guard.Enforce {
+		if f.Mode == gates.Enforce {
 			return true
 		}
 	}
@@ -120,7 +120,7 @@ func (jd Judgement) Blocks() bool {
 
 // JudgeRun judges what a run produced. Every process of the run must be
 // gone: what the tree holds now is all the run did. The run's change set
-// (its base to now) meets the rules for its role (guard.JudgeChanges); what
+// (its base to now) meets the rules for its role (gates.JudgeChanges); what
 // an enforced gate refuses is restored as it was at the run's start; then,
 // when asked, the daemon runs the feature's test on the tree as it is.
 func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
@@ -140,9 +140,9 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	guards := slices.Clone(j.guards)
 	j.mu.Unlock()
 	state.List = in.List
-	changes := make([]guard.Change, len(jd.Changes))
+	changes := make([]gates.Change, len(jd.Changes))
 	for i, c := range jd.Changes {
-		changes[i] = guard.Change{Path: c.Path, Kind: c.Kind.String()}
+		changes[i] = gates.Change{Path: c.Path, Kind: c.Kind.String()}
 		if c.Kind != gitrepo.Deleted {
 			if fi, err := os.Lstat(filepath.Join(j.opts.Project.Dir, filepath.FromSlash(c.Path))); err == nil {
 				changes[i].Size = fi.Size()
@@ -150,11 +150,11 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		}
 	}
 	changes = append(changes, runsRefused(repo, in.Base, refused)...)
-	jd.Findings = guard.JudgeChanges(j.opts.Modes, in.Actor, state, changes)
+	jd.Findings = gates.JudgeChanges(j.opts.Modes, in.Actor, state, changes)
 	// The project's guards that hold a file hold it whatever wrote it.
-	jd.Findings = append(jd.Findings, guard.GuardChanges(guards, in.Actor, changes, jd.Findings)...)
+	jd.Findings = append(jd.Findings, gates.GuardChanges(guards, in.Actor, changes, jd.Findings)...)
 	for _, f := range jd.Findings {
-		if f.Mode == guard.Enforce {
+		if f.Mode == gates.Enforce {
 			jd.Restored = append(jd.Restored, f.Path)
 		}
 	}
@@ -165,7 +165,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		var remove, restore []string
 		for _, f := range jd.Findings {
 			switch {
-			case f.Mode != guard.Enforce:
+			case f.Mode != gates.Enforce:
 			case f.Refused != "":
 				remove = append(remove, f.Path)
 			default:

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -204,7 +204,7 @@ var judgeBase = map[string]string{
 	"src/a/doc.c": "/* a */\n",
 }
 
-func newJudgeFixture(t *testing.T, modes guard.Modes) *judgeFixture {
+func newJudgeFixture(t *testing.T, modes gates.Modes) *judgeFixture {
 	t.Helper()
 	f := newFixture(t, func(o *Options) { o.Modes = modes })
 	f.write(judgeBase)
@@ -230,7 +230,7 @@ func newJudgeFixture(t *testing.T, modes guard.Modes) *judgeFixture {
 func (f *judgeFixture) judge(role string, rerun bool) Judgement {
 	f.t.Helper()
 	return f.j.JudgeRun(f.t.Context(), RunEnd{
-		Actor: guard.Actor{Role: role, Feature: "F-001", Run: "run-7"}, Attempt: 1, Base: f.base, List: f.list, Rerun: rerun,
+		Actor: gates.Actor{Role: role, Feature: "F-001", Run: "run-7"}, Attempt: 1, Base: f.base, List: f.list, Rerun: rerun,
 	})
 }
 
@@ -257,38 +257,38 @@ func TestJudgeRunRestoresWhatAGateRefuses(t *testing.T) {
 		code   string
 		honest bool // the run also made an honest change of its feature
 	}{
-		{name: "a coder changes a frozen test", role: guard.Coder, honest: true,
+		{name: "a coder changes a frozen test", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.write(map[string]string{"tests/a.sh": "exit 0\n"}) },
-			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
-		{name: "a coder deletes a frozen test", role: guard.Coder, honest: true,
+			path:  "tests/a.sh", gate: gates.FrozenTests, code: "frozen_test"},
+		{name: "a coder deletes a frozen test", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.remove("tests/a.sh") },
-			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
-		{name: "a coder makes a frozen test executable", role: guard.Coder, honest: true,
+			path:  "tests/a.sh", gate: gates.FrozenTests, code: "frozen_test"},
+		{name: "a coder makes a frozen test executable", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { os.Chmod(filepath.Join(f.dir, "tests/a.sh"), 0o755) },
-			path:  "tests/a.sh", gate: guard.FrozenTests, code: "frozen_test"},
-		{name: "a coder adds a test where tests live", role: guard.Coder, honest: true,
+			path:  "tests/a.sh", gate: gates.FrozenTests, code: "frozen_test"},
+		{name: "a coder adds a test where tests live", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.write(map[string]string{"tests/extra.sh": "exit 0\n"}) },
-			path:  "tests/extra.sh", gate: guard.FrozenTests, code: "protected_test"},
-		{name: "a coder adds a Go test", role: guard.Coder, honest: true,
+			path:  "tests/extra.sh", gate: gates.FrozenTests, code: "protected_test"},
+		{name: "a coder adds a Go test", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.write(map[string]string{"src/a/x_test.go": "package a\n"}) },
-			path:  "src/a/x_test.go", gate: guard.FrozenTests, code: "protected_test"},
-		{name: "a coder changes another feature's file", role: guard.Coder, honest: true,
+			path:  "src/a/x_test.go", gate: gates.FrozenTests, code: "protected_test"},
+		{name: "a coder changes another feature's file", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.write(map[string]string{"src/b/y.go": "package b // mine now\n"}) },
-			path:  "src/b/y.go", gate: guard.Scope, code: "out_of_scope"},
-		{name: "a coder deletes a file outside its scope", role: guard.Coder, honest: true,
+			path:  "src/b/y.go", gate: gates.Scope, code: "out_of_scope"},
+		{name: "a coder deletes a file outside its scope", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) { f.remove("README.md") },
-			path:  "README.md", gate: guard.Scope, code: "out_of_scope"},
-		{name: "a coder writes Claude Code's local settings", role: guard.Coder, honest: true,
+			path:  "README.md", gate: gates.Scope, code: "out_of_scope"},
+		{name: "a coder writes Claude Code's local settings", role: gates.Coder, honest: true,
 			misdo: func(f *fixture) {
 				f.write(map[string]string{".claude/settings.local.json": `{"disableAllHooks": true}`})
 			},
-			path: ".claude/settings.local.json", gate: guard.RoleWritePolicy, code: "daemon_files"},
-		{name: "a tester changes source", role: guard.Tester,
+			path: ".claude/settings.local.json", gate: gates.RoleWritePolicy, code: "daemon_files"},
+		{name: "a tester changes source", role: gates.Tester,
 			misdo: func(f *fixture) { f.write(map[string]string{"src/a/x.go": "ok\n"}) },
-			path:  "src/a/x.go", gate: guard.RoleWritePolicy, code: "tester_edits_source"},
-		{name: "a tester adds a file", role: guard.Tester,
+			path:  "src/a/x.go", gate: gates.RoleWritePolicy, code: "tester_edits_source"},
+		{name: "a tester adds a file", role: gates.Tester,
 			misdo: func(f *fixture) { f.write(map[string]string{"notes.txt": "x\n"}) },
-			path:  "notes.txt", gate: guard.RoleWritePolicy, code: "tester_edits_source"},
+			path:  "notes.txt", gate: gates.RoleWritePolicy, code: "tester_edits_source"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -363,7 +363,7 @@ func TestJudgeRunHonestRun(t *testing.T) {
 	f := newJudgeFixture(t, nil)
 	f.write(map[string]string{"src/a/x.go": "ok\n", "src/a/sub/new.go": "package sub\n", "out/build.bin": "ignored\n"})
 	f.remove("src/a/doc.c")
-	jd := f.judge(guard.Coder, false)
+	jd := f.judge(gates.Coder, false)
 	if jd.Err != nil || len(jd.Findings) != 0 || len(jd.Restored) != 0 || jd.Blocks() {
 		t.Fatalf("judgement %+v, want no findings", jd)
 	}
@@ -378,16 +378,16 @@ func TestJudgeRunHonestRun(t *testing.T) {
 	}
 	// A tester that only ran the test changed nothing.
 	f2 := newJudgeFixture(t, nil)
-	if jd := f2.judge(guard.Tester, false); jd.Err != nil || len(jd.Changes) != 0 || len(jd.Findings) != 0 || jd.Tree != f2.base {
+	if jd := f2.judge(gates.Tester, false); jd.Err != nil || len(jd.Changes) != 0 || len(jd.Findings) != 0 || jd.Tree != f2.base {
 		t.Errorf("an idle tester's judgement %+v", jd)
 	}
 }
 
 // In warn mode a gate's finding is reported and nothing is put back.
 func TestJudgeRunWarnModeRestoresNothing(t *testing.T) {
-	f := newJudgeFixture(t, guard.Modes{guard.FrozenTests: guard.Warn, guard.Scope: guard.Off})
+	f := newJudgeFixture(t, gates.Modes{gates.FrozenTests: gates.Warn, gates.Scope: gates.Off})
 	f.write(map[string]string{"tests/a.sh": "exit 0\n", "src/b/y.go": "package b // off-gate\n"})
-	jd := f.judge(guard.Coder, true)
+	jd := f.judge(gates.Coder, true)
 	if jd.Err != nil {
 		t.Fatal(jd.Err)
 	}
@@ -413,14 +413,14 @@ func TestJudgeRunRerun(t *testing.T) {
 		f := newJudgeFixture(t, nil)
 		f.write(map[string]string{"src/a/x.go": "ok\n"}) // as the coder left it
 		f.base = f.snapshot()                            // when the tester started
-		jd := f.judge(guard.Tester, true)
+		jd := f.judge(gates.Tester, true)
 		if jd.Err != nil || jd.Test == nil || !jd.Test.Passed() || jd.Test.Command != "sh tests/a.sh" {
 			t.Fatalf("judgement %+v test %+v, want the feature's test run and passed", jd, jd.Test)
 		}
 	})
 	t.Run("the code fails", func(t *testing.T) {
 		f := newJudgeFixture(t, nil)
-		jd := f.judge(guard.Tester, true)
+		jd := f.judge(gates.Tester, true)
 		if jd.Err != nil || jd.Test == nil || jd.Test.Passed() || jd.Test.ExitCode != 1 {
 			t.Fatalf("test %+v, want the feature's test run and failed", jd.Test)
 		}
@@ -428,7 +428,7 @@ func TestJudgeRunRerun(t *testing.T) {
 	t.Run("a tester that makes the test pass by changing it", func(t *testing.T) {
 		f := newJudgeFixture(t, nil)
 		f.write(map[string]string{"tests/a.sh": "exit 0\n"})
-		jd := f.judge(guard.Tester, true)
+		jd := f.judge(gates.Tester, true)
 		if jd.Err != nil || !jd.Blocks() || jd.Test != nil {
 			t.Fatalf("judgement %+v, want blocked and no test run", jd)
 		}
@@ -443,7 +443,7 @@ func TestJudgeRunRerun(t *testing.T) {
 	t.Run("a feature without a test", func(t *testing.T) {
 		f := newJudgeFixture(t, nil)
 		f.list.Features[0].Test = ""
-		jd := f.judge(guard.Tester, true)
+		jd := f.judge(gates.Tester, true)
 		if jd.Test == nil || jd.Test.CannotRun == "" || jd.Test.Passed() {
 			t.Errorf("test %+v, want cannot run", jd.Test)
 		}
@@ -455,7 +455,7 @@ func TestJudgeRunBogusBase(t *testing.T) {
 	f := newJudgeFixture(t, nil)
 	f.write(map[string]string{"tests/a.sh": "exit 0\n"})
 	for _, base := range []gitrepo.Tree{"0123456789abcdef0123456789abcdef01234567", "not-a-tree"} {
-		jd := f.j.JudgeRun(t.Context(), RunEnd{Actor: guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-7"}, Base: base, List: f.list, Rerun: true})
+		jd := f.j.JudgeRun(t.Context(), RunEnd{Actor: gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-7"}, Base: base, List: f.list, Rerun: true})
 		if jd.Err == nil || !strings.Contains(jd.Err.Error(), "run-7") {
 			t.Errorf("base %s: Err = %v, want an error naming the run", base, jd.Err)
 		}
@@ -614,7 +614,7 @@ func TestJudgeRunRemovesAFilePastTheSizeBound(t *testing.T) {
 	f := newJudgeFixture(t, nil)
 	f.j.opts.Jail.Limits.FileSize = 1 << 20
 	f.write(map[string]string{"src/a/big.bin": strings.Repeat("x", 1<<20+1), "src/a/small.txt": "ok\n"})
-	jd := f.judge(guard.Coder, false)
+	jd := f.judge(gates.Coder, false)
 	if jd.Err != nil {
 		t.Fatal(jd.Err)
 	}

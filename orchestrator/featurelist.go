@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -48,7 +48,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.canonical != nil {
 			o.log.Warn("feature-list.json was deleted; restoring the canonical copy")
-			o.violation(guard.RoleWritePolicy, "feature-list.json was deleted")
+			o.violation(gates.RoleWritePolicy, "feature-list.json was deleted")
 			o.writeFeatureList()
 		}
 		// No file is no problem of a file: a broken one that is gone
@@ -97,7 +97,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		for i := range l.Features {
 			if l.Features[i].Tested {
 				l.Features[i].Tested, reset = false, true
-				o.violation(guard.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
+				o.violation(gates.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
 			}
 			if l.Features[i].Status == "" {
 				l.Features[i].Status = progress.Pending
@@ -150,7 +150,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 // the new canonical list and the list as it should read on disk (the same,
 // plus a tester's pending tested:true claim).
 //
-// While a run is in flight, who may change what is guard.ListChange's rule,
+// While a run is in flight, who may change what is gates.ListChange's rule,
 // the one the hook applies to an Edit: a change an enforced gate refuses is
 // left out (and so written back), a change a gate in warn mode lets through
 // is taken and recorded. tested: true never becomes canonical here: a
@@ -174,14 +174,14 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 	}
 	merged = o.canonical.Clone()
 	run := o.active.run
-	actor := guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
 	modes := o.judge.Modes()
 	for _, c := range progress.Diff(o.canonical, disk) {
 		fd, isField := progress.FieldByKey(c.Field)
 		if c.Kind != progress.Modified || !isField {
 			continue // structure: written back
 		}
-		d := guard.ListChange(modes, actor, c)
+		d := gates.ListChange(modes, actor, c)
 		if d.Blocks() {
 			continue
 		}
@@ -190,7 +190,7 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 		}
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
-			case now && actor.Role == guard.Tester && d == nil:
+			case now && actor.Role == gates.Tester && d == nil:
 				o.claim = run.Feature
 			case !now && o.claim == c.FeatureID:
 				o.claim = ""
@@ -240,18 +240,18 @@ func describeChange(actor string, c progress.Change) string {
 }
 
 // revertGate names the gate a reverted change broke: the one the hook names
-// when it denies the same change through Write or Edit (guard.ListChange),
+// when it denies the same change through Write or Edit (gates.ListChange),
 // so that a change made where no hook could see it (Bash, a script) is
 // traced, counted and grouped like its denial.
 func (o *Orchestrator) revertGate(c progress.Change) string {
-	a := guard.Actor{}
+	a := gates.Actor{}
 	if o.active != nil {
-		a = guard.Actor{Role: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
+		a = gates.Actor{Role: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
 	}
-	if d := guard.ListChange(guard.Modes{}, a, c); d != nil {
+	if d := gates.ListChange(gates.Modes{}, a, c); d != nil {
 		return d.Gate
 	}
-	return guard.RoleWritePolicy
+	return gates.RoleWritePolicy
 }
 
 // violation records a change that was refused and undone on disk, as a

@@ -13,13 +13,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ctxgraphd/ctxgraphd/guards/propose"
+
+	"github.com/ctxgraphd/ctxgraphd/guards"
+
 	"github.com/bmatcuk/doublestar/v4"
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/graph"
-	"github.com/ctxgraphd/ctxgraphd/guard"
-	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -27,7 +31,7 @@ import (
 // rules last read from guards.yaml, which hold while a broken file is
 // being fixed.
 type guardState struct {
-	file    []guard.Rule
+	file    []guards.Rule
 	data    []byte // the file as last read: an unchanged file is not read again
 	read    bool   // the file was read once (a missing file reads as nil)
 	problem string // what is wrong with the file, "" when nothing
@@ -53,7 +57,7 @@ func (o *Orchestrator) loadGuardFile() {
 	if err == nil && o.guards.read && bytes.Equal(data, o.guards.data) {
 		return
 	}
-	var rules []guard.Rule
+	var rules []guards.Rule
 	if err == nil {
 		rules, err = rulefile.Parse(name, data)
 	}
@@ -74,7 +78,7 @@ func (o *Orchestrator) loadGuardFile() {
 
 // allGuards is every guard: guards.yaml's first, then the stored ones (a
 // stored guard with the id of one in the file gives way to the file's).
-func (o *Orchestrator) allGuards() ([]guard.Rule, error) {
+func (o *Orchestrator) allGuards() ([]guards.Rule, error) {
 	stored, err := o.st.Guards()
 	if err != nil {
 		return nil, err
@@ -89,7 +93,7 @@ func (o *Orchestrator) allGuards() ([]guard.Rule, error) {
 }
 
 // fileGuard is the guard of guards.yaml with that id, if there is one.
-func (o *Orchestrator) fileGuard(id string) *guard.Rule {
+func (o *Orchestrator) fileGuard(id string) *guards.Rule {
 	for i := range o.guards.file {
 		if o.guards.file[i].ID == id {
 			return &o.guards.file[i]
@@ -127,10 +131,10 @@ func (o *Orchestrator) proposeGuards() error {
 	if err != nil {
 		return err
 	}
-	threshold := cmp.Or(o.cfg.Graph.GuardThreshold, graph.DefaultGuardThreshold)
+	threshold := cmp.Or(o.cfg.Graph.GuardThreshold, propose.DefaultThreshold)
 	patterns := graph.Patterns(trs, cmds, threshold)
-	for _, r := range graph.ProposeGuards(patterns, threshold, o.now()) {
-		if o.fileGuard(r.ID) != nil || slices.ContainsFunc(stored, func(s guard.Rule) bool { return s.ID == r.ID }) {
+	for _, r := range propose.Propose(patterns, threshold, o.now()) {
+		if o.fileGuard(r.ID) != nil || slices.ContainsFunc(stored, func(s guards.Rule) bool { return s.ID == r.ID }) {
 			continue
 		}
 		if f := o.owner(r.Match.Path); f != "" {
@@ -187,11 +191,11 @@ func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
 	}
 	out := map[string]guardCount{}
 	for _, t := range trs {
-		if !strings.HasPrefix(t.Gate, guard.GuardPrefix) {
+		if !strings.HasPrefix(t.Gate, guards.Prefix) {
 			continue
 		}
 		c := out[t.Gate]
-		if t.Code == guard.CodeGuardDenied {
+		if t.Code == guards.CodeDenied {
 			c.denials++
 		} else {
 			c.wouldBe++
@@ -204,13 +208,13 @@ func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
 // PromoteGuard implements control.GuardBackend: a person moves a guard one
 // step, proposed → warn → enforce.
 func (o *Orchestrator) PromoteGuard(ctx context.Context, id string) (control.Guard, error) {
-	return o.changeGuard(ctx, id, "promote", func(r *guard.Rule) error {
+	return o.changeGuard(ctx, id, "promote", func(r *guards.Rule) error {
 		switch r.Status {
-		case guard.GuardProposed:
-			r.Status = guard.GuardWarn
-		case guard.GuardWarn:
-			r.Status = guard.GuardEnforce
-		case guard.GuardEnforce:
+		case guards.Proposed:
+			r.Status = guards.Warn
+		case guards.Warn:
+			r.Status = guards.Enforce
+		case guards.Enforce:
 			return guardConflict(fmt.Sprintf("guard %s is enforced already; `ctxgraphd ctl guards retire %s` ends it", id, id))
 		default:
 			return guardConflict(fmt.Sprintf("guard %s is retired, and stays so; to hold agents to its rule again, write it in %s", id, rulefile.Path))
@@ -221,11 +225,11 @@ func (o *Orchestrator) PromoteGuard(ctx context.Context, id string) (control.Gua
 
 // RetireGuard implements control.GuardBackend: a person ends a guard.
 func (o *Orchestrator) RetireGuard(ctx context.Context, id string) (control.Guard, error) {
-	return o.changeGuard(ctx, id, "retire", func(r *guard.Rule) error {
-		if r.Status == guard.GuardRetired {
+	return o.changeGuard(ctx, id, "retire", func(r *guards.Rule) error {
+		if r.Status == guards.Retired {
 			return guardConflict(fmt.Sprintf("guard %s is retired already", id))
 		}
-		r.Status = guard.GuardRetired
+		r.Status = guards.Retired
 		return nil
 	})
 }
@@ -236,7 +240,7 @@ func guardConflict(msg string) error {
 
 // changeGuard applies a person's change to a stored guard, records it as
 // a decision of theirs, and publishes the guards.
-func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change func(*guard.Rule) error) (control.Guard, error) {
+func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change func(*guards.Rule) error) (control.Guard, error) {
 	var out control.Guard
 	err := o.do(ctx, func() error {
 		o.loadGuardFile()
@@ -248,7 +252,7 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(stored, func(r guard.Rule) bool { return r.ID == id })
+		i := slices.IndexFunc(stored, func(r guards.Rule) bool { return r.ID == id })
 		if i < 0 {
 			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownGuard,
 				Message: fmt.Sprintf("no guard %q; `ctxgraphd ctl guards` lists them", id)}
@@ -277,7 +281,7 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 }
 
 // guardWire is a guard as the control API shows it.
-func guardWire(r guard.Rule, c guardCount) control.Guard {
+func guardWire(r guards.Rule, c guardCount) control.Guard {
 	return control.Guard{ID: r.ID, Status: r.Status, Source: r.Source, Rule: r.Summary(), Event: r.Event, Tool: r.Tool, Role: r.Role,
 		Match: control.GuardMatch(r.Match), Action: r.Action, Message: r.Message, Suggestion: r.Suggestion, Created: r.Created,
 		Denials: c.denials, WouldBe: c.wouldBe}
@@ -292,18 +296,18 @@ const maxGuardDenies = 256
 var errEnough = errors.New("enough")
 
 // guardDenies are the paths the sandbox of a run of role denies for the
-// project's enforced deny guards on a file (guard.SandboxGlobs): the
+// project's enforced deny guards on a file (gates.SandboxGlobs): the
 // sandbox takes paths, not globs, so each glob is read against the tree
 // as the run starts. A glob that names one path (a proposal's always
 // does) denies it whether or not it exists, when its directory does;
 // DIR/** denies DIR, new files too, when DIR is there; any other glob denies the files it matches now.
 // A file the glob would match that the run creates is held by the verdict
-// (guard.GuardChanges), which puts it back.
+// (gates.GuardChanges), which puts it back.
 func (o *Orchestrator) guardDenies(role string) []string {
 	dir := o.opts.Project.Dir
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	var out []string
-	for _, g := range guard.SandboxGlobs(o.judge.Guards(), role) {
+	for _, g := range gates.SandboxGlobs(o.judge.Guards(), role) {
 		if len(out) >= maxGuardDenies {
 			break
 		}
@@ -368,7 +372,7 @@ func (o *Orchestrator) owner(glob string) string {
 		return ""
 	}
 	for _, f := range o.canonical.Features {
-		if guard.InScope(f.Scope, p) {
+		if gates.InScope(f.Scope, p) {
 			return f.ID
 		}
 	}

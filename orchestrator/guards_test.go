@@ -12,8 +12,9 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
-	"github.com/ctxgraphd/ctxgraphd/guard/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
+	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -43,7 +44,7 @@ func TestGuardLifecycle(t *testing.T) {
 	}
 	o := h.orchestrator(false)
 	ctx := running(t, o)
-	token := o.judge.Register(guard.Actor{Role: guard.Coder, Feature: "F-001", Run: "run-000099"})
+	token := o.judge.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000099"})
 	decide := func() *control.HookDecision {
 		t.Helper()
 		resp, err := o.Hook(ctx, token, bashCall("make deploy"))
@@ -57,7 +58,7 @@ func TestGuardLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Guards) != 1 || l.Guards[0].Status != guard.GuardProposed || l.Guards[0].Source != "pattern failing_command" || !strings.Contains(l.Guards[0].Message, "failed 3 times") {
+	if len(l.Guards) != 1 || l.Guards[0].Status != guards.Proposed || l.Guards[0].Source != "pattern failing_command" || !strings.Contains(l.Guards[0].Message, "failed 3 times") {
 		t.Fatalf("Guards() = %+v, want one proposal from the failing command", l.Guards)
 	}
 	id := l.Guards[0].ID
@@ -72,20 +73,20 @@ func TestGuardLifecycle(t *testing.T) {
 		status string
 		code   string // of the decision on the command; "" none
 		mode   string
-	}{{guard.GuardWarn, guard.CodeGuardWouldDeny, string(guard.Warn)}, {guard.GuardEnforce, guard.CodeGuardDenied, string(guard.Enforce)}}
+	}{{guards.Warn, guards.CodeWouldDeny, string(gates.Warn)}, {guards.Enforce, guards.CodeDenied, string(gates.Enforce)}}
 	for _, s := range steps {
 		g, err := o.PromoteGuard(ctx, id)
 		if err != nil || g.Status != s.status {
 			t.Fatalf("PromoteGuard() = %+v, %v; want %s", g, err, s.status)
 		}
-		if d := decide(); d == nil || d.Gate != guard.GuardPrefix+id || d.Code != s.code || d.Mode != s.mode {
+		if d := decide(); d == nil || d.Gate != guards.Prefix+id || d.Code != s.code || d.Mode != s.mode {
 			t.Fatalf("in %s the guard decided %+v, want %s (%s)", s.status, d, s.code, s.mode)
 		}
 	}
 	if _, err := o.PromoteGuard(ctx, id); apiCode(err) != "guard_status" {
 		t.Errorf("promoting an enforced guard: %v, want guard_status", err)
 	}
-	if g, err := o.RetireGuard(ctx, id); err != nil || g.Status != guard.GuardRetired || g.Denials != 1 || g.WouldBe != 1 {
+	if g, err := o.RetireGuard(ctx, id); err != nil || g.Status != guards.Retired || g.Denials != 1 || g.WouldBe != 1 {
 		t.Fatalf("RetireGuard() = %+v, %v; want it retired, with one denial and one would-be", g, err)
 	}
 	if d := decide(); d != nil {
@@ -101,7 +102,7 @@ func TestGuardLifecycle(t *testing.T) {
 		t.Errorf("after retiring, Guards() = %+v, %v; want the retired guard and no new proposal", l.Guards, err)
 	}
 
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Gate: guard.GuardPrefix + id})
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Gate: guards.Prefix + id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +185,13 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 		}
 	}
 	o := h.orchestrator(false)
-	if err := o.judge.SetGuards([]guard.Rule{
-		{ID: "lit", Status: guard.GuardEnforce, Match: guard.Match{Path: `CHANGELOG\[1\].md`}, Message: "m"},
-		{ID: "lit-nodir", Status: guard.GuardEnforce, Match: guard.Match{Path: "newdir/x.go"}, Message: "m"},
-		{ID: "dir", Status: guard.GuardEnforce, Role: guard.Coder, Match: guard.Match{Path: "gen/**"}, Message: "m"},
-		{ID: "pb", Status: guard.GuardEnforce, Match: guard.Match{Path: "pkg/**/*.pb.go"}, Message: "m"},
-		{ID: "warn", Status: guard.GuardWarn, Match: guard.Match{Path: "docs/**"}, Message: "m"},
-		{ID: "cmd", Status: guard.GuardEnforce, Match: guard.Match{Path: "pkg/y/b.go", Command: "x"}, Message: "m"},
+	if err := o.judge.SetGuards([]guards.Rule{
+		{ID: "lit", Status: guards.Enforce, Match: guards.Match{Path: `CHANGELOG\[1\].md`}, Message: "m"},
+		{ID: "lit-nodir", Status: guards.Enforce, Match: guards.Match{Path: "newdir/x.go"}, Message: "m"},
+		{ID: "dir", Status: guards.Enforce, Role: gates.Coder, Match: guards.Match{Path: "gen/**"}, Message: "m"},
+		{ID: "pb", Status: guards.Enforce, Match: guards.Match{Path: "pkg/**/*.pb.go"}, Message: "m"},
+		{ID: "warn", Status: guards.Warn, Match: guards.Match{Path: "docs/**"}, Message: "m"},
+		{ID: "cmd", Status: guards.Enforce, Match: guards.Match{Path: "pkg/y/b.go", Command: "x"}, Message: "m"},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +227,8 @@ func TestNoGuardIsProposedAgainstAFeaturesOwnFile(t *testing.T) {
 	var trs []store.Trace
 	for i := range 3 {
 		for _, p := range []string{"src/F-002.txt", "vendor/lib.go"} {
-			trs = append(trs, store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.Scope, Code: "out_of_scope", Path: p,
-				Context: store.TraceContext{Agent: guard.Coder, Feature: "F-001", Run: store.RunID(uint64(80 + i))},
+			trs = append(trs, store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.Scope, Code: "out_of_scope", Path: p,
+				Context: store.TraceContext{Agent: gates.Coder, Feature: "F-001", Run: store.RunID(uint64(80 + i))},
 				Event:   store.TraceEvent{WhatHappened: "coding-agent modified " + p + ", found in the project's tree after the run: out of scope; put back as it was before the run"}})
 		}
 	}

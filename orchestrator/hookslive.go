@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -15,8 +15,8 @@ import (
 type hooksLiveCheck struct{ runID string }
 
 func (o *Orchestrator) armHooksLive(runID string) {
-	mode := o.judge.Modes().Of(guard.HooksLive)
-	if mode == guard.Off || o.cfg.Agent.HooksLiveTimeout <= 0 {
+	mode := o.judge.Modes().Of(gates.HooksLive)
+	if mode == gates.Off || o.cfg.Agent.HooksLiveTimeout <= 0 {
 		return
 	}
 	events, quit := o.runEvents, o.quit
@@ -53,7 +53,7 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 // disableAllHooks, say) did its work without gates just as surely as a
 // slow one. It returns why the run is not to be judged, or "".
 func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
-	if o.judge.Modes().Of(guard.HooksLive) == guard.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || o.judge.IsLive(act.run.ID) {
+	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || o.judge.IsLive(act.run.ID) {
 		return ""
 	}
 	what := fmt.Sprintf("%s ended without its hooks ever checking in (no SessionStart reached the daemon)", act.run.ID)
@@ -67,10 +67,10 @@ func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
 // enforce mode, counts it; it reports whether the run must be treated as
 // interrupted.
 func (o *Orchestrator) hooksSilentViolation(run store.Run, what string) bool {
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.HooksLive, Code: "hooks_silent",
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.HooksLive, Code: "hooks_silent",
 		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
 		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "every run's SessionStart hook reaches the daemon", Why: "gates that are not running must not be trusted"}})
-	if o.judge.Modes().Of(guard.HooksLive) != guard.Enforce {
+	if o.judge.Modes().Of(gates.HooksLive) != gates.Enforce {
 		o.log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
 		return false
 	}

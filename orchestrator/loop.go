@@ -9,7 +9,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -96,7 +96,7 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 	for id, c := range o.counters {
 		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD, Red: statemachine.RedState(c.Red), RedDetail: c.RedDetail}
 	}
-	red := o.judge.Modes().Of(guard.RedBeforeGreen)
+	red := o.judge.Modes().Of(gates.RedBeforeGreen)
 	return statemachine.Input{
 		List:             o.canonical,
 		Counters:         counters,
@@ -107,8 +107,8 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
 		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
 		SessionCostUSD:   o.totalCost,
-		CheckTests:       red != guard.Off,
-		TestsMustFail:    red == guard.Enforce,
+		CheckTests:       red != gates.Off,
+		TestsMustFail:    red == gates.Enforce,
 		Outcome:          out,
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
@@ -56,9 +56,9 @@ type Options struct {
 	Repo  *gitrepo.Repo
 	Log   *zap.Logger
 	// Hook is the hook command of every run: each run is given the hooks
-	// its role needs (guard.RunHooks) in its settings; none when Path is
+	// its role needs (gates.RunHooks) in its settings; none when Path is
 	// empty. HookCommand is its command line, for messages.
-	Hook        guard.HookCommand
+	Hook        gates.HookCommand
 	HookCommand string
 	// Writable are the directories outside the project that agents' programs
 	// may write (temp and tool caches): the sandbox's allowWrite.

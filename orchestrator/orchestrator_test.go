@@ -21,7 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -142,9 +142,9 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	modes := guard.Modes{}
+	modes := gates.Modes{}
 	for g, m := range h.cfg.Gates {
-		modes[g] = guard.Mode(m)
+		modes[g] = gates.Mode(m)
 	}
 	log := zaptest.NewLogger(h.t, zaptest.WrapOptions(h.logOpts...))
 	// The loop's tests watch the daemon's test runs from outside (their

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -20,8 +20,8 @@ func TestRevertsAreTracedUnderTheirGate(t *testing.T) {
 		want   string // gate of the revert
 		field  string
 	}{
-		{"own tested", func(l *progress.List, self string) { l.Feature(self).Tested = true }, guard.RoleWritePolicy, "tested"},
-		{"another feature's title", func(l *progress.List, self string) { l.Feature("F-002").Title = "renamed" }, guard.RoleWritePolicy, "title"},
+		{"own tested", func(l *progress.List, self string) { l.Feature(self).Tested = true }, gates.RoleWritePolicy, "tested"},
+		{"another feature's title", func(l *progress.List, self string) { l.Feature("F-002").Title = "renamed" }, gates.RoleWritePolicy, "title"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,12 +73,12 @@ func TestRevertGate(t *testing.T) {
 		c      progress.Change
 		want   string
 	}{
-		{"coder sets tested", active(agents.Coder), tested, guard.RoleWritePolicy},
-		{"initializer sets tested", active(agents.Initializer), tested, guard.TestedNeedsEvidence},
-		{"a person sets tested between runs", nil, tested, guard.TestedNeedsEvidence},
-		{"coder clears tested", active(agents.Coder), untested, guard.RoleWritePolicy},
-		{"tester renames", active(agents.Tester), title, guard.RoleWritePolicy},
-		{"coder removes a feature", active(agents.Coder), removed, guard.RoleWritePolicy},
+		{"coder sets tested", active(agents.Coder), tested, gates.RoleWritePolicy},
+		{"initializer sets tested", active(agents.Initializer), tested, gates.TestedNeedsEvidence},
+		{"a person sets tested between runs", nil, tested, gates.TestedNeedsEvidence},
+		{"coder clears tested", active(agents.Coder), untested, gates.RoleWritePolicy},
+		{"tester renames", active(agents.Tester), title, gates.RoleWritePolicy},
+		{"coder removes a feature", active(agents.Coder), removed, gates.RoleWritePolicy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

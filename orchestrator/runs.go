@@ -16,7 +16,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
@@ -110,7 +110,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		return
 	}
 	o.runNode(&run, cmd)
-	actor := guard.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
+	actor := gates.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
 	token := o.judge.Register(actor)
 	o.judge.Confine(token, denied)
 	run.TokenHash = control.TokenHash(token)
@@ -167,7 +167,7 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
 	var hooks map[string]any
 	if o.opts.Hook.Path != "" {
-		hooks = guard.RunHooks(o.opts.Hook, string(role))
+		hooks = gates.RunHooks(o.opts.Hook, string(role))
 	}
 	settings := map[string]any{"hooks": hooks}
 	denied := []string{}
@@ -305,7 +305,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 
 	in := judge.RunEnd{
-		Actor:   guard.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
+		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
 		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(),
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
@@ -318,13 +318,13 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		// tester found a failure (or a claim is refused), so that the
 		// retry reads the daemon's own output, not only the tester's word.
 		// (A claim refused in warn mode is accepted all the same: no run.)
-		switch mode := o.judge.Modes().Of(guard.TestedNeedsEvidence); {
+		switch mode := o.judge.Modes().Of(gates.TestedNeedsEvidence); {
 		case !ev2.claimed:
 			in.Rerun = true
 		case ev2.refused != "":
-			in.Rerun = mode == guard.Enforce
+			in.Rerun = mode == gates.Enforce
 		default:
-			in.Rerun = mode != guard.Off
+			in.Rerun = mode != gates.Off
 			// A claim is accepted only on a tree where every feature
 			// tested before still passes its frozen test.
 			in.Sweep = in.Rerun
@@ -620,7 +620,7 @@ func (o *Orchestrator) judgeLeftovers(r store.Run) {
 		return
 	}
 	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
-		Actor: guard.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
+		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
 		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(),
 	})
 	if jd.Err != nil {
@@ -637,7 +637,7 @@ func (o *Orchestrator) judgeLeftovers(r store.Run) {
 func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
 	for _, f := range jd.Findings {
 		what := fmt.Sprintf("%s (%s, %s) %s %s, found in the project's tree after the run: %s", r.Role, firstNonEmpty(r.Feature, "-"), r.ID, f.Kind, f.Path, f.Message)
-		if f.Mode == guard.Enforce {
+		if f.Mode == gates.Enforce {
 			what += "; put back as it was before the run"
 		} else {
 			what += " (warn mode: left as it is)"
@@ -653,7 +653,7 @@ func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
 func findingsReason(jd judge.Judgement) string {
 	var parts []string
 	for _, f := range jd.Findings {
-		if f.Mode == guard.Enforce {
+		if f.Mode == gates.Enforce {
 			parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", f.Kind, f.Path, f.Gate, f.Code))
 		}
 	}
@@ -665,25 +665,25 @@ func findingsReason(jd judge.Judgement) string {
 
 // claimProblem says why a tester's tested: true is not backed by its own
 // recorded test runs and evidence, or "" when it is. The run's record is
-// guard.RanTest's, as the hook reads it: a run whose outcome its status did
+// gates.RanTest's, as the hook reads it: a run whose outcome its status did
 // not tell goes on to the daemon's own run of the test, which decides.
 func (o *Orchestrator) claimProblem(id, runID string) string {
 	f := o.canonical.Feature(id)
 	if f == nil {
 		return ""
 	}
-	if strings.TrimSpace(f.Test) == "" && o.judge.Modes().Of(guard.RedBeforeGreen) == guard.Enforce {
+	if strings.TrimSpace(f.Test) == "" && o.judge.Modes().Of(gates.RedBeforeGreen) == gates.Enforce {
 		return fmt.Sprintf("%s has no test command, and a feature without one cannot be accepted as tested", id)
 	}
 	if len(f.Evidence) == 0 {
 		return fmt.Sprintf("tested: true for %s came without evidence", id)
 	}
-	runs := guard.RanTest(o.judge.Commands(runID), f.Test, o.opts.Project.Dir)
+	runs := gates.RanTest(o.judge.Commands(runID), f.Test, o.opts.Project.Dir)
 	switch {
 	case !runs.Ran:
-		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, guard.TestName(f.Test))
+		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, gates.TestName(f.Test))
 	case !runs.Claimable():
-		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, guard.TestName(f.Test))
+		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, gates.TestName(f.Test))
 	}
 	return ""
 }
@@ -715,26 +715,26 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	}
 	reject := func(why, output string) (bool, string) {
 		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "verdict_rejected",
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
 			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
 			Event:   store.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
 		o.writeFeatureList() // the canonical copy still says tested: false
 		return false, why
 	}
-	mode := o.judge.Modes().Of(guard.TestedNeedsEvidence)
+	mode := o.judge.Modes().Of(gates.TestedNeedsEvidence)
 	if jd.Blocks() {
 		return reject(findingsReason(jd), "")
 	}
 	if ev.refused != "" {
-		if mode == guard.Enforce {
+		if mode == gates.Enforce {
 			return reject(ev.refused, "")
 		}
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "unverified",
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
 			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
 			Event:   store.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
 		return o.accept(f, run, jd, nil)
 	}
-	if mode == guard.Off {
+	if mode == gates.Off {
 		return o.accept(f, run, jd, nil)
 	}
 	if jd.Test == nil {
@@ -769,7 +769,7 @@ func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judg
 	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
 		id, strings.Join(names, ", "), broken[0].Test.Summary())
 	o.log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.TestedNeedsEvidence, Code: "breaks_tested",
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
 		Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
 		Event: store.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
 			WhatWasCorrect: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
@@ -1060,7 +1060,7 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 	}
 	o.setCounters(ev.feature, c)
 	if code != "" {
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.RedBeforeGreen, Code: code,
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
 			Context: store.TraceContext{Feature: ev.feature},
 			Event:   store.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
 		o.log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))

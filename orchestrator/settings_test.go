@@ -7,17 +7,17 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 )
 
 // TestRunIsGivenItsRolesHooks: each run's settings carry the hooks of its
-// own role (guard.RunHooks): a tester's its Stop hook, which holds it to
+// own role (gates.RunHooks): a tester's its Stop hook, which holds it to
 // its test, and every run's the PostToolUse hook of Bash, which records
 // the commands it ran; a coder's no Stop hook, which would decide nothing.
 func TestRunIsGivenItsRolesHooks(t *testing.T) {
 	h := newHarness(t)
 	o := h.orchestrator(false)
-	o.opts.Hook = guard.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
+	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
 	events := func(role agents.Role) []string {
 		settings, err := o.runSettings(role, "F-001")
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/graph"
-	"github.com/ctxgraphd/ctxgraphd/guard"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -113,22 +113,22 @@ func (o *Orchestrator) ingestSpool() {
 	n := 0
 	err := spool.Drain(o.opts.Project.StateDir, func(r spool.Record) error {
 		n++
-		actor, node := guard.Actor{}, store.Run{}
+		actor, node := gates.Actor{}, store.Run{}
 		if run, ok := byHash[r.TokenHash]; ok && r.TokenHash != "" {
-			actor, node = guard.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}, run
+			actor, node = gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}, run
 		}
-		p, err := guard.ParsePayload(r.Event, r.Payload)
+		p, err := gates.ParsePayload(r.Event, r.Payload)
 		if err != nil {
 			return nil // recorded by a hook that could not parse it either
 		}
-		if c, ok := guard.RecordCommand(actor, "", "", p); ok && actor.Run != "" {
+		if c, ok := gates.RecordCommand(actor, "", "", p); ok && actor.Run != "" {
 			c.Time = r.Time
 			if err := o.st.AppendCommand(c); err != nil {
 				return err
 			}
 		}
 		if len(r.Decision) > 0 {
-			var d guard.Decision
+			var d gates.Decision
 			if json.Unmarshal(r.Decision, &d) == nil {
 				tc := judge.TraceContext(actor)
 				tc.Attempt = node.Attempt

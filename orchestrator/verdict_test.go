@@ -15,7 +15,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -198,7 +198,7 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		}
 		var rejected int
 		for _, tr := range h.violations() {
-			if tr.Gate == guard.TestedNeedsEvidence && tr.Code == "verdict_rejected" {
+			if tr.Gate == gates.TestedNeedsEvidence && tr.Code == "verdict_rejected" {
 				rejected++
 				if !strings.Contains(tr.Event.WhatHappened, "did not pass") || tr.Context.Feature != "F-001" || tr.Context.Agent != string(agents.Tester) {
 					t.Errorf("rejection traced as %+v", tr)
@@ -333,7 +333,7 @@ func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
 // feature worked all the same.
 func TestRedBeforeGreenWarnWorksTheFeature(t *testing.T) {
 	h := newHarness(t)
-	h.cfg.Gates[guard.RedBeforeGreen] = config.Warn
+	h.cfg.Gates[gates.RedBeforeGreen] = config.Warn
 	h.runner.script[agents.Initializer] = initializerWithTests("exit 0\n")
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
@@ -532,7 +532,7 @@ func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
 // taken for a person's at the next run.
 func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 	h := newHarness(t)
-	h.cfg.Gates[guard.FrozenTests] = config.Warn
+	h.cfg.Gates[gates.FrozenTests] = config.Warn
 	h.runner.script[agents.Initializer] = initializerWrites(1)
 	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := coderCompletes(ctx, spec, h)

@@ -19,7 +19,7 @@ const (
 
 // Policy says who may change a field of a feature once the initializer has
 // written the list. The value rules (which statuses, what
-// a tester's tested: true means) are the gates' (package guard); who may
+// a tester's tested: true means) are the gates' (package gates); who may
 // touch the field at all is said here, once, for every field.
 type Policy int
 

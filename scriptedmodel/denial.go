@@ -8,7 +8,7 @@ import (
 )
 
 // Denial is a refusal by ctxgraphd's gates as the model read it: the
-// structured reason (guard.Denial) found in a tool error or in Stop hook
+// structured reason (gates.Denial) found in a tool error or in Stop hook
 // feedback, with the run it reached. Tests use it to check that a denial
 // reached the model whole, not only that the daemon recorded it.
 type Denial struct {

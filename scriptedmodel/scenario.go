@@ -108,7 +108,7 @@ const (
 	// working code.
 	QueriesGraph Behavior = "queries-graph"
 
-	// Coding agents for a project's own guards (guard.Rule): commands no
+	// Coding agents for a project's own guards (guards.Rule): commands no
 	// built-in gate refuses, which a team or a pattern can.
 
 	// RunsForbidden runs ForbiddenCommand before its work on every

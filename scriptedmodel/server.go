@@ -184,7 +184,7 @@ func (s *Server) Stats() Stats {
 }
 
 // Denials returns the refusals of ctxgraphd's gates that the model has read
-// (the structured reason, guard.Denial, in a tool error or in Stop hook
+// (the structured reason, gates.Denial, in a tool error or in Stop hook
 // feedback), each once, in the order it first read them.
 func (s *Server) Denials() []Denial {
 	s.mu.Lock()

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/ctxgraphd/ctxgraphd/guard"
 )
 
 var errInjected = errors.New("injected fault")
@@ -84,7 +83,7 @@ func faultFixture(t *testing.T) *Store {
 	if err := s.AppendCommand(Command{Run: RunID(1), Feature: "F-001", Command: "ls -l", Time: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutGuards(guard.Rule{ID: "g-1", Status: guard.GuardWarn, Tool: "Bash", Match: guard.Match{Command: "make deploy"}, Message: "m"}); err != nil {
+	if err := s.PutGuards(guards.Rule{ID: "g-1", Status: guards.Warn, Tool: "Bash", Match: guards.Match{Command: "make deploy"}, Message: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -119,8 +118,8 @@ var atomicWrites = []struct {
 	}},
 	{"PutGuards", func(s *Store) error {
 		return s.PutGuards(
-			guard.Rule{ID: "g-1", Status: guard.GuardEnforce, Tool: "Bash", Match: guard.Match{Command: "make deploy"}, Message: "m"},
-			guard.Rule{ID: "g-2", Status: guard.GuardWarn, Match: guard.Match{Path: "src/x.go"}, Message: "n"},
+			guards.Rule{ID: "g-1", Status: guards.Enforce, Tool: "Bash", Match: guards.Match{Command: "make deploy"}, Message: "m"},
+			guards.Rule{ID: "g-2", Status: guards.Warn, Match: guards.Match{Path: "src/x.go"}, Message: "n"},
 		)
 	}},
 	// Prune is a transaction per feature, then one for the commands:

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/ctxgraphd/ctxgraphd/guard"
 )
 
 // bucketGuards holds the guards proposed from patterns and what people
@@ -16,15 +15,15 @@ import (
 var bucketGuards = []byte("guards")
 
 // Guards returns every stored guard, by id.
-func (s *Store) Guards() ([]guard.Rule, error) {
-	var out []guard.Rule
+func (s *Store) Guards() ([]guards.Rule, error) {
+	var out []guards.Rule
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketGuards)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var r guard.Rule
+			var r guards.Rule
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("store: guard %s: %w", k, err)
 			}
@@ -37,7 +36,7 @@ func (s *Store) Guards() ([]guard.Rule, error) {
 
 // PutGuards stores guards, replacing those with the same ids, in one
 // transaction.
-func (s *Store) PutGuards(rs ...guard.Rule) error {
+func (s *Store) PutGuards(rs ...guards.Rule) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketGuards)
 		if err != nil {

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 )
 
 // Guards live in a bucket of their own, made by the first write: a database
@@ -20,13 +21,13 @@ func TestGuardsRoundTrip(t *testing.T) {
 	if gs, err := s.Guards(); err != nil || len(gs) != 0 {
 		t.Fatalf("Guards() before any = %v, %v", gs, err)
 	}
-	a := guard.Rule{ID: "g-a", Status: guard.GuardProposed, Tool: "Bash", Match: guard.Match{Command: "make deploy"}, Message: "m",
+	a := guards.Rule{ID: "g-a", Status: guards.Proposed, Tool: "Bash", Match: guards.Match{Command: "make deploy"}, Message: "m",
 		Source: "pattern failing_command", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	b := guard.Rule{ID: "g-b", Status: guard.GuardWarn, Role: guard.Coder, Match: guard.Match{Path: "src/x.go"}, Message: "m"}
+	b := guards.Rule{ID: "g-b", Status: guards.Warn, Role: gates.Coder, Match: guards.Match{Path: "src/x.go"}, Message: "m"}
 	if err := s.PutGuards(a, b); err != nil {
 		t.Fatal(err)
 	}
-	a.Status = guard.GuardWarn
+	a.Status = guards.Warn
 	if err := s.PutGuards(a); err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +35,10 @@ func TestGuardsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []guard.Rule{a, b}; !reflect.DeepEqual(gs, want) {
+	if want := []guards.Rule{a, b}; !reflect.DeepEqual(gs, want) {
 		t.Errorf("Guards() = %+v, want %+v", gs, want)
 	}
-	if err := s.PutGuards(guard.Rule{}); err == nil {
+	if err := s.PutGuards(guards.Rule{}); err == nil {
 		t.Error("PutGuards(a guard without an id) = nil")
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/everyfield"
 )
 
@@ -68,7 +68,7 @@ func TestEveryPersistedFieldSurvivesARestart(t *testing.T) {
 	if err := s.AppendCommand(cmd); err != nil {
 		t.Fatal(err)
 	}
-	var rule guard.Rule
+	var rule guards.Rule
 	everyfield.Fill(&rule)
 	if err := s.PutGuards(rule); err != nil {
 		t.Fatal(err)
@@ -116,5 +116,5 @@ func TestEveryPersistedFieldSurvivesARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameFields(t, "the guards", []guard.Rule{rule}, rules)
+	sameFields(t, "the guards", []guards.Rule{rule}, rules)
 }

@@ -37,7 +37,7 @@ func TestHookStaysLean(t *testing.T) {
 		// guards.yaml is read by the daemon, which leaves the guards as
 		// JSON for the hook.
 		"gopkg.in/yaml.v3",
-		"github.com/ctxgraphd/ctxgraphd/guard/rulefile",
+		"github.com/ctxgraphd/ctxgraphd/guards/rulefile",
 	}
 	deps := strings.Fields(string(out))
 	for _, dep := range deps {

@@ -34,7 +34,7 @@ func TestMCPStaysLean(t *testing.T) {
 		"github.com/ctxgraphd/ctxgraphd/statemachine",
 		"github.com/ctxgraphd/ctxgraphd/control/server",
 		"github.com/ctxgraphd/ctxgraphd/config",
-		"github.com/ctxgraphd/ctxgraphd/guard",
+		"github.com/ctxgraphd/ctxgraphd/gates",
 		"github.com/ctxgraphd/ctxgraphd/internal/gitrepo",
 	}
 	deps := strings.Fields(string(out))

@@ -25,7 +25,7 @@ var ctlBanned = map[string]string{
 	"github.com/ctxgraphd/ctxgraphd/progress":        "the feature list ctl shows is the daemon's canonical copy (control.Feature), not the file",
 	"github.com/ctxgraphd/ctxgraphd/statemachine":    "session states arrive as control.Status",
 	"github.com/ctxgraphd/ctxgraphd/agents":          "ctl starts no agent",
-	"github.com/ctxgraphd/ctxgraphd/guard":           "the gates decide in the daemon and the hook, never in ctl",
+	"github.com/ctxgraphd/ctxgraphd/gates":           "the gates decide in the daemon and the hook, never in ctl",
 	"github.com/ctxgraphd/ctxgraphd/config":          "ctl reads no configuration; the daemon's effective one is `ctxgraphd config`'s",
 	"github.com/ctxgraphd/ctxgraphd/control/server":  "ctl is the client side of the socket",
 	"github.com/fsnotify/fsnotify":                   "ctl watches nothing on disk; `ctl watch` follows the daemon's stream",

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -102,7 +102,7 @@ func installProjectHooks(out io.Writer, projectDir string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--install-hooks: %w", err)
 	}
-	merged, changed, err := guard.MergeHookSettings(existing, exe)
+	merged, changed, err := gates.MergeHookSettings(existing, exe)
 	if err != nil {
 		return fmt.Errorf("--install-hooks: %s: %w", path, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control/server"
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -369,10 +369,10 @@ func checkJail(ctx context.Context, cfg *config.Config, j *judge.Judge, log *zap
 }
 
 // gateModes are the gates' modes from the configuration.
-func gateModes(cfg *config.Config) guard.Modes {
-	m := guard.Modes{}
+func gateModes(cfg *config.Config) gates.Modes {
+	m := gates.Modes{}
 	for name, mode := range cfg.Gates {
-		m[name] = guard.Mode(mode)
+		m[name] = gates.Mode(mode)
 	}
 	return m
 }
@@ -409,19 +409,19 @@ func isExecutable(path string) bool {
 // hookCommand is the hook the daemon's runs call: the lean ctxgraphd-hook
 // beside this binary when it is there (make build puts it there), else this
 // binary's own `hook` subcommand.
-func hookCommand() (guard.HookCommand, error) {
+func hookCommand() (gates.HookCommand, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return guard.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+		return gates.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
 	}
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return guard.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
+		return gates.HookCommand{}, fmt.Errorf("cannot find the ctxgraphd binary for the hooks: %w", err)
 	}
 	lean := filepath.Join(filepath.Dir(exe), "ctxgraphd-hook")
 	if isExecutable(lean) {
-		return guard.HookCommand{Path: lean}, nil
+		return gates.HookCommand{Path: lean}, nil
 	}
-	return guard.MainHook(exe), nil
+	return gates.MainHook(exe), nil
 }
 
 func findProject(dir string) (paths.Project, error) {

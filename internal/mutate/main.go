@@ -65,7 +65,8 @@ type Target struct {
 // the real CLI, where a mutant costs minutes, not seconds.
 var Targets = []Target{
 	{Pkg: "statemachine", Min: 98},
-	{Pkg: "guard", Min: 98},
+	{Pkg: "gates", Min: 98},
+	{Pkg: "guards", Min: 95, Exclude: []string{`^propose/`, `^rulefile/`}},
 	{Pkg: "progress", Min: 95},
 	{Pkg: "store", Min: 95},
 	{Pkg: "config", Min: 95},
@@ -75,6 +76,7 @@ var Targets = []Target{
 	{Pkg: "judge", Min: 95, Exclude: []string{`^proc_other\.go$`}},
 	{Pkg: "sandbox", Min: 95, Exclude: []string{`^check_(darwin|other)\.go$`}},
 	{Pkg: "hook", Min: 95},
+	{Pkg: "graph", Min: 95},
 	{Pkg: "internal/gitrepo", Min: 95},
 }
 

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 )
 
 const example = `# reviewed in git
@@ -31,7 +32,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rules) != 2 || rules[0].ID != "no-curl" || rules[0].Match.Command != `\bcurl\b` || rules[1].Match.Path != "src/**/*.gen.go" || rules[1].Role != guard.Coder {
+	if len(rules) != 2 || rules[0].ID != "no-curl" || rules[0].Match.Command != `\bcurl\b` || rules[1].Match.Path != "src/**/*.gen.go" || rules[1].Role != gates.Coder {
 		t.Fatalf("Parse() = %+v", rules)
 	}
 	for _, r := range rules {
@@ -96,7 +97,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := guard.ValidateRules(rules); err != nil {
+		if err := guards.ValidateRules(rules); err != nil {
 			t.Fatalf("Parse() returned rules that do not validate: %v", err)
 		}
 		for _, r := range rules {

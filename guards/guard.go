@@ -1,7 +1,15 @@
-package guard
+// Package guards holds a project's guards: its own gates, declarative
+// rules proposed from what happened again and again (package
+// guards/propose) or written by a team in .claude/ctxgraphd/guards.yaml
+// (package guards/rulefile), that the hooks evaluate after the built-in
+// gates have let an action through. This package is the rule itself: its
+// fields, its statuses, and the checks that keep its patterns cheap enough
+// for every hook of every run. How a call or a change set is held to the
+// guards is package gates' (gates/guards.go), beside the built-in gates, so
+// that the daemon and a hook deciding alone decide the same way.
+package guards
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,26 +23,20 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 )
 
-// A guard is a project's own gate: a declarative rule, proposed from what
-// happened again and again (graph.ProposeGuards) or written by a team in
-// .claude/ctxgraphd/guards.yaml, that the hooks evaluate after the built-in
-// gates have let an action through. Its evaluation lives here, beside the
-// gates, so that the daemon and a hook deciding alone decide the same way.
-
-// GuardPrefix begins the gate name of every guard's decision: guard:<id>.
-const GuardPrefix = "guard:"
+// Prefix begins the gate name of every guard's decision: guard:<id>.
+const Prefix = "guard:"
 
 // Guard statuses. A guard moves proposed → warn → enforce, one step at a
 // time and only by a person (`ctl guards promote`); retired ends it.
 const (
-	GuardProposed = "proposed" // derived from a pattern; does nothing until promoted
-	GuardWarn     = "warn"     // lets the action through, tells the model, records a would-be denial
-	GuardEnforce  = "enforce"  // acts: deny denies, warn warns
-	GuardRetired  = "retired"  // ended; does nothing
+	Proposed = "proposed" // derived from a pattern; does nothing until promoted
+	Warn     = "warn"     // lets the action through, tells the model, records a would-be denial
+	Enforce  = "enforce"  // acts: deny denies, warn warns
+	Retired  = "retired"  // ended; does nothing
 )
 
-// GuardStatuses lists the statuses in the order a guard moves through them.
-var GuardStatuses = []string{GuardProposed, GuardWarn, GuardEnforce, GuardRetired}
+// Statuses lists the statuses in the order a guard moves through them.
+var Statuses = []string{Proposed, Warn, Enforce, Retired}
 
 // Guard actions.
 const (
@@ -45,10 +47,10 @@ const (
 // Guard decision codes. A guard's decision carries the structured reason of
 // the built-in gates, gate guard:<id>, with one of these codes.
 const (
-	CodeGuardDenied    = "guard_denied"     // an enforced deny guard refused the action
-	CodeGuardWarning   = "guard_warning"    // an enforced warn guard let it through with a warning
-	CodeGuardWouldDeny = "guard_would_deny" // a guard in warn would have refused it
-	CodeGuardWouldWarn = "guard_would_warn" // a warn-action guard in warn would have warned
+	CodeDenied    = "guard_denied"     // an enforced deny guard refused the action
+	CodeWarning   = "guard_warning"    // an enforced warn guard let it through with a warning
+	CodeWouldDeny = "guard_would_deny" // a guard in warn would have refused it
+	CodeWouldWarn = "guard_would_warn" // a warn-action guard in warn would have warned
 )
 
 // Rule is one guard.
@@ -100,13 +102,13 @@ type Match struct {
 }
 
 // Gate is the gate name of the guard's decisions.
-func (r Rule) Gate() string { return GuardPrefix + r.ID }
+func (r Rule) Gate() string { return Prefix + r.ID }
 
 // Active reports whether the guard acts at all (warn or enforce).
-func (r Rule) Active() bool { return r.Status == GuardWarn || r.Status == GuardEnforce }
+func (r Rule) Active() bool { return r.Status == Warn || r.Status == Enforce }
 
 // action is r's action, deny when unset.
-func (r Rule) action() string {
+func (r Rule) Effect() string {
 	if r.Action == "" {
 		return ActionDeny
 	}
@@ -134,7 +136,7 @@ func (r Rule) Summary() string {
 	if r.Match.Field != "" {
 		fmt.Fprintf(&b, " %s ~ /%s/", r.Match.Field, r.Match.Value)
 	}
-	fmt.Fprintf(&b, " → %s", r.action())
+	fmt.Fprintf(&b, " → %s", r.Effect())
 	return b.String()
 }
 
@@ -142,7 +144,7 @@ func (r Rule) Summary() string {
 var guardTools = []string{"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep", "WebFetch", "WebSearch", "Task", "TodoWrite"}
 
 // fileTools are the tools whose path a Path match reads without a Tool.
-var writeTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
+var WriteTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
 // Roles a guard may name besides the agent roles.
 const (
@@ -164,8 +166,8 @@ func (r Rule) Validate() error {
 	if !idRe.MatchString(r.ID) {
 		return fmt.Errorf("%w: id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrRule, r.ID)
 	}
-	if !slices.Contains(GuardStatuses, r.Status) {
-		return bad("status", r.Status, "want one of "+strings.Join(GuardStatuses, ", "))
+	if !slices.Contains(Statuses, r.Status) {
+		return bad("status", r.Status, "want one of "+strings.Join(Statuses, ", "))
 	}
 	if r.Event != "" && r.Event != "PreToolUse" {
 		return bad("event", r.Event, "guards judge PreToolUse only (leave event out)")
@@ -198,7 +200,7 @@ func (r Rule) Validate() error {
 		if !doublestar.ValidatePattern(m.Path) {
 			return bad("match.path", m.Path, "not a valid glob; use *, ** (across directories), ?, [a-z] and {a,b} with their brackets closed")
 		}
-		if r.Tool != "" && r.Tool != "Bash" && r.Tool != "Read" && !slices.Contains(writeTools, r.Tool) {
+		if r.Tool != "" && r.Tool != "Bash" && r.Tool != "Read" && !slices.Contains(WriteTools, r.Tool) {
 			return bad("tool", r.Tool, "match.path reads the path of Write, Edit, MultiEdit, NotebookEdit, Read or what a Bash command writes")
 		}
 	}
@@ -249,132 +251,8 @@ func ValidateRules(rules []Rule) error {
 	return nil
 }
 
-// Guards judges a PreToolUse call by the active rules, after the built-in
-// gates let it through. It returns a decision for every rule that matched,
-// those that block first (the one the model reads), then the rest in rule
-// order: each becomes a violation trace. Proposed and retired rules, and
-// rules that do not validate, do nothing.
-func Guards(rules []Rule, a Actor, s State, p *Payload) []*Decision {
-	if p.Event != "PreToolUse" {
-		return nil
-	}
-	var blocks, rest []*Decision
-	own := ownTest(a, s, p)
-	cmd := &shellView{line: p.Input().Command}
-	for _, r := range rules {
-		if !r.Active() || !r.matches(a, s, p, cmd) {
-			continue
-		}
-		d := r.decision()
-		if own && d.Blocks() {
-			// The accepted feature list, a person's, says to run it; the
-			// verdict needs its run. Denied, every attempt would fail.
-			d.Mode, d.Code = Warn, CodeGuardWouldDeny
-			d.Message += " (let through: it is the feature's own test command, as the accepted feature list gives it, and no guard stops the test the verdict needs)"
-		}
-		if d.Blocks() {
-			blocks = append(blocks, d)
-		} else {
-			rest = append(rest, d)
-		}
-	}
-	return append(blocks, rest...)
-}
-
-// decision is what r decides on a call it matched.
-func (r Rule) decision() *Decision {
-	d := &Decision{Gate: r.Gate(), Message: r.Message, Suggestion: r.Suggestion, Mode: Warn}
-	switch {
-	case r.Status == GuardEnforce && r.action() == ActionDeny:
-		d.Code, d.Mode = CodeGuardDenied, Enforce
-	case r.Status == GuardEnforce:
-		d.Code = CodeGuardWarning
-	case r.action() == ActionDeny:
-		d.Code = CodeGuardWouldDeny
-	default:
-		d.Code = CodeGuardWouldWarn
-	}
-	if d.Suggestion == "" {
-		d.Suggestion = "do it another way; if this guard is wrong, say so in your final report"
-	}
-	return d
-}
-
-// matches reports whether r applies to the call.
-func (r Rule) matches(a Actor, s State, p *Payload, cmd *shellView) bool {
-	if !r.holds(a.Role) {
-		return false
-	}
-	if r.Tool != "" && r.Tool != p.ToolName {
-		return false
-	}
-	if r.Validate() != nil {
-		return false // never act on a rule nobody could read
-	}
-	in := p.Input()
-	m := r.Match
-	if m.Command != "" {
-		if p.ToolName != "Bash" || !commandMatches(compiled(m.Command), cmd) {
-			return false
-		}
-	}
-	if m.Path != "" && !r.pathMatches(s, p.ToolName, in) {
-		return false
-	}
-	if m.Field != "" {
-		v, ok := inputField(p.ToolInput, m.Field)
-		if !ok || !compiled(m.Value).MatchString(v) {
-			return false
-		}
-	}
-	return true
-}
-
-// pathMatches matches the glob against what the call would write (or, for
-// a Read guard, read), resolved as the built-in gates resolve it.
-func (r Rule) pathMatches(s State, tool string, in ToolInput) bool {
-	var raws []string
-	switch {
-	case tool == "Bash":
-		raws = bashWriteTargets(in.Command)
-	case slices.Contains(writeTools, tool), tool == "Read" && r.Tool == "Read":
-		raws = []string{toolPath(tool, in)}
-	}
-	for _, raw := range raws {
-		if raw == "" {
-			continue
-		}
-		p := s.resolve(raw)
-		name, inside := s.within(p)
-		if !inside {
-			name = p
-		}
-		if ok, _ := doublestar.Match(r.Match.Path, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// inputField is a top-level field of tool_input as text.
-func inputField(raw json.RawMessage, field string) (string, bool) {
-	var fields map[string]json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil {
-		return "", false
-	}
-	v, ok := fields[field]
-	if !ok {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s, true
-	}
-	return string(v), true
-}
-
 // holds reports whether the guard judges the calls of role ("" a person).
-func (r Rule) holds(who string) bool {
+func (r Rule) Holds(who string) bool {
 	switch r.Role {
 	case RoleAny:
 		return true
@@ -395,95 +273,4 @@ func (r Rule) holds(who string) bool {
 // glob names paths when the run starts (see orchestrator policy).
 func (r Rule) HoldsFile() bool {
 	return r.Active() && r.Match.Path != "" && r.Match.Command == "" && r.Match.Field == "" && r.Tool != "Read" && r.Validate() == nil
-}
-
-// GuardChanges holds a run's change set (a file tool, Bash, a script, a
-// background process, a link: whatever route made each change) to the
-// guards that hold a file (HoldsFile), after the built-in gates: found are
-// the built-in gates' findings, and a change an enforced built-in gate
-// refuses already is not judged again. It returns a finding for every
-// guard that matched a change, those that block first for each change:
-// an enforced deny guard's change is put back like a built-in gate's.
-func GuardChanges(rules []Rule, a Actor, changes []Change, found []Finding) []Finding {
-	var out []Finding
-	for _, c := range changes {
-		if slices.ContainsFunc(found, func(f Finding) bool { return f.Path == c.Path && f.Mode == Enforce }) {
-			continue
-		}
-		var blocks, rest []Finding
-		for _, r := range rules {
-			if !r.HoldsFile() || !r.holds(a.Role) {
-				continue
-			}
-			if ok, _ := doublestar.Match(r.Match.Path, c.Path); !ok {
-				continue
-			}
-			f := Finding{Change: c, Decision: *r.decision()}
-			if f.Blocks() {
-				blocks = append(blocks, f)
-			} else {
-				rest = append(rest, f)
-			}
-		}
-		out = append(append(out, blocks...), rest...)
-	}
-	return out
-}
-
-// GuardRefusal names the guard a write the sandbox refused falls under,
-// when no built-in gate does: the sandbox of a run holds the paths of its
-// role's enforced deny guards (SandboxGlobs), and the refusal is then
-// that guard's, as visible as its denial of a file tool's write.
-func GuardRefusal(rules []Rule, a Actor, s State, r Refusal) *Decision {
-	if r.Path == "" {
-		return nil
-	}
-	name, inside := s.within(s.resolve(r.Path))
-	if !inside {
-		return nil
-	}
-	for _, g := range rules {
-		if !g.HoldsFile() || !g.holds(a.Role) {
-			continue
-		}
-		if ok, _ := doublestar.Match(g.Match.Path, name); ok {
-			if d := g.decision(); d.Blocks() {
-				return d
-			}
-		}
-	}
-	return nil
-}
-
-// SandboxGlobs are the path globs the sandbox of a run of role holds for
-// the guards: those of enforced deny guards that hold a file (HoldsFile)
-// for that role. The sandbox takes paths, not globs: the daemon expands
-// them against the project's tree when the run starts, and what a glob
-// would match only later (a file the run creates) is held by the verdict.
-func SandboxGlobs(rules []Rule, role string) []string {
-	var out []string
-	if role == "" {
-		return nil
-	}
-	for _, r := range rules {
-		if r.HoldsFile() && r.holds(role) && r.decision().Blocks() {
-			out = append(out, r.Match.Path)
-		}
-	}
-	return out
-}
-
-// ownTest reports whether the call is a Bash run of the actor's feature's
-// test command exactly as the feature list gives it (whitespace aside):
-// not a command that merely contains it, which could do anything before
-// or after it.
-func ownTest(a Actor, s State, p *Payload) bool {
-	if p.ToolName != "Bash" || a.Role == "" {
-		return false
-	}
-	f := s.feature(a.Feature)
-	if f == nil || strings.TrimSpace(f.Test) == "" {
-		return false
-	}
-	return strings.Join(strings.Fields(p.Input().Command), " ") == strings.Join(strings.Fields(f.Test), " ")
 }

@@ -3,7 +3,7 @@
 //
 // It is the daemon's: the hook must not link a YAML parser (it starts on
 // every tool call), so the daemon reads this file and leaves the active
-// guards as JSON in the record a hook deciding alone reads (guard.Offline).
+// guards as JSON in the record a hook deciding alone reads (gates.Offline).
 package rulefile
 
 import (
@@ -15,9 +15,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"gopkg.in/yaml.v3"
-
-	"github.com/ctxgraphd/ctxgraphd/guard"
 )
 
 // Path is the file, relative to the project.
@@ -31,11 +30,11 @@ const MaxSize = 1 << 20
 
 // file is the document: a list under guards:, so that the format can grow.
 type file struct {
-	Guards []guard.Rule `yaml:"guards"`
+	Guards []guards.Rule `yaml:"guards"`
 }
 
 // Load reads the project's guards file. A missing file is no guards.
-func Load(projectDir string) ([]guard.Rule, error) {
+func Load(projectDir string) ([]guards.Rule, error) {
 	name := filepath.Join(projectDir, filepath.FromSlash(Path))
 	data, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -51,7 +50,7 @@ func Load(projectDir string) ([]guard.Rule, error) {
 // team's reviewed rule: its status is warn or enforce, its source the
 // file. Every problem names the file, the line, the guard, the field and
 // the fix.
-func Parse(name string, data []byte) ([]guard.Rule, error) {
+func Parse(name string, data []byte) ([]guards.Rule, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%s: %d bytes is more than the %d a list of guards needs", name, len(data), MaxSize)
 	}
@@ -76,7 +75,7 @@ func Parse(name string, data []byte) ([]guard.Rule, error) {
 	for i := range f.Guards {
 		r := &f.Guards[i]
 		where := fmt.Sprintf("%s:%d: guards[%d]", name, line(i), i)
-		if r.Status != guard.GuardWarn && r.Status != guard.GuardEnforce {
+		if r.Status != guards.Warn && r.Status != guards.Enforce {
 			return nil, fmt.Errorf("%s: guard %q: status %q: a reviewed guard is warn or enforce (remove the rule to retire it)", where, r.ID, r.Status)
 		}
 		if err := r.Validate(); err != nil {

@@ -1,16 +1,17 @@
-// Package guard holds the quality gates of ctxgraphd (docs/gates.md): pure
+// Package gates holds the quality gates of ctxgraphd (docs/gates.md): pure
 // functions that judge what an agent is about to do, or has done, from the
 // hook payload Claude Code sends, who the agent is, and what the daemon
 // knows. The hook command and the daemon share them, so that a gate decides
 // the same way whether the daemon answers or the hook has to decide alone,
 // and whether a change arrives through a tool call or is found afterwards
 // in the project's tree.
-package guard
+package gates
 
 import (
 	"fmt"
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"os"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/progress"

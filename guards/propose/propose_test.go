@@ -1,4 +1,4 @@
-package graph
+package propose
 
 import (
 	"fmt"
@@ -7,16 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/graph"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-func TestProposeGuards(t *testing.T) {
+func TestPropose(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	reverted := func(n int, role, path string) []store.Trace {
 		var ts []store.Trace
 		for i := range n {
-			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-r%d%s", i, path), Type: store.TraceViolation, Source: store.SourceAuto, Gate: guard.Scope, Code: "out_of_scope",
+			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-r%d%s", i, path), Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.Scope, Code: "out_of_scope",
 				Path: path, Context: store.TraceContext{Agent: role, Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: path + " changed out of scope; put back"}})
 		}
 		return ts
@@ -25,7 +27,7 @@ func TestProposeGuards(t *testing.T) {
 		var ts []store.Trace
 		for i := range n {
 			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-f%d%s", i, gate), Type: store.TraceViolation, Source: store.SourceHook, Gate: gate, Code: code,
-				Context: store.TraceContext{Agent: guard.Tester}, Event: store.TraceEvent{WhatHappened: "refused"}})
+				Context: store.TraceContext{Agent: gates.Tester}, Event: store.TraceEvent{WhatHappened: "refused"}})
 		}
 		return ts
 	}
@@ -33,8 +35,8 @@ func TestProposeGuards(t *testing.T) {
 	refusedAbout := func(paths ...string) []store.Trace {
 		var ts []store.Trace
 		for i, path := range paths {
-			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-p%d", i), Type: store.TraceViolation, Source: store.SourceHook, Gate: guard.FrozenTests, Code: "frozen_test",
-				Path: path, Context: store.TraceContext{Agent: guard.Coder}, Event: store.TraceEvent{WhatHappened: "refused"}})
+			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-p%d", i), Type: store.TraceViolation, Source: store.SourceHook, Gate: gates.FrozenTests, Code: "frozen_test",
+				Path: path, Context: store.TraceContext{Agent: gates.Coder}, Event: store.TraceEvent{WhatHappened: "refused"}})
 		}
 		return ts
 	}
@@ -51,26 +53,26 @@ func TestProposeGuards(t *testing.T) {
 		commands []store.Command
 		want     []string // kind of match and what it matches, for each proposal
 	}{
-		{name: "a file put back three times", traces: reverted(3, guard.Coder, "src/gen/api.go"),
+		{name: "a file put back three times", traces: reverted(3, gates.Coder, "src/gen/api.go"),
 			want: []string{"path src/gen/api.go coding-agent"}},
-		{name: "below the threshold", traces: reverted(2, guard.Coder, "src/gen/api.go")},
-		{name: "a path with glob characters is matched as written", traces: reverted(3, guard.Coder, "src/[id].ts"),
+		{name: "below the threshold", traces: reverted(2, gates.Coder, "src/gen/api.go")},
+		{name: "a path with glob characters is matched as written", traces: reverted(3, gates.Coder, "src/[id].ts"),
 			want: []string{`path src/\[id\].ts coding-agent`}},
 		{name: "refusals about one file", traces: refusedAbout("tests/a.sh", "tests/a.sh", "tests/a.sh"),
 			want: []string{"path tests/a.sh coding-agent"}},
 		{name: "refusals about different files name none", traces: refusedAbout("tests/a.sh", "tests/b.sh", "tests/a.sh")},
-		{name: "a refusal without a path: the gate already holds", traces: refused(5, guard.TesterMustTest, "no_test_run")},
+		{name: "a refusal without a path: the gate already holds", traces: refused(5, gates.TesterMustTest, "no_test_run")},
 		{name: "a failing command that is not a test", commands: failing(4, "make   deploy", false),
 			want: []string{`command ^\s*make\s+deploy\s*$ `}},
 		{name: "a failing test is a verdict", commands: failing(4, "go test ./...", true)},
-		{name: "a guard's own refusals propose nothing", traces: refused(4, "guard:g-1", guard.CodeGuardDenied)},
+		{name: "a guard's own refusals propose nothing", traces: refused(4, "guard:g-1", guards.CodeDenied)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rules := ProposeGuards(Patterns(tt.traces, tt.commands, 1), 3, now)
+			rules := Propose(graph.Patterns(tt.traces, tt.commands, 1), 3, now)
 			var got []string
 			for _, r := range rules {
-				if r.Status != guard.GuardProposed || !r.Created.Equal(now) || !strings.HasPrefix(r.ID, "g-") || r.Source == "" {
+				if r.Status != guards.Proposed || !r.Created.Equal(now) || !strings.HasPrefix(r.ID, "g-") || r.Source == "" {
 					t.Errorf("proposal %+v: want a proposed guard with an id g-…, its source and its time", r)
 				}
 				if err := r.Validate(); err != nil {
@@ -83,7 +85,7 @@ func TestProposeGuards(t *testing.T) {
 				}
 			}
 			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
-				t.Errorf("ProposeGuards() = %q, want %q", got, tt.want)
+				t.Errorf("Propose() = %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -93,8 +95,8 @@ func TestProposeGuards(t *testing.T) {
 // idempotent; and the command guard matches the command as it was run.
 func TestProposalsAreStable(t *testing.T) {
 	cs := []store.Command{{Run: "a", Command: "make deploy", ExitCode: 1}, {Run: "b", Command: "make  deploy", ExitCode: 1}, {Run: "c", Command: "make deploy", ExitCode: 1}}
-	a := ProposeGuards(Patterns(nil, cs, 1), 3, time.Now())
-	b := ProposeGuards(Patterns(nil, cs[:3], 1), 3, time.Now().Add(time.Hour))
+	a := Propose(graph.Patterns(nil, cs, 1), 3, time.Now())
+	b := Propose(graph.Patterns(nil, cs[:3], 1), 3, time.Now().Add(time.Hour))
 	if len(a) != 1 || len(b) != 1 || a[0].ID != b[0].ID {
 		t.Fatalf("proposals %v and %v, want one with the same id", a, b)
 	}

@@ -1,4 +1,4 @@
-package guard
+package gates
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 )
 
@@ -26,7 +27,7 @@ type Offline struct {
 	// deciding alone holds agents to them too: no gate fails open. The
 	// daemon reads guards.yaml and writes them here as JSON, so the hook
 	// never parses YAML.
-	Guards []Rule `json:"guards,omitempty"`
+	Guards []guards.Rule `json:"guards,omitempty"`
 }
 
 // SaveOffline writes o to dir's OfflineFile, atomically.

@@ -1,9 +1,9 @@
-// Package guard holds the quality gates of ctxgraphd (docs/gates.md): pure
+// Package gates holds the quality gates of ctxgraphd (docs/gates.md): pure
 // functions that judge what an agent is about to do, or has done, from the
 // hook payload Claude Code sends, who the agent is, and what the daemon
 // knows. The hook command and the daemon share them, so that a gate decides
 // the same way whether the daemon answers or the hook has to decide alone.
-package guard
+package gates
 
 import (
 	"bytes"

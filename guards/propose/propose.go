@@ -1,4 +1,7 @@
-package graph
+// Package propose turns the context graph's patterns into proposed guards:
+// what happened again and again in a project becomes a rule a person can
+// promote (ctl guards promote), never one that acts by itself.
+package propose
 
 import (
 	"crypto/sha256"
@@ -8,14 +11,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/guard"
+	"github.com/ctxgraphd/ctxgraphd/graph"
+	"github.com/ctxgraphd/ctxgraphd/guards"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
-// DefaultGuardThreshold is how often something must happen before a guard
+// DefaultThreshold is how often something must happen before a guard
 // is proposed against it (graph.guard_threshold).
-const DefaultGuardThreshold = 3
+const DefaultThreshold = 3
 
-// ProposeGuards turns patterns that happened at least threshold times into
+// maxQuoted bounds a command quoted in a proposal's message, as the graph
+// bounds the commands of its patterns (internal/textcut).
+const maxQuoted = 300
+
+// Propose turns patterns that happened at least threshold times into
 // proposed guards, where a concrete match can be read off them:
 //
 //   - a file put back after runs again and again: a path guard on writes
@@ -27,13 +36,13 @@ const DefaultGuardThreshold = 3
 //
 // Other refusals get none: the built-in gate that refused them already
 // holds. A proposal's id is a hash of what it matches, so proposing again
-// from the same pattern gives the same guard. Proposed guards do nothing
+// from the same pattern gives the same guard. guards.Proposed guards do nothing
 // until a person promotes them.
-func ProposeGuards(ps []Pattern, threshold int, now time.Time) []guard.Rule {
+func Propose(ps []graph.Pattern, threshold int, now time.Time) []guards.Rule {
 	if threshold < 1 {
-		threshold = DefaultGuardThreshold
+		threshold = DefaultThreshold
 	}
-	var out []guard.Rule
+	var out []guards.Rule
 	seen := map[string]bool{}
 	for _, p := range ps {
 		if p.Count < threshold {
@@ -44,31 +53,31 @@ func ProposeGuards(ps []Pattern, threshold int, now time.Time) []guard.Rule {
 			continue
 		}
 		seen[r.ID] = true
-		r.Status, r.Created = guard.GuardProposed, now.UTC()
+		r.Status, r.Created = guards.Proposed, now.UTC()
 		out = append(out, r)
 	}
 	return out
 }
 
 // propose derives the guard of one pattern, if one can be derived.
-func propose(p Pattern) (guard.Rule, bool) {
-	var r guard.Rule
+func propose(p graph.Pattern) (guards.Rule, bool) {
+	var r guards.Rule
 	who := p.Role
 	if who == "" {
 		who = "agents"
 	}
 	switch {
-	case p.Kind == PatternRevertedFile && p.Path != "":
-		r = guard.Rule{Role: p.Role, Match: guard.Match{Path: globQuote(p.Path)},
+	case p.Kind == graph.PatternRevertedFile && p.Path != "":
+		r = guards.Rule{Role: p.Role, Match: guards.Match{Path: globQuote(p.Path)},
 			Message:    fmt.Sprintf("%s was put back after %d runs: %s kept changing it against the gates", p.Path, p.Count, who),
 			Suggestion: fmt.Sprintf("leave %s as it is; if it must change, say why in your final report", p.Path)}
-	case p.Kind == PatternRefusal && p.Path != "" && !strings.HasPrefix(p.Gate, guard.GuardPrefix):
-		r = guard.Rule{Role: p.Role, Match: guard.Match{Path: globQuote(p.Path)},
+	case p.Kind == graph.PatternRefusal && p.Path != "" && !strings.HasPrefix(p.Gate, guards.Prefix):
+		r = guards.Rule{Role: p.Role, Match: guards.Match{Path: globQuote(p.Path)},
 			Message:    fmt.Sprintf("writes of %s were refused %d times by %s (%s)", p.Path, p.Count, p.Gate, p.Code),
 			Suggestion: fmt.Sprintf("leave %s alone; what your feature needs is elsewhere", p.Path)}
-	case p.Kind == PatternFailingCommand && p.Command != "" && !p.Test:
-		r = guard.Rule{Tool: "Bash", Match: guard.Match{Command: commandRegexp(p.Command)},
-			Message:    fmt.Sprintf("`%s` failed %d times in this project's runs", clip(p.Command), p.Count),
+	case p.Kind == graph.PatternFailingCommand && p.Command != "" && !p.Test:
+		r = guards.Rule{Tool: "Bash", Match: guards.Match{Command: commandRegexp(p.Command)},
+			Message:    fmt.Sprintf("`%s` failed %d times in this project's runs", textcut.Line(p.Command, maxQuoted), p.Count),
 			Suggestion: "look at why it fails (ctxgraphd ctl patterns, the runs' traces) before running it again; another command may do what you need"}
 	default:
 		return r, false
@@ -85,8 +94,8 @@ func propose(p Pattern) (guard.Rule, bool) {
 }
 
 // validWithStatus validates r as it will be stored (proposed).
-func validWithStatus(r guard.Rule) bool {
-	r.Status = guard.GuardProposed
+func validWithStatus(r guards.Rule) bool {
+	r.Status = guards.Proposed
 	return r.Validate() == nil
 }
 
