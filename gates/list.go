@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -295,13 +296,7 @@ func IsTestCommand(cmd, featureTest, dir string, exit int) bool {
 }
 
 // textLine is a command in one short line, for a message.
-func textLine(cmd string) string {
-	cmd = strings.Join(strings.Fields(cmd), " ")
-	if r := []rune(cmd); len(r) > 120 {
-		return string(r[:119]) + "…"
-	}
-	return cmd
-}
+func textLine(cmd string) string { return textcut.Runes(textcut.Fold(cmd), 120) }
 
 func cmpOr(a, b string) string {
 	if a != "" {

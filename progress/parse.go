@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // ParseError is a problem with the feature list: which value is wrong, what
@@ -399,11 +401,7 @@ func quickstartTitle(desc string) string {
 		if line == "" {
 			continue
 		}
-		if utf8.RuneCountInString(line) <= titleRunes {
-			return line
-		}
-		runes := []rune(line)
-		return strings.TrimSpace(string(runes[:titleRunes-1])) + "…"
+		return textcut.Runes(line, titleRunes)
 	}
 	return ""
 }

@@ -3,6 +3,8 @@ package scriptedmodel
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // maxToolCalls bounds the tool calls the model makes for one command object.
@@ -159,11 +161,7 @@ func failed(x exchange) reply {
 
 // excerpt shortens tool output for a final text.
 func excerpt(s string, max int) string {
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > max {
-		return string(r[:max]) + "…"
-	}
-	return s
+	return textcut.Runes(strings.TrimSpace(s), max)
 }
 
 func readCall(path string) toolCall {
