@@ -139,7 +139,7 @@ var Hands = []Hand{
 		"graph/precedent.go", "\tif subj.Role != \"\" {", "\tif false {",
 		"orchestrator", "TestPrecedentCrossesFeatures"},
 	{"an agent's own lesson reaches no other agent until a person promotes it",
-		"graph/precedent.go", "\t\tif t.Source != store.SourceAgent {", "\t\tif true {",
+		"graph/precedent.go", "\t\tif t.Source == store.SourceAgent {\n\t\t\treturn \"\"", "\t\tif false {\n\t\t\treturn \"\"",
 		"graph", "TestSelect"},
 	{"a failed attempt is diagnosed from the daemon's own run of the test",
 		"orchestrator/runs.go", "\t\tcase !ev2.claimed:\n\t\t\tin.Rerun = true", "\t\tcase !ev2.claimed:\n\t\t\tin.Rerun = false",
