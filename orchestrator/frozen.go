@@ -1,0 +1,192 @@
+package orchestrator
+
+// The frozen acceptance tests: frozen again when the list changes, drift
+// adopted, and each test's check before any code (red before green).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+	"go.uber.org/zap"
+)
+
+// refreeze records the acceptance tests as tree holds them: when the list is
+// accepted, and whenever a person may have changed a test (the record
+// follows a person, never an agent).
+func (o *Orchestrator) refreeze(tree gitrepo.Tree, why string) {
+	if o.canonical == nil {
+		return
+	}
+	ctx := context.Background()
+	if tree == "" {
+		var err error
+		if tree, err = o.repo.Snapshot(ctx); err != nil {
+			o.log.Warn("could not record the frozen tests", zap.Error(err))
+			return
+		}
+	}
+	fz, err := o.judge.Freeze(ctx, o.canonical, tree)
+	if err != nil {
+		o.log.Warn("could not record the frozen tests", zap.Error(err))
+		return
+	}
+	if err := o.judge.SetFrozen(fz); err != nil {
+		o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
+	}
+	data, _ := json.Marshal(fz)
+	o.pending.Frozen = data
+	o.log.Info("frozen tests recorded", zap.String("why", why), zap.Int("files", len(fz.Files)))
+}
+
+// adoptFrozenDrift takes a frozen test that changed between runs as a
+// person's change: what changed from the tree the last judged run left to
+// the tree the next one starts from was changed while no agent ran. A
+// frozen test an agent changed and a gate in warn mode let stand is not a
+// person's, and the record keeps what it held.
+func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
+	if string(base) == o.session.LastTree {
+		return // nothing changed since the last judged run: no person's change to take
+	}
+	ctx := context.Background()
+	drift, err := o.judge.Drift(ctx, base)
+	if err != nil || len(drift) == 0 {
+		return
+	}
+	if last := o.session.LastTree; last != "" {
+		between, err := o.repo.Changes(ctx, gitrepo.Tree(last), base)
+		if err != nil {
+			o.log.Warn("could not tell a person's changes of the tests from an agent's", zap.Error(err))
+			return
+		}
+		changed := map[string]bool{}
+		for _, c := range between {
+			changed[c.Path] = true
+		}
+		drift = slices.DeleteFunc(drift, func(p string) bool { return !changed[p] })
+		if len(drift) == 0 {
+			return
+		}
+	}
+	fz, err := o.judge.Adopt(ctx, base, drift)
+	if err != nil {
+		o.log.Warn("could not record a person's change of the tests", zap.Error(err))
+		return
+	}
+	data, _ := json.Marshal(fz)
+	o.pending.Frozen = data
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto,
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
+			Why: "tests are a person's to change"}})
+	o.log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
+}
+
+// testChecked is a feature's test, run before its first coding attempt.
+type testChecked struct {
+	feature string
+	result  judge.TestResult
+}
+
+// checkTest runs a feature's test once before any code is written for it
+// (gate red-before-green), off the loop.
+func (o *Orchestrator) checkTest(a statemachine.Action) {
+	f := o.canonical.Feature(a.Feature)
+	if f == nil {
+		return
+	}
+	test := f.Test
+	ctx, cancel := context.WithCancel(context.Background())
+	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel}
+	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
+	o.publish()
+	j, repo, events, id := o.judge, o.repo, o.runEvents, a.Feature
+	go func() {
+		// The test runs on the project's tree as it is now (no run is in
+		// flight): a snapshot, checked out apart from the work tree.
+		var r judge.TestResult
+		if tree, err := repo.Snapshot(ctx); err != nil {
+			r = judge.TestResult{Command: test, ExitCode: -1, Interrupted: ctx.Err() != nil,
+				CannotRun: "the project's tree could not be read: " + err.Error()}
+		} else {
+			r = j.RunTest(ctx, tree, test)
+		}
+		cancel()
+		events <- testChecked{feature: id, result: r}
+	}()
+}
+
+func (o *Orchestrator) onTestChecked(ev testChecked) {
+	jb := o.job
+	o.job = nil
+	r := ev.result
+	if r.Interrupted {
+		if jb != nil && jb.interrupt != "" && o.stopAfter {
+			o.stopAfter = false
+			o.transition(statemachine.Stop, ev.feature, jb.interrupt)
+			return
+		}
+		o.step(nil) // checked again
+		return
+	}
+	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
+		o.log.Warn("could not keep the test's output", zap.Error(err))
+	}
+	if r.Env != nil {
+		// The machine, not the test, failed: the check is still due, and
+		// a resume runs it again.
+		why := o.environmentStop(store.Run{Feature: ev.feature}, r.Env, nil)
+		o.transition(statemachine.Stop, ev.feature, why)
+		return
+	}
+	c := o.counters[ev.feature]
+	code := ""
+	switch {
+	case r.Passed():
+		c.Red, code = string(statemachine.RedPasses), "vacuous_test"
+		c.RedDetail = fmt.Sprintf("%s's test `%s` passes before any code was written for it: it tests nothing the feature adds (or the feature is already there). Make the test fail until the feature exists, then `ctxgraphd ctl retry %s`", ev.feature, r.Command, ev.feature)
+	case r.CannotRun != "":
+		c.Red, code = string(statemachine.RedCannotRun), "test_cannot_run"
+		c.RedDetail = o.cannotRunDetail(ev.feature, r)
+	default:
+		c.Red = string(statemachine.RedFailing)
+		c.RedDetail = r.Summary()
+	}
+	o.setCounters(ev.feature, c)
+	if code != "" {
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
+			Context: store.TraceContext{Feature: ev.feature},
+			Event:   store.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
+		o.log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
+	} else {
+		o.log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
+	}
+	o.step(nil)
+}
+
+// cannotRunDetail says why a test cannot run and what to do about it.
+func (o *Orchestrator) cannotRunDetail(id string, r judge.TestResult) string {
+	if strings.TrimSpace(r.Command) != "" {
+		return fmt.Sprintf("%s's test `%s` cannot run: %s. Fix the test command or add what it needs, then `ctxgraphd ctl retry %s`", id, r.Command, r.CannotRun, id)
+	}
+	if o.canonical != nil && o.canonical.Format == progress.FormatQuickstart {
+		return fmt.Sprintf("%s has no test command: feature-list.json is in the quickstart format, which has none. Rewrite it as {\"version\": 1, \"features\": [...]} and give each feature a \"test\" (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
+	}
+	return fmt.Sprintf("%s has no test command, and a feature without one can never be accepted as tested. Give it a \"test\" in feature-list.json (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,380 @@
+package orchestrator
+
+// A run has ended: its process's result read, its changes judged by the
+// gates (prejudge), what it left behind recorded, its claim checked before
+// the verdict.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/notify"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+	"go.uber.org/zap"
+)
+
+// onRunEnded takes a run that ended. One that ended by itself is judged by
+// its outcome, off the loop (a snapshot, and for a tester's claim the
+// daemon's own run of the test, take time); then finishRun decides.
+func (o *Orchestrator) onRunEnded(ev runEnded) {
+	if o.active == nil || o.active.run.ID != ev.runID {
+		return
+	}
+	act := o.active
+	res := ev.result
+	if act.liveTimer != nil {
+		act.liveTimer.Stop()
+	}
+	if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
+		act.failure = &f
+	}
+	why := ""
+	if act.failure == nil {
+		why = o.endedSilent(act, res)
+	}
+	// A run killed because its hooks never checked in wrote without gates
+	// just as surely as one that ended by itself first: nothing it wrote
+	// is taken, however far it got.
+	act.silent = why != "" || act.hooksKilled
+	// Read the agent's last writes now rather than waiting for the watcher:
+	// the verdict must see them, whatever the debounce.
+	o.syncFeatureList(true)
+	o.active = nil
+
+	if why != "" {
+		// Its gates never ran: nothing the run claims is judged, and the
+		// run is redone; what it changed in the tree is still held to
+		// the rules.
+		o.setAsideUnjudgedList(act.run)
+		o.judgeLeftovers(act.run)
+		o.finishRun(act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
+		return
+	}
+	out := o.prejudge(act, res)
+	if out.Interrupted || act.failure != nil {
+		if act.hooksKilled {
+			o.setAsideUnjudgedList(act.run)
+		}
+		o.judgeLeftovers(act.run)
+		o.finishRun(act, res, out)
+		return
+	}
+
+	in := judge.RunEnd{
+		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
+		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(),
+	}
+	ev2 := runJudged{run: act.run, res: res, out: out}
+	if out.Role == statemachine.Tester {
+		ev2.claimed = o.claim == act.run.Feature
+		if ev2.claimed {
+			ev2.refused = o.claimProblem(act.run.Feature, act.run.ID)
+		}
+		// The daemon runs the test itself to judge a claim, and, when the
+		// tester found a failure (or a claim is refused), so that the
+		// retry reads the daemon's own output, not only the tester's word.
+		// (A claim refused in warn mode is accepted all the same: no run.)
+		switch mode := o.judge.Modes().Of(gates.TestedNeedsEvidence); {
+		case !ev2.claimed:
+			in.Rerun = true
+		case ev2.refused != "":
+			in.Rerun = mode == gates.Enforce
+		default:
+			in.Rerun = mode != gates.Off
+			// A claim is accepted only on a tree where every feature
+			// tested before still passes its frozen test.
+			in.Sweep = in.Rerun
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel}
+	switch {
+	case in.Rerun && ev2.claimed && ev2.refused == "":
+		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
+	case in.Rerun:
+		o.job.what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
+	}
+	o.publish()
+	j, events := o.judge, o.runEvents
+	go func() {
+		ev2.jd = j.JudgeRun(ctx, in)
+		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
+			ev2.interrupted = "stopped"
+		}
+		cancel()
+		events <- ev2
+	}()
+}
+
+// listOrEmpty is the canonical list, or an empty one before the initializer.
+func (o *Orchestrator) listOrEmpty() *progress.List {
+	if o.canonical == nil {
+		return &progress.List{Version: 1}
+	}
+	return o.canonical.Clone()
+}
+
+// finishRun records a run's end and decides what comes next.
+func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemachine.Outcome) {
+	o.dropUnjudgedClaim()
+	if o.judge.IsLive(act.run.ID) {
+		o.hooksSilent = 0
+	}
+	o.judge.Forget(act.run.ID)
+	outcome := "ok"
+	switch {
+	case out.Interrupted:
+		outcome = "interrupted"
+	case out.Transient:
+		outcome = "transient"
+	case out.Reason != "" || (out.Role == statemachine.Tester && !out.Verdict):
+		outcome = "failed"
+	}
+	run := act.run
+	o.finishRunRecord(&run, res, outcome)
+	if act.failure != nil {
+		run.Failure = string(act.failure.Kind)
+	}
+	if act.env != nil {
+		run.Failure = string(act.env.Kind)
+	}
+	if out.Role == statemachine.Tester && out.Verdict {
+		run.Commit = o.counters[run.Feature].Commit
+		msg := run.Feature + " tested"
+		if f := o.canonical.Feature(run.Feature); f != nil {
+			msg = fmt.Sprintf("%s (%s) tested", f.ID, f.Title)
+		}
+		if run.Commit != "" {
+			msg += "; committed as " + run.Commit
+		}
+		o.notify(notify.FeatureTested, run.Feature, msg)
+	}
+	o.pending.Runs = append(o.pending.Runs, run)
+	o.session.Run = nil
+	o.totalCost += res.CostUSD
+	o.runCount++
+	if run.Feature != "" {
+		c := o.counters[run.Feature]
+		c.CostUSD += res.CostUSD
+		o.setCounters(run.Feature, c)
+	}
+	o.warnBudgets(run.Feature)
+	if !out.Transient && !out.Interrupted {
+		o.session.Backoffs = 0
+	}
+	o.log.Info("run ended", zap.String("run", run.ID), zap.String("outcome", outcome), zap.String("ended", string(res.Ended)),
+		zap.Int("exit", res.ExitCode), zap.Float64("cost_usd", res.CostUSD), zap.Int("turns", res.NumTurns), zap.String("summary", res.Summary))
+
+	if f := act.failure; f != nil && !f.Waits() {
+		// Only a person can fix it; the run is not charged, and the
+		// session resumes where it was.
+		why := f.Explain(o.cfg.Agent.Command)
+		if f.Kind == agents.FailStartup && f.Code == "sandbox_required_unavailable" {
+			why = "Claude Code could not start its sandbox, so no agent can run confined: " + f.Detail +
+				" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)"
+		}
+		o.transition(statemachine.Stop, run.Feature, why)
+		return
+	}
+	if act.env != nil {
+		// The same: the run is not charged, and a resume redoes it.
+		o.transition(statemachine.Stop, run.Feature, out.Reason)
+		return
+	}
+	if o.hooksSilent >= maxSilentHookRuns {
+		o.hooksSilent = 0
+		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf(
+			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that `%s` works and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
+			maxSilentHookRuns, o.opts.HookCommand+" session-start"))
+		return
+	}
+	if act.interrupt != "" && o.stopAfter {
+		o.stopAfter = false
+		o.transition(statemachine.Stop, run.Feature, act.interrupt)
+		return
+	}
+	o.step(&out)
+}
+
+func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome string) {
+	r.EndedAt = o.now().UTC()
+	if res.Ended != agents.EndStartFailed && !res.EndedAt.IsZero() {
+		r.AgentWall = res.EndedAt.Sub(res.StartedAt)
+	}
+	r.AgentCPU = res.CPU
+	r.Outcome = outcome
+	r.Ended = string(res.Ended)
+	r.ExitCode = res.ExitCode
+	r.IsError = res.IsError
+	r.Subtype = res.Subtype
+	r.CostUSD = res.CostUSD
+	r.NumTurns = res.NumTurns
+	r.ToolCalls = res.ToolCalls
+	r.Summary = res.Summary
+	if res.SessionID != "" {
+		r.SessionID = res.SessionID
+	}
+	if res.Err != nil {
+		r.Error = res.Err.Error()
+	}
+}
+
+// prejudge turns a run's result into the outcome the rules decide on, as
+// far as it can be told without judging the run's work: interrupted,
+// transient, timed out, the initializer's list, the coder's status.
+func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.Outcome {
+	run := act.run
+	out := statemachine.Outcome{Role: statemachine.Role(run.Role), Feature: run.Feature}
+	if act.interrupt != "" || res.Ended == agents.EndCancelled {
+		out.Interrupted = true
+		out.Reason = act.interrupt
+		return out
+	}
+	if f := act.failure; f != nil {
+		// Not the agent's doing: never charged. What waiting cures is
+		// waited for; the rest stops the session in finishRun.
+		out.Transient = f.Waits()
+		out.Reason = f.Explain(o.cfg.Agent.Command)
+		o.waitFor = *f
+		return out
+	}
+	switch res.Ended {
+	case agents.EndWallTimeout:
+		out.Reason = fmt.Sprintf("the run exceeded agent.timeout (%s) and was killed", o.cfg.Agent.Timeout)
+	case agents.EndIdleTimeout:
+		out.Reason = fmt.Sprintf("the run was stuck: no output for agent.idle_timeout (%s)", o.cfg.Agent.IdleTimeout)
+	case agents.EndStuck:
+		out.Reason = fmt.Sprintf("the run was stopped as stuck: %s (agent.stuck_after: %d); try another way", res.Stuck, o.cfg.Agent.StuckAfter)
+	}
+	switch out.Role {
+	case statemachine.Initializer:
+		if o.canonical == nil && o.problem != "" && !o.problemFromAgent && out.Reason == "" {
+			// A person was writing the list meanwhile: not the
+			// initializer's failure. Redone once the list is valid, if
+			// it is still needed.
+			out.Interrupted = true
+			out.Reason = "a person was writing feature-list.json during the run"
+			return out
+		}
+		if o.canonical == nil {
+			out.Reason = firstNonEmpty(out.Reason, o.problem, "the initializer ended without writing a valid feature-list.json")
+		}
+	case statemachine.Coder:
+		if f := o.canonical.Feature(run.Feature); f != nil && f.Status != progress.Completed {
+			out.Reason = firstNonEmpty(out.Reason, fmt.Sprintf("the coding run ended without setting %s to completed: %s", run.Feature, res.Summary))
+		}
+	}
+	return out
+}
+
+// judgeLeftovers holds what a run that is not judged in full (interrupted,
+// silent, lost in a crash) changed in the tree to the rules all the same,
+// and puts back what they refuse: no route around a gate by dying.
+func (o *Orchestrator) judgeLeftovers(r store.Run) {
+	if r.BaseTree == "" {
+		return
+	}
+	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
+		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
+		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(),
+	})
+	if jd.Err != nil {
+		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
+		return
+	}
+	o.recordFindings(r, jd)
+	o.session.LastTree = string(jd.Tree)
+}
+
+// recordFindings keeps what the gates found in a run's change set as
+// violations: what the run changed, by whatever route, and whether it was
+// put back.
+func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
+	for _, f := range jd.Findings {
+		what := fmt.Sprintf("%s (%s, %s) %s %s, found in the project's tree after the run: %s", r.Role, firstNonEmpty(r.Feature, "-"), r.ID, f.Kind, f.Path, f.Message)
+		if f.Mode == gates.Enforce {
+			what += "; put back as it was before the run"
+		} else {
+			what += " (warn mode: left as it is)"
+		}
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: f.Gate, Code: f.Code, Path: f.Path,
+			Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
+			Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
+		o.log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))
+	}
+}
+
+// findingsReason says in a sentence why a run's outcome was refused.
+func findingsReason(jd judge.Judgement) string {
+	var parts []string
+	for _, f := range jd.Findings {
+		if f.Mode == gates.Enforce {
+			parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", f.Kind, f.Path, f.Gate, f.Code))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the run changed what it must not, by whatever route; put back: " + strings.Join(parts, "; ")
+}
+
+// claimProblem says why a tester's tested: true is not backed by its own
+// recorded test runs and evidence, or "" when it is. The run's record is
+// gates.RanTest's, as the hook reads it: a run whose outcome its status did
+// not tell goes on to the daemon's own run of the test, which decides.
+func (o *Orchestrator) claimProblem(id, runID string) string {
+	f := o.canonical.Feature(id)
+	if f == nil {
+		return ""
+	}
+	if strings.TrimSpace(f.Test) == "" && o.judge.Modes().Of(gates.RedBeforeGreen) == gates.Enforce {
+		return fmt.Sprintf("%s has no test command, and a feature without one cannot be accepted as tested", id)
+	}
+	if len(f.Evidence) == 0 {
+		return fmt.Sprintf("tested: true for %s came without evidence", id)
+	}
+	runs := gates.RanTest(o.judge.Commands(runID), f.Test, o.opts.Project.Dir)
+	switch {
+	case !runs.Ran:
+		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, gates.TestName(f.Test))
+	case !runs.Claimable():
+		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, gates.TestName(f.Test))
+	}
+	return ""
+}
+
+// UnjudgedListFile is where the list of an initializer whose hooks never
+// checked in is set aside: written without gates, it is not taken, by this
+// daemon or, later, as a person's list by the next; a person who wants it
+// renames it back.
+const UnjudgedListFile = "feature-list.unjudged.json"
+
+// setAsideUnjudgedList moves the list an initializer wrote without its gates
+// running out of the way of the next initializer and of a restart.
+func (o *Orchestrator) setAsideUnjudgedList(r store.Run) {
+	if o.canonical != nil || agents.Role(r.Role) != agents.Initializer {
+		return
+	}
+	from := o.opts.Project.Progress(progress.FeatureListFile)
+	if _, err := os.Stat(from); err != nil {
+		return
+	}
+	to := o.opts.Project.Progress(UnjudgedListFile)
+	if err := os.Rename(from, to); err != nil {
+		o.log.Warn("could not set aside a list written without gates", zap.Error(err))
+		return
+	}
+	o.setProblem("")
+	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: r.Role, Run: r.ID},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the feature list %s wrote, without its hooks ever checking in, was set aside as %s", r.ID, UnjudgedListFile),
+			WhatWasCorrect: "a first list is taken only from an initializer whose gates ran", Why: "gates that are not running must not be trusted; rename it back to keep it"}})
+	o.log.Warn("a feature list written without gates was set aside", zap.String("run", r.ID), zap.String("as", to))
+}

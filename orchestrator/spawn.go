@@ -1,0 +1,243 @@
+package orchestrator
+
+// A run begins here: the action's run committed with its work tree, its
+// settings, hooks and sandbox policy written, the process started.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// spawn starts the run an action asks for. The run (with the work tree it
+// starts from), its transition and the counters are committed before the
+// process starts.
+func (o *Orchestrator) spawn(a statemachine.Action) {
+	role := map[statemachine.Kind]agents.Role{
+		statemachine.SpawnInitializer: agents.Initializer,
+		statemachine.SpawnCoder:       agents.Coder,
+		statemachine.SpawnTester:      agents.Tester,
+	}[a.Kind]
+	prev := o.machine.State()
+	o.loadGuardFile() // a person's change of guards.yaml holds from the next run
+	if role == agents.Initializer {
+		if _, err := progress.ReadGoal(o.opts.Project.Progress()); err != nil {
+			// An initializer without a goal would invent a project.
+			why := err.Error()
+			if errors.Is(err, fs.ErrNotExist) {
+				why = "the project has no goal (" + filepath.Join(paths.ProgressDir, progress.GoalFile) + ")"
+			}
+			o.transition(statemachine.Stop, "", fmt.Sprintf("no initializer started: %s; run `ctxgraphd init --goal TEXT` (or write the file), then `ctxgraphd ctl resume`", why))
+			return
+		}
+	}
+
+	// What the run changes is judged against the tree it starts from.
+	base, err := o.repo.Snapshot(context.Background())
+	if err != nil {
+		o.transition(statemachine.Stop, a.Feature, fmt.Sprintf("could not record the project's work tree before a run, so the run could not be judged: %v", err))
+		return
+	}
+	o.adoptFrozenDrift(base)
+
+	o.lastRun++
+	run := store.Run{
+		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(role), Feature: a.Feature,
+		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
+	}
+	listChanged := false
+	if role == agents.Coder {
+		c := o.counters[a.Feature]
+		if a.Resume && c.CoderSession != "" {
+			run.SessionID, run.Resume = c.CoderSession, true
+		} else {
+			c.CoderSession = run.SessionID
+		}
+		if c.Base == "" {
+			// The feature's work begins: what a verdict may commit on the
+			// branch is measured from here.
+			head, _, _, err := o.repo.Head(context.Background())
+			if err != nil {
+				o.log.Warn("could not read HEAD", zap.Error(err))
+			}
+			c.Base, c.BaseHead = string(base), head
+		}
+		c.Runs++
+		o.setCounters(a.Feature, c)
+		if f := o.canonical.Feature(a.Feature); f != nil && f.Status != progress.InProgress {
+			f.Status = progress.InProgress
+			listChanged = true
+		}
+	} else if a.Feature != "" {
+		c := o.counters[a.Feature]
+		c.Runs++
+		o.setCounters(a.Feature, c)
+	}
+	if listChanged {
+		o.pending.FeatureList = o.canonical.Marshal()
+	}
+	cmd := o.command(role, a, prev)
+	prompt, system, err := o.prompts(role, cmd)
+	if err != nil {
+		o.lastRun--
+		o.transition(statemachine.Stop, a.Feature, err.Error())
+		return
+	}
+	settings, denied, err := o.runSettingsDenied(role, a.Feature)
+	if err != nil {
+		o.lastRun--
+		o.transition(statemachine.Stop, a.Feature, err.Error())
+		return
+	}
+	o.runNode(&run, cmd)
+	actor := gates.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
+	token := o.judge.Register(actor)
+	o.judge.Confine(token, denied)
+	run.TokenHash = control.TokenHash(token)
+	o.session.Run = &run
+	o.pending.Runs = append(o.pending.Runs, run)
+	if !o.transition(a.Event(), a.Feature, a.String()) {
+		o.session.Run = nil // refused or not persisted, and logged: do not act
+		o.judge.Forget(run.ID)
+		return
+	}
+	if listChanged {
+		o.writeFeatureList()
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	o.active = &activeRun{run: run, cancel: cancel}
+	o.armHooksLive(run.ID)
+	o.claim = ""
+	spec := agents.Spec{
+		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
+		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
+		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.cfg.Budget.RunUSD,
+		MCPConfig: o.mcpConfig(token),
+	}
+	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
+		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.cfg.Sandbox.Enabled))
+	runner, events, log := o.opts.Runner, o.runEvents, o.log.With(zap.String("run", run.ID))
+	go func() {
+		res := runner.Run(ctx, spec,
+			func(pid int) { events <- runStarted{runID: run.ID, pid: pid} },
+			func(ev agents.Event) {
+				if ev.Kind == "tool_use" {
+					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
+				}
+				o.onRunEvent(run.ID, ev)
+			})
+		events <- runEnded{runID: run.ID, result: res}
+	}()
+}
+
+// runSettings is the --settings of a run: ctxgraphd's hooks and, unless the
+// user turned confinement off, the sandbox that holds every program the
+// agent runs to what it may touch.
+func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, error) {
+	s, _, err := o.runSettingsDenied(role, feature)
+	return s, err
+}
+
+// runSettingsDenied is runSettings and what the run's sandbox denies it
+// (empty when confinement is off): the hooks believe a refusal the run's
+// commands print only there. Claude Code's sandbox holds .claude/ read
+// only by itself. The directories the run may write besides the project
+// are made here, once per run (sandbox.Policy.Prepare).
+func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
+	var hooks map[string]any
+	if o.opts.Hook.Path != "" {
+		hooks = gates.RunHooks(o.opts.Hook, string(role))
+	}
+	settings := map[string]any{"hooks": hooks}
+	denied := []string{}
+	if o.cfg.Sandbox.Enabled {
+		pol := o.policy(role, feature)
+		// Made before the run, or the sandbox holds them read-only.
+		if err := pol.Prepare(); err != nil {
+			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
+		}
+		settings["sandbox"] = pol.Settings()
+		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.opts.Project.Dir, ".claude"))
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		return "", nil, fmt.Errorf("the settings of a run: %w", err)
+	}
+	return string(data), denied, nil
+}
+
+// policy is what a run's programs may touch: the project but for what is
+// the daemon's, Claude Code's and the frozen tests'; the temp and cache
+// directories honest builds need; the hosts the user allows. The daemon's
+// state and socket can be neither read nor written.
+func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
+	dir := o.opts.Project.Dir
+	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
+	deny := []string{
+		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
+		in(".claude/progress/" + progress.GoalFile),
+		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
+		in(".mcp.json"), in(".git"), in("CLAUDE.md"), in("CLAUDE.local.md"),
+		o.opts.Project.StateDir, o.opts.Project.Socket,
+	}
+	for _, p := range o.judge.Frozen().Sorted() {
+		deny = append(deny, in(p))
+	}
+	if o.canonical != nil && role != agents.Initializer {
+		// Where tests live as a whole directory (tests/**), the sandbox
+		// keeps new files out too, not only the verdict afterwards.
+		for _, g := range o.cfg.Protected {
+			if d, ok := strings.CutSuffix(g, "/**"); ok && !strings.ContainsAny(d, "*?[{") {
+				if fi, err := os.Stat(in(d)); err == nil && fi.IsDir() {
+					deny = append(deny, in(d))
+				}
+			}
+		}
+	}
+	// The project's enforced deny guards on a file, for this role: held
+	// whatever program writes, as the built-in gates' files are.
+	deny = append(deny, o.guardDenies(string(role))...)
+	allow := slices.Clone(o.opts.Writable)
+	if role == agents.Tester && feature != "" {
+		// Its own evidence, which Claude Code's sandbox would otherwise
+		// keep it from writing with Bash (it holds .claude/ read-only).
+		allow = append(allow, in(".claude/progress/"+progress.EvidenceDir+"/"+feature))
+	}
+	return sandbox.Policy{
+		ProjectDir:     dir,
+		DenyWrite:      deny,
+		DenyRead:       []string{o.opts.Project.StateDir, o.opts.Project.Socket},
+		AllowWrite:     allow,
+		AllowedDomains: o.cfg.Sandbox.AllowedDomains,
+	}
+}
+
+func (o *Orchestrator) onRunStarted(ev runStarted) {
+	if o.active == nil || o.active.run.ID != ev.runID {
+		return
+	}
+	o.judge.Started(ev.runID, ev.pid)
+	o.active.run.PID = ev.pid
+	o.session.Run.PID = ev.pid
+	o.pending.Runs = append(o.pending.Runs, o.active.run)
+	o.persist()
+}

@@ -1,0 +1,324 @@
+package orchestrator
+
+// The verdict on a claim: the daemon's own run of the frozen test, the
+// regression sweep, acceptance and the commit, or the diagnosis the next
+// attempt is given.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+	"go.uber.org/zap"
+)
+
+// runJudged is a run whose outcome was judged off the loop.
+type runJudged struct {
+	run     store.Run
+	res     agents.Result
+	out     statemachine.Outcome
+	claimed bool   // the tester claimed tested: true
+	refused string // why the claim was refused before the outcome was judged
+	jd      judge.Judgement
+	// interrupted: the judging was stopped (ctl stop, a shutdown): the
+	// run is redone.
+	interrupted string
+}
+
+// onRunJudged takes the outcome of a run as the judge found it.
+func (o *Orchestrator) onRunJudged(ev runJudged) {
+	jb := o.job
+	o.job = nil
+	act := &activeRun{run: ev.run}
+	out := ev.out
+	if ev.interrupted != "" {
+		if jb != nil && jb.interrupt != "" {
+			act.interrupt = jb.interrupt
+		}
+		o.dropUnjudgedClaim()
+		o.finishRun(act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"})
+		return
+	}
+	jd := ev.jd
+	if jd.Err != nil {
+		o.log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
+		o.dropUnjudgedClaim()
+		o.finishRunRecord(&act.run, ev.res, "interrupted")
+		o.pending.Runs = append(o.pending.Runs, act.run)
+		o.session.Run = nil
+		o.transition(statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
+		return
+	}
+	o.recordFindings(ev.run, jd)
+	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
+		o.log.Warn("could not propose guards", zap.Error(err))
+	}
+	o.session.LastTree = string(jd.Tree)
+	switch out.Role {
+	case statemachine.Initializer:
+		if o.canonical != nil {
+			o.afterInitializer(ev.run, jd)
+		}
+	case statemachine.Coder:
+		if jd.Blocks() {
+			out.Reason = firstNonEmpty(findingsReason(jd), out.Reason)
+			if f := o.canonical.Feature(ev.run.Feature); f != nil && f.Status == progress.Completed {
+				// Not completed on terms the gates accept: the retry
+				// starts from the report.
+				f.Status = progress.InProgress
+				o.pending.FeatureList = o.canonical.Marshal()
+				o.writeFeatureList()
+			}
+		}
+	case statemachine.Tester:
+		if e := o.testEnvironment(ev, jd); e != nil {
+			// Not the tester's doing, nor the code's: no verdict, nothing
+			// charged; the session stops in finishRun.
+			act.env = e
+			out.Reason = o.environmentStop(ev.run, e, jd.Test)
+			break
+		}
+		out.Verdict, out.Reason = o.verdict(ev, jd)
+	}
+	o.finishRun(act, ev.res, out)
+}
+
+// verdict accepts a tester's tested: true only when the run's own record
+// holds (its test ran and passed, evidence left), its change set broke no
+// rule, and the daemon, running the feature's test itself on exactly the
+// tree it then commits, sees it pass. A rejected claim is taken off the
+// disk.
+func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) {
+	id, run := ev.run.Feature, ev.run
+	f := o.canonical.Feature(id)
+	if f == nil || f.Status == progress.Blocked {
+		o.claim = ""
+		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
+	}
+	o.claim = ""
+	o.diagnose(id, run, failing(jd))
+	if c := o.counters[id]; c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
+		c.Diagnosis.Message = fmt.Sprintf("%s's own test passes, but the change breaks the frozen test of %s, a feature tested before it; keep that feature working: %s",
+			id, jd.Regressions[0].Feature, firstNonEmpty(c.Diagnosis.Message, jd.Regressions[0].Test.Summary()))
+		o.setCounters(id, c)
+	}
+	if !ev.claimed {
+		if jd.Blocks() {
+			return false, findingsReason(jd)
+		}
+		return false, firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
+	}
+	reject := func(why, output string) (bool, string) {
+		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+			Event:   store.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
+		o.writeFeatureList() // the canonical copy still says tested: false
+		return false, why
+	}
+	mode := o.judge.Modes().Of(gates.TestedNeedsEvidence)
+	if jd.Blocks() {
+		return reject(findingsReason(jd), "")
+	}
+	if ev.refused != "" {
+		if mode == gates.Enforce {
+			return reject(ev.refused, "")
+		}
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+			Event:   store.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
+		return o.accept(f, run, jd, nil)
+	}
+	if mode == gates.Off {
+		return o.accept(f, run, jd, nil)
+	}
+	if jd.Test == nil {
+		return reject("the daemon did not run the test", "")
+	}
+	log, err := o.judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
+	if err != nil {
+		o.log.Warn("could not keep the daemon's test output", zap.Error(err))
+	}
+	if !jd.Test.Passed() {
+		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
+	}
+	if len(jd.Regressions) > 0 {
+		return o.rejectRegressions(id, run, jd.Regressions)
+	}
+	return o.accept(f, run, jd, &log)
+}
+
+// rejectRegressions refuses a claim whose own test passed on a tree where
+// features tested before it fail theirs: the project's branch holds only
+// trees on which every tested feature passes. It is the attempt's failure,
+// charged like a failing test (the coder's change broke them), and the
+// retry is told which tests broke and how (the diagnosis, from the first).
+func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judge.Regression) (bool, string) {
+	var names, logs []string
+	for _, b := range broken {
+		names = append(names, b.Feature)
+		if l, err := o.judge.WriteEvidence(id, run.Attempt, "sweep-"+b.Feature, b.Test); err == nil {
+			logs = append(logs, l)
+		}
+	}
+	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
+		id, strings.Join(names, ", "), broken[0].Test.Summary())
+	o.log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
+		Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
+		Event: store.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
+			WhatWasCorrect: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
+			Why:            "the branch only ever holds trees on which every tested feature passes"}})
+	o.writeFeatureList() // the canonical copy still says tested: false
+	return false, why
+}
+
+// failing is the daemon's test run that a retry must hear about: the
+// feature's own when it did not pass, else the first frozen test of a
+// feature tested before that its tree broke; nil when none failed.
+func failing(jd judge.Judgement) *judge.TestResult {
+	if jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
+		return &jd.Regressions[0].Test
+	}
+	return jd.Test
+}
+
+// diagnose keeps, for the feature's next coding attempt, what the
+// daemon's own run of its test said when it failed (the retry's
+// reflexion), with what the attempt's coding agent believed; a test that
+// passed, or did not run, leaves nothing to diagnose.
+func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
+	attempt := run.Attempt
+	c := o.counters[id]
+	c.Diagnosis = nil
+	if r != nil && !r.Passed() && !r.Interrupted {
+		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d failed its test: %s", id, attempt, r.Summary()), Why: "the daemon ran the feature's test itself after its tester's run"}})
+		d := diagnose.Read(r.Command, r.ExitCode, r.Output)
+		switch {
+		case r.CannotRun != "":
+			d.Message = "the test cannot run: " + r.CannotRun
+		case r.TimedOut:
+			d.Message = "the test did not finish in time"
+		}
+		if _, err := o.judge.WriteEvidence(id, attempt, "diagnosis", *r); err != nil {
+			o.log.Warn("could not keep the failing test's output", zap.String("feature", id), zap.Error(err))
+		}
+		if s := o.coderSummary(id, attempt); s != "" {
+			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, textcut.Line(s, 200))
+		}
+		c.Diagnosis = &d
+	}
+	o.setCounters(id, c)
+}
+
+// coderSummary is what the coding agent of a feature's attempt said at
+// its end.
+func (o *Orchestrator) coderSummary(id string, attempt int) string {
+	runs, err := o.st.Runs()
+	if err != nil {
+		o.log.Warn("could not read the runs for a diagnosis", zap.Error(err))
+		return ""
+	}
+	for _, r := range slices.Backward(runs) {
+		if r.Role == string(agents.Coder) && r.Feature == id && r.Attempt == attempt {
+			return r.Summary
+		}
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func evidenceNote(log string) string {
+	if log == "" {
+		return ""
+	}
+	return " (output in " + log + ")"
+}
+
+// accept makes a verdict canonical and, unless git.commit is off, commits
+// exactly the tree the daemon's test ran on.
+func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string) (bool, string) {
+	f.Tested = true
+	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
+		f.Evidence = append(f.Evidence, *log)
+	}
+	o.pending.FeatureList = o.canonical.Marshal()
+	o.persist()
+	o.writeFeatureList()
+	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
+	if jd.Test != nil {
+		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
+	}
+	tr := o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
+		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
+	c := o.counters[f.ID]
+	if o.cfg.Git.Commit && jd.Tree != "" {
+		done, err := o.judge.Commit(context.Background(), judge.Verdict{
+			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
+			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
+		})
+		switch {
+		case err != nil:
+			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
+		default:
+			c.Commit, c.Branch = done.Commit, done.Branch
+			where := "on " + done.Branch
+			if done.Branch == "" {
+				where = "under " + done.Ref + " only: " + done.NotOnBranch
+			}
+			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
+			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
+				Parent: tr.ID, Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+		}
+	}
+	c.Base, c.BaseHead = "", ""
+	o.setCounters(f.ID, c)
+	o.persist()
+	return true, ""
+}
+
+// afterInitializer freezes the acceptance tests the initializer wrote with
+// the list and, when the tree held nothing but HEAD before it ran, commits
+// its work, so that the features' commits start from a clean tree.
+func (o *Orchestrator) afterInitializer(run store.Run, jd judge.Judgement) {
+	o.refreeze(jd.Tree, "the feature list was accepted")
+	if !o.cfg.Git.Commit || jd.Tree == "" || len(jd.Changes) == 0 {
+		return
+	}
+	ctx := context.Background()
+	head, headTree, branch, err := o.repo.Head(ctx)
+	if err != nil || branch == "" || string(headTree) != run.BaseTree {
+		return // a person's work was in the tree: it is not ours to commit
+	}
+	var parents []string
+	if head != "" {
+		parents = []string{head}
+	}
+	msg := fmt.Sprintf("ctxgraphd: the feature list's acceptance tests and scaffolding\n\nWritten by the initializer (%s) for %d features.\n\nctxgraphd-run: %s\n", run.ID, len(o.canonical.Features), run.ID)
+	c, err := o.repo.Commit(ctx, jd.Tree, parents, msg, judge.Author)
+	if err == nil {
+		_, err = o.repo.AdvanceBranch(ctx, head, c)
+	}
+	if err != nil {
+		o.log.Warn("could not commit the initializer's work", zap.Error(err))
+		return
+	}
+	o.log.Info("initializer's work committed", zap.String("commit", c))
+}
