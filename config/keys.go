@@ -136,7 +136,7 @@ func buildRegistry() []*key {
 		{name: "limits.backoff_max", kind: kindDuration, positive: true,
 			help: "longest wait of the backoff (a usage limit's reset time is waited for whatever it is)", access: field(func(c *Config) *time.Duration { return &c.Limits.BackoffMax })},
 		{name: "budget.run_usd", kind: kindFloat,
-			help: "USD per run, passed as --max-budget-usd; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.RunUSD })},
+			help: "USD per run, passed as --max-budget-usd (lowered to what is left of the session's and the feature's budgets); 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.RunUSD })},
 		{name: "budget.feature_usd", kind: kindFloat,
 			help: "USD per feature, all attempts; 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.FeatureUSD })},
 		{name: "budget.session_usd", kind: kindFloat,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -482,6 +483,47 @@ func TestSessionBudgetStopsTheLoop(t *testing.T) {
 	}
 	if got, want := roles(h.runner.runs()), "initializer coding:F-001"; got != want {
 		t.Errorf("runs = %s, want %s", got, want)
+	}
+}
+
+// No run may spend past a budget: each is capped (--max-budget-usd) at
+// budget.run_usd lowered to what is left of the session's and the
+// feature's budgets, since a budget checked only between runs would be
+// overshot by up to a whole run.
+func TestRunsAreCappedAtWhatIsLeftOfTheBudgets(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Budget = config.Budget{RunUSD: 1, SessionUSD: 0.05, FeatureUSD: 0.025}
+	h.runToEnd()
+	var caps []string
+	for _, s := range h.runner.runs() {
+		caps = append(caps, fmt.Sprintf("%s:%s $%.3f", s.Role, s.FeatureID, s.MaxBudgetUSD))
+	}
+	// The initializer costs nothing, and no feature's budget holds it;
+	// each coder costs 0.01.
+	want := []string{"initializer-agent: $0.050", "coding-agent:F-001 $0.025", "tester-agent:F-001 $0.015", "coding-agent:F-002 $0.025", "tester-agent:F-002 $0.015"}
+	if !slices.Equal(caps, want) {
+		t.Errorf("runs' caps = %q, want %q", caps, want)
+	}
+}
+
+func TestCapRun(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		budget           config.Budget
+		session, feature float64
+		want             float64
+	}{
+		{"no budgets: no cap", config.Budget{}, 5, 5, 0},
+		{"the run's own cap", config.Budget{RunUSD: 2}, 5, 5, 2},
+		{"the session's rest, without a run cap", config.Budget{SessionUSD: 10}, 7, 0, 3},
+		{"the session's rest, below the run cap", config.Budget{RunUSD: 2, SessionUSD: 10}, 9, 0, 1},
+		{"the run cap, below the session's rest", config.Budget{RunUSD: 2, SessionUSD: 10}, 1, 0, 2},
+		{"the feature's rest, lowest", config.Budget{RunUSD: 2, SessionUSD: 10, FeatureUSD: 3}, 1, 2.5, 0.5},
+		{"a budget spent: a cent, never 0 (no cap)", config.Budget{SessionUSD: 1}, 1, 0, minRunCap},
+	} {
+		if got := capRun(tt.budget, tt.session, tt.feature); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: capRun = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

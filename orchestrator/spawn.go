@@ -130,7 +130,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	spec := agents.Spec{
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
-		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.cfg.Budget.RunUSD,
+		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.runCap(a.Feature),
 		MCPConfig: o.mcpConfig(token),
 	}
 	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
