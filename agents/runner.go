@@ -124,7 +124,7 @@ type Result struct {
 	SawInit           bool // the CLI began a session (its init line was read)
 	SawResult         bool // a result line was read
 	IsError           bool
-	Subtype           string
+	Subtype           string // of the result line: "success", SubtypeMaxBudget, …
 	TerminalReason    string
 	NumTurns          int
 	CostUSD           float64
@@ -147,6 +147,10 @@ type Result struct {
 	StderrTail string
 	Err        error // a start or supervision error, not an agent's failure
 }
+
+// SubtypeMaxBudget is the result's subtype when the CLI stopped a run at
+// its --max-budget-usd.
+const SubtypeMaxBudget = "error_max_budget_usd"
 
 // OK reports whether the run ended by itself, said it succeeded, and exited 0.
 func (r Result) OK() bool {

@@ -5,7 +5,6 @@ package orchestrator
 import (
 	"fmt"
 
-	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
@@ -40,38 +39,4 @@ func (o *Orchestrator) warnBudgets(feature string) {
 		o.setCounters(feature, c)
 		warn(feature, feature, c.CostUSD, o.cfg.Budget.FeatureUSD, "budget.feature_usd")
 	}
-}
-
-// minRunCap is the least cap a run is given: a cap of 0 would mean no cap
-// at all to Claude Code, and the loop stops spending before what is left
-// of a budget reaches nothing.
-const minRunCap = 0.01
-
-// runCap is the cap of a run for feature ("": the initializer's, which no
-// feature's budget holds).
-func (o *Orchestrator) runCap(feature string) float64 {
-	b := o.cfg.Budget
-	if feature == "" {
-		b.FeatureUSD = 0
-	}
-	return capRun(b, o.totalCost, o.counters[feature].CostUSD)
-}
-
-// capRun is the --max-budget-usd of a run: budget.run_usd lowered to what
-// is left of the session's and the feature's budgets, so that no run
-// spends past them. Checked only between runs, a budget would be overshot
-// by up to a whole run; Claude Code stops a run at its cap. 0: no cap.
-func capRun(b config.Budget, sessionSpent, featureSpent float64) float64 {
-	c := b.RunUSD
-	lower := func(budget, spent float64) {
-		if budget <= 0 {
-			return
-		}
-		if left := max(budget-spent, minRunCap); c == 0 || left < c {
-			c = left
-		}
-	}
-	lower(b.SessionUSD, sessionSpent)
-	lower(b.FeatureUSD, featureSpent)
-	return c
 }

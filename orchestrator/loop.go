@@ -104,6 +104,7 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		BlockedInSession: o.session.BlockedInSession,
 		MaxRetries:       o.cfg.Limits.MaxRetries,
 		MaxBlocked:       o.cfg.Limits.MaxBlocked,
+		RunBudgetUSD:     o.cfg.Budget.RunUSD,
 		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
 		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
 		SessionCostUSD:   o.totalCost,

@@ -162,6 +162,10 @@ type activeRun struct {
 	hooksKilled bool
 	// failure is why the run ended when it was not its agent's doing.
 	failure *agents.Failure
+	// cappedBy is the budget key whose rest capped the run ("" when its
+	// own budget.run_usd did): a run that reaches such a cap has spent
+	// that budget, which is not its agent's doing.
+	cappedBy string
 	// env is what of the machine or the confinement kept the feature's
 	// test from running (a tester's run of it, or the daemon's): not the
 	// agent's doing either, and only a person can fix it.

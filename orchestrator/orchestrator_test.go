@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -506,24 +505,53 @@ func TestRunsAreCappedAtWhatIsLeftOfTheBudgets(t *testing.T) {
 	}
 }
 
-func TestCapRun(t *testing.T) {
+// A run that Claude Code stopped at its cap has spent what the cap said.
+// When the cap was what was left of the session's budget, the budget is
+// spent, not the agent wrong: the session stops, the attempt is not
+// charged. When the cap was the run's own budget.run_usd, the run was too
+// costly by itself: a failed attempt, as ever.
+func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
+	atCap := func(_ context.Context, spec agents.Spec, _ *harness) agents.Result {
+		return agents.Result{SawInit: true, SawResult: true, IsError: true, Subtype: agents.SubtypeMaxBudget, ExitCode: 1, CostUSD: spec.MaxBudgetUSD}
+	}
 	for _, tt := range []struct {
-		name             string
-		budget           config.Budget
-		session, feature float64
-		want             float64
+		name     string
+		budget   config.Budget
+		failures int
+		failure  string
 	}{
-		{"no budgets: no cap", config.Budget{}, 5, 5, 0},
-		{"the run's own cap", config.Budget{RunUSD: 2}, 5, 5, 2},
-		{"the session's rest, without a run cap", config.Budget{SessionUSD: 10}, 7, 0, 3},
-		{"the session's rest, below the run cap", config.Budget{RunUSD: 2, SessionUSD: 10}, 9, 0, 1},
-		{"the run cap, below the session's rest", config.Budget{RunUSD: 2, SessionUSD: 10}, 1, 0, 2},
-		{"the feature's rest, lowest", config.Budget{RunUSD: 2, SessionUSD: 10, FeatureUSD: 3}, 1, 2.5, 0.5},
-		{"a budget spent: a cent, never 0 (no cap)", config.Budget{SessionUSD: 1}, 1, 0, minRunCap},
+		{"the session's rest", config.Budget{RunUSD: 1, SessionUSD: 0.5}, 0, "out_of_budget"},
+		{"the run's own cap", config.Budget{RunUSD: 0.2, SessionUSD: 5}, 1, ""},
 	} {
-		if got := capRun(tt.budget, tt.session, tt.feature); math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("%s: capRun = %v, want %v", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.cfg.Budget = tt.budget
+			h.runner.script[agents.Initializer] = initializerWrites(1)
+			h.runner.script[agents.Coder] = atCap
+			if tt.failures == 0 {
+				err := h.runToEnd()
+				if err == nil || !strings.Contains(err.Error(), "what was left of budget.session_usd") {
+					t.Fatalf("loop ended with %v, want a stop that says the session's budget ran out in a run", err)
+				}
+			} else {
+				h.cfg.Limits.MaxRetries = 0
+				h.runToEnd()
+			}
+			sess, err := h.st.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := sess.Counters["F-001"]; c.Failures != tt.failures {
+				t.Errorf("F-001: %d failures (%q), want %d", c.Failures, c.LastFailure, tt.failures)
+			}
+			runs, err := h.st.Runs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := runs[len(runs)-1]; last.Role != string(agents.Coder) || last.Failure != tt.failure {
+				t.Errorf("last run: %s, failure %q; want the coder's, failure %q", last.Role, last.Failure, tt.failure)
+			}
+		})
 	}
 }
 

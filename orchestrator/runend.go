@@ -59,7 +59,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		return
 	}
 	out := o.prejudge(act, res)
-	if out.Interrupted || act.failure != nil {
+	if out.Interrupted || out.OutOfBudget != "" || act.failure != nil {
 		if act.hooksKilled {
 			o.setAsideUnjudgedList(act.run)
 		}
@@ -131,7 +131,7 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	o.judge.Forget(act.run.ID)
 	outcome := "ok"
 	switch {
-	case out.Interrupted:
+	case out.Interrupted, out.OutOfBudget != "":
 		outcome = "interrupted"
 	case out.Transient:
 		outcome = "transient"
@@ -145,6 +145,9 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	}
 	if act.env != nil {
 		run.Failure = string(act.env.Kind)
+	}
+	if out.OutOfBudget != "" {
+		run.Failure = "out_of_budget"
 	}
 	if out.Role == statemachine.Tester && out.Verdict {
 		run.Commit = o.counters[run.Feature].Commit
@@ -236,6 +239,11 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 	if act.interrupt != "" || res.Ended == agents.EndCancelled {
 		out.Interrupted = true
 		out.Reason = act.interrupt
+		return out
+	}
+	if res.Subtype == agents.SubtypeMaxBudget && act.cappedBy != "" {
+		out.OutOfBudget = act.cappedBy
+		out.Reason = "stopped at what was left of " + act.cappedBy
 		return out
 	}
 	if f := act.failure; f != nil {

@@ -123,14 +123,15 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.writeFeatureList()
 	}
 
+	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
-	o.active = &activeRun{run: run, cancel: cancel}
+	o.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy}
 	o.armHooksLive(run.ID)
 	o.claim = ""
 	spec := agents.Spec{
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
-		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: o.runCap(a.Feature),
+		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
 	}
 	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),

@@ -61,6 +61,11 @@ type Outcome struct {
 	// Transient: the run hit a usage limit or an API error that goes away
 	// by waiting. It is redone after a wait and does not count.
 	Transient bool
+	// OutOfBudget names the budget (budget.session_usd or
+	// budget.feature_usd) whose rest the run was capped at and reached: the
+	// budget is spent, not the agent wrong. The session stops, or the
+	// feature is blocked, and nothing is charged.
+	OutOfBudget string
 	// Verdict is the tester's accepted verdict; for the other roles false.
 	// A tester's tested:true counts only once the daemon has verified it.
 	Verdict bool
@@ -79,7 +84,10 @@ type Input struct {
 	MaxRetries       int
 	MaxBlocked       int
 	// Budgets in USD (0: none) and what the session has spent. A feature
-	// over its budget is blocked; a session over its budget stops.
+	// over its budget is blocked; a session over its budget stops; a run
+	// is capped at its own budget, lowered to what is left of the others
+	// (RunCap).
+	RunBudgetUSD     float64
 	FeatureBudgetUSD float64
 	SessionBudgetUSD float64
 	SessionCostUSD   float64
@@ -211,6 +219,39 @@ func withinBudget(in Input, a Action) Action {
 	return a
 }
 
+// The configuration keys of the budgets, as a run capped by one names it.
+const (
+	SessionBudgetKey = "budget.session_usd"
+	FeatureBudgetKey = "budget.feature_usd"
+)
+
+// MinRunUSD is the least cap a run is given: to Claude Code a cap of 0
+// means none.
+const MinRunUSD = 0.01
+
+// RunCap is the --max-budget-usd of a run for feature ("": the
+// initializer's, which no feature's budget holds): budget.run_usd lowered
+// to what is left of the session's and the feature's budgets, so that no
+// run spends past them (checked only between runs, a budget would be
+// overshot by up to a whole run). by is the key of the budget that
+// lowered it, "" when the run's own cap holds; 0 is no cap.
+func RunCap(in Input, feature string) (usd float64, by string) {
+	usd = in.RunBudgetUSD
+	lower := func(budget, spent float64, key string) {
+		if budget <= 0 {
+			return
+		}
+		if left := max(budget-spent, MinRunUSD); usd == 0 || left < usd {
+			usd, by = left, key
+		}
+	}
+	lower(in.SessionBudgetUSD, in.SessionCostUSD, SessionBudgetKey)
+	if feature != "" {
+		lower(in.FeatureBudgetUSD, in.Counters[feature].CostUSD, FeatureBudgetKey)
+	}
+	return usd, by
+}
+
 // failedFeature keeps the feature of a counted failure when a budget
 // replaces the action, so the failure is still counted against it.
 func failedFeature(a Action) string {
@@ -223,6 +264,15 @@ func failedFeature(a Action) string {
 // afterRun handles the run that just ended. decided is false when the
 // answer is "pick the next feature".
 func afterRun(in Input, o Outcome) (Action, bool) {
+	switch o.OutOfBudget {
+	case "":
+	case SessionBudgetKey:
+		return Action{Kind: StopSession,
+			Reason: fmt.Sprintf("a run reached what was left of %s ($%.2f, spent $%.2f): raise it and restart the daemon to go on; the run is redone then, not charged", SessionBudgetKey, in.SessionBudgetUSD, in.SessionCostUSD)}, true
+	default:
+		return Action{Kind: BlockFeature, Feature: o.Feature, NotCharged: true,
+			Reason: fmt.Sprintf("%s reached its %s ($%.2f) in the middle of a run", o.Feature, o.OutOfBudget, in.FeatureBudgetUSD)}, true
+	}
 	if o.Transient {
 		return Action{Kind: WaitAndRetry, Feature: o.Feature, Redo: true, Reason: o.Reason}, true
 	}

@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -370,6 +371,10 @@ func TestBudgets(t *testing.T) {
 		{"session over its budget stops", Input{List: list("F-1:pending"), SessionBudgetUSD: 10, SessionCostUSD: 10}, StopSession, "", "budget.session_usd"},
 		{"session budget does not stop a finished session", Input{List: list("F-1:completed:tested"), SessionBudgetUSD: 10, SessionCostUSD: 11}, FinishAll, "", ""},
 		{"the initializer is charged to the session", Input{SessionBudgetUSD: 1, SessionCostUSD: 1}, StopSession, "", "budget.session_usd"},
+		{"a run that reached the session's rest stops the session, uncharged", Input{List: list("F-1:pending"), SessionBudgetUSD: 1, SessionCostUSD: 0.995,
+			Outcome: &Outcome{Role: Coder, Feature: "F-1", OutOfBudget: SessionBudgetKey}}, StopSession, "", "budget.session_usd"},
+		{"a run that reached the feature's rest blocks it, uncharged", Input{List: list("F-1:pending", "F-2:pending"), FeatureBudgetUSD: 1, Counters: map[string]Counters{"F-1": {CostUSD: 0.999}},
+			Outcome: &Outcome{Role: Tester, Feature: "F-1", OutOfBudget: FeatureBudgetKey}}, BlockFeature, "F-1", "budget.feature_usd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,9 +382,37 @@ func TestBudgets(t *testing.T) {
 			if a.Kind != tt.want || a.Feature != tt.feat || !strings.Contains(a.Reason, tt.why) {
 				t.Errorf("Decide = %+v, want %v %s with %q", a, tt.want, tt.feat, tt.why)
 			}
-			if tt.in.Outcome != nil && !a.CountFailure {
-				t.Errorf("the failed attempt was not counted: %+v", a)
+			if o := tt.in.Outcome; o != nil && a.CountFailure == (o.OutOfBudget != "") {
+				t.Errorf("CountFailure = %v after %+v: want a failed attempt counted, a spent budget not: %+v", a.CountFailure, o, a)
+			}
+			if o := tt.in.Outcome; o != nil && o.OutOfBudget != "" && a.Kind == BlockFeature && !a.NotCharged {
+				t.Errorf("a feature whose budget ran out mid-run was blocked as charged: %+v", a)
 			}
 		})
+	}
+}
+
+func TestRunCap(t *testing.T) {
+	costs := func(f float64) map[string]Counters { return map[string]Counters{"F-1": {CostUSD: f}} }
+	for _, tt := range []struct {
+		name    string
+		in      Input
+		feature string
+		want    float64
+		by      string
+	}{
+		{"no budgets: no cap", Input{SessionCostUSD: 5}, "F-1", 0, ""},
+		{"the run's own cap", Input{RunBudgetUSD: 2}, "F-1", 2, ""},
+		{"the session's rest, without a run cap", Input{SessionBudgetUSD: 10, SessionCostUSD: 7}, "F-1", 3, SessionBudgetKey},
+		{"the session's rest, below the run cap", Input{RunBudgetUSD: 2, SessionBudgetUSD: 10, SessionCostUSD: 9}, "F-1", 1, SessionBudgetKey},
+		{"the run cap, below the session's rest", Input{RunBudgetUSD: 2, SessionBudgetUSD: 10, SessionCostUSD: 1}, "F-1", 2, ""},
+		{"the feature's rest, lowest", Input{RunBudgetUSD: 2, SessionBudgetUSD: 10, SessionCostUSD: 1, FeatureBudgetUSD: 3, Counters: costs(2.5)}, "F-1", 0.5, FeatureBudgetKey},
+		{"no feature's budget holds the initializer", Input{RunBudgetUSD: 2, FeatureBudgetUSD: 1}, "", 2, ""},
+		{"a budget spent: a cent, never 0 (no cap)", Input{SessionBudgetUSD: 1, SessionCostUSD: 1}, "F-1", MinRunUSD, SessionBudgetKey},
+	} {
+		got, by := RunCap(tt.in, tt.feature)
+		if math.Abs(got-tt.want) > 1e-9 || by != tt.by {
+			t.Errorf("%s: RunCap = %v by %q, want %v by %q", tt.name, got, by, tt.want, tt.by)
+		}
 	}
 }
