@@ -166,6 +166,59 @@ func TestSelect(t *testing.T) {
 		},
 		absent: []string{`^tr-2 on this`, `^tr-6 `, `on F-003: `},
 	}, {
+		name:   "a mistake made once, on one feature, is said without counts",
+		traces: []store.Trace{outOfScope("F-001")},
+		subj:   Subject{Role: coder, Feature: "F-002"},
+		budget: budget,
+		want:   []string{`^tr-1 on F-001, a coding-agent was refused by scope \(outside_scope\); `},
+	}, {
+		name:   "a mistake made twice on one feature names no other feature",
+		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-001")},
+		subj:   Subject{Role: coder, Feature: "F-002"},
+		budget: budget,
+		want:   []string{`^tr-2 on F-001 \(2 times\), a coding-agent was refused by scope \(outside_scope\); `},
+	}, {
+		name: "the role's most frequent mistake first, however old; as frequent, the newest first",
+		traces: []store.Trace{
+			refused(coder, "F-001", "frozen-tests", "frozen_test", "edited tests/a.sh", ""),  // tr-1
+			refused(coder, "F-002", "frozen-tests", "frozen_test", "edited tests/b.sh", ""),  // tr-2
+			refused(coder, "F-003", "scope", "out_of_scope", "wrote go.mod", ""),             // tr-3
+			refused(coder, "F-004", "tester-must-test", "no_test_run", "ended untested", ""), // tr-4
+		},
+		subj:   Subject{Role: coder, Feature: "F-009"},
+		budget: budget,
+		want:   []string{`^tr-2 on F-002 and 1 other feature \(2 times\), a coding-agent was refused by frozen-tests`, `^tr-4 on F-004, `, `^tr-3 on F-003, `},
+	}, {
+		name: "of the refusals about the files of one glob, the newest three",
+		traces: []store.Trace{
+			onFile(coder, "F-001", "src/a/one.go", "Write src/a/one.go"),     // tr-1
+			onFile(coder, "F-002", "src/a/two.go", "Write src/a/two.go"),     // tr-2
+			onFile(coder, "F-003", "src/a/three.go", "Write src/a/three.go"), // tr-3
+			onFile(coder, "F-004", "src/a/four.go", "Write src/a/four.go"),   // tr-4
+		},
+		subj:   Subject{Feature: "F-009", Scope: []string{"src/a/**"}},
+		budget: budget,
+		want:   []string{`^tr-4 on this feature's files, on F-004: `, `^tr-3 on this feature's files, on F-003: `, `^tr-2 on this feature's files, on F-002: `},
+		absent: []string{`^tr-1 `},
+	}, {
+		name: "the feature's own refusal about its files takes none of the three places of other features'",
+		traces: []store.Trace{
+			onFile(coder, "F-001", "src/a/one.go", "Write src/a/one.go"),     // tr-1
+			onFile(coder, "F-002", "src/a/two.go", "Write src/a/two.go"),     // tr-2
+			onFile(coder, "F-003", "src/a/three.go", "Write src/a/three.go"), // tr-3
+			onFile(coder, "F-009", "src/a/four.go", "Write src/a/four.go"),   // tr-4: the feature's own
+		},
+		subj:   Subject{Feature: "F-009", Scope: []string{"src/a/**"}},
+		budget: budget,
+		want: []string{`^tr-4 refused by scope`, `^tr-3 on this feature's files, on F-003: `,
+			`^tr-2 on this feature's files, on F-002: `, `^tr-1 on this feature's files, on F-001: `},
+	}, {
+		name:   "the initializer is told of refusals about its files made on no feature",
+		traces: []store.Trace{onFile(coder, "", "src/main.go", "Write src/main.go")},
+		subj:   Subject{Scope: []string{"src/**"}},
+		budget: budget,
+		want:   []string{`^tr-1 on this feature's files, on no feature: refused by scope \(out_of_scope\) of a file`},
+	}, {
 		name:   "a small budget keeps the history and drops what does not fit",
 		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-002")},
 		subj:   Subject{Role: coder, Feature: "F-003", History: []Told{{Frame: "F-003: attempt 2 failed", By: ByRecord, Text: "the test expected 3 and got 2"}}},
