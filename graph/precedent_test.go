@@ -265,16 +265,129 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-// Each trace is told once, even when it is both the feature's own and
-// like its text.
+// Each trace is told once, however many reasons there are to tell it.
 func TestSelectNamesEachTraceOnce(t *testing.T) {
-	st := newStore(t, outOfScope("F-001"))
-	got, err := Select(st, Subject{Role: coder, Feature: "F-001", Text: "shared scope outside"}, budget)
-	if err != nil {
-		t.Fatal(err)
+	onShared := outOfScope("F-001")
+	onShared.Path = "src/shared.txt"
+	for _, tt := range []struct {
+		name string
+		subj Subject
+	}{
+		{"the feature's own, and like its text", Subject{Role: coder, Feature: "F-001", Text: "shared scope outside"}},
+		{"the role's mistake, on the feature's files, and like its text",
+			Subject{Role: coder, Feature: "F-002", Text: "shared scope outside", Scope: []string{"src/**"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Select(newStore(t, onShared), tt.subj, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0], "tr-1 ") {
+				t.Errorf("got %q, want tr-1 once", got)
+			}
+		})
 	}
-	if len(got) != 1 || !strings.HasPrefix(got[0], "tr-1 ") {
-		t.Errorf("got %q, want tr-1 once", got)
+}
+
+// A budget that holds exactly the first k lines of a precedent gets those
+// k lines: the precedent is most useful first, and a line that fits to the
+// last token is told.
+func TestSelectFillsABudgetToTheLastToken(t *testing.T) {
+	lessons := func(n int) []store.Trace {
+		// Ids of two digits (tr-10 on), so that every lesson's line costs the same.
+		var trs []store.Trace
+		for range 9 {
+			trs = append(trs, store.Trace{Type: store.TraceTransition, Source: store.SourceAuto})
+		}
+		for i := range n {
+			trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceUser,
+				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("lesson %02d: run go vet first", i)}})
+		}
+		return trs
+	}
+	for _, tt := range []struct {
+		name   string
+		traces []store.Trace
+		subj   Subject
+		lines  int // of the whole precedent
+	}{
+		// "tr-1 refused by the daemon": 26 bytes, 7 tokens, the shortest line there is.
+		{"a line as short as a line gets", []store.Trace{refused("", "F-001", "", "", "", "")}, Subject{Feature: "F-001"}, 1},
+		// More lessons than the first page of traces read.
+		{"twenty lessons alike", lessons(20), Subject{}, 20},
+		{"history, the feature's own, lessons and the role's mistakes",
+			append([]store.Trace{outOfScope("F-001"), outOfScope("F-002"),
+				refused(coder, "F-003", "frozen-tests", "frozen_test", "edited tests/a.sh", "make the code pass the test")},
+				lessons(3)...),
+			Subject{Role: coder, Feature: "F-003", History: []Told{{Frame: "F-003: attempt 1 failed", By: ByRecord, Text: "want 3"}}}, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStore(t, tt.traces...)
+			all, err := Select(st, tt.subj, 100_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != tt.lines {
+				t.Fatalf("%d lines, want %d:\n%s", len(all), tt.lines, strings.Join(all, "\n"))
+			}
+			cost := 0
+			for k := 0; k <= len(all); k++ {
+				if k > 0 {
+					cost += Tokens(all[k-1])
+				}
+				got, err := Select(st, tt.subj, cost)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, all[:k]) {
+					t.Errorf("budget %d (the first %d lines):\n%s\nwant:\n%s", cost, k, strings.Join(got, "\n"), strings.Join(all[:k], "\n"))
+				}
+			}
+		})
+	}
+}
+
+// counting is a store that counts the traces it hands out, by type.
+type counting struct {
+	*store.Store
+	read map[string]int
+}
+
+func (c *counting) Traces(f store.TraceFilter) ([]store.Trace, error) {
+	ts, err := c.Store.Traces(f)
+	c.read[f.Type] += len(ts)
+	return ts, err
+}
+
+// Choosing a precedent reads no more traces of a kind than the budget
+// could hold lines of (a line costs at least minLineTokens), however many
+// of them say nothing to the run: the cost of a precedent does not grow
+// with the store. A budget of nothing reads nothing.
+func TestSelectReadsWhatTheBudgetCouldHold(t *testing.T) {
+	// The newest lesson is a person's; 200 agents' lessons, which reach
+	// no other agent, are older.
+	var trs []store.Trace
+	for range 200 {
+		trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceAgent, Event: store.TraceEvent{WhatHappened: "set tested yourself"}})
+	}
+	trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: "run go vet first"}})
+	st := newStore(t, trs...)
+	for _, budget := range []int{0, 1, 30, 100, 300} {
+		src := &counting{Store: st, read: map[string]int{}}
+		got, err := Select(src, Subject{}, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most := 0
+		if budget > 0 {
+			most = budget/minLineTokens + 1
+		}
+		if n := src.read[store.TraceLesson]; n > most {
+			t.Errorf("budget %d: %d lessons read, more than the %d lines it could hold", budget, n, most)
+		}
+		if budget >= 30 && !slices.Equal(got, []string{`tr-201 lesson; a person wrote: "run go vet first"`}) {
+			t.Errorf("budget %d: %q, want the person's lesson", budget, got)
+		}
 	}
 }
 
