@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -87,5 +88,29 @@ func TestLinksOfEndsOnGoneAndCyclicParents(t *testing.T) {
 	l, _, err = LinksOf(st, "tr-3")
 	if err != nil || !slices.Equal(ids(l.Path), []string{"tr-4"}) {
 		t.Errorf("path of tr-3 = %v, %v; want [tr-4] (the cycle cut)", ids(l.Path), err)
+	}
+}
+
+// A path is at most maxDepth traces long: the nearest, root first.
+func TestLinksOfBoundsThePath(t *testing.T) {
+	var chain []store.Trace
+	for i := range maxDepth + 8 {
+		parent := ""
+		if i > 0 {
+			parent = fmt.Sprintf("tr-%d", i)
+		}
+		chain = append(chain, node(store.TraceDecision, parent, fmt.Sprintf("step %d", i+1)))
+	}
+	last := fmt.Sprintf("tr-%d", len(chain))
+	l, ok, err := LinksOf(newStore(t, chain...), last)
+	if err != nil || !ok {
+		t.Fatalf("LinksOf(%s) = %v, %v", last, ok, err)
+	}
+	var want []string
+	for i := len(chain) - maxDepth; i < len(chain); i++ {
+		want = append(want, fmt.Sprintf("tr-%d", i))
+	}
+	if got := ids(l.Path); !slices.Equal(got, want) {
+		t.Errorf("path of %s = %v, want %v", last, got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -68,5 +69,49 @@ func TestPatterns(t *testing.T) {
 	}
 	if all := Patterns(traces, commands, 1); len(all) != 7 {
 		t.Errorf("at least once: %d patterns, want 7 (each kind of thing that happened)", len(all))
+	}
+}
+
+// A pattern names the file and the role of its traces when they all share
+// them (what a guard proposed from it can match), and neither when they
+// differ.
+func TestPatternsPathAndRole(t *testing.T) {
+	onPath := func(role, path, what string) store.Trace {
+		tr := onFile(role, "F-001", path, what)
+		tr.Gate, tr.Code = "scope", "out_of_scope"
+		return tr
+	}
+	putBack := func(role string) store.Trace {
+		return onPath(role, "go.mod", role+" (F-001, run-1) modified go.mod, found in the project's tree after the run: put back as it was before the run")
+	}
+	for _, tt := range []struct {
+		name       string
+		traces     []store.Trace
+		kind       string
+		path, role string
+	}{
+		{"refusals about one file", []store.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.mod", "Edit go.mod")},
+			PatternRefusal, "go.mod", coder},
+		{"refusals about two files", []store.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.sum", "Write go.sum")},
+			PatternRefusal, "", coder},
+		{"a file put back after runs of one role", []store.Trace{putBack(coder), putBack(coder)},
+			PatternRevertedFile, "go.mod", coder},
+		{"a file put back after runs of two roles", []store.Trace{putBack(coder), putBack(tester)},
+			PatternRevertedFile, "go.mod", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.traces {
+				tt.traces[i].ID = fmt.Sprintf("tr-%d", i+1)
+			}
+			ps := Patterns(tt.traces, nil, 2)
+			i := slices.IndexFunc(ps, func(p Pattern) bool { return p.Kind == tt.kind })
+			if i < 0 {
+				t.Fatalf("no %s pattern in %+v", tt.kind, ps)
+			}
+			p := ps[i]
+			if p.Path != tt.path || p.Role != tt.role {
+				t.Errorf("%s pattern of path %q and role %q, want %q and %q", tt.kind, p.Path, p.Role, tt.path, tt.role)
+			}
+		})
 	}
 }
