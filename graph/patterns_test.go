@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,28 @@ func TestPatternsPathAndRole(t *testing.T) {
 				t.Errorf("%s pattern of path %q and role %q, want %q and %q", tt.kind, p.Path, p.Role, tt.path, tt.role)
 			}
 		})
+	}
+}
+
+// A failing command's pattern carries the command whole (What clips it)
+// and says whether it was a test run: a failing test is a verdict, not a
+// mistake to guard against.
+func TestPatternsOfFailingCommands(t *testing.T) {
+	long := "go test -run " + strings.Repeat("TestSomething|", 40) + " ./..."
+	commands := []store.Command{
+		{Run: "run-1", Feature: "F-001", Command: "go  vet ./...", ExitCode: 1},
+		{Run: "run-2", Feature: "F-002", Command: "go vet ./...", ExitCode: 1},
+		{Run: "run-1", Feature: "F-001", Command: long, ExitCode: 1, IsTest: true},
+		{Run: "run-2", Feature: "F-002", Command: long, ExitCode: 1, IsTest: true},
+	}
+	got := map[string]Pattern{}
+	for _, p := range Patterns(nil, commands, 2) {
+		got[p.Command] = p
+	}
+	if p, ok := got["go vet ./..."]; !ok || p.Test || p.What != "go vet ./..." {
+		t.Errorf("go vet's pattern = %+v, want one that is not a test run", p)
+	}
+	if p, ok := got[long]; !ok || !p.Test || len(p.What) > maxLine || !strings.HasSuffix(p.What, "…") {
+		t.Errorf("the test run's pattern = %+v, want a test run, clipped in What", p)
 	}
 }
