@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -166,6 +167,8 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	if !piped {
 		run = testreport.Instrument(test)
 	}
+	start := time.Now()
+	j.warm(tctx, jail, checkout)
 	jc, err := jail.Command(tctx, run)
 	if err != nil {
 		res.CannotRun = err.Error()
@@ -185,7 +188,6 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	cmd := jc.Cmd
 	cmd.Stdout, cmd.Stderr = out, out
 	procgroup.Prepare(cmd)
-	start := time.Now()
 	err = cmd.Start()
 	closeFiles(cmd.ExtraFiles)
 	if err == nil {
@@ -206,9 +208,9 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	if cmd.ProcessState != nil {
 		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	// What a test costs the loop: the test in its jail (took, and the CPU
-	// time of its processes) and the checkout before it. make bench reads
-	// it.
+	// What a test costs the loop: the test in its jail, its caches
+	// warmed first (took, and the CPU time of the test's processes), and
+	// the checkout before it. make bench reads it.
 	j.log.Info("the daemon's test run ended", zap.String("test", test), zap.Duration("took", res.Took), zap.Duration("cpu", cpu), zap.Duration("checkout", checkedOut))
 	if cmd.Process != nil {
 		// What it left behind goes with it, and is gone when this returns.
@@ -381,4 +383,36 @@ func fileTail(f *os.File, max int64) string {
 		return "[…earlier output cut…]\n" + string(buf[:n])
 	}
 	return string(buf[:n])
+}
+
+// warm fills the jail's caches (sandbox.TestJail.Caches) for the
+// toolchains the checkout uses, by their warm-up commands, which compile
+// and run none of the project's code: the test run that follows sees the
+// caches read-only and finds its build done. A warm-up that fails costs
+// nothing but time: the test builds what it needs itself, in its own
+// /tmp.
+func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string) {
+	if jail.Off || !sandbox.Confines || len(jail.Caches) == 0 {
+		return // unconfined, the caches are the test's to write anyway
+	}
+	for _, t := range toolchain.Used(checkout) {
+		if t.Warm == "" {
+			continue
+		}
+		began := time.Now()
+		jc, err := jail.Warming().Command(ctx, t.Warm)
+		if err != nil {
+			j.log.Warn("the verdict's caches could not be warmed", zap.String("toolchain", t.Name), zap.Error(err))
+			return
+		}
+		procgroup.Prepare(jc.Cmd)
+		err = jc.Cmd.Start()
+		closeFiles(jc.Cmd.ExtraFiles)
+		if err == nil {
+			err = jc.Cmd.Wait()
+			procgroup.KillAndWait(jc.Cmd.Process.Pid, procgroup.WaitDelay)
+		}
+		jc.Gone(procgroup.WaitDelay)
+		j.log.Debug("the verdict's caches warmed", zap.String("toolchain", t.Name), zap.Duration("took", time.Since(began)), zap.Error(err))
+	}
 }

@@ -200,33 +200,7 @@ func processesRunning(token string) []int {
 // makes `go test` print ok, and is vacuous, not a pass. The same test run
 // honestly passes, and a plain script is judged by its exit status.
 func TestRunTestNeedsTheRunnersReport(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go is not installed")
-	}
-	// The machine's own build cache, warm from building this test: a cold
-	// one costs a minute on a busy machine.
-	out, err := exec.Command(goBin, "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, func(o *Options) {
-		o.Jail.Env = append(o.Jail.Env, "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin", "HOME="+t.TempDir(),
-			"GOCACHE="+strings.TrimSpace(string(out)), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-		o.Jail.Writable = nil
-		o.TestTimeout = 10 * time.Minute
-	})
-	if f.j.opts.Jail.Off || !sandbox.Confines {
-		t.Skip("unconfined")
-	}
-	cache := ""
-	for _, kv := range f.j.opts.Jail.Env {
-		if v, ok := strings.CutPrefix(kv, "GOCACHE="); ok {
-			cache = v
-		}
-	}
-	os.MkdirAll(cache, 0o700)
-	f.j.opts.Jail.Writable = []string{cache}
+	f := goFixture(t)
 	f.write(map[string]string{
 		"go.mod":          "module m\n\ngo 1.22\n",
 		"a/a.go":          "package a\n\nfunc Answer() int { return 41 }\n",
@@ -254,6 +228,118 @@ func TestRunTestNeedsTheRunnersReport(t *testing.T) {
 	}
 	if r := f.runTest(t.Context(), "sh tests/script.sh"); !r.Passed() {
 		t.Errorf("a script that runs go test: %s (%s)\n%s", r.Summary(), r.Outcome, r.Output)
+	}
+}
+
+// The verdict's caches are read-only to a test, whatever program writes,
+// and writable to the warm-up that fills them (which runs none of the
+// project's code).
+func TestTheVerdictsCachesAreReadOnlyToTests(t *testing.T) {
+	cache := t.TempDir()
+	f := newFixture(t, func(o *Options) { o.Jail.Caches = []string{cache} })
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	planted := filepath.Join(cache, "planted")
+	f.write(map[string]string{"tests/a.sh": "echo entry > " + planted + " && echo written\n"})
+	if r := f.runTest(t.Context(), "sh tests/a.sh"); r.Passed() || strings.Contains(r.Output, "written") {
+		t.Errorf("a test wrote the verdict's cache: %s\n%s", r.Summary(), r.Output)
+	}
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("a test run left a file in the verdict's cache")
+	}
+	jail := f.j.opts.Jail.Warming()
+	jail.Checkout, jail.Mount = f.dir, f.dir
+	jc, err := jail.Command(t.Context(), "echo entry > "+planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = jc.Cmd.Start()
+	closeFiles(jc.Cmd.ExtraFiles)
+	if err == nil {
+		err = jc.Cmd.Wait()
+	}
+	jc.Gone(5 * time.Second)
+	if _, serr := os.Stat(planted); err != nil || serr != nil {
+		t.Errorf("the warm-up could not fill the cache: %v, %v", err, serr)
+	}
+}
+
+// goFixture is a fixture whose test runs have Go, with the machine's own
+// build cache, warm from building this test (a cold one costs a minute
+// on a busy machine), as the verdict's cache: read-only to the tests,
+// filled by the warm-up before each.
+func goFixture(t *testing.T) *fixture {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not installed")
+	}
+	out, err := exec.Command(goBin, "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := strings.TrimSpace(string(out))
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *Options) {
+		o.Jail.Env = append(o.Jail.Env, "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin", "HOME="+t.TempDir(),
+			"GOCACHE="+cache, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		o.Jail.Writable, o.Jail.Caches = nil, []string{cache}
+		o.TestTimeout = 10 * time.Minute
+	})
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	return f
+}
+
+// A test's code cannot plant an entry in the verdict's build cache that
+// makes another tree's build pass. The attack, as an agent with a shell
+// would write it: compile the package as it will be (wrong) and as it is
+// (right), then file the right one's compiled code under the wrong one's
+// key; the next verdict of the wrong code would link the right code and
+// pass. The cache is read-only to test runs, so the plant fails and the
+// wrong code fails its test.
+func TestATestCannotPoisonTheVerdictsBuildCache(t *testing.T) {
+	f := goFixture(t)
+	f.write(map[string]string{
+		"go.mod":      "module m\n\ngo 1.22\n",
+		"a/a.go":      "package a\n\nfunc Answer() int { return 42 }\n",
+		"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+		"tools/plant.sh": `set -e
+exported() { go list -test -deps -export -f '{{.ImportPath}} {{.Export}}' ./a/ | awk '$1 == "m/a" && $2 == "[m/a.test]" { print $3 }'; }
+right=$(exported)
+cp a/a.go /tmp/right.go
+sed -i 's/return 42/return 41/' a/a.go
+wrong=$(exported)
+cp /tmp/right.go a/a.go
+rid=$(basename "$right" -d)
+wid=$(basename "$wrong" -d)
+test -n "$rid" && test -n "$wid" && test "$rid" != "$wid"
+size=$(stat -c %s "$right")
+planted=0
+for e in $(grep -rl " $wid " "$GOCACHE" --include='*-a'); do
+	printf 'v1 %s %s %20d %20d\n' "$(cut -d' ' -f2 "$e")" "$rid" "$size" "$(date +%s%N)" > "$e"
+	planted=1
+done
+test $planted = 1
+echo planted
+`,
+	})
+	plant := f.runTest(t.Context(), "sh tools/plant.sh")
+	if strings.Contains(plant.Output, "planted") {
+		t.Errorf("a test planted an entry in the verdict's build cache:\n%s", plant.Output)
+	}
+	f.write(map[string]string{"a/a.go": "package a\n\nfunc Answer() int { return 41 }\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); r.Passed() {
+		t.Fatalf("wrong code passed its test after a test run tried to plant a cache entry for it: %s\n%s\nthe plant said:\n%s", r.Summary(), r.Output, plant.Output)
+	}
+	// The honest side: the right code passes, with the cache warm.
+	f.write(map[string]string{"a/a.go": "package a\n\nfunc Answer() int { return 42 }\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() {
+		t.Errorf("right code, read-only cache: %s\n%s", r.Summary(), r.Output)
 	}
 }
 

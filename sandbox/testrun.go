@@ -20,8 +20,11 @@ import (
 //   - Checkout, the throwaway copy of exactly the tree being judged, which
 //     it sees at Mount (the project's own path, so that paths in the test
 //     mean what they meant to the agent) and may write;
-//   - a fresh, empty /tmp and /dev/shm, and Writable (the verdict's own
-//     caches), which it may write;
+//   - a fresh, empty /tmp and /dev/shm, and Writable, which it may write;
+//   - Caches (the verdict's own caches of compiled code), which it may
+//     read only: filled by Warming's run of a command that compiles and
+//     runs none of the project's code, never by a test, whose code could
+//     otherwise leave an entry that vouches for another tree's build;
 //   - Hide (the daemon's state and socket directories, /run), which it
 //     sees as empty directories;
 //   - Secrets (credential files and directories in the home directory),
@@ -38,6 +41,7 @@ type TestJail struct {
 	Checkout string
 	Mount    string
 	Writable []string
+	Caches   []string
 	Hide     []string
 	Secrets  []string
 	Env      []string
@@ -50,6 +54,15 @@ type TestJail struct {
 	// Off runs the test unconfined, in its checkout with Env: the user
 	// turned confinement off (sandbox.enabled: false), visibly.
 	Off bool
+}
+
+// Warming is the jail in which a toolchain's warm-up command fills the
+// caches (toolchain.Toolchain.Warm): j with its Caches writable. Only a
+// command that runs none of the project's code may run there.
+func (j TestJail) Warming() TestJail {
+	j.Writable = append(slices.Clip(j.Writable), j.Caches...)
+	j.Caches = nil
+	return j
 }
 
 // Confines reports whether TestJail confines a test on this system. Where

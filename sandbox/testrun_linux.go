@@ -132,6 +132,11 @@ func (j TestJail) bwrapArgs(script string) []string {
 			args = append(args, "--bind", w, w)
 		}
 	}
+	for _, c := range j.Caches {
+		if isDir(c) {
+			args = append(args, "--ro-bind", c, c)
+		}
+	}
 	args = append(args,
 		"--bind", j.Checkout, j.Mount,
 	)
@@ -141,7 +146,7 @@ func (j TestJail) bwrapArgs(script string) []string {
 		}
 	}
 	// A hidden directory is an empty one that nothing can be written to
-	// but what is bound below it (a writable cache, the checkout when the
+	// but what is bound below it (a cache, the checkout when the
 	// project lies there): made read-only last, once bwrap has made the
 	// mount points in it.
 	for _, h := range j.Hide {

@@ -246,10 +246,14 @@ func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
 // own for the tools that trust theirs. Go takes a cached "ok" for a test
 // whose inputs it has seen, and Python runs a cached .pyc in place of its
 // source: caches agents may write must not vouch for the verdict. Go's
-// build cache is the verdict's own, in the state directory, the one thing
-// outside its checkout that a test run writes and that outlives it (Go
-// cannot build with a read-only one, and a cold one costs seconds per
-// verdict); Python's goes with the run's /tmp. Modules come from the
+// build cache is the verdict's own, in the state directory, and a test run
+// sees it read-only: a test's code that could write it could plant an
+// entry that makes another tree's build pass (the compiled package of
+// code that passes, filed under code that fails). It is filled before
+// each test run by a command that compiles and runs nothing
+// (toolchain.Toolchain.Warm), so a warm verdict costs what it did; Go
+// builds on with a read-only cache, writing what else it compiles to its
+// temporary directory. Python's cache goes with the run's /tmp. Modules come from the
 // module cache as it is, read-only, and never from the network. What a
 // person named in sandbox.allow_write is writable too: agents may write it
 // anyway, and a test that needs it (a tool's cache of its own) is then not
@@ -281,7 +285,8 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		Off:      !cfg.Sandbox.Enabled,
 		Env:      env,
 		Hide:     hide,
-		Writable: append([]string{goCache}, cfg.Sandbox.AllowWrite...),
+		Writable: cfg.Sandbox.AllowWrite,
+		Caches:   []string{goCache},
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,51 @@ func TestTestJailWritesWhatAllowWriteNames(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(other, "elsewhere")); err == nil {
 		t.Error("a test run wrote outside its checkout, /tmp and sandbox.allow_write")
+	}
+}
+
+// The verdict's Go build cache (GOCACHE in the test runs' environment)
+// is read-only to a test, whose code could otherwise file a build of code
+// that passes under code that fails, and writable to the warm-up that
+// fills it.
+func TestTestJailKeepsTheVerdictsCacheReadOnly(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are confined on Linux only")
+	}
+	proj := t.TempDir()
+	p := paths.Project{Dir: proj, ID: "p-test", StateDir: filepath.Join(t.TempDir(), "state", "p-test"), Socket: filepath.Join(t.TempDir(), "run", "ctl.sock")}
+	jail := testJail(os.Environ(), p, config.Default(), nil)
+	jail.Checkout, jail.Mount = proj, proj
+	cache := ""
+	for _, kv := range jail.Env {
+		if v, ok := strings.CutPrefix(kv, "GOCACHE="); ok {
+			cache = v
+		}
+	}
+	if cache == "" {
+		t.Fatal("the test runs' environment names no GOCACHE")
+	}
+	touch := func(j sandbox.TestJail, name string) bool {
+		jc, err := j.Command(t.Context(), "touch "+filepath.Join(cache, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = jc.Cmd.Start()
+		for _, f := range jc.Cmd.ExtraFiles {
+			f.Close()
+		}
+		if err == nil {
+			err = jc.Cmd.Wait()
+		}
+		jc.Gone(5 * time.Second)
+		_, serr := os.Stat(filepath.Join(cache, name))
+		return err == nil && serr == nil
+	}
+	if touch(jail, "by-a-test") {
+		t.Errorf("a test run wrote the verdict's Go cache %s", cache)
+	}
+	if !touch(jail.Warming(), "by-the-warm-up") {
+		t.Errorf("the warm-up could not write the verdict's Go cache %s", cache)
 	}
 }
 

@@ -30,6 +30,14 @@ type Toolchain struct {
 	// test runs find them without a network: the command, in backquotes,
 	// and where it puts them when that matters.
 	Fetch string
+	// Warm is a shell command, run in a checkout of the project before
+	// the daemon runs a test there, that fills the verdict's own caches
+	// of compiled code and runs none of the project's code (compiling
+	// only): the test run then sees those caches read-only, so that no
+	// test can leave an entry in them that vouches for another tree's
+	// build, and still finds what it needs compiled. "": the toolchain's
+	// test runs keep no cache across runs.
+	Warm string
 }
 
 // Host is a host a package manager fetches from.
@@ -50,6 +58,10 @@ var All = []Toolchain{
 			{"storage.googleapis.com", "where proxy.golang.org redirects module zips"},
 		},
 		Fetch: "`go mod download`",
+		// -c compiles and links each package's test binary, into a
+		// directory the jail discards, and runs none: go test's own
+		// build of the same tree then finds every step cached.
+		Warm: "go test -c -o /tmp/ctxgraphd-warm/ ./... >/dev/null 2>&1",
 	},
 	{
 		Name: "Node", Markers: []string{"package.json"}, Programs: []string{"node"},
