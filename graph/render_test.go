@@ -226,3 +226,43 @@ func TestWord(t *testing.T) {
 		}
 	}
 }
+
+// A line of precedent never passes maxLine bytes: the daemon's words are
+// cut to what is left, and a quoted part is told when at least minQuote
+// bytes are left for it, else left out.
+func TestBuilderKeepsALineWithinMaxLine(t *testing.T) {
+	const text = "a message an agent wrote, longer than any room left for it"
+	head := len("; " + ByAgent + ": ")
+	for _, tt := range []struct {
+		name  string
+		write func(l *builder)
+		want  string
+	}{{
+		name:  "a full line says no more",
+		write: func(l *builder) { l.say(strings.Repeat("x", maxLine)); l.say("more") },
+		want:  strings.Repeat("x", maxLine),
+	}, {
+		name:  "the daemon's words are cut to what is left",
+		write: func(l *builder) { l.say(strings.Repeat("x", maxLine-10)); l.say("a frame of more than ten bytes") },
+		want:  strings.Repeat("x", maxLine-10) + "a frame…",
+	}, {
+		name:  "a quote with exactly minQuote bytes left",
+		write: func(l *builder) { l.say(strings.Repeat("x", maxLine-head-minQuote)); l.quote(ByAgent, text, maxQuote) },
+		want:  strings.Repeat("x", maxLine-head-minQuote) + "; " + ByAgent + ": " + Quote(text, minQuote),
+	}, {
+		name: "a quote with less than minQuote bytes left is left out",
+		write: func(l *builder) {
+			l.say(strings.Repeat("x", maxLine-head-minQuote+1))
+			l.quote(ByAgent, text, maxQuote)
+		},
+		want: strings.Repeat("x", maxLine-head-minQuote+1),
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l builder
+			tt.write(&l)
+			if got := l.String(); got != tt.want || len(got) > maxLine {
+				t.Errorf("got %q (%d bytes), want %q", got, len(got), tt.want)
+			}
+		})
+	}
+}
