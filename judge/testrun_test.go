@@ -272,14 +272,10 @@ func TestTheVerdictsCachesAreReadOnlyToTests(t *testing.T) {
 func goFixture(t *testing.T) *fixture {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if err != nil || machineGoCache == "" {
 		t.Skip("go is not installed")
 	}
-	out, err := exec.Command(goBin, "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := strings.TrimSpace(string(out))
+	cache := machineGoCache
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +336,55 @@ echo planted
 	f.write(map[string]string{"a/a.go": "package a\n\nfunc Answer() int { return 42 }\n"})
 	if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() {
 		t.Errorf("right code, read-only cache: %s\n%s", r.Summary(), r.Output)
+	}
+}
+
+// An agent may write its module cache, where Go keeps every dependency's
+// source: an edited dependency would make a feature pass the verdict and
+// fail on any other checkout. The verdict's modules are its own, extracted
+// by the warm-up from the agents' zips, which Go checks against the
+// tree's go.sum, and read-only to the tests: the edit is not in them.
+func TestAnEditedDependencyDoesNotReachTheVerdict(t *testing.T) {
+	f := goFixture(t)
+	proxy := "file://" + filepath.Join(machineModCache, "cache", "download")
+	agents, verdicts := t.TempDir(), t.TempDir()
+	get := exec.Command("go", "mod", "download", "github.com/google/uuid@v1.6.0")
+	get.Dir = f.dir
+	get.Env = append(os.Environ(), "GOMODCACHE="+agents, "GOPROXY="+proxy, "GOSUMDB=off", "GOFLAGS=-mod=mod")
+	if out, err := get.CombinedOutput(); err != nil {
+		t.Skipf("github.com/google/uuid v1.6.0 is not in this machine's module cache (make deps puts it there): %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+w", agents, verdicts).Run() })
+	f.j.opts.Jail.Env = append(f.j.opts.Jail.Env, "GOMODCACHE="+verdicts, "GOPROXY=off")
+	// (Both are under /tmp, which the jail replaces: bound in. The
+	// agents' module cache is in their home in production, which the
+	// jail shows read-only.)
+	f.j.opts.Jail.Caches = append(f.j.opts.Jail.Caches, verdicts, agents)
+	f.j.opts.Jail.WarmEnv = []string{"GOPROXY=file://" + filepath.Join(agents, "cache", "download"), "GOSUMDB=off"}
+	f.write(map[string]string{
+		"go.mod":      "module m\n\ngo 1.22\n\nrequire github.com/google/uuid v1.6.0\n",
+		"go.sum":      "github.com/google/uuid v1.6.0 h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=\ngithub.com/google/uuid v1.6.0/go.mod h1:TIyPZe4MgqvfeYDBFedMoGGpEw/LqOeaOT+nhxU+yHo=\n",
+		"a/a.go":      "package a\n\nimport \"github.com/google/uuid\"\n\nfunc Valid(s string) bool { return uuid.Validate(s) == nil }\n",
+		"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestValid(t *testing.T) {\n\tif Valid(\"not a uuid\") {\n\t\tt.Fatal(\"took anything\")\n\t}\n}\n",
+	})
+	if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() {
+		t.Fatalf("an honest test of code with a dependency: %s\n%s", r.Summary(), r.Output)
+	}
+	// The agent's edit: Validate takes anything, and a test that wants
+	// it to would pass on this machine only.
+	src := filepath.Join(agents, "github.com", "google", "uuid@v1.6.0", "uuid.go")
+	exec.Command("chmod", "-R", "u+w", filepath.Dir(src)).Run()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "func Validate(s string) error {", "func Validate(s string) error {\n\treturn nil\n", 1)
+	if err := os.WriteFile(src, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.write(map[string]string{"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestValid(t *testing.T) {\n\tif !Valid(\"not a uuid\") {\n\t\tt.Fatal(\"refused it\")\n\t}\n}\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); r.Passed() {
+		t.Errorf("a test passed through a dependency edited in the agents' module cache: %s\n%s", r.Summary(), r.Output)
 	}
 }
 

@@ -70,6 +70,17 @@ func DependencyDirs(env []string) []string {
 	return absUnique(dirs)
 }
 
+// GoModCache is Go's module cache in env ("" when env says nothing of
+// where it would be).
+func GoModCache(env []string) string {
+	for _, c := range caches(env, runtime.GOOS) {
+		if c.Var == "GOMODCACHE" && filepath.IsAbs(c.Dir) {
+			return c.Dir
+		}
+	}
+	return ""
+}
+
 // caches are CacheDirs' directories, each with what it is, in CacheDirs'
 // order (TMPDIR aside); a Dir may be empty or relative, which CacheDirs
 // leaves out.

@@ -42,10 +42,14 @@ type TestJail struct {
 	Mount    string
 	Writable []string
 	Caches   []string
-	Hide     []string
-	Secrets  []string
-	Env      []string
-	Limits   Limits
+	// WarmEnv is what the warm-up's environment adds to Env: where it
+	// fetches what the caches lack (Go's modules from the agents' module
+	// cache, each checked against the tree's go.sum as Go extracts it).
+	WarmEnv []string
+	Hide    []string
+	Secrets []string
+	Env     []string
+	Limits  Limits
 	// Deps are directories of the project's work tree that a build needs
 	// and git does not carry (node_modules, a virtualenv), bound
 	// read-only at the same place in the checkout: the test uses them and
@@ -61,7 +65,8 @@ type TestJail struct {
 // command that runs none of the project's code may run there.
 func (j TestJail) Warming() TestJail {
 	j.Writable = append(slices.Clip(j.Writable), j.Caches...)
-	j.Caches = nil
+	j.Env = append(slices.Clip(j.Env), j.WarmEnv...)
+	j.Caches, j.WarmEnv = nil, nil
 	return j
 }
 

@@ -253,17 +253,31 @@ func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
 // each test run by a command that compiles and runs nothing
 // (toolchain.Toolchain.Warm), so a warm verdict costs what it did; Go
 // builds on with a read-only cache, writing what else it compiles to its
-// temporary directory. Python's cache goes with the run's /tmp. Modules come from the
-// module cache as it is, read-only, and never from the network. What a
+// temporary directory. Go's modules are the verdict's own too: agents may
+// write their module cache (an edited dependency would pass the verdict
+// and nowhere else), so the warm-up extracts each module from the zips
+// there, which Go checks against the tree's go.sum as it extracts them,
+// into a module cache that test runs read only; never from the network.
+// Python's cache goes with the run's /tmp. What a
 // person named in sandbox.allow_write is writable too: agents may write it
 // anyway, and a test that needs it (a tool's cache of its own) is then not
 // kept from running.
 func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWritable []string) sandbox.TestJail {
 	goCache := filepath.Join(p.StateDir, "verdict-cache", "go-build")
+	modCache := filepath.Join(p.StateDir, "verdict-cache", "mod")
 	os.MkdirAll(goCache, 0o700)
+	os.MkdirAll(modCache, 0o700)
 	env := sandbox.TestEnv(daemonEnv, p.Dir, agentWritable,
-		"GOCACHE="+goCache, "PYTHONPYCACHEPREFIX=/tmp/pycache", "PYTHONDONTWRITEBYTECODE=1",
+		"GOCACHE="+goCache, "GOMODCACHE="+modCache, "PYTHONPYCACHEPREFIX=/tmp/pycache", "PYTHONDONTWRITEBYTECODE=1",
 		"GOPROXY=off", "GOTOOLCHAIN=local")
+	var warmEnv []string
+	if agentMods := sandbox.GoModCache(daemonEnv); agentMods != "" {
+		// What go.sum names is checked against it as Go extracts it;
+		// what it does not name (a module the tree's go.sum lacks)
+		// could only be checked against sum.golang.org, which the jail
+		// cannot reach: as before, such a build takes what it finds.
+		warmEnv = []string{"GOPROXY=file://" + filepath.ToSlash(filepath.Join(agentMods, "cache", "download")), "GOSUMDB=off"}
+	}
 	home := ""
 	for _, kv := range daemonEnv {
 		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
@@ -286,7 +300,8 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		Env:      env,
 		Hide:     hide,
 		Writable: cfg.Sandbox.AllowWrite,
-		Caches:   []string{goCache},
+		Caches:   []string{goCache, modCache},
+		WarmEnv:  warmEnv,
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,29 +49,39 @@ func TestTestJailWritesWhatAllowWriteNames(t *testing.T) {
 	}
 }
 
-// The verdict's Go build cache (GOCACHE in the test runs' environment)
-// is read-only to a test, whose code could otherwise file a build of code
-// that passes under code that fails, and writable to the warm-up that
-// fills it.
-func TestTestJailKeepsTheVerdictsCacheReadOnly(t *testing.T) {
+// The verdict's Go caches (GOCACHE and GOMODCACHE in the test runs'
+// environment) are its own, read-only to a test, whose code could
+// otherwise file a build of code that passes under code that fails, and
+// writable to the warm-up that fills them, which takes the modules from
+// the agents' module cache (checked against go.sum), never from the
+// network.
+func TestTestJailKeepsTheVerdictsCachesReadOnly(t *testing.T) {
 	if !sandbox.Confines {
 		t.Skip("the daemon's test runs are confined on Linux only")
 	}
-	proj := t.TempDir()
+	proj, home := t.TempDir(), t.TempDir()
 	p := paths.Project{Dir: proj, ID: "p-test", StateDir: filepath.Join(t.TempDir(), "state", "p-test"), Socket: filepath.Join(t.TempDir(), "run", "ctl.sock")}
-	jail := testJail(os.Environ(), p, config.Default(), nil)
+	agentMods := filepath.Join(home, "go", "pkg", "mod")
+	jail := testJail([]string{"HOME=" + home, "PATH=/usr/bin:/bin", "GOMODCACHE=" + agentMods}, p, config.Default(), nil)
 	jail.Checkout, jail.Mount = proj, proj
-	cache := ""
+	env := map[string]string{}
 	for _, kv := range jail.Env {
-		if v, ok := strings.CutPrefix(kv, "GOCACHE="); ok {
-			cache = v
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v // the last wins, as in exec
+	}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		if !strings.HasPrefix(env[k], p.StateDir) {
+			t.Errorf("the test runs' %s is %q, want the verdict's own, in the state directory", k, env[k])
 		}
 	}
-	if cache == "" {
-		t.Fatal("the test runs' environment names no GOCACHE")
+	if want := "GOPROXY=file://" + agentMods + "/cache/download"; !slices.Contains(jail.WarmEnv, want) {
+		t.Errorf("the warm-up's environment %q lacks %s", jail.WarmEnv, want)
 	}
-	touch := func(j sandbox.TestJail, name string) bool {
-		jc, err := j.Command(t.Context(), "touch "+filepath.Join(cache, name))
+	if env["GOPROXY"] != "off" {
+		t.Errorf("the test runs' GOPROXY is %q, want off", env["GOPROXY"])
+	}
+	touch := func(j sandbox.TestJail, dir, name string) bool {
+		jc, err := j.Command(t.Context(), "touch "+filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,14 +93,16 @@ func TestTestJailKeepsTheVerdictsCacheReadOnly(t *testing.T) {
 			err = jc.Cmd.Wait()
 		}
 		jc.Gone(5 * time.Second)
-		_, serr := os.Stat(filepath.Join(cache, name))
+		_, serr := os.Stat(filepath.Join(dir, name))
 		return err == nil && serr == nil
 	}
-	if touch(jail, "by-a-test") {
-		t.Errorf("a test run wrote the verdict's Go cache %s", cache)
-	}
-	if !touch(jail.Warming(), "by-the-warm-up") {
-		t.Errorf("the warm-up could not write the verdict's Go cache %s", cache)
+	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		if touch(jail, env[k], "by-a-test") {
+			t.Errorf("a test run wrote the verdict's %s", k)
+		}
+		if !touch(jail.Warming(), env[k], "by-the-warm-up") {
+			t.Errorf("the warm-up could not write the verdict's %s", k)
+		}
 	}
 }
 
