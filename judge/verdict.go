@@ -74,8 +74,10 @@ type Judgement struct {
 	Findings []gates.Finding
 	Restored []string
 	// Tree is the work tree after the run, once restored: what the test
-	// ran on, and what a commit of the verdict holds.
-	Tree gitrepo.Tree
+	// ran on, and what a commit of the verdict holds. TreeAt is when it
+	// was recorded.
+	Tree   gitrepo.Tree
+	TreeAt time.Time
 	// Test is the daemon's own run of the feature's test, when asked.
 	Test *TestResult
 	// Regressions are the features tested before whose frozen tests fail
@@ -131,6 +133,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		jd.Err = fmt.Errorf("snapshot after %s: %w", in.Actor.Run, err)
 		return jd
 	}
+	jd.TreeAt = time.Now()
 	if jd.Changes, err = repo.Changes(ctx, in.Base, after); err != nil {
 		jd.Err = fmt.Errorf("changes of %s: %w", in.Actor.Run, err)
 		return jd
@@ -184,6 +187,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 			jd.Err = fmt.Errorf("snapshot after restoring: %w", err)
 			return jd
 		}
+		jd.TreeAt = time.Now()
 	}
 	if in.Rerun && !jd.Blocks() {
 		test := ""

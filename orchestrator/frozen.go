@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -89,10 +90,13 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 	o.log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
 }
 
-// testChecked is a feature's test, run before its first coding attempt.
+// testChecked is a feature's test, run before its first coding attempt,
+// and the work tree it ran on (recorded at at; "" if it could not be).
 type testChecked struct {
 	feature string
 	result  judge.TestResult
+	tree    gitrepo.Tree
+	at      time.Time
 }
 
 // checkTest runs a feature's test once before any code is written for it
@@ -108,18 +112,29 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
 	j, repo, events, id := o.judge, o.repo, o.runEvents, a.Feature
+	// The test runs on the project's tree as it is now (no run is in
+	// flight): a snapshot, checked out apart from the work tree; the one
+	// the run that just ended was judged on, when that was a moment ago
+	// (startTree).
+	ev := testChecked{feature: id}
+	if r := o.takeRecent(); r != nil {
+		ev.tree, ev.at = r.tree, r.at
+	}
 	go func() {
-		// The test runs on the project's tree as it is now (no run is in
-		// flight): a snapshot, checked out apart from the work tree.
-		var r judge.TestResult
-		if tree, err := repo.Snapshot(ctx); err != nil {
-			r = judge.TestResult{Command: test, ExitCode: -1, Interrupted: ctx.Err() != nil,
-				CannotRun: "the project's tree could not be read: " + err.Error()}
-		} else {
-			r = j.RunTest(ctx, tree, test)
+		if ev.tree == "" {
+			var err error
+			if ev.tree, err = repo.Snapshot(ctx); err != nil {
+				ev.tree = ""
+				ev.result = judge.TestResult{Command: test, ExitCode: -1, Interrupted: ctx.Err() != nil,
+					CannotRun: "the project's tree could not be read: " + err.Error()}
+			}
+			ev.at = time.Now()
+		}
+		if ev.tree != "" {
+			ev.result = j.RunTest(ctx, ev.tree, test)
 		}
 		cancel()
-		events <- testChecked{feature: id, result: r}
+		events <- ev
 	}()
 }
 
@@ -136,6 +151,9 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 		o.step(nil) // checked again
 		return
 	}
+	// The coding run decided on below starts from the tree the test ran
+	// on (startTree).
+	defer o.holdRecent(ev.tree, ev.at)()
 	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
 		o.log.Warn("could not keep the test's output", zap.Error(err))
 	}

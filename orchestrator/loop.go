@@ -244,6 +244,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	c.LastFailure = reason
 	kept := ""
 	if c.Base != "" {
+		o.recent = nil // Preserve puts files back: what comes next records the tree anew
 		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base))
 		switch {
 		case err != nil:

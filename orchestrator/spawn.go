@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -20,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -51,7 +53,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	}
 
 	// What the run changes is judged against the tree it starts from.
-	base, err := o.repo.Snapshot(context.Background())
+	base, err := o.startTree(context.Background())
 	if err != nil {
 		o.transition(statemachine.Stop, a.Feature, fmt.Sprintf("could not record the project's work tree before a run, so the run could not be judged: %v", err))
 		return
@@ -148,6 +150,74 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 			})
 		events <- runEnded{runID: run.ID, result: res}
 	}()
+}
+
+// recentMaxAge bounds the age of a recorded work tree that a run or a
+// test check may start from instead of recording the tree again.
+const recentMaxAge = time.Second
+
+// recentTree is the work tree as the loop recorded it while handling the
+// event in flight: the tree a run was just judged on (after what the gates
+// put back), or the one a feature's test was just checked on.
+type recentTree struct {
+	tree gitrepo.Tree
+	at   time.Time // when it was recorded (the wall clock, not o.now)
+}
+
+// holdRecent makes tree, recorded at at, the tree the next run or test
+// check of the event in flight starts from; the returned func, deferred by
+// the event's handler, forgets it, so that no later event starts from it.
+func (o *Orchestrator) holdRecent(tree gitrepo.Tree, at time.Time) func() {
+	if tree != "" && !at.IsZero() && o.testsKeepOut() {
+		o.recent = &recentTree{tree: tree, at: at}
+	}
+	return func() { o.recent = nil }
+}
+
+// testsKeepOut reports whether the daemon's own test runs (a verdict's, a
+// sweep's, a check's, which come between a recorded tree and the next
+// start) cannot write the project's work tree: confined, on a checkout of
+// their own, with no directory of the project made writable to them.
+// Unconfined, a test may write the project by its absolute path, and the
+// next run must not be taken for its author.
+func (o *Orchestrator) testsKeepOut() bool {
+	if !o.cfg.Sandbox.Enabled {
+		return false
+	}
+	for _, d := range o.cfg.Sandbox.AllowWrite {
+		rel, err := filepath.Rel(o.opts.Project.Dir, d)
+		if err != nil || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))) {
+			return false
+		}
+	}
+	return true
+}
+
+// startTree is the work tree a run, or a feature's test check, starts
+// from: a snapshot (a dozen git processes), unless the loop recorded the
+// tree moments ago while handling the same event and wrote nothing outside
+// .claude/ (which snapshots leave out) since. Between those two moments
+// the loop only decides; a person's change in that window (under
+// recentMaxAge) is then taken for the next run's, as one made a moment
+// after a new snapshot would be, for the whole of the run. Whatever
+// changes the work tree on the loop (block's Preserve) forgets it.
+func (o *Orchestrator) startTree(ctx context.Context) (gitrepo.Tree, error) {
+	if r := o.takeRecent(); r != nil {
+		return r.tree, nil
+	}
+	return o.repo.Snapshot(ctx)
+}
+
+// takeRecent is the recent tree if there is one young enough to start
+// from (see startTree), nil otherwise; either way it is then forgotten:
+// what starts from it may change the tree.
+func (o *Orchestrator) takeRecent() *recentTree {
+	r := o.recent
+	o.recent = nil
+	if r == nil || time.Since(r.at) > recentMaxAge {
+		return nil
+	}
+	return r
 }
 
 // runSettings is the --settings of a run: ctxgraphd's hooks and, unless the

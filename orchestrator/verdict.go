@@ -59,6 +59,9 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 		o.transition(statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
 		return
 	}
+	// The run that comes next (or the check of the next feature's test)
+	// starts from the tree this one was judged on (startTree).
+	defer o.holdRecent(jd.Tree, jd.TreeAt)()
 	o.recordFindings(ev.run, jd)
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
 		o.log.Warn("could not propose guards", zap.Error(err))
