@@ -55,9 +55,12 @@ type loopResult struct {
 	testRuns                  int
 	// sweeps is the time of the regression sweeps (the other features'
 	// tests a claim is held to, their checkouts and jails), sweepTests
-	// that of their test runs alone (part of tests), from the same log.
-	sweeps, sweepTests time.Duration
-	sweepRuns          int
+	// that of their test runs alone (part of tests), from the same log;
+	// sweepCPU is the sweeps' CPU time, checkouts included, and
+	// sweepTestCPU that of their test runs alone (part of testCPU).
+	sweeps, sweepTests     time.Duration
+	sweepCPU, sweepTestCPU time.Duration
+	sweepRuns              int
 	// hookCalls is how many hook requests the daemon answered (read
 	// only when it logs at debug level).
 	hookCalls int
@@ -146,6 +149,9 @@ func runLoop(b *testing.B, modelURL string, sc scriptedmodel.Scenario, extraEnv 
 // runs.
 func testRunsLogged(r *loopResult, log []byte) {
 	seconds := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	// The CPU time of each test run, in order: a sweep's are the last of
+	// them before its line.
+	var testCPU []time.Duration
 	for line := range bytes.Lines(log) {
 		var l struct {
 			Msg  string `json:"msg"`
@@ -162,6 +168,7 @@ func testRunsLogged(r *loopResult, log []byte) {
 		case "the daemon's test run ended":
 			r.tests += seconds(l.Took)
 			r.testCPU += seconds(l.CPU)
+			testCPU = append(testCPU, seconds(l.CPU))
 			r.checkouts += seconds(l.Checkout)
 			r.testRuns++
 		case "control request":
@@ -172,6 +179,10 @@ func testRunsLogged(r *loopResult, log []byte) {
 			r.sweeps += seconds(l.Took)
 			r.sweepTests += seconds(l.TestsTook)
 			r.sweepRuns += l.Tests
+			r.sweepCPU += seconds(l.CPU)
+			for _, c := range testCPU[max(0, len(testCPU)-l.Tests):] {
+				r.sweepTestCPU += c
+			}
 		}
 	}
 }
@@ -326,9 +337,11 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // loop less the bare runs, the sandbox, test and sweep; own-rest is what
 // of it neither the hooks, the MCP server nor between explain (the runs'
 // longer prompts, noise). Every figure is per run of the full loop, split
-// within each iteration, and the median over iterations. The same split in CPU time (cpu-*: the daemon and every process it waited
-// for, against the bare processes'; cpu-test holds the sweeps' tests too)
-// moves less with what else the machine runs than wall time does.
+// within each iteration, and the median over iterations. The same split in
+// CPU time (cpu-*: the daemon and every process it waited for, against the
+// bare processes'; cpu-test is the feature's own test runs, cpu-sweep the
+// sweeps whole, checkouts included, as the daemon measures them) moves less
+// with what else the machine runs than wall time does.
 // hook-calls is how many hook processes a run of the full loop started
 // that reached the daemon.
 func BenchmarkLoopOverhead(b *testing.B) {
@@ -430,16 +443,20 @@ func benchOverhead(b *testing.B, n int) {
 		for c, r := range rs {
 			report(configs[c].name+"-claude-s/run", per(r.claude))
 		}
-		// CPU time, the same way (the tests' CPU is the sweeps' too).
+		// CPU time, the same way: the feature's own tests (the jail's
+		// processes) and the sweeps (their checkouts and jails, as the
+		// daemon measured them) are not the daemon's overhead.
 		cpuSandbox := f.claudeCPU - rs[noSandbox].claudeCPU
+		cpuTests := f.testCPU - f.sweepTestCPU
 		report("cpu-loop/bare", f.cpu.Seconds()/bareCPU.Seconds())
 		report("cpu-bare-s/run", per(bareCPU))
-		report("cpu-own-s/run", per(f.cpu-bareCPU-cpuSandbox-f.testCPU))
+		report("cpu-own-s/run", per(f.cpu-bareCPU-cpuSandbox-cpuTests-f.sweepCPU))
 		report("cpu-sandbox-s/run", per(cpuSandbox))
-		report("cpu-test-s/run", per(f.testCPU))
+		report("cpu-test-s/run", per(cpuTests))
+		report("cpu-sweep-s/run", per(f.sweepCPU))
 		report("cpu-hooks-s/run", per(f.claudeCPU-rs[noHooks].claudeCPU))
 		report("cpu-mcp-s/run", per(f.claudeCPU-rs[noMCP].claudeCPU))
-		report("cpu-between-s/run", per(f.cpu-f.claudeCPU-f.testCPU))
+		report("cpu-between-s/run", per(f.cpu-f.claudeCPU-cpuTests-f.sweepCPU))
 		report("hook-calls/run", float64(f.hookCalls)/float64(want))
 		report("tests/op", float64(f.testRuns-f.sweepRuns))
 		report("sweep-tests/op", float64(f.sweepRuns))

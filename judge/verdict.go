@@ -208,12 +208,15 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 // cancellation (the caller sees ctx's error).
 func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree gitrepo.Tree) []Regression {
 	var broken []Regression
-	start, n, tests := time.Now(), 0, time.Duration(0)
+	start, cpu, n, tests := time.Now(), processCPU(), 0, time.Duration(0)
 	defer func() {
-		// Its test runs are logged one by one too; make bench tells them
-		// from the feature's own by this line.
+		// Its test runs are logged one by one too (the last n before this
+		// line); make bench tells them from the feature's own by it. cpu
+		// is the whole sweep's, checkouts and jails included: while a
+		// verdict is judged no run is in flight, and nothing else of the
+		// daemon's costs more than its answers to the control socket.
 		j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", n), zap.Int("broken", len(broken)),
-			zap.Duration("took", time.Since(start)), zap.Duration("tests_took", tests))
+			zap.Duration("took", time.Since(start)), zap.Duration("tests_took", tests), zap.Duration("cpu", processCPU()-cpu))
 	}()
 	for _, f := range l.Features {
 		if !f.Tested || f.ID == except || strings.TrimSpace(f.Test) == "" {
