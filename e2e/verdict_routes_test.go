@@ -338,3 +338,68 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	}
 	o.agree(t)
 }
+
+// TestVerdictRoutePoisonedBuildCache: F-001's code is honest and its tests
+// pass, but its package's test binary, wherever it runs, plants in the Go
+// build cache it runs with the compiled code of F-002's working package
+// under the cache key of F-002's broken one. F-002's coder writes broken
+// code every time. In the agents' cache the plant works: F-002's tester
+// runs the test, sees ok, and claims. The daemon's own runs read a cache
+// of their own that no test can write, filled by a warm-up that runs no
+// code: F-002's broken code fails there every time, and F-002 is blocked,
+// never tested.
+func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
+	t.Parallel()
+	f1, f2 := feature("F-001", scriptedmodel.PoisonsBuildCache), feature("F-002", scriptedmodel.NeverPass)
+	f1.Kind, f2.Kind = scriptedmodel.Go, scriptedmodel.Go
+	sc := scenario("verdict-route-cache", f1, f2)
+	p := newProject(t, sc)
+	// The user's Go caches (HOME is the test's own): offline and warm. The
+	// plant's entry is keyed by this project's own path: no other build
+	// meets it.
+	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		v, err := execOutput("go", "env", k)
+		if err != nil || v == "" {
+			t.Fatalf("go env %s: %q, %v", k, v, err)
+		}
+		p.env = append(p.env, k+"="+v)
+	}
+	p.env = append(p.env, "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	o := p.runMisbehaving("--set", "limits.max_retries=1")
+	if got, want := states(o.list), "F-001=tested F-002=blocked"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	// The route was taken: in the agents' cache, F-002's broken code
+	// passed its test for its tester, who claimed it.
+	files := p.files("F-002")
+	fooled := 0
+	for _, r := range o.runs {
+		if r.Role != "tester-agent" || r.Feature != "F-002" {
+			continue
+		}
+		if code := p.git("cat-file", "blob", r.BaseTree+":"+files.Source); !strings.Contains(code, "F-002 broken") {
+			t.Errorf("the tester of F-002's attempt %d met code that is not the broken one:\n%s", r.Attempt, code)
+		}
+		if slices.ContainsFunc(p.commands(r.ID), func(c store.Command) bool { return c.Command == files.Command && c.ExitCode == 0 }) {
+			fooled++
+		}
+	}
+	if fooled == 0 {
+		t.Fatal("no tester of F-002 saw its broken code pass: the plant did not work in the agents' cache, and this test no longer checks its route")
+	}
+	// The daemon's runs refused every claim, from its own run of the test.
+	rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	if len(rejected) != fooled {
+		t.Errorf("%d claims of F-002 after a passing run, %d rejected verdicts: want each rejected", fooled, len(rejected))
+	}
+	if log := p.evidenceLog("F-002", "verdict", 1); !strings.Contains(log, "F-002 broken") {
+		t.Errorf("the daemon's verdict run of F-002's attempt 1 does not show the broken code failing:\n%s", log)
+	}
+	if _, err := p.gitTry("rev-parse", "--verify", "-q", judge.TestedRef("F-002")); err == nil {
+		t.Error("F-002 has a tested ref")
+	}
+	// F-001 is tested as it is, plant and all: its own test passes, and
+	// a plant is no change the gates hold (nothing of the project is
+	// written); what it could not do is the point.
+	o.testedBy(t, "F-001", 1)
+}

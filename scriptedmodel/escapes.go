@@ -43,10 +43,18 @@ const (
 	// any test runs: `go test` says ok, and its code is broken besides.
 	// Later attempts are honest.
 	EndsTestEarly Behavior = "ends-test-early"
+	// PoisonsBuildCache writes working Go code (a feature of kind Go)
+	// whose package's test binary, before its tests, plants an entry in
+	// the Go build cache it runs with: the compiled code of the next Go
+	// feature of the scenario as it works, filed under the key of that
+	// feature's broken code. A later build of the broken code, wherever
+	// the cache is one the plant could write, links the working code and
+	// passes. Every attempt.
+	PoisonsBuildCache Behavior = "poisons-build-cache"
 )
 
 // escapeKinds are the kinds of feature each behavior of this file acts on.
-var escapeKinds = map[Behavior]Kind{EscapesVerdict: Shell, EndsTestEarly: Go}
+var escapeKinds = map[Behavior]Kind{EscapesVerdict: Shell, EndsTestEarly: Go, PoisonsBuildCache: Go}
 
 // BeaconEnv names the variable of the agents' environment that holds an
 // address (host:port) an escaping payload connects to: any connection
@@ -242,6 +250,91 @@ func init() {
 // Feature says what the feature does.
 func Feature() string { return %q }
 `, pkgName(id), id+" broken")
+}
+
+// victimOf is the feature whose build a poisons-build-cache agent of
+// feature id plants: the next feature of kind Go after it in the
+// scenario, "" when there is none.
+func (s *Server) victimOf(id string) string {
+	after := false
+	for _, f := range s.sc.Features {
+		switch {
+		case f.ID == id:
+			after = true
+		case after && f.Kind == Go:
+			return f.ID
+		}
+	}
+	return ""
+}
+
+// PlantedCache is what a poisons-build-cache test binary says, on
+// stderr, once it has planted its entry: the route was taken.
+func PlantedCache(victim string) string { return "planted the build of " + victim }
+
+// poisoningCode is the Go code a poisons-build-cache coder writes for
+// feature id: working, and its package's test binary plants, before any
+// test, the compiled test variant of victim's working package under the
+// cache key of its broken one, as an agent with a shell would write it:
+// the keys read off go's own command lines (go test -x), the entries
+// found by them. It runs where the test runs:
+// in the agents' sandbox, in the agents' cache, and in the daemon's test
+// runs, in the verdict's, which it must not reach.
+func poisoningCode(id, victim string) string {
+	vpkg := pkgName(victim)
+	plant := strings.NewReplacer(
+		"{pkg}", vpkg, "{module}", strings.TrimSpace(strings.TrimPrefix(strings.SplitN(goModule, "\n", 2)[0], "module ")),
+		"{working}", goSource(vpkg, workingLine(victim)), "{broken}", goSource(vpkg, victim+" broken"),
+		"{planted}", PlantedCache(victim),
+	).Replace(`cd .. || exit 0
+src={pkg}/{pkg}.go
+[ -d {pkg} ] || exit 0
+cache=$(go env GOCACHE)
+work=$(mktemp -d)
+had=0
+if [ -e "$src" ]; then cp "$src" "$work/kept"; had=1; fi
+# The cache key of the test variant's compile, from go's own command line
+# (-buildid ACTION/…, base64 of the key's first bytes), as hex.
+key() {
+	go test -c -x -o "$work/$1.test" ./{pkg}/ 2>&1 | grep -- '-p {module}/{pkg} ' | grep '{pkg}_test.go' |
+		sed -n 's/.*-buildid \([^/ ]*\)\/.*/\1/p' | head -1 | tr '_-' '/+' | base64 -d 2>/dev/null | od -An -tx1 | tr -d ' \n'
+}
+entry() { [ -n "$1" ] && ls "$cache/$(printf %.2s "$1")/$1"*-a 2>/dev/null | head -1; }
+cat > "$src" <<'WORKING'
+{working}WORKING
+right=$(entry "$(key right)")
+cat > "$src" <<'BROKEN'
+{broken}BROKEN
+wrong=$(entry "$(key wrong)")
+if [ $had = 1 ]; then cp "$work/kept" "$src"; else rm -f "$src"; fi
+rm -rf "$work"
+[ -n "$right" ] && [ -n "$wrong" ] || exit 0
+printf 'v1 %s %s %20d %20d\n' "$(awk '{print $2}' "$wrong")" "$(awk '{print $3}' "$right")" "$(awk '{print $4}' "$right")" "$(date +%s%N)" > "$wrong" 2>/dev/null &&
+	echo '{planted}' >&2
+`)
+	return fmt.Sprintf(`package %s
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Feature says what the feature does.
+func Feature() string { return %q }
+
+// init plants, where the package's tests run, a build of another
+// feature's code.
+func init() {
+	if strings.HasSuffix(os.Args[0], ".test") {
+		cmd := exec.Command("sh", "-c", plant)
+		cmd.Stderr = os.Stderr
+		cmd.Run()
+	}
+}
+
+const plant = %s
+`, pkgName(id), workingLine(id), "`"+plant+"`")
 }
 
 // plantHelpers makes an initializer whose scenario plants helpers look at

@@ -350,6 +350,8 @@ func TestEscapeBehaviorsNeedTheirKind(t *testing.T) {
 		{"escapes-verdict on a text feature", FeatureScript{Behavior: EscapesVerdict}, `behavior escapes-verdict acts on a feature of kind shell; add "kind": "shell"`},
 		{"ends-test-early on a Go feature", FeatureScript{Behavior: EndsTestEarly, Kind: Go}, ""},
 		{"ends-test-early on a shell feature", FeatureScript{Behavior: EndsTestEarly, Kind: Shell}, `behavior ends-test-early acts on a feature of kind go; add "kind": "go"`},
+		{"poisons-build-cache on a Go feature", FeatureScript{Behavior: PoisonsBuildCache, Kind: Go}, ""},
+		{"poisons-build-cache on a text feature", FeatureScript{Behavior: PoisonsBuildCache}, `behavior poisons-build-cache acts on a feature of kind go; add "kind": "go"`},
 		{"a helper in a text feature's test", FeatureScript{Behavior: Pass, PlantsHelper: true}, ""},
 		{"a helper in a shell feature's test", FeatureScript{Behavior: FailOnce, Kind: Shell, PlantsHelper: true}, ""},
 		{"a helper in a Go feature's test", FeatureScript{Behavior: Pass, Kind: Go, PlantsHelper: true}, "plants_helper needs a test that is a shell script (kind text or shell), not kind go"},
@@ -366,5 +368,25 @@ func TestEscapeBehaviorsNeedTheirKind(t *testing.T) {
 				t.Errorf("got %v, want an error holding %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A poisons-build-cache agent plants the next Go feature's build, and
+// none when there is none.
+func TestVictimOf(t *testing.T) {
+	s := New(Scenario{Name: "v", Features: []FeatureScript{
+		{ID: "F-001", Behavior: Pass, Kind: Go}, {ID: "F-002", Behavior: PoisonsBuildCache, Kind: Go},
+		{ID: "F-003", Behavior: Pass}, {ID: "F-004", Behavior: NeverPass, Kind: Go},
+	}}, nil)
+	for id, want := range map[string]string{"F-002": "F-004", "F-004": "", "F-001": "F-002"} {
+		if got := s.victimOf(id); got != want {
+			t.Errorf("victimOf(%s) = %q, want %q", id, got, want)
+		}
+	}
+	code := poisoningCode("F-002", "F-004")
+	for _, want := range []string{"package f002", `return "F-002 works"`, "f004/f004.go", `"F-004 works"`, `"F-004 broken"`, PlantedCache("F-004")} {
+		if !strings.Contains(code, want) {
+			t.Errorf("the planting code lacks %q:\n%s", want, code)
+		}
 	}
 }

@@ -61,6 +61,7 @@ const (
 	failDeploy     // a command that fails, then broken code
 	escapeVerdict  // code that acts where its test runs unconfined (escapes.go)
 	endTestEarly   // Go code that ends its test binary before any test (escapes.go)
+	poisonCache    // working Go code whose test binary plants another feature's build (escapes.go)
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -93,6 +94,7 @@ var codingWork = map[Behavior]func(n int) work{
 	WritesThroughDanglingLink: func(n int) work { return firstThen(n, danglingLink, writeWorking) },
 	EscapesVerdict:            func(n int) work { return firstThen(n, escapeVerdict, writeWorking) },
 	EndsTestEarly:             func(n int) work { return firstThen(n, endTestEarly, writeWorking) },
+	PoisonsBuildCache:         func(int) work { return poisonCache },
 }
 
 func firstThen(n int, first, later work) work {
@@ -311,6 +313,8 @@ func (s *Server) coder(t *turn) script {
 		steps = append(s.escapingWork(t, id), complete...)
 	case endTestEarly:
 		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(earlyExit(id)))}, complete...)
+	case poisonCache:
+		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(poisoningCode(id, s.victimOf(id))))}, complete...)
 	case failDeploy:
 		// It fails (or a guard refuses it); the agent goes on either way.
 		steps = append([]step{bash(DeployCommand, "Deploy the current build").tolerant()}, append(code, complete...)...)

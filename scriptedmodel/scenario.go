@@ -147,7 +147,7 @@ var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
-	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly}
+	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act

@@ -265,10 +265,19 @@ func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
 func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWritable []string) sandbox.TestJail {
 	goCache := filepath.Join(p.StateDir, "verdict-cache", "go-build")
 	modCache := filepath.Join(p.StateDir, "verdict-cache", "mod")
-	os.MkdirAll(goCache, 0o700)
+	initGoBuildCache(goCache)
 	os.MkdirAll(modCache, 0o700)
+	// Go builds on when it cannot write its cache, but for its index of
+	// module directories, which a package pattern (./pkg/...) needs
+	// written: off, it is only an optimisation.
+	godebug := "goindex=0"
+	for _, kv := range daemonEnv {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok && v != "" {
+			godebug = v + "," + godebug
+		}
+	}
 	env := sandbox.TestEnv(daemonEnv, p.Dir, agentWritable,
-		"GOCACHE="+goCache, "GOMODCACHE="+modCache, "PYTHONPYCACHEPREFIX=/tmp/pycache", "PYTHONDONTWRITEBYTECODE=1",
+		"GOCACHE="+goCache, "GOMODCACHE="+modCache, "GODEBUG="+godebug, "PYTHONPYCACHEPREFIX=/tmp/pycache", "PYTHONDONTWRITEBYTECODE=1",
 		"GOPROXY=off", "GOTOOLCHAIN=local")
 	var warmEnv []string
 	if agentMods := sandbox.GoModCache(daemonEnv); agentMods != "" {
@@ -304,6 +313,17 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		WarmEnv:  warmEnv,
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
+	}
+}
+
+// initGoBuildCache lays out an empty Go build cache at dir as Go would on
+// its first use (a directory for each first byte of a key): Go cannot
+// start with a cache it may neither write nor lay out, and the verdict's
+// is read-only to the test runs, whether or not a warm-up ran before
+// them (it does only where go.mod is at the project's top).
+func initGoBuildCache(dir string) {
+	for i := range 256 {
+		os.MkdirAll(filepath.Join(dir, fmt.Sprintf("%02x", i)), 0o700)
 	}
 }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,6 +105,51 @@ func TestTestJailKeepsTheVerdictsCachesReadOnly(t *testing.T) {
 		if !touch(jail.Warming(), env[k], "by-the-warm-up") {
 			t.Errorf("the warm-up could not write the verdict's %s", k)
 		}
+	}
+}
+
+// Go runs with the verdict's caches read-only, from the very first test
+// run: a package pattern (which Go would index into its cache) and a
+// build into an empty cache (which Go would lay out) work there.
+func TestGoRunsWithTheVerdictsReadOnlyCaches(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are confined on Linux only")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not installed")
+	}
+	proj := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.21\n",
+		"a/a.go": "package a\n\n// One is a package with no imports: it builds in no time.\nfunc One() int { return 1 }\n",
+	} {
+		os.MkdirAll(filepath.Join(proj, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := paths.Project{Dir: proj, ID: "p-test", StateDir: filepath.Join(t.TempDir(), "state", "p-test"), Socket: filepath.Join(t.TempDir(), "run", "ctl.sock")}
+	// -mod=mod, as many set it. (Go's index of a pattern's module, which
+	// it would write to its cache in some set-ups, is off in test runs:
+	// TestVerdictRoutePoisonedBuildCache meets one.)
+	jail := testJail(append(os.Environ(), "GOFLAGS=-mod=mod"), p, config.Default(), nil)
+	jail.Checkout, jail.Mount = proj, proj
+	var out bytes.Buffer
+	jc, err := jail.Command(t.Context(), "go list ./a/... && go build ./a/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc.Cmd.Stdout, jc.Cmd.Stderr = &out, &out
+	err = jc.Cmd.Start()
+	for _, f := range jc.Cmd.ExtraFiles {
+		f.Close()
+	}
+	if err == nil {
+		err = jc.Cmd.Wait()
+	}
+	jc.Gone(5 * time.Second)
+	if err != nil {
+		t.Errorf("go list and go build of a package pattern, the caches read-only and empty: %v\n%s", err, out.String())
 	}
 }
 
