@@ -341,9 +341,12 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // CPU time (cpu-*: the daemon and every process it waited for, against the
 // bare processes'; cpu-test is the feature's own test runs, cpu-sweep the
 // sweeps whole, checkouts included, as the daemon measures them) moves less
-// with what else the machine runs than wall time does.
-// hook-calls is how many hook processes a run of the full loop started
-// that reached the daemon.
+// with what else the machine runs than wall time does, and so do the
+// *-p50 shares: the median over the loop's runs of the difference between
+// a run of the full loop and the same run of the other loop (or its bare
+// replay), where the shares above are differences of sums that a burst of
+// load on a few runs moves. hook-calls is how many hook processes a run
+// of the full loop started that reached the daemon.
 func BenchmarkLoopOverhead(b *testing.B) {
 	for _, n := range []int{3, 40} {
 		b.Run(fmt.Sprintf("features=%d", n), func(b *testing.B) { benchOverhead(b, n) })
@@ -398,6 +401,7 @@ func benchOverhead(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
 		rs := make([]loopResult, len(configs))
 		var bare, bareCPU time.Duration
+		var bareEach []time.Duration
 		for k := range configs {
 			c := (i + k) % len(configs)
 			os.Remove(record)
@@ -413,7 +417,7 @@ func benchOverhead(b *testing.B, n int) {
 			}
 			rs[c] = r
 			if c == noMCP {
-				bare, bareCPU = replayBare(b, url, sc, record, r.list)
+				bare, bareCPU, bareEach = replayBare(b, url, sc, record, r.list)
 			}
 		}
 		per := func(d time.Duration) float64 { return d.Seconds() / float64(want) }
@@ -443,6 +447,25 @@ func benchOverhead(b *testing.B, n int) {
 		for c, r := range rs {
 			report(configs[c].name+"-claude-s/run", per(r.claude))
 		}
+		// The same shares as the median, over the loop's runs, of the
+		// difference between a run of the full loop and the same run of
+		// the other (the bare replay of the same run): a burst of load
+		// elsewhere on the machine moves a few runs, and a sum, but not
+		// the median. own-p50 is the daemon's share so reckoned, between
+		// (measured within the full loop) included.
+		if h, ok := pairedMedian(f.list, rs[noHooks].list, nil); ok {
+			report("hooks-p50-s/run", h.Seconds())
+		}
+		if m, ok := pairedMedian(f.list, rs[noMCP].list, nil); ok {
+			report("mcp-p50-s/run", m.Seconds())
+		}
+		d, okSandbox := pairedMedian(f.list, rs[noSandbox].list, nil)
+		if okSandbox {
+			report("sandbox-p50-s/run", d.Seconds())
+		}
+		if o, ok := pairedMedian(f.list, rs[noMCP].list, bareEach); ok && okSandbox {
+			report("own-p50-s/run", (o-d).Seconds()+per(between))
+		}
 		// CPU time, the same way: the feature's own tests (the jail's
 		// processes) and the sweeps (their checkouts and jails, as the
 		// daemon measured them) are not the daemon's overhead.
@@ -466,6 +489,37 @@ func benchOverhead(b *testing.B, n int) {
 	}
 }
 
+// pairedMedian is the median over runs of full[i].AgentWall less the
+// wall time of the same run in the other loop: other[i].AgentWall, or
+// otherWall[i] when otherWall is not nil (its bare replay; 0 for a run not
+// replayed). Only runs that are the same in both loops (role, feature,
+// attempt, both ended well) count; ok is false when the loops' runs differ
+// in number or order.
+func pairedMedian(full, other []store.Run, otherWall []time.Duration) (time.Duration, bool) {
+	if len(full) != len(other) || (otherWall != nil && len(otherWall) != len(other)) {
+		return 0, false
+	}
+	var ds []float64
+	for i := range full {
+		a, o := full[i], other[i]
+		if a.Role != o.Role || a.Feature != o.Feature || a.Attempt != o.Attempt {
+			return 0, false
+		}
+		w := o.AgentWall
+		if otherWall != nil {
+			w = otherWall[i]
+		}
+		if a.Outcome != "ok" || o.Outcome != "ok" || w == 0 {
+			continue
+		}
+		ds = append(ds, float64(a.AgentWall-w))
+	}
+	if len(ds) == 0 {
+		return 0, false
+	}
+	return time.Duration(median(ds)), true
+}
+
 // median is the middle of vs (the mean of the two middle ones when there
 // is an even number of them).
 func median(vs []float64) float64 {
@@ -481,9 +535,11 @@ func median(vs []float64) float64 {
 // benchclaude wrote down that ended well (ok, in runs): one after the
 // other, in a fresh project with a fresh Claude Code home, without
 // --settings (no hooks, no sandbox) and without MCP, no daemon anywhere.
-// It returns the sum of their wall times and of their CPU times, and
-// checks that they did the loop's work: every feature tested.
-func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record string, runs []store.Run) (wall, cpu time.Duration) {
+// It returns the sum of their wall times and of their CPU times, and each
+// one's wall time in the place of its run in runs (0 for those not
+// replayed), and checks that they did the loop's work: every feature
+// tested.
+func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record string, runs []store.Run) (wall, cpu time.Duration, each []time.Duration) {
 	b.Helper()
 	data, err := os.ReadFile(record)
 	if err != nil {
@@ -495,6 +551,7 @@ func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record
 	}
 	p := newBenchProject(b, modelEnv(b, modelURL))
 	claude := claudetest.Binary(b)
+	each = make([]time.Duration, len(runs))
 	for i, line := range lines {
 		if runs[i].Outcome != "ok" {
 			continue
@@ -520,7 +577,8 @@ func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record
 		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
 		start := time.Now()
 		err := cmd.Run()
-		wall += time.Since(start)
+		each[i] = time.Since(start)
+		wall += each[i]
 		if err != nil {
 			b.Fatalf("bare claude run: %v\n%s", err, &errOut)
 		}
@@ -533,7 +591,7 @@ func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record
 	if got, want := states(l), wantStates(sc); got != want {
 		b.Fatalf("the bare runs ended with %q, want %q", got, want)
 	}
-	return wall, cpu
+	return wall, cpu, each
 }
 
 // BenchmarkFeatureListChange is the time from a change of feature-list.json
