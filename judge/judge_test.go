@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
@@ -483,6 +484,7 @@ func TestTrace(t *testing.T) {
 	tests := []struct {
 		name    string
 		records Records
+		link    *RunLink // of run-1
 		in      store.Trace
 		want    store.Trace
 		warned  bool
@@ -495,17 +497,62 @@ func TestTrace(t *testing.T) {
 			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
 		{name: "the store stores nothing", records: brokenRecords{silent: true}, in: store.Trace{Type: store.TraceDecision},
 			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
+		{name: "a run's trace hangs from the run's node, in its attempt", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
+			in:   store.Trace{Type: store.TraceViolation, Context: store.TraceContext{Run: "run-1"}},
+			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceViolation, Parent: "tr-7", Context: store.TraceContext{Run: "run-1", Attempt: 2}, Timestamp: now.UTC()}},
+		{name: "a run's trace keeps the parent and the attempt it names", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
+			in:   store.Trace{Type: store.TraceCorrection, Parent: "tr-3", Context: store.TraceContext{Run: "run-1", Attempt: 1}},
+			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceCorrection, Parent: "tr-3", Context: store.TraceContext{Run: "run-1", Attempt: 1}, Timestamp: now.UTC()}},
+		{name: "another run's trace does not hang from this run's node", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
+			in:   store.Trace{Type: store.TraceViolation, Context: store.TraceContext{Run: "run-2"}},
+			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceViolation, Context: store.TraceContext{Run: "run-2"}, Timestamp: now.UTC()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log, logs := observed()
 			f := newFixture(t, func(o *Options) { o.Records, o.Log, o.Now = tt.records, log, func() time.Time { return now } })
+			if tt.link != nil {
+				f.j.Link("run-1", *tt.link)
+			}
 			got := f.j.Trace(tt.in)
 			if !reflect.DeepEqual(got, tt.want) || got.Timestamp.Location() != time.UTC {
 				t.Errorf("Trace = %+v, want %+v", got, tt.want)
 			}
 			if warned := logs.FilterMessage("could not store a trace").Len() == 1; warned != tt.warned || logs.Len() != logs.FilterMessage("could not store a trace").Len() {
 				t.Errorf("warnings %+v, want one about the trace: %v", logs.All(), tt.warned)
+			}
+		})
+	}
+}
+
+// A trace keeps of a hook's tool call the tool and, on one line and
+// bounded, the command or the path it was given; a payload of no tool
+// call keeps none.
+func TestToolCall(t *testing.T) {
+	long := strings.Repeat("echo x; ", 100)
+	for _, tt := range []struct {
+		name    string
+		payload map[string]any
+		want    *store.TraceTool
+	}{
+		{"no tool call", stopPayload, nil},
+		{"a command", bashPayload("go test\n  ./..."), &store.TraceTool{Name: "Bash", Input: "go test ./..."}},
+		{"a long command", bashPayload(long), &store.TraceTool{Name: "Bash", Input: textcut.Line(long, maxToolInput)}},
+		{"a path", map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": map[string]any{"file_path": "/p/src/a.go", "content": "x"}},
+			&store.TraceTool{Name: "Write", Input: "/p/src/a.go"}},
+		{"a tool of no input", map[string]any{"hook_event_name": "PreToolUse", "tool_name": "TodoWrite"}, &store.TraceTool{Name: "TodoWrite"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := json.Marshal(tt.payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p gates.Payload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			if got := ToolCall(&p); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ToolCall = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
