@@ -107,7 +107,7 @@ func (r Rule) Gate() string { return Prefix + r.ID }
 // Active reports whether the guard acts at all (warn or enforce).
 func (r Rule) Active() bool { return r.Status == Warn || r.Status == Enforce }
 
-// action is r's action, deny when unset.
+// Effect is what r does when it matches: its action, deny when unset.
 func (r Rule) Effect() string {
 	if r.Action == "" {
 		return ActionDeny

@@ -96,3 +96,130 @@ func TestAGuardsProgramIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// What a rule says of itself: its gate name, whether it acts, what it
+// does, and its one-line summary.
+func TestRuleSaysWhatItIs(t *testing.T) {
+	for _, tt := range []struct {
+		rule    Rule
+		active  bool
+		effect  string
+		summary string
+	}{
+		{Rule{ID: "a", Status: Proposed, Match: Match{Path: "x"}}, false, ActionDeny, "agents, any tool: path x → deny"},
+		{Rule{ID: "b", Status: Warn, Role: "coding-agent", Tool: "Bash", Action: ActionWarn, Match: Match{Command: "rm"}}, true, ActionWarn, "coding-agent, Bash: command ~ /rm/ → warn"},
+		{Rule{ID: "c", Status: Enforce, Tool: "WebFetch", Match: Match{Field: "url", Value: "evil"}}, true, ActionDeny, "agents, WebFetch: url ~ /evil/ → deny"},
+		{Rule{ID: "d", Status: Retired, Match: Match{Command: "x", Path: "y"}}, false, ActionDeny, "agents, any tool: command ~ /x/ path y → deny"},
+	} {
+		if got := tt.rule.Gate(); got != "guard:"+tt.rule.ID {
+			t.Errorf("%s: Gate() = %q", tt.rule.ID, got)
+		}
+		if got := tt.rule.Active(); got != tt.active {
+			t.Errorf("%s: Active() = %v, want %v", tt.rule.ID, got, tt.active)
+		}
+		if got := tt.rule.Effect(); got != tt.effect {
+			t.Errorf("%s: Effect() = %q, want %q", tt.rule.ID, got, tt.effect)
+		}
+		if got := tt.rule.Summary(); got != tt.summary {
+			t.Errorf("%s: Summary() = %q, want %q", tt.rule.ID, got, tt.summary)
+		}
+	}
+}
+
+// Whose calls a guard judges, and which guards hold a file whatever
+// program writes it.
+func TestHolds(t *testing.T) {
+	for _, tt := range []struct {
+		role string
+		who  map[string]bool // caller ("" a person) → judged
+	}{
+		{"", map[string]bool{"": false, "coding-agent": true, "tester-agent": true}},
+		{RoleAny, map[string]bool{"": true, "coding-agent": true}},
+		{RolePerson, map[string]bool{"": true, "coding-agent": false}},
+		{"tester-agent", map[string]bool{"": false, "coding-agent": false, "tester-agent": true}},
+	} {
+		for who, want := range tt.who {
+			if got := (Rule{Role: tt.role}).Holds(who); got != want {
+				t.Errorf("a guard of role %q judging %q: %v, want %v", tt.role, who, got, want)
+			}
+		}
+	}
+	file := Rule{ID: "f", Status: Enforce, Match: Match{Path: "secrets/**"}, Message: "m"}
+	for _, tt := range []struct {
+		name string
+		edit func(*Rule)
+		want bool
+	}{
+		{"an active path guard", func(*Rule) {}, true},
+		{"in warn", func(r *Rule) { r.Status = Warn }, true},
+		{"proposed", func(r *Rule) { r.Status = Proposed }, false},
+		{"with a command too", func(r *Rule) { r.Match.Command = "cat" }, false},
+		{"with a field too", func(r *Rule) { r.Match.Field, r.Match.Value = "x", "y" }, false},
+		{"a Read guard", func(r *Rule) { r.Tool = "Read" }, false},
+		{"a Write guard", func(r *Rule) { r.Tool = "Write" }, true},
+		{"no path", func(r *Rule) { r.Match.Path, r.Match.Command = "", "cat" }, false},
+		{"invalid", func(r *Rule) { r.Message = "" }, false},
+	} {
+		r := file
+		tt.edit(&r)
+		if got := r.HoldsFile(); got != tt.want {
+			t.Errorf("%s: HoldsFile() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Each pattern is bounded at MaxPattern bytes exactly, and a rule's tool
+// must be one its match can read.
+func TestValidateBounds(t *testing.T) {
+	ok := func(m Match, tool string) Rule { return Rule{ID: "b", Status: Warn, Tool: tool, Match: m, Message: "m"} }
+	// A class of many letters is one instruction: only the length counts.
+	at, over := "["+strings.Repeat("a", MaxPattern-2)+"]", "["+strings.Repeat("a", MaxPattern-1)+"]"
+	for _, tt := range []struct {
+		name string
+		rule Rule
+		ok   bool
+	}{
+		{"a command of MaxPattern bytes", ok(Match{Command: at}, ""), true},
+		{"a command of one more", ok(Match{Command: over}, ""), false},
+		{"a value of MaxPattern bytes", ok(Match{Field: "f", Value: at}, ""), true},
+		{"a value of one more", ok(Match{Field: "f", Value: over}, ""), false},
+		{"a path of MaxPattern bytes", ok(Match{Path: at}, ""), true},
+		{"a path of one more", ok(Match{Path: over}, ""), false},
+		{"a command for Bash", ok(Match{Command: "x"}, "Bash"), true},
+		{"a command for Write", ok(Match{Command: "x"}, "Write"), false},
+		{"a path for Bash", ok(Match{Path: "x"}, "Bash"), true},
+		{"a path for Read", ok(Match{Path: "x"}, "Read"), true},
+		{"a path for Edit", ok(Match{Path: "x"}, "Edit"), true},
+		{"a path for WebFetch", ok(Match{Path: "x"}, "WebFetch"), false},
+	} {
+		if err := tt.rule.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// A program of exactly MaxProgram instructions is taken; one more is not.
+func TestProgramBoundIsInclusive(t *testing.T) {
+	expr := ""
+	for k := 1; k < 4*MaxProgram; k++ {
+		if e := strings.Repeat("a", k); programSize(e) == MaxProgram {
+			expr = e
+			break
+		}
+	}
+	if expr == "" {
+		t.Fatal("no run of a's compiles to exactly MaxProgram instructions")
+	}
+	if _, err := compile(expr); err != nil {
+		t.Errorf("a program of exactly MaxProgram instructions: %v", err)
+	}
+	if _, err := compile(expr + "a"); err == nil {
+		t.Error("a program of MaxProgram+1 instructions was taken")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Compiled of an expression Validate refuses did not panic")
+		}
+	}()
+	Compiled("(")
+}

@@ -64,7 +64,8 @@ func programSize(expr string) int {
 	return len(prog.Inst)
 }
 
-// compiled is compile for an expression Validate took.
+// Compiled is compile for an expression Validate took: it panics on any
+// other (every caller validates the rule first).
 func Compiled(expr string) *regexp.Regexp {
 	re, err := compile(expr)
 	if err != nil {
