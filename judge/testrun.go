@@ -154,6 +154,11 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
 	jail.Env = append(slices.Clone(jail.Env), TestRunTokenEnv+"="+token)
+	if toolchain.UsesCgo(checkout) {
+		// A cgo build is keyed by its package's files only: the tree's own
+		// keys keep another tree's headers out of this one's build.
+		jail.Env = append(jail.Env, toolchain.CgoTreeEnv(jail.Env, string(tree))...)
+	}
 	for _, d := range depDirs {
 		if _, err := os.Lstat(filepath.Join(checkout, d)); errors.Is(err, os.ErrNotExist) {
 			jail.Deps = append(jail.Deps, filepath.Join(j.opts.Project.Dir, d))

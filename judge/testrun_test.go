@@ -388,6 +388,32 @@ func TestAnEditedDependencyDoesNotReachTheVerdict(t *testing.T) {
 	}
 }
 
+// Go keys a cgo package's build by its own files: a header it includes
+// from elsewhere in the tree is not in the key, and the verdict's cache,
+// shared between trees, would judge a tree whose header changed with the
+// build of the tree before. The test runs of a cgo tree key its cgo
+// builds by the tree.
+func TestACgoHeaderOutsideThePackageIsJudgedWithItsTree(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no C compiler: cgo is off")
+	}
+	f := goFixture(t)
+	f.j.opts.Jail.Env = append(f.j.opts.Jail.Env, "CGO_ENABLED=1", "GODEBUG=goindex=0")
+	f.write(map[string]string{
+		"go.mod":         "module m\n\ngo 1.22\n",
+		"cdefs/answer.h": "#define ANSWER 42\n",
+		"a/a.go":         "package a\n\n// #include \"../cdefs/answer.h\"\nimport \"C\"\n\nfunc Answer() int { return int(C.ANSWER) }\n",
+		"a/a_test.go":    "package a\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 42 {\n\t\tt.Fatal(\"wrong\", Answer())\n\t}\n}\n",
+	})
+	if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() {
+		t.Fatalf("the right header: %s\n%s", r.Summary(), r.Output)
+	}
+	f.write(map[string]string{"cdefs/answer.h": "#define ANSWER 41\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); r.Passed() {
+		t.Errorf("a tree whose header is wrong passed with the build of the tree before: %s\n%s", r.Summary(), r.Output)
+	}
+}
+
 // What a build installed and git does not carry (node_modules) is lent to
 // the test from the work tree, read-only.
 func TestRunTestSeesTheDependenciesReadOnly(t *testing.T) {

@@ -9,9 +9,13 @@
 package toolchain
 
 import (
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Toolchain is one language's tools, as a project's test runs need them.
@@ -122,4 +126,58 @@ func Used(dir string) []Toolchain {
 		}
 	}
 	return out
+}
+
+// UsesCgo reports whether a Go file of the tree at dir imports "C". Go's
+// build cache keys a cgo package by its own files and flags only: a header
+// it includes from elsewhere in the tree, or a library it links from
+// there, is not in the key, and a cache shared between trees would build
+// one tree with another's. Directories git or the toolchains keep to
+// themselves (.git, node_modules) are not looked in.
+func UsesCgo(dir string) bool {
+	found := false
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || found:
+			return filepath.SkipDir
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(d.Name(), ".go"):
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return nil
+		}
+		for _, im := range f.Imports {
+			if im.Path.Value == `"C"` {
+				found = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// CgoTreeEnv are the variables that make the cache keys of a tree's cgo
+// builds the tree's own (tree: its id), given env's: a define no code
+// reads and a library directory that does not exist, both named for the
+// tree, added to what env sets (or to Go's defaults). Pure Go packages
+// keep their keys, and are shared between trees as before.
+func CgoTreeEnv(env []string, tree string) []string {
+	get := func(k, def string) string {
+		v := def
+		for _, kv := range env {
+			if x, ok := strings.CutPrefix(kv, k+"="); ok {
+				v = x
+			}
+		}
+		return v
+	}
+	salt := "ctxgraphd-tree-" + tree
+	return []string{
+		"CGO_CPPFLAGS=" + strings.TrimSpace(get("CGO_CPPFLAGS", "")+" -DCTXGRAPHD_TREE_"+tree),
+		"CGO_LDFLAGS=" + strings.TrimSpace(get("CGO_LDFLAGS", "-O2 -g")+" -L/"+salt),
+	}
 }

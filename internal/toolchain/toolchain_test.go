@@ -87,3 +87,42 @@ func TestEveryToolchainIsComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestUsesCgo(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  bool
+	}{
+		{"pure Go", map[string]string{"a/a.go": "package a\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint\n"}, false},
+		{"import C alone", map[string]string{"a/a.go": "package a\n\n// #include <stdio.h>\nimport \"C\"\n"}, true},
+		{"import C in a block, deep", map[string]string{"x/y/z.go": "package z\n\nimport (\n\t\"fmt\"\n\t\"C\"\n)\n\nvar _ = fmt.Sprint\n"}, true},
+		{"the text C elsewhere", map[string]string{"a/a.go": "package a\n\nconst s = \"import \\\"C\\\"\"\n"}, false},
+		{"cgo only in node_modules", map[string]string{"node_modules/x/x.go": "package x\n\nimport \"C\"\n"}, false},
+		{"a file that does not parse", map[string]string{"a/a.go": "package a\nimport ("}, false},
+	} {
+		dir := t.TempDir()
+		for name, content := range tt.files {
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := UsesCgo(dir); got != tt.want {
+			t.Errorf("%s: UsesCgo = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCgoTreeEnv(t *testing.T) {
+	got := CgoTreeEnv([]string{"PATH=/bin"}, "abc")
+	want := []string{"CGO_CPPFLAGS=-DCTXGRAPHD_TREE_abc", "CGO_LDFLAGS=-O2 -g -L/ctxgraphd-tree-abc"}
+	if !slices.Equal(got, want) {
+		t.Errorf("CgoTreeEnv(no flags) = %q, want %q", got, want)
+	}
+	got = CgoTreeEnv([]string{"CGO_CPPFLAGS=-I/x", "CGO_LDFLAGS=-lm"}, "def")
+	want = []string{"CGO_CPPFLAGS=-I/x -DCTXGRAPHD_TREE_def", "CGO_LDFLAGS=-lm -L/ctxgraphd-tree-def"}
+	if !slices.Equal(got, want) {
+		t.Errorf("CgoTreeEnv(the user's flags) = %q, want %q", got, want)
+	}
+}
