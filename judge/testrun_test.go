@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -467,5 +470,43 @@ func TestRunTestSaysWhichBoundItHit(t *testing.T) {
 	r := f.runTest(t.Context(), "head -c 2000000 /dev/zero > big.bin")
 	if r.Passed() || !strings.Contains(r.Summary(), "on the bound sandbox.max_file_mb (1 MiB per file)") {
 		t.Errorf("a write past the file bound: %s", r.Summary())
+	}
+}
+
+// A test whose output goes through a pipe, as the shell reads it, is
+// judged by its exit status alone (the filter cuts the runner's report).
+func TestPipes(t *testing.T) {
+	for _, tt := range []struct {
+		test string
+		want bool
+	}{
+		{"go test ./...", false},
+		{"go test ./... | tail -5", true},
+		{"go test ./... |& tee test.log", true},
+		{"go test ./... && echo passed", false},
+		{"go test ./... || exit 1", false},
+		{"sh -c 'go test ./... | tail -5'", false}, // one word to this shell
+		{"go test ./... | (", false},               // not a command the shell can read
+	} {
+		if got := pipes(tt.test); got != tt.want {
+			t.Errorf("pipes(%q) = %v, want %v", tt.test, got, tt.want)
+		}
+	}
+}
+
+// The log of a test run says what CPU time it measured (make bench reads
+// it).
+func TestTheTestRunsLogSaysItsCPU(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	f := newFixture(t, func(o *Options) { o.Log = zap.New(core) })
+	if r := f.runTest(t.Context(), "dd if=/dev/zero of=/dev/null bs=1 count=200000"); !r.Passed() {
+		t.Fatalf("the test failed: %s", r.Summary())
+	}
+	ended := logs.FilterMessage("the daemon's test run ended").All()
+	if len(ended) != 1 {
+		t.Fatalf("%d logs of the test run's end, want 1", len(ended))
+	}
+	if cpu, ok := ended[0].ContextMap()["cpu"].(time.Duration); !ok || cpu <= 0 {
+		t.Errorf("the test run's CPU time logged as %v", ended[0].ContextMap()["cpu"])
 	}
 }
