@@ -155,16 +155,23 @@ func TestRunTestCancelledKillsEveryProcess(t *testing.T) {
 // A test that leaves a process behind (a server it started and did not
 // stop, a helper detached with setsid) is judged by its exit status; what
 // it left is gone when RunTest returns: the test's pid namespace ends with
-// its shell.
+// its shell; unconfined, the daemon kills the test's process group (a
+// helper detached with setsid leaves the group: only the jail holds it).
 func TestRunTestLeftoverProcessIsKilledAndTheResultKept(t *testing.T) {
-	f := newFixture(t, nil)
-	token := uniqueSleep()
-	r := f.runTest(t.Context(), "sleep "+token+" & setsid sh -c 'sleep "+token+"' & nohup sleep "+token+" >/dev/null 2>&1 & echo served")
-	if !r.Passed() || r.CannotRun != "" || !strings.Contains(r.Output, "served") {
-		t.Errorf("result %+v, want passed (exit 0)", r)
-	}
-	if left := processesRunning(token); len(left) > 0 {
-		t.Errorf("processes %v the test left behind are still running", left)
+	for _, unconfined := range []bool{false, true} {
+		f := newFixture(t, func(o *Options) { o.Jail.Off = unconfined })
+		token := uniqueSleep()
+		detached := "setsid sh -c 'sleep " + token + "' & "
+		if unconfined {
+			detached = ""
+		}
+		r := f.runTest(t.Context(), "sleep "+token+" & "+detached+"nohup sleep "+token+" >/dev/null 2>&1 & echo served")
+		if !r.Passed() || r.CannotRun != "" || !strings.Contains(r.Output, "served") {
+			t.Errorf("unconfined %v: result %+v, want passed (exit 0)", unconfined, r)
+		}
+		if left := processesRunning(token); len(left) > 0 {
+			t.Errorf("unconfined %v: processes %v the test left behind are still running", unconfined, left)
+		}
 	}
 }
 
