@@ -271,7 +271,9 @@ func TestTheVerdictsCachesAreReadOnlyToTests(t *testing.T) {
 // goFixture is a fixture whose test runs have Go, with the machine's own
 // build cache, warm from building this test (a cold one costs a minute
 // on a busy machine), as the verdict's cache: read-only to the tests,
-// filled by the warm-up before each.
+// filled by the warm-up before each. Go's index of module directories is
+// off, as in the daemon's test runs (cmd/ctxgraphd's testJail): it would
+// write the read-only cache.
 func goFixture(t *testing.T) *fixture {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -284,7 +286,7 @@ func goFixture(t *testing.T) *fixture {
 	}
 	f := newFixture(t, func(o *Options) {
 		o.Jail.Env = append(o.Jail.Env, "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin", "HOME="+t.TempDir(),
-			"GOCACHE="+cache, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+			"GOCACHE="+cache, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GODEBUG=goindex=0")
 		o.Jail.Writable, o.Jail.Caches = nil, []string{cache}
 		o.TestTimeout = 10 * time.Minute
 	})
@@ -401,7 +403,7 @@ func TestACgoHeaderOutsideThePackageIsJudgedWithItsTree(t *testing.T) {
 		t.Skip("no C compiler: cgo is off")
 	}
 	f := goFixture(t)
-	f.j.opts.Jail.Env = append(f.j.opts.Jail.Env, "CGO_ENABLED=1", "GODEBUG=goindex=0")
+	f.j.opts.Jail.Env = append(f.j.opts.Jail.Env, "CGO_ENABLED=1")
 	f.write(map[string]string{
 		"go.mod":         "module m\n\ngo 1.22\n",
 		"cdefs/answer.h": "#define ANSWER 42\n",
