@@ -45,6 +45,11 @@ func TestSimpleCommandsBounds(t *testing.T) {
 	if got := simpleCommands("sh -c", 0, nil); !slices.Equal(got, []string{"sh -c"}) {
 		t.Errorf(`simpleCommands("sh -c") = %q`, got)
 	}
+	// A backslash that ends the command is kept: there is nothing after it
+	// to escape.
+	if got := simpleCommands(`echo a\`, 0, nil); !slices.Equal(got, []string{`echo a\`}) {
+		t.Errorf(`simpleCommands(echo a\) = %q`, got)
+	}
 	// A word with an expansion keeps it, as written.
 	if got := simpleCommands(`rm -rf "$HOME"`, 0, nil); !slices.Contains(got, "rm -rf $HOME") {
 		t.Errorf(`simpleCommands(rm -rf "$HOME") = %q, want the expansion kept`, got)
