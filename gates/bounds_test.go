@@ -64,6 +64,7 @@ func TestTestWord(t *testing.T) {
 		"bash ./tests/e2e/run.sh -v":  "run.sh",
 		"go test -count=1 ./pkg/...":  "./pkg/...",
 		"pytest -xvs tests/test_a.py": "tests/test_a.py",
+		"go test ./ab/ ./cd/":         "./ab/", // the first of the longest
 		"":                            "",
 	} {
 		if got := testWord(test); got != want {
