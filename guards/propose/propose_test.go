@@ -113,3 +113,31 @@ func TestProposalsAreStable(t *testing.T) {
 		t.Errorf("message %q, want it to say how often the command failed", a[0].Message)
 	}
 }
+
+// The threshold (graph.guard_threshold) counts from 1; below, the
+// default holds. A guard names who kept doing it, "agents" when the
+// pattern names no role, and each file gets a guard of its own.
+func TestProposeThresholdAndNames(t *testing.T) {
+	now := time.Now()
+	file := func(path, role string, n int) graph.Pattern {
+		return graph.Pattern{Kind: graph.PatternRevertedFile, Path: path, Role: role, Count: n}
+	}
+	for _, tt := range []struct {
+		threshold int
+		count     int
+		want      int
+	}{
+		{0, DefaultThreshold - 1, 0}, {0, DefaultThreshold, 1}, {1, 1, 1}, {2, 1, 0},
+	} {
+		if got := len(Propose([]graph.Pattern{file("a", gates.Coder, tt.count)}, tt.threshold, now)); got != tt.want {
+			t.Errorf("threshold %d, a pattern seen %d times: %d proposals, want %d", tt.threshold, tt.count, got, tt.want)
+		}
+	}
+	rs := Propose([]graph.Pattern{file("src/a.go", "", 3), file("src/b.go", "", 3)}, 3, now)
+	if len(rs) != 2 || rs[0].ID == rs[1].ID {
+		t.Fatalf("two files put back: %+v, want two guards with ids of their own", rs)
+	}
+	if !strings.Contains(rs[0].Message, "agents kept changing it") {
+		t.Errorf("message %q, want it to say agents kept changing it", rs[0].Message)
+	}
+}

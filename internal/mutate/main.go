@@ -67,6 +67,7 @@ var Targets = []Target{
 	{Pkg: "statemachine", Min: 98},
 	{Pkg: "gates", Min: 98},
 	{Pkg: "guards", Min: 95, Exclude: []string{`^propose/`, `^rulefile/`}},
+	{Pkg: "guards/propose", Min: 95},
 	{Pkg: "progress", Min: 95},
 	{Pkg: "store", Min: 95},
 	{Pkg: "config", Min: 95},
