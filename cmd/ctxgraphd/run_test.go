@@ -31,18 +31,8 @@ func TestTestJailWritesWhatAllowWriteNames(t *testing.T) {
 	cfg.Sandbox.AllowWrite = []string{allowed}
 	jail := testJail(os.Environ(), p, cfg, nil)
 	jail.Checkout, jail.Mount = proj, proj
-	jc, err := jail.Command(t.Context(), "touch "+filepath.Join(allowed, "cache-entry")+"; touch "+filepath.Join(other, "elsewhere"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = jc.Cmd.Start()
-	for _, f := range jc.Cmd.ExtraFiles {
-		f.Close()
-	}
-	if err == nil {
-		jc.Cmd.Wait() // the second touch fails: the exit status says nothing here
-	}
-	jc.Gone(5 * time.Second)
+	// The second touch fails: the exit status says nothing here.
+	runInJail(t, jail, "touch "+filepath.Join(allowed, "cache-entry")+"; touch "+filepath.Join(other, "elsewhere"))
 	if _, err := os.Stat(filepath.Join(allowed, "cache-entry")); err != nil {
 		t.Errorf("a test run could not write in sandbox.allow_write: %v", err)
 	}
@@ -83,18 +73,7 @@ func TestTestJailKeepsTheVerdictsCachesReadOnly(t *testing.T) {
 		t.Errorf("the test runs' GOPROXY is %q, want off", env["GOPROXY"])
 	}
 	touch := func(j sandbox.TestJail, dir, name string) bool {
-		jc, err := j.Command(t.Context(), "touch "+filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = jc.Cmd.Start()
-		for _, f := range jc.Cmd.ExtraFiles {
-			f.Close()
-		}
-		if err == nil {
-			err = jc.Cmd.Wait()
-		}
-		jc.Gone(5 * time.Second)
+		_, err := runInJail(t, j, "touch "+filepath.Join(dir, name))
 		_, serr := os.Stat(filepath.Join(dir, name))
 		return err == nil && serr == nil
 	}
@@ -134,22 +113,9 @@ func TestGoRunsWithTheVerdictsReadOnlyCaches(t *testing.T) {
 	// TestVerdictRoutePoisonedBuildCache meets one.)
 	jail := testJail(append(os.Environ(), "GOFLAGS=-mod=mod"), p, config.Default(), nil)
 	jail.Checkout, jail.Mount = proj, proj
-	var out bytes.Buffer
-	jc, err := jail.Command(t.Context(), "go list ./a/... && go build ./a/...")
+	out, err := runInJail(t, jail, "go list ./a/... && go build ./a/...")
 	if err != nil {
-		t.Fatal(err)
-	}
-	jc.Cmd.Stdout, jc.Cmd.Stderr = &out, &out
-	err = jc.Cmd.Start()
-	for _, f := range jc.Cmd.ExtraFiles {
-		f.Close()
-	}
-	if err == nil {
-		err = jc.Cmd.Wait()
-	}
-	jc.Gone(5 * time.Second)
-	if err != nil {
-		t.Errorf("go list and go build of a package pattern, the caches read-only and empty: %v\n%s", err, out.String())
+		t.Errorf("go list and go build of a package pattern, the caches read-only and empty: %v\n%s", err, out)
 	}
 }
 
@@ -191,4 +157,25 @@ func TestTestJailHidesWhatAgentsWrite(t *testing.T) {
 	if got, want := string(out), "npm-hidden\n42\nmod-read-only\n"; got != want {
 		t.Errorf("the jail showed %q, want %q", got, want)
 	}
+}
+
+// runInJail runs script in jail, its output kept, and returns when every
+// process of it is gone.
+func runInJail(t *testing.T, jail sandbox.TestJail, script string) (string, error) {
+	t.Helper()
+	jc, err := jail.Command(t.Context(), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	jc.Cmd.Stdout, jc.Cmd.Stderr = &out, &out
+	err = jc.Cmd.Start()
+	for _, f := range jc.Cmd.ExtraFiles {
+		f.Close()
+	}
+	if err == nil {
+		err = jc.Cmd.Wait()
+	}
+	jc.Gone(5 * time.Second)
+	return out.String(), err
 }
