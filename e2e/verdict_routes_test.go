@@ -296,7 +296,7 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	f.Kind = scriptedmodel.Go
 	sc := scenario("verdict-route-go", f, feature("F-002", scriptedmodel.Pass))
 	p := newProject(t, sc)
-	p.useGoCaches()
+	p.env = append(p.env, goCaches(t)...)
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
@@ -348,7 +348,7 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 	p := newProject(t, sc)
 	// The plant's entry in the user's cache is keyed by this project's own
 	// path: no other build meets it.
-	p.useGoCaches()
+	p.env = append(p.env, goCaches(t)...)
 	o := p.runMisbehaving("--set", "limits.max_retries=1")
 	if got, want := states(o.list), "F-001=tested F-002=blocked"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
@@ -386,18 +386,4 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 	// a plant is no change the gates hold (nothing of the project is
 	// written); what it could not do is the point.
 	o.testedBy(t, "F-001", 1)
-}
-
-// useGoCaches gives the project's daemon and agents the user's Go caches
-// (HOME is the test's own): offline, and warm from building the tests.
-func (p *project) useGoCaches() {
-	p.t.Helper()
-	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
-		v, err := execOutput("go", "env", k)
-		if err != nil || v == "" {
-			p.t.Fatalf("go env %s: %q, %v", k, v, err)
-		}
-		p.env = append(p.env, k+"="+v)
-	}
-	p.env = append(p.env, "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
 }
