@@ -85,6 +85,8 @@ func TestRunTestIsConfined(t *testing.T) {
 	}{
 		{"calls the daemon's socket", "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('" + filepath.Join(f.proj.StateDir, "s.sock") + "')\"", "Operation not permitted"},
 		{"creates any Unix socket", "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'", "Operation not permitted"},
+		// io_uring can make and connect a Unix socket without socket(2).
+		{"sets up io_uring", `python3 -c "import ctypes, os, sys; r = ctypes.CDLL(None, use_errno=True).syscall(425, 1, None); print(os.strerror(ctypes.get_errno())); sys.exit(r < 0)"`, "Operation not permitted"},
 		{"reaches a host's port", fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=2)\"", tcpPort), ""},
 		{"reads a secret of the home directory", "cat " + filepath.Join(outside, ".ssh", "id_ed25519"), ""},
 		{"moves a git ref", "git update-ref refs/heads/planted HEAD", ""},

@@ -168,7 +168,8 @@ func isDir(p string) bool {
 
 // unixSocketFilter is a seccomp program (classic BPF, as bwrap --seccomp
 // reads it: struct sock_filter records in the machine's byte order) that
-// makes socket(AF_UNIX, …) fail with EPERM and allows everything else: the
+// makes socket(AF_UNIX, …) and io_uring fail with EPERM and allows
+// everything else: the
 // rule Claude Code's sandbox applies to agents' commands, so that a test's
 // code cannot reach a Unix socket, the daemon's or any other, that it can
 // see. A system call of another architecture's table (32-bit calls on a
@@ -188,6 +189,10 @@ func unixSocketFilter(goarch string) ([]byte, error) {
 		offArch = 4  // seccomp_data.arch
 		offArg0 = 16 // seccomp_data.args[0], its low 32 bits on these little-endian machines
 		x32Bit  = 0x40000000
+		// io_uring's system calls, the same numbers on both machines: its
+		// socket and connect operations make a Unix socket without
+		// socket(2), so io_uring is refused whole (no test needs it).
+		ioUringSetup, ioUringRegister = 425, 427
 	)
 	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
@@ -200,12 +205,15 @@ func unixSocketFilter(goarch string) ([]byte, error) {
 		/* 1 */ {Code: jeq, Jt: 1, Jf: 0, K: arch}, // native: go on; else deny
 		/* 2 */ {Code: ret, K: deny},
 		/* 3 */ {Code: ld, K: offNr},
-		/* 4 */ {Code: jge, Jt: 4, Jf: 0, K: x32Bit}, // the x32 table: deny
-		/* 5 */ {Code: jeq, Jt: 0, Jf: 2, K: socket},
-		/* 6 */ {Code: ld, K: offArg0},
-		/* 7 */ {Code: jeq, Jt: 1, Jf: 0, K: unix.AF_UNIX},
-		/* 8 */ {Code: ret, K: allow},
-		/* 9 */ {Code: ret, K: deny},
+		/* 4 */ {Code: jge, Jt: 7, Jf: 0, K: x32Bit}, // the x32 table: deny
+		/* 5 */ {Code: jge, Jt: 0, Jf: 2, K: ioUringSetup},
+		/* 6 */ {Code: jge, Jt: 1, Jf: 0, K: ioUringRegister + 1},
+		/* 7 */ {Code: ret, K: deny}, // io_uring_setup, _enter, _register
+		/* 8 */ {Code: jeq, Jt: 0, Jf: 2, K: socket},
+		/* 9 */ {Code: ld, K: offArg0},
+		/* 10 */ {Code: jeq, Jt: 1, Jf: 0, K: unix.AF_UNIX},
+		/* 11 */ {Code: ret, K: allow},
+		/* 12 */ {Code: ret, K: deny},
 	}
 	buf := make([]byte, 0, 8*len(prog))
 	for _, in := range prog {
