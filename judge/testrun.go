@@ -405,19 +405,7 @@ func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string
 			continue
 		}
 		began := time.Now()
-		jc, err := jail.Warming().Command(ctx, t.Warm)
-		if err != nil {
-			j.log.Warn("the verdict's caches could not be warmed", zap.String("toolchain", t.Name), zap.Error(err))
-			return
-		}
-		procgroup.Prepare(jc.Cmd)
-		err = jc.Cmd.Start()
-		closeFiles(jc.Cmd.ExtraFiles)
-		if err == nil {
-			err = jc.Cmd.Wait()
-			procgroup.KillAndWait(jc.Cmd.Process.Pid, procgroup.WaitDelay)
-		}
-		jc.Gone(procgroup.WaitDelay)
+		err := jail.Warming().Run(ctx, t.Warm, nil)
 		j.log.Debug("the verdict's caches warmed", zap.String("toolchain", t.Name), zap.Duration("took", time.Since(began)), zap.Error(err))
 	}
 }

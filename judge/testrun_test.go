@@ -514,3 +514,26 @@ func TestTheTestRunsLogSaysItsCPU(t *testing.T) {
 		t.Errorf("the test run's CPU time logged as %v", ended[0].ContextMap()["cpu"])
 	}
 }
+
+// The CPU time a test run logs (make bench reads it) is its processes',
+// not only the jail's: a test that computes for a while shows it.
+func TestATestRunLogsItsProcessesCPUTime(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	f := newFixture(t, func(o *Options) { o.Log = zap.New(core) })
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	f.write(map[string]string{"tests/busy.sh": "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done\n"})
+	if r := f.runTest(t.Context(), "sh tests/busy.sh"); !r.Passed() {
+		t.Fatalf("the busy test: %s\n%s", r.Summary(), r.Output)
+	}
+	ended := logs.FilterMessage("the daemon's test run ended").All()
+	if len(ended) != 1 {
+		t.Fatalf("%d logs of the test run's end, want 1", len(ended))
+	}
+	cpu, _ := ended[0].ContextMap()["cpu"].(time.Duration)
+	took, _ := ended[0].ContextMap()["took"].(time.Duration)
+	if cpu < took/4 {
+		t.Errorf("the test run logged %s of CPU in %s: want its processes' time, not the jail's alone", cpu, took)
+	}
+}

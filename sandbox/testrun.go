@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
 
 // TestJail is how the daemon runs a feature's test: the agent's code runs
@@ -104,6 +107,29 @@ func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 	cmd.Dir = j.Checkout
 	cmd.Env = j.Env
 	return &JailCmd{Cmd: cmd}
+}
+
+// Run runs script in the jail to its end, its output to out (nil: none),
+// and returns once every process of the jail is gone, with the script's
+// exit status: for what the daemon runs there and only waits for (a
+// toolchain's warm-up).
+func (j TestJail) Run(ctx context.Context, script string, out io.Writer) error {
+	jc, err := j.Command(ctx, script)
+	if err != nil {
+		return err
+	}
+	jc.Cmd.Stdout, jc.Cmd.Stderr = out, out
+	procgroup.Prepare(jc.Cmd)
+	err = jc.Cmd.Start()
+	for _, f := range jc.Cmd.ExtraFiles {
+		f.Close()
+	}
+	if err == nil {
+		err = jc.Cmd.Wait()
+		procgroup.KillAndWait(jc.Cmd.Process.Pid, procgroup.WaitDelay)
+	}
+	jc.Gone(procgroup.WaitDelay)
+	return err
 }
 
 // JailCmd is a test's command in its jail.

@@ -104,9 +104,14 @@ func (c *JailCmd) Gone(within time.Duration) bool {
 // bwrapArgs is the jail in bubblewrap's words. Order matters: later
 // mounts cover earlier ones, so the read-only root comes first, the holes
 // in it after.
+//
+// The test's shell is the namespace's first process (--as-pid-1), with no
+// init of bwrap's between: its CPU time, and that of what it waited for,
+// reaches the daemon through wait (through an init, it did not), and when
+// it ends the kernel ends every other process of the namespace as before.
 func (j TestJail) bwrapArgs(script string) []string {
 	args := []string{
-		"--die-with-parent", "--new-session",
+		"--die-with-parent", "--new-session", "--as-pid-1",
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--cap-drop", "ALL",
 		"--ro-bind", "/", "/",

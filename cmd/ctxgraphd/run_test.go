@@ -163,19 +163,7 @@ func TestTestJailHidesWhatAgentsWrite(t *testing.T) {
 // process of it is gone.
 func runInJail(t *testing.T, jail sandbox.TestJail, script string) (string, error) {
 	t.Helper()
-	jc, err := jail.Command(t.Context(), script)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	jc.Cmd.Stdout, jc.Cmd.Stderr = &out, &out
-	err = jc.Cmd.Start()
-	for _, f := range jc.Cmd.ExtraFiles {
-		f.Close()
-	}
-	if err == nil {
-		err = jc.Cmd.Wait()
-	}
-	jc.Gone(5 * time.Second)
+	err := jail.Run(t.Context(), script, &out)
 	return out.String(), err
 }
