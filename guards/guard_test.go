@@ -171,7 +171,9 @@ func TestHolds(t *testing.T) {
 // Each pattern is bounded at MaxPattern bytes exactly, and a rule's tool
 // must be one its match can read.
 func TestValidateBounds(t *testing.T) {
-	ok := func(m Match, tool string) Rule { return Rule{ID: "b", Status: Warn, Tool: tool, Match: m, Message: "m"} }
+	ok := func(m Match, tool string) Rule {
+		return Rule{ID: "b", Status: Warn, Tool: tool, Match: m, Message: "m"}
+	}
 	// A class of many letters is one instruction: only the length counts.
 	at, over := "["+strings.Repeat("a", MaxPattern-2)+"]", "["+strings.Repeat("a", MaxPattern-1)+"]"
 	for _, tt := range []struct {

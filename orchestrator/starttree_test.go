@@ -53,7 +53,9 @@ func TestARunStartsFromARecentTreeOnlyWhereNothingCanHaveChangedIt(t *testing.T)
 			t.Errorf("%s: the daemon's test runs may have written the work tree, yet the tree recorded before them was kept", name)
 		}
 	}
-	o = newO(func(c *config.Config) { c.Sandbox.AllowWrite = []string{filepath.Join(filepath.Dir(dir), "elsewhere"), dir + "-sibling"} })
+	o = newO(func(c *config.Config) {
+		c.Sandbox.AllowWrite = []string{filepath.Join(filepath.Dir(dir), "elsewhere"), dir + "-sibling"}
+	})
 	o.holdRecent(tree, time.Now())
 	if o.recent == nil {
 		t.Errorf("directories outside the project made writable kept the recorded tree from being used")
