@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
 )
@@ -32,11 +33,11 @@ func (o *Orchestrator) warnBudgets(feature string) {
 	}
 	if !o.session.BudgetWarned && nearlySpent(o.totalCost, o.cfg.Budget.SessionUSD) {
 		o.session.BudgetWarned = true
-		warn("", "the session", o.totalCost, o.cfg.Budget.SessionUSD, "budget.session_usd")
+		warn("", "the session", o.totalCost, o.cfg.Budget.SessionUSD, statemachine.SessionBudgetKey)
 	}
 	if c := o.counters[feature]; feature != "" && !c.BudgetWarned && nearlySpent(c.CostUSD, o.cfg.Budget.FeatureUSD) {
 		c.BudgetWarned = true
 		o.setCounters(feature, c)
-		warn(feature, feature, c.CostUSD, o.cfg.Budget.FeatureUSD, "budget.feature_usd")
+		warn(feature, feature, c.CostUSD, o.cfg.Budget.FeatureUSD, statemachine.FeatureBudgetKey)
 	}
 }

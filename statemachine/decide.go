@@ -208,12 +208,12 @@ func withinBudget(in Input, a Action) Action {
 	}
 	if in.SessionBudgetUSD > 0 && in.SessionCostUSD >= in.SessionBudgetUSD {
 		return Action{Kind: StopSession, CountFailure: a.CountFailure, Feature: failedFeature(a),
-			Reason: fmt.Sprintf("the session has spent $%.2f, its budget.session_usd is $%.2f: raise it and restart the daemon to go on", in.SessionCostUSD, in.SessionBudgetUSD)}
+			Reason: fmt.Sprintf("the session has spent $%.2f, its %s is $%.2f: raise it and restart the daemon to go on", in.SessionCostUSD, SessionBudgetKey, in.SessionBudgetUSD)}
 	}
 	if a.Feature != "" && in.FeatureBudgetUSD > 0 {
 		if spent := in.Counters[a.Feature].CostUSD; spent >= in.FeatureBudgetUSD {
 			return Action{Kind: BlockFeature, Feature: a.Feature, CountFailure: a.CountFailure,
-				Reason: fmt.Sprintf("%s has cost $%.2f, its budget.feature_usd is $%.2f", a.Feature, spent, in.FeatureBudgetUSD)}
+				Reason: fmt.Sprintf("%s has cost $%.2f, its %s is $%.2f", a.Feature, spent, FeatureBudgetKey, in.FeatureBudgetUSD)}
 		}
 	}
 	return a
