@@ -328,7 +328,7 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // which the gates relaxed for the hooks do not touch (they change only what
 // the daemon does between runs). From the daemon's log: test is its own
 // runs of the feature's test (judge.TestResult.Took, before any code and
-// at the verdict, the jail included), sweep the regression sweeps (every
+// at the verdict, the jail and the warm-up of its caches included), sweep the regression sweeps (every
 // feature tested before, run again on the tree a claim would commit: n-1
 // test runs, with their checkouts, for the n-th feature's claim). Neither
 // is the daemon's overhead; both are reported beside it. between is the

@@ -173,7 +173,7 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		run = testreport.Instrument(test)
 	}
 	start := time.Now()
-	j.warm(tctx, jail, checkout)
+	warmCPU := j.warm(tctx, jail, checkout)
 	jc, err := jail.Command(tctx, run)
 	if err != nil {
 		res.CannotRun = err.Error()
@@ -209,13 +209,13 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		err = cmd.Wait()
 	}
 	res.Took = time.Since(start)
-	var cpu time.Duration
+	cpu := warmCPU
 	if cmd.ProcessState != nil {
-		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	// What a test costs the loop: the test in its jail, its caches
-	// warmed first (took, and the CPU time of the test's processes), and
-	// the checkout before it. make bench reads it.
+	// warmed first (took, and the CPU time of both's processes), and the
+	// checkout before it. make bench reads it.
 	j.log.Info("the daemon's test run ended", zap.String("test", test), zap.Duration("took", res.Took), zap.Duration("cpu", cpu), zap.Duration("checkout", checkedOut))
 	if cmd.Process != nil {
 		// What it left behind goes with it, and is gone when this returns.
@@ -395,17 +395,20 @@ func fileTail(f *os.File, max int64) string {
 // and run none of the project's code: the test run that follows sees the
 // caches read-only and finds its build done. A warm-up that fails costs
 // nothing but time: the test builds what it needs itself, in its own
-// /tmp.
-func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string) {
+// /tmp. It returns the CPU time the warm-ups took.
+func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string) time.Duration {
+	var cpu time.Duration
 	if jail.Off || !sandbox.Confines || len(jail.Caches) == 0 {
-		return // unconfined, the caches are the test's to write anyway
+		return cpu // unconfined, the caches are the test's to write anyway
 	}
 	for _, t := range toolchain.Used(checkout) {
 		if t.Warm == "" {
 			continue
 		}
 		began := time.Now()
-		err := jail.Warming().Run(ctx, t.Warm, nil)
-		j.log.Debug("the verdict's caches warmed", zap.String("toolchain", t.Name), zap.Duration("took", time.Since(began)), zap.Error(err))
+		took, err := jail.Warming().Run(ctx, t.Warm, nil)
+		cpu += took
+		j.log.Debug("the verdict's caches warmed", zap.String("toolchain", t.Name), zap.Duration("took", time.Since(began)), zap.Duration("cpu", took), zap.Error(err))
 	}
+	return cpu
 }

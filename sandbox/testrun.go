@@ -110,13 +110,13 @@ func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 }
 
 // Run runs script in the jail to its end, its output to out (nil: none),
-// and returns once every process of the jail is gone, with the script's
-// exit status: for what the daemon runs there and only waits for (a
-// toolchain's warm-up).
-func (j TestJail) Run(ctx context.Context, script string, out io.Writer) error {
+// and returns once every process of the jail is gone, with the CPU time
+// of its processes and the script's exit status: for what the daemon runs
+// there and only waits for (a toolchain's warm-up).
+func (j TestJail) Run(ctx context.Context, script string, out io.Writer) (time.Duration, error) {
 	jc, err := j.Command(ctx, script)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	jc.Cmd.Stdout, jc.Cmd.Stderr = out, out
 	procgroup.Prepare(jc.Cmd)
@@ -124,12 +124,14 @@ func (j TestJail) Run(ctx context.Context, script string, out io.Writer) error {
 	for _, f := range jc.Cmd.ExtraFiles {
 		f.Close()
 	}
+	var cpu time.Duration
 	if err == nil {
 		err = jc.Cmd.Wait()
+		cpu = jc.Cmd.ProcessState.UserTime() + jc.Cmd.ProcessState.SystemTime()
 		procgroup.KillAndWait(jc.Cmd.Process.Pid, procgroup.WaitDelay)
 	}
 	jc.Gone(procgroup.WaitDelay)
-	return err
+	return cpu, err
 }
 
 // JailCmd is a test's command in its jail.

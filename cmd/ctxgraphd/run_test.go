@@ -164,6 +164,6 @@ func TestTestJailHidesWhatAgentsWrite(t *testing.T) {
 func runInJail(t *testing.T, jail sandbox.TestJail, script string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := jail.Run(t.Context(), script, &out)
+	_, err := jail.Run(t.Context(), script, &out)
 	return out.String(), err
 }
