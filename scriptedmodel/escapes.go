@@ -283,7 +283,7 @@ func PlantedCache(victim string) string { return "planted the build of " + victi
 func poisoningCode(id, victim string) string {
 	vpkg := pkgName(victim)
 	plant := strings.NewReplacer(
-		"{pkg}", vpkg, "{module}", strings.TrimSpace(strings.TrimPrefix(strings.SplitN(goModule, "\n", 2)[0], "module ")),
+		"{pkg}", vpkg, "{module}", goModulePath,
 		"{working}", goSource(vpkg, workingLine(victim)), "{broken}", goSource(vpkg, victim+" broken"),
 		"{planted}", PlantedCache(victim),
 	).Replace(`cd .. || exit 0

@@ -106,5 +106,9 @@ test('%s', () => {
 	return fmt.Sprintf("#!/bin/sh\ngrep -qx '%s' %s\n", workingLine(id), f.Source)
 }
 
-// goModule is the go.mod the initializer writes when a feature is Go's.
-const goModule = "module example.com/scripted\n\ngo 1.21\n"
+// goModulePath is the module of the project the initializer writes when a
+// feature is Go's, and goModule its go.mod.
+const (
+	goModulePath = "example.com/scripted"
+	goModule     = "module " + goModulePath + "\n\ngo 1.21\n"
+)
