@@ -224,6 +224,8 @@ func TestLoadValueForms(t *testing.T) {
 			func(c *Config) { c.Gates["scope"] = Warn; c.Gates["hooks-live"] = Off }},
 		{"log keys", "log:\n  level: debug\n  format: json\n", func(c *Config) { c.Log = Log{Level: "debug", Format: "json"} }},
 		{"bools in YAML's other cases", "agent:\n  allow_root: True\n", func(c *Config) { c.Agent.AllowRoot = true }},
+		{"no memory bound", "sandbox:\n  max_memory_mb: -1\n", func(c *Config) { c.Sandbox.MaxMemoryMB = -1 }},
+		{"the least memory bound", "sandbox:\n  max_memory_mb: 1024\n", func(c *Config) { c.Sandbox.MaxMemoryMB = 1024 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +254,10 @@ func TestLoadFileErrors(t *testing.T) {
 			`FILE:2: limits.max_retries: "-1" is not allowed: want a whole number >= 0`},
 		{"fractional int", "agent:\n  max_turns: 2.5\n",
 			`FILE:2: agent.max_turns: "2.5" is not allowed: want a whole number >= 0`},
+		{"a memory bound Claude Code cannot start under", "sandbox:\n  max_memory_mb: 512\n",
+			`FILE:2: sandbox.max_memory_mb: "512" is not allowed: want -1, 0, or a number of MiB >= 1024 (Claude Code itself fails to start with less)`},
+		{"a negative memory bound other than -1", "sandbox:\n  max_memory_mb: -2\n",
+			`FILE:2: sandbox.max_memory_mb: "-2" is not allowed: want -1, 0, or a number of MiB >= 1024 (Claude Code itself fails to start with less)`},
 		{"zero guard threshold", "graph:\n  guard_threshold: 0\n",
 			`FILE:2: graph.guard_threshold: "0" is not allowed: want a whole number >= 1`},
 		{"retention without a unit", "graph:\n  retention: 30\n",
@@ -732,6 +738,9 @@ func TestValidate(t *testing.T) {
 		{"some gates missing", func(c *Config) { delete(c.Gates, "scope") }, ""},
 		{"negative retries", func(c *Config) { c.Limits.MaxRetries = -1 },
 			`limits.max_retries: "-1" is not allowed: want a whole number >= 0`},
+		{"memory bound just under the least", func(c *Config) { c.Sandbox.MaxMemoryMB = MinMemoryMB - 1 },
+			`sandbox.max_memory_mb: "1023" is not allowed: want -1, 0, or a number of MiB >= 1024 (Claude Code itself fails to start with less)`},
+		{"no memory bound", func(c *Config) { c.Sandbox.MaxMemoryMB = -1 }, ""},
 		{"zero timeout", func(c *Config) { c.Agent.Timeout = 0 },
 			`agent.timeout: "0s" is not allowed: want a duration > 0 with a unit, such as 90s or 30m`},
 		{"bad gate mode", func(c *Config) { c.Gates["scope"] = "strict" },
@@ -832,7 +841,7 @@ func TestRegistryCoversConfig(t *testing.T) {
 // nonDefault returns a valid raw value of k that differs from its default.
 func nonDefault(k *key) string {
 	def := raw(k.get(Default()))
-	for _, v := range []string{"x-other", "7m0s", "7", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh", "https://hooks.example/x"} {
+	for _, v := range []string{"x-other", "7m0s", "7", "2048", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh", "https://hooks.example/x"} {
 		if _, err := k.parse(v); err == nil && v != def {
 			return v
 		}

@@ -2,12 +2,11 @@ package config
 
 import (
 	"errors"
-	"path/filepath"
-	"regexp"
-
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +23,7 @@ type kind int
 const (
 	kindString   kind = iota // any text; nonEmpty refuses ""
 	kindDuration             // Go syntax ("90s", "30m"), >= 0 or > 0 (positive)
-	kindInt                  // a whole number >= 0
+	kindInt                  // a whole number >= 0, or as intOK says
 	kindBool                 // true or false
 	kindFloat                // a finite number >= 0
 	kindEnum                 // one of enum
@@ -41,7 +40,8 @@ type key struct {
 	positive bool              // kindDuration, kindInt: 0 is refused
 	nonEmpty bool              // kindString: "" is refused
 	check    func(string) bool // kindString: nil accepts any text
-	what     string            // kindString, kindList: what the value (an element) is, for messages
+	intOK    func(int) bool    // kindInt: nil accepts n >= 0 (n >= 1 if positive)
+	what     string            // kindString, kindList, kindInt with intOK: what the value (an element) is, for messages
 	// elem checks one element of a kindList; nil accepts any non-empty one.
 	elem func(string) bool
 	// notes are comment lines Describe prints below the key's line: what
@@ -157,7 +157,8 @@ func buildRegistry() []*key {
 			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
 		&key{name: "sandbox.max_processes", kind: kindInt,
 			help: "processes an agent run or a test run of the daemon may have at once (not enforced by Linux for root); 0: no bound", access: field(func(c *Config) *int { return &c.Sandbox.MaxProcesses })},
-		&key{name: "sandbox.max_memory_mb", kind: kindInt,
+		&key{name: "sandbox.max_memory_mb", kind: kindInt, intOK: validMemoryMB,
+			what: fmt.Sprintf("-1, 0, or a number of MiB >= %d (Claude Code itself fails to start with less)", MinMemoryMB),
 			help: "memory of each process of an agent run or a test run, in MiB; 0: half the machine's memory; -1: no bound", access: field(func(c *Config) *int { return &c.Sandbox.MaxMemoryMB })},
 		&key{name: "sandbox.max_file_mb", kind: kindInt,
 			help: "largest file an agent run or a test run may write, in MiB; 0: no bound", access: field(func(c *Config) *int { return &c.Sandbox.MaxFileMB })},
@@ -228,6 +229,9 @@ func (k *key) allowed() string {
 		}
 		return "a duration >= 0 with a unit, such as 20ms or 1s"
 	case kindInt:
+		if k.intOK != nil {
+			return k.what
+		}
 		if k.positive {
 			return "a whole number >= 1"
 		}
@@ -269,7 +273,16 @@ func (k *key) parse(raw string) (any, error) {
 		// Base 10 only: "0x10" or "1_000" in a config file is more likely
 		// a mistake than a wish.
 		n, err := strconv.ParseInt(raw, 10, strconv.IntSize)
-		if err != nil || n < 0 || (k.positive && n == 0) {
+		if err != nil {
+			return nil, errNotAllowed
+		}
+		if k.intOK != nil {
+			if !k.intOK(int(n)) {
+				return nil, errNotAllowed
+			}
+			return int(n), nil
+		}
+		if n < 0 || (k.positive && n == 0) {
 			return nil, errNotAllowed
 		}
 		return int(n), nil
@@ -344,6 +357,18 @@ func validWebhook(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// MinMemoryMB is the least sandbox.max_memory_mb that is not 0 or -1: the
+// bound is on each process's address space, and Claude Code's Node runtime
+// reserves some 640 MiB of it at start, so that a lower bound kills every
+// run before its first turn, with nothing in its output to say why.
+const MinMemoryMB = 1024
+
+// validMemoryMB accepts -1 (no bound), 0 (half the machine's memory) and
+// MinMemoryMB or more.
+func validMemoryMB(n int) bool {
+	return n == -1 || n == 0 || n >= MinMemoryMB
 }
 
 func validGlob(g string) bool {
