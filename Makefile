@@ -39,7 +39,6 @@ VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 LDFLAGS       := -s -w -X main.version=$(VERSION)
 BIN           := $(CURDIR)/bin/ctxgraphd
 HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
-MCP_BIN       := $(CURDIR)/bin/ctxgraphd-mcp
 
 # The end-to-end tests find the real CLI through this variable; in CI
 # (CI=true) they fail, rather than skip, when it is missing.
@@ -59,7 +58,6 @@ deps:
 build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags='$(LDFLAGS)' -o $(BIN) ./cmd/ctxgraphd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(HOOK_BIN) ./cmd/ctxgraphd-hook
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(MCP_BIN) ./cmd/ctxgraphd-mcp
 
 # Agents run confined by Claude Code's sandbox: on Linux it needs bubblewrap
 # and socat. Installed here where they are missing and we are root with apt;

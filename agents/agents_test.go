@@ -63,6 +63,35 @@ func TestEnv(t *testing.T) {
 	}
 }
 
+// A run given the daemon's MCP tools reaches them on 127.0.0.1 directly,
+// not through a proxy the agents' environment names; what the user set
+// stays, and an environment without a proxy is not touched.
+func TestEnvKeepsTheMCPToolsOffTheProxy(t *testing.T) {
+	const mcp = `{"mcpServers":{}}`
+	for _, tt := range []struct {
+		name      string
+		base      []string
+		mcpConfig string
+		want      []string // NO_PROXY, no_proxy as the CLI sees them ("" unset)
+	}{
+		{"no proxy", []string{"PATH=/bin"}, mcp, []string{"", ""}},
+		{"a proxy", []string{"HTTPS_PROXY=http://proxy:3128"}, mcp, []string{"127.0.0.1", "127.0.0.1"}},
+		{"a lower-case proxy", []string{"http_proxy=http://proxy:3128"}, mcp, []string{"127.0.0.1", "127.0.0.1"}},
+		{"a proxy for everything", []string{"ALL_PROXY=socks5://proxy:1080"}, mcp, []string{"127.0.0.1", "127.0.0.1"}},
+		{"the user's exceptions kept", []string{"HTTPS_PROXY=http://proxy:3128", "NO_PROXY=.corp,localhost"}, mcp, []string{".corp,localhost,127.0.0.1", "127.0.0.1"}},
+		{"loopback already excepted", []string{"HTTPS_PROXY=http://proxy:3128", "NO_PROXY=127.0.0.1", "no_proxy=x,127.0.0.1"}, mcp, []string{"127.0.0.1", "x,127.0.0.1"}},
+		{"a run without the MCP tools", []string{"HTTPS_PROXY=http://proxy:3128"}, "", []string{"", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := NewRunner(Options{BaseEnv: tt.base}, nil).Env(Spec{MCPConfig: tt.mcpConfig})
+			got := []string{lookupEnv(env, "NO_PROXY"), lookupEnv(env, "no_proxy")}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("NO_PROXY, no_proxy = %q, want %q (env %q)", got, tt.want, env)
+			}
+		})
+	}
+}
+
 func TestEnvAllowRoot(t *testing.T) {
 	r := NewRunner(Options{AllowRoot: true, BaseEnv: []string{"PATH=/bin"}}, nil)
 	got := slices.Contains(r.Env(Spec{}), "IS_SANDBOX=1")

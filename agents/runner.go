@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -222,6 +223,31 @@ func (r *Runner) Args(spec Spec) []string {
 	return args
 }
 
+// proxyVars are the variables through which a proxy reaches the CLI.
+var proxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}
+
+// bypassProxyForLoopback keeps the CLI from sending its requests to the
+// daemon's MCP tools, on 127.0.0.1, through a proxy the environment names
+// (a company's, most often), which could not reach them: 127.0.0.1 is
+// added to NO_PROXY and no_proxy. An environment without a proxy is
+// returned as it is.
+func bypassProxyForLoopback(env []string) []string {
+	if !slices.ContainsFunc(proxyVars, func(v string) bool { return lookupEnv(env, v) != "" }) {
+		return env
+	}
+	for _, v := range []string{"NO_PROXY", "no_proxy"} {
+		list := lookupEnv(env, v)
+		if slices.Contains(strings.Split(list, ","), "127.0.0.1") {
+			continue
+		}
+		if list != "" {
+			list += ","
+		}
+		env = append(env, v+"="+list+"127.0.0.1")
+	}
+	return env
+}
+
 // nestedVars make Claude Code believe it runs inside another session, or
 // leak that session's identity into the run.
 // NOTIFY_SOCKET is the daemon's line to systemd, not the agents'.
@@ -262,6 +288,7 @@ func (r *Runner) Env(spec Spec) []string {
 		// MCP tools are otherwise deferred behind a tool search the model
 		// must think of first: ctxgraphd's few tools are meant to be seen.
 		env = append(env, "ENABLE_TOOL_SEARCH=false")
+		env = bypassProxyForLoopback(env)
 	}
 	if r.opts.AllowRoot && os.Geteuid() == 0 && !hasVar(env, "IS_SANDBOX", "1") {
 		env = append(env, "IS_SANDBOX=1")

@@ -39,9 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "ctxgraphd")
-	// The daemon's runs call the lean hook and MCP server beside it, as
-	// `make build` installs them.
-	for _, b := range []struct{ out, pkg string }{{binary, "../cmd/ctxgraphd"}, {filepath.Join(dir, "ctxgraphd-hook"), "../cmd/ctxgraphd-hook"}, {filepath.Join(dir, "ctxgraphd-mcp"), "../cmd/ctxgraphd-mcp"}} {
+	// The daemon's runs call the lean hook beside it, as `make build`
+	// installs it.
+	for _, b := range []struct{ out, pkg string }{{binary, "../cmd/ctxgraphd"}, {filepath.Join(dir, "ctxgraphd-hook"), "../cmd/ctxgraphd-hook"}} {
 		// Without -race, build exactly as `make build` does (releaseBuild),
 		// so that the benchmarks measure the binaries users run.
 		args := append([]string{"build", "-o", b.out}, releaseBuild...)

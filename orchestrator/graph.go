@@ -146,16 +146,16 @@ func (o *Orchestrator) StoreTrace(ctx context.Context, token string, req control
 // are mcp__ctxgraphd__query_traces and the like.
 const MCPServer = "ctxgraphd"
 
-// mcpConfig is the --mcp-config of a run: ctxgraphd mcp, with the socket and
-// the run's token in its environment, so that what the agent stores
-// through it is the run's. "" when the daemon has no MCP command.
+// mcpConfig is the --mcp-config of a run: the daemon's MCP server over HTTP
+// on loopback, with the run's token as its bearer token, so that what the
+// agent stores through it is the run's and nothing else gets in. "" when
+// the daemon serves none.
 func (o *Orchestrator) mcpConfig(token string) string {
-	if len(o.opts.MCPCommand) == 0 {
+	if o.opts.MCPURL == "" {
 		return ""
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{MCPServer: map[string]any{
-		"type": "stdio", "command": o.opts.MCPCommand[0], "args": o.opts.MCPCommand[1:],
-		"env": map[string]string{"CTXGRAPH_SOCKET": o.opts.Project.Socket, control.RunTokenEnv: token},
+		"type": "http", "url": o.opts.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + token},
 	}}}
 	data, err := json.Marshal(cfg)
 	if err != nil {

@@ -63,10 +63,10 @@ type Options struct {
 	// Writable are the directories outside the project that agents' programs
 	// may write (temp and tool caches): the sandbox's allowWrite.
 	Writable []string
-	// MCPCommand is `ctxgraphd mcp` (the binary and its arguments), given
-	// to every run as the ctxgraphd MCP server, bound to the run's token;
-	// nil: no MCP server.
-	MCPCommand []string
+	// MCPURL is where the daemon serves the context graph's MCP tools
+	// (mcpserver.Handler), given to every run with the run's token; "":
+	// no MCP server.
+	MCPURL string
 	// ExitWhenDone makes Run return once the session is done (or stopped).
 	ExitWhenDone bool
 	// Notify tells a person what happened (internal/notify); nil: no one.

@@ -87,6 +87,8 @@ type harness struct {
 	current *Orchestrator
 	// logOpts adjust the loop's logger (a test that reads the log tees it).
 	logOpts []zap.Option
+	// mcpURL is where the daemon would serve its MCP tools ("": nowhere).
+	mcpURL string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -153,7 +155,7 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
 	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
-		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook"})
+		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -337,6 +339,51 @@ func TestCommandObjectHandsOffTheFeature(t *testing.T) {
 	}
 	if specs[2].SystemPrompt == "" {
 		t.Error("no role prompt")
+	}
+}
+
+// Every run is given the daemon's MCP server over HTTP, with its own token
+// as the bearer: the one its hooks carry, so that what it stores through
+// the tools is its run's. A daemon that serves none gives none.
+func TestEveryRunGetsTheGraphWithItsOwnToken(t *testing.T) {
+	h := newHarness(t)
+	h.mcpURL = "http://127.0.0.1:4321/mcp"
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	specs := h.runner.runs()
+	if len(specs) < 3 {
+		t.Fatalf("%d runs", len(specs))
+	}
+	seen := map[string]bool{}
+	for _, spec := range specs {
+		var cfg struct {
+			MCPServers map[string]struct {
+				Type, URL string
+				Headers   map[string]string
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal([]byte(spec.MCPConfig), &cfg); err != nil {
+			t.Fatalf("%s: --mcp-config %q: %v", spec.RunID, spec.MCPConfig, err)
+		}
+		s, ok := cfg.MCPServers[MCPServer]
+		if len(cfg.MCPServers) != 1 || !ok || s.Type != "http" || s.URL != h.mcpURL {
+			t.Errorf("%s: --mcp-config %s, want only %s over http at %s", spec.RunID, spec.MCPConfig, MCPServer, h.mcpURL)
+		}
+		if spec.Token == "" || s.Headers["Authorization"] != "Bearer "+spec.Token || seen[spec.Token] {
+			t.Errorf("%s: Authorization %q, want its own token (%q) as the bearer", spec.RunID, s.Headers["Authorization"], spec.Token)
+		}
+		seen[spec.Token] = true
+	}
+
+	h2 := newHarness(t)
+	if err := h2.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range h2.runner.runs() {
+		if spec.MCPConfig != "" {
+			t.Errorf("%s: --mcp-config %s from a daemon that serves no MCP", spec.RunID, spec.MCPConfig)
+		}
 	}
 }
 

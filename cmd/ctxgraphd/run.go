@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/mcpserver"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
@@ -138,6 +141,14 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
+	// The context graph's MCP tools, served to the runs on loopback: a run
+	// connects to the daemon rather than starting a server of its own.
+	mcpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("could not listen on loopback for the agents' MCP tools: %w", err)
+	}
+	closeListeners := func() { ln.Close(); mcpLn.Close() }
 	limits := sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB)
 	prlimit, _ := paths.LookPath("prlimit", os.Getenv("PATH"))
 	if prlimit == "" && limits != (sandbox.Limits{}) {
@@ -150,7 +161,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	}, log.Named("agents"))
 	hook, err := hookCommand()
 	if err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	// What agents' programs may write outside the project: the sandbox
@@ -169,17 +180,17 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		log.Warn("could not remove the test runs' old checkouts", zap.Error(err))
 	}
 	if err := checkJail(ctx, cfg, j, log); err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
-		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPCommand: mcpCommand(),
+		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPURL: "http://" + mcpLn.Addr().String() + "/mcp",
 		Notify: notifier.Notify,
 	})
 	if err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	srv := server.New(orch, log.Named("control"))
@@ -196,6 +207,24 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutCtx)
+	})
+	mcpSrv := &http.Server{
+		Handler: mcpserver.Handler(o.Project.Socket, versionLine(), func(token string) bool {
+			_, ok := j.ActorOf(token)
+			return ok
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(log.Named("mcp")),
+	}
+	g.Add(func() error {
+		if err := mcpSrv.Serve(mcpLn); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("the agents' MCP server: %w", err)
+		}
+		return nil
+	}, func(error) {
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		mcpSrv.Shutdown(shutCtx)
 	})
 	// The notifier outlives the loop by its drain: the last events of a
 	// night (done, stopped) are the ones a person waits for.
@@ -415,29 +444,6 @@ func gateModes(cfg *config.Config) gates.Modes {
 		m[name] = gates.Mode(mode)
 	}
 	return m
-}
-
-// mcpCommand is the MCP server every run is given: the lean ctxgraphd-mcp
-// beside this binary when it is there (make build puts it there), else
-// this binary's mcp subcommand; nil when the binary cannot be found (runs
-// go without it).
-func mcpCommand() []string {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return nil
-	}
-	return mcpCommandBeside(exe)
-}
-
-// mcpCommandBeside is the MCP server of the ctxgraphd binary exe.
-func mcpCommandBeside(exe string) []string {
-	if lean := filepath.Join(filepath.Dir(exe), "ctxgraphd-mcp"); isExecutable(lean) {
-		return []string{lean}
-	}
-	return []string{exe, "mcp"}
 }
 
 // isExecutable reports whether path is a regular file someone may execute.

@@ -1,15 +1,19 @@
-// Package mcpserver is `ctxgraphd mcp`: the context graph as MCP tools for
-// agents, over stdio, on the official Go SDK. It is a client of the daemon's
-// socket and never opens the store: the daemon stays the one writer, and
-// what an agent stores is attributed to its run by the run's token.
+// Package mcpserver is the context graph as MCP tools for agents, on the
+// official Go SDK: served by the daemon to its runs over HTTP on loopback
+// (Handler), and by `ctxgraphd mcp` over stdio to a person's own sessions.
+// Either way it is a client of the daemon's socket and never opens the
+// store: the daemon stays the one writer, and what an agent stores is
+// attributed to its run by the run's token.
 package mcpserver
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -128,7 +132,39 @@ func New(c *control.Client, version string) *mcp.Server {
 	return s
 }
 
-// ServeStdio is `ctxgraphd mcp` and the lean ctxgraphd-mcp: the server on
+// Handler is the server over MCP's streamable HTTP transport, as the daemon
+// gives it to its runs: Claude Code connects to it rather than starting a
+// process for it, which spares every run a process's start and the 50 ms
+// the CLI waits, at the run's end, for a stdio server to be gone.
+//
+// Each request must bear a run's token (Authorization: Bearer), which live
+// says is a run in flight; any other is refused with 401 before a tool
+// runs, so that the loopback port is worth nothing to another process of
+// the machine. The server is stateless (no session outlives its request)
+// and answers in JSON: a run asks for the tools once and calls them; it
+// is never sent anything it did not ask for. Its tools ask the daemon at
+// socket as that run, through the same routes as `ctxgraphd mcp`.
+func Handler(socket, version string, live func(token string) bool) http.Handler {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if !live(token) {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Extra: map[string]any{tokenKey: token}}, nil
+	}
+	serve := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		c := control.NewClient(socket)
+		c.RunToken, _ = auth.TokenInfoFromContext(r.Context()).Extra[tokenKey].(string)
+		return New(c, version)
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	// The runs' tokens carry no expiry: a token dies with its run.
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(serve)
+}
+
+// tokenKey is where Handler's verifier leaves the run's token for the
+// server it makes for the request.
+const tokenKey = "run-token"
+
+// ServeStdio is `ctxgraphd mcp`: the server on
 // stdin and stdout until the client leaves or ctx ends, asking the daemon
 // at CTXGRAPH_SOCKET (with the run's token, control.RunTokenEnv), or the
 // daemon of the project around the working directory.

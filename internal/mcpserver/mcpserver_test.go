@@ -3,16 +3,25 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 )
+
+// The daemon serves the tools to every run for a night: a request must
+// leave nothing running behind it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // daemon is a fake daemon that answers the graph's routes and remembers
 // what it was asked, with the run token that came with it.
@@ -132,5 +141,99 @@ func TestTools(t *testing.T) {
 	wantJSON, _ := json.Marshal(want)
 	if string(got) != string(wantJSON) || len(d.tokens) != 2 || d.tokens[0] != "secret-of-run-7" || d.tokens[1] != "secret-of-run-7" {
 		t.Errorf("stored %s with tokens %q; want %s, each with the run's token", got, d.tokens, wantJSON)
+	}
+}
+
+// bearer adds a run's token to every request, as Claude Code does with the
+// headers of the daemon's --mcp-config.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// serveHTTP serves Handler on loopback, in front of the fake daemon d, for
+// the runs whose tokens are live.
+func serveHTTP(t *testing.T, d *daemon, live ...string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cgm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := dir + "/d.sock"
+	controltest.Serve(t, sock, d)
+	srv := httptest.NewServer(Handler(sock, "test", func(token string) bool { return slices.Contains(live, token) }))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A run reaches the tools over HTTP with its token, and what it stores is
+// its run's: the token reaches the daemon with each of its calls.
+func TestHandlerServesALiveRun(t *testing.T) {
+	d := &daemon{}
+	url := serveHTTP(t, d, "secret-of-run-7")
+	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"secret-of-run-7"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(tools.Tools) != 5 {
+		t.Fatalf("tools over HTTP: %v %v", tools, err)
+	}
+	if out, isErr := call(t, cs, QueryTraces, map[string]any{"feature": "F-001"}); isErr || !strings.Contains(out, "F-001 attempt 1 failed its test") {
+		t.Errorf("query_traces over HTTP = %v %s", isErr, out)
+	}
+	call(t, cs, StoreTrace, map[string]any{"type": "decision", "what_happened": "chose the v2 API"})
+	if len(d.stored) != 1 || len(d.tokens) != 1 || d.tokens[0] != "secret-of-run-7" {
+		t.Errorf("stored %+v with tokens %q; want the decision, with the run's token", d.stored, d.tokens)
+	}
+}
+
+// Nothing but a live run's token gets past the door: not a request without
+// one, not another scheme, not a token of no run in flight (a run that
+// ended, or a guess), whatever the request.
+func TestHandlerRefusesAllButALiveRunsToken(t *testing.T) {
+	d := &daemon{}
+	url := serveHTTP(t, d, "secret-of-run-7")
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	store := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"store_trace","arguments":{"type":"decision","what_happened":"forged"}}}`
+	for _, tt := range []struct {
+		name, auth, body string
+		want             int
+	}{
+		{"no token", "", initialize, http.StatusUnauthorized},
+		{"another scheme", "Basic c2VjcmV0LW9mLXJ1bi03", initialize, http.StatusUnauthorized},
+		{"a token of no run in flight", "Bearer secret-of-run-6", initialize, http.StatusUnauthorized},
+		{"a tool call without a token", "", store, http.StatusUnauthorized},
+		{"a live run's token", "Bearer secret-of-run-7", initialize, http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("%s: %d %s, want %d", tt.name, resp.StatusCode, body, tt.want)
+			}
+		})
+	}
+	if len(d.stored) != 0 {
+		t.Errorf("a refused request stored %+v", d.stored)
 	}
 }
