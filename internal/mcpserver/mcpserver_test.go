@@ -62,7 +62,9 @@ func (d *daemon) StoreTrace(_ context.Context, token string, req control.TraceRe
 	return control.Trace{ID: "tr-9", Type: req.Type, Source: "agent"}, nil
 }
 
-func connect(t *testing.T, d *daemon) *mcp.ClientSession {
+// serveDaemon serves d on a socket of its own and returns the socket's
+// path: short, as socket paths have a length limit.
+func serveDaemon(t *testing.T, d *daemon) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cgm")
 	if err != nil {
@@ -71,7 +73,12 @@ func connect(t *testing.T, d *daemon) *mcp.ClientSession {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := dir + "/d.sock"
 	controltest.Serve(t, sock, d)
-	c := control.NewClient(sock)
+	return sock
+}
+
+func connect(t *testing.T, d *daemon) *mcp.ClientSession {
+	t.Helper()
+	c := control.NewClient(serveDaemon(t, d))
 	c.RunToken = "secret-of-run-7"
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := t.Context()
@@ -158,14 +165,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // the runs whose tokens are live.
 func serveHTTP(t *testing.T, d *daemon, live ...string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cgm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := dir + "/d.sock"
-	controltest.Serve(t, sock, d)
-	srv := httptest.NewServer(Handler(sock, "test", func(token string) bool { return slices.Contains(live, token) }))
+	srv := httptest.NewServer(Handler(serveDaemon(t, d), "test", func(token string) bool { return slices.Contains(live, token) }))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
