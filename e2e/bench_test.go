@@ -313,7 +313,9 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // Each iteration runs, in rotating order so that all see the same machine:
 //
 //   - the loop as users get it (full);
-//   - the loop with Claude Code's sandbox off (sandbox.enabled=false);
+//   - the loop with Claude Code's sandbox off (sandbox.enabled=false),
+//     its runs written down by testdata/benchclaude, and right after it
+//     their bare replay;
 //   - the loop without the MCP server (--mcp-config taken away by
 //     testdata/benchclaude, which writes the runs down);
 //   - the loop without hooks (the "hooks" of --settings taken away; the
@@ -345,8 +347,13 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // *-p50 shares: the median over the loop's runs of the difference between
 // a run of the full loop and the same run of the other loop (or its bare
 // replay), where the shares above are differences of sums that a burst of
-// load on a few runs moves. hook-calls is how many hook processes a run
-// of the full loop started that reached the daemon.
+// load on a few runs moves. own-p50, the goal's figure, is between plus the
+// median difference between a run of the loop without the sandbox and its
+// own bare replay: everything the daemon adds to a run (hooks, MCP tools,
+// environment, bounds) with nothing to subtract; own-full-p50 reckons it
+// from the full loop less the sandbox's median instead. hook-calls is how
+// many hook processes a run of the full loop started that reached the
+// daemon.
 func BenchmarkLoopOverhead(b *testing.B) {
 	for _, n := range []int{3, 40} {
 		b.Run(fmt.Sprintf("features=%d", n), func(b *testing.B) { benchOverhead(b, n) })
@@ -376,13 +383,14 @@ func benchOverhead(b *testing.B, n int) {
 		return logged("CTXGRAPHD_AGENT_COMMAND="+wrapper, "BENCH_CLAUDE="+claude, "BENCH_DROP="+part)
 	}
 	record := filepath.Join(b.TempDir(), "runs.jsonl")
+	recordUnconfined := filepath.Join(b.TempDir(), "unconfined-runs.jsonl")
 	const full, noSandbox, noMCP, noHooks = 0, 1, 2, 3
 	configs := []struct {
 		name string
 		env  []string
 	}{
 		full:      {"full", logged()},
-		noSandbox: {"no-sandbox", logged("CTXGRAPHD_SANDBOX_ENABLED=false")},
+		noSandbox: {"no-sandbox", append(without(""), "CTXGRAPHD_SANDBOX_ENABLED=false", "BENCH_RECORD="+recordUnconfined)},
 		noMCP:     {"no-mcp", append(without("mcp"), "BENCH_RECORD="+record)},
 		noHooks:   {"no-hooks", append(without("hooks"), "CTXGRAPHD_GATES_HOOKS_LIVE=off", "CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENCE=warn")},
 	}
@@ -401,10 +409,11 @@ func benchOverhead(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
 		rs := make([]loopResult, len(configs))
 		var bare, bareCPU time.Duration
-		var bareEach []time.Duration
+		var bareEach, bareUnconfinedEach []time.Duration
 		for k := range configs {
 			c := (i + k) % len(configs)
 			os.Remove(record)
+			os.Remove(recordUnconfined)
 			r := runLoop(b, url, sc, configs[c].env...)
 			if r.runs != want {
 				// A run redone (a transient failure of a loaded
@@ -416,8 +425,11 @@ func benchOverhead(b *testing.B, n int) {
 				b.Logf("%s: %d runs, not %d:\n%s", configs[c].name, r.runs, want, strings.Join(outcomes, "\n"))
 			}
 			rs[c] = r
-			if c == noMCP {
+			switch c {
+			case noMCP:
 				bare, bareCPU, bareEach = replayBare(b, url, sc, record, r.list)
+			case noSandbox:
+				_, _, bareUnconfinedEach = replayBare(b, url, sc, recordUnconfined, r.list)
 			}
 		}
 		per := func(d time.Duration) float64 { return d.Seconds() / float64(want) }
@@ -463,8 +475,18 @@ func benchOverhead(b *testing.B, n int) {
 		if okSandbox {
 			report("sandbox-p50-s/run", d.Seconds())
 		}
+		// own-p50 pairs each run of the loop without Claude Code's sandbox
+		// with its own bare replay: the same run with and without the
+		// daemon's hooks, MCP tools, environment and bounds, and nothing
+		// of the sandbox to take away (the loop with it differs from this
+		// one by the sandbox alone). own-full-p50 reckons the same from the
+		// full loop, less the sandbox's own median, which a median of
+		// differences does not subtract exactly.
+		if o, ok := pairedMedian(rs[noSandbox].list, nil, bareUnconfinedEach); ok {
+			report("own-p50-s/run", o.Seconds()+per(between))
+		}
 		if o, ok := pairedMedian(f.list, rs[noMCP].list, bareEach); ok && okSandbox {
-			report("own-p50-s/run", (o-d).Seconds()+per(between))
+			report("own-full-p50-s/run", (o-d).Seconds()+per(between))
 		}
 		// CPU time, the same way: the feature's own tests (the jail's
 		// processes) and the sweeps (their checkouts and jails, as the
@@ -494,8 +516,12 @@ func benchOverhead(b *testing.B, n int) {
 // otherWall[i] when otherWall is not nil (its bare replay; 0 for a run not
 // replayed). Only runs that are the same in both loops (role, feature,
 // attempt, both ended well) count; ok is false when the loops' runs differ
-// in number or order.
+// in number or order. With other nil, otherWall is a replay of full's own
+// runs.
 func pairedMedian(full, other []store.Run, otherWall []time.Duration) (time.Duration, bool) {
+	if other == nil {
+		other = full // otherWall is a replay of full's own runs
+	}
 	if len(full) != len(other) || (otherWall != nil && len(otherWall) != len(other)) {
 		return 0, false
 	}
@@ -534,7 +560,8 @@ func median(vs []float64) float64 {
 // replayBare runs again, as a person would type them, the claude runs
 // benchclaude wrote down that ended well (ok, in runs): one after the
 // other, in a fresh project with a fresh Claude Code home, without
-// --settings (no hooks, no sandbox) and without MCP, no daemon anywhere.
+// --settings (no hooks, no sandbox) and without --mcp-config, no daemon
+// anywhere.
 // It returns the sum of their wall times and of their CPU times, and each
 // one's wall time in the place of its run in runs (0 for those not
 // replayed), and checks that they did the loop's work: every feature
@@ -565,7 +592,7 @@ func replayBare(b *testing.B, modelURL string, sc scriptedmodel.Scenario, record
 		}
 		var args []string
 		for i := 0; i < len(rec.Args); i++ {
-			if rec.Args[i] == "--settings" {
+			if rec.Args[i] == "--settings" || rec.Args[i] == "--mcp-config" {
 				i++
 				continue
 			}
