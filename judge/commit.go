@@ -48,9 +48,11 @@ type Committed struct {
 
 // Commit records exactly the tested tree as a commit on HEAD: under
 // TestedRef always, and on the current branch when the work tree held
-// nothing but HEAD when the feature's work began and HEAD has not moved
-// since. The user's index follows the branch only when nothing was staged;
-// the work tree is never touched.
+// nothing but HEAD when the feature's work began and the tested tree is
+// HEAD's tree and the feature's change alone: HEAD has not moved since,
+// or a person's commits moved it forward and the feature changed nothing
+// they did (onMovedBranch). The user's index follows the branch only when
+// nothing was staged; the work tree is never touched.
 func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	repo := j.opts.Repo
 	head, headTree, branch, err := repo.Head(ctx)
@@ -73,20 +75,89 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	case branch == "":
 		out.NotOnBranch = "HEAD is detached"
 	case head != v.BaseHead:
-		out.NotOnBranch = fmt.Sprintf("%s moved while %s was worked on", branchName(branch), v.Feature.ID)
-	case v.Base != headTree:
-		out.NotOnBranch = fmt.Sprintf("the work tree held uncommitted changes that are not %s's when its work began; commit or stash them to get commits on %s", v.Feature.ID, branchName(branch))
-	default:
-		if _, err := repo.AdvanceBranch(ctx, head, c); err != nil {
-			if errors.Is(err, gitrepo.ErrRefChanged) {
-				out.NotOnBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
-				return out, nil
-			}
+		why, err := j.onMovedBranch(ctx, v, head, headTree, branchName(branch))
+		if err != nil {
 			return out, err
 		}
-		out.Branch = branchName(branch)
+		if why != "" {
+			out.NotOnBranch = why
+			return out, nil
+		}
+		return j.advance(ctx, out, head, c, branch)
+	case v.Base != headTree:
+		out.NotOnBranch = uncommittedAtStart(v.Feature.ID, branchName(branch))
+	default:
+		return j.advance(ctx, out, head, c, branch)
 	}
 	return out, nil
+}
+
+// advance moves branch from head to the verdict's commit c.
+func (j *Judge) advance(ctx context.Context, out Committed, head, c, branch string) (Committed, error) {
+	if _, err := j.opts.Repo.AdvanceBranch(ctx, head, c); err != nil {
+		if errors.Is(err, gitrepo.ErrRefChanged) {
+			out.NotOnBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
+			return out, nil
+		}
+		return out, err
+	}
+	out.Branch = branchName(branch)
+	return out, nil
+}
+
+func uncommittedAtStart(feature, branch string) string {
+	return fmt.Sprintf("the work tree held uncommitted changes that are not %s's when its work began; commit or stash them to get commits on %s", feature, branch)
+}
+
+// onMovedBranch says why the tested tree cannot go on a branch that a
+// person's commits moved while the feature was worked on, or "" when it
+// can: when the branch moved forward (the feature's BaseHead is in its
+// history), the work tree held nothing but BaseHead when the feature
+// began, and every path where the tested tree differs from the branch's is
+// one those commits did not touch. The tested tree is then the branch's
+// tree with the feature's change on top and nothing else: committed on
+// the branch's head, it keeps the person's commits as they are, under it,
+// and it is exactly what the daemon tested. A change of theirs the tested
+// tree does not hold as they committed it (their commit made elsewhere
+// than in the work tree, or a file the agent wrote over) keeps the branch
+// where it is: the feature's commit would undo it.
+func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headTree gitrepo.Tree, branch string) (string, error) {
+	repo := j.opts.Repo
+	if v.BaseHead == "" {
+		return fmt.Sprintf("%s got its first commit while %s was worked on", branch, v.Feature.ID), nil
+	}
+	forward, err := repo.IsAncestor(ctx, v.BaseHead, head)
+	if err != nil {
+		return "", err
+	}
+	if !forward {
+		return fmt.Sprintf("%s was moved back or rewritten while %s was worked on", branch, v.Feature.ID), nil
+	}
+	_, baseHeadTree, err := repo.Resolve(ctx, v.BaseHead)
+	if err != nil {
+		return "", err
+	}
+	if v.Base != baseHeadTree {
+		return uncommittedAtStart(v.Feature.ID, branch), nil
+	}
+	moved, err := repo.Changes(ctx, baseHeadTree, headTree)
+	if err != nil {
+		return "", err
+	}
+	theirs := make(map[string]bool, len(moved))
+	for _, c := range moved {
+		theirs[c.Path] = true
+	}
+	ours, err := repo.Changes(ctx, headTree, v.Tree)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range ours {
+		if theirs[c.Path] {
+			return fmt.Sprintf("%s moved while %s was worked on, and the tested tree does not hold %s as the new commits do", branch, v.Feature.ID, c.Path), nil
+		}
+	}
+	return "", nil
 }
 
 // Preserve keeps a blocked feature's work under BlockedRef and puts the

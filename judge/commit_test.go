@@ -85,23 +85,54 @@ func TestCommitLeavesTheBranchAlone(t *testing.T) {
 		{name: "the user had uncommitted changes when the feature began",
 			before: func(f *fixture) { f.write(map[string]string{"README.md": "the user's edit\n"}) },
 			why:    "uncommitted changes"},
-		{name: "the user committed meanwhile",
+		{name: "the user committed meanwhile over the feature's change",
+			after: func(f *fixture) {
+				f.write(map[string]string{"README.md": "the user's readme\n"})
+				f.git("commit", "-q", "-am", "the user's own commit")
+				f.write(map[string]string{"README.md": "the agent's readme\n"}) // written over, after
+			},
+			why: "does not hold README.md as the new commits do"},
+		{name: "the user committed meanwhile, not in the work tree",
+			after: func(f *fixture) {
+				notes := filepath.Join(f.t.TempDir(), "notes")
+				if err := os.WriteFile(notes, []byte("notes\n"), 0o644); err != nil {
+					f.t.Fatal(err)
+				}
+				blob := f.git("hash-object", "-w", notes)
+				f.git("update-index", "--add", "--cacheinfo", "100644,"+blob+",NOTES.md")
+				tree := f.git("write-tree")
+				c := f.git("commit-tree", tree, "-p", "HEAD", "-m", "made elsewhere")
+				f.git("update-ref", "refs/heads/main", c)
+				f.git("reset", "-q")
+			},
+			why: "does not hold NOTES.md as the new commits do"},
+		{name: "the user moved the branch back",
+			before: func(f *fixture) {
+				f.write(map[string]string{"NOTES.md": "notes\n"})
+				f.git("add", "NOTES.md")
+				f.git("commit", "-q", "-m", "the user's own commit")
+			},
+			after: func(f *fixture) { f.git("update-ref", "refs/heads/main", "HEAD^") },
+			why:   "moved back or rewritten"},
+		{name: "the user had uncommitted changes when the feature began, then committed",
+			before: func(f *fixture) { f.write(map[string]string{"README.md": "the user's edit\n"}) },
 			after: func(f *fixture) {
 				f.write(map[string]string{"NOTES.md": "notes\n"})
 				f.git("add", "NOTES.md")
 				f.git("commit", "-q", "-m", "the user's own commit")
 			},
-			why: "main moved"},
+			why: "uncommitted changes"},
 		{name: "HEAD is detached",
 			after: func(f *fixture) { f.git("checkout", "-q", "--detach") },
 			why:   "detached"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, head := committedFixture(t)
+			f, _ := committedFixture(t)
 			if tt.before != nil {
 				tt.before(f)
 			}
+			head := f.git("rev-parse", "HEAD")
 			base := f.snapshot()
 			f.write(map[string]string{"src/login.go": "package src // login\n"})
 			if tt.after != nil {
@@ -130,6 +161,47 @@ func TestCommitLeavesTheBranchAlone(t *testing.T) {
 				t.Errorf("the commit's tree is %s, want the tested tree", got)
 			}
 		})
+	}
+}
+
+// A person who commits while a feature is worked on does not keep it off
+// the branch: the feature's commit goes on top of theirs, which stays as
+// it is, and holds exactly the tested tree, which held their change.
+func TestCommitOnTopOfAPersonsCommits(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	f.write(map[string]string{"NOTES.md": "notes\n", "README.md": "the user's readme\n"})
+	f.git("add", "NOTES.md", "README.md")
+	f.git("commit", "-q", "-m", "the user's own commit")
+	theirs := f.git("rev-parse", "HEAD")
+	f.write(map[string]string{"src/login.go": "package src // login, finished\n"})
+	tree := f.snapshot()
+
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "main" || c.NotOnBranch != "" {
+		t.Fatalf("committed %+v, want on main", c)
+	}
+	if got := f.git("rev-parse", "main"); got != c.Commit {
+		t.Errorf("main is at %s, want the feature's commit %s", got, c.Commit)
+	}
+	if got := f.git("rev-parse", c.Commit+"^"); got != theirs {
+		t.Errorf("the feature's commit sits on %s, want the user's commit %s", got, theirs)
+	}
+	if got := f.git("rev-parse", theirs+"^"); got != head {
+		t.Errorf("the user's commit now sits on %s, want %s: it was rewritten", got, head)
+	}
+	if got := f.git("rev-parse", c.Commit+"^{tree}"); got != string(tree) {
+		t.Errorf("the commit's tree is %s, want the tested tree %s", got, tree)
+	}
+	if got := f.git("diff", "--name-only", theirs, c.Commit); got != "src/login.go" {
+		t.Errorf("the feature's commit changes %q, want only its own src/login.go", got)
+	}
+	if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after the commit:\n%s", st)
 	}
 }
 
