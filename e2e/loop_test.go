@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -142,6 +145,71 @@ func TestDependenciesAreImplementedFirst(t *testing.T) {
 // TestKill9ThenRestartFinishesLikeAnUninterruptedRun kills the daemon while
 // an agent runs, checks nothing of the run survives it, restarts, and
 // compares the outcome with what an uninterrupted run gives.
+// A person who commits in the project while a feature is worked on keeps
+// their commit as they made it, and the night's features still land on
+// the branch, on top of it: the feature worked on then, and every one
+// after it (which a feature left off the branch would keep off, its
+// tested code being changes the branch does not hold).
+func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, scenario("persons-commit", feature("F-001", scriptedmodel.FailOnce), feature("F-002", scriptedmodel.Pass)))
+	daemon, log := p.start("--exit-when-done")
+	// F-001 is worked on from its first coding run to its second test:
+	// the pause comes between two of those runs.
+	p.waitFor("F-001's first coding run", agentsWait, func() bool {
+		st, ok := p.status()
+		cur, _ := st["current"].(map[string]any)
+		return ok && cur != nil && cur["feature"] == "F-001" && cur["role"] == "coding-agent"
+	})
+	p.mustRun("ctl", "pause")
+	p.waitFor("the session to pause", agentsWait, func() bool {
+		st, ok := p.status()
+		return ok && st["state"] == "paused"
+	})
+	if err := os.WriteFile(filepath.Join(p.dir, "NOTES.md"), []byte("a person's notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.git("add", "NOTES.md")
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "a person's own commit")
+	theirs := strings.TrimSpace(p.git("rev-parse", "HEAD"))
+	exited := make(chan struct{})
+	go func() { daemon.Wait(); close(exited) }()
+	p.mustRun("ctl", "resume")
+	p.waitFor("the night to end", agentsWait, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	})
+
+	if got := states(p.featureList()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("final states %q\n%s", got, log)
+	}
+	if got := strings.TrimSpace(p.git("rev-parse", judge.TestedRef("F-001")+"^")); got != theirs {
+		t.Errorf("F-001's commit sits on %s, want the person's commit %s", got, theirs)
+	}
+	if got, want := p.git("rev-parse", "HEAD"), p.git("rev-parse", judge.TestedRef("F-002")); got != want {
+		t.Errorf("the branch is at %s, want F-002's commit %s", got, want)
+	}
+	if _, err := p.gitTry("merge-base", "--is-ancestor", theirs, "HEAD"); err != nil {
+		t.Errorf("the person's commit %s is not in the branch's history: %v", theirs, err)
+	}
+	if got := p.git("show", "HEAD:NOTES.md"); got != "a person's notes\n" {
+		t.Errorf("the branch's NOTES.md is %q, want the person's", got)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Features {
+		if f.Branch == "" {
+			t.Errorf("%s is not on the branch: %+v", f.ID, f)
+		}
+	}
+}
+
 func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 	t.Parallel()
 	sc := scenario("kill9",
