@@ -15,7 +15,10 @@ var Author = gitrepo.Signature{Name: "ctxgraphd", Email: "ctxgraphd@localhost"}
 
 // TestedRef is where the commit of a tested feature is kept, whether or not
 // the branch could take it: "tested" always names a commit.
-func TestedRef(feature string) string { return "refs/ctxgraphd/tested/" + feature }
+func TestedRef(feature string) string { return testedRefs + feature }
+
+// testedRefs is where the tested refs live.
+const testedRefs = "refs/ctxgraphd/tested/"
 
 // BlockedRef keeps the work of a blocked feature when the work tree is put
 // back for the next one.
@@ -59,9 +62,17 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	if err != nil {
 		return Committed{}, err
 	}
+	onRef, on, err := j.testedBase(ctx, v, head, headTree)
+	if err != nil {
+		return Committed{}, err
+	}
+	parent := head
+	if on != "" {
+		parent = on
+	}
 	var parents []string
-	if head != "" {
-		parents = []string{head}
+	if parent != "" {
+		parents = []string{parent}
 	}
 	c, err := repo.Commit(ctx, v.Tree, parents, commitMessage(v), Author)
 	if err != nil {
@@ -72,6 +83,9 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 		return out, err
 	}
 	switch {
+	case on != "":
+		out.NotOnBranch = fmt.Sprintf("%s's work began on %s's tested commit %s, which the branch does not hold; its commit sits on that one: merge %s to take both",
+			v.Feature.ID, strings.TrimPrefix(onRef, testedRefs), gitrepo.Short(on), out.Ref)
 	case branch == "":
 		out.NotOnBranch = "HEAD is detached"
 	case head != v.BaseHead:
@@ -107,6 +121,31 @@ func (j *Judge) advance(ctx context.Context, out Committed, head, c, branch stri
 
 func uncommittedAtStart(feature, branch string) string {
 	return fmt.Sprintf("the work tree held uncommitted changes that are not %s's when its work began; commit or stash them to get commits on %s", feature, branch)
+}
+
+// testedBase is the tested commit, and its ref, that a feature's work
+// began on when that is what the work tree held beyond the commit HEAD
+// was at (a feature before it, tested but kept off the branch, whose code
+// stayed in the work tree); "" when the work began on that commit alone,
+// or on a person's uncommitted work. The feature's commit then goes on
+// that tested commit, so that it holds its own change and nothing of the
+// one before, and merging it takes both.
+func (j *Judge) testedBase(ctx context.Context, v Verdict, head string, headTree gitrepo.Tree) (ref, commit string, err error) {
+	repo := j.opts.Repo
+	began := headTree
+	switch {
+	case v.BaseHead == head:
+	case v.BaseHead == "":
+		began = repo.EmptyTree()
+	default:
+		if _, began, err = repo.Resolve(ctx, v.BaseHead); err != nil {
+			return "", "", err
+		}
+	}
+	if v.Base == began {
+		return "", "", nil
+	}
+	return repo.RefWithTree(ctx, testedRefs, v.Base)
 }
 
 // onMovedBranch says why the tested tree cannot go on a branch that a

@@ -354,3 +354,55 @@ func TestPreserveWithoutACommit(t *testing.T) {
 		t.Error("the work tree is not back to the feature's base")
 	}
 }
+
+// A feature whose work began on the code of a feature before it that the
+// branch did not take goes on that feature's tested commit: its commit
+// holds its own change alone, the branch stays where it is, and why says
+// which commit to merge to take both.
+func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	first := f.snapshot()
+	f.git("checkout", "-q", "--detach") // keeps F-001 off the branch
+	c1, err := f.j.Commit(t.Context(), verdictOf(first, base, head))
+	if err != nil || c1.Branch != "" {
+		t.Fatalf("F-001 committed %+v (%v), want off the branch", c1, err)
+	}
+	f.git("checkout", "-q", "main")
+
+	f.write(map[string]string{"src/logout.go": "package src // logout\n"})
+	second := f.snapshot()
+	v := verdictOf(second, first, head)
+	v.Feature = &progress.Feature{ID: "F-002", Title: "log out", Test: "sh tests/b.sh"}
+	c2, err := f.j.Commit(t.Context(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Branch != "" || !strings.Contains(c2.NotOnBranch, "began on F-001's tested commit") || !strings.Contains(c2.NotOnBranch, "merge "+TestedRef("F-002")) {
+		t.Errorf("F-002 committed %+v, want off the branch, saying it began on F-001's tested commit", c2)
+	}
+	if got := f.git("rev-parse", c2.Commit+"^"); got != c1.Commit {
+		t.Errorf("F-002's commit sits on %s, want F-001's tested commit %s", got, c1.Commit)
+	}
+	if got := f.git("diff", "--name-only", c1.Commit, c2.Commit); got != "src/logout.go" {
+		t.Errorf("F-002's commit changes %q, want only its own src/logout.go", got)
+	}
+	if got := f.git("rev-parse", "main"); got != head {
+		t.Errorf("main moved to %s", got)
+	}
+
+	// A person's uncommitted work it began on is not a tested commit: the
+	// commit goes on HEAD, as before.
+	g, head := committedFixture(t)
+	g.write(map[string]string{"README.md": "the user's edit\n"})
+	base = g.snapshot()
+	g.write(map[string]string{"src/login.go": "package src // login\n"})
+	c, err := g.j.Commit(t.Context(), verdictOf(g.snapshot(), base, head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.git("rev-parse", c.Commit+"^"); got != head || !strings.Contains(c.NotOnBranch, "uncommitted changes") {
+		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, head, c.NotOnBranch)
+	}
+}

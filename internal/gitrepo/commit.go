@@ -235,6 +235,26 @@ func (r *Repo) AdvanceBranch(ctx context.Context, old, commit string) (indexRese
 	return true, nil
 }
 
+// RefWithTree returns the newest commit, among those the refs under prefix
+// (such as "refs/ctxgraphd/tested/") point at, whose tree is tree, and its
+// ref; "" when none is.
+func (r *Repo) RefWithTree(ctx context.Context, prefix string, tree Tree) (ref, commit string, err error) {
+	if !strings.HasPrefix(prefix, "refs/") {
+		return "", "", fmt.Errorf("gitrepo: refs under %q: give a full ref name (refs/…)", prefix)
+	}
+	out, err := r.git(ctx, nil, nil, "for-each-ref", "--sort=-committerdate", "--format=%(refname) %(objectname) %(tree)", prefix)
+	if err != nil {
+		return "", "", err
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[2] == string(tree) {
+			return f[0], f[1], nil
+		}
+	}
+	return "", "", nil
+}
+
 // Ref returns the commit ref points at, or "" when ref does not exist: the
 // old value to give UpdateRef.
 func (r *Repo) Ref(ctx context.Context, ref string) (string, error) {

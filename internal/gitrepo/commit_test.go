@@ -416,3 +416,61 @@ func TestRefOfWhatIsNoCommit(t *testing.T) {
 		t.Errorf("Ref of a tree = %q, %v; want \"\"", got, err)
 	}
 }
+
+// RefWithTree finds, among the refs under a prefix, the newest commit
+// holding a tree, and nothing outside the prefix or with another tree.
+func TestRefWithTree(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a"})
+	commitAll(t, dir)
+	r := openRepo(t, dir)
+	ctx := t.Context()
+	tree, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(sec int) Signature {
+		return Signature{Name: daemon.Name, Email: daemon.Email, When: time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC)}
+	}
+	older, err := r.Commit(ctx, tree, nil, "older", at(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := r.Commit(ctx, tree, nil, "newer", at(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, map[string]string{"a": "other"})
+	otherTree, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := r.Commit(ctx, otherTree, nil, "other", at(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, c := range map[string]string{"refs/x/tested/A": older, "refs/x/tested/B": newer, "refs/x/tested/C": other, "refs/y/D": newer} {
+		if err := r.UpdateRef(ctx, ref, c, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		prefix      string
+		tree        Tree
+		ref, commit string
+	}{
+		{"refs/x/tested/", tree, "refs/x/tested/B", newer},
+		{"refs/x/tested/", otherTree, "refs/x/tested/C", other},
+		{"refs/x/tested/", r.EmptyTree(), "", ""},
+		{"refs/z/", tree, "", ""},
+	} {
+		ref, commit, err := r.RefWithTree(ctx, tt.prefix, tt.tree)
+		if err != nil || ref != tt.ref || commit != tt.commit {
+			t.Errorf("RefWithTree(%s, %s) = %q %q %v, want %q %q", tt.prefix, tt.tree, ref, commit, err, tt.ref, tt.commit)
+		}
+	}
+	if _, _, err := r.RefWithTree(ctx, "tested/", tree); err == nil {
+		t.Error("RefWithTree takes a prefix that is not a full ref name")
+	}
+}
