@@ -62,7 +62,7 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	if err != nil {
 		return Committed{}, err
 	}
-	onRef, on, err := j.testedBase(ctx, v, head, headTree)
+	onRef, on, err := j.testedBase(ctx, v.Base, v.BaseHead, head, headTree)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -130,22 +130,22 @@ func uncommittedAtStart(feature, branch string) string {
 // or on a person's uncommitted work. The feature's commit then goes on
 // that tested commit, so that it holds its own change and nothing of the
 // one before, and merging it takes both.
-func (j *Judge) testedBase(ctx context.Context, v Verdict, head string, headTree gitrepo.Tree) (ref, commit string, err error) {
+func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (ref, commit string, err error) {
 	repo := j.opts.Repo
 	began := headTree
 	switch {
-	case v.BaseHead == head:
-	case v.BaseHead == "":
+	case baseHead == head:
+	case baseHead == "":
 		began = repo.EmptyTree()
 	default:
-		if _, began, err = repo.Resolve(ctx, v.BaseHead); err != nil {
+		if _, began, err = repo.Resolve(ctx, baseHead); err != nil {
 			return "", "", err
 		}
 	}
-	if v.Base == began {
+	if base == began {
 		return "", "", nil
 	}
-	return repo.RefWithTree(ctx, testedRefs, v.Base)
+	return repo.RefWithTree(ctx, testedRefs, base)
 }
 
 // onMovedBranch says why the tested tree cannot go on a branch that a
@@ -200,11 +200,12 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 }
 
 // Preserve keeps a blocked feature's work under BlockedRef and puts the
-// work tree back as it was when the feature's work began, so that the next
-// feature starts from a tree that holds only what was tested. Only the
-// paths the feature changed are put back; nothing is lost (the ref keeps
-// them).
-func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.Tree) (commit string, restored []string, err error) {
+// work tree back as it was when the feature's work began (base, when HEAD
+// was at baseHead), so that the next feature starts from a tree that holds
+// only what was tested. Only the paths the feature changed are put back;
+// nothing is lost (the ref keeps them). The kept work sits on HEAD, or on
+// the tested commit the feature's work began on (as Commit's does).
+func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.Tree, baseHead string) (commit string, restored []string, err error) {
 	repo := j.opts.Repo
 	now, err := repo.Snapshot(ctx)
 	if err != nil {
@@ -214,13 +215,21 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 	if err != nil || len(changes) == 0 {
 		return "", nil, err
 	}
-	head, _, _, err := repo.Head(ctx)
+	head, headTree, _, err := repo.Head(ctx)
 	if err != nil {
 		return "", nil, err
 	}
+	_, on, err := j.testedBase(ctx, base, baseHead, head, headTree)
+	if err != nil {
+		return "", nil, err
+	}
+	parent := head
+	if on != "" {
+		parent = on
+	}
 	var parents []string
-	if head != "" {
-		parents = []string{head}
+	if parent != "" {
+		parents = []string{parent}
 	}
 	msg := fmt.Sprintf("%s: blocked, work kept by ctxgraphd\n\n%s\n\nctxgraphd-feature: %s\nctxgraphd-verdict: blocked\n", feature, why, feature)
 	commit, err = repo.Commit(ctx, now, parents, msg, Author)

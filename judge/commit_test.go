@@ -244,7 +244,7 @@ func TestPreserve(t *testing.T) {
 	f.remove("src/old.txt")
 	now := f.snapshot()
 
-	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "3 of 3 attempts failed; last: the test failed", base)
+	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "3 of 3 attempts failed; last: the test failed", base, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestPreserve(t *testing.T) {
 		t.Errorf("HEAD moved to %s", got)
 	}
 	// Nothing changed since base: nothing to keep, the ref stays.
-	c2, r2, err := f.j.Preserve(t.Context(), "F-002", "again", base)
+	c2, r2, err := f.j.Preserve(t.Context(), "F-002", "again", base, head)
 	if err != nil || c2 != "" || len(r2) != 0 {
 		t.Errorf("Preserve of an unchanged tree = %q, %q, %v", c2, r2, err)
 	}
@@ -343,7 +343,7 @@ func TestPreserveWithoutACommit(t *testing.T) {
 	f.write(map[string]string{"README.md": "the user's\n"})
 	base := f.snapshot()
 	f.write(map[string]string{"src/a.txt": "a\n"})
-	commit, restored, err := f.j.Preserve(t.Context(), "F-001", "blocked", base)
+	commit, restored, err := f.j.Preserve(t.Context(), "F-001", "blocked", base, "")
 	if err != nil || commit == "" || !slices.Equal(restored, []string{"src/a.txt"}) {
 		t.Fatalf("Preserve = %q, %q, %v", commit, restored, err)
 	}
@@ -404,5 +404,16 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	}
 	if got := g.git("rev-parse", c.Commit+"^"); got != head || !strings.Contains(c.NotOnBranch, "uncommitted changes") {
 		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, head, c.NotOnBranch)
+	}
+
+	// A feature blocked after it began on F-002's code: its kept work sits
+	// on F-002's tested commit, and holds its own work alone.
+	f.write(map[string]string{"src/profile.go": "package src // profile, broken\n"})
+	kept, restored, err := f.j.Preserve(t.Context(), "F-003", "blocked", second, head)
+	if err != nil || !slices.Equal(restored, []string{"src/profile.go"}) {
+		t.Fatalf("Preserve = %q, %q, %v", kept, restored, err)
+	}
+	if got := f.git("rev-parse", kept+"^"); got != c2.Commit {
+		t.Errorf("F-003's kept work sits on %s, want F-002's tested commit %s", got, c2.Commit)
 	}
 }

@@ -245,7 +245,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	kept := ""
 	if c.Base != "" {
 		o.recent = nil // Preserve puts files back: what comes next records the tree anew
-		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base))
+		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base), c.BaseHead)
 		switch {
 		case err != nil:
 			o.log.Warn("could not keep a blocked feature's work aside; it stays in the work tree", zap.String("feature", id), zap.Error(err))
