@@ -79,12 +79,16 @@ type LessonInput struct {
 // defaultLimit keeps an unfiltered query cheap for the model that reads it.
 const defaultLimit = 20
 
-// New is the MCP server, answering through c (which carries the run's
-// token, so that what it stores is the run's).
-func New(c *control.Client, version string) *mcp.Server {
+// New is the MCP server. Its tools ask the daemon through the client that
+// clientFor gives for each call: `ctxgraphd mcp`'s own, or one that
+// carries the calling run's token, so that what it stores is the run's.
+// One server serves every call: making one costs milliseconds (each
+// tool's schema is worked out and checked), too much for every request.
+func New(version string, clientFor func(*mcp.RequestExtra) *control.Client) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "ctxgraphd", Version: version}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: QueryTraces, Description: "Query the project's context graph: what happened before (refusals, verdicts, corrections, lessons). Start with level metadata or summary, then get_trace for one in full."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, Traces, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, Traces, error) {
+			c := clientFor(req.Extra)
 			q := control.TraceQuery{Type: in.Type, Agent: in.Agent, Feature: in.Feature, Gate: in.Gate, Text: in.Text, Level: in.Level, Limit: in.Limit}
 			if q.Level == "" {
 				q.Level = control.LevelSummary
@@ -106,17 +110,20 @@ func New(c *control.Client, version string) *mcp.Server {
 			return nil, Traces{Traces: ts}, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: GetTrace, Description: "One trace of the context graph, in full, with the path that led to it (its feature, attempt, run) and what followed from it, each in a line."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, control.TraceLinks, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, control.TraceLinks, error) {
+			c := clientFor(req.Extra)
 			l, err := c.TraceLinks(ctx, in.ID)
 			return nil, l, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: StoreTrace, Description: "Record a decision, a lesson or a handoff for the agents after you. It is attributed to your run and marked as yours (source agent)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, control.Trace, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, control.Trace, error) {
+			c := clientFor(req.Extra)
 			t, err := c.StoreTrace(ctx, control.TraceRequest(in))
 			return nil, t, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: ExtractPatterns, Description: "What happened again and again in this project: the same refusal, failing command or file put back."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in PatternsInput) (*mcp.CallToolResult, Patterns, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in PatternsInput) (*mcp.CallToolResult, Patterns, error) {
+			c := clientFor(req.Extra)
 			atLeast := in.Min
 			if atLeast < 1 {
 				atLeast = 2
@@ -125,7 +132,8 @@ func New(c *control.Client, version string) *mcp.Server {
 			return nil, Patterns{Patterns: ps}, err
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: RecordLesson, Description: "Propose a lesson of this project. A person decides whether later agents are told it."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in LessonInput) (*mcp.CallToolResult, control.Trace, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in LessonInput) (*mcp.CallToolResult, control.Trace, error) {
+			c := clientFor(req.Extra)
 			t, err := c.StoreTrace(ctx, control.TraceRequest{Type: "lesson", WhatHappened: in.Text})
 			return nil, t, err
 		})
@@ -151,11 +159,17 @@ func Handler(socket, version string, live func(token string) bool) http.Handler 
 		}
 		return &auth.TokenInfo{Extra: map[string]any{tokenKey: token}}, nil
 	}
-	serve := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		c := control.NewClient(socket)
-		c.RunToken, _ = auth.TokenInfoFromContext(r.Context()).Extra[tokenKey].(string)
-		return New(c, version)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	daemon := control.NewClient(socket)
+	srv := New(version, func(extra *mcp.RequestExtra) *control.Client {
+		c := *daemon // the same connections, another token
+		c.RunToken = ""
+		if extra != nil && extra.TokenInfo != nil {
+			c.RunToken, _ = extra.TokenInfo.Extra[tokenKey].(string)
+		}
+		return &c
+	})
+	serve := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	// The runs' tokens carry no expiry: a token dies with its run.
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(serve)
 }
@@ -181,7 +195,8 @@ func ServeStdio(ctx context.Context, version string) error {
 		}
 		socket = proj.Socket
 	}
-	return New(control.NewClient(socket), version).Run(ctx, &mcp.StdioTransport{})
+	c := control.NewClient(socket)
+	return New(version, func(*mcp.RequestExtra) *control.Client { return c }).Run(ctx, &mcp.StdioTransport{})
 }
 
 type toolError string

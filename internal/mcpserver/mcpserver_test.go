@@ -82,7 +82,7 @@ func connect(t *testing.T, d *daemon) *mcp.ClientSession {
 	c.RunToken = "secret-of-run-7"
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := t.Context()
-	go New(c, "test").Run(ctx, st)
+	go New("test", func(*mcp.RequestExtra) *control.Client { return c }).Run(ctx, st)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -171,16 +171,21 @@ func serveHTTP(t *testing.T, d *daemon, live ...string) string {
 }
 
 // A run reaches the tools over HTTP with its token, and what it stores is
-// its run's: the token reaches the daemon with each of its calls.
+// its run's: the token reaches the daemon with each of its calls, and
+// another run's calls on the same server carry that run's.
 func TestHandlerServesALiveRun(t *testing.T) {
 	d := &daemon{}
-	url := serveHTTP(t, d, "secret-of-run-7")
-	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"secret-of-run-7"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
+	url := serveHTTP(t, d, "secret-of-run-7", "secret-of-run-8")
+	connect := func(token string) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
+		cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
 	}
-	defer cs.Close()
+	cs, other := connect("secret-of-run-7"), connect("secret-of-run-8")
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil || len(tools.Tools) != 5 {
 		t.Fatalf("tools over HTTP: %v %v", tools, err)
@@ -189,8 +194,10 @@ func TestHandlerServesALiveRun(t *testing.T) {
 		t.Errorf("query_traces over HTTP = %v %s", isErr, out)
 	}
 	call(t, cs, StoreTrace, map[string]any{"type": "decision", "what_happened": "chose the v2 API"})
-	if len(d.stored) != 1 || len(d.tokens) != 1 || d.tokens[0] != "secret-of-run-7" {
-		t.Errorf("stored %+v with tokens %q; want the decision, with the run's token", d.stored, d.tokens)
+	call(t, other, RecordLesson, map[string]any{"text": "run go vet first"})
+	call(t, cs, StoreTrace, map[string]any{"type": "handoff", "what_happened": "done"})
+	if want := []string{"secret-of-run-7", "secret-of-run-8", "secret-of-run-7"}; len(d.stored) != 3 || !slices.Equal(d.tokens, want) {
+		t.Errorf("stored %+v with tokens %q; want each with its run's token, %q", d.stored, d.tokens, want)
 	}
 }
 
