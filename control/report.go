@@ -72,9 +72,11 @@ type ReportFeature struct {
 	CostUSD  float64       `json:"cost_usd"`
 	Time     time.Duration `json:"time_ns"`
 	// Commit is the commit of exactly the tree it was tested on; Branch
-	// the branch that took it, "" when only its ref did.
-	Commit string `json:"commit,omitempty"`
-	Branch string `json:"branch,omitempty"`
+	// the branch that took it, "" when only its ref did, and OffBranch
+	// then why.
+	Commit    string `json:"commit,omitempty"`
+	Branch    string `json:"branch,omitempty"`
+	OffBranch string `json:"off_branch,omitempty"`
 	// Why is why it is blocked, or what its last attempt failed on.
 	Why string `json:"why,omitempty"`
 	// Kept is the ref that keeps a blocked feature's work, "" otherwise.

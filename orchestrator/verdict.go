@@ -281,7 +281,7 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		case err != nil:
 			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
 		default:
-			c.Commit, c.Branch = done.Commit, done.Branch
+			c.Commit, c.Branch, c.OffBranch = done.Commit, done.Branch, done.NotOnBranch
 			where := "on " + done.Branch
 			if done.Branch == "" {
 				where = "under " + done.Ref + " only: " + done.NotOnBranch

@@ -235,6 +235,30 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		}
 	})
 
+	t.Run("the code passes, with HEAD detached meanwhile", func(t *testing.T) {
+		h := newHarness(t)
+		h.runner.script[agents.Initializer] = initializerWrites(1)
+		h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+			if _, ok := h.git("checkout", "-q", "--detach"); !ok {
+				t.Error("could not detach HEAD")
+			}
+			return coderCompletes(ctx, spec, h)
+		}
+		h.runner.script[agents.Tester] = testerClaims(true)
+		if err := h.runToEnd(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := h.st.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Kept under its ref, and why is kept with it for ctl why and the
+		// report.
+		if c := st.Counters["F-001"]; c.Commit == "" || c.Branch != "" || c.OffBranch != "HEAD is detached" {
+			t.Fatalf("counters %+v, want the commit off the branch, saying why", c)
+		}
+	})
+
 	t.Run("the code passes", func(t *testing.T) {
 		h := newHarness(t)
 		h.runner.script[agents.Initializer] = initializerWrites(1)

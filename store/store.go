@@ -125,9 +125,11 @@ type FeatureCounters struct {
 	Base     string `json:"base,omitempty"`
 	BaseHead string `json:"base_head,omitempty"`
 	// Commit is the commit of exactly the tree the feature was tested on,
-	// and Branch the branch that took it ("" when only its ref did).
-	Commit string `json:"commit,omitempty"`
-	Branch string `json:"branch,omitempty"`
+	// and Branch the branch that took it ("" when only its ref did), or
+	// OffBranch why none did.
+	Commit    string `json:"commit,omitempty"`
+	Branch    string `json:"branch,omitempty"`
+	OffBranch string `json:"off_branch,omitempty"`
 	// BudgetWarned: a person was warned that the feature's budget is
 	// nearly spent.
 	BudgetWarned bool `json:"budget_warned,omitempty"`

@@ -63,6 +63,7 @@ type dossier struct {
 	CostUSD     float64  `json:"cost_usd"`
 	Commit      string   `json:"commit,omitempty"`
 	Branch      string   `json:"branch,omitempty"`
+	OffBranch   string   `json:"off_branch,omitempty"`
 	Attempts    []whyTry `json:"attempts"`
 	Other       []whyEv  `json:"other,omitempty"` // traces of no run: the list's checks, a person's corrections, blocking
 	Evidence    []string `json:"evidence,omitempty"`
@@ -105,7 +106,7 @@ func buildDossier(id string, rep control.Report, features []control.Feature, trs
 	}
 	rf := rep.Features[i]
 	d := dossier{ID: id, Title: rf.Title, Outcome: rf.Outcome, Test: rf.Test, Why: rf.Why, CostUSD: rf.CostUSD,
-		Commit: rf.Commit, Branch: rf.Branch, Evidence: evidence, Attempts: []whyTry{}}
+		Commit: rf.Commit, Branch: rf.Branch, OffBranch: rf.OffBranch, Evidence: evidence, Attempts: []whyTry{}}
 	if j := slices.IndexFunc(features, func(f control.Feature) bool { return f.ID == id }); j >= 0 {
 		d.Note = features[j].Note
 	}
@@ -176,7 +177,11 @@ func printDossier(w io.Writer, d dossier) error {
 	if d.Commit != "" {
 		where := " on " + d.Branch
 		if d.Branch == "" {
-			where = " (under its ref only: the branch held other changes)"
+			where = " (under its ref only"
+			if d.OffBranch != "" {
+				where += ": " + d.OffBranch
+			}
+			where += ")"
 		}
 		fmt.Fprintf(&b, "commit   %s%s\n", d.Commit, where)
 	}

@@ -16,6 +16,8 @@ func whyReport() control.Report {
 			{ID: "F-001", Title: "Parse", Outcome: "tested", Test: "go test ./parse", Commit: "abc123", Branch: "main"},
 			{ID: "F-002", Title: "Retry", Outcome: "blocked", Test: "sh tests/F-002.sh", Why: "3 of 3 attempts failed", CostUSD: 0.42, Kept: "refs/ctxgraphd/blocked/F-002"},
 			{ID: "F-003", Title: "Later", Outcome: "pending"},
+			{ID: "F-004", Title: "Export", Outcome: "tested", Test: "go test ./export", Commit: "def456",
+				OffBranch: "main moved while F-004 was worked on, and the tested tree does not hold README.md as the new commits do"},
 		},
 		Runs: []control.ReportRun{
 			{ID: "run-000002", Role: "coding-agent", Feature: "F-002", Attempt: 1, Start: at, Outcome: "ok", CostUSD: 0.1, Turns: 7, Summary: "Implemented F-002"},
@@ -73,6 +75,7 @@ func TestBuildDossier(t *testing.T) {
 func TestBuildDossierStates(t *testing.T) {
 	for _, tt := range []struct{ id, want string }{
 		{"F-001", "commit   abc123 on main"},
+		{"F-004", "commit   def456 (under its ref only: main moved while F-004 was worked on, and the tested tree does not hold README.md as the new commits do)"},
 		{"F-001", "nothing: it passed its own, untouched test"},
 		{"F-003", "no run yet"},
 		{"F-003", "ctxgraphd ctl skip F-003"},
@@ -87,7 +90,7 @@ func TestBuildDossierStates(t *testing.T) {
 			t.Errorf("%s: lacks %q:\n%s", tt.id, tt.want, out.String())
 		}
 	}
-	if _, err := buildDossier("F-9", whyReport(), nil, nil, nil); err == nil || err.Error() != "no feature F-9; the features are F-001, F-002, F-003" {
+	if _, err := buildDossier("F-9", whyReport(), nil, nil, nil); err == nil || err.Error() != "no feature F-9; the features are F-001, F-002, F-003, F-004" {
 		t.Errorf("unknown feature: %v", err)
 	}
 	if _, err := buildDossier("F-9", control.Report{}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "no feature list yet") {

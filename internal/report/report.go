@@ -75,7 +75,7 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 		for _, f := range list.Features {
 			c := st.Counters[f.ID]
 			rf := Feature{ID: f.ID, Title: f.Title, Outcome: outcome(f), Test: f.Test, CostUSD: c.CostUSD,
-				Commit: c.Commit, Branch: c.Branch, Why: firstNonEmpty(c.LastFailure, c.RedDetail)}
+				Commit: c.Commit, Branch: c.Branch, OffBranch: c.OffBranch, Why: firstNonEmpty(c.LastFailure, c.RedDetail)}
 			if rf.Outcome == control.OutcomeBlocked {
 				rf.Kept = judge.BlockedRef(f.ID)
 			}

@@ -42,7 +42,7 @@ func night(t *testing.T) *store.Store {
 		Session:     &store.Session{State: "done", Message: "every feature is tested or blocked"},
 		FeatureList: list.Marshal(),
 		Counters: map[string]store.FeatureCounters{
-			"F-001": {CostUSD: 1.75, Commit: "0123456789abcdef0123", Branch: "main", LastFailure: "an old failure"},
+			"F-001": {CostUSD: 1.75, Commit: "0123456789abcdef0123", OffBranch: "HEAD is detached", LastFailure: "an old failure"},
 			"F-002": {CostUSD: 1, Failures: 3, LastFailure: "3 of 3 attempts failed"},
 		},
 		Runs: []store.Run{rl, run(2, "initializer-agent", "", 0, 2, 4, "ok", 0.5),
@@ -78,7 +78,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("cost %+v", r.Cost)
 	}
 	f1, f2, f3 := r.Features[0], r.Features[1], r.Features[2]
-	if f1.Outcome != "tested" || f1.Attempts != 2 || f1.Runs != 4 || f1.Time != 10*time.Minute || f1.CostUSD != 1.75 || f1.Commit == "" || f1.Why != "" || f1.Refusals != 1 {
+	if f1.Outcome != "tested" || f1.Attempts != 2 || f1.Runs != 4 || f1.Time != 10*time.Minute || f1.CostUSD != 1.75 || f1.Commit == "" || f1.Branch != "" || f1.OffBranch != "HEAD is detached" || f1.Why != "" || f1.Refusals != 1 {
 		t.Errorf("F-001 %+v", f1)
 	}
 	if f2.Outcome != "blocked" || f2.Why != "3 of 3 attempts failed: `sh tests/F-002.sh` failed (exit 1)" || f2.Attempts != 3 {
@@ -126,7 +126,7 @@ func TestMarkdown(t *testing.T) {
 		"# ctxgraphd report: /home/me/todo",
 		"**done**: every feature is tested or blocked",
 		"3 features: 1 tested, 1 blocked, 1 open. 7 runs, 19m00s of agent time, $3.25 ($3.25 per tested feature). 1 refusals.",
-		"| F-001 Greeting | tested | 2 | 4 | $1.75 | 10m00s | 0123456789ab |  |",
+		"| F-001 Greeting | tested | 2 | 4 | $1.75 | 10m00s | 0123456789ab (ref only) |  |",
 		`| F-002 Farewell \| bye | blocked | 3 | 1 | $1.00 | 6m00s |  | 3 of 3 attempts failed: ` + "`sh tests/F-002.sh`" + ` failed (exit 1) |`,
 		"- coding-agent: $2.25",
 		"F-001 tester-agent tested-needs-evidence/no_test_run: claimed tested without a run",
