@@ -148,14 +148,17 @@ const MCPServer = "ctxgraphd"
 
 // mcpConfig is the --mcp-config of a run: the daemon's MCP server over HTTP
 // on loopback, with the run's token as its bearer token, so that what the
-// agent stores through it is the run's and nothing else gets in. "" when
-// the daemon serves none.
+// agent stores through it is the run's and nothing else gets in. The
+// token is named, not written: Claude Code expands ${CTXGRAPH_TOKEN} from
+// the run's environment, which only the daemon's user can read, where the
+// arguments are every local user's to read (ps). "" when the daemon serves
+// none.
 func (o *Orchestrator) mcpConfig(token string) string {
 	if o.opts.MCPURL == "" {
 		return ""
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{MCPServer: map[string]any{
-		"type": "http", "url": o.opts.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + token},
+		"type": "http", "url": o.opts.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${" + control.RunTokenEnv + "}"},
 	}}}
 	data, err := json.Marshal(cfg)
 	if err != nil {

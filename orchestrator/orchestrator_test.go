@@ -343,8 +343,11 @@ func TestCommandObjectHandsOffTheFeature(t *testing.T) {
 }
 
 // Every run is given the daemon's MCP server over HTTP, with its own token
-// as the bearer: the one its hooks carry, so that what it stores through
-// the tools is its run's. A daemon that serves none gives none.
+// as the bearer: the one its hooks carry (in its environment), so that
+// what it stores through the tools is its run's. The token itself is not
+// in the arguments, which every user of the machine can read: Claude Code
+// takes it from the run's environment. A daemon that serves none gives
+// none.
 func TestEveryRunGetsTheGraphWithItsOwnToken(t *testing.T) {
 	h := newHarness(t)
 	h.mcpURL = "http://127.0.0.1:4321/mcp"
@@ -370,8 +373,8 @@ func TestEveryRunGetsTheGraphWithItsOwnToken(t *testing.T) {
 		if len(cfg.MCPServers) != 1 || !ok || s.Type != "http" || s.URL != h.mcpURL {
 			t.Errorf("%s: --mcp-config %s, want only %s over http at %s", spec.RunID, spec.MCPConfig, MCPServer, h.mcpURL)
 		}
-		if spec.Token == "" || s.Headers["Authorization"] != "Bearer "+spec.Token || seen[spec.Token] {
-			t.Errorf("%s: Authorization %q, want its own token (%q) as the bearer", spec.RunID, s.Headers["Authorization"], spec.Token)
+		if s.Headers["Authorization"] != "Bearer ${"+control.RunTokenEnv+"}" || spec.Token == "" || strings.Contains(spec.MCPConfig, spec.Token) || seen[spec.Token] {
+			t.Errorf("%s: Authorization %q (token %q), want the run's own token, from its environment", spec.RunID, s.Headers["Authorization"], spec.Token)
 		}
 		seen[spec.Token] = true
 	}

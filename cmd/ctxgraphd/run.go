@@ -214,7 +214,10 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 			return ok
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          zap.NewStdLog(log.Named("mcp")),
+		// A run's few requests come close together; a connection kept
+		// idle longer is nobody's.
+		IdleTimeout: time.Minute,
+		ErrorLog:    zap.NewStdLog(log.Named("mcp")),
 	}
 	g.Add(func() error {
 		if err := mcpSrv.Serve(mcpLn); !errors.Is(err, http.ErrServerClosed) {
