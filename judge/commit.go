@@ -145,7 +145,24 @@ func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, hea
 	if base == began {
 		return "", "", nil
 	}
-	return repo.RefWithTree(ctx, testedRefs, base)
+	ref, commit, err = repo.RefWithTree(ctx, testedRefs, base)
+	if err != nil || commit == "" {
+		return "", "", err
+	}
+	// Only a tested commit the branch does not hold, made on the history
+	// the feature's work began from: one the branch holds is HEAD's past,
+	// and one of a history a person rewrote or left would bring it back.
+	if head != "" {
+		if held, err := repo.IsAncestor(ctx, commit, head); err != nil || held {
+			return "", "", err
+		}
+	}
+	if baseHead != "" {
+		if from, err := repo.IsAncestor(ctx, baseHead, commit); err != nil || !from {
+			return "", "", err
+		}
+	}
+	return ref, commit, nil
 }
 
 // onMovedBranch says why the tested tree cannot go on a branch that a
@@ -179,21 +196,24 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 	if v.Base != baseHeadTree {
 		return uncommittedAtStart(v.Feature.ID, branch), nil
 	}
-	moved, err := repo.Changes(ctx, baseHeadTree, headTree)
+	// Every path of the repository, not only those the daemon judges: a
+	// commit of theirs to .claude/ or outside the project directory is
+	// one the tested tree holds as HEAD was when the feature began.
+	moved, err := repo.ChangedPaths(ctx, baseHeadTree, headTree)
 	if err != nil {
 		return "", err
 	}
 	theirs := make(map[string]bool, len(moved))
-	for _, c := range moved {
-		theirs[c.Path] = true
+	for _, p := range moved {
+		theirs[p] = true
 	}
-	ours, err := repo.Changes(ctx, headTree, v.Tree)
+	ours, err := repo.ChangedPaths(ctx, headTree, v.Tree)
 	if err != nil {
 		return "", err
 	}
-	for _, c := range ours {
-		if theirs[c.Path] {
-			return fmt.Sprintf("%s moved while %s was worked on, and the tested tree does not hold %s as the new commits do", branch, v.Feature.ID, c.Path), nil
+	for _, p := range ours {
+		if theirs[p] {
+			return fmt.Sprintf("%s moved while %s was worked on, and the tested tree does not hold %s as the new commits do", branch, v.Feature.ID, p), nil
 		}
 	}
 	return "", nil

@@ -205,6 +205,110 @@ func TestCommitOnTopOfAPersonsCommits(t *testing.T) {
 	}
 }
 
+// A person's commit made after the tree was tested, to a path the daemon's
+// snapshots leave out (.claude/, or outside the project directory), is in
+// no list of the project's changes; the tested tree holds that path as
+// HEAD had it before. Put on the branch, it would undo the commit under
+// the feature's name: the branch is left alone.
+func TestCommitDoesNotUndoAPersonsCommitItDidNotSee(t *testing.T) {
+	f, _ := committedFixture(t)
+	f.write(map[string]string{".claude/progress/keep.txt": "v1\n"})
+	f.git("add", "-f", ".claude/progress/keep.txt")
+	f.git("commit", "-q", "-m", "the user's first keep")
+	head := f.git("rev-parse", "HEAD")
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	tree := f.snapshot() // the tested tree
+	f.write(map[string]string{".claude/progress/keep.txt": "v2\n"})
+	f.git("commit", "-q", "-am", "the user's second keep")
+	theirs := f.git("rev-parse", "HEAD")
+
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "" || !strings.Contains(c.NotOnBranch, "does not hold .claude/progress/keep.txt as the new commits do") {
+		t.Errorf("committed %+v, want off the branch, naming the file", c)
+	}
+	if got := f.git("rev-parse", "main"); got != theirs {
+		t.Errorf("main moved to %s, want the user's commit %s", got, theirs)
+	}
+}
+
+// A tested commit is sat on only when the branch does not hold it and it
+// was made on the history the feature's work began from: one the branch
+// holds is HEAD's past, one of a history the branch left would bring that
+// history back. Either way the tree held more than HEAD, which is what the
+// commit's why says.
+func TestCommitSitsOnNoTestedCommitTheBranchHoldsOrLeft(t *testing.T) {
+	notInTheWorkTree := func(f *fixture, parents ...string) string {
+		notes := filepath.Join(t.TempDir(), "notes")
+		if err := os.WriteFile(notes, []byte("notes\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		blob := f.git("hash-object", "-w", notes)
+		f.git("update-index", "--add", "--cacheinfo", "100644,"+blob+",NOTES.md")
+		args := []string{"commit-tree", f.git("write-tree"), "-m", "made elsewhere"}
+		for _, p := range parents {
+			args = append(args, "-p", p)
+		}
+		c := f.git(args...)
+		f.git("reset", "-q")
+		return c
+	}
+	for _, tt := range []struct {
+		name string
+		// moved, after F-001's verdict, moves main without touching the
+		// work tree and returns where; F-002's work began there, or, with
+		// beganBefore, where main was before F-001.
+		onBranch, beganBefore bool
+		moved                 func(f *fixture, c1 string) string
+	}{
+		{"F-001 is on the branch", true, false, func(f *fixture, c1 string) string { return notInTheWorkTree(f, c1) }},
+		{"the branch left F-001's history", false, false, func(f *fixture, _ string) string { return notInTheWorkTree(f) }},
+		{"a person took F-001 on the branch meanwhile", false, true, func(f *fixture, c1 string) string { return c1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, head := committedFixture(t)
+			base := f.snapshot()
+			f.write(map[string]string{"src/login.go": "package src // login\n"})
+			first := f.snapshot()
+			if !tt.onBranch {
+				f.git("checkout", "-q", "--detach")
+			}
+			c1, err := f.j.Commit(t.Context(), verdictOf(first, base, head))
+			if err != nil || (c1.Branch != "") != tt.onBranch {
+				t.Fatalf("F-001 committed %+v (%v)", c1, err)
+			}
+			f.git("checkout", "-q", "main")
+			moved := tt.moved(f, c1.Commit)
+			f.git("update-ref", "refs/heads/main", moved)
+
+			began := f.snapshot() // F-001's tree: the work tree lacks NOTES.md
+			if began != first {
+				t.Fatalf("the work tree is %s, want F-001's %s", began, first)
+			}
+			f.write(map[string]string{"src/logout.go": "package src // logout\n"})
+			baseHead := moved
+			if tt.beganBefore {
+				baseHead = head
+			}
+			v := verdictOf(f.snapshot(), began, baseHead)
+			v.Feature = &progress.Feature{ID: "F-002", Title: "log out", Test: "sh tests/b.sh"}
+			c2, err := f.j.Commit(t.Context(), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.git("rev-parse", c2.Commit+"^"); got != moved {
+				t.Errorf("F-002's commit sits on %s, want HEAD %s", got, moved)
+			}
+			if c2.Branch != "" || !strings.Contains(c2.NotOnBranch, "uncommitted changes") {
+				t.Errorf("F-002 committed %+v, want off the branch: the tree held more than HEAD", c2)
+			}
+		})
+	}
+}
+
 // A feature tested again (after a person's retry) gets its new commit
 // under the same ref.
 func TestCommitSameFeatureTwice(t *testing.T) {
@@ -394,16 +498,16 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 
 	// A person's uncommitted work it began on is not a tested commit: the
 	// commit goes on HEAD, as before.
-	g, head := committedFixture(t)
+	g, gHead := committedFixture(t)
 	g.write(map[string]string{"README.md": "the user's edit\n"})
-	base = g.snapshot()
+	gBase := g.snapshot()
 	g.write(map[string]string{"src/login.go": "package src // login\n"})
-	c, err := g.j.Commit(t.Context(), verdictOf(g.snapshot(), base, head))
+	c, err := g.j.Commit(t.Context(), verdictOf(g.snapshot(), gBase, gHead))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.git("rev-parse", c.Commit+"^"); got != head || !strings.Contains(c.NotOnBranch, "uncommitted changes") {
-		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, head, c.NotOnBranch)
+	if got := g.git("rev-parse", c.Commit+"^"); got != gHead || !strings.Contains(c.NotOnBranch, "uncommitted changes") {
+		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, gHead, c.NotOnBranch)
 	}
 
 	// A feature blocked after it began on F-002's code: its kept work sits

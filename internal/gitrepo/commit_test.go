@@ -474,3 +474,35 @@ func TestRefWithTree(t *testing.T) {
 		t.Error("RefWithTree takes a prefix that is not a full ref name")
 	}
 }
+
+// ChangedPaths lists every path that differs, excluded ones too, where
+// Changes lists only the project's.
+func TestChangedPaths(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a", "private/p": "p"})
+	from := commitAll(t, dir)
+	write(t, dir, map[string]string{"a": "a2", "private/p": "p2", "b": "b"})
+	to := commitAll(t, dir)
+	r := openRepo(t, dir, "private")
+	ctx := t.Context()
+	_, fromTree, err := r.Resolve(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, toTree, err := r.Resolve(ctx, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := r.ChangedPaths(ctx, fromTree, toTree)
+	if err != nil || strings.Join(paths, " ") != "a b private/p" {
+		t.Errorf("ChangedPaths = %q, %v; want a, b and the excluded private/p", paths, err)
+	}
+	changes, err := r.Changes(ctx, fromTree, toTree)
+	if err != nil || len(changes) != 2 {
+		t.Errorf("Changes = %+v, %v; want a and b only", changes, err)
+	}
+	if paths, err := r.ChangedPaths(ctx, toTree, toTree); err != nil || len(paths) != 0 {
+		t.Errorf("ChangedPaths of a tree and itself = %q, %v", paths, err)
+	}
+}

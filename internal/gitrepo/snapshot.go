@@ -497,6 +497,34 @@ func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
 	return changes, nil
 }
 
+// ChangedPaths lists every path of the repository that differs between two
+// trees, relative to the repository's top, in or out of the project
+// directory, excluded or not: for when the question is not what the
+// daemon judges but whether anything at all differs (a person's commits
+// against the tree a feature was tested on).
+func (r *Repo) ChangedPaths(ctx context.Context, from, to Tree) ([]string, error) {
+	if err := checkID("tree", string(from)); err != nil {
+		return nil, err
+	}
+	if err := checkID("tree", string(to)); err != nil {
+		return nil, err
+	}
+	if from == to {
+		return nil, nil
+	}
+	out, err := r.git(ctx, nil, nil, "diff-tree", "-r", "-z", "--no-renames", "--name-only", string(from), string(to))
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for p := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
 // Entry is one file of a tree.
 type Entry struct {
 	Path string // slash-separated, relative to the project directory
