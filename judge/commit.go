@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -259,13 +260,54 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 	if err := setRef(ctx, repo, BlockedRef(feature), commit); err != nil {
 		return "", nil, err
 	}
+	// What a person committed meanwhile goes back as they committed it,
+	// not as it was when the feature began: their commit stays in the
+	// work tree too, and the next feature starts from HEAD.
+	theirs, err := j.committedSince(ctx, baseHead, head, headTree)
+	if err != nil {
+		return commit, nil, err
+	}
+	var toHead []string
 	for _, c := range changes {
 		if c.FromMode == gitrepo.ModeGitlink || c.ToMode == gitrepo.ModeGitlink {
 			continue // a repository of its own inside the project: not ours to put back
 		}
 		restored = append(restored, c.Path)
+		if theirs[c.Path] {
+			toHead = append(toHead, c.Path)
+		}
 	}
-	return commit, restored, repo.Restore(ctx, base, restored)
+	toBase := slices.DeleteFunc(slices.Clone(restored), func(p string) bool { return theirs[p] })
+	if err := repo.Restore(ctx, base, toBase); err != nil {
+		return commit, restored, err
+	}
+	return commit, restored, repo.Restore(ctx, headTree, toHead)
+}
+
+// committedSince is the set of the project's paths that commits made on
+// the branch since baseHead changed, when the branch moved forward from
+// it to head; nil when it did not move, or not forward.
+func (j *Judge) committedSince(ctx context.Context, baseHead, head string, headTree gitrepo.Tree) (map[string]bool, error) {
+	repo := j.opts.Repo
+	if baseHead == "" || baseHead == head {
+		return nil, nil
+	}
+	if forward, err := repo.IsAncestor(ctx, baseHead, head); err != nil || !forward {
+		return nil, err
+	}
+	_, baseHeadTree, err := repo.Resolve(ctx, baseHead)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := repo.Changes(ctx, baseHeadTree, headTree)
+	if err != nil {
+		return nil, err
+	}
+	paths := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		paths[c.Path] = true
+	}
+	return paths, nil
 }
 
 // setRef points one of the daemon's own refs at commit, from whatever it

@@ -521,3 +521,30 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 		t.Errorf("F-003's kept work sits on %s, want F-002's tested commit %s", got, c2.Commit)
 	}
 }
+
+// A blocked feature's work is put back, but what a person committed while
+// it was worked on stays as they committed it: the work tree is left at
+// HEAD, not at the tree from before their commit.
+func TestPreserveKeepsAPersonsCommitInTheWorkTree(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/a.txt": "the agent's\n", "README.md": "the agent's readme\n"})
+	f.write(map[string]string{"README.md": "the user's readme\n", "NOTES.md": "notes\n"})
+	f.git("add", "README.md", "NOTES.md")
+	f.git("commit", "-q", "-m", "the user's own commit")
+	f.write(map[string]string{"src/a.txt": "the agent's, later\n"})
+
+	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head)
+	if err != nil || commit == "" {
+		t.Fatalf("Preserve = %q, %q, %v", commit, restored, err)
+	}
+	if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after Preserve, want the work tree at HEAD:\n%s", st)
+	}
+	if got := f.read("README.md"); got != "the user's readme\n" {
+		t.Errorf("README.md = %q, want the user's committed text", got)
+	}
+	if got := f.git("show", BlockedRef("F-002")+":src/a.txt"); got != "the agent's, later" {
+		t.Errorf("the kept work holds src/a.txt = %q", got)
+	}
+}
