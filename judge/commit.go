@@ -183,16 +183,12 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 	if v.BaseHead == "" {
 		return fmt.Sprintf("%s got its first commit while %s was worked on", branch, v.Feature.ID), nil
 	}
-	forward, err := repo.IsAncestor(ctx, v.BaseHead, head)
+	baseHeadTree, forward, err := j.movedForward(ctx, v.BaseHead, head)
 	if err != nil {
 		return "", err
 	}
 	if !forward {
 		return fmt.Sprintf("%s was moved back or rewritten while %s was worked on", branch, v.Feature.ID), nil
-	}
-	_, baseHeadTree, err := repo.Resolve(ctx, v.BaseHead)
-	if err != nil {
-		return "", err
 	}
 	if v.Base != baseHeadTree {
 		return uncommittedAtStart(v.Feature.ID, branch), nil
@@ -284,22 +280,30 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 	return commit, restored, repo.Restore(ctx, headTree, toHead)
 }
 
+// movedForward says whether the branch moved forward from baseHead to head
+// (baseHead is in head's history: commits were added, none taken away),
+// and baseHead's tree.
+func (j *Judge) movedForward(ctx context.Context, baseHead, head string) (baseHeadTree gitrepo.Tree, forward bool, err error) {
+	repo := j.opts.Repo
+	if forward, err = repo.IsAncestor(ctx, baseHead, head); err != nil || !forward {
+		return "", false, err
+	}
+	_, baseHeadTree, err = repo.Resolve(ctx, baseHead)
+	return baseHeadTree, err == nil, err
+}
+
 // committedSince is the set of the project's paths that commits made on
 // the branch since baseHead changed, when the branch moved forward from
 // it to head; nil when it did not move, or not forward.
 func (j *Judge) committedSince(ctx context.Context, baseHead, head string, headTree gitrepo.Tree) (map[string]bool, error) {
-	repo := j.opts.Repo
 	if baseHead == "" || baseHead == head {
 		return nil, nil
 	}
-	if forward, err := repo.IsAncestor(ctx, baseHead, head); err != nil || !forward {
+	baseHeadTree, forward, err := j.movedForward(ctx, baseHead, head)
+	if err != nil || !forward {
 		return nil, err
 	}
-	_, baseHeadTree, err := repo.Resolve(ctx, baseHead)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := repo.Changes(ctx, baseHeadTree, headTree)
+	changes, err := j.opts.Repo.Changes(ctx, baseHeadTree, headTree)
 	if err != nil {
 		return nil, err
 	}
