@@ -62,7 +62,7 @@ func Markdown(w io.Writer, r Report) error {
 		if commit != "" && f.Branch == "" {
 			commit += " (ref only)"
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %d | %d | $%.2f | %s | %s | %s |\n", f.ID, cell(f.Title), f.Outcome, f.Attempts, f.Runs, f.CostUSD, span(f.Time), commit, cell(f.Why))
+		fmt.Fprintf(&b, "| %s %s | %s | %d | %d | $%.2f | %s | %s | %s |\n", f.ID, cell(f.Title), f.Outcome, f.Attempts, f.Runs, f.CostUSD, span(f.Time), commit, cell(why(f)))
 	}
 	b.WriteString("\n## Cost by role\n\n")
 	roles := make([]string, 0, len(r.Cost.ByRole))
@@ -102,11 +102,21 @@ func Markdown(w io.Writer, r Report) error {
 	return err
 }
 
+// why is what a feature's row says in its Why column: why it is blocked or
+// what its last attempt failed on, or, for a tested feature whose commit
+// the branch did not take, why not.
+func why(f Feature) string {
+	if f.Why == "" && f.Commit != "" && f.Branch == "" && f.OffBranch != "" {
+		return "not on the branch: " + f.OffBranch
+	}
+	return f.Why
+}
+
 //go:embed report.html
 var pageSource string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"stamp": stamp, "span": span, "short": gitrepo.Short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"stamp": stamp, "span": span, "short": gitrepo.Short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) }, "why": why,
 }).Parse(pageSource))
 
 // HTML writes r as one self-contained page: no script, no request for

@@ -126,7 +126,7 @@ func TestMarkdown(t *testing.T) {
 		"# ctxgraphd report: /home/me/todo",
 		"**done**: every feature is tested or blocked",
 		"3 features: 1 tested, 1 blocked, 1 open. 7 runs, 19m00s of agent time, $3.25 ($3.25 per tested feature). 1 refusals.",
-		"| F-001 Greeting | tested | 2 | 4 | $1.75 | 10m00s | 0123456789ab (ref only) |  |",
+		"| F-001 Greeting | tested | 2 | 4 | $1.75 | 10m00s | 0123456789ab (ref only) | not on the branch: HEAD is detached |",
 		`| F-002 Farewell \| bye | blocked | 3 | 1 | $1.00 | 6m00s |  | 3 of 3 attempts failed: ` + "`sh tests/F-002.sh`" + ` failed (exit 1) |`,
 		"- coding-agent: $2.25",
 		"F-001 tester-agent tested-needs-evidence/no_test_run: claimed tested without a run",
@@ -193,6 +193,9 @@ func TestHTML(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "<todo>") {
 		t.Error("the directory was not escaped")
+	}
+	if !strings.Contains(b.String(), "(ref only)</td><td>not on the branch: HEAD is detached</td>") {
+		t.Error("F-001's row does not say why its commit is not on the branch")
 	}
 }
 
