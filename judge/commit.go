@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -143,8 +142,8 @@ func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, hea
 			return "", "", err
 		}
 	}
-	if base == began {
-		return "", "", nil
+	if base == began || baseHead == "" {
+		return "", "", nil // (without a commit to begin from, no history to grow from either)
 	}
 	ref, commit, err = repo.RefWithTree(ctx, testedRefs, base)
 	if err != nil || commit == "" {
@@ -158,10 +157,8 @@ func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, hea
 			return "", "", err
 		}
 	}
-	if baseHead != "" {
-		if from, err := repo.IsAncestor(ctx, baseHead, commit); err != nil || !from {
-			return "", "", err
-		}
+	if from, err := repo.IsAncestor(ctx, baseHead, commit); err != nil || !from {
+		return "", "", err
 	}
 	return ref, commit, nil
 }
@@ -193,10 +190,13 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 	if v.Base != baseHeadTree {
 		return uncommittedAtStart(v.Feature.ID, branch), nil
 	}
-	// Every path of the repository, not only those the daemon judges: a
+	// Every path of the repository, not only those the daemon judges (a
 	// commit of theirs to .claude/ or outside the project directory is
-	// one the tested tree holds as HEAD was when the feature began.
-	moved, err := repo.ChangedPaths(ctx, baseHeadTree, headTree)
+	// one the tested tree holds as HEAD was when the feature began), and
+	// every path any of their commits touched, not only those that end
+	// changed (a change they made, then reverted after the test, is one
+	// the tested tree holds as it was in between).
+	moved, err := repo.TouchedSince(ctx, v.BaseHead, head)
 	if err != nil {
 		return "", err
 	}
@@ -222,6 +222,12 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 // only what was tested. Only the paths the feature changed are put back;
 // nothing is lost (the ref keeps them). The kept work sits on HEAD, or on
 // the tested commit the feature's work began on (as Commit's does).
+//
+// A person's commits since (or an amend, a rebase, a reset: HEAD is not
+// baseHead any more) are theirs: a path they changed goes back as HEAD has
+// it, not as it was before, unless the work tree held uncommitted work of
+// theirs on it when the feature began, which neither HEAD nor base alone
+// holds; that path is left as it is (the ref keeps it too).
 func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.Tree, baseHead string) (commit string, restored []string, err error) {
 	repo := j.opts.Repo
 	now, err := repo.Snapshot(ctx)
@@ -233,6 +239,12 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 		return "", nil, err
 	}
 	head, headTree, _, err := repo.Head(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	// Everything that can fail is asked before anything is written: a
+	// Preserve that fails keeps nothing aside and puts nothing back.
+	theirs, mixed, err := j.committedSince(ctx, base, baseHead, head, headTree)
 	if err != nil {
 		return "", nil, err
 	}
@@ -256,24 +268,20 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 	if err := setRef(ctx, repo, BlockedRef(feature), commit); err != nil {
 		return "", nil, err
 	}
-	// What a person committed meanwhile goes back as they committed it,
-	// not as it was when the feature began: their commit stays in the
-	// work tree too, and the next feature starts from HEAD.
-	theirs, err := j.committedSince(ctx, baseHead, head, headTree)
-	if err != nil {
-		return commit, nil, err
-	}
-	var toHead []string
+	var toBase, toHead []string
 	for _, c := range changes {
-		if c.FromMode == gitrepo.ModeGitlink || c.ToMode == gitrepo.ModeGitlink {
+		switch {
+		case c.FromMode == gitrepo.ModeGitlink || c.ToMode == gitrepo.ModeGitlink:
 			continue // a repository of its own inside the project: not ours to put back
+		case mixed[c.Path]:
+			continue
+		case theirs[c.Path]:
+			toHead = append(toHead, c.Path)
+		default:
+			toBase = append(toBase, c.Path)
 		}
 		restored = append(restored, c.Path)
-		if theirs[c.Path] {
-			toHead = append(toHead, c.Path)
-		}
 	}
-	toBase := slices.DeleteFunc(slices.Clone(restored), func(p string) bool { return theirs[p] })
 	if err := repo.Restore(ctx, base, toBase); err != nil {
 		return commit, restored, err
 	}
@@ -292,26 +300,42 @@ func (j *Judge) movedForward(ctx context.Context, baseHead, head string) (baseHe
 	return baseHeadTree, err == nil, err
 }
 
-// committedSince is the set of the project's paths that commits made on
-// the branch since baseHead changed, when the branch moved forward from
-// it to head; nil when it did not move, or not forward.
-func (j *Judge) committedSince(ctx context.Context, baseHead, head string, headTree gitrepo.Tree) (map[string]bool, error) {
-	if baseHead == "" || baseHead == head {
-		return nil, nil
+// committedSince says which of the project's paths HEAD's tree holds
+// otherwise than the commit the feature's work began on (theirs: a
+// person's commits, amends, rebases and resets since), and, of those, the
+// ones on which the work tree held uncommitted work when the feature began
+// (mixed). Both are empty when HEAD is still baseHead.
+func (j *Judge) committedSince(ctx context.Context, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (theirs, mixed map[string]bool, err error) {
+	repo := j.opts.Repo
+	if baseHead == head {
+		return nil, nil, nil
 	}
-	baseHeadTree, forward, err := j.movedForward(ctx, baseHead, head)
-	if err != nil || !forward {
-		return nil, err
+	baseHeadTree := repo.EmptyTree()
+	if baseHead != "" {
+		if _, baseHeadTree, err = repo.Resolve(ctx, baseHead); err != nil {
+			return nil, nil, err
+		}
 	}
-	changes, err := j.opts.Repo.Changes(ctx, baseHeadTree, headTree)
+	changed, err := repo.Changes(ctx, baseHeadTree, headTree)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	paths := make(map[string]bool, len(changes))
-	for _, c := range changes {
-		paths[c.Path] = true
+	uncommitted, err := repo.Changes(ctx, baseHeadTree, base)
+	if err != nil {
+		return nil, nil, err
 	}
-	return paths, nil
+	atStart := make(map[string]bool, len(uncommitted))
+	for _, c := range uncommitted {
+		atStart[c.Path] = true
+	}
+	theirs, mixed = make(map[string]bool, len(changed)), map[string]bool{}
+	for _, c := range changed {
+		theirs[c.Path] = true
+		if atStart[c.Path] {
+			mixed[c.Path] = true
+		}
+	}
+	return theirs, mixed, nil
 }
 
 // setRef points one of the daemon's own refs at commit, from whatever it

@@ -548,3 +548,73 @@ func TestPreserveKeepsAPersonsCommitInTheWorkTree(t *testing.T) {
 		t.Errorf("the kept work holds src/a.txt = %q", got)
 	}
 }
+
+// A change a person committed and then reverted after the tree was
+// tested ends as no change of the branch, but the tested tree holds it:
+// every path their commits touched counts, and the branch is left alone.
+func TestCommitDoesNotUndoAPersonsRevert(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	f.write(map[string]string{"README.md": "the user's readme\n"})
+	f.git("commit", "-q", "-am", "the user's own commit")
+	tree := f.snapshot() // tested with the user's README
+	f.git("revert", "--no-edit", "HEAD")
+	theirs := f.git("rev-parse", "HEAD")
+
+	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "" || !strings.Contains(c.NotOnBranch, "does not hold README.md") {
+		t.Errorf("committed %+v, want off the branch, naming README.md", c)
+	}
+	if got := f.git("rev-parse", "main"); got != theirs {
+		t.Errorf("main moved to %s, want the user's revert %s", got, theirs)
+	}
+}
+
+// A blocked feature's work put back leaves what a person made of HEAD
+// meanwhile, however they made it (an amend here), and leaves alone a file
+// on which the work tree held uncommitted work of theirs when the feature
+// began, which neither HEAD nor the tree from before holds whole.
+func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
+	t.Run("amend", func(t *testing.T) {
+		f, head := committedFixture(t)
+		base := f.snapshot()
+		f.write(map[string]string{"src/a.txt": "the agent's\n"})
+		f.write(map[string]string{"README.md": "amended\n"})
+		f.git("commit", "-q", "--amend", "-am", "the user's first commit, amended")
+		if _, _, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head); err != nil {
+			t.Fatal(err)
+		}
+		if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("git status after Preserve, want the work tree at the amended HEAD:\n%s", st)
+		}
+	})
+	t.Run("uncommitted at the start, then part of it committed", func(t *testing.T) {
+		f, head := committedFixture(t)
+		f.write(map[string]string{"README.md": "UNCOMMITTED\nreadme\n"})
+		base := f.snapshot()
+		f.write(map[string]string{"src/a.txt": "the agent's\n"})
+		f.write(map[string]string{"NOTES.md": "notes\n"})
+		f.git("add", "NOTES.md")
+		f.git("commit", "-q", "-m", "the user's own commit")
+		f.write(map[string]string{"README.md": "UNCOMMITTED\nreadme, committed part\n"})
+		f.git("commit", "-q", "-am", "the user's part") // commits both lines here; the start held line 1 uncommitted
+		f.write(map[string]string{"README.md": "UNCOMMITTED again\nreadme, committed part\n"})
+		_, restored, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.read("README.md"); got != "UNCOMMITTED again\nreadme, committed part\n" {
+			t.Errorf("README.md = %q, want it left as it was", got)
+		}
+		if slices.Contains(restored, "README.md") || !slices.Contains(restored, "src/a.txt") || !slices.Contains(restored, "NOTES.md") {
+			t.Errorf("restored %q, want the feature's file and NOTES.md (to HEAD's), not README.md", restored)
+		}
+		if got := f.read("NOTES.md"); got != "notes\n" {
+			t.Errorf("NOTES.md = %q, want the user's committed file", got)
+		}
+	})
+}

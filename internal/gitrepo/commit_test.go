@@ -506,3 +506,24 @@ func TestChangedPaths(t *testing.T) {
 		t.Errorf("ChangedPaths of a tree and itself = %q, %v", paths, err)
 	}
 }
+
+// TouchedSince lists what any commit since touched, a change and its
+// revert included, though the trees end the same.
+func TestTouchedSince(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"a": "a", "b": "b"})
+	from := commitAll(t, dir)
+	write(t, dir, map[string]string{"a": "a2"})
+	commitAll(t, dir)
+	write(t, dir, map[string]string{"a": "a", "c": "c"})
+	to := commitAll(t, dir)
+	r := openRepo(t, dir)
+	paths, err := r.TouchedSince(t.Context(), from, to)
+	if err != nil || strings.Join(paths, " ") != "a c" {
+		t.Errorf("TouchedSince = %q, %v; want a (changed, then changed back) and c", paths, err)
+	}
+	if paths, err := r.TouchedSince(t.Context(), to, to); err != nil || len(paths) != 0 {
+		t.Errorf("TouchedSince of a commit and itself = %q, %v", paths, err)
+	}
+}

@@ -525,6 +525,34 @@ func (r *Repo) ChangedPaths(ctx context.Context, from, to Tree) ([]string, error
 	return paths, nil
 }
 
+// TouchedSince lists every path of the repository, relative to its top,
+// that a commit in from..to changed (to's history less from's; each
+// parent of a merge counts), whatever the trees end as: commits that undo
+// each other still touched their paths.
+func (r *Repo) TouchedSince(ctx context.Context, from, to string) ([]string, error) {
+	if err := checkID("commit", from); err != nil {
+		return nil, err
+	}
+	if err := checkID("commit", to); err != nil {
+		return nil, err
+	}
+	out, err := r.git(ctx, nil, nil, "log", "-z", "--format=", "--name-only", "--no-renames", "-m", from+".."+to)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var paths []string
+	for p := range strings.SplitSeq(string(out), "\x00") {
+		p = strings.Trim(p, "\n")
+		if p != "" && !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
 // Entry is one file of a tree.
 type Entry struct {
 	Path string // slash-separated, relative to the project directory
