@@ -45,8 +45,8 @@ type Committed struct {
 	Commit string
 	Ref    string // TestedRef
 	Branch string // the branch that took it, "" when none did
-	// NotOnBranch says why the branch did not take it.
-	NotOnBranch string
+	// OffBranch says why the branch did not take it (store.FeatureCounters.OffBranch).
+	OffBranch string
 }
 
 // Commit records exactly the tested tree as a commit on HEAD: under
@@ -84,22 +84,22 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	}
 	switch {
 	case on != "":
-		out.NotOnBranch = fmt.Sprintf("%s's work began on %s's tested commit %s, which the branch does not hold; its commit sits on that one: merge %s to take both",
+		out.OffBranch = fmt.Sprintf("%s's work began on %s's tested commit %s, which the branch does not hold; its commit sits on that one: merge %s to take both",
 			v.Feature.ID, strings.TrimPrefix(onRef, testedRefs), gitrepo.Short(on), out.Ref)
 	case branch == "":
-		out.NotOnBranch = "HEAD is detached"
+		out.OffBranch = "HEAD is detached"
 	case head != v.BaseHead:
 		why, err := j.onMovedBranch(ctx, v, head, headTree, branchName(branch))
 		if err != nil {
 			return out, err
 		}
 		if why != "" {
-			out.NotOnBranch = why
+			out.OffBranch = why
 			return out, nil
 		}
 		return j.advance(ctx, out, head, c, branch)
 	case v.Base != headTree:
-		out.NotOnBranch = uncommittedAtStart(v.Feature.ID, branchName(branch))
+		out.OffBranch = uncommittedAtStart(v.Feature.ID, branchName(branch))
 	default:
 		return j.advance(ctx, out, head, c, branch)
 	}
@@ -110,7 +110,7 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 func (j *Judge) advance(ctx context.Context, out Committed, head, c, branch string) (Committed, error) {
 	if _, err := j.opts.Repo.AdvanceBranch(ctx, head, c); err != nil {
 		if errors.Is(err, gitrepo.ErrRefChanged) {
-			out.NotOnBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
+			out.OffBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
 			return out, nil
 		}
 		return out, err

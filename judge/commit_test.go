@@ -42,7 +42,7 @@ func TestCommitOnTheBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Branch != "main" || c.NotOnBranch != "" || c.Ref != TestedRef("F-001") || c.Ref != "refs/ctxgraphd/tested/F-001" || c.Commit == "" {
+	if c.Branch != "main" || c.OffBranch != "" || c.Ref != TestedRef("F-001") || c.Ref != "refs/ctxgraphd/tested/F-001" || c.Commit == "" {
 		t.Fatalf("committed %+v, want on main under refs/ctxgraphd/tested/F-001", c)
 	}
 	if got := f.git("rev-parse", "refs/heads/main"); got != c.Commit {
@@ -73,7 +73,7 @@ func TestCommitOnTheBranch(t *testing.T) {
 }
 
 // Someone else's work keeps the branch where it is: the commit is made all
-// the same, under the tested ref, and NotOnBranch says why.
+// the same, under the tested ref, and OffBranch says why.
 func TestCommitLeavesTheBranchAlone(t *testing.T) {
 	tests := []struct {
 		name string
@@ -145,7 +145,7 @@ func TestCommitLeavesTheBranchAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Branch != "" || !strings.Contains(c.NotOnBranch, tt.why) {
+			if c.Branch != "" || !strings.Contains(c.OffBranch, tt.why) {
 				t.Errorf("committed %+v, want not on the branch because %q", c, tt.why)
 			}
 			if got := f.git("rev-parse", "HEAD"); got != branchBefore {
@@ -182,7 +182,7 @@ func TestCommitOnTopOfAPersonsCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Branch != "main" || c.NotOnBranch != "" {
+	if c.Branch != "main" || c.OffBranch != "" {
 		t.Fatalf("committed %+v, want on main", c)
 	}
 	if got := f.git("rev-parse", "main"); got != c.Commit {
@@ -205,33 +205,66 @@ func TestCommitOnTopOfAPersonsCommits(t *testing.T) {
 	}
 }
 
-// A person's commit made after the tree was tested, to a path the daemon's
-// snapshots leave out (.claude/, or outside the project directory), is in
-// no list of the project's changes; the tested tree holds that path as
-// HEAD had it before. Put on the branch, it would undo the commit under
-// the feature's name: the branch is left alone.
+// A person's commit made after the tree was tested is one the tested tree
+// holds as HEAD had it before: put on the branch, the feature's commit
+// would undo it under the feature's name, so the branch is left alone.
+// That holds for a path the daemon's snapshots leave out (.claude/, or
+// outside the project directory), in no list of the project's changes,
+// and for a change they made before the test and reverted after it, which
+// leaves the branch's tree as it was.
 func TestCommitDoesNotUndoAPersonsCommitItDidNotSee(t *testing.T) {
-	f, _ := committedFixture(t)
-	f.write(map[string]string{".claude/progress/keep.txt": "v1\n"})
-	f.git("add", "-f", ".claude/progress/keep.txt")
-	f.git("commit", "-q", "-m", "the user's first keep")
-	head := f.git("rev-parse", "HEAD")
-	base := f.snapshot()
-	f.write(map[string]string{"src/login.go": "package src // login\n"})
-	tree := f.snapshot() // the tested tree
-	f.write(map[string]string{".claude/progress/keep.txt": "v2\n"})
-	f.git("commit", "-q", "-am", "the user's second keep")
-	theirs := f.git("rev-parse", "HEAD")
+	for _, tt := range []struct {
+		name string
+		// before runs before the feature begins, during before the tree
+		// is tested, after once it is; all as the user.
+		before, during, after func(f *fixture)
+		file                  string
+	}{
+		{name: "a path the daemon does not snapshot",
+			before: func(f *fixture) {
+				f.write(map[string]string{".claude/progress/keep.txt": "v1\n"})
+				f.git("add", "-f", ".claude/progress/keep.txt")
+				f.git("commit", "-q", "-m", "the user's first keep")
+			},
+			after: func(f *fixture) {
+				f.write(map[string]string{".claude/progress/keep.txt": "v2\n"})
+				f.git("commit", "-q", "-am", "the user's second keep")
+			},
+			file: ".claude/progress/keep.txt"},
+		{name: "a change reverted after the test",
+			during: func(f *fixture) {
+				f.write(map[string]string{"README.md": "the user's readme\n"})
+				f.git("commit", "-q", "-am", "the user's own commit")
+			},
+			after: func(f *fixture) { f.git("revert", "--no-edit", "HEAD") },
+			file:  "README.md"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _ := committedFixture(t)
+			if tt.before != nil {
+				tt.before(f)
+			}
+			head := f.git("rev-parse", "HEAD")
+			base := f.snapshot()
+			f.write(map[string]string{"src/login.go": "package src // login\n"})
+			if tt.during != nil {
+				tt.during(f)
+			}
+			tree := f.snapshot() // the tested tree
+			tt.after(f)
+			theirs := f.git("rev-parse", "HEAD")
 
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Branch != "" || !strings.Contains(c.NotOnBranch, "does not hold .claude/progress/keep.txt as the new commits do") {
-		t.Errorf("committed %+v, want off the branch, naming the file", c)
-	}
-	if got := f.git("rev-parse", "main"); got != theirs {
-		t.Errorf("main moved to %s, want the user's commit %s", got, theirs)
+			c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Branch != "" || !strings.Contains(c.OffBranch, "does not hold "+tt.file+" as the new commits do") {
+				t.Errorf("committed %+v, want off the branch, naming %s", c, tt.file)
+			}
+			if got := f.git("rev-parse", "main"); got != theirs {
+				t.Errorf("main moved to %s, want the user's commit %s", got, theirs)
+			}
+		})
 	}
 }
 
@@ -302,7 +335,7 @@ func TestCommitSitsOnNoTestedCommitTheBranchHoldsOrLeft(t *testing.T) {
 			if got := f.git("rev-parse", c2.Commit+"^"); got != moved {
 				t.Errorf("F-002's commit sits on %s, want HEAD %s", got, moved)
 			}
-			if c2.Branch != "" || !strings.Contains(c2.NotOnBranch, "uncommitted changes") {
+			if c2.Branch != "" || !strings.Contains(c2.OffBranch, "uncommitted changes") {
 				t.Errorf("F-002 committed %+v, want off the branch: the tree held more than HEAD", c2)
 			}
 		})
@@ -404,7 +437,7 @@ func TestCommitFirstCommitOfARepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Branch != "main" || c.NotOnBranch != "" {
+	if c.Branch != "main" || c.OffBranch != "" {
 		t.Fatalf("committed %+v, want on main", c)
 	}
 	if got := f.git("rev-list", "--parents", "-n", "1", c.Commit); got != c.Commit {
@@ -432,8 +465,8 @@ func TestCommitReportsARepositoryFailure(t *testing.T) {
 	if err == nil || errors.Is(err, gitrepo.ErrRefChanged) || !strings.Contains(err.Error(), "index") {
 		t.Fatalf("Commit with the index locked = %+v, %v; want the index failure", c, err)
 	}
-	if c.NotOnBranch != "" {
-		t.Errorf("NotOnBranch = %q, want no reason made up for an error", c.NotOnBranch)
+	if c.OffBranch != "" {
+		t.Errorf("OffBranch = %q, want no reason made up for an error", c.OffBranch)
 	}
 	if got := f.git("rev-parse", TestedRef("F-001")); c.Commit == "" || got != c.Commit {
 		t.Errorf("tested ref at %s, commit %q: want the commit kept under it", got, c.Commit)
@@ -483,7 +516,7 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c2.Branch != "" || !strings.Contains(c2.NotOnBranch, "began on F-001's tested commit") || !strings.Contains(c2.NotOnBranch, "merge "+TestedRef("F-002")) {
+	if c2.Branch != "" || !strings.Contains(c2.OffBranch, "began on F-001's tested commit") || !strings.Contains(c2.OffBranch, "merge "+TestedRef("F-002")) {
 		t.Errorf("F-002 committed %+v, want off the branch, saying it began on F-001's tested commit", c2)
 	}
 	if got := f.git("rev-parse", c2.Commit+"^"); got != c1.Commit {
@@ -506,8 +539,8 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.git("rev-parse", c.Commit+"^"); got != gHead || !strings.Contains(c.NotOnBranch, "uncommitted changes") {
-		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, gHead, c.NotOnBranch)
+	if got := g.git("rev-parse", c.Commit+"^"); got != gHead || !strings.Contains(c.OffBranch, "uncommitted changes") {
+		t.Errorf("on a person's uncommitted work: parent %s (want %s), %q", got, gHead, c.OffBranch)
 	}
 
 	// A feature blocked after it began on F-002's code: its kept work sits
@@ -522,63 +555,29 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	}
 }
 
-// A blocked feature's work is put back, but what a person committed while
-// it was worked on stays as they committed it: the work tree is left at
-// HEAD, not at the tree from before their commit.
-func TestPreserveKeepsAPersonsCommitInTheWorkTree(t *testing.T) {
-	f, head := committedFixture(t)
-	base := f.snapshot()
-	f.write(map[string]string{"src/a.txt": "the agent's\n", "README.md": "the agent's readme\n"})
-	f.write(map[string]string{"README.md": "the user's readme\n", "NOTES.md": "notes\n"})
-	f.git("add", "README.md", "NOTES.md")
-	f.git("commit", "-q", "-m", "the user's own commit")
-	f.write(map[string]string{"src/a.txt": "the agent's, later\n"})
-
-	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head)
-	if err != nil || commit == "" {
-		t.Fatalf("Preserve = %q, %q, %v", commit, restored, err)
-	}
-	if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Errorf("git status after Preserve, want the work tree at HEAD:\n%s", st)
-	}
-	if got := f.read("README.md"); got != "the user's readme\n" {
-		t.Errorf("README.md = %q, want the user's committed text", got)
-	}
-	if got := f.git("show", BlockedRef("F-002")+":src/a.txt"); got != "the agent's, later" {
-		t.Errorf("the kept work holds src/a.txt = %q", got)
-	}
-}
-
-// A change a person committed and then reverted after the tree was
-// tested ends as no change of the branch, but the tested tree holds it:
-// every path their commits touched counts, and the branch is left alone.
-func TestCommitDoesNotUndoAPersonsRevert(t *testing.T) {
-	f, head := committedFixture(t)
-	base := f.snapshot()
-	f.write(map[string]string{"src/login.go": "package src // login\n"})
-	f.write(map[string]string{"README.md": "the user's readme\n"})
-	f.git("commit", "-q", "-am", "the user's own commit")
-	tree := f.snapshot() // tested with the user's README
-	f.git("revert", "--no-edit", "HEAD")
-	theirs := f.git("rev-parse", "HEAD")
-
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Branch != "" || !strings.Contains(c.NotOnBranch, "does not hold README.md") {
-		t.Errorf("committed %+v, want off the branch, naming README.md", c)
-	}
-	if got := f.git("rev-parse", "main"); got != theirs {
-		t.Errorf("main moved to %s, want the user's revert %s", got, theirs)
-	}
-}
-
 // A blocked feature's work put back leaves what a person made of HEAD
-// meanwhile, however they made it (an amend here), and leaves alone a file
+// meanwhile, however they made it (a commit, an amend), and leaves alone a file
 // on which the work tree held uncommitted work of theirs when the feature
 // began, which neither HEAD nor the tree from before holds whole.
 func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
+	t.Run("a commit", func(t *testing.T) {
+		f, head := committedFixture(t)
+		base := f.snapshot()
+		f.write(map[string]string{"src/a.txt": "the agent's\n", "README.md": "the agent's readme\n"})
+		f.write(map[string]string{"README.md": "the user's readme\n", "NOTES.md": "notes\n"})
+		f.git("add", "README.md", "NOTES.md")
+		f.git("commit", "-q", "-m", "the user's own commit")
+		f.write(map[string]string{"src/a.txt": "the agent's, later\n"})
+		if _, _, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head); err != nil {
+			t.Fatal(err)
+		}
+		if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("git status after Preserve, want the work tree at HEAD:\n%s", st)
+		}
+		if got := f.git("show", BlockedRef("F-002")+":src/a.txt"); got != "the agent's, later" {
+			t.Errorf("the kept work holds src/a.txt = %q", got)
+		}
+	})
 	t.Run("amend", func(t *testing.T) {
 		f, head := committedFixture(t)
 		base := f.snapshot()

@@ -281,10 +281,10 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		case err != nil:
 			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
 		default:
-			c.Commit, c.Branch, c.OffBranch = done.Commit, done.Branch, done.NotOnBranch
+			c.Commit, c.Branch, c.OffBranch = done.Commit, done.Branch, done.OffBranch
 			where := "on " + done.Branch
 			if done.Branch == "" {
-				where = "under " + done.Ref + " only: " + done.NotOnBranch
+				where = "under " + done.Ref + " only: " + done.OffBranch
 			}
 			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
 			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
