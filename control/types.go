@@ -50,6 +50,12 @@ const RunTokenHeader = "Ctxgraph-Run-Token"
 // RunTokenEnv is the variable of a run's environment that holds its token.
 const RunTokenEnv = "CTXGRAPH_TOKEN"
 
+// RunTokenBearer is the Authorization header with which a run's Claude Code
+// presents its token to the daemon over HTTP (the MCP tools it serves them):
+// Claude Code fills it in from the run's environment, so that the token is
+// in no process's arguments, which every local user can read.
+const RunTokenBearer = "Bearer ${" + RunTokenEnv + "}"
+
 // TokenHash is how a run's token is kept where it is written down (the
 // spool, the store): enough to bind a record to its run, useless to present.
 func TokenHash(token string) string {

@@ -16,9 +16,15 @@ var hookEvents = []struct {
 	claude, kebab string
 	matcher       string   // in a run: only these tools ("" for all)
 	roles         []string // in a run: only these roles (nil for all)
+	// gating: the event's hook decides whether an action goes ahead, so
+	// a hook that cannot judge it must refuse it (Gating). A hook of any
+	// other event that fails leaves a gate closed by itself: a run whose
+	// SessionStart never arrives is killed as silent, and a tester whose
+	// commands were not recorded has not run its test.
+	gating bool
 }{
 	{claude: "SessionStart", kebab: "session-start"},
-	{claude: "PreToolUse", kebab: "pre-tool-use"},
+	{claude: "PreToolUse", kebab: "pre-tool-use", gating: true},
 	// They record Bash commands (RecordCommand) and read the sandbox's
 	// refusals off a Bash command's output (SandboxRefusals): nothing of
 	// another tool's result.
@@ -26,8 +32,8 @@ var hookEvents = []struct {
 	{claude: "PostToolUseFailure", kebab: "post-tool-use-failure", matcher: "Bash"},
 	// They gate a tester's end (tester-must-test); Stop decides nothing
 	// for another role.
-	{claude: "Stop", kebab: "stop", roles: []string{Tester}},
-	{claude: "SubagentStop", kebab: "subagent-stop", roles: []string{Tester}},
+	{claude: "Stop", kebab: "stop", roles: []string{Tester}, gating: true},
+	{claude: "SubagentStop", kebab: "subagent-stop", roles: []string{Tester}, gating: true},
 	{claude: "StopFailure", kebab: "stop-failure"},
 }
 
@@ -83,6 +89,17 @@ func RunHooks(cmd HookCommand, role string) map[string]any {
 		t[e.claude] = []any{g}
 	}
 	return t
+}
+
+// Gating reports whether event (kebab case) is one whose hook decides
+// whether an action goes ahead: a hook that cannot judge it must block.
+func Gating(event string) bool {
+	for _, e := range hookEvents {
+		if e.kebab == event {
+			return e.gating
+		}
+	}
+	return false
 }
 
 // HookSettings returns the settings JSON that installs only ctxgraphd's

@@ -228,3 +228,19 @@ func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestGatingEventsAreThoseThatDecide: a hook that cannot judge blocks on
+// the events whose hook decides whether an action goes ahead, and only on
+// them (a SessionStart or a PostToolUse that fails leaves its gate closed
+// by itself; blocking there would stop honest runs for nothing).
+func TestGatingEventsAreThoseThatDecide(t *testing.T) {
+	want := map[string]bool{"pre-tool-use": true, "stop": true, "subagent-stop": true}
+	for event := range Events {
+		if got := Gating(event); got != want[event] {
+			t.Errorf("Gating(%q) = %v, want %v", event, got, want[event])
+		}
+	}
+	if Gating("no-such-event") {
+		t.Error("an unknown event is gating")
+	}
+}

@@ -40,10 +40,6 @@ const MaxPayload = 64 << 20
 // into .claude/settings.json (see gates.InteractiveFlag).
 const InteractiveFlag = gates.InteractiveFlag
 
-// gatingEvents are those where a hook that cannot judge must block: the
-// action would otherwise go through unchecked.
-var gatingEvents = map[string]bool{"pre-tool-use": true, "stop": true, "subagent-stop": true}
-
 // Main is the whole hook command: args are what follows the command name
 // (EVENT, optionally InteractiveFlag); it returns the exit code. 0 comes
 // with the decision as JSON on stdout; 2 blocks (message on stderr) when
@@ -79,7 +75,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "ctxgraphd hook %s: %v\n", event, err)
-		if gatingEvents[event] {
+		if gates.Gating(event) {
 			return 2
 		}
 		return 1

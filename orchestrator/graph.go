@@ -158,7 +158,7 @@ func (o *Orchestrator) mcpConfig(token string) string {
 		return ""
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{MCPServer: map[string]any{
-		"type": "http", "url": o.opts.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${" + control.RunTokenEnv + "}"},
+		"type": "http", "url": o.opts.MCPURL, "headers": map[string]string{"Authorization": control.RunTokenBearer},
 	}}}
 	data, err := json.Marshal(cfg)
 	if err != nil {
