@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // chromium returns Debian's headless browser, which `make test` installs,
@@ -84,15 +87,22 @@ func TestMorningReport(t *testing.T) {
 		t.Errorf("JSON totals %+v, %d runs (the store has %d), cost %v", r.Totals, len(r.Runs), len(runs), r.Cost)
 	}
 
-	// The page, as a browser shows it: one bar per run in the timeline,
-	// a row per feature, and on screen the green of runs that went well
-	// and the red of those that failed.
+	// The page, as a browser shows it: a row per feature, a bar per run in
+	// the timeline with all of its run in its title, and on screen the
+	// bars, one line of them in the colours of the runs' outcomes, in the
+	// order the runs ran, across the night (it runs one feature at a time,
+	// so its runs are one row).
 	browser := chromium(t)
 	page := filepath.Join(t.TempDir(), "report.html")
 	p.mustRun("report", "--format", "html", "-o", page)
 	dom := string(browse(t, browser, "--dump-dom", "file://"+page))
-	if n := strings.Count(dom, "<rect "); n != len(runs) {
+	if n := strings.Count(dom, `<rect class="run `); n != len(runs) {
 		t.Errorf("the browser's page has %d bars, want one per run (%d)", n, len(runs))
+	}
+	for _, run := range runs {
+		if !strings.Contains(dom, "<title>"+run.ID+", "+run.Role) {
+			t.Errorf("the browser's page has no title for %s", run.ID)
+		}
 	}
 	for _, id := range []string{"F-001", "F-002", "F-003"} {
 		if !strings.Contains(dom, `data-feature="`+id+`"`) {
@@ -101,11 +111,21 @@ func TestMorningReport(t *testing.T) {
 	}
 	shot := filepath.Join(t.TempDir(), "report.png")
 	browse(t, browser, "--screenshot="+shot, "--window-size=1100,900", "--hide-scrollbars", "file://"+page)
-	green, red := colours(t, shot)
-	t.Logf("the screenshot shows %d green and %d red pixels", green, red)
-	// The legend's squares alone are some 150 pixels of each.
-	if green < 1000 || red < 500 {
-		t.Errorf("the screenshot shows %d green and %d red pixels: want the chart's bars", green, red)
+	slices.SortStableFunc(runs, func(a, b store.Run) int { return a.StartedAt.Compare(b.StartedAt) })
+	var want []string
+	for _, run := range runs {
+		if len(want) == 0 || want[len(want)-1] != run.Outcome {
+			want = append(want, run.Outcome) // runs back to back with one outcome are one stretch of colour
+		}
+	}
+	img := screenshot(t, shot)
+	y, from, to := barLine(img, want)
+	if y < 0 {
+		t.Errorf("no line of the screenshot crosses bars coloured %v, the runs' outcomes in the order they ran", want)
+	} else if width := img.Bounds().Dx(); to-from < width/2 {
+		t.Errorf("the bars spread over pixels %d to %d of %d: want them across the night", from, to, width)
+	} else {
+		t.Logf("bars coloured %v are drawn on the screenshot's line %d, from pixel %d to %d", want, y, from, to)
 	}
 
 	// With a daemon holding the store, the report is asked of it.
@@ -144,8 +164,14 @@ func TestMorningReport(t *testing.T) {
 	}
 }
 
-// colours counts the pixels of the report's ok green and failed red.
-func colours(t *testing.T, file string) (green, red int) {
+// outcomeColours are the colours report.html gives the runs' outcomes ("":
+// in flight).
+var outcomeColours = map[string][3]int{
+	"ok": {0x2d, 0xa4, 0x4e}, "failed": {0xcf, 0x22, 0x2e}, "transient": {0xd4, 0xa7, 0x2c},
+	"interrupted": {0x8c, 0x95, 0x9f}, "": {0x09, 0x69, 0xda},
+}
+
+func screenshot(t *testing.T, file string) image.Image {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -156,27 +182,50 @@ func colours(t *testing.T, file string) (green, red int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near := func(c [3]uint32, r, g, b uint32) bool {
-		d := func(x, y uint32) uint32 {
-			if x > y {
-				return x - y
+	return img
+}
+
+// barLine finds the first line of img that crosses stretches of the
+// outcomes' colours in exactly the order of want, whatever lies between
+// them (white gaps, a label's letters), and says where: its y and the
+// first and last x of those colours; y is -1 when no line does.
+func barLine(img image.Image, want []string) (y, from, to int) {
+	outcomeAt := func(x, y int) (string, bool) {
+		r, g, b, _ := img.At(x, y).RGBA()
+		for o, c := range outcomeColours {
+			if abs(int(r>>8)-c[0]) < 24 && abs(int(g>>8)-c[1]) < 24 && abs(int(b>>8)-c[2]) < 24 {
+				return o, true
 			}
-			return y - x
 		}
-		return d(c[0], r) < 24 && d(c[1], g) < 24 && d(c[2], b) < 24
+		return "", false
 	}
 	bounds := img.Bounds()
-	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+	for y = bounds.Min.Y; y < bounds.Max.Y; y++ {
+		var seen []string
+		from, to = -1, -1
 		for x := bounds.Min.X; x < bounds.Max.X; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			c := [3]uint32{r >> 8, g >> 8, b >> 8}
-			switch {
-			case near(c, 0x2d, 0xa4, 0x4e):
-				green++
-			case near(c, 0xcf, 0x22, 0x2e):
-				red++
+			o, ok := outcomeAt(x, y)
+			if !ok {
+				continue
+			}
+			if from < 0 {
+				from = x
+			}
+			to = x
+			if len(seen) == 0 || seen[len(seen)-1] != o {
+				seen = append(seen, o)
 			}
 		}
+		if len(want) > 0 && slices.Equal(seen, want) {
+			return y, from, to
+		}
 	}
-	return green, red
+	return -1, -1, -1
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -120,100 +120,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(pageSource))
 
 // HTML writes r as one self-contained page: no script, no request for
-// anything, a timeline drawn in SVG.
+// anything, the night's timeline drawn in SVG.
 func HTML(w io.Writer, r Report) error {
 	return page.Execute(w, struct {
 		Report
 		Timeline timeline
 	}{r, layout(r)})
-}
-
-// timeline is the session drawn over time: a lane per feature (and one for
-// the initializer), a bar per run, coloured by its outcome.
-type timeline struct {
-	Width, Height int
-	Lanes         []lane
-	Bars          []bar
-	Ticks         []tick
-}
-
-type lane struct {
-	Y     int
-	Label string
-}
-
-type bar struct {
-	X, Y, W int
-	Outcome string
-	Title   string
-}
-
-type tick struct {
-	X     int
-	Label string
-}
-
-const (
-	laneHeight = 22
-	labelWidth = 90
-	plotWidth  = 800
-)
-
-func layout(r Report) timeline {
-	tl := timeline{Width: labelWidth + plotWidth + 10}
-	if len(r.Runs) == 0 {
-		return tl
-	}
-	start, end := r.Runs[0].Start, r.Runs[0].Start
-	for _, run := range r.Runs {
-		end = later(end, run.Start, run.End)
-	}
-	total := max(end.Sub(start), time.Second)
-	x := func(t time.Time) int {
-		return labelWidth + int(float64(plotWidth)*float64(t.Sub(start))/float64(total))
-	}
-	laneOf := map[string]int{}
-	for _, run := range r.Runs {
-		key := run.Feature
-		if key == "" {
-			key = run.Role
-		}
-		i, ok := laneOf[key]
-		if !ok {
-			i = len(tl.Lanes)
-			laneOf[key] = i
-			tl.Lanes = append(tl.Lanes, lane{Y: 20 + i*laneHeight, Label: strings.TrimSuffix(key, "-agent")})
-		}
-		stop := run.End
-		if stop.IsZero() {
-			stop = end
-		}
-		title := fmt.Sprintf("%s %s %s: %s, $%.2f, %s", run.ID, run.Role, run.Feature, cmpOr(run.Outcome, "in flight"), run.CostUSD, span(stop.Sub(run.Start)))
-		tl.Bars = append(tl.Bars, bar{X: x(run.Start), Y: 20 + i*laneHeight + 3, W: max(x(stop)-x(run.Start), 2), Outcome: cmpOr(run.Outcome, "running"), Title: title})
-	}
-	tl.Height = 20 + len(tl.Lanes)*laneHeight + 20
-	for i := 0; i <= 4; i++ {
-		at := start.Add(total * time.Duration(i) / 4)
-		tl.Ticks = append(tl.Ticks, tick{X: x(at), Label: at.Local().Format("15:04:05")})
-	}
-	return tl
-}
-
-func later(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func stamp(t time.Time) string {

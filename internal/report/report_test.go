@@ -154,7 +154,8 @@ func TestJSON(t *testing.T) {
 }
 
 // The page stands alone (no script, nothing fetched) and draws a bar for
-// each run, in its lane, in the colour of its outcome.
+// each run, in the colour of its outcome (the timeline's own tests are in
+// timeline_test.go).
 func TestHTML(t *testing.T) {
 	r, _ := Build(night(t), "p-1", "/home/me/<todo>", t0.Add(time.Hour))
 	var b bytes.Buffer
@@ -185,7 +186,7 @@ func TestHTML(t *testing.T) {
 		}
 	}
 	walk(doc)
-	if got := strings.Join(rects, " "); got != "transient ok ok failed ok ok failed" {
+	if got := strings.Join(rects, ", "); got != "run transient, run ok, run ok, run failed, run ok, run ok, run failed" {
 		t.Errorf("bars %q", got)
 	}
 	if got := strings.Join(rows, " "); got != "F-001 F-002 F-003" {
