@@ -127,9 +127,12 @@ type Agent struct {
 
 // Limits are the loop's counters.
 type Limits struct {
-	MaxRetries int           `yaml:"max_retries"` // failed tests before a feature is blocked
-	MaxBlocked int           `yaml:"max_blocked"` // blocked features before the session stops; 0: no limit
-	Debounce   time.Duration `yaml:"debounce"`    // quiet time after a feature-list change
+	MaxRetries int `yaml:"max_retries"` // failed tests before a feature is blocked
+	MaxBlocked int `yaml:"max_blocked"` // blocked features before the session stops; 0: no limit
+	// Parallel is how many frozen tests a verdict's regression sweep runs
+	// at once.
+	Parallel int           `yaml:"parallel"`
+	Debounce time.Duration `yaml:"debounce"` // quiet time after a feature-list change
 	// Backoff is the first wait after a failure that waiting cures (a
 	// rate limit, an overloaded or failing API, no network); each
 	// failure in a row doubles it, up to BackoffMax.
@@ -166,7 +169,7 @@ func Default() *Config {
 			HooksLiveTimeout: 10 * time.Second,
 			StuckAfter:       5,
 		},
-		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
+		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains),

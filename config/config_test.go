@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 	want := &Config{
 		Agent: Agent{Command: "claude", Timeout: 30 * time.Minute, IdleTimeout: 10 * time.Minute,
 			HooksLiveTimeout: 10 * time.Second, StuckAfter: 5},
-		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Debounce: 20 * time.Millisecond,
+		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, Debounce: 20 * time.Millisecond,
 			Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates: map[string]GateMode{
 			"tested-needs-evidence": Enforce, "tester-must-test": Enforce, "role-write-policy": Enforce,
@@ -254,6 +254,10 @@ func TestLoadFileErrors(t *testing.T) {
 			`FILE:2: limits.max_retries: "-1" is not allowed: want a whole number >= 0`},
 		{"fractional int", "agent:\n  max_turns: 2.5\n",
 			`FILE:2: agent.max_turns: "2.5" is not allowed: want a whole number >= 0`},
+		{"no test at a time", "limits:\n  parallel: 0\n",
+			`FILE:2: limits.parallel: "0" is not allowed: want a whole number from 1 to 32`},
+		{"more tests at once than any machine should", "limits:\n  parallel: 33\n",
+			`FILE:2: limits.parallel: "33" is not allowed: want a whole number from 1 to 32`},
 		{"a memory bound Claude Code cannot start under", "sandbox:\n  max_memory_mb: 512\n",
 			`FILE:2: sandbox.max_memory_mb: "512" is not allowed: want -1, 0, or a number of MiB >= 1024 (Claude Code itself fails to start with less)`},
 		{"a negative memory bound other than -1", "sandbox:\n  max_memory_mb: -2\n",

@@ -129,6 +129,8 @@ func buildRegistry() []*key {
 			help: "failed tests before a feature is blocked", access: field(func(c *Config) *int { return &c.Limits.MaxRetries })},
 		{name: "limits.max_blocked", kind: kindInt,
 			help: "blocked features before the session stops; 0: no limit", access: field(func(c *Config) *int { return &c.Limits.MaxBlocked })},
+		{name: "limits.parallel", kind: kindInt, intOK: validParallel, what: fmt.Sprintf("a whole number from 1 to %d", MaxParallel),
+			help: "frozen tests the regression sweep of a verdict runs at once, each in a jail of its own (features are still worked one at a time)", access: field(func(c *Config) *int { return &c.Limits.Parallel })},
 		{name: "limits.debounce", kind: kindDuration,
 			help: "quiet time after a change of feature-list.json before the daemon reacts", access: field(func(c *Config) *time.Duration { return &c.Limits.Debounce })},
 		{name: "limits.backoff", kind: kindDuration, positive: true,
@@ -364,6 +366,12 @@ func validWebhook(s string) bool {
 // reserves some 640 MiB of it at start, so that a lower bound kills every
 // run before its first turn, with nothing in its output to say why.
 const MinMemoryMB = 1024
+
+// MaxParallel bounds limits.parallel: every test at once is a jail, a
+// checkout and a toolchain's memory at once.
+const MaxParallel = 32
+
+func validParallel(n int) bool { return n >= 1 && n <= MaxParallel }
 
 // validMemoryMB accepts -1 (no bound), 0 (half the machine's memory) and
 // MinMemoryMB or more.

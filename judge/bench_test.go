@@ -1,9 +1,11 @@
 package judge
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -50,4 +52,42 @@ func BenchmarkConfinedTestRun(b *testing.B) {
 	b.ReportMetric(float64(jailed.Nanoseconds())/float64(n), "jailed-ns/op")
 	b.ReportMetric(float64(off.Nanoseconds())/float64(n), "unconfined-ns/op")
 	b.ReportMetric(float64(jailed)/float64(off), "jailed/unconfined")
+}
+
+// BenchmarkRegressionSweep is a verdict's regression sweep of eight tested
+// features whose tests take a while each (a quarter of a second of their
+// own, besides their checkouts and jails), one test at a time and four at
+// once (limits.parallel), one after the other in each iteration. It
+// reports each sweep's wall time and their ratio: a test that is slow is
+// still run, and with four slots the sweep takes about as long as its
+// slowest quarter.
+func BenchmarkRegressionSweep(b *testing.B) {
+	f := newFixture(b, nil)
+	f.write(map[string]string{
+		"tests/slow.sh": "exec:#!/bin/sh\nsleep 0.25\ngrep -qx works src/x.txt\n",
+		"src/x.txt":     "works\n",
+	})
+	tree := f.snapshot()
+	l := &progress.List{Version: 1}
+	for i := range 8 {
+		l.Features = append(l.Features, progress.Feature{ID: fmt.Sprintf("F-%03d", i+1), Test: "sh tests/slow.sh", Tested: true})
+	}
+	four := f.j.opts
+	four.Parallel = 4
+	judges := []*Judge{f.j, New(four)}
+	var took [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for k, j := range judges {
+			start := time.Now()
+			if broken := j.sweep(b.Context(), l, "", tree); len(broken) > 0 {
+				b.Fatalf("the sweep found %s broken: %s", broken[0].Feature, broken[0].Test.Summary())
+			}
+			took[k] += time.Since(start)
+		}
+		n++
+	}
+	b.ReportMetric(took[0].Seconds()/float64(n), "parallel1-s/op")
+	b.ReportMetric(took[1].Seconds()/float64(n), "parallel4-s/op")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "parallel4/parallel1")
 }

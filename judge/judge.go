@@ -75,8 +75,12 @@ type Options struct {
 	ProtectedGlobs []string
 	// TestTimeout bounds one run of a feature's test by the daemon.
 	TestTimeout time.Duration
-	Log         *zap.Logger
-	Now         func() time.Time
+	// Parallel is how many frozen tests a regression sweep runs at once
+	// (limits.parallel), each on a checkout and in a jail of its own; 1 or
+	// less runs them one after the other.
+	Parallel int
+	Log      *zap.Logger
+	Now      func() time.Time
 }
 
 // Judge is the daemon side of the gates of one project.

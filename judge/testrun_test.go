@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"math/big"
@@ -535,5 +536,46 @@ func TestATestRunLogsItsProcessesCPUTime(t *testing.T) {
 	took, _ := ended[0].ContextMap()["took"].(time.Duration)
 	if cpu < took/4 {
 		t.Errorf("the test run logged %s of CPU in %s: want its processes' time, not the jail's alone", cpu, took)
+	}
+}
+
+// RunTests runs limits.parallel tests at once, each in its own jail, and
+// gives their results in the order asked: three tests that each wait for
+// the other two to have started all pass only if the three run together,
+// and a fourth, failing, is reported as its own.
+func TestRunTestsRunsParallelAtOnce(t *testing.T) {
+	meet := t.TempDir()
+	f := newFixture(t, func(o *Options) {
+		o.Parallel = 3
+		o.Jail.Writable = append(o.Jail.Writable, meet)
+	})
+	f.write(map[string]string{"tests/meet.sh": `touch "$1/$2"; i=0
+while [ "$(ls "$1" | wc -l)" -lt 3 ]; do
+	i=$((i+1)); [ "$i" -gt 100 ] && { echo "alone: only $(ls "$1") came"; exit 1; }
+	sleep 0.1
+done
+`})
+	tree := f.snapshot()
+	tests := []string{"sh tests/meet.sh " + meet + " a", "sh tests/meet.sh " + meet + " b", "sh tests/meet.sh " + meet + " c", "false"}
+	results := f.j.RunTests(t.Context(), tree, tests)
+	if len(results) != len(tests) {
+		t.Fatalf("%d results for %d tests", len(results), len(tests))
+	}
+	for i, r := range results {
+		if r.Command != tests[i] {
+			t.Errorf("result %d is of %q, want %q", i, r.Command, tests[i])
+		}
+		if want := i < 3; r.Passed() != want {
+			t.Errorf("%q passed = %v, want %v: %s", tests[i], r.Passed(), want, r.Summary())
+		}
+	}
+
+	// Cancelled, nothing starts, and each result says it was cut short.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i, r := range f.j.RunTests(ctx, tree, tests) {
+		if !r.Interrupted || r.Passed() {
+			t.Errorf("%q after a cancellation: %+v", tests[i], r)
+		}
 	}
 }

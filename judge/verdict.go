@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -204,33 +205,66 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 }
 
 // sweep runs the frozen test of every feature of l marked tested, but
-// except, on tree, and returns those that do not pass there. It stops at a
-// cancellation (the caller sees ctx's error).
+// except, on tree (RunTests), and returns those that do not pass there, in
+// the list's order. It stops at a cancellation (the caller sees ctx's
+// error).
 func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree gitrepo.Tree) []Regression {
-	var broken []Regression
-	start, cpu, n, tests := time.Now(), processCPU(), 0, time.Duration(0)
-	defer func() {
-		// Its test runs are logged one by one too (the last n before this
-		// line); make bench tells them from the feature's own by it. cpu
-		// is the whole sweep's, checkouts and jails included: while a
-		// verdict is judged no run is in flight, and nothing else of the
-		// daemon's costs more than its answers to the control socket.
-		j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", n), zap.Int("broken", len(broken)),
-			zap.Duration("took", time.Since(start)), zap.Duration("tests_took", tests), zap.Duration("cpu", processCPU()-cpu))
-	}()
+	var due []progress.Feature
+	var tests []string
 	for _, f := range l.Features {
-		if !f.Tested || f.ID == except || strings.TrimSpace(f.Test) == "" {
-			continue
-		}
-		n++
-		r := j.RunTest(ctx, tree, f.Test)
-		tests += r.Took
-		if ctx.Err() != nil {
-			return broken
-		}
-		if !r.Passed() {
-			broken = append(broken, Regression{Feature: f.ID, Test: r})
+		if f.Tested && f.ID != except && strings.TrimSpace(f.Test) != "" {
+			due = append(due, f)
+			tests = append(tests, f.Test)
 		}
 	}
+	start, cpu := time.Now(), processCPU()
+	results := j.RunTests(ctx, tree, tests)
+	var broken []Regression
+	var took time.Duration
+	for i, r := range results {
+		took += r.Took
+		if !r.Passed() && !r.Interrupted {
+			broken = append(broken, Regression{Feature: due[i].ID, Test: r})
+		}
+	}
+	// Its test runs are logged one by one too (the last ones before this
+	// line); make bench tells them from the feature's own by it. tests_took
+	// is their sum, took the sweep's wall time: with limits.parallel above
+	// 1 the first is the larger. cpu is the whole sweep's, checkouts and
+	// jails included: while a verdict is judged no run is in flight, and
+	// nothing else of the daemon's costs more than its answers to the
+	// control socket.
+	j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", len(tests)), zap.Int("broken", len(broken)),
+		zap.Int("parallel", j.parallel()), zap.Duration("took", time.Since(start)), zap.Duration("tests_took", took), zap.Duration("cpu", processCPU()-cpu))
 	return broken
 }
+
+// RunTests runs each of tests on tree as RunTest does, up to
+// Options.Parallel at once, each on a checkout and in a jail of its own, so
+// that a slow test holds up no slot but its own; the results are in tests'
+// order. At a cancellation what had not started does not: its result is
+// Interrupted.
+func (j *Judge) RunTests(ctx context.Context, tree gitrepo.Tree, tests []string) []TestResult {
+	results := make([]TestResult, len(tests))
+	slots := make(chan struct{}, j.parallel())
+	var wg sync.WaitGroup
+	for i, test := range tests {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			results[i] = TestResult{Command: test, ExitCode: -1, Tree: tree, Interrupted: true}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i] = j.RunTest(ctx, tree, test)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// parallel is how many of a sweep's tests run at once.
+func (j *Judge) parallel() int { return max(j.opts.Parallel, 1) }

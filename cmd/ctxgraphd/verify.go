@@ -161,7 +161,7 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 	}
 	env := os.Environ()
 	j := judge.New(judge.Options{
-		Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout,
+		Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel,
 		Jail: testJail(env, proj, cfg, agentWritable(env, proj, cfg)),
 	})
 	log, err := newLogger(config.Log{Level: "warn", Format: "console"}, proj)
@@ -173,12 +173,17 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 		return res, err
 	}
 	res.Passed = true
-	for _, f := range features {
+	tests := make([]string, len(features))
+	for i, f := range features {
+		tests[i] = f.Test
+	}
+	results := j.RunTests(ctx, tree, tests) // limits.parallel at once
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	for i, f := range features {
 		vc, _ := repo.Ref(ctx, judge.TestedRef(f.ID))
-		r := j.RunTest(ctx, tree, f.Test)
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
+		r := results[i]
 		v := verifiedFeature{ID: f.ID, VerdictCommit: vc, Test: f.Test, Passed: r.Passed(), Summary: r.Summary(), TookMS: r.Took.Milliseconds()}
 		res.Passed = res.Passed && v.Passed
 		res.Features = append(res.Features, v)
