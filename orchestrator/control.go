@@ -234,10 +234,10 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 			return nil
 		}
 		switch {
-		case o.active != nil:
+		case o.cur.active != nil:
 			o.stopAfter = true
-			o.active.interrupt = "stopped by ctl"
-			o.active.cancel()
+			o.cur.active.interrupt = "stopped by ctl"
+			o.cur.active.cancel()
 			return nil
 		case o.job != nil:
 			// The daemon's own work (a test it runs) ends with it.
@@ -274,8 +274,8 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		if verb == "unblock" && f.Status != progress.Blocked {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeNotBlocked, Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
 		}
-		if o.active != nil && o.active.run.Feature == id {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.active.run.ID)}
+		if o.cur.active != nil && o.cur.active.run.Feature == id {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.cur.active.run.ID)}
 		}
 		if o.job != nil && o.job.feature == id {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
@@ -330,9 +330,9 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
 		switch {
-		case o.active != nil && o.active.run.Feature == id:
-			o.active.interrupt = "feature skipped by ctl"
-			o.active.cancel()
+		case o.cur.active != nil && o.cur.active.run.Feature == id:
+			o.cur.active.interrupt = "feature skipped by ctl"
+			o.cur.active.cancel()
 			return nil
 		case o.job != nil && o.job.feature == id:
 			// The daemon's own work on it (a verdict, a test check) is

@@ -57,16 +57,16 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		o.setProblem("")
 		return false
 	case err != nil:
-		if o.active != nil && !runEnded && o.agentMayBeWritingList(o.active.run.ID, data) {
+		if o.cur.active != nil && !runEnded && o.agentMayBeWritingList(o.cur.active.run.ID, data) {
 			// The run in flight is writing the file (its Write lands in
 			// more than one piece), or its sandbox holds an empty one
 			// there for a command: read half-way, it is nobody's problem.
 			// Whose it is, if it is still invalid, is told at the run's
 			// end, which reads the file again.
-			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", o.active.run.ID), zap.Error(err))
+			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", o.cur.active.run.ID), zap.Error(err))
 			return false
 		}
-		o.problemFromAgent = o.active != nil && o.agentMayHaveWrittenList(o.active.run.ID, data)
+		o.problemFromAgent = o.cur.active != nil && o.agentMayHaveWrittenList(o.cur.active.run.ID, data)
 		if !o.problemFromAgent {
 			// A person's edit, half-way perhaps: theirs to finish. It is
 			// kept, and no run starts until the file is valid again.
@@ -87,7 +87,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	}
 
 	if o.canonical == nil {
-		if o.active != nil && agents.Role(o.active.run.Role) == agents.Initializer && (!runEnded || o.active.silent) {
+		if o.cur.active != nil && agents.Role(o.cur.active.run.Role) == agents.Initializer && (!runEnded || o.cur.active.silent) {
 			// The initializer's list is taken when its run has ended, and
 			// only from a run whose gates were running: not half-way, and
 			// not from a run whose hooks never checked in.
@@ -106,7 +106,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		o.canonical = l
 		o.markNewFeatures()
 		o.pending.FeatureList = l.Marshal()
-		if o.active == nil {
+		if o.cur.active == nil {
 			// A person's list: its tests are frozen now. An initializer's
 			// are frozen when its run ends, with all it wrote.
 			o.refreeze("", "the feature list was accepted")
@@ -128,7 +128,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	if changedCanonical {
 		o.canonical = merged
 		o.pending.FeatureList = merged.Marshal()
-		if o.active == nil {
+		if o.cur.active == nil {
 			// A person's edit: new features are due a test check, and the
 			// tests the list names now are frozen as they are.
 			o.markNewFeatures()
@@ -157,7 +157,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 // tester's is a claim for the verdict. Features added, removed or
 // reordered by a run are always written back.
 func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List) {
-	if o.active == nil {
+	if o.cur.active == nil {
 		merged = disk.Clone()
 		paused := statemachine.State(o.session.State) == statemachine.Paused
 		for i := range merged.Features {
@@ -173,7 +173,7 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 		return merged, o.withClaim(merged)
 	}
 	merged = o.canonical.Clone()
-	run := o.active.run
+	run := o.cur.active.run
 	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
 	modes := o.judge.Modes()
 	for _, c := range progress.Diff(o.canonical, disk) {
@@ -191,9 +191,9 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
 			case now && actor.Role == gates.Tester && d == nil:
-				o.claim = run.Feature
-			case !now && o.claim == c.FeatureID:
-				o.claim = ""
+				o.cur.claim = run.Feature
+			case !now && o.cur.claim == c.FeatureID:
+				o.cur.claim = ""
 			}
 			continue
 		}
@@ -208,8 +208,8 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 // tested: true shown, until the verdict takes it or drops it.
 func (o *Orchestrator) withClaim(l *progress.List) *progress.List {
 	shown := l.Clone()
-	if o.claim != "" {
-		if f := shown.Feature(o.claim); f != nil {
+	if o.cur.claim != "" {
+		if f := shown.Feature(o.cur.claim); f != nil {
 			f.Tested = true
 		}
 	}
@@ -217,13 +217,13 @@ func (o *Orchestrator) withClaim(l *progress.List) *progress.List {
 }
 
 func (o *Orchestrator) actor() string {
-	if o.active == nil {
+	if o.cur.active == nil {
 		return "an edit"
 	}
-	if o.active.run.Feature != "" {
-		return fmt.Sprintf("%s (%s, %s)", o.active.run.Role, o.active.run.Feature, o.active.run.ID)
+	if o.cur.active.run.Feature != "" {
+		return fmt.Sprintf("%s (%s, %s)", o.cur.active.run.Role, o.cur.active.run.Feature, o.cur.active.run.ID)
 	}
-	return fmt.Sprintf("%s (%s)", o.active.run.Role, o.active.run.ID)
+	return fmt.Sprintf("%s (%s)", o.cur.active.run.Role, o.cur.active.run.ID)
 }
 
 func describeChange(actor string, c progress.Change) string {
@@ -245,8 +245,8 @@ func describeChange(actor string, c progress.Change) string {
 // traced, counted and grouped like its denial.
 func (o *Orchestrator) revertGate(c progress.Change) string {
 	a := gates.Actor{}
-	if o.active != nil {
-		a = gates.Actor{Role: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
+	if o.cur.active != nil {
+		a = gates.Actor{Role: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
 	}
 	if d := gates.ListChange(gates.Modes{}, a, c); d != nil {
 		return d.Gate
@@ -264,8 +264,8 @@ func (o *Orchestrator) violationMode(gate, code, what string) {
 	o.log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
 	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gate, Code: code,
 		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
-	if o.active != nil {
-		t.Context = store.TraceContext{Agent: o.active.run.Role, Feature: o.active.run.Feature, Run: o.active.run.ID}
+	if o.cur.active != nil {
+		t.Context = store.TraceContext{Agent: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
 	}
 	o.trace(t)
 }
@@ -273,7 +273,7 @@ func (o *Orchestrator) violationMode(gate, code, what string) {
 // afterListChange re-decides when a change of the list can unblock the
 // session: new features after done, or anything while idle.
 func (o *Orchestrator) afterListChange() {
-	if o.active != nil {
+	if o.cur.active != nil {
 		return
 	}
 	switch statemachine.State(o.session.State) {
@@ -321,11 +321,11 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 // hooks. Left there, it would read as tested to anyone who looks, and as a
 // claim to the next tester run.
 func (o *Orchestrator) dropUnjudgedClaim() {
-	if o.claim == "" {
+	if o.cur.claim == "" {
 		return
 	}
-	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.claim))
-	o.claim = ""
+	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.cur.claim))
+	o.cur.claim = ""
 	o.writeFeatureList()
 }
 

@@ -111,7 +111,7 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel}
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, repo, events, id := o.judge, o.repo, o.runEvents, a.Feature
+	j, repo, events, id := o.judge, o.cur.repo, o.runEvents, a.Feature
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago

@@ -26,26 +26,26 @@ func (o *Orchestrator) armHooksLive(runID string) {
 		case <-quit: // the loop is gone
 		}
 	})
-	if o.active != nil {
-		o.active.liveTimer = t
+	if o.cur.active != nil {
+		o.cur.active.liveTimer = t
 	}
 }
 
 // onHooksLiveCheck kills a run whose hooks never checked in: its gates are
 // not running, so nothing it does can be trusted.
 func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
-	if o.active == nil || o.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
+	if o.cur.active == nil || o.cur.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
 		return
 	}
-	run := o.active.run
+	run := o.cur.active.run
 	what := fmt.Sprintf("the hooks of %s did not check in within agent.hooks_live_timeout (%s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
 	if !o.hooksSilentViolation(run, what) {
 		return
 	}
 	o.log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
-	o.active.interrupt = what
-	o.active.hooksKilled = true
-	o.active.cancel()
+	o.cur.active.interrupt = what
+	o.cur.active.hooksKilled = true
+	o.cur.active.cancel()
 }
 
 // endedSilent catches the run that ended, by itself, before its hooks-live

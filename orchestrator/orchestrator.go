@@ -118,10 +118,11 @@ type Orchestrator struct {
 	totalCost float64
 	runCount  int
 	pending   store.Batch // changes that ride with the next persist
-	active    *activeRun  // the run in flight, if any
-	job       *job        // the daemon's own work in flight (a test, a verdict), if any
-	claim     string      // feature whose tester wrote tested:true, pending verification
-	problem   string      // what is wrong with feature-list.json on disk, if anything
+	// home is the lane of the project's own work tree; cur the lane whose
+	// event the loop is handling (see lane).
+	home, cur *lane
+	job       *job   // the daemon's own work in flight (a test, a verdict), if any
+	problem   string // what is wrong with feature-list.json on disk, if anything
 	// problemFromAgent: the broken file was written during a run, so the
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
@@ -151,6 +152,18 @@ type Orchestrator struct {
 	// changed is closed, and replaced, at each change of the status.
 	changed  atomic.Pointer[chan struct{}]
 	features atomic.Pointer[[]control.Feature]
+}
+
+// lane is where a feature's runs work and are judged, with what the loop
+// knows of them between events: the run in flight and its tester's
+// pending claim. The loop owns its lanes and drives them by events; a lane
+// is state, never a goroutine of its own (the one-goroutine rule holds).
+// Today there is one, the project's own work tree.
+type lane struct {
+	dir    string        // its work tree
+	repo   *gitrepo.Repo // that work tree's repository
+	active *activeRun    // its run in flight, if any
+	claim  string        // the feature whose tester wrote tested: true, pending the verdict
 }
 
 type activeRun struct {
@@ -231,6 +244,7 @@ func New(opts Options) (*Orchestrator, error) {
 		lastTrans: st.LastTransSeq,
 		totalCost: st.TotalCostUSD,
 		runCount:  st.RunCount,
+		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo},
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
 		quit:      make(chan struct{}),
@@ -256,6 +270,7 @@ func New(opts Options) (*Orchestrator, error) {
 		}
 	}
 	o.loadGuardFile()
+	o.cur = o.home
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
 	return o, nil
@@ -287,7 +302,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	stopRetention := o.startRetention()
 	defer stopRetention()
 	for {
-		if o.opts.ExitWhenDone && o.active == nil && o.job == nil {
+		if o.opts.ExitWhenDone && o.cur.active == nil && o.job == nil {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done:
 				if open := unsettled(o.canonical); len(open) > 0 {
@@ -356,7 +371,7 @@ func (o *Orchestrator) waitC() <-chan time.Time {
 
 // busy reports whether a run or a job of the daemon is in flight: nothing
 // new starts then.
-func (o *Orchestrator) busy() bool { return o.active != nil || o.job != nil }
+func (o *Orchestrator) busy() bool { return o.cur.active != nil || o.job != nil }
 
 // do runs fn on the loop goroutine and returns its error: control requests
 // change state only there.
@@ -398,9 +413,9 @@ func (o *Orchestrator) recover() {
 		}
 		o.log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
 		// Its writes since the crash are judged as that run's writes.
-		o.active = &activeRun{run: *r}
+		o.cur.active = &activeRun{run: *r}
 		o.syncFeatureList(true)
-		o.active = nil
+		o.cur.active = nil
 		o.dropUnjudgedClaim()
 		o.judgeLeftovers(*r)
 		ended := *r
@@ -436,21 +451,21 @@ func (o *Orchestrator) shutdown() {
 		o.job.interrupt = "daemon shutting down"
 		o.job.cancel()
 	}
-	if o.active != nil {
-		o.active.interrupt = "daemon shutting down"
-		o.active.cancel()
+	if o.cur.active != nil {
+		o.cur.active.interrupt = "daemon shutting down"
+		o.cur.active.cancel()
 	}
-	for o.active != nil || o.job != nil {
+	for o.cur.active != nil || o.job != nil {
 		switch ev := (<-o.runEvents).(type) {
 		case runEnded:
-			if o.active != nil && ev.runID == o.active.run.ID {
+			if o.cur.active != nil && ev.runID == o.cur.active.run.ID {
 				o.judge.Forget(ev.runID)
-				r := o.active.run
+				r := o.cur.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)
 				// Session.Run stays set: the next start sees the run as
 				// in flight, judges what it left and redoes it.
-				o.active = nil
+				o.cur.active = nil
 			}
 		case testChecked, runJudged:
 			o.job = nil // its result is not taken: the work is redone at the next start

@@ -25,10 +25,10 @@ import (
 // its outcome, off the loop (a snapshot, and for a tester's claim the
 // daemon's own run of the test, take time); then finishRun decides.
 func (o *Orchestrator) onRunEnded(ev runEnded) {
-	if o.active == nil || o.active.run.ID != ev.runID {
+	if o.cur.active == nil || o.cur.active.run.ID != ev.runID {
 		return
 	}
-	act := o.active
+	act := o.cur.active
 	res := ev.result
 	if act.liveTimer != nil {
 		act.liveTimer.Stop()
@@ -47,7 +47,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	o.syncFeatureList(true)
-	o.active = nil
+	o.cur.active = nil
 
 	if why != "" {
 		// Its gates never ran: nothing the run claims is judged, and the
@@ -74,7 +74,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
 	if out.Role == statemachine.Tester {
-		ev2.claimed = o.claim == act.run.Feature
+		ev2.claimed = o.cur.claim == act.run.Feature
 		if ev2.claimed {
 			ev2.refused = o.claimProblem(act.run.Feature, act.run.ID)
 		}
@@ -349,7 +349,7 @@ func (o *Orchestrator) claimProblem(id, runID string) string {
 	if len(f.Evidence) == 0 {
 		return fmt.Sprintf("tested: true for %s came without evidence", id)
 	}
-	runs := gates.RanTest(o.judge.Commands(runID), f.Test, o.opts.Project.Dir)
+	runs := gates.RanTest(o.judge.Commands(runID), f.Test, o.cur.dir)
 	switch {
 	case !runs.Ran:
 		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, gates.TestName(f.Test))

@@ -76,7 +76,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		if c.Base == "" {
 			// The feature's work begins: what a verdict may commit on the
 			// branch is measured from here.
-			head, _, _, err := o.repo.Head(context.Background())
+			head, _, _, err := o.cur.repo.Head(context.Background())
 			if err != nil {
 				o.log.Warn("could not read HEAD", zap.Error(err))
 			}
@@ -127,13 +127,13 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 
 	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
-	o.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy}
+	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy}
 	o.armHooksLive(run.ID)
-	o.claim = ""
+	o.cur.claim = ""
 	spec := agents.Spec{
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
-		Dir: o.opts.Project.Dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
+		Dir: o.cur.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
 	}
 	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
@@ -205,7 +205,7 @@ func (o *Orchestrator) startTree(ctx context.Context) (gitrepo.Tree, error) {
 	if r := o.takeRecent(); r != nil {
 		return r.tree, nil
 	}
-	return o.repo.Snapshot(ctx)
+	return o.cur.repo.Snapshot(ctx)
 }
 
 // takeRecent is the recent tree if there is one young enough to start
@@ -247,7 +247,7 @@ func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (stri
 			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
 		}
 		settings["sandbox"] = pol.Settings()
-		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.opts.Project.Dir, ".claude"))
+		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.cur.dir, ".claude"))
 	}
 	data, err := json.Marshal(settings)
 	if err != nil {
@@ -261,7 +261,7 @@ func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (stri
 // directories honest builds need; the hosts the user allows. The daemon's
 // state and socket can be neither read nor written.
 func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
-	dir := o.opts.Project.Dir
+	dir := o.cur.dir
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	deny := []string{
 		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
@@ -303,12 +303,12 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 }
 
 func (o *Orchestrator) onRunStarted(ev runStarted) {
-	if o.active == nil || o.active.run.ID != ev.runID {
+	if o.cur.active == nil || o.cur.active.run.ID != ev.runID {
 		return
 	}
 	o.judge.Started(ev.runID, ev.pid)
-	o.active.run.PID = ev.pid
+	o.cur.active.run.PID = ev.pid
 	o.session.Run.PID = ev.pid
-	o.pending.Runs = append(o.pending.Runs, o.active.run)
+	o.pending.Runs = append(o.pending.Runs, o.cur.active.run)
 	o.persist()
 }

@@ -105,10 +105,10 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	id, run := ev.run.Feature, ev.run
 	f := o.canonical.Feature(id)
 	if f == nil || f.Status == progress.Blocked {
-		o.claim = ""
+		o.cur.claim = ""
 		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
-	o.claim = ""
+	o.cur.claim = ""
 	o.diagnose(id, run, failing(jd))
 	if c := o.counters[id]; c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
 		c.Diagnosis.Message = fmt.Sprintf("%s's own test passes, but the change breaks the frozen test of %s, a feature tested before it; keep that feature working: %s",

@@ -607,7 +607,7 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	// it shuts down; asked on the loop's own goroutine.
 	eventually.True(t, 10*time.Second, func() bool {
 		var claim string
-		o.do(ctx, func() error { claim = o.claim; return nil })
+		o.do(ctx, func() error { claim = o.cur.claim; return nil })
 		return claim == "F-001"
 	}, "the daemon holding F-001's claim")
 	cancel()
