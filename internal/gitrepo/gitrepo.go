@@ -52,6 +52,12 @@ var (
 	// ErrUnsafePath means a path would leave the project directory, lies in
 	// git's own directory, or passes through a symlink.
 	ErrUnsafePath = errors.New("unsafe path")
+	// ErrDirty means uncommitted changes (in the work tree or the user's
+	// index) are on paths an operation would overwrite; see DirtyError.
+	ErrDirty = errors.New("uncommitted changes in the way")
+	// ErrNotWorktree means a directory is not one of the repository's
+	// linked work trees.
+	ErrNotWorktree = errors.New("not a linked work tree of this repository")
 )
 
 // Tree is a git tree object id.
