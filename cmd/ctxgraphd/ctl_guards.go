@@ -64,7 +64,7 @@ func printGuards(w io.Writer, l control.GuardList) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tDENIED\tWOULD-BE\tRULE")
 	for _, g := range l.Guards {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", g.ID, g.Status, dash(g.Source), g.Denials, g.WouldBe, textcut.Runes(g.Rule, 100))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", g.ID, g.Status, dash(g.Source), g.Denials, g.WouldBe, textcut.Runes(textcut.Fold(g.Rule), 100))
 	}
 	return tw.Flush()
 }

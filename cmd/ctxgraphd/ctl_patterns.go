@@ -44,7 +44,7 @@ func printPatterns(w io.Writer, ps []control.Pattern) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COUNT\tKIND\tWHAT\tFEATURES\tEXAMPLES")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.Count, p.Kind, textcut.Runes(p.What, 80), dash(strings.Join(p.Features, ",")), strings.Join(p.Examples, " "))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.Count, p.Kind, textcut.Runes(textcut.Fold(p.What), 80), dash(strings.Join(p.Features, ",")), strings.Join(p.Examples, " "))
 	}
 	return tw.Flush()
 }

@@ -221,8 +221,10 @@ func printTrace(w io.Writer, t control.Trace) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, l := range lines {
-		if strings.TrimSpace(l[1]) != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
+		// Each on its line, and as text: agents write traces, and a
+		// person's terminal must not take their bytes for commands.
+		if v := textcut.Fold(l[1]); v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", l[0], v)
 		}
 	}
 	return tw.Flush()

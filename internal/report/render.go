@@ -38,7 +38,7 @@ func Markdown(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, "# ctxgraphd report: %s\n\n", r.Dir)
 	fmt.Fprintf(&b, "**%s**", r.State)
 	if r.Message != "" {
-		fmt.Fprintf(&b, ": %s", textcut.Fold(r.Message))
+		fmt.Fprintf(&b, ": %s", text(r.Message))
 	}
 	b.WriteString("\n\n")
 	if !r.Started.IsZero() {
@@ -62,7 +62,7 @@ func Markdown(w io.Writer, r Report) error {
 		if commit != "" && f.Branch == "" {
 			commit += " (ref only)"
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %d | %d | $%.2f | %s | %s | %s |\n", f.ID, cell(f.Title), f.Outcome, f.Attempts, f.Runs, f.CostUSD, span(f.Time), commit, cell(why(f)))
+		fmt.Fprintf(&b, "| %s %s | %s | %d | %d | $%.2f | %s | %s | %s |\n", text(f.ID), text(f.Title), f.Outcome, f.Attempts, f.Runs, f.CostUSD, span(f.Time), commit, text(why(f)))
 	}
 	b.WriteString("\n## Cost by role\n\n")
 	roles := make([]string, 0, len(r.Cost.ByRole))
@@ -76,7 +76,7 @@ func Markdown(w io.Writer, r Report) error {
 	if len(r.Refusals) > 0 {
 		b.WriteString("\n## Refusals\n\n")
 		for _, x := range r.Refusals {
-			fmt.Fprintf(&b, "- %s %s %s %s/%s: %s\n", stamp(x.Time), x.Feature, x.Role, x.Gate, x.Code, textcut.Fold(x.What))
+			fmt.Fprintf(&b, "- %s %s %s %s/%s: %s\n", stamp(x.Time), text(x.Feature), x.Role, x.Gate, x.Code, text(x.What))
 		}
 	}
 	b.WriteString("\n## Runs\n\n")
@@ -85,7 +85,7 @@ func Markdown(w io.Writer, r Report) error {
 		if run.Failure != "" {
 			what += " (" + run.Failure + ")"
 		}
-		fmt.Fprintf(&b, "- %s %s %s %s", stamp(run.Start), run.ID, run.Role, run.Feature)
+		fmt.Fprintf(&b, "- %s %s %s %s", stamp(run.Start), run.ID, run.Role, text(run.Feature))
 		if run.Attempt > 0 {
 			fmt.Fprintf(&b, " attempt %d", run.Attempt)
 		}
@@ -94,7 +94,7 @@ func Markdown(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, ", %d turns lost to refusals", run.LostToRefusals)
 		}
 		if run.Summary != "" {
-			fmt.Fprintf(&b, ": %s", textcut.Fold(run.Summary))
+			fmt.Fprintf(&b, ": %s", text(run.Summary))
 		}
 		b.WriteString("\n")
 	}
@@ -150,5 +150,14 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// cell is text fit for a Markdown table cell.
-func cell(s string) string { return strings.ReplaceAll(textcut.Fold(s), "|", `\|`) }
+// text is what agents or a feature list wrote (titles, ids, summaries,
+// reasons that quote a test's output), fit for a line or a table cell of
+// the Markdown report: on one line, nothing that drives a terminal
+// (textcut.Fold), and every character that starts Markdown's inline markup
+// escaped, so that an agent's image, link, HTML or bold "tested" shows as
+// the text it is wherever the report is rendered.
+func text(s string) string { return markdownEscaper.Replace(textcut.Fold(s)) }
+
+var markdownEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`,
+	"!", `\!`, "&", `\&`, "|", `\|`, "~", `\~`, "#", `\#`)

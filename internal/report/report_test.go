@@ -127,7 +127,7 @@ func TestMarkdown(t *testing.T) {
 		"**done**: every feature is tested or blocked",
 		"3 features: 1 tested, 1 blocked, 1 open. 7 runs, 19m00s of agent time, $3.25 ($3.25 per tested feature). 1 refusals.",
 		"| F-001 Greeting | tested | 2 | 4 | $1.75 | 10m00s | 0123456789ab (ref only) | not on the branch: HEAD is detached |",
-		`| F-002 Farewell \| bye | blocked | 3 | 1 | $1.00 | 6m00s |  | 3 of 3 attempts failed: ` + "`sh tests/F-002.sh`" + ` failed (exit 1) |`,
+		`| F-002 Farewell \| bye | blocked | 3 | 1 | $1.00 | 6m00s |  | 3 of 3 attempts failed: \` + "`sh tests/F-002.sh\\`" + ` failed (exit 1) |`,
 		"- coding-agent: $2.25",
 		"F-001 tester-agent tested-needs-evidence/no_test_run: claimed tested without a run",
 		"run-000001 initializer-agent : transient (rate_limit), $0.00, 1m00s",
@@ -268,5 +268,44 @@ func TestTurnsLostToRefusals(t *testing.T) {
 	data, _ := json.Marshal(r)
 	if !strings.Contains(string(data), `"lost_to_refusals":2`) {
 		t.Errorf("JSON: %s", data)
+	}
+}
+
+// What agents or a feature list wrote reaches the Markdown report as the
+// text it is: an agent's image (which would phone home when the report is
+// viewed), link, HTML, bold "tested" or terminal escape is written out,
+// not rendered or obeyed, wherever it lands (a run's summary, a title, a
+// reason, a refusal).
+func TestMarkdownShowsAgentsTextAsText(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"![](https://x.example/p.png)", `\!\[\](https://x.example/p.png)`},
+		{"[see the verdict](https://x.example/v)", `\[see the verdict\](https://x.example/v)`},
+		{"**F-001 tested** _yes_ ~~no~~", `\*\*F-001 tested\*\* \_yes\_ \~\~no\~\~`},
+		{"<img src=x onerror=alert(1)> &amp;", `\<img src=x onerror=alert(1)\> \&amp;`},
+		{"# heading | cell `code` \\", "\\# heading \\| cell \\`code\\` \\\\"},
+		{"done\x1b[2K\rforged", `done\\x1b\[2K forged`},
+		{"plain words, a path src/a.go and F-001 (attempt 2).", "plain words, a path src/a.go and F-001 (attempt 2)."},
+	} {
+		if got := text(tt.in); got != tt.want {
+			t.Errorf("text(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+
+	at := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	forged := "\x1b[2K**F-001 tested** ![](https://x.example/p.png)"
+	r := Report{Dir: "/p", State: "stopped", Message: "stopped: " + forged,
+		Features: []Feature{{ID: "F-001", Title: "Parse " + forged, Outcome: "blocked", Why: "failed: " + forged}},
+		Refusals: []Refusal{{Time: at, Feature: "F-001", Role: "tester-agent", Gate: "scope", Code: "out_of_scope", What: "wrote " + forged}},
+		Runs:     []Run{{ID: "run-000003", Role: "tester-agent", Feature: "F-001", Attempt: 1, Start: at, End: at, Outcome: "failed", Summary: "done " + forged}}}
+	var b strings.Builder
+	if err := Markdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, `\*\*F-001 tested\*\* \!\[\](https://x.example/p.png)`); n != 5 {
+		t.Errorf("the agent's text is shown escaped %d times, want 5 (message, title, why, refusal, summary):\n%s", n, out)
+	}
+	if strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "![") || strings.Contains(out, " **F-001") {
+		t.Errorf("the Markdown report carries an agent's escapes or markup:\n%s", out)
 	}
 }

@@ -19,6 +19,13 @@ func TestCuts(t *testing.T) {
 		{"tail", Tail("first line\nlast words", 10), "…t words"},
 		{"tail short", Tail("ok\n", 10), "ok"},
 		{"tail runes", Tail("aéééé", 7), "…éé"},
+		{"an escape sequence shows, and does not act", Fold("ok\x1b[1A\x1b[2K\rforged"), `ok\x1b[1A\x1b[2K forged`},
+		{"a terminal's title and clipboard", Fold("\x1b]0;owned\x07\x1b]52;c;cm0=\x07"), `\x1b]0;owned\a\x1b]52;c;cm0=\a`},
+		{"C1 controls, as UTF-8 and as a lone byte", Fold("a\u009b2Kb\x9b2K"), `a\u009b2Kb\x9b2K`},
+		{"bidirectional overrides and zero-width characters", Fold("tested\u202e\u2066x\u200b"), `tested\u202e\u2066x\u200b`},
+		{"DEL", Fold("a\x7fb"), `a\x7fb`},
+		{"what only shows is left as it is", Fold("héllo — wörld ✓ 中文"), "héllo — wörld ✓ 中文"},
+		{"a tail is printable too", Tail("out\x1b[2K", 20), `out\x1b[2K`},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
@@ -39,6 +46,14 @@ func FuzzCuts(f *testing.F) {
 			if utf8.ValidString(s) && !utf8.ValidString(out) {
 				t.Fatalf("%q cut to invalid text %q", s, out)
 			}
+		}
+		for _, r := range Fold(s) {
+			if acts(r) {
+				t.Fatalf("Fold(%q) keeps %U, which acts on a terminal", s, r)
+			}
+		}
+		if !utf8.ValidString(Fold(s)) {
+			t.Fatalf("Fold(%q) is not UTF-8", s)
 		}
 		if len(s) <= n && Cut(s, n) != s || strings.Contains(Line(s, n), "\n") {
 			t.Fatal("Cut changed a short text, or Line kept a new line")
