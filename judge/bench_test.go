@@ -80,7 +80,7 @@ func BenchmarkRegressionSweep(b *testing.B) {
 	for b.Loop() {
 		for k, j := range judges {
 			start := time.Now()
-			if broken := j.sweep(b.Context(), l, "", tree); len(broken) > 0 {
+			if broken := j.sweep(b.Context(), Root{}, l, "", tree); len(broken) > 0 {
 				b.Fatalf("the sweep found %s broken: %s", broken[0].Feature, broken[0].Test.Summary())
 			}
 			took[k] += time.Since(start)

@@ -5,10 +5,10 @@
 // itself. It keeps what the hooks recorded (the test commands a run ran,
 // its Stop blocks, whether its hooks checked in). And it judges a run by
 // what it produced rather than by the commands it ran: the run's change set
-// in the project's git tree, held against the scope and the frozen tests;
-// the feature's test, re-run by the daemon in an environment no agent could
-// have changed; and, when a tester's claim holds, a commit of exactly the
-// tree it tested.
+// in its work tree (the project's, or a lane's: Root), held against the
+// scope and the frozen tests; the feature's test, re-run by the daemon in
+// an environment no agent could have changed; and, when a tester's claim
+// holds, a commit of exactly the tree it tested.
 //
 // The rules themselves are package gates', shared with the hook; this
 // package supplies what only the daemon knows. Its methods are safe for
@@ -25,7 +25,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +57,9 @@ type Options struct {
 	Project paths.Project
 	Modes   gates.Modes
 	Records Records
-	// Repo is the project's repository; the outcome of runs is judged in it.
+	// Repo is the project's repository: the runs of the project's own work
+	// tree are judged in it (a lane's, in its Root), and what is tested is
+	// committed there.
 	Repo *gitrepo.Repo
 	// Jail confines the daemon's own runs of the features' tests (its
 	// Checkout and Mount are set per run): see RunTest.
@@ -81,6 +85,31 @@ type Options struct {
 	Parallel int
 	Log      *zap.Logger
 	Now      func() time.Time
+}
+
+// Root is the work tree a run works in and is judged in: the project's
+// own, or a lane's linked work tree of the project's repository. The zero
+// Root is the project's (Options.Project.Dir and Options.Repo); a Root
+// with a Repo and no Dir is in the Repo's directory.
+//
+// Dir must lie outside the daemon's own directories (its state directory
+// and its socket, Judge.Protected): they stay protected for every run, so
+// a run in a work tree inside them would be refused every write of its
+// own.
+type Root struct {
+	Dir  string // real path (symlinks resolved), as gates.State.ProjectDir
+	Repo *gitrepo.Repo
+}
+
+// root is r with the project's in place of what it leaves out.
+func (j *Judge) root(r Root) Root {
+	switch {
+	case r.Dir == "" && r.Repo == nil:
+		return Root{Dir: j.opts.Project.Dir, Repo: j.opts.Repo}
+	case r.Dir == "":
+		r.Dir = r.Repo.Dir()
+	}
+	return r
 }
 
 // Judge is the daemon side of the gates of one project.
@@ -111,11 +140,17 @@ type RunLink struct {
 
 // run is what the judge knows of one run.
 type run struct {
-	actor      gates.Actor
-	token      string
+	actor gates.Actor
+	token string
+	// root is the work tree the run works in: its hooks' paths and
+	// commands mean what they mean there.
+	root       Root
 	pid        int
 	commands   []gates.TestRecord
 	stopBlocks int
+	// subagents are its subagent calls at work: let through by PreToolUse,
+	// not ended by a PostToolUse yet (gates.State.Subagents).
+	subagents int
 	live       bool
 	// stopFailure is the API error the run's StopFailure hook reported.
 	stopFailure string
@@ -160,17 +195,37 @@ func (j *Judge) SetList(l *progress.List) {
 	j.mu.Unlock()
 }
 
-// Register makes a run known to the gates and returns its token: the secret
-// its hooks present (control.RunTokenEnv in its environment). The hooks of
-// a run are believed to be that run's because of the token, and only then.
-func (j *Judge) Register(a gates.Actor) string {
+// Register makes a run in the project's own work tree known to the gates
+// and returns its token: RegisterIn(a, Root{}).
+func (j *Judge) Register(a gates.Actor) string { return j.RegisterIn(a, Root{}) }
+
+// RegisterIn makes a run in root's work tree known to the gates and returns
+// its token: the secret its hooks present (control.RunTokenEnv in its
+// environment). The hooks of a run are believed to be that run's because
+// of the token, and only then. The run is judged in root: its writes are
+// the project's only inside root.Dir, so that a run in a lane's work tree
+// writes neither the project's own tree nor another lane's.
+func (j *Judge) RegisterIn(a gates.Actor, root Root) string {
+	root = j.root(root)
+	for _, d := range j.Protected() {
+		if d != "" && within(root.Dir, d) {
+			j.log.Warn("a run's work tree lies in the daemon's own files, which it may not write: every write of the run will be refused",
+				zap.String("run", a.Run), zap.String("dir", root.Dir), zap.String("protected", d))
+		}
+	}
 	b := make([]byte, 32)
 	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
 	token := hex.EncodeToString(b)
 	j.mu.Lock()
-	j.runs[token] = &run{actor: a, token: token}
+	j.runs[token] = &run{actor: a, token: token, root: root}
 	j.mu.Unlock()
 	return token
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	r, err := filepath.Rel(dir, path)
+	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
 // Confine records what the sandbox of the run with token denies it
@@ -244,15 +299,22 @@ func (j *Judge) byRun(runID string) *run {
 }
 
 // state is what the rules know besides the payload, for actor's run rg (nil
-// for a person's interactive session).
+// for a person's interactive session, in the project's own work tree). The
+// gates' ProjectDir is the run's work tree: the project's directory is
+// outside it for a run in a lane, as any directory but its own is. The
+// daemon's own files are protected for every run.
 func (j *Judge) state(rg *run) gates.State {
+	dir := j.opts.Project.Dir
+	if rg != nil {
+		dir = rg.root.Dir
+	}
 	s := gates.State{
-		ProjectDir: j.opts.Project.Dir, List: j.list,
+		ProjectDir: dir, List: j.list,
 		Protected: j.Protected(), Frozen: j.frozen.paths(), ProtectedGlobs: j.opts.ProtectedGlobs,
 		Writable: j.opts.Writable, MaxFileSize: j.opts.Jail.Limits.FileSize,
 	}
 	if rg != nil {
-		s.Commands, s.StopBlocks = rg.commands, rg.stopBlocks
+		s.Commands, s.StopBlocks, s.Subagents = rg.commands, rg.stopBlocks, rg.subagents
 	}
 	return s
 }
@@ -283,16 +345,17 @@ func (j *Judge) Environment(runID string) *diagnose.Environment {
 	return nil
 }
 
-// environment reads the output of a failed Bash call, as its hook reports
-// it, for a failure of the machine or the sandbox.
-func (j *Judge) environment(p *gates.Payload) *diagnose.Environment {
+// environment reads the output of a failed Bash call of run rg, as its
+// hook reports it, for a failure of the machine or the sandbox: a
+// directory held read-only is the run's work tree's or not.
+func (j *Judge) environment(rg *run, p *gates.Payload) *diagnose.Environment {
 	out := p.Error
 	if p.Event == "PostToolUse" {
 		var r gates.BashResponse
 		json.Unmarshal(p.ToolResponse, &r)
 		out = r.Stdout + "\n" + r.Stderr
 	}
-	e, ok := diagnose.ReadEnvironment(out, diagnose.Setting{Place: diagnose.InSandbox, ProjectDir: j.opts.Project.Dir,
+	e, ok := diagnose.ReadEnvironment(out, diagnose.Setting{Place: diagnose.InSandbox, ProjectDir: rg.root.Dir,
 		Writable: j.opts.SandboxWritable, Caches: j.opts.SandboxWritable})
 	if !ok {
 		return nil
@@ -373,6 +436,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	case "PreToolUse":
 		d = gates.PreToolUse(j.opts.Modes, actor, state, p)
 		d, guardHits = j.withGuards(actor, state, p, d)
+		if rg != nil && !d.Blocks() && gates.IsSubagentCall(p.ToolName) {
+			rg.subagents++
+		}
 		if rg != nil && !d.Blocks() && gates.WritesFeatureList(state, p) {
 			if p.ToolName == "Write" {
 				rg.listWrite = []byte(p.Input().Content)
@@ -386,17 +452,20 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			rg.stopBlocks++
 		}
 	case "PostToolUse", "PostToolUseFailure":
+		if rg != nil && gates.IsSubagentCall(p.ToolName) && rg.subagents > 0 {
+			rg.subagents--
+		}
 		test := ""
 		if state.List != nil {
 			if f := state.List.Feature(actor.Feature); f != nil {
 				test = f.Test
 			}
 		}
-		if r, ok := gates.RecordCommand(actor, test, j.opts.Project.Dir, p); ok {
+		if r, ok := gates.RecordCommand(actor, test, state.ProjectDir, p); ok {
 			if rg != nil {
 				rg.commands = append(rg.commands, r)
 				if r.IsTest && r.ExitCode != 0 && rg.env == nil {
-					rg.env = j.environment(p)
+					rg.env = j.environment(rg, p)
 				}
 			}
 			rec = &r

@@ -102,8 +102,15 @@ const (
 	maxReportOutput = 16 << 20
 )
 
-// RunTest runs a feature's test command on tree, the way a tester should
-// have, and with none of the daemon's powers: the agent's code runs in it.
+// RunTest runs a feature's test command on tree of the project's own work
+// tree: RunTestIn(ctx, Root{}, tree, test).
+func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) TestResult {
+	return j.RunTestIn(ctx, Root{}, tree, test)
+}
+
+// RunTestIn runs a feature's test command on tree, of root's work tree, the
+// way a tester should have, and with none of the daemon's powers: the
+// agent's code runs in it.
 //
 // The test runs with /bin/sh in a throwaway checkout of exactly tree
 // (gitrepo.Export: the bytes the verdict judges and a commit would hold,
@@ -114,7 +121,13 @@ const (
 // of its own that a cancellation of ctx or the timeout ends whole. It
 // returns when every process it started is gone; whatever it wrote is
 // discarded with the checkout.
-func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) TestResult {
+//
+// The checkout is seen at the project's path whatever root is, so that a
+// test sees the same paths in every lane; the dependencies git does not
+// carry (depDirs) are root's, lent at the same place: a green run must
+// never have verified another tree's dependencies.
+func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, test string) TestResult {
+	root = j.root(root)
 	res := TestResult{Command: test, ExitCode: -1, Tree: tree}
 	if strings.TrimSpace(test) == "" {
 		res.CannotRun = "the feature has no test command"
@@ -126,7 +139,7 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		return res
 	}
 	began := time.Now()
-	scratch, err := j.checkout(ctx, tree)
+	scratch, err := j.checkout(ctx, root.Repo, tree)
 	checkedOut := time.Since(began)
 	if scratch != "" {
 		defer os.RemoveAll(scratch)
@@ -159,9 +172,10 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		// keys keep another tree's headers out of this one's build.
 		jail.Env = append(jail.Env, toolchain.CgoTreeEnv(jail.Env, string(tree))...)
 	}
+	jail.DepsFrom = root.Dir
 	for _, d := range depDirs {
 		if _, err := os.Lstat(filepath.Join(checkout, d)); errors.Is(err, os.ErrNotExist) {
-			jail.Deps = append(jail.Deps, filepath.Join(j.opts.Project.Dir, d))
+			jail.Deps = append(jail.Deps, filepath.Join(root.Dir, d))
 		}
 	}
 	// The command as run asks known runners for a report the daemon can
@@ -253,6 +267,7 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 		res.Outcome, res.Reason = testreport.Unchecked, "its output goes through a pipe, which may cut the runner's report: judged by exit status alone"
 	}
 	if res.ExitCode != 0 {
+		// The test saw its checkout at the project's path, whatever root.
 		if e, ok := diagnose.ReadEnvironment(res.Output, diagnose.Setting{Place: diagnose.InJail, ProjectDir: j.opts.Project.Dir,
 			Writable: jail.Writable, Caches: j.opts.SandboxWritable}); ok {
 			res.Env = &e
@@ -268,11 +283,11 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 }
 
 // checkout makes a new directory of its own under the judge's scratch
-// directory, exports tree into its "tree", and returns the directory (""
-// when none was made). The scratch directory is the daemon's (under its
-// state directory), which no agent can read or write.
-func (j *Judge) checkout(ctx context.Context, tree gitrepo.Tree) (string, error) {
-	if j.opts.Repo == nil {
+// directory, exports tree from repo into its "tree", and returns the
+// directory ("" when none was made). The scratch directory is the daemon's
+// (under its state directory), which no agent can read or write.
+func (j *Judge) checkout(ctx context.Context, repo *gitrepo.Repo, tree gitrepo.Tree) (string, error) {
+	if repo == nil {
 		return "", errors.New("the judge has no repository")
 	}
 	base := j.opts.Scratch
@@ -288,7 +303,7 @@ func (j *Judge) checkout(ctx context.Context, tree gitrepo.Tree) (string, error)
 	}
 	// The tree goes one level down, so that the output file and the
 	// checkout are removed together and the checkout holds nothing else.
-	return dir, j.opts.Repo.Export(ctx, tree, filepath.Join(dir, "tree"))
+	return dir, repo.Export(ctx, tree, filepath.Join(dir, "tree"))
 }
 
 // CheckJail tries the test runs' jail once (sandbox.TestJail.Check).
@@ -312,7 +327,7 @@ func closeFiles(fs []*os.File) {
 
 // depDirs are the directories at the project's top that hold what a
 // build installs and git does not carry: where the tree has none, the
-// work tree's is lent to the test, read-only.
+// run's work tree's is lent to the test, read-only.
 var depDirs = []string{"node_modules", ".venv", "venv"}
 
 // limitHit names the bound of l that a test which exited with exit and

@@ -21,6 +21,14 @@ import (
 // WriteEvidence keeps the daemon's own run of a feature's test in the
 // feature's evidence directory, and returns its project-relative path. It
 // is the evidence a verdict rests on; what a tester saved is extra.
+//
+// It is always the project's own directory, whichever work tree the run
+// was judged in: evidence is the daemon's record, not the run's work.
+// .claude/progress is in no change set, so nothing carries it from a
+// lane's work tree into the project, and it would go with the work tree
+// when the lane ends; ctl why reads it from the project, and the
+// feature's evidence list (the canonical one, the project's) names it by
+// this path.
 func (j *Judge) WriteEvidence(feature string, attempt int, what string, r TestResult) (string, error) {
 	rel := fmt.Sprintf(".claude/progress/%s/%s/daemon-%s-attempt-%d.log", progress.EvidenceDir, feature, what, attempt)
 	path := filepath.Join(j.opts.Project.Dir, filepath.FromSlash(rel))
@@ -45,6 +53,9 @@ func (j *Judge) WriteEvidence(feature string, attempt int, what string, r TestRe
 type RunEnd struct {
 	Actor   gates.Actor
 	Attempt int
+	// Root is the work tree the run worked in (zero: the project's own):
+	// its change set is judged there, and put back there.
+	Root Root
 	// Base is the work tree when the run started.
 	Base gitrepo.Tree
 	// List is the canonical feature list: the feature's scope and test.
@@ -125,10 +136,17 @@ func (jd Judgement) Blocks() bool {
 // gone: what the tree holds now is all the run did. The run's change set
 // (its base to now) meets the rules for its role (gates.JudgeChanges); what
 // an enforced gate refuses is restored as it was at the run's start; then,
-// when asked, the daemon runs the feature's test on the tree as it is.
+// when asked, the daemon runs the feature's test on the tree as it is. All
+// of it happens in the run's work tree (in.Root), and its tests are lent
+// that tree's dependencies (RunTestIn).
 func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	var jd Judgement
-	repo := j.opts.Repo
+	root := j.root(in.Root)
+	repo := root.Repo
+	if repo == nil {
+		jd.Err = fmt.Errorf("judging %s: no repository for its work tree %s", in.Actor.Run, root.Dir)
+		return jd
+	}
 	after, refused, err := repo.SnapshotRefused(ctx)
 	if err != nil {
 		jd.Err = fmt.Errorf("snapshot after %s: %w", in.Actor.Run, err)
@@ -143,12 +161,12 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	state := j.state(nil)
 	guards := slices.Clone(j.guards)
 	j.mu.Unlock()
-	state.List = in.List
+	state.ProjectDir, state.List = root.Dir, in.List
 	changes := make([]gates.Change, len(jd.Changes))
 	for i, c := range jd.Changes {
 		changes[i] = gates.Change{Path: c.Path, Kind: c.Kind.String()}
 		if c.Kind != gitrepo.Deleted {
-			if fi, err := os.Lstat(filepath.Join(j.opts.Project.Dir, filepath.FromSlash(c.Path))); err == nil {
+			if fi, err := os.Lstat(filepath.Join(root.Dir, filepath.FromSlash(c.Path))); err == nil {
 				changes[i].Size = fi.Size()
 			}
 		}
@@ -195,20 +213,20 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		if f := in.List.Feature(in.Actor.Feature); f != nil {
 			test = f.Test
 		}
-		r := j.RunTest(ctx, jd.Tree, test)
+		r := j.RunTestIn(ctx, root, jd.Tree, test)
 		jd.Test = &r
 		if in.Sweep && r.Passed() {
-			jd.Regressions = j.sweep(ctx, in.List, in.Actor.Feature, jd.Tree)
+			jd.Regressions = j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Tree)
 		}
 	}
 	return jd
 }
 
 // sweep runs the frozen test of every feature of l marked tested, but
-// except, on tree (RunTests), and returns those that do not pass there, in
-// the list's order. It stops at a cancellation (the caller sees ctx's
-// error).
-func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree gitrepo.Tree) []Regression {
+// except, on tree of root's work tree (RunTestsIn), and returns those that
+// do not pass there, in the list's order. It stops at a cancellation (the
+// caller sees ctx's error).
+func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except string, tree gitrepo.Tree) []Regression {
 	var due []progress.Feature
 	var tests []string
 	for _, f := range l.Features {
@@ -218,7 +236,7 @@ func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree
 		}
 	}
 	start, cpu := time.Now(), processCPU()
-	results := j.RunTests(ctx, tree, tests)
+	results := j.RunTestsIn(ctx, root, tree, tests)
 	var broken []Regression
 	var took time.Duration
 	for i, r := range results {
@@ -239,12 +257,18 @@ func (j *Judge) sweep(ctx context.Context, l *progress.List, except string, tree
 	return broken
 }
 
-// RunTests runs each of tests on tree as RunTest does, up to
-// Options.Parallel at once, each on a checkout and in a jail of its own, so
-// that a slow test holds up no slot but its own; the results are in tests'
-// order. At a cancellation what had not started does not: its result is
-// Interrupted.
+// RunTests runs each of tests on tree of the project's own work tree:
+// RunTestsIn(ctx, Root{}, tree, tests).
 func (j *Judge) RunTests(ctx context.Context, tree gitrepo.Tree, tests []string) []TestResult {
+	return j.RunTestsIn(ctx, Root{}, tree, tests)
+}
+
+// RunTestsIn runs each of tests on tree of root's work tree as RunTestIn
+// does, up to Options.Parallel at once, each on a checkout and in a jail
+// of its own, so that a slow test holds up no slot but its own; the
+// results are in tests' order. At a cancellation what had not started
+// does not: its result is Interrupted.
+func (j *Judge) RunTestsIn(ctx context.Context, root Root, tree gitrepo.Tree, tests []string) []TestResult {
 	results := make([]TestResult, len(tests))
 	slots := make(chan struct{}, j.parallel())
 	var wg sync.WaitGroup
@@ -259,7 +283,7 @@ func (j *Judge) RunTests(ctx context.Context, tree gitrepo.Tree, tests []string)
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			results[i] = j.RunTest(ctx, tree, test)
+			results[i] = j.RunTestIn(ctx, root, tree, test)
 		})
 	}
 	wg.Wait()

@@ -53,11 +53,15 @@ type TestJail struct {
 	Secrets []string
 	Env     []string
 	Limits  Limits
-	// Deps are directories of the project's work tree that a build needs
-	// and git does not carry (node_modules, a virtualenv), bound
-	// read-only at the same place in the checkout: the test uses them and
-	// cannot change them. Absolute paths, below Mount's real directory.
+	// Deps are directories of a work tree that a build needs and git does
+	// not carry (node_modules, a virtualenv), bound read-only at the same
+	// place in the checkout: the test uses them and cannot change them.
+	// Absolute paths, below DepsFrom.
 	Deps []string
+	// DepsFrom is the work tree Deps are in: the checkout's own (a lane's
+	// linked work tree, whose checkout is seen at the project's path,
+	// Mount), "" for Mount's real directory.
+	DepsFrom string
 	// Off runs the test unconfined, in its checkout with Env: the user
 	// turned confinement off (sandbox.enabled: false), visibly.
 	Off bool

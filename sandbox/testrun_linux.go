@@ -145,8 +145,12 @@ func (j TestJail) bwrapArgs(script string) []string {
 	args = append(args,
 		"--bind", j.Checkout, j.Mount,
 	)
+	from := j.DepsFrom
+	if from == "" {
+		from = j.Mount
+	}
 	for _, d := range j.Deps {
-		if rel, err := filepath.Rel(j.Mount, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(from, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
 			args = append(args, "--ro-bind", d, filepath.Join(j.Mount, rel))
 		}
 	}
