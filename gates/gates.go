@@ -87,6 +87,9 @@ type State struct {
 	Commands []TestRecord
 	// StopBlocks is how many times this run's Stop was blocked already.
 	StopBlocks int
+	// Subagents is how many of this run's subagent calls are at work (a
+	// PreToolUse let through, no PostToolUse yet).
+	Subagents int
 	// Offline: the daemon did not answer; tested:true fails closed.
 	Offline bool
 	// Protected are directories of the daemon (state, socket) no agent may
@@ -157,6 +160,9 @@ func decide(m Modes, gate, code, msg, suggestion string) *Decision {
 
 // PreToolUse judges a tool call before it runs. Nil means allowed.
 func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
+	if d := judgeBeside(m, a, s, p); d != nil {
+		return d
+	}
 	in := p.Input()
 	switch p.ToolName {
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":

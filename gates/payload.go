@@ -65,6 +65,10 @@ type ToolInput struct {
 	NotebookPath string `json:"notebook_path"`
 	Offset       *int   `json:"offset"`
 	Limit        *int   `json:"limit"`
+	// RunInBackground is Bash's and the Agent tool's: nil when the call
+	// does not say (for the Agent tool, Claude Code then runs it in the
+	// background).
+	RunInBackground *bool `json:"run_in_background"`
 }
 
 // BashResponse is PostToolUse's tool_response for Bash.

@@ -26,10 +26,11 @@ var hookEvents = []struct {
 	{claude: "SessionStart", kebab: "session-start"},
 	{claude: "PreToolUse", kebab: "pre-tool-use", gating: true},
 	// They record Bash commands (RecordCommand) and read the sandbox's
-	// refusals off a Bash command's output (SandboxRefusals): nothing of
+	// refusals off a Bash command's output (SandboxRefusals), and tell a
+	// subagent's end (one works at a time: see judgeBeside): nothing of
 	// another tool's result.
-	{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash"},
-	{claude: "PostToolUseFailure", kebab: "post-tool-use-failure", matcher: "Bash"},
+	{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash|Agent|Task"},
+	{claude: "PostToolUseFailure", kebab: "post-tool-use-failure", matcher: "Bash|Agent|Task"},
 	// They gate a tester's end (tester-must-test); Stop decides nothing
 	// for another role.
 	{claude: "Stop", kebab: "stop", roles: []string{Tester}, gating: true},

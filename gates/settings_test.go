@@ -162,7 +162,7 @@ func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
 		if err := json.Unmarshal(data, &hooks); err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{"SessionStart": "", "PreToolUse": "", "PostToolUse": "Bash", "PostToolUseFailure": "Bash", "StopFailure": ""}
+		want := map[string]string{"SessionStart": "", "PreToolUse": "", "PostToolUse": "Bash|Agent|Task", "PostToolUseFailure": "Bash|Agent|Task", "StopFailure": ""}
 		if role == Tester {
 			want["Stop"], want["SubagentStop"] = "", ""
 		}

@@ -582,3 +582,50 @@ func TestHookAnswersWhenTheStoreFails(t *testing.T) {
 		}
 	}
 }
+
+// A run's subagents work one at a time: the judge counts those its gates
+// let through (PreToolUse) until each ends (PostToolUse, or
+// PostToolUseFailure), and refuses another meanwhile; a refused call is
+// not counted, and each run counts its own.
+func TestSubagentsWorkOneAtATime(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000001"})
+	other := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-002", Run: "run-000002"})
+	call := func(event, hookEvent string, background any) map[string]any {
+		in := map[string]any{"prompt": "look around", "description": "explore"}
+		if background != nil {
+			in["run_in_background"] = background
+		}
+		p := map[string]any{"hook_event_name": hookEvent, "tool_name": "Agent", "tool_input": in}
+		if event != "pre-tool-use" {
+			p["tool_response"] = map[string]any{"content": "found it"}
+			p["error"] = "the subagent failed"
+		}
+		return p
+	}
+	refused := func(token string) bool {
+		d := f.mustHook(token, "pre-tool-use", call("pre-tool-use", "PreToolUse", false))
+		return d != nil && d.Mode == "enforce"
+	}
+	if d := f.mustHook(tok, "pre-tool-use", call("pre-tool-use", "PreToolUse", nil)); d == nil || d.Code != "runs_beside" {
+		t.Fatalf("a subagent left to run in the background: %+v, want refused", d)
+	}
+	if refused(tok) {
+		t.Fatal("a first subagent in the foreground was refused (the refused background one was counted)")
+	}
+	if !refused(tok) {
+		t.Fatal("a second subagent while the first works went through")
+	}
+	if refused(other) {
+		t.Fatal("another run's subagent was held to this run's")
+	}
+	f.mustHook(tok, "post-tool-use", call("post-tool-use", "PostToolUse", false))
+	if refused(tok) {
+		t.Fatal("a subagent after the first ended was refused")
+	}
+	f.mustHook(tok, "post-tool-use-failure", call("post-tool-use-failure", "PostToolUseFailure", false))
+	f.mustHook(tok, "post-tool-use", call("post-tool-use", "PostToolUse", false)) // one end too many is no credit
+	if refused(tok) || !refused(tok) {
+		t.Fatal("after a failed subagent's end: want the next let through and one more refused")
+	}
+}

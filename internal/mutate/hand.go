@@ -251,7 +251,7 @@ var Hands = []Hand{
 		"gates/settings.go", `{claude: "Stop", kebab: "stop", roles: []string{Tester}},`, `{claude: "Stop", kebab: "stop", roles: []string{Coder}},`,
 		"gates", "TestRunHooksLeaveOutOnlyWhatDecidesNothing"},
 	{"every run's Bash commands reach the daemon's record",
-		"gates/settings.go", `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash"},`, `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Write"},`,
+		"gates/settings.go", `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Bash|Agent|Task"},`, `{claude: "PostToolUse", kebab: "post-tool-use", matcher: "Write"},`,
 		"gates", "TestRunHooksLeaveOutOnlyWhatDecidesNothing"},
 	{"a person's change of a frozen test between runs is taken into the record",
 		"orchestrator/frozen.go", "if string(base) == o.session.LastTree {", "if true || string(base) == o.session.LastTree {",

@@ -1,0 +1,47 @@
+package gates
+
+import "fmt"
+
+// A daemon's run does one thing at a time. The gates judge a write against
+// the work tree as it is when its hook runs, and Claude Code's file tools
+// write, outside the sandbox, a moment later: a process of the agent's
+// running beside them (a Bash command left running in the background, or
+// a subagent working while the agent writes) can swap a link in the path
+// between the two, so that a write the hook approved inside the project
+// lands in .git/hooks, the daemon's state or a person's dotfiles. A
+// background process started within a command dies with it (the sandbox's
+// pid namespace), so what is refused is what outlives its tool call:
+// Bash's run_in_background, a subagent that runs in the background
+// (Claude Code's default for the Agent tool), and a second subagent while
+// one works. A person's own session (no role) is not held to it.
+
+// subagentTools are the names Claude Code's subagent tool has had.
+var subagentTools = map[string]bool{"Agent": true, "Task": true}
+
+// IsSubagentCall reports whether tool starts a subagent: the daemon counts
+// those in flight by their PreToolUse and PostToolUse.
+func IsSubagentCall(tool string) bool { return subagentTools[tool] }
+
+// judgeBeside refuses a call that would leave something of the agent's
+// running beside its next calls.
+func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
+	if a.Role == "" {
+		return nil
+	}
+	in := p.Input()
+	switch {
+	case p.ToolName == "Bash" && in.RunInBackground != nil && *in.RunInBackground:
+		return decide(m, RoleWritePolicy, "runs_beside",
+			"a daemon's run may not leave a command running after its tool call: nothing of the agent's may run beside the gates' judgement of its next call",
+			"run it in the foreground; a server a test needs is started and stopped within one command (`./server & pid=$!; …; kill $pid`)")
+	case subagentTools[p.ToolName] && (in.RunInBackground == nil || *in.RunInBackground):
+		return decide(m, RoleWritePolicy, "runs_beside",
+			"in a daemon's run a subagent works in the foreground, so that nothing of the agent's runs beside its own calls (Claude Code runs subagents in the background unless told otherwise)",
+			fmt.Sprintf("call %s again with \"run_in_background\": false", p.ToolName))
+	case subagentTools[p.ToolName] && s.Subagents > 0:
+		return decide(m, RoleWritePolicy, "runs_beside",
+			"in a daemon's run one subagent works at a time, so that nothing of the agent's runs beside another's calls",
+			fmt.Sprintf("wait for the subagent at work to end, then call %s again", p.ToolName))
+	}
+	return nil
+}
