@@ -99,6 +99,19 @@ type Input struct {
 	// Outcome is the run that just ended, nil when deciding afresh (at
 	// start, after a feature-list change, after ctl resume).
 	Outcome *Outcome
+	// InFlight are the features whose lanes are busy (a run, or the
+	// daemon's own work on them), other than Outcome's: empty with one
+	// lane (limits.parallel 1). InFlightCapUSD is the sum of the
+	// --max-budget-usd caps of their runs.
+	InFlight       []InFlight
+	InFlightCapUSD float64
+}
+
+// InFlight is a feature whose lane is busy, with its scope
+// (progress.Feature.Scope, as it was when the lane started).
+type InFlight struct {
+	Feature string
+	Scope   []string
 }
 
 // Kind is what the orchestrator should do.
@@ -115,12 +128,17 @@ const (
 	StopSession  // → stopped; a person is needed
 	WaitAndRetry // → waiting; redo the same run after a backoff
 	CheckTest    // run Feature's test before its first coding attempt, then decide again
+	// WaitForLanes: nothing to start until a lane in flight is free;
+	// decide again when one is. Only ever with a lane in flight, and no
+	// event: the session stays in the state of the runs in flight.
+	WaitForLanes
 )
 
 var kindNames = map[Kind]string{
 	Nothing: "nothing", SpawnInitializer: "spawn initializer", SpawnCoder: "spawn coder",
 	SpawnTester: "spawn tester", BlockFeature: "block feature", FinishAll: "finish",
 	StopSession: "stop session", WaitAndRetry: "wait and retry", CheckTest: "check test",
+	WaitForLanes: "wait for lanes",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -216,6 +234,15 @@ func withinBudget(in Input, a Action) Action {
 				Reason: fmt.Sprintf("%s has cost $%.2f, its %s is $%.2f", a.Feature, spent, FeatureBudgetKey, in.FeatureBudgetUSD)}
 		}
 	}
+	// The runs in flight may spend up to their caps: what they hold is not
+	// left for a new run. Yet they may well end under their caps, so this
+	// waits for them rather than stopping the session.
+	if in.SessionBudgetUSD > 0 && len(in.InFlight) > 0 {
+		if left := in.SessionBudgetUSD - in.SessionCostUSD - in.InFlightCapUSD; left < MinRunUSD {
+			return Action{Kind: WaitForLanes, CountFailure: a.CountFailure, Feature: failedFeature(a),
+				Reason: fmt.Sprintf("of %s ($%.2f) the session has spent $%.2f and the runs in flight may spend $%.2f: nothing starts until one of them ends (next: %s)", SessionBudgetKey, in.SessionBudgetUSD, in.SessionCostUSD, in.InFlightCapUSD, a)}
+		}
+	}
 	return a
 }
 
@@ -233,8 +260,10 @@ const MinRunUSD = 0.01
 // initializer's, which no feature's budget holds): budget.run_usd lowered
 // to what is left of the session's and the feature's budgets, so that no
 // run spends past them (checked only between runs, a budget would be
-// overshot by up to a whole run). by is the key of the budget that
-// lowered it, "" when the run's own cap holds; 0 is no cap.
+// overshot by up to a whole run). What is left of the session's is less
+// the caps of the runs in flight, which may spend that much beside it.
+// by is the key of the budget that lowered it, "" when the run's own cap
+// holds; 0 is no cap.
 func RunCap(in Input, feature string) (usd float64, by string) {
 	usd = in.RunBudgetUSD
 	lower := func(budget, spent float64, key string) {
@@ -245,7 +274,7 @@ func RunCap(in Input, feature string) (usd float64, by string) {
 			usd, by = left, key
 		}
 	}
-	lower(in.SessionBudgetUSD, in.SessionCostUSD, SessionBudgetKey)
+	lower(in.SessionBudgetUSD, in.SessionCostUSD+in.InFlightCapUSD, SessionBudgetKey)
 	if feature != "" {
 		lower(in.FeatureBudgetUSD, in.Counters[feature].CostUSD, FeatureBudgetKey)
 	}
@@ -339,8 +368,9 @@ func fail(in Input, id string, c Counters, reason string) Action {
 	return Action{Kind: SpawnCoder, Feature: id, Attempt: failures + 1, Resume: true, CountFailure: true, Reason: reason}
 }
 
-// selectNext picks the first feature, in list order, that is not settled and
-// whose dependencies are all tested.
+// selectNext picks the first feature, in list order, that is not settled,
+// whose dependencies are all tested, and that no lane in flight keeps from
+// starting (laneConflict).
 func selectNext(in Input) Action {
 	if in.List == nil {
 		return Action{Kind: SpawnInitializer, Reason: "no feature list yet"}
@@ -349,14 +379,22 @@ func selectNext(in Input) Action {
 		return Action{Kind: StopSession,
 			Reason: fmt.Sprintf("%d features were blocked in this session (limit %d); a person should look at them", in.BlockedInSession, in.MaxBlocked)}
 	}
+	inFlight := map[string]bool{}
+	for _, g := range in.InFlight {
+		inFlight[g.Feature] = true
+	}
 	var waiting []string
 	for i := range in.List.Features {
 		f := &in.List.Features[i]
-		if f.Tested || f.Status == progress.Blocked {
+		if f.Tested || f.Status == progress.Blocked || inFlight[f.ID] {
 			continue
 		}
-		if missing := unmetDependencies(in.List, f); len(missing) > 0 {
+		if missing := unmetDependencies(in.List, f, inFlight); len(missing) > 0 {
 			waiting = append(waiting, fmt.Sprintf("%s waits on %s", f.ID, strings.Join(missing, ", ")))
+			continue
+		}
+		if why := laneConflict(in.InFlight, f); why != "" {
+			waiting = append(waiting, why)
 			continue
 		}
 		c := in.Counters[f.ID]
@@ -374,6 +412,20 @@ func selectNext(in Input) Action {
 			}
 		}
 		return Action{Kind: SpawnCoder, Feature: f.ID, Attempt: c.Attempt()}
+	}
+	if len(in.InFlight) > 0 {
+		// Not done while a lane is busy: its run may test a feature others
+		// wait on. A cycle is a problem of the list, stopped for once the
+		// lanes are free, rather than cutting their runs short.
+		var busy []string
+		for _, g := range in.InFlight {
+			busy = append(busy, g.Feature)
+		}
+		reason := "in flight: " + strings.Join(busy, ", ")
+		if len(waiting) > 0 {
+			reason = strings.Join(waiting, "; ") + " (" + reason + ")"
+		}
+		return Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: " + reason}
 	}
 	if len(waiting) == 0 {
 		return Action{Kind: FinishAll, Reason: "every feature is tested or blocked"}
@@ -393,19 +445,40 @@ func selectNext(in Input) Action {
 	return Action{Kind: FinishAll, Reason: reason}
 }
 
-// unmetDependencies lists the dependencies of f that are not tested. An
+// laneConflict says why f must wait for a lane in flight, or "" when none
+// keeps it. Two features run at once only when both have a scope and the
+// scopes do not overlap (ScopesOverlap): a feature without one may change
+// any file, so it runs alone.
+func laneConflict(lanes []InFlight, f *progress.Feature) string {
+	for _, g := range lanes {
+		switch {
+		case len(f.Scope) == 0:
+			return fmt.Sprintf("%s waits for %s (in flight): %s has no scope, so runs alone", f.ID, g.Feature, f.ID)
+		case len(g.Scope) == 0:
+			return fmt.Sprintf("%s waits for %s (in flight): %s has no scope, so runs alone", f.ID, g.Feature, g.Feature)
+		case ScopesOverlap(f.Scope, g.Scope):
+			return fmt.Sprintf("%s waits for %s (in flight): their scopes overlap", f.ID, g.Feature)
+		}
+	}
+	return ""
+}
+
+// unmetDependencies lists the dependencies of f that are not tested, or
+// are in flight (tested or not, their lane may yet change them). An
 // unknown id counts as unmet: the list's validation reports it.
-func unmetDependencies(l *progress.List, f *progress.Feature) []string {
+func unmetDependencies(l *progress.List, f *progress.Feature, inFlight map[string]bool) []string {
 	var missing []string
 	for _, dep := range f.DependsOn {
 		d := l.Feature(dep)
-		if d == nil || !d.Tested {
-			state := "missing"
-			if d != nil {
-				state = string(d.Status)
-				if state == "" {
-					state = string(progress.Pending)
-				}
+		switch {
+		case inFlight[dep]:
+			missing = append(missing, dep+" (in flight)")
+		case d == nil:
+			missing = append(missing, dep+" (missing)")
+		case !d.Tested:
+			state := d.Status
+			if state == "" {
+				state = progress.Pending
 			}
 			missing = append(missing, fmt.Sprintf("%s (%s)", dep, state))
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
-// list builds a feature list from "ID:status[:tested][:dep,dep]" specs.
+// list builds a feature list from "ID:status[:tested][:dep,dep][:scope=glob,glob]"
+// specs.
 func list(specs ...string) *progress.List {
 	l := &progress.List{Version: 1}
 	for _, s := range specs {
@@ -19,6 +20,8 @@ func list(specs ...string) *progress.List {
 			switch {
 			case p == "tested":
 				f.Tested = true
+			case strings.HasPrefix(p, "scope="):
+				f.Scope = strings.Split(strings.TrimPrefix(p, "scope="), ",")
 			case p != "":
 				f.DependsOn = strings.Split(p, ",")
 			}
@@ -26,6 +29,21 @@ func list(specs ...string) *progress.List {
 		l.Features = append(l.Features, f)
 	}
 	return l
+}
+
+// lanes builds the features in flight from "ID[:glob,glob]" specs (no
+// globs: no scope).
+func lanes(specs ...string) []InFlight {
+	var out []InFlight
+	for _, s := range specs {
+		id, globs, scoped := strings.Cut(s, ":")
+		g := InFlight{Feature: id}
+		if scoped {
+			g.Scope = strings.Split(globs, ",")
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 func TestDecide(t *testing.T) {
@@ -225,12 +243,98 @@ func TestDecide(t *testing.T) {
 				Outcome: &Outcome{Role: Tester, Feature: "F-1"}},
 			want: Action{Kind: SpawnCoder, Feature: "F-2", Attempt: 1},
 		},
+		{
+			name: "lanes: a feature whose scope is apart starts beside one in flight",
+			in:   Input{List: list("F-1:in_progress:scope=api/**", "F-2:pending:scope=web/**"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: SpawnCoder, Feature: "F-2", Attempt: 1},
+		},
+		{
+			name: "lanes: a completed feature whose scope is apart goes to its tester beside one in flight",
+			in:   Input{List: list("F-1:in_progress:scope=api/**", "F-2:completed:scope=web/*.js"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: SpawnTester, Feature: "F-2", Attempt: 1},
+		},
+		{
+			name: "lanes: a feature whose scope overlaps one in flight waits, the next apart starts",
+			in: Input{List: list("F-1:in_progress:scope=api/**", "F-2:pending:scope=api/auth/**", "F-3:pending:scope=web/**"),
+				InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: SpawnCoder, Feature: "F-3", Attempt: 1},
+		},
+		{
+			name: "lanes: a feature whose scope overlaps one in flight waits for a lane",
+			in:   Input{List: list("F-1:in_progress:scope=api/**", "F-2:pending:scope=api/auth/**"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits for F-1 (in flight): their scopes overlap (in flight: F-1)"},
+		},
+		{
+			name: "lanes: a feature without scope waits while anything is in flight",
+			in:   Input{List: list("F-1:in_progress:scope=api/**", "F-2:pending"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits for F-1 (in flight): F-2 has no scope, so runs alone (in flight: F-1)"},
+		},
+		{
+			name: "lanes: nothing starts while a feature without scope is in flight",
+			in:   Input{List: list("F-1:in_progress", "F-2:pending:scope=web/**"), InFlight: lanes("F-1")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits for F-1 (in flight): F-1 has no scope, so runs alone (in flight: F-1)"},
+		},
+		{
+			name: "lanes: a dependency in flight is not met: wait, not finish",
+			in:   Input{List: list("F-1:completed:scope=api/**", "F-2:pending:F-1:scope=web/**"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits on F-1 (in flight) (in flight: F-1)"},
+		},
+		{
+			name: "lanes: a dependency in flight is not met even when the list says it is tested",
+			in:   Input{List: list("F-1:completed:tested:scope=api/**", "F-2:pending:F-1:scope=web/**"), InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits on F-1 (in flight) (in flight: F-1)"},
+		},
+		{
+			name: "lanes: features that wait on one another and on a lane: wait, not the cycle's stop",
+			in: Input{List: list("F-1:in_progress:scope=api/**", "F-2:pending:F-1,F-3:scope=web/**", "F-3:pending:F-2:scope=docs/**"),
+				InFlight: lanes("F-1:api/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-2 waits on F-1 (in flight), F-3 (pending); F-3 waits on F-2 (pending) (in flight: F-1)"},
+		},
+		{
+			name: "lanes: every feature left is in flight",
+			in: Input{List: list("F-1:in_progress:scope=api/**", "F-2:completed:scope=web/**", "F-3:blocked"),
+				InFlight: lanes("F-1:api/**", "F-2:web/**")},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: in flight: F-1, F-2"},
+		},
+		{
+			name: "lanes: too many blocked features stop the session, lanes in flight or not",
+			in: Input{List: list("F-1:blocked", "F-2:in_progress:scope=api/**", "F-3:pending:scope=web/**"), MaxBlocked: 1, BlockedInSession: 1,
+				InFlight: lanes("F-2:api/**")},
+			want: Action{Kind: StopSession, Reason: "1 features were blocked in this session (limit 1); a person should look at them"},
+		},
+		{
+			name: "lanes: the coder of one lane completed: its tester, whatever is in flight",
+			in: Input{List: list("F-1:completed:scope=api/**", "F-2:in_progress:scope=web/**"), MaxRetries: 2,
+				InFlight: lanes("F-2:web/**"), Outcome: &Outcome{Role: Coder, Feature: "F-1"}},
+			want: Action{Kind: SpawnTester, Feature: "F-1", Attempt: 1},
+		},
+		{
+			name: "lanes: one lane failed for good: blocked, whatever is in flight",
+			in: Input{List: list("F-1:completed:scope=api/**", "F-2:in_progress:scope=web/**"), MaxRetries: 0,
+				InFlight: lanes("F-2:web/**"), Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "test exited 1"}},
+			want: Action{Kind: BlockFeature, Feature: "F-1", CountFailure: true, Reason: "1 of 1 attempts failed; last: test exited 1"},
+		},
+		{
+			name: "lanes: one lane's feature tested, the next overlaps the lane in flight: wait",
+			in: Input{List: list("F-1:completed:tested:scope=api/**", "F-2:in_progress:scope=web/**", "F-3:pending:scope=web/x.js"), MaxRetries: 2,
+				InFlight: lanes("F-2:web/**"), Outcome: &Outcome{Role: Tester, Feature: "F-1", Verdict: true}},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: F-3 waits for F-2 (in flight): their scopes overlap (in flight: F-2)"},
+		},
+		{
+			name: "lanes: one lane's feature tested, nothing else left: wait for the lane in flight, not finish",
+			in: Input{List: list("F-1:completed:tested:scope=api/**", "F-2:in_progress:scope=web/**"), MaxRetries: 2,
+				InFlight: lanes("F-2:web/**"), Outcome: &Outcome{Role: Tester, Feature: "F-1", Verdict: true}},
+			want: Action{Kind: WaitForLanes, Reason: "nothing to start until a lane is free: in flight: F-2"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Decide(tt.in)
 			if got != tt.want {
 				t.Fatalf("Decide:\n got  %+v\n want %+v", got, tt.want)
+			}
+			if got.Kind == WaitForLanes && len(tt.in.InFlight) == 0 {
+				t.Fatalf("Decide waits for lanes with none in flight, for ever: %+v", got)
 			}
 			if got2 := Decide(tt.in); got2 != got {
 				t.Fatalf("Decide is not deterministic: %+v then %+v", got, got2)
@@ -348,8 +452,8 @@ func TestActionEvents(t *testing.T) {
 			t.Errorf("%v has no event", k)
 		}
 	}
-	if (Action{Kind: BlockFeature}).Event() != "" || (Action{Kind: Nothing}).Event() != "" {
-		t.Error("block and nothing must not move the session by themselves")
+	if (Action{Kind: BlockFeature}).Event() != "" || (Action{Kind: Nothing}).Event() != "" || (Action{Kind: WaitForLanes}).Event() != "" {
+		t.Error("block, nothing and waiting for lanes must not move the session by themselves")
 	}
 	_ = m
 }
@@ -373,6 +477,15 @@ func TestBudgets(t *testing.T) {
 		{"the initializer is charged to the session", Input{SessionBudgetUSD: 1, SessionCostUSD: 1}, StopSession, "", "budget.session_usd"},
 		{"a run that reached the session's rest stops the session, uncharged", Input{List: list("F-1:pending"), SessionBudgetUSD: 1, SessionCostUSD: 0.995,
 			Outcome: &Outcome{Role: Coder, Feature: "F-1", OutOfBudget: SessionBudgetKey}}, StopSession, "", "budget.session_usd"},
+		{"lanes: the session's rest, less the caps in flight, pays a run", Input{List: list("F-1:in_progress:scope=a/**", "F-2:pending:scope=b/**"),
+			SessionBudgetUSD: 1, SessionCostUSD: 0.5, InFlight: lanes("F-1:a/**"), InFlightCapUSD: 0.45}, SpawnCoder, "F-2", ""},
+		{"lanes: the caps in flight hold the session's rest: wait for a lane, not stop", Input{List: list("F-1:in_progress:scope=a/**", "F-2:pending:scope=b/**"),
+			SessionBudgetUSD: 1, SessionCostUSD: 0.5, InFlight: lanes("F-1:a/**"), InFlightCapUSD: 0.5}, WaitForLanes, "", "the runs in flight may spend $0.50"},
+		{"lanes: a retry the caps in flight leave no room for waits, and the failure still counts", Input{List: list("F-1:completed:scope=a/**", "F-2:in_progress:scope=b/**"),
+			MaxRetries: 2, SessionBudgetUSD: 1, SessionCostUSD: 0.6, InFlight: lanes("F-2:b/**"), InFlightCapUSD: 0.4,
+			Outcome: &Outcome{Role: Tester, Feature: "F-1", Reason: "failed"}}, WaitForLanes, "F-1", "budget.session_usd"},
+		{"lanes: a spent session still stops", Input{List: list("F-1:in_progress:scope=a/**", "F-2:pending:scope=b/**"),
+			SessionBudgetUSD: 1, SessionCostUSD: 1, InFlight: lanes("F-1:a/**"), InFlightCapUSD: 0.5}, StopSession, "", "budget.session_usd"},
 		{"a run that reached the feature's rest blocks it, uncharged", Input{List: list("F-1:pending", "F-2:pending"), FeatureBudgetUSD: 1, Counters: map[string]Counters{"F-1": {CostUSD: 0.999}},
 			Outcome: &Outcome{Role: Tester, Feature: "F-1", OutOfBudget: FeatureBudgetKey}}, BlockFeature, "F-1", "budget.feature_usd"},
 	}
@@ -409,6 +522,9 @@ func TestRunCap(t *testing.T) {
 		{"the feature's rest, lowest", Input{RunBudgetUSD: 2, SessionBudgetUSD: 10, SessionCostUSD: 1, FeatureBudgetUSD: 3, Counters: costs(2.5)}, "F-1", 0.5, FeatureBudgetKey},
 		{"no feature's budget holds the initializer", Input{RunBudgetUSD: 2, FeatureBudgetUSD: 1}, "", 2, ""},
 		{"a budget spent: a cent, never 0 (no cap)", Input{SessionBudgetUSD: 1, SessionCostUSD: 1}, "F-1", MinRunUSD, SessionBudgetKey},
+		{"lanes: the session's rest less the caps in flight", Input{SessionBudgetUSD: 1, SessionCostUSD: 0.5, InFlightCapUSD: 0.45}, "F-2", 0.05, SessionBudgetKey},
+		{"lanes: the run's own cap, below the session's rest less the caps in flight", Input{RunBudgetUSD: 0.2, SessionBudgetUSD: 10, SessionCostUSD: 5, InFlightCapUSD: 4}, "F-2", 0.2, ""},
+		{"lanes: no session budget, the caps in flight change nothing", Input{RunBudgetUSD: 2, InFlightCapUSD: 4}, "F-2", 2, ""},
 	} {
 		got, by := RunCap(tt.in, tt.feature)
 		if math.Abs(got-tt.want) > 1e-9 || by != tt.by {
