@@ -129,7 +129,7 @@ func judgeEvidence(m Modes, a Actor, rel string) *Decision {
 // one of a feature's scope globs ("**" crosses directories).
 func InScope(scope []string, rel string) bool {
 	for _, glob := range scope {
-		if ok, _ := doublestar.Match(strings.TrimPrefix(path.Clean(strings.ReplaceAll(glob, "\\", "/")), "./"), rel); ok {
+		if ok, _ := doublestar.Match(progress.ScopePattern(glob), rel); ok {
 			return true
 		}
 	}

@@ -189,3 +189,14 @@ func TestCyclesLongChain(t *testing.T) {
 		t.Errorf("cycle of length %d from %s to %s; want F-0 -> F-%d -> ... -> F-0 through all %d features", len(c), c[0], c[len(c)-1], n-1, n)
 	}
 }
+
+// A scope's pattern means the same paths however it is written.
+func TestScopePattern(t *testing.T) {
+	for in, want := range map[string]string{
+		"src/**": "src/**", "./src/**": "src/**", `src\greet\*.go`: "src/greet/*.go", "src//a/../b/": "src/b", "./": ".",
+	} {
+		if got := ScopePattern(in); got != want {
+			t.Errorf("ScopePattern(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

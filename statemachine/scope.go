@@ -1,11 +1,11 @@
 package statemachine
 
 import (
-	"path"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 // ScopesOverlap reports whether two features' scopes (progress.Feature.Scope:
@@ -47,13 +47,9 @@ func ScopesOverlap(a, b []string) bool {
 	return false
 }
 
-// gateGlob is glob as the scope gate matches it (gates.InScope: backslashes
-// as slashes, cleaned, no leading "./"). statemachine does not import gates,
-// whose dependencies are not the rules'; FuzzScopesOverlap checks against
-// gates.InScope itself, so the two cannot part unseen.
-func gateGlob(glob string) string {
-	return strings.TrimPrefix(path.Clean(strings.ReplaceAll(glob, "\\", "/")), "./")
-}
+// gateGlob is glob as the scope gate matches it (progress.ScopePattern,
+// which gates.InScope reads scopes with too).
+func gateGlob(glob string) string { return progress.ScopePattern(glob) }
 
 // maxAlternatives bounds brace expansion: a glob of more alternatives is
 // judged by its literal prefix alone.
