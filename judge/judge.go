@@ -148,6 +148,9 @@ type run struct {
 	pid        int
 	commands   []gates.TestRecord
 	stopBlocks int
+	// controls are the repository's hooks and configuration when the run
+	// was registered, before it started (gitrepo.Controls); nil: unknown.
+	controls gitrepo.Controls
 	// subagents are its subagent calls at work: let through by PreToolUse,
 	// not ended by a PostToolUse yet (gates.State.Subagents).
 	subagents int
@@ -216,8 +219,18 @@ func (j *Judge) RegisterIn(a gates.Actor, root Root) string {
 	b := make([]byte, 32)
 	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
 	token := hex.EncodeToString(b)
+	rg := &run{actor: a, token: token, root: root}
+	if root.Repo != nil {
+		// The repository's hooks and configuration as the run finds them:
+		// no snapshot holds them, and JudgeRun holds the run to them.
+		c, err := root.Repo.Controls()
+		if err != nil {
+			j.log.Warn("could not read the repository's hooks and configuration before a run; what the run does to them will not be seen", zap.String("run", a.Run), zap.Error(err))
+		}
+		rg.controls = c
+	}
 	j.mu.Lock()
-	j.runs[token] = &run{actor: a, token: token, root: root}
+	j.runs[token] = rg
 	j.mu.Unlock()
 	return token
 }

@@ -95,6 +95,14 @@ type Judgement struct {
 	// Regressions are the features tested before whose frozen tests fail
 	// on Tree, when a sweep was asked and Test passed.
 	Regressions []Regression
+	// Controls are the repository's hooks and configuration files that
+	// changed while the run was in flight (gitrepo.Controls), and Held
+	// the hooks among them made not to run, where they are now: no route
+	// of an agent's to them is one the gates let through, and what git
+	// runs for a person must not be an agent's. Empty when nothing
+	// changed, or when what they were at the run's start is not known (a
+	// run of a daemon that restarted since).
+	Controls, Held []string
 	// Err: the outcome could not be judged (the repository failed). The
 	// run's claims are not taken.
 	Err error
@@ -132,6 +140,40 @@ func (jd Judgement) Blocks() bool {
 	return false
 }
 
+// holdControls compares the repository's hooks and configuration with
+// what they were at the run's start, and makes every hook that appeared or
+// changed meanwhile not run (gitrepo.HoldHook).
+func (j *Judge) holdControls(repo *gitrepo.Repo, runID string) (changed, held []string, err error) {
+	j.mu.Lock()
+	var before gitrepo.Controls
+	if r := j.byRun(runID); r != nil {
+		before = r.controls
+	}
+	j.mu.Unlock()
+	if before == nil {
+		return nil, nil, nil
+	}
+	now, err := repo.Controls()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the repository's hooks and configuration after %s: %w", runID, err)
+	}
+	changed = before.Changed(now)
+	for _, name := range changed {
+		if _, exists := now[name]; !exists || !strings.HasPrefix(name, "hooks/") {
+			continue
+		}
+		p, err := repo.HoldHook(name)
+		if err != nil {
+			return changed, held, fmt.Errorf("holding the hook %s that changed while %s was in flight: %w", name, runID, err)
+		}
+		held = append(held, p)
+	}
+	if len(changed) > 0 {
+		j.log.Warn("the repository's hooks or configuration changed while a run was in flight", zap.String("run", runID), zap.Strings("changed", changed), zap.Strings("held", held))
+	}
+	return changed, held, nil
+}
+
 // JudgeRun judges what a run produced. Every process of the run must be
 // gone: what the tree holds now is all the run did. The run's change set
 // (its base to now) meets the rules for its role (gates.JudgeChanges); what
@@ -145,6 +187,11 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	repo := root.Repo
 	if repo == nil {
 		jd.Err = fmt.Errorf("judging %s: no repository for its work tree %s", in.Actor.Run, root.Dir)
+		return jd
+	}
+	var err error
+	if jd.Controls, jd.Held, err = j.holdControls(repo, in.Actor.Run); err != nil {
+		jd.Err = err
 		return jd
 	}
 	after, refused, err := repo.SnapshotRefused(ctx)

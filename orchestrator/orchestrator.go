@@ -186,6 +186,10 @@ type activeRun struct {
 	// test from running (a tester's run of it, or the daemon's): not the
 	// agent's doing either, and only a person can fix it.
 	env *diagnose.Environment
+	// controls is why the session stops for a person: the repository's
+	// hooks or configuration changed while the run was in flight
+	// (recordControls).
+	controls string
 }
 
 // job is the daemon's own work on the loop's behalf, off the loop: a

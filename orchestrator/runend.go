@@ -54,7 +54,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		// run is redone; what it changed in the tree is still held to
 		// the rules.
 		o.setAsideUnjudgedList(act.run)
-		o.judgeLeftovers(act.run)
+		act.controls = o.judgeLeftovers(act.run)
 		o.finishRun(act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
 		return
 	}
@@ -63,7 +63,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		if act.hooksKilled {
 			o.setAsideUnjudgedList(act.run)
 		}
-		o.judgeLeftovers(act.run)
+		act.controls = o.judgeLeftovers(act.run)
 		o.finishRun(act, res, out)
 		return
 	}
@@ -187,9 +187,9 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		o.transition(statemachine.Stop, run.Feature, why)
 		return
 	}
-	if act.env != nil {
+	if act.env != nil || act.controls != "" {
 		// The same: the run is not charged, and a resume redoes it.
-		o.transition(statemachine.Stop, run.Feature, out.Reason)
+		o.transition(statemachine.Stop, run.Feature, firstNonEmpty(act.controls, out.Reason))
 		return
 	}
 	if o.hooksSilent >= maxSilentHookRuns {
@@ -285,10 +285,12 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 
 // judgeLeftovers holds what a run that is not judged in full (interrupted,
 // silent, lost in a crash) changed in the tree to the rules all the same,
-// and puts back what they refuse: no route around a gate by dying.
-func (o *Orchestrator) judgeLeftovers(r store.Run) {
+// and puts back what they refuse: no route around a gate by dying. It
+// returns why the session must stop for a person (recordControls), "" if
+// nothing says so.
+func (o *Orchestrator) judgeLeftovers(r store.Run) (stop string) {
 	if r.BaseTree == "" {
-		return
+		return ""
 	}
 	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
 		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
@@ -296,10 +298,34 @@ func (o *Orchestrator) judgeLeftovers(r store.Run) {
 	})
 	if jd.Err != nil {
 		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
-		return
+		return ""
 	}
 	o.recordFindings(r, jd)
 	o.session.LastTree = string(jd.Tree)
+	return o.recordControls(r, jd)
+}
+
+// recordControls traces the repository's hooks and configuration that
+// changed while r was in flight (judge.Judgement.Controls), and tells a
+// person, whose git runs them; it returns why the session stops for them,
+// "" when nothing changed. Agents' programs cannot write the repository's
+// directory, so an agent that did came by a route the gates did not see;
+// or a person changed them meanwhile, which is theirs to say.
+func (o *Orchestrator) recordControls(r store.Run, jd judge.Judgement) string {
+	if len(jd.Controls) == 0 {
+		return ""
+	}
+	why := fmt.Sprintf("the repository's %s changed while %s (%s %s) was in flight, which no agent may do", strings.Join(jd.Controls, ", "), r.ID, r.Role, firstNonEmpty(r.Feature, "-"))
+	if len(jd.Held) > 0 {
+		why += fmt.Sprintf("; held so that git does not run them: %s", strings.Join(jd.Held, ", "))
+	}
+	why += ". Look at them (`git -C " + o.opts.Project.Dir + " config --list --local`, the hooks directory): if you made the change, put it back as you want it (a held hook: rename it without " + gitrepo.HeldSuffix + "); then `ctxgraphd ctl resume`"
+	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RoleWritePolicy, Code: "git_internals", Path: ".git/" + jd.Controls[0],
+		Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
+		Event: store.TraceEvent{WhatHappened: why, WhatWasCorrect: "nothing of a run changes what git runs for a person: its hooks and configuration",
+			Why: "git runs a repository's hooks, and what its configuration names, with the powers of whoever runs git there"}})
+	o.log.Warn("the repository's hooks or configuration changed while a run was in flight", zap.String("run", r.ID), zap.Strings("changed", jd.Controls), zap.Strings("held", jd.Held))
+	return why
 }
 
 // recordFindings keeps what the gates found in a run's change set as

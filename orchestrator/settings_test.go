@@ -36,8 +36,8 @@ func TestRunIsGivenItsRolesHooks(t *testing.T) {
 			if len(g) != 1 || len(g[0].Hooks) != 1 || g[0].Hooks[0].Command != o.opts.Hook.Path {
 				t.Errorf("%s's %s hooks: %+v", role, e, g)
 			}
-			if e == "PostToolUse" && g[0].Matcher != "Bash" {
-				t.Errorf("%s's PostToolUse hook matches %q, want Bash", role, g[0].Matcher)
+			if e == "PostToolUse" && g[0].Matcher != "Bash|Agent|Task" {
+				t.Errorf("%s's PostToolUse hook matches %q, want Bash|Agent|Task", role, g[0].Matcher)
 			}
 		}
 		return slices.Sorted(maps.Keys(s.Hooks))

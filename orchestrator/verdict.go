@@ -63,6 +63,14 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 	// starts from the tree this one was judged on (startTree).
 	defer o.holdRecent(jd.Tree, jd.TreeAt)()
 	o.recordFindings(ev.run, jd)
+	if why := o.recordControls(ev.run, jd); why != "" {
+		// Nothing of the run is taken: a person looks first, and a
+		// resume redoes it, not charged.
+		act.controls = why
+		o.dropUnjudgedClaim()
+		o.finishRun(act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: why})
+		return
+	}
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
 		o.log.Warn("could not propose guards", zap.Error(err))
 	}

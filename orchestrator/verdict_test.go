@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -752,5 +754,60 @@ func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
 	}
 	if c := st.Counters["F-002"]; c.Failures != 1 {
 		t.Errorf("F-002 counters %+v, want the broken attempt charged once", c)
+	}
+}
+
+// A hook that appears in the repository's own directory while a run is in
+// flight (no route of an agent's to it is one the gates let through) is
+// held so that git does not run it for a person, traced, and the session
+// stops for them, the run not charged; after a resume the night goes on.
+func TestAHookWrittenDuringARunIsHeldForAPerson(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n"},
+		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"})
+	hook := filepath.Join(h.proj.Dir, ".git", "hooks", "post-checkout")
+	coded := 0
+	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		coded++
+		if coded == 1 {
+			os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755)
+		}
+		h.write("src/F-001.txt", "F-001 works\n")
+		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+		return agents.Result{Summary: "implemented", NumTurns: 3}
+	}
+	h.runner.script[agents.Tester] = testerClaims(true)
+	err := h.runToEnd()
+	if !errors.Is(err, ErrSessionStopped) || !strings.Contains(err.Error(), "hooks/post-checkout changed while run-") {
+		t.Fatalf("the loop ended with %v, want stopped for a person, naming the hook", err)
+	}
+	if _, err := os.Lstat(hook); !os.IsNotExist(err) {
+		t.Errorf("the hook is still where git runs it: %v", err)
+	}
+	if fi, err := os.Stat(hook + gitrepo.HeldSuffix); err != nil || fi.Mode().Perm()&0o111 != 0 {
+		t.Errorf("held hook: %v %v, want a file that does not run", fi, err)
+	}
+	var traced bool
+	for _, tr := range h.violations() {
+		traced = traced || (tr.Code == "git_internals" && tr.Path == ".git/hooks/post-checkout" && tr.Context.Feature == "F-001")
+	}
+	if !traced {
+		t.Errorf("no git_internals violation on .git/hooks/post-checkout: %+v", h.violations())
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Counters["F-001"]; c.Failures != 0 {
+		t.Errorf("F-001 was charged for it: %+v", c)
+	}
+
+	// The person looked (and leaves the held file aside): the night goes on.
+	h.reopen()
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("after a resume: %s", got)
 	}
 }

@@ -115,6 +115,8 @@ type Repo struct {
 	// tree (see ondisk.go), the real objects and info/exclude, and the
 	// user's global ignore file.
 	common, objects, infoExclude, globalExcludes string
+	// hooks is the repository's own hooks directory (Controls).
+	hooks string
 
 	mu sync.Mutex // guards the private index and what follows
 	// headRules is the tree whose .gitignore files the private common
@@ -195,6 +197,11 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		localConfigs: gitPaths[1:3],
 		objects:      gitPaths[3],
 		infoExclude:  gitPaths[4],
+		// Where a person's git looks for hooks unless core.hooksPath
+		// says otherwise (which the configuration's sum catches): the
+		// daemon's own git runs none (gitEnv), so --git-path would say
+		// so rather than tell.
+		hooks: filepath.Join(filepath.Dir(gitPaths[3]), "hooks"),
 	}
 	if r.index, err = r.checkIndexPath(opts.Index, userIndex); err != nil {
 		return nil, err
