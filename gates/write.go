@@ -71,9 +71,10 @@ func judgePath(m Modes, a Actor, s State, rel string) *Decision {
 	case MatchAny(daemonConfig, rel):
 		return decide(m, RoleWritePolicy, "daemon_files",
 			fmt.Sprintf("%s configures ctxgraphd and Claude Code; agents do not change it", rel), "report what you need changed in your final message")
-	case rel == ".mcp.json" || (strings.HasPrefix(rel, ".claude/") && !strings.HasPrefix(rel, ".claude/progress/")):
+	case isClaudeConfig(rel):
 		return decide(m, RoleWritePolicy, "claude_config",
-			fmt.Sprintf("%s configures Claude Code for every later run; agents do not change it", rel), "report what you need changed in your final message")
+			fmt.Sprintf("%s configures Claude Code for every later session started there, ctxgraphd's runs' and people's (its hooks run outside any sandbox): agents do not change it", rel),
+			"report what you need changed in your final message")
 	case isClaudeMd(rel):
 		return decide(m, RoleWritePolicy, "claude_config",
 			fmt.Sprintf("%s is read by Claude Code in every later session, ctxgraphd's agents' and people's: agents do not change it", rel),
@@ -219,6 +220,25 @@ func IsGitRules(rel string) bool {
 // isClaudeMd reports whether rel is a memory file Claude Code reads in
 // every session that touches its directory: CLAUDE.md or CLAUDE.local.md,
 // at the root or below (any case: macOS's file system ignores it).
+// isClaudeConfig reports whether rel configures Claude Code for a session
+// started in its directory or below: a .claude directory's content (its
+// settings, whose hooks run unsandboxed, its skills, agents and commands)
+// or an .mcp.json, in any directory of the project and in any case, as
+// CLAUDE.md is. The daemon's own .claude/progress at the top is the
+// daemon's (its own rules come before this one).
+func isClaudeConfig(rel string) bool {
+	if strings.HasPrefix(rel, ".claude/progress/") {
+		return false
+	}
+	dirs := strings.Split(rel, "/")
+	for _, d := range dirs[:len(dirs)-1] {
+		if strings.EqualFold(d, ".claude") {
+			return true
+		}
+	}
+	return strings.EqualFold(dirs[len(dirs)-1], ".mcp.json")
+}
+
 func isClaudeMd(rel string) bool {
 	base := path.Base(rel)
 	return strings.EqualFold(base, "CLAUDE.md") || strings.EqualFold(base, "CLAUDE.local.md")
