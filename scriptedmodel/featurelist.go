@@ -68,6 +68,7 @@ func featureList(sc Scenario, amended bool) (string, error) {
 		if f.Kind == "" || f.Kind == Text {
 			scope = append(scope, hugeLogPath(f.ID))
 		}
+		scope = append(scope, f.raceScope()...)
 		steps := []string{fmt.Sprintf("Write %s so that %s passes", files.Source, files.Test)}
 		if f.Kind == "" || f.Kind == Text {
 			steps = []string{fmt.Sprintf("Write the line %q to %s", workingLine(f.ID), files.Source)}

@@ -62,6 +62,8 @@ const (
 	escapeVerdict  // code that acts where its test runs unconfined (escapes.go)
 	endTestEarly   // Go code that ends its test binary before any test (escapes.go)
 	poisonCache    // working Go code whose test binary plants another feature's build (escapes.go)
+	raceWrite      // a link flipped beside the Write tool's writes of a git hook, then working code (races.go)
+	delegate       // two subagents in the foreground, working code, its test in the foreground (races.go)
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -95,6 +97,8 @@ var codingWork = map[Behavior]func(n int) work{
 	EscapesVerdict:            func(n int) work { return firstThen(n, escapeVerdict, writeWorking) },
 	EndsTestEarly:             func(n int) work { return firstThen(n, endTestEarly, writeWorking) },
 	PoisonsBuildCache:         func(int) work { return poisonCache },
+	RacesTheWrite:             func(n int) work { return firstThen(n, raceWrite, writeWorking) },
+	DelegatesInForeground:     func(int) work { return delegate },
 }
 
 func firstThen(n int, first, later work) work {
@@ -236,6 +240,11 @@ func (s *Server) coder(t *turn) script {
 
 	var steps []step
 	switch w {
+	case raceWrite:
+		return t.racing(id, append(code, complete...))
+	case delegate:
+		steps = append(append(t.delegation(), code...), bash(files.Command, "Run the feature's test"))
+		steps = append(steps, complete...)
 	case askGraph:
 		steps = append(s.askGraph(t, id), append(code, complete...)...)
 	case setTested:

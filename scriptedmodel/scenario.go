@@ -147,13 +147,14 @@ var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
-	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache}
+	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache,
+	RacesTheWrite, DelegatesInForeground}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
 // on the text layout's files.
 func (b Behavior) honest() bool {
-	return b == Pass || b == FailOnce || b == NeverPass || b == StopEarly || b == QueriesGraph
+	return b == Pass || b == FailOnce || b == NeverPass || b == StopEarly || b == QueriesGraph || b == DelegatesInForeground
 }
 
 func (b Behavior) known() bool {
@@ -378,6 +379,8 @@ func (sc Scenario) validate() error {
 			return fmt.Errorf("features[%d] (%s): test_runs are how an honest tester runs the test; tester %s runs its own", i, f.ID, f.Tester)
 		case f.escapeProblem() != nil:
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.escapeProblem())
+		case f.raceProblem() != nil:
+			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.raceProblem())
 		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() && escapeKinds[f.Behavior] == "" || (f.Tester != "" && f.Tester != Honest)):
 			return fmt.Errorf("features[%d] (%s): a feature of kind %s is coded and tested honestly; misbehaviors (%s, tester %s) act on the files of kind %s", i, f.ID, f.Kind, f.Behavior, firstOf(string(f.Tester), string(Honest)), Text)
 		}

@@ -81,6 +81,9 @@ func (s step) confined() step {
 type script struct {
 	steps []step
 	final func() string
+	// bound is the most tool calls it makes, for a script longer than
+	// maxToolCalls allows; 0 is maxToolCalls.
+	bound int
 }
 
 func finalOnly(text string) script {
@@ -93,7 +96,7 @@ func finalOnly(text string) script {
 // Because the replay starts from the request every time, the model keeps no
 // state between requests.
 func (t *turn) play(sc script) reply {
-	if len(t.exchanges) >= maxToolCalls {
+	if len(t.exchanges) >= max(maxToolCalls, sc.bound) {
 		return say("Stopping: %d tool calls for this command without finishing; the conversation no longer follows my script.", len(t.exchanges))
 	}
 	next := 0
