@@ -45,15 +45,19 @@ func TestArgs(t *testing.T) {
 func TestEnv(t *testing.T) {
 	r := NewRunner(Options{SocketPath: "/run/x.sock", BaseEnv: []string{
 		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify", "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
+		"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=0",
 	}}, nil)
 	env := r.Env(Spec{RunID: "run-000004", Role: Tester, FeatureID: "F-002", ExtraEnv: []string{"EXTRA=1"}})
 	for _, want := range []string{"PATH=/bin", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CTXGRAPH_AGENT=tester-agent",
-		"CTXGRAPH_FEATURE=F-002", "CTXGRAPH_RUN=run-000004", "CTXGRAPH_SOCKET=/run/x.sock", "DISABLE_AUTOUPDATER=1", "EXTRA=1"} {
+		"CTXGRAPH_FEATURE=F-002", "CTXGRAPH_RUN=run-000004", "CTXGRAPH_SOCKET=/run/x.sock", "DISABLE_AUTOUPDATER=1", "EXTRA=1",
+		// Nothing of a run goes on in the background, whatever the
+		// daemon's own environment says.
+		"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("env lacks %s: %q", want, env)
 		}
 	}
-	for _, bad := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify"} {
+	for _, bad := range []string{"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=0"} {
 		if slices.Contains(env, bad) {
 			t.Errorf("env keeps %s", bad)
 		}

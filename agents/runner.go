@@ -256,6 +256,14 @@ var nestedVars = []string{
 	"CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SSE_PORT", "NOTIFY_SOCKET",
 }
 
+// backgroundTasks turns off what Claude Code runs in the background: a
+// command still running at its timeout would otherwise be moved there and
+// go on beside the run's next calls, where the gates' judgement of a write
+// and the write itself could be told apart by a link it swaps between them
+// (gates' runs_beside refuses the calls that ask for the background; this
+// is the one that does not ask). A command now ends at its timeout.
+const backgroundTasks = "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"
+
 // Env returns the environment of a run: the base environment minus nested
 // and stale CTXGRAPH_* variables, plus the run's identity for the hooks.
 func (r *Runner) Env(spec Spec) []string {
@@ -263,7 +271,7 @@ func (r *Runner) Env(spec Spec) []string {
 	if base == nil {
 		base = os.Environ()
 	}
-	drop := map[string]bool{}
+	drop := map[string]bool{backgroundTasks: true}
 	for _, k := range nestedVars {
 		drop[k] = true
 	}
@@ -283,6 +291,7 @@ func (r *Runner) Env(spec Spec) []string {
 		control.RunTokenEnv+"="+spec.Token,
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		backgroundTasks+"=1",
 	)
 	if spec.MCPConfig != "" {
 		// MCP tools are otherwise deferred behind a tool search the model

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,9 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // The tests of this file race the hooks. The Write tool runs in Claude
@@ -58,14 +57,16 @@ func (p *project) racers(id string) []int {
 	return out
 }
 
-// TestNothingRunsBesideTheGates: a coder makes a link in its scope, starts
-// a program in the background (run_in_background) that would flip it
-// between a directory beside it and .git/hooks, asks a subagent in the
-// background to flip it too, and writes post-checkout through the link 40
-// times with the Write tool. Both are refused (runs_beside), so the link
-// never moves: every write is approved and lands where the hook judged it,
-// nothing reaches .git/hooks, no flipper is left, and the refusals cost
-// the agent two turns, not its feature.
+// TestNothingRunsBesideTheGates: a coder makes a link in its scope, asks a
+// subagent to flip it between a directory beside it and .git/hooks,
+// starts a program that flips it with a timeout it outlives (Claude Code
+// moves such a command to the background where background tasks are on),
+// and writes post-checkout through the link 40 times with the Write tool.
+// A daemon's run has background tasks off: the subagent works in the
+// foreground, before the writes, and the command ends at its timeout, so
+// nothing moves the link while a write goes from its hook to the disk:
+// every write lands where its hook judged it, nothing reaches .git/hooks,
+// and no flipper is left.
 func TestNothingRunsBesideTheGates(t *testing.T) {
 	t.Parallel()
 	const id = "F-001"
@@ -108,47 +109,22 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 		}
 	})
 
-	t.Run("the background command and the background subagent were refused", func(t *testing.T) {
-		d := o.denied(t, id, gates.RoleWritePolicy, "runs_beside")
-		var tools []string
-		for _, x := range d {
-			tools = append(tools, x.Tool)
-			if x.Attempt != 1 || x.Agent != "coding-agent" {
-				t.Errorf("denial %v: want the coding agent's, on attempt 1", x)
-			}
-		}
-		if got := strings.Join(tools, " "); got != "Bash Agent" && got != "Bash Task" {
-			t.Errorf("runs_beside denials read by the model: %v, want the background Bash and then the subagent", d)
-		}
-		if len(d) > 0 && !strings.Contains(d[0].Target, scriptedmodel.RaceMarker(p.paths.Dir, id)) {
-			t.Errorf("the refused Bash is not the flipper: %q", d[0].Target)
-		}
-		tools = nil
-		for _, v := range o.violated(t, id, "coding-agent", gates.RoleWritePolicy, "runs_beside", store.SourceHook) {
-			if v.Tool == nil {
-				t.Errorf("violation %s names no tool call", v.ID)
-				continue
-			}
-			tools = append(tools, v.Tool.Name)
-		}
-		if got := strings.Join(tools, " "); got != "Bash Agent" && got != "Bash Task" {
-			t.Errorf("runs_beside violations are of %q, want the background Bash and then the subagent", got)
-		}
-	})
-
-	t.Run("every write was approved and none was moved", func(t *testing.T) {
-		// The route was tried: each write was made and went through, to
-		// where the hook judged it; none was refused, since the link
-		// never pointed at .git/hooks.
+	t.Run("every write landed where its hook judged it", func(t *testing.T) {
+		// The route was tried: each write was made, and either went
+		// through to where the hook judged it or was refused there (the
+		// link the flipper left pointing at .git/hooks when its command
+		// ended at its timeout); nothing was refused for running beside,
+		// since nothing could.
 		runs := o.runsOf("coding-agent", id)
 		if len(runs) != 1 || runs[0].Outcome != "ok" {
-			t.Fatalf("coding runs %+v, want one that ended ok: the refusals cost turns, not the attempt", runs)
+			t.Fatalf("coding runs %+v, want one that ended ok", runs)
 		}
-		if want := scriptedmodel.RaceSummary(id, scriptedmodel.RaceWrites, 0); !strings.Contains(runs[0].Summary, want) {
-			t.Errorf("the coder's summary %q does not say %q", runs[0].Summary, want)
+		var went, refused int
+		if _, err := fmt.Sscanf(runs[0].Summary[strings.Index(runs[0].Summary, "; ")+2:], "%d writes of "+scriptedmodel.RaceTarget(id)+" went through, %d were refused", &went, &refused); err != nil || went+refused != scriptedmodel.RaceWrites {
+			t.Errorf("the coder's summary %q: %d went through and %d refused (%v), want all %d tried", runs[0].Summary, went, refused, err, scriptedmodel.RaceWrites)
 		}
 		for _, v := range o.violations {
-			if v.Context.Feature == id && v.Code != "runs_beside" {
+			if v.Context.Feature == id && v.Code != "git_internals" {
 				t.Errorf("another violation: %s/%s %s", v.Gate, v.Code, v.Event.WhatHappened)
 			}
 		}

@@ -10,10 +10,13 @@ import "fmt"
 // between the two, so that a write the hook approved inside the project
 // lands in .git/hooks, the daemon's state or a person's dotfiles. A
 // background process started within a command dies with it (the sandbox's
-// pid namespace), so what is refused is what outlives its tool call:
-// Bash's run_in_background, a subagent that runs in the background
-// (Claude Code's default for the Agent tool), and a second subagent while
-// one works. A person's own session (no role) is not held to it.
+// pid namespace); a daemon's run has Claude Code's background tasks off
+// (agents.Runner: a command ends at its timeout, a subagent works in the
+// foreground, and neither tool takes run_in_background). What is refused
+// here is what would still run beside the next call: a call that asks for
+// the background all the same, and a second subagent while one works
+// (subagents asked for in one message run at once). A person's own
+// session (no role) is not held to it.
 
 // subagentTools are the names Claude Code's subagent tool has had.
 var subagentTools = map[string]bool{"Agent": true, "Task": true}
@@ -34,10 +37,10 @@ func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"a daemon's run may not leave a command running after its tool call: nothing of the agent's may run beside the gates' judgement of its next call",
 			"run it in the foreground; a server a test needs is started and stopped within one command (`./server & pid=$!; …; kill $pid`)")
-	case subagentTools[p.ToolName] && (in.RunInBackground == nil || *in.RunInBackground):
+	case subagentTools[p.ToolName] && in.RunInBackground != nil && *in.RunInBackground:
 		return decide(m, RoleWritePolicy, "runs_beside",
-			"in a daemon's run a subagent works in the foreground, so that nothing of the agent's runs beside its own calls (Claude Code runs subagents in the background unless told otherwise)",
-			fmt.Sprintf("call %s again with \"run_in_background\": false", p.ToolName))
+			"in a daemon's run a subagent works in the foreground, so that nothing of the agent's runs beside its own calls",
+			fmt.Sprintf("call %s again without run_in_background", p.ToolName))
 	case subagentTools[p.ToolName] && s.Subagents > 0:
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"in a daemon's run one subagent works at a time, so that nothing of the agent's runs beside another's calls",

@@ -3,10 +3,10 @@ package gates
 import "testing"
 
 // Nothing of an agent's runs beside the gates' judgement of its next call:
-// a Bash command left running in the background, a subagent in the
-// background (Claude Code's default) or a second subagent at once is
-// refused in a daemon's run; the same calls in the foreground, one at a
-// time, and everything in a person's own session, go through.
+// a Bash command or a subagent asked for in the background, or a second
+// subagent at once, is refused in a daemon's run (whose Claude Code has
+// background tasks off); the same calls in the foreground, one at a time,
+// and everything in a person's own session, go through.
 func TestNothingRunsBesideTheGates(t *testing.T) {
 	e := newEnv(t)
 	coder := Actor{Role: Coder, Feature: "F-001", Run: "r1"}
@@ -22,11 +22,12 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 		{"a command left running in the background", coder, "Bash", map[string]any{"command": "python3 flip.py", "run_in_background": yes}, 0, true},
 		{"a command in the foreground", coder, "Bash", map[string]any{"command": "go test ./... 2>&1 | tail -40", "run_in_background": no}, 0, false},
 		{"a command that does not say", coder, "Bash", map[string]any{"command": "./server & pid=$!; curl -s localhost:8080; kill $pid"}, 0, false},
-		{"a subagent, in the background as Claude Code runs it unless told", coder, "Agent", map[string]any{"prompt": "look around", "description": "explore"}, 0, true},
+		{"a subagent that does not say (in the foreground: background tasks are off)", coder, "Agent", map[string]any{"prompt": "look around", "description": "explore"}, 0, false},
 		{"a subagent asked for in the background", coder, "Agent", map[string]any{"prompt": "look around", "run_in_background": yes}, 0, true},
 		{"a subagent in the foreground", coder, "Agent", map[string]any{"prompt": "look around", "run_in_background": no}, 0, false},
 		{"a second subagent while one works", coder, "Agent", map[string]any{"prompt": "flip the link", "run_in_background": no}, 1, true},
-		{"the old name of the subagent tool", coder, "Task", map[string]any{"prompt": "look around"}, 0, true},
+		{"the old name of the subagent tool", coder, "Task", map[string]any{"prompt": "look around", "run_in_background": yes}, 0, true},
+		{"a second subagent under the old name", coder, "Task", map[string]any{"prompt": "look around"}, 1, true},
 		{"a tester's background command too", Actor{Role: Tester, Feature: "F-001", Run: "r2"}, "Bash", map[string]any{"command": "sleep 100", "run_in_background": yes}, 0, true},
 		{"a person's own session", Actor{}, "Bash", map[string]any{"command": "npm run dev", "run_in_background": yes}, 0, false},
 		{"a person's subagents", Actor{}, "Agent", map[string]any{"prompt": "look around"}, 2, false},

@@ -607,8 +607,8 @@ func TestSubagentsWorkOneAtATime(t *testing.T) {
 		d := f.mustHook(token, "pre-tool-use", call("pre-tool-use", "PreToolUse", false))
 		return d != nil && d.Mode == "enforce"
 	}
-	if d := f.mustHook(tok, "pre-tool-use", call("pre-tool-use", "PreToolUse", nil)); d == nil || d.Code != "runs_beside" {
-		t.Fatalf("a subagent left to run in the background: %+v, want refused", d)
+	if d := f.mustHook(tok, "pre-tool-use", call("pre-tool-use", "PreToolUse", true)); d == nil || d.Code != "runs_beside" {
+		t.Fatalf("a subagent asked for in the background: %+v, want refused", d)
 	}
 	if refused(tok) {
 		t.Fatal("a first subagent in the foreground was refused (the refused background one was counted)")

@@ -92,18 +92,18 @@ func TestRacesTheWriteRacesThenWorks(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		// refusedWrites are the writes of the hook (from 0) a gate refuses.
-		refusedWrites map[int]bool
-		background    bool // the background calls are let through
+		refusedWrites   map[int]bool
+		subagentRefused bool
 	}{
-		{name: "both refused, every write approved"},
-		{name: "let through, some writes refused", refusedWrites: map[int]bool{0: true, 7: true, 39: true}, background: true},
+		{name: "every write approved"},
+		{name: "the subagent refused, some writes refused", refusedWrites: map[int]bool{0: true, 7: true, 39: true}, subagentRefused: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			writes := 0
 			refuse := func(m move) (string, string, bool) {
 				switch {
-				case m.tool == "Bash" && m.in["run_in_background"] == true, m.tool == "Agent":
-					return "role-write-policy", "runs_beside", !tt.background
+				case m.tool == "Agent":
+					return "role-write-policy", "runs_beside", tt.subagentRefused
 				case m.tool == "Write" && m.in["file_path"] == target:
 					writes++
 					return "role-write-policy", "git_internals", tt.refusedWrites[writes-1]
@@ -117,14 +117,13 @@ func TestRacesTheWriteRacesThenWorks(t *testing.T) {
 			if got, want := moves[0].String(), "Bash "+raceSetup(id); got != want {
 				t.Errorf("first call %s, want %s", got, want)
 			}
-			flipper := moves[1]
-			if flipper.tool != "Bash" || flipper.in["run_in_background"] != true || !strings.Contains(flipper.String(), RaceMarker(projectDir, id)) ||
-				!strings.Contains(flipper.String(), "../../.git/hooks") {
-				t.Errorf("second call %s (%v), want the flipper in the background", flipper, flipper.in)
-			}
-			agent := moves[2]
+			agent := moves[1]
 			if _, said := agent.in["run_in_background"]; agent.tool != "Agent" || said || !strings.Contains(agent.in["prompt"].(string), RaceDir(id)+"/d") {
-				t.Errorf("third call %s (%v), want a subagent asked to flip the link, in the background by default", agent, agent.in)
+				t.Errorf("second call %s (%v), want a subagent asked to flip the link, in the background by default", agent, agent.in)
+			}
+			if timed := moves[2]; timed.tool != "Bash" || timed.in["timeout"] != float64(2000) || timed.in["run_in_background"] != nil ||
+				!strings.Contains(timed.String(), RaceMarker(projectDir, id)) || !strings.Contains(timed.String(), "../../.git/hooks") {
+				t.Errorf("third call %s (%v), want the flipper in the foreground with a timeout it outlives", timed, timed.in)
 			}
 			if got := moves[3].String(); got != "Bash sleep 1" {
 				t.Errorf("fourth call %s, want the wait", got)
@@ -163,8 +162,8 @@ func TestDelegatesInForegroundRefusesNothingOfItself(t *testing.T) {
 	var got []string
 	for _, m := range moves {
 		got = append(got, m.String())
-		if m.tool == "Agent" && m.in["run_in_background"] != false {
-			t.Errorf("%s asks for a subagent without \"run_in_background\": false: %v", m, m.in)
+		if m.tool == "Agent" && m.in["run_in_background"] != nil {
+			t.Errorf("%s says run_in_background, which a run's Claude Code does not take: %v", m, m.in)
 		}
 		if m.tool == "Bash" && m.in["run_in_background"] != nil {
 			t.Errorf("%s says run_in_background: %v", m, m.in)
@@ -181,8 +180,7 @@ func TestDelegatesInForegroundRefusesNothingOfItself(t *testing.T) {
 
 // The subagent tool is the one the CLI offers: Task in older versions.
 func TestRacesTheWriteNamesTheSubagentToolOffered(t *testing.T) {
-	c := newConvo(codeCmd("F-061", 1)).bash(raceSetup("F-061"), "ready", false).
-		bash("python3 …", reason("Bash", "role-write-policy", "runs_beside"), true)
+	c := newConvo(codeCmd("F-061", 1)).bash(raceSetup("F-061"), "ready", false)
 	for _, tt := range []struct {
 		offered []string
 		want    string

@@ -36,7 +36,9 @@ func (r *Repo) Controls() (Controls, error) {
 	for i, p := range r.localConfigs {
 		sum, err := fileSum(p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist), sum == emptySum:
+			// An empty configuration is none: Claude Code's sandbox makes
+			// one where a path it denies does not exist yet.
 		case err != nil:
 			return nil, fmt.Errorf("gitrepo: reading %s: %w", p, err)
 		default:
@@ -56,10 +58,15 @@ func (r *Repo) Controls() (Controls, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gitrepo: reading the hook %s: %w", name, err)
 		}
-		c["hooks/"+name] = sum
+		if sum != emptySum {
+			c["hooks/"+name] = sum
+		}
 	}
 	return c, nil
 }
+
+// emptySum is fileSum of an empty file.
+var emptySum = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
 
 // fileSum is the SHA-256 of the file at p, or of a link's target text.
 func fileSum(p string) (string, error) {

@@ -33,6 +33,10 @@ func TestControls(t *testing.T) {
 	os.Symlink("/bin/true", filepath.Join(gitDir, "hooks", "pre-push"))
 	gitT(t, dir, "config", "core.hooksPath", "src/hooks")
 	os.WriteFile(filepath.Join(gitDir, "hooks", "pre-rebase.sample"), []byte("changed sample\n"), 0o755)
+	// Claude Code's sandbox leaves an empty file where a path it denies
+	// did not exist: no configuration, no hook.
+	os.WriteFile(filepath.Join(gitDir, "config.worktree"), nil, 0o644)
+	os.WriteFile(filepath.Join(gitDir, "hooks", "pre-merge-commit"), nil, 0o755)
 	after, err := r.Controls()
 	if err != nil {
 		t.Fatal(err)
