@@ -154,7 +154,7 @@ type run struct {
 	// subagents are its subagent calls at work: let through by PreToolUse,
 	// not ended by a PostToolUse yet (gates.State.Subagents).
 	subagents int
-	live       bool
+	live      bool
 	// stopFailure is the API error the run's StopFailure hook reported.
 	stopFailure string
 	// listWrite is the content of the run's last Write of the feature
