@@ -129,8 +129,9 @@ type Agent struct {
 type Limits struct {
 	MaxRetries int `yaml:"max_retries"` // failed tests before a feature is blocked
 	MaxBlocked int `yaml:"max_blocked"` // blocked features before the session stops; 0: no limit
-	// Parallel is how many frozen tests a verdict's regression sweep runs
-	// at once.
+	// Parallel is how many features are worked at once, each in a lane
+	// of its own when it is above 1, and how many frozen tests a
+	// verdict's regression sweep runs at once.
 	Parallel int           `yaml:"parallel"`
 	Debounce time.Duration `yaml:"debounce"` // quiet time after a feature-list change
 	// Backoff is the first wait after a failure that waiting cures (a

@@ -97,18 +97,21 @@ type RunInfo struct {
 // Status is the answer of GET /v1/status and of `ctxgraphd ctl status
 // --json`. State and Features are a contract: scripts read them.
 type Status struct {
-	State            string        `json:"state"`
-	Features         FeatureCounts `json:"features"`
-	Project          string        `json:"project"`
-	ProjectID        string        `json:"project_id"`
-	PID              int           `json:"pid"`
-	StartedAt        time.Time     `json:"started_at"`
-	Current          *RunInfo      `json:"current,omitempty"`
-	BlockedInSession int           `json:"blocked_in_session"`
-	WaitingUntil     *time.Time    `json:"waiting_until,omitempty"`
-	Message          string        `json:"message,omitempty"`
-	CostUSD          float64       `json:"cost_usd"`
-	Runs             int           `json:"runs"`
+	State     string        `json:"state"`
+	Features  FeatureCounts `json:"features"`
+	Project   string        `json:"project"`
+	ProjectID string        `json:"project_id"`
+	PID       int           `json:"pid"`
+	StartedAt time.Time     `json:"started_at"`
+	Current   *RunInfo      `json:"current,omitempty"`
+	// Lanes are the runs in flight in lanes of their own, one a feature
+	// (limits.parallel above 1), by feature; Current is then none of them.
+	Lanes            []RunInfo  `json:"lanes,omitempty"`
+	BlockedInSession int        `json:"blocked_in_session"`
+	WaitingUntil     *time.Time `json:"waiting_until,omitempty"`
+	Message          string     `json:"message,omitempty"`
+	CostUSD          float64    `json:"cost_usd"`
+	Runs             int        `json:"runs"`
 	// Confined says whether agent runs are confined by Claude Code's
 	// sandbox; false only when the user turned confinement off.
 	Confined bool `json:"confined"`

@@ -148,6 +148,10 @@ type run struct {
 	pid        int
 	commands   []gates.TestRecord
 	stopBlocks int
+	// list is the feature list as the run was given it in its own work
+	// tree (a lane's: GiveList), nil for the canonical one: its writes of
+	// the list are read against what it was given.
+	list *progress.List
 	// controls are the repository's hooks and configuration when the run
 	// was registered, before it started (gitrepo.Controls); nil: unknown.
 	controls gitrepo.Controls
@@ -241,6 +245,17 @@ func within(path, dir string) bool {
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
+// GiveList records the feature list the run with token was given in its
+// own work tree (a lane's copy, which the canonical list moves on from
+// while the run works): the gates read its writes of the list against it.
+func (j *Judge) GiveList(token string, l *progress.List) {
+	j.mu.Lock()
+	if rg := j.runs[token]; rg != nil {
+		rg.list = l.Clone()
+	}
+	j.mu.Unlock()
+}
+
 // Confine records what the sandbox of the run with token denies it
 // (sandbox.Policy.DenyWrite; empty, not nil, when the run is not
 // confined): the hooks believe a refusal the run's commands print only
@@ -328,6 +343,9 @@ func (j *Judge) state(rg *run) gates.State {
 	}
 	if rg != nil {
 		s.Commands, s.StopBlocks, s.Subagents = rg.commands, rg.stopBlocks, rg.subagents
+		if rg.list != nil {
+			s.List = rg.list
+		}
 	}
 	return s
 }

@@ -68,6 +68,14 @@ type RunEnd struct {
 	// regression sweep): a feature is accepted only on a tree where every
 	// feature tested before it still passes.
 	Sweep bool
+	// Onto and OntoBase are, for a claim of a lane's run, the commit the
+	// project's branch is at and the one the lane was made from: the
+	// claim is judged on the candidate (the lane's tree merged onto Onto
+	// over OntoBase: gitrepo.MergeTrees), which the test and the sweep run
+	// on and a verdict would commit. A merge with conflicts is no
+	// candidate (Judgement.Conflicts): nothing runs. Empty: the run's own
+	// tree is the candidate.
+	Onto, OntoBase string
 }
 
 // Regression is a feature tested before whose frozen test fails on the
@@ -103,6 +111,11 @@ type Judgement struct {
 	// changed, or when what they were at the run's start is not known (a
 	// run of a daemon that restarted since).
 	Controls, Held []string
+	// Candidate is the tree the claim was judged on and a verdict commits
+	// (RunEnd.Onto): the run's tree, or it merged onto the branch;
+	// Conflicts are the paths where that merge met another change.
+	Candidate gitrepo.Tree
+	Conflicts []string
 	// Err: the outcome could not be judged (the repository failed). The
 	// run's claims are not taken.
 	Err error
@@ -255,15 +268,30 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		}
 		jd.TreeAt = time.Now()
 	}
+	jd.Candidate = jd.Tree
+	if in.Onto != "" && in.Onto != in.OntoBase && !jd.Blocks() {
+		// The branch moved on since the lane was made (another lane's
+		// feature, a person's commit): what would be committed is the
+		// lane's change on top of it, and that is what is judged.
+		jd.Candidate, jd.Conflicts, err = j.opts.Repo.MergeTrees(ctx, in.OntoBase, in.Onto, string(jd.Tree))
+		if err != nil {
+			jd.Err = fmt.Errorf("merging %s's tree onto %s: %w", in.Actor.Run, gitrepo.Short(in.Onto), err)
+			return jd
+		}
+		if len(jd.Conflicts) > 0 {
+			jd.Candidate = ""
+			return jd
+		}
+	}
 	if in.Rerun && !jd.Blocks() {
 		test := ""
 		if f := in.List.Feature(in.Actor.Feature); f != nil {
 			test = f.Test
 		}
-		r := j.RunTestIn(ctx, root, jd.Tree, test)
+		r := j.RunTestIn(ctx, root, jd.Candidate, test)
 		jd.Test = &r
 		if in.Sweep && r.Passed() {
-			jd.Regressions = j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Tree)
+			jd.Regressions = j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Candidate)
 		}
 	}
 	return jd

@@ -63,6 +63,11 @@ func (o *Orchestrator) publish() {
 	if r := o.session.Run; r != nil {
 		st.Current = &control.RunInfo{ID: r.ID, Role: r.Role, Feature: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, PID: r.PID, StartedAt: r.StartedAt}
 	}
+	for _, rec := range o.laneRecords() {
+		if r := rec.Run; r != nil {
+			st.Lanes = append(st.Lanes, control.RunInfo{ID: r.ID, Role: r.Role, Feature: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, PID: r.PID, StartedAt: r.StartedAt})
+		}
+	}
 	var feats []control.Feature
 	if o.canonical != nil {
 		c := o.canonical.Counts()
@@ -189,7 +194,7 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		case statemachine.Stopped:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState, Message: "the session is stopped; resume it first"}
 		}
-		if o.busy() {
+		if o.busy() || len(o.lanesInFlight()) > 0 {
 			o.session.PauseRequested = true
 			o.persist()
 			return nil
@@ -233,11 +238,21 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 		if statemachine.State(o.session.State) == statemachine.Stopped {
 			return nil
 		}
+		running := false
+		for _, l := range append(o.lanesInFlight(), o.home) {
+			if l.active != nil {
+				l.active.interrupt = "stopped by ctl"
+				l.active.cancel()
+				running = true
+			}
+		}
 		switch {
-		case o.cur.active != nil:
+		case running:
 			o.stopAfter = true
-			o.cur.active.interrupt = "stopped by ctl"
-			o.cur.active.cancel()
+			if o.job != nil {
+				o.job.interrupt = "stopped by ctl"
+				o.job.cancel()
+			}
 			return nil
 		case o.job != nil:
 			// The daemon's own work (a test it runs) ends with it.
@@ -274,8 +289,8 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		if verb == "unblock" && f.Status != progress.Blocked {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeNotBlocked, Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
 		}
-		if o.cur.active != nil && o.cur.active.run.Feature == id {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, o.cur.active.run.ID)}
+		if act := o.activeOf(id); act != nil {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, act.run.ID)}
 		}
 		if o.job != nil && o.job.feature == id {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
@@ -329,10 +344,10 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.writeFeatureList()
 		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
-		switch {
-		case o.cur.active != nil && o.cur.active.run.Feature == id:
-			o.cur.active.interrupt = "feature skipped by ctl"
-			o.cur.active.cancel()
+		switch act := o.activeOf(id); {
+		case act != nil:
+			act.interrupt = "feature skipped by ctl"
+			act.cancel()
 			return nil
 		case o.job != nil && o.job.feature == id:
 			// The daemon's own work on it (a verdict, a test check) is

@@ -108,10 +108,10 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	}
 	test := f.Test
 	ctx, cancel := context.WithCancel(context.Background())
-	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel}
+	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel, lane: o.cur}
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, repo, events, id := o.judge, o.cur.repo, o.runEvents, a.Feature
+	j, repo, root, events, id := o.judge, o.cur.repo, o.root(), o.runEvents, a.Feature
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
@@ -131,7 +131,7 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 			ev.at = time.Now()
 		}
 		if ev.tree != "" {
-			ev.result = j.RunTest(ctx, ev.tree, test)
+			ev.result = j.RunTestIn(ctx, root, ev.tree, test)
 		}
 		cancel()
 		events <- ev

@@ -22,9 +22,38 @@ import (
 // feature leads to another decision, but never to more than one per feature.
 const maxStepsPerDecision = 10000
 
-// step decides what to do after out (nil: decide afresh) and does it.
+// step decides what to do after out (nil: decide afresh) and does it, in
+// the lane of the event in flight (o.cur); with lanes, it then starts work
+// in as many more as are free and have work.
 func (o *Orchestrator) step(out *statemachine.Outcome) {
 	defer o.persist() // whatever else happened rides with a final persist
+	if o.canonical != nil {
+		o.closeSettledLane()
+	}
+	o.decide(out, false)
+	if o.lanesMode() {
+		o.fillLanes()
+	}
+}
+
+// fillLanes starts work in lanes while fewer than limits.parallel have
+// some, the daemon's own work is not in flight (it goes one job at a
+// time) and Decide names a feature to start.
+func (o *Orchestrator) fillLanes() {
+	for o.job == nil && o.home.active == nil && len(o.lanesInFlight()) < o.cfg.Limits.Parallel {
+		before := len(o.lanesInFlight())
+		leave := o.enter(&lane{}) // the action names the feature, and its lane
+		o.decide(nil, true)
+		leave()
+		if o.job == nil && len(o.lanesInFlight()) == before {
+			return // nothing started
+		}
+	}
+}
+
+// decide is step's decision and action in o.cur; filling: o.cur is a lane
+// to be, and the session's state is another lane's.
+func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 	for i := 0; i < maxStepsPerDecision; i++ {
 		if o.busy() {
 			return
@@ -43,7 +72,7 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 		if state == statemachine.Paused || state == statemachine.Stopped || state == statemachine.Waiting {
 			return
 		}
-		if state == statemachine.Init || state == statemachine.Code || state == statemachine.Test {
+		if !filling && (state == statemachine.Init || state == statemachine.Code || state == statemachine.Test) {
 			// The run of this state has ended: the session is choosing what
 			// comes next, and the log says so.
 			if !o.transition(statemachine.Advance, o.session.Feature, "run ended") {
@@ -66,11 +95,17 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 			o.block(a.Feature, a.Reason, !a.NotCharged)
 			continue
 		case statemachine.CheckTest:
-			o.checkTest(a)
+			if o.enterLaneOf(a.Feature) {
+				o.checkTest(a)
+			}
 			return
 		case statemachine.SpawnInitializer, statemachine.SpawnCoder, statemachine.SpawnTester:
-			o.spawn(a)
+			if o.enterLaneOf(a.Feature) {
+				o.spawn(a)
+			}
 			return
+		case statemachine.WaitForLanes:
+			return // a lane's end decides again
 		case statemachine.FinishAll:
 			if state != statemachine.Done || o.session.Message != a.Reason {
 				o.transition(statemachine.Finish, "", a.Reason)
@@ -102,6 +137,8 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		Counters:         counters,
 		InitFailures:     o.session.InitFailures,
 		BlockedInSession: o.session.BlockedInSession,
+		InFlight:         o.busyLanes(),
+		InFlightCapUSD:   o.inFlightCap(),
 		MaxRetries:       o.cfg.Limits.MaxRetries,
 		MaxBlocked:       o.cfg.Limits.MaxBlocked,
 		RunBudgetUSD:     o.cfg.Budget.RunUSD,
@@ -148,8 +185,8 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	}
 	o.lastTrans++
 	t := store.Transition{Seq: o.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
-	if o.session.Run != nil {
-		t.Run = o.session.Run.ID
+	if r := o.runRecord(); r != nil {
+		t.Run = r.ID
 	}
 	o.pending.Transitions = append(o.pending.Transitions, t)
 	o.session.State = string(to)
@@ -178,6 +215,9 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	}
 	if kind, ok := sessionEvents[to]; ok && from != to {
 		o.notify(kind, feature, reason)
+	}
+	if to == statemachine.Waiting || to == statemachine.Stopped {
+		o.holdLanes(fmt.Sprintf("the session is %s: %s", to, reason))
 	}
 	return true
 }
@@ -214,6 +254,7 @@ func (o *Orchestrator) persistC() <-chan time.Time {
 
 func (o *Orchestrator) persistErr() error {
 	o.session.UpdatedAt = o.now().UTC()
+	o.session.Lanes = o.laneRecords()
 	c := o.pending
 	sess := o.session
 	c.Session = &sess
@@ -243,7 +284,14 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	c := o.counters[id]
 	c.LastFailure = reason
 	kept := ""
-	if c.Base != "" {
+	if l := o.lanes[id]; l != nil {
+		// Its work goes with its lane, kept under a ref; the project's
+		// work tree never held it.
+		if commit := o.closeLane(l, judge.BlockedRef(id)); commit != "" {
+			kept = fmt.Sprintf("; its work is kept as %s (%s)", gitrepo.Short(commit), judge.BlockedRef(id))
+		}
+		c.Base, c.BaseHead = "", ""
+	} else if c.Base != "" {
 		o.recent = nil // Preserve puts files back: what comes next records the tree anew
 		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base), c.BaseHead)
 		switch {

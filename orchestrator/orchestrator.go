@@ -119,8 +119,12 @@ type Orchestrator struct {
 	runCount  int
 	pending   store.Batch // changes that ride with the next persist
 	// home is the lane of the project's own work tree; cur the lane whose
-	// event the loop is handling (see lane).
+	// event the loop is handling (see lane); lanes the features worked in
+	// worktrees of their own (lanes.go), and queued the runs that ended
+	// while the daemon's own work for another lane was in flight.
 	home, cur *lane
+	lanes     map[string]*lane
+	queued    []runEnded
 	job       *job   // the daemon's own work in flight (a test, a verdict), if any
 	problem   string // what is wrong with feature-list.json on disk, if anything
 	// problemFromAgent: the broken file was written during a run, so the
@@ -164,6 +168,13 @@ type lane struct {
 	repo   *gitrepo.Repo // that work tree's repository
 	active *activeRun    // its run in flight, if any
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
+	// A lane of its own (lanes.go) works one feature in a worktree on
+	// branch, made from the commit baseHead; run is its run in flight as
+	// the store keeps it (the project's own lane's is Session.Run), and
+	// given the feature list as the daemon last wrote it there.
+	feature, branch, baseHead string
+	run                       *store.Run
+	given                     *progress.List
 }
 
 type activeRun struct {
@@ -182,6 +193,9 @@ type activeRun struct {
 	// own budget.run_usd did): a run that reaches such a cap has spent
 	// that budget, which is not its agent's doing.
 	cappedBy string
+	// capUSD is the run's --max-budget-usd (0: none): what runs in flight
+	// together may still spend (statemachine.Input.InFlightCapUSD).
+	capUSD float64
 	// env is what of the machine or the confinement kept the feature's
 	// test from running (a tester's run of it, or the daemon's): not the
 	// agent's doing either, and only a person can fix it.
@@ -199,6 +213,7 @@ type activeRun struct {
 type job struct {
 	what    string // for ctl status and the logs
 	feature string
+	lane    *lane // the lane it works for
 	cancel  context.CancelFunc
 	// interrupt is why the daemon cancelled it.
 	interrupt string
@@ -249,6 +264,7 @@ func New(opts Options) (*Orchestrator, error) {
 		totalCost: st.TotalCostUSD,
 		runCount:  st.RunCount,
 		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo},
+		lanes:     map[string]*lane{},
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
 		quit:      make(chan struct{}),
@@ -306,7 +322,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	stopRetention := o.startRetention()
 	defer stopRetention()
 	for {
-		if o.opts.ExitWhenDone && o.cur.active == nil && o.job == nil {
+		if o.opts.ExitWhenDone && o.cur.active == nil && o.job == nil && len(o.lanesInFlight()) == 0 {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done:
 				if open := unsettled(o.canonical); len(open) > 0 {
@@ -350,19 +366,52 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	}
 }
 
-// onEvent handles what the goroutines of runs and jobs report.
+// onEvent handles what the goroutines of runs and jobs report, each in
+// the lane it is of.
 func (o *Orchestrator) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case runStarted:
-		o.onRunStarted(ev)
+		if l := o.laneByRun(ev.runID); l != nil {
+			defer o.enter(l)()
+			o.onRunStarted(ev)
+		}
 	case runEnded:
-		o.onRunEnded(ev)
+		if l := o.laneByRun(ev.runID); l != nil {
+			if o.job != nil && l != o.home {
+				// Judging it is the daemon's work, which goes one job at
+				// a time: it waits for the one in flight.
+				o.queued = append(o.queued, ev)
+				return
+			}
+			defer o.enter(l)()
+			o.onRunEnded(ev)
+		}
 	case hooksLiveCheck:
-		o.onHooksLiveCheck(ev)
+		if l := o.laneByRun(ev.runID); l != nil {
+			defer o.enter(l)()
+			o.onHooksLiveCheck(ev)
+		}
 	case testChecked:
-		o.onTestChecked(ev)
+		o.inJobLane(func() { o.onTestChecked(ev) })
 	case runJudged:
-		o.onRunJudged(ev)
+		o.inJobLane(func() { o.onRunJudged(ev) })
+	}
+}
+
+// inJobLane runs fn, the handling of the job in flight's result, in the
+// job's lane, then takes the runs that ended meanwhile.
+func (o *Orchestrator) inJobLane(fn func()) {
+	if o.job != nil && o.job.lane != nil {
+		leave := o.enter(o.job.lane)
+		fn()
+		leave()
+	} else {
+		fn()
+	}
+	for o.job == nil && len(o.queued) > 0 {
+		ev := o.queued[0]
+		o.queued = o.queued[1:]
+		o.onEvent(ev)
 	}
 }
 
@@ -400,6 +449,10 @@ func (o *Orchestrator) do(ctx context.Context, fn func() error) error {
 // gates for having outlived its daemon), and redone; a stopped session
 // starts afresh, since starting the daemon is the request to continue.
 func (o *Orchestrator) recover() {
+	// Lanes a dead daemon had: what survived of their runs is killed, and
+	// their worktrees go; their features are worked again from fresh ones.
+	o.killLaneRuns()
+	o.cleanLanes()
 	if r := o.session.Run; r != nil {
 		// What is found of it now still hangs from its node.
 		o.judge.Link(r.ID, judge.RunLink{Trace: r.Trace, Attempt: r.Attempt})
@@ -455,21 +508,32 @@ func (o *Orchestrator) shutdown() {
 		o.job.interrupt = "daemon shutting down"
 		o.job.cancel()
 	}
-	if o.cur.active != nil {
-		o.cur.active.interrupt = "daemon shutting down"
-		o.cur.active.cancel()
+	for _, l := range append(o.lanesInFlight(), o.home) {
+		if l.active != nil {
+			l.active.interrupt = "daemon shutting down"
+			l.active.cancel()
+		}
 	}
-	for o.cur.active != nil || o.job != nil {
-		switch ev := (<-o.runEvents).(type) {
+	events := func() any {
+		if len(o.queued) > 0 { // ended while a job was in flight
+			ev := o.queued[0]
+			o.queued = o.queued[1:]
+			return ev
+		}
+		return <-o.runEvents
+	}
+	for o.home.active != nil || o.job != nil || len(o.lanesInFlight()) > 0 {
+		switch ev := events().(type) {
 		case runEnded:
-			if o.cur.active != nil && ev.runID == o.cur.active.run.ID {
+			if l := o.laneByRun(ev.runID); l != nil {
 				o.judge.Forget(ev.runID)
-				r := o.cur.active.run
+				r := l.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)
-				// Session.Run stays set: the next start sees the run as
-				// in flight, judges what it left and redoes it.
-				o.cur.active = nil
+				// Session.Run (a lane's record) stays set: the next
+				// start sees the run as in flight, judges what it left
+				// (or removes its lane) and redoes it.
+				l.active = nil
 			}
 		case testChecked, runJudged:
 			o.job = nil // its result is not taken: the work is redone at the next start

@@ -197,6 +197,30 @@ func (h *harness) edit(fn func(l *progress.List)) {
 	}
 }
 
+// writeIn and editIn are write and edit in the work tree of the run of
+// spec: the project's, or its lane's.
+func (h *harness) writeIn(spec agents.Spec, rel, content string) {
+	h.t.Helper()
+	p := filepath.Join(spec.Dir, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) editIn(spec agents.Spec, fn func(l *progress.List)) {
+	h.t.Helper()
+	dir := filepath.Join(spec.Dir, paths.ProgressDir)
+	l, _, err := progress.ReadFeatureList(dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	fn(l)
+	if _, err := progress.WriteFeatureList(dir, l); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) write(rel, content string) {
 	h.t.Helper()
 	p := filepath.Join(h.proj.Dir, rel)
@@ -234,8 +258,8 @@ func initializerWrites(n int) script {
 }
 
 func coderCompletes(_ context.Context, spec agents.Spec, h *harness) agents.Result {
-	h.write("src/"+spec.FeatureID+".txt", spec.FeatureID+" works\n")
-	h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+	h.writeIn(spec, "src/"+spec.FeatureID+".txt", spec.FeatureID+" works\n")
+	h.editIn(spec, func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 	return agents.Result{Summary: "implemented", NumTurns: 3, CostUSD: 0.01}
 }
 
@@ -252,8 +276,8 @@ func testerClaims(runTest bool) script {
 				"tool_input": map[string]any{"command": "sh tests/" + spec.FeatureID + ".sh"}, "tool_response": map[string]any{"stdout": "", "stderr": ""}})
 		}
 		ev := ".claude/progress/evidence/" + spec.FeatureID + "/a.log"
-		h.write(ev, "ok\n")
-		h.edit(func(l *progress.List) {
+		h.writeIn(spec, ev, "ok\n")
+		h.editIn(spec, func(l *progress.List) {
 			f := l.Feature(spec.FeatureID)
 			f.Tested, f.Evidence = true, []string{ev}
 		})

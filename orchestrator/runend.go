@@ -46,7 +46,11 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	act.silent = why != "" || act.hooksKilled
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
-	o.syncFeatureList(true)
+	if o.cur == o.home {
+		o.syncFeatureList(true)
+	} else {
+		o.syncLaneList()
+	}
 	o.cur.active = nil
 
 	if why != "" {
@@ -70,7 +74,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 
 	in := judge.RunEnd{
 		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
-		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(),
+		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(), Root: o.root(),
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
 	if out.Role == statemachine.Tester {
@@ -93,9 +97,19 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 			// tested before still passes its frozen test.
 			in.Sweep = in.Rerun
 		}
+		if in.Sweep && o.cur != o.home {
+			// A lane's claim is judged on what the branch would hold: its
+			// tree merged onto the branch as it is now.
+			head, _, _, err := o.repo.Head(context.Background())
+			if err != nil {
+				o.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
+			}
+			in.Onto, in.OntoBase = head, o.cur.baseHead
+			ev2.onto = head
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel}
+	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: o.cur}
 	switch {
 	case in.Rerun && ev2.claimed && ev2.refused == "":
 		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
@@ -161,7 +175,7 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		o.notify(notify.FeatureTested, run.Feature, msg)
 	}
 	o.pending.Runs = append(o.pending.Runs, run)
-	o.session.Run = nil
+	o.setRunRecord(nil)
 	o.totalCost += res.CostUSD
 	o.runCount++
 	if run.Feature != "" {

@@ -111,13 +111,21 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	}
 	o.runNode(&run, cmd)
 	actor := gates.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
-	token := o.judge.Register(actor)
+	if o.cur != o.home {
+		// The run sees the list as it is now, in its lane, and what it
+		// changes there is read against that (by the hooks too).
+		o.giveList(o.cur)
+	}
+	token := o.judge.RegisterIn(actor, o.root())
 	o.judge.Confine(token, denied)
+	if o.cur != o.home && o.cur.given != nil {
+		o.judge.GiveList(token, o.cur.given)
+	}
 	run.TokenHash = control.TokenHash(token)
-	o.session.Run = &run
+	o.setRunRecord(&run)
 	o.pending.Runs = append(o.pending.Runs, run)
 	if !o.transition(a.Event(), a.Feature, a.String()) {
-		o.session.Run = nil // refused or not persisted, and logged: do not act
+		o.setRunRecord(nil) // refused or not persisted, and logged: do not act
 		o.judge.Forget(run.ID)
 		return
 	}
@@ -127,7 +135,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 
 	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
-	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy}
+	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD}
 	o.armHooksLive(run.ID)
 	o.cur.claim = ""
 	spec := agents.Spec{
@@ -168,7 +176,7 @@ type recentTree struct {
 // check of the event in flight starts from; the returned func, deferred by
 // the event's handler, forgets it, so that no later event starts from it.
 func (o *Orchestrator) holdRecent(tree gitrepo.Tree, at time.Time) func() {
-	if tree != "" && !at.IsZero() && o.testsKeepOut() {
+	if tree != "" && !at.IsZero() && o.testsKeepOut() && o.cur == o.home {
 		o.recent = &recentTree{tree: tree, at: at}
 	}
 	return func() { o.recent = nil }
@@ -214,7 +222,7 @@ func (o *Orchestrator) startTree(ctx context.Context) (gitrepo.Tree, error) {
 func (o *Orchestrator) takeRecent() *recentTree {
 	r := o.recent
 	o.recent = nil
-	if r == nil || time.Since(r.at) > recentMaxAge {
+	if r == nil || time.Since(r.at) > recentMaxAge || o.cur != o.home {
 		return nil
 	}
 	return r
@@ -308,7 +316,9 @@ func (o *Orchestrator) onRunStarted(ev runStarted) {
 	}
 	o.judge.Started(ev.runID, ev.pid)
 	o.cur.active.run.PID = ev.pid
-	o.session.Run.PID = ev.pid
+	if r := o.runRecord(); r != nil {
+		r.PID = ev.pid
+	}
 	o.pending.Runs = append(o.pending.Runs, o.cur.active.run)
 	o.persist()
 }

@@ -30,6 +30,8 @@ type runJudged struct {
 	claimed bool   // the tester claimed tested: true
 	refused string // why the claim was refused before the outcome was judged
 	jd      judge.Judgement
+	// onto is the commit a lane's claim was judged onto (judge.RunEnd.Onto).
+	onto string
 	// interrupted: the judging was stopped (ctl stop, a shutdown): the
 	// run is redone.
 	interrupted string
@@ -55,7 +57,7 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 		o.dropUnjudgedClaim()
 		o.finishRunRecord(&act.run, ev.res, "interrupted")
 		o.pending.Runs = append(o.pending.Runs, act.run)
-		o.session.Run = nil
+		o.setRunRecord(nil)
 		o.transition(statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
 		return
 	}
@@ -141,6 +143,18 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	if jd.Blocks() {
 		return reject(findingsReason(jd), "")
 	}
+	if len(jd.Conflicts) > 0 {
+		// The branch took another change of the same lines since the
+		// lane was made: the next attempt starts from the branch as it
+		// is, in a fresh lane, and is told where.
+		why := fmt.Sprintf("%s's change conflicts with what the branch took since its work began, in %s; its work is kept at %s, and the next attempt starts from the branch as it is now: make the change again on top of it",
+			id, firstN(jd.Conflicts, 5), laneRef(id))
+		o.rebaseLane(why)
+		c := o.counters[id]
+		c.Diagnosis = &diagnose.Diagnosis{Message: why}
+		o.setCounters(id, c)
+		return reject(why, "")
+	}
 	if ev.refused != "" {
 		if mode == gates.Enforce {
 			return reject(ev.refused, "")
@@ -148,10 +162,10 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
 			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
 			Event:   store.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
-		return o.accept(f, run, jd, nil)
+		return o.accept(f, run, jd, nil, ev.onto)
 	}
 	if mode == gates.Off {
-		return o.accept(f, run, jd, nil)
+		return o.accept(f, run, jd, nil, ev.onto)
 	}
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
@@ -164,9 +178,14 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
 	}
 	if len(jd.Regressions) > 0 {
+		if ev.onto != "" && ev.onto != o.cur.baseHead {
+			// Broken on the branch as it is now, not on the lane's own
+			// base: the next attempt works on the branch as it is.
+			o.rebaseLane(fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id))
+		}
 		return o.rejectRegressions(id, run, jd.Regressions)
 	}
-	return o.accept(f, run, jd, &log)
+	return o.accept(f, run, jd, &log, ev.onto)
 }
 
 // rejectRegressions refuses a claim whose own test passed on a tree where
@@ -265,7 +284,7 @@ func evidenceNote(log string) string {
 
 // accept makes a verdict canonical and, unless git.commit is off, commits
 // exactly the tree the daemon's test ran on.
-func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string) (bool, string) {
+func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string, onto string) (bool, string) {
 	f.Tested = true
 	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
 		f.Evidence = append(f.Evidence, *log)
@@ -280,11 +299,25 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 	tr := o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
 		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
 	c := o.counters[f.ID]
+	if lane := o.cur; lane != o.home {
+		defer func() {
+			o.copyEvidence(lane, f.ID)
+			o.closeLane(lane, "")
+		}()
+	}
 	if o.cfg.Git.Commit && jd.Tree != "" {
-		done, err := o.judge.Commit(context.Background(), judge.Verdict{
+		v := judge.Verdict{
 			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
 			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
-		})
+		}
+		var done judge.Committed
+		var err error
+		if o.cur != o.home {
+			v.Tree = jd.Candidate
+			done, err = o.judge.CommitLane(context.Background(), v, firstNonEmpty(onto, o.cur.baseHead))
+		} else {
+			done, err = o.judge.Commit(context.Background(), v)
+		}
 		switch {
 		case err != nil:
 			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))

@@ -101,8 +101,24 @@ type Session struct {
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was
 	// changed while no agent ran, by a person.
-	LastTree  string    `json:"last_tree,omitempty"`
+	LastTree string `json:"last_tree,omitempty"`
+	// Lanes are the features worked in worktrees of their own
+	// (limits.parallel above 1), each with its run in flight if it has
+	// one: a restart kills what survived of those runs and removes the
+	// worktrees.
+	Lanes     []Lane    `json:"lanes,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Lane is a feature worked in a worktree of the project's repository.
+type Lane struct {
+	Feature string `json:"feature"`
+	// Dir is the worktree, on Branch, made from the commit BaseHead.
+	Dir      string `json:"dir"`
+	Branch   string `json:"branch"`
+	BaseHead string `json:"base_head"`
+	// Run is the lane's run in flight, written before its process starts.
+	Run *Run `json:"run,omitempty"`
 }
 
 // FeatureCounters are the per-feature counters and dossier.
@@ -174,6 +190,9 @@ type Run struct {
 	Trace string `json:"trace,omitempty"`
 	// Outcome: "" while in flight; then ok, failed, interrupted, transient.
 	Outcome string `json:"outcome,omitempty"`
+	// Dir is the worktree the run worked in, when it was a lane's; "": the
+	// project's own work tree.
+	Dir string `json:"dir,omitempty"`
 	// Commit is the commit of a tester run's accepted verdict.
 	Commit    string  `json:"commit,omitempty"`
 	Ended     string  `json:"ended,omitempty"` // exited, wall_timeout, idle_timeout, cancelled, start_failed, lost

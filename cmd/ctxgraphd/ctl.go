@@ -228,6 +228,13 @@ func printStatus(w io.Writer, st control.Status) error {
 	switch {
 	case st.Current != nil:
 		fmt.Fprintf(tw, "current:\t%s\n", runLine(st.Current, now))
+	case len(st.Lanes) > 0:
+		for i := range st.Lanes {
+			fmt.Fprintf(tw, "lane %s:\t%s\n", st.Lanes[i].Feature, runLine(&st.Lanes[i], now))
+		}
+		if st.Working != "" {
+			fmt.Fprintf(tw, "daemon:\t%s\n", st.Working)
+		}
 	case st.Working != "":
 		fmt.Fprintf(tw, "current:\tthe daemon is %s\n", st.Working)
 	default:

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// TestLanesWorkFeaturesAtOnce: with limits.parallel 2, the real CLI works
+// two features whose scopes do not overlap at once, each in a worktree of
+// its own, confined there by Claude Code's sandbox; both are tested, the
+// branch takes one commit each on trees where both tests pass, the
+// project's work tree holds both, and no worktree is left.
+func TestLanesWorkFeaturesAtOnce(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, scenario("lanes",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.Pass),
+	))
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
+	log := p.runToEnd()
+
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q\n%s", got, want, log)
+	}
+	var coders []store.Run
+	for _, r := range p.runs() {
+		if r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s) outcome %q: %s", r.ID, r.Role, r.Feature, r.Outcome, r.Summary)
+		}
+		if r.Role == "coding-agent" {
+			coders = append(coders, r)
+		}
+	}
+	if len(coders) != 2 {
+		t.Fatalf("%d coding runs, want 2", len(coders))
+	}
+	if a, b := coders[0], coders[1]; !a.StartedAt.Before(b.EndedAt) || !b.StartedAt.Before(a.EndedAt) {
+		t.Errorf("the two coders did not work at once: %s %s–%s, %s %s–%s", a.Feature, a.StartedAt.Format(time.StampMilli), a.EndedAt.Format(time.StampMilli),
+			b.Feature, b.StartedAt.Format(time.StampMilli), b.EndedAt.Format(time.StampMilli))
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		files := p.git("ls-tree", "-r", "--name-only", "HEAD")
+		if !strings.Contains(files, id) {
+			t.Errorf("the branch does not hold %s's code:\n%s", id, files)
+		}
+	}
+	// One commit a feature on the branch, each its verdict's.
+	for _, id := range []string{"F-001", "F-002"} {
+		got := strings.TrimSpace(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: "+id+"$", "HEAD"))
+		if got == "" || strings.Contains(got, "\n") || got != strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)) {
+			t.Errorf("%s's commits on the branch: %q, want its verdict's alone\n%s", id, got, p.git("log", "--format=%h %s", "HEAD"))
+		}
+	}
+	if wt := p.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", wt)
+	}
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
+		t.Errorf("lanes left behind in %s: %v", filepath.Dir(p.paths.StateDir), left)
+	}
+}
+
+// TestLanesKill9ThenRestart: kill -9 of the daemon while both lanes have a
+// run in flight, then a restart: the orphaned agents die, the lanes'
+// worktrees and branches go, their features are worked again from fresh
+// lanes, and the night ends as an uninterrupted one does, with no
+// transition lost or repeated.
+func TestLanesKill9ThenRestart(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, scenario("lanes-kill9",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.FailOnce),
+	))
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
+	daemon, log := p.start()
+	var pids []int
+	p.waitFor("both lanes with a run in flight", agentsWait, func() bool {
+		st, ok := p.status()
+		if !ok {
+			return false
+		}
+		lanes, _ := st["lanes"].([]any)
+		pids = pids[:0]
+		for _, l := range lanes {
+			if pid, _ := l.(map[string]any)["pid"].(float64); pid > 0 {
+				pids = append(pids, int(pid))
+			}
+		}
+		return len(pids) == 2
+	})
+	daemon.Process.Signal(syscall.SIGKILL)
+	daemon.Wait()
+	for _, pid := range pids {
+		p.waitFor("the orphaned agents to die with the daemon", 30*time.Second, func() bool { return !alive(pid) })
+	}
+
+	p.runToEnd()
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+	}
+	p.checkNoLeftovers()
+	if wt := p.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", wt)
+	}
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
+		t.Errorf("lanes left behind: %v", left)
+	}
+	if branches := p.git("branch", "--list", "ctxgraphd/*"); strings.TrimSpace(branches) != "" {
+		t.Errorf("lanes' branches left behind:\n%s", branches)
+	}
+	ts := p.transitions()
+	for i := 1; i < len(ts); i++ {
+		if ts[i].Seq != ts[i-1].Seq+1 {
+			t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
+		}
+	}
+}

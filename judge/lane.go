@@ -1,0 +1,56 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+)
+
+// CommitLane records a lane's accepted verdict: v.Tree is the candidate
+// the daemon's test and sweep ran on (the lane's tree merged onto onto,
+// the commit the project's branch was at then: RunEnd.Onto), committed on
+// onto, under TestedRef always. When the branch is still at onto, the
+// project's index and work tree are brought forward to the commit
+// (gitrepo.FastForward, which refuses, writing nothing, where a person's
+// uncommitted change is on a path the commit changes) and then the branch
+// is moved to it: a person's own commits are never rewritten, and the
+// branch only ever holds a tree the daemon tested whole.
+func (j *Judge) CommitLane(ctx context.Context, v Verdict, onto string) (Committed, error) {
+	repo := j.opts.Repo
+	c, err := repo.Commit(ctx, v.Tree, []string{onto}, commitMessage(v), Author)
+	if err != nil {
+		return Committed{}, err
+	}
+	out := Committed{Commit: c, Ref: TestedRef(v.Feature.ID)}
+	if err := setRef(ctx, repo, out.Ref, c); err != nil {
+		return out, err
+	}
+	head, _, branch, err := repo.Head(ctx)
+	switch {
+	case err != nil:
+		return out, err
+	case branch == "":
+		out.OffBranch = "HEAD is detached"
+		return out, nil
+	case head != onto:
+		out.OffBranch = fmt.Sprintf("%s moved while %s's verdict was judged; merge %s to take it", branchName(branch), v.Feature.ID, out.Ref)
+		return out, nil
+	}
+	if err := repo.FastForward(ctx, head, c); err != nil {
+		var dirty *gitrepo.DirtyError
+		if errors.As(err, &dirty) {
+			out.OffBranch = fmt.Sprintf("uncommitted changes in the work tree are on paths %s changes (%s); commit or stash them, then merge %s",
+				v.Feature.ID, strings.Join(dirty.Paths, ", "), out.Ref)
+			return out, nil
+		}
+		return out, err
+	}
+	if err := repo.UpdateRef(ctx, branch, c, head); err != nil {
+		return out, fmt.Errorf("moving %s to %s after bringing the work tree forward: %w", branchName(branch), gitrepo.Short(c), err)
+	}
+	out.Branch = branchName(branch)
+	return out, nil
+}

@@ -1,0 +1,490 @@
+package orchestrator
+
+// Lanes: with limits.parallel above 1, each feature is worked in a git
+// worktree of its own, made from the head of the project's branch, beside
+// the daemon's state directory; up to limits.parallel of them at once, on
+// features whose scopes do not overlap (statemachine.Decide). A lane's runs
+// work, are confined and are judged in its worktree; its claim is judged on
+// the candidate, its tree merged onto the branch as it is then, with the
+// regression sweep, and only a candidate that passes moves the branch
+// (judge.CommitLane). The daemon's own work (judging, the tests) is done
+// one job at a time, so that the branch moves in one place and in order.
+// The initializer works in the project's own tree, alone.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// lanesMode reports whether features are worked in lanes of their own.
+func (o *Orchestrator) lanesMode() bool { return o.cfg.Limits.Parallel > 1 }
+
+// lanesDir is where the lanes' worktrees are: beside the state directory,
+// which every run's gates and sandbox hold as the daemon's (a worktree in
+// it could not be written by its own run, and the gates hold any path that
+// names the state directory's as the daemon's, so its name is no prefix of
+// this one), and outside every directory an agent may write (a lane is
+// written by its own runs only).
+func (o *Orchestrator) lanesDir() string {
+	return filepath.Join(filepath.Dir(o.opts.Project.StateDir), "lanes", o.opts.Project.ID)
+}
+
+// laneBranch is the branch of feature id's worktree.
+func laneBranch(id string) string { return "ctxgraphd/" + id }
+
+// laneByRun is the lane whose run in flight is runID, nil when none is.
+func (o *Orchestrator) laneByRun(runID string) *lane {
+	if a := o.home.active; a != nil && a.run.ID == runID {
+		return o.home
+	}
+	for _, l := range o.lanes {
+		if l.active != nil && l.active.run.ID == runID {
+			return l
+		}
+	}
+	return nil
+}
+
+// enter makes l the lane the loop handles (o.cur) until the returned func
+// runs.
+func (o *Orchestrator) enter(l *lane) func() {
+	o.cur = l
+	return func() { o.cur = o.home }
+}
+
+// busyLanes are the features whose lanes have a run or a job in flight,
+// but the one being decided (o.cur's).
+func (o *Orchestrator) busyLanes() []statemachine.InFlight {
+	var out []statemachine.InFlight
+	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
+		l := o.lanes[id]
+		if l == o.cur || (l.active == nil && (o.job == nil || o.job.lane != l)) {
+			continue
+		}
+		in := statemachine.InFlight{Feature: id}
+		if f := o.canonical.Feature(id); f != nil {
+			in.Scope = f.Scope
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// inFlightCap is the sum of the --max-budget-usd caps of the runs in
+// flight in lanes other than o.cur.
+func (o *Orchestrator) inFlightCap() float64 {
+	sum := 0.0
+	for _, l := range o.lanes {
+		if l != o.cur && l.active != nil {
+			sum += l.active.capUSD
+		}
+	}
+	return sum
+}
+
+// firstN is up to n of names, joined, with a mark when there were more.
+func firstN(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + ", …"
+}
+
+// openLane makes feature id's lane: a worktree on its branch, made from the
+// commit the project's branch is at, with the canonical feature list in it.
+// It needs the project's work tree to hold nothing but that commit: a
+// lane holds the branch's code, and a person's uncommitted work is theirs,
+// neither to be worked on nor committed under a feature's name.
+func (o *Orchestrator) openLane(id string) (*lane, error) {
+	ctx := context.Background()
+	head, headTree, _, err := o.repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if head == "" {
+		return nil, errors.New("the project's branch has no commit yet: lanes are made from one (commit the project, then `ctxgraphd ctl resume`)")
+	}
+	tree, err := o.repo.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tree != headTree {
+		changed, _ := o.repo.ChangedPaths(ctx, headTree, tree)
+		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
+	}
+	dir := filepath.Join(o.lanesDir(), id)
+	l := &lane{feature: id, dir: dir, branch: laneBranch(id), baseHead: head}
+	o.removeWorktree(dir, l.branch) // what a crash left of an earlier one
+	if err := os.MkdirAll(o.lanesDir(), 0o700); err != nil {
+		return nil, err
+	}
+	if err := o.repo.AddWorktree(ctx, dir, l.branch, head); err != nil {
+		return nil, err
+	}
+	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: dir + ".index", Exclude: []string{paths.ProgressDir}}); err != nil {
+		o.removeWorktree(dir, l.branch)
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755); err != nil {
+		o.removeWorktree(dir, l.branch)
+		return nil, err
+	}
+	o.lanes[id] = l
+	o.giveList(l)
+	o.log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))
+	return l, nil
+}
+
+// enterLaneOf makes feature's lane the loop's (o.cur), opening it if it is
+// not open yet; outside lanes mode, or for the initializer, the lane is
+// the one the loop is in. It reports false, having stopped the session
+// with the reason, when the lane could not be made.
+func (o *Orchestrator) enterLaneOf(feature string) bool {
+	if !o.lanesMode() || feature == "" || o.cur.feature == feature {
+		if o.cur.dir == "" {
+			o.cur = o.home // a lane to be, for the initializer
+		}
+		return true
+	}
+	l := o.lanes[feature]
+	if l == nil {
+		var err error
+		if l, err = o.openLane(feature); err != nil {
+			o.transition(statemachine.Stop, feature, fmt.Sprintf("could not make a lane for %s: %v", feature, err))
+			return false
+		}
+	}
+	o.cur = l // the event's handler goes home when it is done
+	return true
+}
+
+// giveList writes the canonical list into l's worktree, as l's runs are to
+// see it (with its tester's pending claim), and remembers it: what the
+// lane's runs change is read against it.
+func (o *Orchestrator) giveList(l *lane) {
+	if o.canonical == nil {
+		return
+	}
+	shown := o.canonical.Clone()
+	if l.claim != "" {
+		if f := shown.Feature(l.claim); f != nil {
+			f.Tested = true
+		}
+	}
+	if _, err := progress.WriteFeatureList(filepath.Join(l.dir, paths.ProgressDir), shown); err != nil {
+		o.log.Error("could not write a lane's feature list", zap.String("feature", l.feature), zap.Error(err))
+	}
+	l.given = shown
+}
+
+// closeLane removes l's worktree and branch; keep, when set, is a ref that
+// keeps its work (its tree as it is now, on the commit it was made from).
+func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
+	ctx := context.Background()
+	if keep != "" && l.repo != nil {
+		if tree, err := l.repo.Snapshot(ctx); err != nil {
+			o.log.Warn("could not keep a lane's work", zap.String("feature", l.feature), zap.Error(err))
+		} else if _, baseTree, err := o.repo.Resolve(ctx, l.baseHead); err == nil && tree != baseTree {
+			msg := fmt.Sprintf("ctxgraphd: %s's work, kept when its lane closed\n\nctxgraphd-feature: %s\n", l.feature, l.feature)
+			if c, err := o.repo.Commit(ctx, tree, []string{l.baseHead}, msg, judge.Author); err == nil {
+				old, _ := o.repo.Ref(ctx, keep)
+				if err := o.repo.UpdateRef(ctx, keep, c, old); err == nil {
+					kept = c
+				}
+			}
+		}
+	}
+	o.removeWorktree(l.dir, l.branch)
+	delete(o.lanes, l.feature)
+	o.log.Info("lane closed", zap.String("feature", l.feature), zap.String("kept", kept))
+	return kept
+}
+
+// removeWorktree removes the worktree at dir and its branch, and what the
+// daemon kept beside it, whatever state it is in.
+func (o *Orchestrator) removeWorktree(dir, branch string) {
+	if err := o.repo.RemoveWorktree(context.Background(), dir, branch); err != nil && !errors.Is(err, gitrepo.ErrNotWorktree) {
+		o.log.Warn("could not remove a lane's worktree", zap.String("dir", dir), zap.Error(err))
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		os.RemoveAll(dir) // not a worktree git knows: a half-made one
+	}
+	// The lane's private index, and what gitrepo keeps beside it.
+	for _, p := range []string{dir + ".index", dir + ".index.lock", dir + ".index.git"} {
+		os.RemoveAll(p)
+	}
+}
+
+// cleanLanes removes every lane's worktree a previous daemon left: their
+// runs were killed (recover), and their features are worked again from a
+// fresh lane.
+func (o *Orchestrator) cleanLanes() {
+	ctx := context.Background()
+	for _, rec := range o.session.Lanes {
+		o.removeWorktree(rec.Dir, rec.Branch)
+		// Its work went with its worktree: a completed feature is coded
+		// again (its coder's session is resumed, and remembers).
+		if f := o.canonical.Feature(rec.Feature); o.canonical != nil && f != nil && f.Status == progress.Completed {
+			f.Status = progress.InProgress
+			o.pending.FeatureList = o.canonical.Marshal()
+		}
+	}
+	o.session.Lanes = nil
+	if ents, err := os.ReadDir(o.lanesDir()); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				o.removeWorktree(filepath.Join(o.lanesDir(), e.Name()), laneBranch(e.Name()))
+			}
+		}
+	}
+	if err := o.repo.PruneWorktrees(ctx); err != nil {
+		o.log.Warn("could not prune the lanes' worktrees", zap.Error(err))
+	}
+}
+
+// laneRecords are the lanes as the store keeps them.
+func (o *Orchestrator) laneRecords() []store.Lane {
+	var out []store.Lane
+	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
+		l := o.lanes[id]
+		out = append(out, store.Lane{Feature: id, Dir: l.dir, Branch: l.branch, BaseHead: l.baseHead, Run: l.run})
+	}
+	return out
+}
+
+// syncLaneList takes what o.cur's run changed in its copy of the feature
+// list, by the rules of gates.ListChange (the hook's): its own feature's
+// status, or tested and evidence (tested: true is the tester's claim, for
+// the verdict); anything else is a violation, and left out. The lane's
+// copy is then the canonical list again.
+func (o *Orchestrator) syncLaneList() {
+	l, act := o.cur, o.cur.active
+	if act == nil || o.canonical == nil || l.given == nil {
+		return
+	}
+	run := act.run
+	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+	disk, _, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
+	if err != nil {
+		o.violation(gates.RoleWritePolicy, fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", o.actor(), err))
+		o.giveList(l)
+		return
+	}
+	merged := o.canonical.Clone()
+	modes := o.judge.Modes()
+	for _, c := range progress.Diff(l.given, disk) {
+		fd, isField := progress.FieldByKey(c.Field)
+		if c.Kind != progress.Modified || !isField {
+			o.violation(o.revertGate(c), describeChange(o.actor(), c))
+			continue
+		}
+		d := gates.ListChange(modes, actor, c)
+		if d.Blocks() {
+			o.violation(d.Gate, describeChange(o.actor(), c))
+			continue
+		}
+		if d != nil {
+			o.violationMode(d.Gate, d.Code, describeChange(o.actor(), c)+" (warn mode: kept)")
+		}
+		if c.Field == "tested" {
+			switch now, _ := c.New.(bool); {
+			case now && actor.Role == gates.Tester && d == nil:
+				l.claim = run.Feature
+			case !now && l.claim == c.FeatureID:
+				l.claim = ""
+			}
+			continue
+		}
+		if m, df := merged.Feature(c.FeatureID), disk.Feature(c.FeatureID); m != nil && df != nil {
+			fd.Copy(m, df)
+		}
+	}
+	if string(merged.Marshal()) != string(o.canonical.Marshal()) {
+		o.canonical = merged
+		o.pending.FeatureList = merged.Marshal()
+		o.persist()
+		o.writeFeatureList()
+	}
+	o.giveList(l)
+}
+
+// copyEvidence copies what a lane's tester left under its feature's
+// evidence directory into the project's, where the feature list names it
+// and people read it.
+func (o *Orchestrator) copyEvidence(l *lane, feature string) {
+	rel := filepath.Join(paths.ProgressDir, progress.EvidenceDir, feature)
+	from := filepath.Join(l.dir, rel)
+	to := filepath.Join(o.opts.Project.Dir, rel)
+	root, err := os.OpenRoot(from)
+	if err != nil {
+		return // nothing left
+	}
+	defer root.Close()
+	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err // links and the like are not evidence
+		}
+		data, err := root.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(to, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, data, 0o644)
+	})
+	if err != nil {
+		o.log.Warn("could not copy a lane's evidence into the project", zap.String("feature", feature), zap.Error(err))
+	}
+}
+
+// activeOf is feature's run in flight, in whichever lane, nil when none.
+func (o *Orchestrator) activeOf(feature string) *activeRun {
+	if a := o.home.active; a != nil && a.run.Feature == feature {
+		return a
+	}
+	if l := o.lanes[feature]; l != nil {
+		return l.active
+	}
+	return nil
+}
+
+// closeSettledLane closes o.cur when its feature no longer needs it: a
+// person set it aside, removed it, or marked it tested meanwhile. A
+// set-aside feature's work is kept, as a blocked one's is.
+func (o *Orchestrator) closeSettledLane() {
+	l := o.cur
+	if l == o.home || l.feature == "" || l.active != nil || o.lanes[l.feature] != l {
+		return
+	}
+	f := o.canonical.Feature(l.feature)
+	switch {
+	case f == nil || f.Tested:
+		o.closeLane(l, "")
+	case f.Status == progress.Blocked:
+		o.closeLane(l, judge.BlockedRef(l.feature))
+	}
+}
+
+// root is o.cur's work tree, as the judge knows it (zero: the project's).
+func (o *Orchestrator) root() judge.Root {
+	if o.cur == o.home {
+		return judge.Root{}
+	}
+	return judge.Root{Dir: o.cur.dir, Repo: o.cur.repo}
+}
+
+// runRecord is the store's record of o.cur's run in flight (the project's
+// own lane's is Session.Run), nil when none.
+func (o *Orchestrator) runRecord() *store.Run {
+	if o.cur == o.home {
+		return o.session.Run
+	}
+	return o.cur.run
+}
+
+// setRunRecord sets it.
+func (o *Orchestrator) setRunRecord(r *store.Run) {
+	if o.cur == o.home {
+		o.session.Run = r
+	} else {
+		o.cur.run = r
+	}
+}
+
+// holdLanes stops the runs in flight in lanes when the session waits or
+// stops: what held one lane (a rate limit, an overload, a spent budget, a
+// failed login) holds them all, and no lane goes on calling the API while
+// another waits. They end interrupted, not charged, and are redone when
+// the session moves on.
+func (o *Orchestrator) holdLanes(why string) {
+	for _, l := range o.lanesInFlight() {
+		if l.active.interrupt == "" {
+			l.active.interrupt = why
+			l.active.cancel()
+		}
+	}
+}
+
+// lanesInFlight lists the lanes with a run in flight.
+func (o *Orchestrator) lanesInFlight() []*lane {
+	var out []*lane
+	for _, l := range o.lanes {
+		if l.active != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// killLaneRuns kills what survived of the runs a dead daemon's lanes had
+// in flight, and records them as interrupted: their features are worked
+// again from fresh lanes, not charged.
+func (o *Orchestrator) killLaneRuns() {
+	for _, rec := range o.session.Lanes {
+		r := rec.Run
+		if r == nil {
+			continue
+		}
+		if runs, err := o.st.Runs(); err == nil {
+			for _, s := range runs {
+				if s.ID == r.ID && s.PID > 0 {
+					r.PID = s.PID
+				}
+			}
+		}
+		if r.PID > 0 {
+			if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
+				o.log.Warn("could not kill an interrupted lane's run", zap.String("run", r.ID), zap.Error(err))
+			}
+		}
+		ended := *r
+		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
+		o.pending.Runs = append(o.pending.Runs, ended)
+		if c, ok := o.counters[rec.Feature]; ok && c.Base != "" {
+			c.Base, c.BaseHead = "", ""
+			o.setCounters(rec.Feature, c)
+		}
+		o.log.Info("a lane's run was in flight when the daemon stopped; its feature is worked again from a fresh lane", zap.String("run", r.ID), zap.String("feature", rec.Feature))
+	}
+}
+
+// laneRef keeps a lane's work when its feature starts again from the
+// branch (rebaseLane).
+func laneRef(feature string) string { return "refs/ctxgraphd/lane/" + feature }
+
+// rebaseLane closes o.cur, a lane whose work cannot go onto the branch as
+// it is now, keeping its work under laneRef: the feature's next run opens
+// a fresh lane from the branch.
+func (o *Orchestrator) rebaseLane(why string) {
+	l := o.cur
+	if l == o.home {
+		return
+	}
+	o.log.Info("a lane starts again from the branch", zap.String("feature", l.feature), zap.String("why", why))
+	o.closeLane(l, laneRef(l.feature))
+	if c, ok := o.counters[l.feature]; ok {
+		c.Base, c.BaseHead = "", ""
+		o.setCounters(l.feature, c)
+	}
+	o.cur = o.home
+}

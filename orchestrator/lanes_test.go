@@ -1,0 +1,337 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// meeting lets scripts of runs wait for each other: a run that must see
+// another at work at once.
+type meeting struct {
+	mu   sync.Mutex
+	here map[string]bool
+}
+
+// meet records who and waits, up to d, until want are all there; it
+// reports whether they were.
+func (m *meeting) meet(who string, want []string, d time.Duration) bool {
+	m.mu.Lock()
+	if m.here == nil {
+		m.here = map[string]bool{}
+	}
+	m.here[who] = true
+	m.mu.Unlock()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		m.mu.Lock()
+		all := true
+		for _, w := range want {
+			all = all && m.here[w]
+		}
+		m.mu.Unlock()
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// With limits.parallel 2, two features whose scopes do not overlap are
+// worked at once, each in a worktree of its own beside the state
+// directory; each lands on the branch on a tree where both tests pass
+// once both are tested, the project's work tree holds both, and no
+// worktree is left.
+func TestLanesWorkFeaturesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	var m meeting
+	var dirs sync.Map
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		dirs.Store(spec.FeatureID, spec.Dir)
+		if !m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second) {
+			h.t.Errorf("%s's coder did not see the other at work at once", spec.FeatureID)
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		d, _ := dirs.Load(id)
+		dir, _ := d.(string)
+		if dir == "" || dir == h.proj.Dir || !strings.HasPrefix(dir, filepath.Join(filepath.Dir(h.proj.StateDir), "lanes", h.proj.ID)+string(filepath.Separator)) {
+			t.Errorf("%s was coded in %q, want a lane of its own beside the state directory", id, dir)
+		}
+		if got := strings.TrimSpace(h.read("src/" + id + ".txt")); got != id+" works" {
+			t.Errorf("the project's work tree holds src/%s.txt = %q", id, got)
+		}
+	}
+	// The branch holds both, one commit each, on top of the initializer's.
+	log, _ := h.git("log", "--format=%s", "HEAD")
+	if n := strings.Count(log, "\n") + 1; n != 3 {
+		t.Errorf("the branch holds %d commits, want 3:\n%s", n, log)
+	}
+	for _, c := range strings.Fields(mustGit(t, h, "rev-list", "HEAD~2..HEAD")) {
+		files := mustGit(t, h, "ls-tree", "-r", "--name-only", c)
+		if !strings.Contains(files, "src/F-00") {
+			t.Errorf("commit %s holds no feature's code:\n%s", c, files)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(h.proj.StateDir), "lanes", h.proj.ID)); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("lanes left behind: %v", names)
+	}
+	if wt := mustGit(t, h, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", wt)
+	}
+}
+
+// Two features whose scopes overlap are never worked at once.
+func TestLanesHoldFeaturesWhoseScopesOverlap(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
+		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
+		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/F-002.txt"}})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	if most != 1 {
+		t.Errorf("%d coders at once, want 1: their scopes overlap", most)
+	}
+}
+
+func mustGit(t *testing.T, h *harness, args ...string) string {
+	t.Helper()
+	out, ok := h.git(args...)
+	if !ok {
+		t.Fatalf("git %v failed", args)
+	}
+	return out
+}
+
+// Two features whose code passes alone and breaks each other's test: the
+// second's claim is judged on its tree merged onto the branch, which holds
+// the first by then; the sweep finds the first's test failing there, the
+// second is sent back to a fresh lane from the branch with the reason,
+// and fixed; no commit of the branch fails a test of a feature tested
+// before it.
+func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": "grep -qx 'F-001 works' src/a/F-001.txt && ! test -e src/b/breaks-a\n",
+		"tests/F-002.sh": "grep -qx 'F-002 works' src/b/F-002.txt\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/a/**"}},
+		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/b/**"}})
+	var told []string
+	var mu sync.Mutex
+	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		dir := map[string]string{"F-001": "src/a/", "F-002": "src/b/"}[spec.FeatureID]
+		h.writeIn(spec, dir+spec.FeatureID+".txt", spec.FeatureID+" works\n")
+		if spec.FeatureID == "F-002" {
+			if spec.Attempt == 1 {
+				h.writeIn(spec, "src/b/breaks-a", "x\n")
+			} else {
+				mu.Lock()
+				told = append(told, spec.Prompt)
+				mu.Unlock()
+			}
+		}
+		h.editIn(spec, func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+		return agents.Result{Summary: "implemented", NumTurns: 3}
+	}
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == "F-002" {
+			// F-001 is on the branch before F-002's claim is judged.
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if f := h.list().Feature("F-001"); f != nil && f.Tested {
+					break
+				}
+			}
+		}
+		return testerClaims(true)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || !strings.Contains(told[0], "F-001") {
+		t.Errorf("F-002's retry was told %q, want which feature's test its change broke", told)
+	}
+	// Every commit since F-001's holds a tree on which F-001's test passes.
+	for _, c := range strings.Fields(mustGit(t, h, "rev-list", "refs/ctxgraphd/tested/F-001^..HEAD")) {
+		if files := mustGit(t, h, "ls-tree", "-r", "--name-only", c); strings.Contains(files, "src/b/breaks-a") {
+			t.Errorf("commit %s on the branch breaks F-001's test:\n%s", c, files)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.proj.Dir, "src/b/breaks-a")); err == nil {
+		t.Error("the project's work tree holds what broke F-001")
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Counters["F-002"]; c.Failures != 1 {
+		t.Errorf("F-002 counters %+v, want the breaking attempt charged once", c)
+	}
+}
+
+// A daemon that goes down with runs in flight in two lanes: the next one
+// removes their worktrees (and kills what survived of their runs), works
+// the features again from fresh lanes, charges nothing for the runs cut
+// short, and leaves no worktree behind.
+func TestLanesAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	var m meeting
+	first := true
+	var mu sync.Mutex
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		mu.Lock()
+		hang := first
+		mu.Unlock()
+		if hang {
+			m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second)
+			<-ctx.Done() // the daemon goes down with both in flight
+			return agents.Result{Ended: agents.EndCancelled}
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.orchestrator(true).Run(ctx) }()
+	if !m.meet("test", []string{"F-001", "F-002"}, 30*time.Second) {
+		t.Fatal("the two coders were never in flight at once")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Session.Lanes) != 2 {
+		t.Fatalf("the store keeps %d lanes after the shutdown, want both, for the next start to clean", len(st.Session.Lanes))
+	}
+
+	mu.Lock()
+	first = false
+	mu.Unlock()
+	h.reopen()
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	if st, err = h.st.Load(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		if c := st.Counters[id]; c.Failures != 0 {
+			t.Errorf("%s counters %+v: a run the daemon cut short was charged", id, c)
+		}
+	}
+	if len(st.Session.Lanes) != 0 {
+		t.Errorf("lanes still recorded: %+v", st.Session.Lanes)
+	}
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(h.proj.StateDir), "lanes", h.proj.ID)); len(left) > 0 {
+		t.Errorf("lanes left behind: %v", left)
+	}
+	if wt := mustGit(t, h, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", wt)
+	}
+}
+
+// A rate limit met by one lane holds every lane: the other lane's run in
+// flight is stopped (not charged, redone after the wait), so that no lane
+// goes on calling the API while the session waits; then both features
+// are done.
+func TestLanesARateLimitHoldsEveryLane(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 50*time.Millisecond, 50*time.Millisecond
+	var m meeting
+	var mu sync.Mutex
+	limited, held := false, false
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		mu.Lock()
+		first := !limited
+		mu.Unlock()
+		if first && m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second) {
+			if spec.FeatureID == "F-001" {
+				mu.Lock()
+				limited = true
+				mu.Unlock()
+				return apiFailure("rate_limit", 429, "API Error: Request rejected (429)")
+			}
+			select {
+			case <-ctx.Done(): // held by F-001's limit
+				mu.Lock()
+				held = true
+				mu.Unlock()
+				return agents.Result{Ended: agents.EndCancelled}
+			case <-time.After(20 * time.Second):
+				h.t.Error("F-002's run went on while the session waited on F-001's rate limit")
+			}
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	if err := h.runToEndWithin(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !held {
+		t.Error("F-002's run was not stopped by F-001's rate limit")
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		if c := st.Counters[id]; c.Failures != 0 {
+			t.Errorf("%s was charged: %+v", id, c)
+		}
+	}
+}
