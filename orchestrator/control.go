@@ -109,10 +109,10 @@ func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
 	if ev.Detail != "" {
 		l.lastTool += ": " + ev.Detail
 	}
-	if prev := o.live.Load(); prev != nil && prev.run == runID {
-		l.toolCalls = prev.toolCalls + 1
+	if prev, ok := o.lives.Load(runID); ok {
+		l.toolCalls = prev.(*liveRun).toolCalls + 1
 	}
-	o.live.Store(&l)
+	o.lives.Store(runID, &l)
 	o.signalChange()
 }
 
@@ -169,13 +169,21 @@ func (o *Orchestrator) writeMirror() {
 // Status implements control.Backend.
 func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 	st := *o.snap.Load()
-	if cur := st.Current; cur != nil {
-		c := *cur
-		if l := o.live.Load(); l != nil && l.run == c.ID {
-			c.ToolCalls, c.LastTool = l.toolCalls, l.lastTool
+	withLive := func(r control.RunInfo) control.RunInfo {
+		if l, ok := o.lives.Load(r.ID); ok {
+			r.ToolCalls, r.LastTool = l.(*liveRun).toolCalls, l.(*liveRun).lastTool
 		}
+		return r
+	}
+	if cur := st.Current; cur != nil {
+		c := withLive(*cur)
 		st.Current = &c
 	}
+	lanes := make([]control.RunInfo, len(st.Lanes))
+	for i, r := range st.Lanes {
+		lanes[i] = withLive(r)
+	}
+	st.Lanes = lanes
 	return st, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,7 +153,10 @@ type Orchestrator struct {
 	snap      atomic.Pointer[control.Status]
 	// live is what the run in flight is doing, written by its stream's
 	// goroutine, read by Status.
-	live atomic.Pointer[liveRun]
+	// lives are what the runs in flight are doing, by run id, written by
+	// their streams' goroutines, read by Status; a run's goes when it
+	// ends.
+	lives sync.Map
 	// changed is closed, and replaced, at each change of the status.
 	changed  atomic.Pointer[chan struct{}]
 	features atomic.Pointer[[]control.Feature]

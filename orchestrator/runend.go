@@ -143,6 +143,7 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		o.hooksSilent = 0
 	}
 	o.judge.Forget(act.run.ID)
+	o.lives.Delete(act.run.ID)
 	outcome := "ok"
 	switch {
 	case out.Interrupted, out.OutOfBudget != "":

@@ -127,8 +127,7 @@ func renderWatch(st control.Status, now time.Time) string {
 	}
 	fmt.Fprintf(tw, "state\t%s\n", state)
 	fmt.Fprintf(tw, "features\t%s  %s\n", progressBar(st.Features, 30), countsLine(st.Features))
-	switch r := st.Current; {
-	case r != nil:
+	row := func(label string, r control.RunInfo) {
 		what := r.Role
 		if r.Feature != "" {
 			what += " " + r.Feature
@@ -136,9 +135,20 @@ func renderWatch(st control.Status, now time.Time) string {
 		if r.Attempt > 0 {
 			what += fmt.Sprintf(" attempt %d", r.Attempt)
 		}
-		fmt.Fprintf(tw, "run\t%s  %s  %s  %s\n", r.ID, what, durationText(now.Sub(r.StartedAt)), plural(r.ToolCalls, "tool call"))
+		fmt.Fprintf(tw, "%s\t%s  %s  %s  %s\n", label, r.ID, what, durationText(now.Sub(r.StartedAt)), plural(r.ToolCalls, "tool call"))
 		if r.LastTool != "" {
 			fmt.Fprintf(tw, "last tool\t%s\n", textcut.Runes(textcut.Fold(r.LastTool), 90))
+		}
+	}
+	switch r := st.Current; {
+	case r != nil:
+		row("run", *r)
+	case len(st.Lanes) > 0:
+		for _, l := range st.Lanes {
+			row("lane "+l.Feature, l)
+		}
+		if st.Working != "" {
+			fmt.Fprintf(tw, "daemon\t%s\n", st.Working)
 		}
 	case st.Working != "":
 		fmt.Fprintf(tw, "run\tnone: the daemon is %s\n", st.Working)

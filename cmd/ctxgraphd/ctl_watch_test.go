@@ -61,3 +61,29 @@ func TestRenderWatch(t *testing.T) {
 		}
 	}
 }
+
+// With lanes the view shows every lane's run: its feature, role, attempt,
+// how long it has run and its last tool call; and what the daemon itself
+// is doing beside them.
+func TestRenderWatchShowsEveryLane(t *testing.T) {
+	now := time.Date(2026, 11, 23, 23, 0, 0, 0, time.Local)
+	st := control.Status{State: "code", Project: "/home/me/todo", Confined: true, Working: "judging run-000005 (tester-agent F-003)",
+		Features: control.FeatureCounts{Total: 3, InProgress: 2, Completed: 1},
+		Lanes: []control.RunInfo{
+			{ID: "run-000006", Role: "coding-agent", Feature: "F-001", Attempt: 1, StartedAt: now.Add(-2 * time.Minute), ToolCalls: 3, LastTool: "Write: src/a.go"},
+			{ID: "run-000007", Role: "tester-agent", Feature: "F-002", Attempt: 2, StartedAt: now.Add(-10 * time.Second), ToolCalls: 1, LastTool: "Bash: go test ./b/"},
+		}}
+	got := renderWatch(st, now)
+	for _, want := range []string{
+		`(?m)^lane F-001\s+run-000006  coding-agent F-001 attempt 1  2m00s  3 tool calls\n\s*last tool\s+Write: src/a\.go$`,
+		`(?m)^lane F-002\s+run-000007  tester-agent F-002 attempt 2  10s  1 tool call\n\s*last tool\s+Bash: go test \./b/$`,
+		`(?m)^daemon\s+judging run-000005 \(tester-agent F-003\)$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("the view does not match %s:\n%s", want, got)
+		}
+	}
+	if regexp.MustCompile(`(?m)^run\s`).MatchString(got) {
+		t.Errorf("the view shows a single run beside the lanes:\n%s", got)
+	}
+}
