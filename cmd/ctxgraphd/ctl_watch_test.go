@@ -75,7 +75,7 @@ func TestRenderWatchShowsEveryLane(t *testing.T) {
 		}}
 	got := renderWatch(st, now)
 	for _, want := range []string{
-		`(?m)^lane F-001\s+run-000006  coding-agent F-001 attempt 1  2m00s  3 tool calls\n\s*last tool\s+Write: src/a\.go$`,
+		`(?m)^lane F-001\s+run-000006  coding-agent F-001 attempt 1  2m0s  3 tool calls\n\s*last tool\s+Write: src/a\.go$`,
 		`(?m)^lane F-002\s+run-000007  tester-agent F-002 attempt 2  10s  1 tool call\n\s*last tool\s+Bash: go test \./b/$`,
 		`(?m)^daemon\s+judging run-000005 \(tester-agent F-003\)$`,
 	} {
