@@ -136,6 +136,9 @@ type Feature struct {
 	CostUSD     float64  `json:"cost_usd"`
 	LastFailure string   `json:"last_failure,omitempty"`
 	Note        string   `json:"note,omitempty"`
+	// Lane is the worktree the feature is worked in, with limits.parallel
+	// above 1, while it has one.
+	Lane string `json:"lane,omitempty"`
 }
 
 // UnblockRequest is the body of POST /v1/features/{id}/unblock. The body

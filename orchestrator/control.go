@@ -82,6 +82,9 @@ func (o *Orchestrator) publish() {
 				ID: f.ID, Title: f.Title, Status: string(f.Status), Tested: f.Tested, DependsOn: f.DependsOn,
 				Attempts: attempts, Retries: ctr.Failures, CostUSD: ctr.CostUSD, LastFailure: ctr.LastFailure, Note: ctr.Note,
 			})
+			if l := o.lanes[f.ID]; l != nil {
+				feats[len(feats)-1].Lane = l.dir
+			}
 		}
 	}
 	if feats == nil {

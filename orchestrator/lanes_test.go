@@ -58,6 +58,17 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 		if !m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second) {
 			h.t.Errorf("%s's coder did not see the other at work at once", spec.FeatureID)
 		}
+		// ctl status and ctl features show both lanes meanwhile.
+		st, _ := h.current.Status(ctx)
+		if len(st.Lanes) != 2 || st.Current != nil {
+			h.t.Errorf("status while both lanes work: lanes %+v, current %+v", st.Lanes, st.Current)
+		}
+		fs, _ := h.current.Features(ctx)
+		for _, f := range fs {
+			if f.Lane != spec.Dir && f.ID == spec.FeatureID {
+				h.t.Errorf("ctl features shows %s's lane as %q, want %s", f.ID, f.Lane, spec.Dir)
+			}
+		}
 		return coderCompletes(ctx, spec, h)
 	}
 	if err := h.runToEnd(); err != nil {

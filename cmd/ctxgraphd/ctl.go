@@ -325,7 +325,11 @@ func printFeatures(w io.Writer, fs []control.Feature) error {
 		if !f.Tested {
 			last = textcut.Runes(textcut.Fold(f.LastFailure), 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", textcut.Fold(f.ID), textcut.Fold(f.Status), tested, f.Attempts, f.CostUSD, textcut.Runes(textcut.Fold(f.Title), 40), last)
+		status := textcut.Fold(f.Status)
+		if f.Lane != "" {
+			status += " (lane)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", textcut.Fold(f.ID), status, tested, f.Attempts, f.CostUSD, textcut.Runes(textcut.Fold(f.Title), 40), last)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
