@@ -112,6 +112,9 @@ ends blocked.`,
 			// The sample project is a sandbox made for this run: agents may
 			// run as root here (agent.allow_root), which containers need.
 			cfg.Agent.AllowRoot = true
+			// Two features at a time, each in a lane of its own: what a
+			// night with limits.parallel looks like.
+			cfg.Limits.Parallel = 2
 			env := append(os.Environ(),
 				"ANTHROPIC_BASE_URL="+url,
 				"ANTHROPIC_API_KEY=scripted-model",
@@ -122,7 +125,7 @@ ends blocked.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ctxgraphd demo: sample project %s\nscripted model on %s, Claude Code at %s\n", dir, url, claude)
 			if cfg.Sandbox.Enabled {
-				fmt.Fprintf(out, "agents run confined by Claude Code's sandbox; each tested feature is committed in the sample project's git repository\n\n")
+				fmt.Fprintf(out, "agents run confined by Claude Code's sandbox, two features at a time, each in a git worktree of its own (limits.parallel: 2); each tested feature is committed in the sample project's git repository\n\n")
 			} else {
 				fmt.Fprintf(out, "CONFINEMENT IS OFF: agents' commands run unconfined\n\n")
 			}
