@@ -285,13 +285,6 @@ func evidenceNote(log string) string {
 // accept makes a verdict canonical and, unless git.commit is off, commits
 // exactly the tree the daemon's test ran on.
 func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string, onto string) (bool, string) {
-	f.Tested = true
-	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
-		f.Evidence = append(f.Evidence, *log)
-	}
-	o.pending.FeatureList = o.canonical.Marshal()
-	o.persist()
-	o.writeFeatureList()
 	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
 	if jd.Test != nil {
 		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
@@ -332,9 +325,19 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 				Parent: tr.ID, Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
 		}
 	}
+	// Tested once its commit is made, in the same write as the commit's
+	// record: with lanes the commit is where its code then is, and a
+	// crash before this point has the feature worked again, never tested
+	// with its code gone.
+	f.Tested = true
+	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
+		f.Evidence = append(f.Evidence, *log)
+	}
 	c.Base, c.BaseHead = "", ""
 	o.setCounters(f.ID, c)
+	o.pending.FeatureList = o.canonical.Marshal()
 	o.persist()
+	o.writeFeatureList()
 	return true, ""
 }
 
