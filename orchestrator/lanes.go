@@ -130,16 +130,16 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		changed, _ := o.repo.ChangedPaths(ctx, headTree, tree)
 		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
 	}
-	dir := filepath.Join(o.lanesDir(), id)
+	dir := laneWorkTree(o.lanesDir(), id)
 	l := &lane{feature: id, dir: dir, branch: laneBranch(id), baseHead: head}
 	o.removeWorktree(dir, l.branch) // what a crash left of an earlier one
-	if err := os.MkdirAll(o.lanesDir(), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
 	if err := o.repo.AddWorktree(ctx, dir, l.branch, head); err != nil {
 		return nil, err
 	}
-	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: dir + ".index", Exclude: []string{paths.ProgressDir}}); err != nil {
+	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}}); err != nil {
 		o.removeWorktree(dir, l.branch)
 		return nil, err
 	}
@@ -218,18 +218,27 @@ func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
 	return kept
 }
 
-// removeWorktree removes the worktree at dir and its branch, and what the
-// daemon kept beside it, whatever state it is in.
+// laneWorkTree is feature id's worktree: <lanes>/<id>/wt. Each lane's
+// files are in a directory of its own, named by its feature's id alone,
+// so that no feature's id (which an agent, the initializer, chooses) names
+// another lane's files: its worktree, or the private index and git
+// directory the daemon keeps beside it (laneIndex), where an agent that
+// could write would have the daemon's own git run what it wrote.
+func laneWorkTree(lanes, id string) string { return filepath.Join(lanes, id, "wt") }
+
+// laneIndex is the daemon's private index of the lane whose worktree is
+// dir, outside the worktree (gitrepo keeps its git directory beside it).
+func laneIndex(dir string) string { return filepath.Join(filepath.Dir(dir), "index") }
+
+// removeWorktree removes the worktree at dir and its branch, and the lane's
+// directory with what the daemon kept in it, whatever state it is in.
 func (o *Orchestrator) removeWorktree(dir, branch string) {
 	if err := o.repo.RemoveWorktree(context.Background(), dir, branch); err != nil && !errors.Is(err, gitrepo.ErrNotWorktree) {
 		o.log.Warn("could not remove a lane's worktree", zap.String("dir", dir), zap.Error(err))
 	}
-	if _, err := os.Lstat(dir); err == nil {
-		os.RemoveAll(dir) // not a worktree git knows: a half-made one
-	}
-	// The lane's private index, and what gitrepo keeps beside it.
-	for _, p := range []string{dir + ".index", dir + ".index.lock", dir + ".index.git"} {
-		os.RemoveAll(p)
+	// The lane's own directory: a half-made worktree, the private index.
+	if lane := filepath.Dir(dir); filepath.Dir(lane) == o.lanesDir() && filepath.Base(dir) == "wt" {
+		os.RemoveAll(lane)
 	}
 }
 
@@ -250,9 +259,8 @@ func (o *Orchestrator) cleanLanes() {
 	o.session.Lanes = nil
 	if ents, err := os.ReadDir(o.lanesDir()); err == nil {
 		for _, e := range ents {
-			if e.IsDir() {
-				o.removeWorktree(filepath.Join(o.lanesDir(), e.Name()), laneBranch(e.Name()))
-			}
+			o.removeWorktree(laneWorkTree(o.lanesDir(), e.Name()), laneBranch(e.Name()))
+			os.RemoveAll(filepath.Join(o.lanesDir(), e.Name())) // not a lane's: nothing of the daemon's is there but lanes
 		}
 	}
 	if err := o.repo.PruneWorktrees(ctx); err != nil {

@@ -309,14 +309,16 @@ func (o *Orchestrator) judgeLeftovers(r store.Run) (stop string) {
 	}
 	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
 		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
-		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(),
+		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(), Root: o.root(), // a lane's run is judged, and put back, in its lane
 	})
 	if jd.Err != nil {
 		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
 		return ""
 	}
 	o.recordFindings(r, jd)
-	o.session.LastTree = string(jd.Tree)
+	if o.cur == o.home {
+		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
+	}
 	return o.recordControls(r, jd)
 }
 

@@ -76,7 +76,9 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
 		o.log.Warn("could not propose guards", zap.Error(err))
 	}
-	o.session.LastTree = string(jd.Tree)
+	if o.cur == o.home {
+		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
+	}
 	switch out.Role {
 	case statemachine.Initializer:
 		if o.canonical != nil {

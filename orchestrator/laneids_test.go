@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// A feature's id is an agent's choice (the initializer's), and may hold
+// dots: the lane of a feature named after another lane's private files
+// (F-001.index.git, once the name of F-001's lane's private git
+// directory) reaches none of them. Each lane's files are in a directory
+// of its own (laneWorkTree, laneIndex), so its agent's files (a git
+// config naming a clean filter, attributes that apply it) never become a
+// git directory the daemon's own git reads, and run nothing outside the
+// sandbox; and closing one lane removes nothing of another.
+func TestALaneNamedAfterAnotherLanesFilesReachesNone(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	marker := filepath.Join(t.TempDir(), "ran-outside-the-sandbox")
+	evil := "F-001.index.git"
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
+		"tests/evil.sh":  "test -e refs/x\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
+		progress.Feature{ID: evil, Test: "sh tests/evil.sh", Scope: []string{"config", "info/**", "refs/**"}})
+	wrote := make(chan struct{})
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		switch spec.FeatureID {
+		case evil:
+			// Its work tree is F-001's lane's private common directory.
+			h.writeIn(spec, "config", "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[filter \"pwn\"]\n\tclean = \"sh -c 'pwd >> "+marker+" && cat'\"\n")
+			h.writeIn(spec, "info/attributes", "* filter=pwn\n")
+			h.writeIn(spec, "refs/x", "x\n")
+			h.writeIn(spec, "info/head-ignore", "")
+			select {
+			case <-wrote:
+			default:
+				close(wrote)
+			}
+		case "F-001":
+			select {
+			case <-wrote:
+			case <-time.After(20 * time.Second):
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	err := h.runToEndWithin(40 * time.Second)
+	t.Logf("run: %v; features = %s", err, summary(h.list()))
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Logf("the filter ran in: %s", b)
+		t.Errorf("a filter an agent wrote in its lane ran in the daemon's git, outside any sandbox (%s exists)", marker)
+	}
+}
