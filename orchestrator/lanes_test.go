@@ -77,6 +77,18 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("features = %s", got)
 	}
+	// Neither claim was held against a tree without the other feature,
+	// tested first: the second was judged on its tree merged onto the
+	// branch, which held the first by then.
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		if c := st.Counters[id]; c.Failures != 0 {
+			t.Errorf("%s failed %d times (%s): want none", id, c.Failures, c.LastFailure)
+		}
+	}
 	for _, id := range []string{"F-001", "F-002"} {
 		d, _ := dirs.Load(id)
 		dir, _ := d.(string)
