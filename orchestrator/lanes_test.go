@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,5 +357,39 @@ func TestLanesARateLimitHoldsEveryLane(t *testing.T) {
 		if c := st.Counters[id]; c.Failures != 0 {
 			t.Errorf("%s was charged: %+v", id, c)
 		}
+	}
+}
+
+// A lane whose feature never passes is blocked, its work kept under its
+// blocked ref, while the other lane's feature goes on to be tested; the
+// project's work tree never holds the blocked feature's code.
+func TestLanesABlockedLaneLetsTheOthersGoOn(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == "F-001" {
+			h.writeIn(spec, "src/F-001.txt", "F-001 is broken\n") // its test never passes
+			h.editIn(spec, func(l *progress.List) { l.Feature("F-001").Status = progress.Completed })
+			return agents.Result{Summary: "implemented", NumTurns: 3}
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		return testerClaims(spec.FeatureID != "F-001")(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=blocked F-002=tested" {
+		t.Fatalf("features = %s, want F-001 blocked and F-002 tested", got)
+	}
+	if kept := mustGit(t, h, "show", "refs/ctxgraphd/blocked/F-001:src/F-001.txt"); kept != "F-001 is broken" {
+		t.Errorf("F-001's blocked work holds %q", kept)
+	}
+	if _, err := os.Stat(filepath.Join(h.proj.Dir, "src/F-001.txt")); err == nil {
+		t.Error("the project's work tree holds the blocked feature's code")
+	}
+	if got := strings.TrimSpace(h.read("src/F-002.txt")); got != "F-002 works" {
+		t.Errorf("the project's work tree holds src/F-002.txt = %q", got)
 	}
 }
