@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
