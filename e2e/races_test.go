@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -30,31 +27,7 @@ import (
 // them when the test ends: they are this test's doing.
 func (p *project) racers(id string) []int {
 	p.t.Helper()
-	marker := []byte(scriptedmodel.RaceMarker(p.paths.Dir, id))
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, marker) {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-				continue
-			}
-		}
-		out = append(out, pid)
-	}
-	p.t.Cleanup(func() {
-		for _, pid := range out {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	return out
+	return p.processesMarked(scriptedmodel.RaceMarker(p.paths.Dir, id))
 }
 
 // TestNothingRunsBesideTheGates: a coder makes a link in its scope, asks a

@@ -96,7 +96,14 @@ func (p *project) escapeEnv(key string) string {
 // kills them when the test ends: they are this test's doing.
 func (p *project) escapees(id string) []int {
 	p.t.Helper()
-	marker := []byte(scriptedmodel.EscapeMarker(p.paths.Dir, id))
+	return p.processesMarked(scriptedmodel.EscapeMarker(p.paths.Dir, id))
+}
+
+// processesMarked are the machine's live processes (zombies left out)
+// whose command line holds marker; the test's end kills them.
+func (p *project) processesMarked(mark string) []int {
+	p.t.Helper()
+	marker := []byte(mark)
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {
