@@ -68,17 +68,9 @@ func globsOverlap(p, q string) bool {
 
 // altsOverlap judges two globs, brace-free unless expandBraces left them.
 func altsOverlap(x, y string) bool {
-	xp, xLiteral := literalPrefix(x)
-	yp, yLiteral := literalPrefix(y)
-	switch {
-	case xLiteral && yLiteral:
-		return x == y
-	case xLiteral:
-		ok, _ := doublestar.Match(y, x)
-		return ok
-	case yLiteral:
-		ok, _ := doublestar.Match(x, y)
-		return ok
+	xp, yp, overlap, decided := literalOverlap(x, y)
+	if decided {
+		return overlap
 	}
 	xp, yp = strings.TrimRight(xp, "/"), strings.TrimRight(yp, "/")
 	if !strings.HasPrefix(xp, yp) && !strings.HasPrefix(yp, xp) {
@@ -101,17 +93,9 @@ func altsOverlap(x, y string) bool {
 
 // segmentsOverlap judges two segments of globs that use only * and ?.
 func segmentsOverlap(x, y string) bool {
-	xp, xLiteral := literalPrefix(x)
-	yp, yLiteral := literalPrefix(y)
-	switch {
-	case xLiteral && yLiteral:
-		return x == y
-	case xLiteral:
-		ok, _ := doublestar.Match(y, x)
-		return ok
-	case yLiteral:
-		ok, _ := doublestar.Match(x, y)
-		return ok
+	xp, yp, overlap, decided := literalOverlap(x, y)
+	if decided {
+		return overlap
 	}
 	// What follows the last * or ? ends every match.
 	xs, ys := x[strings.LastIndexAny(x, "*?")+1:], y[strings.LastIndexAny(y, "*?")+1:]
@@ -200,4 +184,23 @@ func expandFirst(glob string) (alts []string, ok bool) {
 		}
 	}
 	return nil, false
+}
+
+// literalOverlap decides two globs (or segments of them) of which one is a
+// plain path: equal, or one matching the other, is overlap. Otherwise it
+// gives their literal prefixes, undecided.
+func literalOverlap(x, y string) (xp, yp string, overlap, decided bool) {
+	xp, xLiteral := literalPrefix(x)
+	yp, yLiteral := literalPrefix(y)
+	switch {
+	case xLiteral && yLiteral:
+		return xp, yp, x == y, true
+	case xLiteral:
+		ok, _ := doublestar.Match(y, x)
+		return xp, yp, ok, true
+	case yLiteral:
+		ok, _ := doublestar.Match(x, y)
+		return xp, yp, ok, true
+	}
+	return xp, yp, false, false
 }
