@@ -147,6 +147,13 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		o.removeWorktree(dir, l.branch)
 		return nil, err
 	}
+	// Its agents see what they would in the project, at the same paths:
+	// the goal beside the list (which giveList writes).
+	if goal, err := os.ReadFile(filepath.Join(o.opts.Project.Progress(), progress.GoalFile)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, paths.ProgressDir, progress.GoalFile), goal, 0o644); err != nil {
+			o.log.Warn("could not give a lane the project's goal", zap.String("feature", id), zap.Error(err))
+		}
+	}
 	o.lanes[id] = l
 	o.giveList(l)
 	o.log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))

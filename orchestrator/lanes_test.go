@@ -55,6 +55,11 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	var dirs sync.Map
 	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		dirs.Store(spec.FeatureID, spec.Dir)
+		// The lane holds what the project's progress folder does, at the
+		// same paths: the list (its own copy) and the goal.
+		if _, err := os.Stat(filepath.Join(spec.Dir, ".claude/progress/goal.md")); err != nil {
+			h.t.Errorf("%s's lane has no goal: %v", spec.FeatureID, err)
+		}
 		if !m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second) {
 			h.t.Errorf("%s's coder did not see the other at work at once", spec.FeatureID)
 		}
