@@ -275,6 +275,13 @@ type Scenario struct {
 	// Count requests of a run with its HTTP error, as a rate-limited,
 	// overloaded or failing API does.
 	Outages []Outage `json:"outages,omitempty"`
+	// TurnLatencyMS is how long the model thinks before each answer to
+	// /v1/messages, in milliseconds: 0, the default, answers at once. A
+	// real model takes seconds a turn, during which the daemon's runs are
+	// in flight; benchmarks of work done at once (lanes) want some of it.
+	// An outage's error is sent at once, and a request whose client hangs
+	// up meanwhile is not answered.
+	TurnLatencyMS int `json:"turn_latency_ms,omitempty"`
 }
 
 // Outage is an API failure the scripted model plays.
@@ -398,6 +405,9 @@ func (sc Scenario) validate() error {
 				return fmt.Errorf("features[%d] (%s): depends_on %q, which is not a feature of the scenario", i, f.ID, d)
 			}
 		}
+	}
+	if sc.TurnLatencyMS < 0 {
+		return fmt.Errorf("turn_latency_ms %d: want milliseconds >= 0", sc.TurnLatencyMS)
 	}
 	for i, o := range sc.Outages {
 		switch {

@@ -22,13 +22,13 @@ func TestLoadScenario(t *testing.T) {
   {"id": "F-002", "title": "B", "depends_on": ["F-001", "F-003"], "behavior": "fail-once"},
   {"id": "F-003", "title": "C", "behavior": "stop-early", "tester": "skips-test"},
   {"id": "F-004", "title": "D", "behavior": "fail-once", "kind": "go", "no_test": true}
-], "ctxgraphd": "/usr/local/bin/ctxgraphd"}`)
+], "ctxgraphd": "/usr/local/bin/ctxgraphd", "turn_latency_ms": 300}`)
 	sc, err := LoadScenario(good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sc.Name != "two" || len(sc.Features) != 4 || sc.Features[3].Kind != Go || !sc.Features[3].NoTest || sc.Ctxgraphd != "/usr/local/bin/ctxgraphd" || sc.Features[1].Behavior != FailOnce || sc.Features[1].DependsOn[1] != "F-003" ||
-		sc.Features[0].Tester != "" || sc.Features[2].Tester != SkipsTest {
+		sc.Features[0].Tester != "" || sc.Features[2].Tester != SkipsTest || sc.TurnLatencyMS != 300 {
 		t.Fatalf("loaded %+v", sc)
 	}
 
@@ -58,6 +58,8 @@ func TestLoadScenario(t *testing.T) {
 			[]string{"outages[0].count 0: an outage answers at least one request"}},
 		{"outage with a negative retry-after", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass"}], "outages": [{"status": 429, "count": 1, "retry_after": -1}]}`,
 			[]string{"outages[0].retry_after -1: want seconds >= 0"}},
+		{"negative turn latency", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass"}], "turn_latency_ms": -5}`,
+			[]string{"turn_latency_ms -5: want milliseconds >= 0"}},
 		{"unsafe id", `{"features": [{"id": "a b", "title": "a", "behavior": "pass"}]}`, []string{`features[0].id "a b" may hold only`}},
 		{"missing title", `{"features": [{"id": "F-1", "behavior": "pass"}]}`, []string{"features[0] (F-1): title is missing"}},
 		{"unknown kind", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "kind": "rust"}]}`,

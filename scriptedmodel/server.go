@@ -162,8 +162,9 @@ func (s *Server) Close() error {
 	if srv == nil {
 		return nil
 	}
-	// Answers take microseconds; the timeout only guards against a client
-	// that keeps a request open, which Close then cuts.
+	// Answers take microseconds, or the scenario's turn latency; the
+	// timeout only guards against a client that keeps a request open,
+	// which Close then cuts.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(ctx)
@@ -306,6 +307,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 
+	if !s.think(r.Context()) {
+		log.Debug("the client hung up while the model thought", zap.Error(r.Context().Err()))
+		return
+	}
 	msg := s.message(req.Model, rep, tokens(body))
 	if rep.call != nil {
 		log.Debug("tool call", zap.String("tool", rep.call.Name), zap.Any("input", rep.call.Input), zap.String("id", msg.ID))
@@ -318,6 +323,23 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, msg)
+}
+
+// think waits the scenario's turn latency, as a model takes time to
+// answer. It reports false when ctx ends first: the client is gone, and
+// nothing is to be sent.
+func (s *Server) think(ctx context.Context) bool {
+	if s.sc.TurnLatencyMS <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(s.sc.TurnLatencyMS) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // outage takes the next request of a run for the current outage, if any.

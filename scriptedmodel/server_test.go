@@ -3,12 +3,16 @@ package scriptedmodel
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 type sseEvent struct {
@@ -261,5 +265,72 @@ func TestOutages(t *testing.T) {
 	}
 	if st := s.Stats(); st.Outages != 4 {
 		t.Errorf("stats count %d outage answers, want 4", st.Outages)
+	}
+}
+
+// TestTurnLatency: with a turn latency, every answer to /v1/messages,
+// streamed or not, scripted or a side request, comes no sooner than the
+// latency after its request, and is the answer it would be without one.
+func TestTurnLatency(t *testing.T) {
+	const latency = 150 * time.Millisecond
+	sc := DefaultScenario()
+	sc.TurnLatencyMS = int(latency / time.Millisecond)
+	slow, fast := New(sc, nil), New(DefaultScenario(), nil)
+	title := []byte(`{"model":"claude-test","messages":[{"role":"user","content":"a title"}]}`)
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"streamed tool call", newConvo(codeCmd("F-001", 1)).body(true)},
+		{"a later turn", newConvo(codeCmd("F-001", 1)).read("src/F-001.txt", missing, true).write("src/F-001.txt", workingLine("F-001")+"\n", "ok", false).body(false)},
+		{"side request", title},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			got := post(t, slow, "/v1/messages", c.body)
+			if took := time.Since(start); took < latency {
+				t.Errorf("answered after %s, want at least the turn latency, %s", took, latency)
+			}
+			want := post(t, fast, "/v1/messages", c.body)
+			// The ids differ between servers; the rest must not.
+			if got.Code != http.StatusOK || got.Code != want.Code || stripIDs(got.Body.String()) != stripIDs(want.Body.String()) {
+				t.Errorf("with a latency: %d %s\nwithout: %d %s", got.Code, got.Body, want.Code, want.Body)
+			}
+		})
+	}
+}
+
+// stripIDs blanks the message, tool and request ids of an answer.
+func stripIDs(body string) string {
+	return regexp.MustCompile(`(msg|toolu)_[0-9a-f]+`).ReplaceAllString(body, "${1}_")
+}
+
+// TestTurnLatencyEndsWithTheRequest: a client that hangs up while the
+// model thinks gets nothing, and the handler returns then rather than at
+// the end of the latency.
+func TestTurnLatencyEndsWithTheRequest(t *testing.T) {
+	sc := DefaultScenario()
+	sc.TurnLatencyMS = int(time.Hour / time.Millisecond)
+	s := New(sc, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/messages", bytes.NewReader(newConvo(codeCmd("F-001", 1)).body(false)))
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.ServeHTTP(rec, req)
+	}()
+	// The request is being thought about once the server has counted it.
+	for s.Stats().Messages == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a bound on a hang, far below the hour
+		t.Fatal("the handler still waits the turn latency after its request ended")
+	}
+	if rec.Body.Len() != 0 || s.Stats().ToolCalls != 1 {
+		t.Errorf("a request that ended got %q (stats %+v)", rec.Body, s.Stats())
 	}
 }
