@@ -130,7 +130,7 @@ func buildRegistry() []*key {
 		{name: "limits.max_blocked", kind: kindInt,
 			help: "blocked features before the session stops; 0: no limit", access: field(func(c *Config) *int { return &c.Limits.MaxBlocked })},
 		{name: "limits.parallel", kind: kindInt, intOK: validParallel, what: fmt.Sprintf("a whole number from 1 to %d", MaxParallel),
-			help: "features worked at once, each in a git worktree of its own (a lane) when above 1; and frozen tests a verdict's regression sweep runs at once", access: field(func(c *Config) *int { return &c.Limits.Parallel })},
+			help: "features worked at once, each in a lane of its own (a git clone that shares the repository's objects) when above 1; and frozen tests a verdict's regression sweep runs at once", access: field(func(c *Config) *int { return &c.Limits.Parallel })},
 		{name: "limits.debounce", kind: kindDuration,
 			help: "quiet time after a change of feature-list.json before the daemon reacts", access: field(func(c *Config) *time.Duration { return &c.Limits.Debounce })},
 		{name: "limits.backoff", kind: kindDuration, positive: true,

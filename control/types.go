@@ -136,7 +136,7 @@ type Feature struct {
 	CostUSD     float64  `json:"cost_usd"`
 	LastFailure string   `json:"last_failure,omitempty"`
 	Note        string   `json:"note,omitempty"`
-	// Lane is the worktree the feature is worked in, with limits.parallel
+	// Lane is the clone the feature is worked in, with limits.parallel
 	// above 1, while it has one.
 	Lane string `json:"lane,omitempty"`
 }

@@ -68,7 +68,7 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 
 // TestLanesKill9ThenRestart: kill -9 of the daemon while both lanes have a
 // run in flight, then a restart: the orphaned agents die, the lanes'
-// worktrees and branches go, their features are worked again from fresh
+// clones and branches go, their features are worked again from fresh
 // lanes, and the night ends as an uninterrupted one does, with no
 // transition lost or repeated.
 func TestLanesKill9ThenRestart(t *testing.T) {

@@ -1,10 +1,11 @@
 package orchestrator
 
 // Lanes: with limits.parallel above 1, each feature is worked in a git
-// worktree of its own, made from the head of the project's branch, beside
+// clone of its own (sharing the repository's objects), made from the head
+// of the project's branch, beside
 // the daemon's state directory; up to limits.parallel of them at once, on
 // features whose scopes do not overlap (statemachine.Decide). A lane's runs
-// work, are confined and are judged in its worktree; its claim is judged on
+// work, are confined and are judged in its clone; its claim is judged on
 // the candidate, its tree merged onto the branch as it is then, with the
 // regression sweep, and only a candidate that passes moves the branch
 // (judge.CommitLane). The daemon's own work (judging, the tests) is done
@@ -37,8 +38,8 @@ import (
 // lanesMode reports whether features are worked in lanes of their own.
 func (o *Orchestrator) lanesMode() bool { return o.cfg.Limits.Parallel > 1 }
 
-// lanesDir is where the lanes' worktrees are: beside the state directory,
-// which every run's gates and sandbox hold as the daemon's (a worktree in
+// lanesDir is where the lanes are: beside the state directory,
+// which every run's gates and sandbox hold as the daemon's (a lane in
 // it could not be written by its own run, and the gates hold any path that
 // names the state directory's as the daemon's, so its name is no prefix of
 // this one), and outside every directory an agent may write (a lane is
@@ -47,7 +48,7 @@ func (o *Orchestrator) lanesDir() string {
 	return filepath.Join(filepath.Dir(o.opts.Project.StateDir), "lanes", o.opts.Project.ID)
 }
 
-// laneBranch is the branch of feature id's worktree.
+// laneBranch is the branch of feature id's clone.
 func laneBranch(id string) string { return "ctxgraphd/" + id }
 
 // laneByRun is the lane whose run in flight is runID, nil when none is.
@@ -108,7 +109,7 @@ func firstN(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + ", …"
 }
 
-// openLane makes feature id's lane: a worktree on its branch, made from the
+// openLane makes feature id's lane: a clone on its branch, made from the
 // commit the project's branch is at, with the canonical feature list in it.
 // It needs the project's work tree to hold nothing but that commit: a
 // lane holds the branch's code, and a person's uncommitted work is theirs,
@@ -132,19 +133,19 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
 	l := &lane{feature: id, dir: dir, branch: laneBranch(id), baseHead: head}
-	o.removeWorktree(dir, l.branch) // what a crash left of an earlier one
+	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	if err := o.repo.AddWorktree(ctx, dir, l.branch, head); err != nil {
+	if err := o.repo.AddClone(ctx, dir, l.branch, head); err != nil {
 		return nil, err
 	}
-	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}}); err != nil {
-		o.removeWorktree(dir, l.branch)
+	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}, Objects: o.repo.ObjectsDir()}); err != nil {
+		o.removeLane(dir)
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755); err != nil {
-		o.removeWorktree(dir, l.branch)
+		o.removeLane(dir)
 		return nil, err
 	}
 	// Its agents see what they would in the project, at the same paths:
@@ -183,7 +184,7 @@ func (o *Orchestrator) enterLaneOf(feature string) bool {
 	return true
 }
 
-// giveList writes the canonical list into l's worktree, as l's runs are to
+// giveList writes the canonical list into l's clone, as l's runs are to
 // see it (with its tester's pending claim), and remembers it: what the
 // lane's runs change is read against it.
 func (o *Orchestrator) giveList(l *lane) {
@@ -202,7 +203,7 @@ func (o *Orchestrator) giveList(l *lane) {
 	l.given = shown
 }
 
-// closeLane removes l's worktree and branch; keep, when set, is a ref that
+// closeLane removes l's clone; keep, when set, is a ref that
 // keeps its work (its tree as it is now, on the commit it was made from).
 func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
 	ctx := context.Background()
@@ -219,44 +220,42 @@ func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
 			}
 		}
 	}
-	o.removeWorktree(l.dir, l.branch)
+	o.removeLane(l.dir)
 	delete(o.lanes, l.feature)
 	o.log.Info("lane closed", zap.String("feature", l.feature), zap.String("kept", kept))
 	return kept
 }
 
-// laneWorkTree is feature id's worktree: <lanes>/<id>/wt. Each lane's
+// laneWorkTree is feature id's clone: <lanes>/<id>/wt. Each lane's
 // files are in a directory of its own, named by its feature's id alone,
 // so that no feature's id (which an agent, the initializer, chooses) names
-// another lane's files: its worktree, or the private index and git
+// another lane's files: its clone, or the private index and git
 // directory the daemon keeps beside it (laneIndex), where an agent that
 // could write would have the daemon's own git run what it wrote.
 func laneWorkTree(lanes, id string) string { return filepath.Join(lanes, id, "wt") }
 
-// laneIndex is the daemon's private index of the lane whose worktree is
-// dir, outside the worktree (gitrepo keeps its git directory beside it).
+// laneIndex is the daemon's private index of the lane whose clone is
+// dir, outside the clone (gitrepo keeps its git directory beside it).
 func laneIndex(dir string) string { return filepath.Join(filepath.Dir(dir), "index") }
 
-// removeWorktree removes the worktree at dir and its branch, and the lane's
-// directory with what the daemon kept in it, whatever state it is in.
-func (o *Orchestrator) removeWorktree(dir, branch string) {
-	if err := o.repo.RemoveWorktree(context.Background(), dir, branch); err != nil && !errors.Is(err, gitrepo.ErrNotWorktree) {
-		o.log.Warn("could not remove a lane's worktree", zap.String("dir", dir), zap.Error(err))
-	}
-	// The lane's own directory: a half-made worktree, the private index.
+// removeLane removes the lane whose clone is dir: its directory, with
+// the clone and the daemon's private index beside it, whatever state it is
+// in. Nothing of a lane is in the project's repository (AddClone).
+func (o *Orchestrator) removeLane(dir string) {
 	if lane := filepath.Dir(dir); filepath.Dir(lane) == o.lanesDir() && filepath.Base(dir) == "wt" {
-		os.RemoveAll(lane)
+		if err := os.RemoveAll(lane); err != nil {
+			o.log.Warn("could not remove a lane", zap.String("dir", lane), zap.Error(err))
+		}
 	}
 }
 
-// cleanLanes removes every lane's worktree a previous daemon left: their
-// runs were killed (recover), and their features are worked again from a
-// fresh lane.
+// cleanLanes removes every lane a previous daemon left: their runs were
+// killed (recover), and their features are worked again from a fresh
+// lane.
 func (o *Orchestrator) cleanLanes() {
-	ctx := context.Background()
 	for _, rec := range o.session.Lanes {
-		o.removeWorktree(rec.Dir, rec.Branch)
-		// Its work went with its worktree: a completed feature is coded
+		o.removeLane(rec.Dir)
+		// Its work went with its lane: a completed feature is coded
 		// again (its coder's session is resumed, and remembers).
 		if f := o.canonical.Feature(rec.Feature); o.canonical != nil && f != nil && f.Status == progress.Completed {
 			f.Status = progress.InProgress
@@ -266,12 +265,8 @@ func (o *Orchestrator) cleanLanes() {
 	o.session.Lanes = nil
 	if ents, err := os.ReadDir(o.lanesDir()); err == nil {
 		for _, e := range ents {
-			o.removeWorktree(laneWorkTree(o.lanesDir(), e.Name()), laneBranch(e.Name()))
-			os.RemoveAll(filepath.Join(o.lanesDir(), e.Name())) // not a lane's: nothing of the daemon's is there but lanes
+			os.RemoveAll(filepath.Join(o.lanesDir(), e.Name())) // nothing of the daemon's is there but lanes
 		}
-	}
-	if err := o.repo.PruneWorktrees(ctx); err != nil {
-		o.log.Warn("could not prune the lanes' worktrees", zap.Error(err))
 	}
 }
 

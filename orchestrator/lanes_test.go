@@ -241,7 +241,7 @@ func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 }
 
 // A daemon that goes down with runs in flight in two lanes: the next one
-// removes their worktrees (and kills what survived of their runs), works
+// removes their clones (and kills what survived of their runs), works
 // the features again from fresh lanes, charges nothing for the runs cut
 // short, and leaves no worktree behind.
 func TestLanesAfterARestart(t *testing.T) {

@@ -121,7 +121,7 @@ type Orchestrator struct {
 	pending   store.Batch // changes that ride with the next persist
 	// home is the lane of the project's own work tree; cur the lane whose
 	// event the loop is handling (see lane); lanes the features worked in
-	// worktrees of their own (lanes.go), and queued the runs that ended
+	// clones of their own (lanes.go), and queued the runs that ended
 	// while the daemon's own work for another lane was in flight.
 	home, cur *lane
 	lanes     map[string]*lane
@@ -172,7 +172,7 @@ type lane struct {
 	repo   *gitrepo.Repo // that work tree's repository
 	active *activeRun    // its run in flight, if any
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
-	// A lane of its own (lanes.go) works one feature in a worktree on
+	// A lane of its own (lanes.go) works one feature in a clone on
 	// branch, made from the commit baseHead; run is its run in flight as
 	// the store keeps it (the project's own lane's is Session.Run), and
 	// given the feature list as the daemon last wrote it there.
@@ -454,7 +454,7 @@ func (o *Orchestrator) do(ctx context.Context, fn func() error) error {
 // starts afresh, since starting the daemon is the request to continue.
 func (o *Orchestrator) recover() {
 	// Lanes a dead daemon had: what survived of their runs is killed, and
-	// their worktrees go; their features are worked again from fresh ones.
+	// their clones go; their features are worked again from fresh ones.
 	o.killLaneRuns()
 	o.cleanLanes()
 	if r := o.session.Run; r != nil {

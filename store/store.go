@@ -102,18 +102,18 @@ type Session struct {
 	// run left it: what changed between it and the next run's start was
 	// changed while no agent ran, by a person.
 	LastTree string `json:"last_tree,omitempty"`
-	// Lanes are the features worked in worktrees of their own
+	// Lanes are the features worked in clones of their own
 	// (limits.parallel above 1), each with its run in flight if it has
 	// one: a restart kills what survived of those runs and removes the
-	// worktrees.
+	// clones.
 	Lanes     []Lane    `json:"lanes,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Lane is a feature worked in a worktree of the project's repository.
+// Lane is a feature worked in a clone of the project's repository.
 type Lane struct {
 	Feature string `json:"feature"`
-	// Dir is the worktree, on Branch, made from the commit BaseHead.
+	// Dir is the clone, on Branch, made from the commit BaseHead.
 	Dir      string `json:"dir"`
 	Branch   string `json:"branch"`
 	BaseHead string `json:"base_head"`
@@ -190,7 +190,7 @@ type Run struct {
 	Trace string `json:"trace,omitempty"`
 	// Outcome: "" while in flight; then ok, failed, interrupted, transient.
 	Outcome string `json:"outcome,omitempty"`
-	// Dir is the worktree the run worked in, when it was a lane's; "": the
+	// Dir is the clone the run worked in, when it was a lane's; "": the
 	// project's own work tree.
 	Dir string `json:"dir,omitempty"`
 	// Commit is the commit of a tester run's accepted verdict.

@@ -125,7 +125,7 @@ ends blocked.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ctxgraphd demo: sample project %s\nscripted model on %s, Claude Code at %s\n", dir, url, claude)
 			if cfg.Sandbox.Enabled {
-				fmt.Fprintf(out, "agents run confined by Claude Code's sandbox, two features at a time, each in a git worktree of its own (limits.parallel: 2); each tested feature is committed in the sample project's git repository\n\n")
+				fmt.Fprintf(out, "agents run confined by Claude Code's sandbox, two features at a time, each in a git clone of its own (a lane: limits.parallel: 2); each tested feature is committed in the sample project's git repository\n\n")
 			} else {
 				fmt.Fprintf(out, "CONFINEMENT IS OFF: agents' commands run unconfined\n\n")
 			}

@@ -55,9 +55,6 @@ var (
 	// ErrDirty means uncommitted changes (in the work tree or the user's
 	// index) are on paths an operation would overwrite; see DirtyError.
 	ErrDirty = errors.New("uncommitted changes in the way")
-	// ErrNotWorktree means a directory is not one of the repository's
-	// linked work trees.
-	ErrNotWorktree = errors.New("not a linked work tree of this repository")
 )
 
 // Tree is a git tree object id.
@@ -96,6 +93,11 @@ type Options struct {
 	// that a commit of a snapshot neither adds nor deletes them, and Changes
 	// does not report them.
 	Exclude []string
+	// Objects, when set, is where snapshots write their objects instead
+	// of the repository's own object directory: the object directory of
+	// the repository a clone shares its objects with (AddClone), so that
+	// what a snapshot of the clone holds is that repository's too.
+	Objects string
 }
 
 // Repo is an open repository. It is safe for concurrent use; snapshots are
@@ -203,6 +205,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		// so rather than tell.
 		hooks: filepath.Join(filepath.Dir(gitPaths[3]), "hooks"),
 	}
+	if opts.Objects != "" {
+		r.objects = opts.Objects
+	}
 	if r.index, err = r.checkIndexPath(opts.Index, userIndex); err != nil {
 		return nil, err
 	}
@@ -245,6 +250,9 @@ func (r *Repo) checkIndexPath(index, userIndex string) (string, error) {
 	}
 	return abs, nil
 }
+
+// ObjectsDir is the object directory snapshots write to (Options.Objects).
+func (r *Repo) ObjectsDir() string { return r.objects }
 
 // Dir returns the project directory (its real path).
 func (r *Repo) Dir() string { return r.dir }

@@ -1,12 +1,10 @@
 package gitrepo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,358 +12,12 @@ import (
 	"time"
 )
 
-// Lanes: the daemon works on several features at once, each in a linked
-// work tree of the project's repository (git worktree) on a branch of its
-// own, and integrates them one after the other: MergeTrees makes the
-// candidate (the project's branch with the lane's commit merged on top),
-// the candidate is tested, the branch moves (UpdateRef) and FastForward
-// brings the person's work tree along.
-//
-// A linked work tree shares the repository's objects and refs; its HEAD,
-// index and administrative files live in the repository's
-// .git/worktrees/NAME, and its .git is a file naming that directory. Open
-// works on one as on the main work tree (give it its own private index):
-// what a snapshot there writes, the main Repo reads.
-
-// Worktree is a linked work tree of the repository.
-type Worktree struct {
-	Dir    string // absolute, as git recorded it
-	Head   string // the commit checked out; "" when there is none
-	Branch string // the branch's short name ("ctxgraphd/F-003"); "" when detached
-	// Prunable means git no longer finds the directory: PruneWorktrees
-	// forgets it.
-	Prunable bool
-}
-
-// AddWorktree makes dir a linked work tree of the repository, checked out
-// on branch (a short name, such as "ctxgraphd/F-003"), which is created at
-// commit or, when it exists, reset to it. dir must be absent or an empty
-// directory outside the repository's work tree and git directory; its
-// parent is created.
-//
-// The checkout is the commit's bytes, as Export writes them: no filter,
-// end-of-line conversion or ident expansion runs, whatever .gitattributes
-// or the repository's configuration say, so that a snapshot of the new
-// work tree is commit's tree exactly. No hook runs. The work tree's index
-// is filled, so that git status there shows what changed since.
-func (r *Repo) AddWorktree(ctx context.Context, dir, branch, commit string) error {
-	if err := checkID("commit", commit); err != nil {
-		return err
-	}
-	if err := r.checkBranch(ctx, branch); err != nil {
-		return err
-	}
-	abs, err := realPathLenient(dir)
-	if err != nil {
-		return fmt.Errorf("gitrepo: add work tree %s: %w", dir, err)
-	}
-	if err := r.checkOutside(ctx, abs); err != nil {
-		return fmt.Errorf("gitrepo: add work tree %s: %w", abs, err)
-	}
-	switch entries, err := os.ReadDir(abs); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("gitrepo: add work tree %s: %w", abs, err)
-	case len(entries) > 0:
-		return fmt.Errorf("gitrepo: add work tree %s: the directory is not empty; give a new directory, or remove the old work tree first (RemoveWorktree)", abs)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return fmt.Errorf("gitrepo: add work tree %s: %w", abs, err)
-	}
-	// --no-checkout: git would check out through the repository's
-	// attributes and the filter drivers of whatever configuration.
-	if _, err := r.git(ctx, nil, nil, "worktree", "add", "-q", "--no-checkout", "-B", branch, "--", abs, commit); err != nil {
-		return fmt.Errorf("gitrepo: add work tree %s on branch %s at %s: %w", abs, branch, commit, err)
-	}
-	if err := r.checkOut(ctx, abs, commit); err != nil {
-		if rmErr := r.RemoveWorktree(context.WithoutCancel(ctx), abs, ""); rmErr != nil {
-			return fmt.Errorf("gitrepo: add work tree %s: checking out %s: %w (and removing the half-made work tree failed: %v; call RemoveWorktree on it)", abs, commit, err, rmErr)
-		}
-		return fmt.Errorf("gitrepo: add work tree %s: checking out %s: %w (the half-made work tree was removed)", abs, commit, err)
-	}
-	return nil
-}
-
-// checkOut fills the new work tree dir and its index with commit's files,
-// in the private common directory: its configuration is not the
-// repository's and its info/attributes switch every conversion off (see
-// ondisk.go). Only object ids are named, so the refs it lacks are not
-// missed.
-func (r *Repo) checkOut(ctx context.Context, dir, commit string) error {
-	gitDir, err := linkedGitDir(dir)
-	if err != nil {
-		return err
-	}
-	env := []string{
-		"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + dir, "GIT_COMMON_DIR=" + r.common,
-		"GIT_OBJECT_DIRECTORY=" + r.objects, "GIT_INDEX_FILE=" + filepath.Join(gitDir, "index"),
-	}
-	_, err = runGit(ctx, dir, env, nil, "read-tree", "--reset", "-u", commit)
-	return err
-}
-
-// linkedGitDir reads the git directory a linked work tree's .git file names.
-func linkedGitDir(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ".git"))
-	if err != nil {
-		return "", err
-	}
-	p, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
-	if !ok || p == "" {
-		return "", fmt.Errorf("%s/.git does not name a git directory (want \"gitdir: <path>\")", dir)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	return filepath.Clean(p), nil
-}
-
-// RemoveWorktree removes the linked work tree at dir, whatever it holds
-// (untracked files, changes, read-only directories; locked, half-made, or
-// its directory already gone), with its administrative files, and then
-// deletes branch (a short name) when one is given. It is idempotent: a dir
-// that no longer exists and that the repository no longer knows is already
-// removed. Deleting a branch that no longer exists is no error either; one
-// that a remaining work tree has checked out is refused.
-//
-// It refuses (ErrNotWorktree) the main work tree, the work tree this Repo
-// is open on, a directory holding either or the repository, and any
-// directory that is not one of this repository's linked work trees: a
-// directory the repository does not record, or whose .git does not name
-// the administrative directory that records it. Nothing is removed then.
-func (r *Repo) RemoveWorktree(ctx context.Context, dir, branch string) error {
-	if branch != "" {
-		if err := r.checkBranch(ctx, branch); err != nil {
-			return err
-		}
-	}
-	abs, err := realPathLenient(dir)
-	if err != nil {
-		return fmt.Errorf("gitrepo: remove work tree %s: %w", dir, err)
-	}
-	common, err := r.realCommonDir(ctx)
-	if err != nil {
-		return err
-	}
-	mainTop, err := r.mainWorktree(ctx)
-	if err != nil {
-		return err
-	}
-	for _, keep := range []struct{ what, dir string }{
-		{"the main work tree", mainTop}, {"the work tree this Repo is open on", r.top}, {"the repository", common},
-	} {
-		if keep.dir != "" && within(keep.dir, abs) {
-			return fmt.Errorf("gitrepo: remove work tree %s: %w: it is or holds %s (%s); nothing removed", abs, ErrNotWorktree, keep.what, keep.dir)
-		}
-	}
-	admin, found, err := adminDirOf(common, abs)
-	if err != nil {
-		return fmt.Errorf("gitrepo: remove work tree %s: %w", abs, err)
-	}
-	_, statErr := os.Lstat(abs)
-	switch {
-	case !found && errors.Is(statErr, fs.ErrNotExist):
-		// Removed already (or never made).
-	case !found:
-		return fmt.Errorf("gitrepo: remove work tree %s: %w: %s records no work tree there; nothing removed (remove the directory yourself if it is yours)", abs, ErrNotWorktree, filepath.Join(common, "worktrees"))
-	default:
-		if statErr == nil {
-			if err := removeWorktreeDir(abs, admin); err != nil {
-				return fmt.Errorf("gitrepo: remove work tree %s: %w", abs, err)
-			}
-		}
-		// The directory goes first: should this stop half-way, the
-		// administrative files still say where it is, and a second call
-		// finishes.
-		if err := forceRemoveAll(admin); err != nil {
-			return fmt.Errorf("gitrepo: remove work tree %s: its administrative files %s: %w", abs, admin, err)
-		}
-	}
-	if branch == "" {
-		return nil
-	}
-	return r.deleteBranch(ctx, branch)
-}
-
-// removeWorktreeDir removes the linked work tree dir, recorded by the
-// administrative directory admin, after checking that it is that work tree:
-// its .git names admin. An empty directory without .git is one git was
-// making when it stopped. Its .git goes last, so that a removal cut short
-// leaves a directory that is still recognisably the work tree.
-func removeWorktreeDir(dir, admin string) error {
-	gitDir, err := linkedGitDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		entries, rerr := os.ReadDir(dir)
-		if rerr == nil && len(entries) == 0 {
-			return os.Remove(dir)
-		}
-		return fmt.Errorf("%w: it has no .git naming %s; nothing removed (remove it yourself if it is yours)", ErrNotWorktree, admin)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v; nothing removed", ErrNotWorktree, err)
-	}
-	if real, err := filepath.EvalSymlinks(gitDir); err != nil || real != admin {
-		return fmt.Errorf("%w: its .git names %s, not %s; nothing removed", ErrNotWorktree, gitDir, admin)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() != ".git" {
-			if err := forceRemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return forceRemoveAll(dir)
-}
-
-// forceRemoveAll is os.RemoveAll that also removes what sits in read-only
-// directories (a Go module cache, say): it makes them writable and tries
-// again.
-func forceRemoveAll(p string) error {
-	err := os.RemoveAll(p)
-	if err == nil || !errors.Is(err, fs.ErrPermission) {
-		return err
-	}
-	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(q, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(p)
-}
-
-// adminDirOf finds the administrative directory (common/worktrees/NAME)
-// whose gitdir file records dir.
-func adminDirOf(common, dir string) (admin string, found bool, err error) {
-	base := filepath.Join(common, "worktrees")
-	entries, err := os.ReadDir(base)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		admin := filepath.Join(base, e.Name())
-		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
-		if err != nil {
-			continue // not made far enough to name its work tree
-		}
-		p := strings.TrimRight(string(b), "\r\n")
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(admin, p)
-		}
-		if recorded, err := realPathLenient(filepath.Dir(p)); err == nil && recorded == dir {
-			return admin, true, nil
-		}
-	}
-	return "", false, nil
-}
-
-// deleteBranch deletes refs/heads/branch unless a work tree has it checked
-// out; a branch that does not exist is deleted already.
-func (r *Repo) deleteBranch(ctx context.Context, branch string) error {
-	all, err := r.worktrees(ctx)
-	if err != nil {
-		return err
-	}
-	for _, w := range all {
-		if w.Branch == branch {
-			return fmt.Errorf("gitrepo: delete branch %s: the work tree %s has it checked out; not deleted", branch, w.Dir)
-		}
-	}
-	if _, err := r.git(ctx, nil, nil, "update-ref", "-m", "ctxgraphd: remove work tree", "-d", "refs/heads/"+branch); err != nil {
-		return fmt.Errorf("gitrepo: delete branch %s: %w", branch, err)
-	}
-	return nil
-}
-
-// Worktrees lists the repository's linked work trees (not the main one),
-// from git worktree list, in Dir order. The daemon calls it at start-up with
-// PruneWorktrees to clean up after a crash. Dir is what the repository's
-// files record, which whoever can write .git can change: remove only those
-// in the daemon's own directory.
-func (r *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
-	all, err := r.worktrees(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(all) < 2 {
-		return nil, nil
-	}
-	linked := all[1:]
-	sort.Slice(linked, func(i, j int) bool { return linked[i].Dir < linked[j].Dir })
-	return linked, nil
-}
-
-// worktrees is git worktree list: the main work tree first, then the linked
-// ones.
-func (r *Repo) worktrees(ctx context.Context) ([]Worktree, error) {
-	out, err := r.git(ctx, nil, nil, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return nil, fmt.Errorf("gitrepo: list work trees: %w", err)
-	}
-	return parseWorktrees(out)
-}
-
-// parseWorktrees parses `git worktree list --porcelain -z`: per work tree,
-// NUL-terminated "key[ value]" attributes and an empty one.
-func parseWorktrees(out []byte) ([]Worktree, error) {
-	var all []Worktree
-	var cur *Worktree
-	for len(out) > 0 {
-		attr, rest, ok := bytes.Cut(out, []byte{0})
-		if !ok {
-			return nil, fmt.Errorf("gitrepo: git worktree list: attribute %q is not NUL-terminated", attr)
-		}
-		out = rest
-		key, value, _ := strings.Cut(string(attr), " ")
-		switch {
-		case key == "":
-			cur = nil
-		case key == "worktree":
-			all = append(all, Worktree{Dir: value})
-			cur = &all[len(all)-1]
-		case cur == nil:
-			return nil, fmt.Errorf("gitrepo: git worktree list: attribute %q before any \"worktree\"", attr)
-		case key == "HEAD":
-			if strings.Trim(value, "0") != "" {
-				cur.Head = value
-			}
-		case key == "branch":
-			cur.Branch = strings.TrimPrefix(value, "refs/heads/")
-		case key == "prunable":
-			cur.Prunable = true
-		}
-	}
-	return all, nil
-}
-
-// PruneWorktrees forgets linked work trees whose directory is gone (git
-// worktree prune). A locked one stays; RemoveWorktree removes it.
-func (r *Repo) PruneWorktrees(ctx context.Context) error {
-	if _, err := r.git(ctx, nil, nil, "worktree", "prune"); err != nil {
-		return fmt.Errorf("gitrepo: prune work trees: %w", err)
-	}
-	return nil
-}
-
-// mainWorktree is the top of the repository's main work tree, "" for a
-// bare repository.
-func (r *Repo) mainWorktree(ctx context.Context) (string, error) {
-	all, err := r.worktrees(ctx)
-	if err != nil || len(all) == 0 {
-		return "", err
-	}
-	return realPathLenient(all[0].Dir)
-}
+// Lanes: the daemon works on several features at once, each in a clone
+// of its own that shares the repository's objects (AddClone), and
+// integrates them one after the other: MergeTrees makes the candidate
+// (the project's branch with the lane's tree merged on top), the
+// candidate is tested, FastForward brings the person's work tree along and
+// the branch moves (UpdateRef).
 
 // realCommonDir is the repository's git directory (the main .git, also
 // from a linked work tree), real.
@@ -385,9 +37,9 @@ func (r *Repo) realCommonDir(ctx context.Context) (string, error) {
 	return real, nil
 }
 
-// checkOutside refuses a new work tree inside the repository's work tree
-// (a snapshot would take its files in as a nested repository's) or its git
-// directory.
+// checkOutside refuses a lane's directory inside the repository's work
+// tree (a snapshot would take its files in as a nested repository's) or
+// its git directory.
 func (r *Repo) checkOutside(ctx context.Context, dir string) error {
 	common, err := r.realCommonDir(ctx)
 	if err != nil {
@@ -395,7 +47,7 @@ func (r *Repo) checkOutside(ctx context.Context, dir string) error {
 	}
 	for _, d := range []string{r.top, common} {
 		if within(dir, d) || within(d, dir) {
-			return fmt.Errorf("it is inside or holds %s; put work trees in the daemon's state directory", d)
+			return fmt.Errorf("it is inside or holds %s; put lanes beside the daemon's state directory", d)
 		}
 	}
 	return nil
@@ -408,8 +60,7 @@ func within(p, dir string) bool {
 }
 
 // realPathLenient is the absolute path of p with symlinks resolved, as
-// far as it exists: git records work trees by real path, and the one to
-// remove may be gone.
+// far as it exists: a lane's directory is made below it.
 func realPathLenient(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
