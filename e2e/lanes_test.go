@@ -66,58 +66,98 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	}
 }
 
-// TestLanesKill9ThenRestart: kill -9 of the daemon while both lanes have a
-// run in flight, then a restart: the orphaned agents die, the lanes'
-// clones and branches go, their features are worked again from fresh
-// lanes, and the night ends as an uninterrupted one does, with no
-// transition lost or repeated.
+// TestLanesKill9ThenRestart: kill -9 of the daemon at moments of a night
+// with lanes (both lanes coding; one testing while the other codes; the
+// daemon judging a lane's claim, its sweep and the branch's move in the
+// balance), then a restart: the orphaned agents die, the lanes go, their
+// features are worked again from fresh lanes, no integration is half-done
+// (a feature tested is on the branch, and the branch holds only tested
+// features' commits), and the night ends as an uninterrupted one does,
+// with no transition lost or repeated.
 func TestLanesKill9ThenRestart(t *testing.T) {
 	t.Parallel()
-	p := newProject(t, scenario("lanes-kill9",
+	sc := scenario("lanes-kill9",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
-	))
-	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
-	daemon, log := p.start()
-	var pids []int
-	p.waitFor("both lanes with a run in flight", agentsWait, func() bool {
-		st, ok := p.status()
-		if !ok {
-			return false
-		}
+	)
+	roles := func(st map[string]any) (out []string, pids []int) {
 		lanes, _ := st["lanes"].([]any)
-		pids = pids[:0]
 		for _, l := range lanes {
-			if pid, _ := l.(map[string]any)["pid"].(float64); pid > 0 {
+			m, _ := l.(map[string]any)
+			r, _ := m["role"].(string)
+			out = append(out, r)
+			if pid, _ := m["pid"].(float64); pid > 0 {
 				pids = append(pids, int(pid))
 			}
 		}
-		return len(pids) == 2
-	})
-	daemon.Process.Signal(syscall.SIGKILL)
-	daemon.Wait()
-	for _, pid := range pids {
-		p.waitFor("the orphaned agents to die with the daemon", 30*time.Second, func() bool { return !alive(pid) })
+		return out, pids
 	}
+	for _, moment := range []struct {
+		name string
+		now  func(st map[string]any) bool
+	}{
+		{"while both lanes code", func(st map[string]any) bool {
+			r, pids := roles(st)
+			return len(pids) == 2 && r[0] == "coding-agent" && r[1] == "coding-agent"
+		}},
+		{"while one lane tests and the other codes", func(st map[string]any) bool {
+			r, pids := roles(st)
+			return len(pids) == 2 && r[0] != r[1]
+		}},
+		{"while the daemon judges a lane's claim", func(st map[string]any) bool {
+			w, _ := st["working"].(string)
+			return strings.Contains(w, "to judge its tester's claim")
+		}},
+	} {
+		t.Run(moment.name, func(t *testing.T) {
+			t.Parallel()
+			p := newProject(t, sc)
+			p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
+			daemon, log := p.start()
+			var pids []int
+			p.waitFor(moment.name, agentsWait, func() bool {
+				st, ok := p.status()
+				if !ok || !moment.now(st) {
+					return false
+				}
+				_, pids = roles(st)
+				return true
+			})
+			daemon.Process.Signal(syscall.SIGKILL)
+			daemon.Wait()
+			for _, pid := range pids {
+				p.waitFor("the orphaned agents to die with the daemon", 30*time.Second, func() bool { return !alive(pid) })
+			}
 
-	p.runToEnd()
-	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
-		t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
-	}
-	p.checkNoLeftovers()
-	if wt := p.git("worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left behind:\n%s", wt)
-	}
-	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
-		t.Errorf("lanes left behind: %v", left)
-	}
-	if branches := p.git("branch", "--list", "ctxgraphd/*"); strings.TrimSpace(branches) != "" {
-		t.Errorf("lanes' branches left behind:\n%s", branches)
-	}
-	ts := p.transitions()
-	for i := 1; i < len(ts); i++ {
-		if ts[i].Seq != ts[i-1].Seq+1 {
-			t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
-		}
+			p.runToEnd()
+			if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
+				t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+			}
+			p.checkNoLeftovers()
+			if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
+				t.Errorf("lanes left behind: %v", left)
+			}
+			// No integration half-done: each tested feature's verdict is
+			// on the branch, and every feature commit of the branch is a
+			// tested feature's verdict.
+			for _, id := range []string{"F-001", "F-002"} {
+				ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id))
+				if _, err := p.gitTry("merge-base", "--is-ancestor", ref, "HEAD"); err != nil {
+					t.Errorf("%s's verdict %s is not on the branch: %v", id, ref, err)
+				}
+			}
+			for _, c := range strings.Fields(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: ", "HEAD")) {
+				id := strings.TrimSpace(p.git("log", "-1", "--format=%(trailers:key=ctxgraphd-feature,valueonly)", c))
+				if ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)); ref != c {
+					t.Errorf("the branch holds %s, a commit of %s that is not its verdict (%s)", c, id, ref)
+				}
+			}
+			ts := p.transitions()
+			for i := 1; i < len(ts); i++ {
+				if ts[i].Seq != ts[i-1].Seq+1 {
+					t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
+				}
+			}
+		})
 	}
 }
