@@ -81,6 +81,11 @@ type command struct {
 	Context struct {
 		FeatureID string  `json:"feature_id"`
 		Attempt   flexInt `json:"attempt"`
+		// Read as they are, whatever their type: the model only tells
+		// of them (Told), and a value of a type it did not expect must
+		// not make the whole command unreadable.
+		TesterReport json.RawMessage `json:"tester_report"`
+		Diagnosis    json.RawMessage `json:"diagnosis"`
 	} `json:"context"`
 	SuccessCriteria struct {
 		Test string `json:"test"`

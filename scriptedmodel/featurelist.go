@@ -69,6 +69,7 @@ func featureList(sc Scenario, amended bool) (string, error) {
 			scope = append(scope, hugeLogPath(f.ID))
 		}
 		scope = append(scope, f.raceScope()...)
+		scope = append(scope, f.breakScope()...)
 		steps := []string{fmt.Sprintf("Write %s so that %s passes", files.Source, files.Test)}
 		if f.Kind == "" || f.Kind == Text {
 			steps = []string{fmt.Sprintf("Write the line %q to %s", workingLine(f.ID), files.Source)}

@@ -64,6 +64,7 @@ const (
 	poisonCache    // working Go code whose test binary plants another feature's build (escapes.go)
 	raceWrite      // a link flipped beside the Write tool's writes of a git hook, then working code (races.go)
 	delegate       // two subagents in the foreground, working code, its test in the foreground (races.go)
+	breakAnother   // working code, then an override in its scope that another feature's test forbids (breaks.go)
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -99,6 +100,7 @@ var codingWork = map[Behavior]func(n int) work{
 	PoisonsBuildCache:         func(int) work { return poisonCache },
 	RacesTheWrite:             func(n int) work { return firstThen(n, raceWrite, writeWorking) },
 	DelegatesInForeground:     func(int) work { return delegate },
+	BreaksAnother:             func(n int) work { return firstThen(n, breakAnother, writeWorking) },
 }
 
 func firstThen(n int, first, later work) work {
@@ -191,7 +193,11 @@ func (s *Server) testScripts() string {
 		if f.PlantsHelper {
 			continue // written with the Write tool (plantHelpers)
 		}
-		fmt.Fprintf(&b, "cat > %s <<'EOF'\n%sEOF\n", f.Files().Test, testBody(f.ID, f.Kind))
+		body := testBody(f.ID, f.Kind)
+		if br := s.sc.breakers(f.ID); len(br) > 0 {
+			body = victimTestBody(f.ID, br)
+		}
+		fmt.Fprintf(&b, "cat > %s <<'EOF'\n%sEOF\n", f.Files().Test, body)
 	}
 	if text {
 		b.WriteString("chmod +x tests/*.sh")
@@ -212,8 +218,12 @@ func unique(ss []string) []string {
 
 // coder writes the feature's source file, working or broken as its behavior
 // says for this attempt, then marks the feature completed. A misbehaving
-// coder adds the refused action and its reaction around that work.
-func (s *Server) coder(t *turn) script {
+// coder adds the refused action and its reaction around that work. A
+// feature that comes after another (After) first waits for its end.
+func (s *Server) coder(t *turn) script { return s.awaiting(t, s.coding(t)) }
+
+// coding is the coder's script for its feature's behavior.
+func (s *Server) coding(t *turn) script {
 	id, ok := t.featureID()
 	if !ok {
 		return finalOnly(id)
@@ -324,6 +334,8 @@ func (s *Server) coder(t *turn) script {
 		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(earlyExit(id)))}, complete...)
 	case poisonCache:
 		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(poisoningCode(id, s.victimOf(id))))}, complete...)
+	case breakAnother:
+		steps = append(append(code, t.write(BreakingFile(id), constant(fmt.Sprintf("%s overrides %s\n", id, s.sc.Victim(id))))), complete...)
 	case failDeploy:
 		// It fails (or a guard refuses it); the agent goes on either way.
 		steps = append([]step{bash(DeployCommand, "Deploy the current build").tolerant()}, append(code, complete...)...)
@@ -489,19 +501,7 @@ func (s *Server) files(id string) Files {
 // otherFeature is the feature an agent that meddles with other features
 // picks: the next one of the scenario after id (one not done yet), or,
 // for the last, the first.
-func (s *Server) otherFeature(id string) string {
-	for i, f := range s.sc.Features {
-		if f.ID == id && i+1 < len(s.sc.Features) {
-			return s.sc.Features[i+1].ID
-		}
-	}
-	for _, f := range s.sc.Features {
-		if f.ID != id {
-			return f.ID
-		}
-	}
-	return id
-}
+func (s *Server) otherFeature(id string) string { return s.sc.otherFeature(id) }
 
 // binary is the ctxgraphd an agent that attacks the daemon calls, and
 // hookBinary its hook.

@@ -148,7 +148,7 @@ var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
 	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache,
-	RacesTheWrite, DelegatesInForeground}
+	RacesTheWrite, DelegatesInForeground, BreaksAnother}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
@@ -261,6 +261,13 @@ type FeatureScript struct {
 	// the placeholders Form* ({test}, {project}, {evidence}, {pkg},
 	// {script}); without them it runs the test as written.
 	TestRuns []string `json:"test_runs,omitempty"`
+	// After is optional: the id of a feature whose end the coder of this
+	// one waits for on its first attempt, before any work, until git in
+	// the project shows it (its verdict on the branch, or its work kept
+	// as blocked). Unlike depends_on, the daemon knows nothing of it: it
+	// works both at once (lanes), and the order in which they end is the
+	// agent's doing, as when one takes longer than the other.
+	After string `json:"after,omitempty"`
 }
 
 // Scenario is the whole script of a scripted project.
@@ -388,6 +395,8 @@ func (sc Scenario) validate() error {
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.escapeProblem())
 		case f.raceProblem() != nil:
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.raceProblem())
+		case sc.breakProblem(f) != nil:
+			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, sc.breakProblem(f))
 		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() && escapeKinds[f.Behavior] == "" || (f.Tester != "" && f.Tester != Honest)):
 			return fmt.Errorf("features[%d] (%s): a feature of kind %s is coded and tested honestly; misbehaviors (%s, tester %s) act on the files of kind %s", i, f.ID, f.Kind, f.Behavior, firstOf(string(f.Tester), string(Honest)), Text)
 		}
@@ -404,6 +413,9 @@ func (sc Scenario) validate() error {
 			if _, ok := first[d]; !ok {
 				return fmt.Errorf("features[%d] (%s): depends_on %q, which is not a feature of the scenario", i, f.ID, d)
 			}
+		}
+		if err := sc.afterProblem(f); err != nil {
+			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, err)
 		}
 	}
 	if sc.TurnLatencyMS < 0 {
