@@ -44,10 +44,10 @@ func (m *meeting) meet(who string, want []string, d time.Duration) bool {
 }
 
 // With limits.parallel 2, two features whose scopes do not overlap are
-// worked at once, each in a worktree of its own beside the state
+// worked at once, each in a lane of its own beside the state
 // directory; each lands on the branch on a tree where both tests pass
 // once both are tested, the project's work tree holds both, and no
-// worktree is left.
+// lane is left.
 func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
@@ -115,16 +115,7 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 			t.Errorf("commit %s holds no feature's code:\n%s", c, files)
 		}
 	}
-	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(h.proj.StateDir), "lanes", h.proj.ID)); len(left) > 0 {
-		var names []string
-		for _, e := range left {
-			names = append(names, e.Name())
-		}
-		t.Errorf("lanes left behind: %v", names)
-	}
-	if wt := mustGit(t, h, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left behind:\n%s", wt)
-	}
+	noLanesLeft(t, h)
 }
 
 // Two features whose scopes overlap are never worked at once.
@@ -157,6 +148,20 @@ func TestLanesHoldFeaturesWhoseScopesOverlap(t *testing.T) {
 	}
 	if most != 1 {
 		t.Errorf("%d coders at once, want 1: their scopes overlap", most)
+	}
+}
+
+// noLanesLeft fails t when anything of a lane is left: every lane is a
+// directory of the daemon's lanes directory (lanesDir), and nothing of it
+// is in the project's repository.
+func noLanesLeft(t *testing.T, h *harness) {
+	t.Helper()
+	if left, _ := os.ReadDir(h.current.lanesDir()); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("lanes left behind: %v", names)
 	}
 }
 
@@ -243,7 +248,7 @@ func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 // A daemon that goes down with runs in flight in two lanes: the next one
 // removes their clones (and kills what survived of their runs), works
 // the features again from fresh lanes, charges nothing for the runs cut
-// short, and leaves no worktree behind.
+// short, and leaves no lane behind.
 func TestLanesAfterARestart(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
@@ -300,12 +305,7 @@ func TestLanesAfterARestart(t *testing.T) {
 	if len(st.Session.Lanes) != 0 {
 		t.Errorf("lanes still recorded: %+v", st.Session.Lanes)
 	}
-	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(h.proj.StateDir), "lanes", h.proj.ID)); len(left) > 0 {
-		t.Errorf("lanes left behind: %v", left)
-	}
-	if wt := mustGit(t, h, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left behind:\n%s", wt)
-	}
+	noLanesLeft(t, h)
 }
 
 // A rate limit met by one lane holds every lane: the other lane's run in
