@@ -397,3 +397,75 @@ func TestLanesABlockedLaneLetsTheOthersGoOn(t *testing.T) {
 		t.Errorf("the project's work tree holds src/F-002.txt = %q", got)
 	}
 }
+
+// ctl pause with two lanes at work: each run finishes and is judged, and
+// the outcome of one that ends while the session is paused is kept like
+// any other. Both coders fail their first attempt, one before the pause
+// takes effect and one after; after ctl resume each is retried once,
+// at attempt 2 and told why, and both are tested.
+func TestLanesPauseKeepsTheOutcomesOfRunsInFlight(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	var m meeting
+	var mu sync.Mutex
+	told := map[string]bool{}
+	paused := func(ctx context.Context) bool {
+		st, _ := h.current.Status(ctx)
+		return st.State == "paused"
+	}
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.Attempt > 1 {
+			mu.Lock()
+			told[spec.FeatureID] = strings.Contains(spec.Prompt, "fix_feature") && strings.Contains(spec.Prompt, "no luck with "+spec.FeatureID)
+			mu.Unlock()
+			return coderCompletes(ctx, spec, h)
+		}
+		if !m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second) {
+			h.t.Errorf("%s's coder did not see the other at work at once", spec.FeatureID)
+		}
+		if spec.FeatureID == "F-001" {
+			if err := h.current.Pause(ctx); err != nil {
+				h.t.Errorf("pause: %v", err)
+			}
+		} else {
+			// F-002 ends once the session is paused, by F-001's end.
+			for end := time.Now().Add(20 * time.Second); !paused(ctx) && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			}
+			if !paused(ctx) {
+				h.t.Errorf("the session did not pause when F-001's run ended")
+			}
+			go func() {
+				// Resumed once F-002's end is taken, with no lane at work.
+				for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+					st, _ := h.current.Status(context.Background())
+					if st.State == "paused" && len(st.Lanes) == 0 && st.Working == "" {
+						break
+					}
+				}
+				if err := h.current.Resume(context.Background()); err != nil {
+					h.t.Errorf("resume: %v", err)
+				}
+			}()
+		}
+		return agents.Result{Summary: "no luck with " + spec.FeatureID, NumTurns: 3, CostUSD: 0.01}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		if c := st.Counters[id]; c.Failures != 1 {
+			t.Errorf("%s: %d failed attempts, want 1: a failure while paused is a failure", id, c.Failures)
+		}
+		if !told[id] {
+			t.Errorf("%s's retry was not a fix_feature told why its first attempt failed", id)
+		}
+	}
+	noLanesLeft(t, h)
+}

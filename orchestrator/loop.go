@@ -59,17 +59,18 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 			return
 		}
 		state := statemachine.State(o.session.State)
-		if o.session.PauseRequested {
-			o.session.PauseRequested = false
-			o.transition(statemachine.Pause, "", "paused by ctl")
-			return
-		}
 		if o.stopAfter {
 			o.stopAfter = false
 			o.transition(statemachine.Stop, "", "stopped by ctl")
 			return
 		}
-		if state == statemachine.Paused || state == statemachine.Stopped || state == statemachine.Waiting {
+		// A pause holds what would start next, not what ended: the outcome
+		// of a run that ends while the session is paused (or pausing) is
+		// decided and counted like any other, so that a failure is
+		// charged and its retry told why once the session resumes.
+		holding := o.session.PauseRequested || state == statemachine.Paused
+		if state == statemachine.Stopped || state == statemachine.Waiting || (holding && out == nil) {
+			o.pauseIfRequested()
 			return
 		}
 		if !filling && (state == statemachine.Init || state == statemachine.Code || state == statemachine.Test) {
@@ -90,6 +91,12 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 		out = nil
 		o.log.Debug("decided", zap.String("action", a.String()))
 		o.count(a)
+		if holding && a.Kind != statemachine.BlockFeature && a.Kind != statemachine.StopSession {
+			// Held: a resume decides again, from the counters just
+			// committed, and comes to the same start.
+			o.pauseIfRequested()
+			return
+		}
 		switch a.Kind {
 		case statemachine.BlockFeature:
 			o.block(a.Feature, a.Reason, !a.NotCharged)
@@ -126,6 +133,15 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 	o.log.Error("decision loop did not settle", zap.Int("steps", maxStepsPerDecision))
 }
 
+// pauseIfRequested takes the session to paused when ctl pause asked for it
+// while a run was in flight.
+func (o *Orchestrator) pauseIfRequested() {
+	if o.session.PauseRequested && statemachine.State(o.session.State) != statemachine.Stopped {
+		o.session.PauseRequested = false
+		o.transition(statemachine.Pause, "", "paused by ctl")
+	}
+}
+
 func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Input {
 	counters := make(map[string]statemachine.Counters, len(o.counters))
 	for id, c := range o.counters {
@@ -159,6 +175,15 @@ func (o *Orchestrator) count(a statemachine.Action) {
 		c.Failures++
 		c.LastFailure = a.Reason
 		o.setCounters(a.Feature, c)
+		// A failed attempt sends the feature back to coding whatever the
+		// agent left its status at: the list says so from now, so that a
+		// decision taken again (after a pause, a restart) retries the
+		// coder, not the tester that found it wrong.
+		if f := o.canonical.Feature(a.Feature); a.Kind == statemachine.SpawnCoder && f != nil && f.Status == progress.Completed {
+			f.Status = progress.InProgress
+			o.pending.FeatureList = o.canonical.Marshal()
+			o.writeFeatureList()
+		}
 	}
 	if a.CountInitFailure {
 		o.session.InitFailures++

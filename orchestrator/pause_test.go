@@ -1,0 +1,70 @@
+package orchestrator
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+)
+
+// A tester finds the code wrong while ctl pause waits for its run: the
+// failure is charged, and after ctl resume the retry is the coder's,
+// told why, not the same tester's again.
+func TestPauseKeepsATestersFailure(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	var mu sync.Mutex
+	var runs []string
+	note := func(spec agents.Spec) {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, string(spec.Role)+"/"+strconv.Itoa(spec.Attempt))
+	}
+	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		note(spec)
+		if spec.Attempt > 1 && !strings.Contains(spec.Prompt, "the output is upside down") {
+			h.t.Errorf("the retry was not told the tester's finding:\n%s", spec.Prompt)
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		note(spec)
+		if spec.Attempt > 1 {
+			return testerRunsTheTest(ctx, spec, h)
+		}
+		if err := h.current.Pause(ctx); err != nil {
+			h.t.Errorf("pause: %v", err)
+		}
+		go func() {
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				if st, _ := h.current.Status(context.Background()); st.State == "paused" && st.Current == nil && st.Working == "" {
+					break
+				}
+			}
+			if err := h.current.Resume(context.Background()); err != nil {
+				h.t.Errorf("resume: %v", err)
+			}
+		}()
+		return agents.Result{Summary: "the output is upside down", NumTurns: 3}
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	if got, want := strings.Join(runs, " "), "coding-agent/1 tester-agent/1 coding-agent/2 tester-agent/2"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+	st, err := h.st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Counters["F-001"]; c.Failures != 1 {
+		t.Errorf("F-001: %d failed attempts, want 1", c.Failures)
+	}
+}
