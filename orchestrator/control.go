@@ -161,8 +161,15 @@ func (o *Orchestrator) writeMirror() {
 			s.FeatureStates[f.ID] = progress.FeatureState{Attempts: c.Runs, Retries: c.Failures, Status: string(f.Status), Tested: f.Tested, LastFailure: c.LastFailure}
 		}
 	}
-	if r := o.session.Run; r != nil {
-		s.Current = &progress.CurrentRun{RunID: r.ID, Role: r.Role, FeatureID: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, StartedAt: r.StartedAt}
+	current := func(r *store.Run) *progress.CurrentRun {
+		if r == nil {
+			return nil
+		}
+		return &progress.CurrentRun{RunID: r.ID, Role: r.Role, FeatureID: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, StartedAt: r.StartedAt}
+	}
+	s.Current = current(o.session.Run)
+	for _, l := range o.session.Lanes {
+		s.Lanes = append(s.Lanes, progress.LaneState{FeatureID: l.Feature, Dir: l.Dir, Branch: l.Branch, Run: current(l.Run)})
 	}
 	if err := progress.WriteSessionState(o.opts.Project.Progress(), s); err != nil {
 		o.log.Warn("could not write session-state.json", zap.Error(err))

@@ -249,24 +249,50 @@ func (o *Orchestrator) removeLane(dir string) {
 	}
 }
 
-// cleanLanes removes every lane a previous daemon left: their runs were
-// killed (recover), and their features are worked again from a fresh
-// lane.
+// cleanLanes removes every lane a previous daemon left (one that died:
+// one that exits closes its own, retireLanes): their runs were killed
+// (recover), and their features are worked again from a fresh lane.
 func (o *Orchestrator) cleanLanes() {
 	for _, rec := range o.session.Lanes {
 		o.removeLane(rec.Dir)
-		// Its work went with its lane: a completed feature is coded
-		// again (its coder's session is resumed, and remembers).
-		if f := o.canonical.Feature(rec.Feature); o.canonical != nil && f != nil && f.Status == progress.Completed {
-			f.Status = progress.InProgress
-			o.pending.FeatureList = o.canonical.Marshal()
-		}
+		o.laneGone(rec.Feature)
 	}
 	o.session.Lanes = nil
 	if ents, err := os.ReadDir(o.lanesDir()); err == nil {
 		for _, e := range ents {
 			os.RemoveAll(filepath.Join(o.lanesDir(), e.Name())) // nothing of the daemon's is there but lanes
 		}
+	}
+}
+
+// retireLanes closes every lane when the daemon exits, after their runs
+// ended (shutdown): each lane's work is kept at laneRef, and its feature
+// is worked again from a fresh lane at the next start, not charged, as
+// after a crash. No lane outlives its daemon.
+func (o *Orchestrator) retireLanes() {
+	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
+		o.closeLane(o.lanes[id], laneRef(id))
+		o.laneGone(id)
+	}
+	if o.pending.FeatureList != nil {
+		o.writeFeatureList()
+	}
+}
+
+// laneGone forgets what feature's lane held, gone with it: what its work
+// began from, and a completed status, so that the feature is coded again
+// (its coder's session is resumed, and remembers).
+func (o *Orchestrator) laneGone(feature string) {
+	if c, ok := o.counters[feature]; ok && c.Base != "" {
+		c.Base, c.BaseHead = "", ""
+		o.setCounters(feature, c)
+	}
+	if o.canonical == nil {
+		return
+	}
+	if f := o.canonical.Feature(feature); f != nil && f.Status == progress.Completed {
+		f.Status = progress.InProgress
+		o.pending.FeatureList = o.canonical.Marshal()
 	}
 }
 
@@ -470,10 +496,6 @@ func (o *Orchestrator) killLaneRuns() {
 		ended := *r
 		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)
-		if c, ok := o.counters[rec.Feature]; ok && c.Base != "" {
-			c.Base, c.BaseHead = "", ""
-			o.setCounters(rec.Feature, c)
-		}
 		o.log.Info("a lane's run was in flight when the daemon stopped; its feature is worked again from a fresh lane", zap.String("run", r.ID), zap.String("feature", rec.Feature))
 	}
 }

@@ -2,8 +2,10 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +69,15 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 		st, _ := h.current.Status(ctx)
 		if len(st.Lanes) != 2 || st.Current != nil {
 			h.t.Errorf("status while both lanes work: lanes %+v, current %+v", st.Lanes, st.Current)
+		}
+		// So does session-state.json, the mirror a person reads.
+		var mirror progress.SessionState
+		if data, err := os.ReadFile(filepath.Join(h.proj.Progress(), progress.SessionStateFile)); err != nil || json.Unmarshal(data, &mirror) != nil {
+			h.t.Errorf("session-state.json: %v", err)
+		} else if !slices.ContainsFunc(mirror.Lanes, func(l progress.LaneState) bool {
+			return l.FeatureID == spec.FeatureID && l.Dir == spec.Dir && l.Run != nil && l.Run.FeatureID == spec.FeatureID
+		}) {
+			h.t.Errorf("session-state.json does not show %s's lane at work: %+v", spec.FeatureID, mirror.Lanes)
 		}
 		fs, _ := h.current.Features(ctx)
 		for _, f := range fs {
@@ -245,10 +256,11 @@ func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 	}
 }
 
-// A daemon that goes down with runs in flight in two lanes: the next one
-// removes their clones (and kills what survived of their runs), works
-// the features again from fresh lanes, charges nothing for the runs cut
-// short, and leaves no lane behind.
+// A daemon that is shut down with runs in flight in two lanes removes
+// their clones as it exits, keeping each lane's work under its ref; the
+// next one works the features again from fresh lanes, charges nothing for
+// the runs cut short, and leaves no lane behind. (One that dies, kill -9,
+// leaves its lanes for the next start to remove: e2e/lanes_test.go.)
 func TestLanesAfterARestart(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
@@ -260,6 +272,7 @@ func TestLanesAfterARestart(t *testing.T) {
 		hang := first
 		mu.Unlock()
 		if hang {
+			h.writeIn(spec, "src/"+spec.FeatureID+".txt", "half of "+spec.FeatureID+"\n")
 			m.meet(spec.FeatureID, []string{"F-001", "F-002"}, 20*time.Second)
 			<-ctx.Done() // the daemon goes down with both in flight
 			return agents.Result{Ended: agents.EndCancelled}
@@ -280,8 +293,14 @@ func TestLanesAfterARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Session.Lanes) != 2 {
-		t.Fatalf("the store keeps %d lanes after the shutdown, want both, for the next start to clean", len(st.Session.Lanes))
+	if len(st.Session.Lanes) != 0 {
+		t.Errorf("the store keeps %d lanes after the shutdown, want none", len(st.Session.Lanes))
+	}
+	noLanesLeft(t, h)
+	for _, id := range []string{"F-001", "F-002"} {
+		if got, _ := h.git("show", laneRef(id)+":src/"+id+".txt"); got != "half of "+id {
+			t.Errorf("%s's lane's work is not kept at %s: %q", id, laneRef(id), got)
+		}
 	}
 
 	mu.Lock()

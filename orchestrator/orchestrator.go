@@ -328,6 +328,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	for {
 		if o.opts.ExitWhenDone && o.cur.active == nil && o.job == nil && len(o.lanesInFlight()) == 0 {
 			switch statemachine.State(o.session.State) {
+			case statemachine.Done, statemachine.Stopped:
+				o.retireLanes()
+				o.persist()
+			}
+			switch statemachine.State(o.session.State) {
 			case statemachine.Done:
 				if open := unsettled(o.canonical); len(open) > 0 {
 					return fmt.Errorf("%w (%s): %s", ErrUnfinished, strings.Join(open, ", "), o.session.Message)
@@ -534,10 +539,12 @@ func (o *Orchestrator) shutdown() {
 				r := l.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)
-				// Session.Run (a lane's record) stays set: the next
+				// The project's own Session.Run stays set: the next
 				// start sees the run as in flight, judges what it left
-				// (or removes its lane) and redoes it.
+				// and redoes it. A lane's goes with its lane
+				// (retireLanes).
 				l.active = nil
+				l.run = nil
 			}
 		case testChecked, runJudged:
 			o.job = nil // its result is not taken: the work is redone at the next start
@@ -546,6 +553,7 @@ func (o *Orchestrator) shutdown() {
 	// A claim no verdict judged does not stay on the disk for the next
 	// start to read as tested.
 	o.dropUnjudgedClaim()
+	o.retireLanes()
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()
 	}

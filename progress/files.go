@@ -67,6 +67,18 @@ type SessionState struct {
 	BlockedInSession int                     `json:"blocked_in_session"`
 	Message          string                  `json:"message,omitempty"`
 	FeatureStates    map[string]FeatureState `json:"feature_states,omitempty"`
+	// Lanes are the features worked at once (limits.parallel above 1),
+	// each in a clone of its own; Current is then empty.
+	Lanes []LaneState `json:"lanes,omitempty"`
+}
+
+// LaneState is a lane in SessionState: its feature, where its clone is,
+// its branch, and its run in flight, if any.
+type LaneState struct {
+	FeatureID string      `json:"feature_id"`
+	Dir       string      `json:"dir"`
+	Branch    string      `json:"branch"`
+	Run       *CurrentRun `json:"run,omitempty"`
 }
 
 // CurrentRun is the run in flight, in SessionState.
