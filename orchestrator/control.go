@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -50,9 +51,11 @@ func (o *Orchestrator) publish() {
 		Confined:         o.cfg.Sandbox.Enabled,
 		PauseRequested:   o.session.PauseRequested,
 	}
-	if o.job != nil {
-		st.Working = o.job.what
+	var working []string
+	for _, j := range o.jobs() {
+		working = append(working, j.what)
 	}
+	st.Working = strings.Join(working, "; ")
 	if o.problem != "" {
 		st.Message = "feature-list.json: " + o.problem
 	}
@@ -264,19 +267,14 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 				running = true
 			}
 		}
-		switch {
-		case running:
+		// The daemon's own work (a test it runs) ends with it.
+		jobs := o.jobs()
+		for _, j := range jobs {
+			j.interrupt = "stopped by ctl"
+			j.cancel()
+		}
+		if running || len(jobs) > 0 {
 			o.stopAfter = true
-			if o.job != nil {
-				o.job.interrupt = "stopped by ctl"
-				o.job.cancel()
-			}
-			return nil
-		case o.job != nil:
-			// The daemon's own work (a test it runs) ends with it.
-			o.stopAfter = true
-			o.job.interrupt = "stopped by ctl"
-			o.job.cancel()
 			return nil
 		}
 		o.transition(statemachine.Stop, "", "stopped by ctl")
@@ -310,8 +308,8 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		if act := o.activeOf(id); act != nil {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, act.run.ID)}
 		}
-		if o.job != nil && o.job.feature == id {
-			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", o.job.what)}
+		if j := o.jobOf(id); j != nil {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", j.what)}
 		}
 		f.Status = progress.Pending
 		c := o.counters[id]
@@ -367,11 +365,12 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 			act.interrupt = "feature skipped by ctl"
 			act.cancel()
 			return nil
-		case o.job != nil && o.job.feature == id:
+		case o.jobOf(id) != nil:
 			// The daemon's own work on it (a verdict, a test check) is
 			// moot: stop it, whole.
-			o.job.interrupt = "feature skipped by ctl"
-			o.job.cancel()
+			j := o.jobOf(id)
+			j.interrupt = "feature skipped by ctl"
+			j.cancel()
 			return nil
 		}
 		o.afterListChange()

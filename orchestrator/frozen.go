@@ -108,7 +108,14 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	}
 	test := f.Test
 	ctx, cancel := context.WithCancel(context.Background())
-	o.job = &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel, lane: o.cur}
+	jb := &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel, lane: o.cur}
+	if o.cur != o.home {
+		// A lane's check reads only its own tree: other lanes' work,
+		// and the job that moves the branch, go on beside it.
+		o.cur.check = jb
+	} else {
+		o.job = jb
+	}
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
 	j, repo, root, events, id := o.judge, o.cur.repo, o.root(), o.runEvents, a.Feature
@@ -139,8 +146,12 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 }
 
 func (o *Orchestrator) onTestChecked(ev testChecked) {
-	jb := o.job
-	o.job = nil
+	jb := o.cur.check
+	if jb != nil {
+		o.cur.check = nil
+	} else {
+		jb, o.job = o.job, nil
+	}
 	r := ev.result
 	if r.Interrupted {
 		if jb != nil && jb.interrupt != "" && o.stopAfter {

@@ -8,8 +8,10 @@ package orchestrator
 // work, are confined and are judged in its clone; its claim is judged on
 // the candidate, its tree merged onto the branch as it is then, with the
 // regression sweep, and only a candidate that passes moves the branch
-// (judge.CommitLane). The daemon's own work (judging, the tests) is done
-// one job at a time, so that the branch moves in one place and in order.
+// (judge.CommitLane). The daemon's own work that reads or moves the branch
+// (judging, the verdicts, opening a lane) is done one job at a time, so
+// that the branch moves in one place and in order; a lane's check of its
+// test before any code reads its own tree only, and runs beside it.
 // The initializer works in the project's own tree, alone.
 
 import (
@@ -77,7 +79,7 @@ func (o *Orchestrator) busyLanes() []statemachine.InFlight {
 	var out []statemachine.InFlight
 	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
 		l := o.lanes[id]
-		if l == o.cur || (l.active == nil && (o.job == nil || o.job.lane != l)) {
+		if l == o.cur || (l.active == nil && l.check == nil && (o.job == nil || o.job.lane != l)) {
 			continue
 		}
 		in := statemachine.InFlight{Feature: id}
@@ -409,7 +411,7 @@ func (o *Orchestrator) activeOf(feature string) *activeRun {
 // set-aside feature's work is kept, as a blocked one's is.
 func (o *Orchestrator) closeSettledLane() {
 	l := o.cur
-	if l == o.home || l.feature == "" || l.active != nil || o.lanes[l.feature] != l {
+	if l == o.home || l.feature == "" || l.active != nil || l.check != nil || o.lanes[l.feature] != l {
 		return
 	}
 	f := o.canonical.Feature(l.feature)
@@ -459,6 +461,18 @@ func (o *Orchestrator) holdLanes(why string) {
 			l.active.cancel()
 		}
 	}
+}
+
+// lanesAtWork counts the lanes with a run or a check in flight: what
+// limits.parallel bounds.
+func (o *Orchestrator) lanesAtWork() int {
+	n := 0
+	for _, l := range o.lanes {
+		if l.active != nil || l.check != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // lanesInFlight lists the lanes with a run in flight.

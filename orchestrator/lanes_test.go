@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -484,6 +485,41 @@ func TestLanesPauseKeepsTheOutcomesOfRunsInFlight(t *testing.T) {
 		}
 		if !told[id] {
 			t.Errorf("%s's retry was not a fix_feature told why its first attempt failed", id)
+		}
+	}
+	noLanesLeft(t, h)
+}
+
+// The lanes' checks of their tests, before any code, run beside each
+// other: a lane's check reads its own tree only, so one lane's slow test
+// does not hold the next lane's start. Each test, before its feature
+// exists, waits (up to 10 s) for the other's to be running, and says
+// whether it was.
+func TestLanesCheckTheirTestsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	meet := t.TempDir()
+	body := func(id, other string) string {
+		return fmt.Sprintf(`if [ ! -e src/%[1]s.txt ]; then
+  touch %[3]s/%[1]s
+  for i in $(seq 200); do
+    if [ -e %[3]s/%[2]s ]; then touch %[3]s/%[1]s.met; break; fi
+    sleep 0.05
+  done
+fi
+grep -qx '%[1]s works' src/%[1]s.txt
+`, id, other, meet)
+	}
+	h.runner.script[agents.Initializer] = initializerWithTests(body("F-001", "F-002"), body("F-002", "F-001"))
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	for _, id := range []string{"F-001", "F-002"} {
+		if _, err := os.Stat(filepath.Join(meet, id+".met")); err != nil {
+			t.Errorf("%s's check before any code never ran beside the other's: the lanes' checks went one at a time", id)
 		}
 	}
 	noLanesLeft(t, h)

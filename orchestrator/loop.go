@@ -37,15 +37,17 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 }
 
 // fillLanes starts work in lanes while fewer than limits.parallel have
-// some, the daemon's own work is not in flight (it goes one job at a
-// time) and Decide names a feature to start.
+// some, the job that judges and moves the branch is not in flight (it
+// goes one at a time, and a lane is made from the branch) and Decide
+// names a feature to start. The lanes' checks of their tests run beside
+// each other.
 func (o *Orchestrator) fillLanes() {
-	for o.job == nil && o.home.active == nil && len(o.lanesInFlight()) < o.cfg.Limits.Parallel {
-		before := len(o.lanesInFlight())
+	for o.job == nil && o.home.active == nil && o.lanesAtWork() < o.cfg.Limits.Parallel {
+		before := o.lanesAtWork()
 		leave := o.enter(&lane{}) // the action names the feature, and its lane
 		o.decide(nil, true)
 		leave()
-		if o.job == nil && len(o.lanesInFlight()) == before {
+		if o.job == nil && o.lanesAtWork() == before {
 			return // nothing started
 		}
 	}

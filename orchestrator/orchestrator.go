@@ -17,7 +17,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +181,11 @@ type lane struct {
 	feature, branch, baseHead string
 	run                       *store.Run
 	given                     *progress.List
+	// check is its feature's test, run before the first coding attempt
+	// (gate red-before-green): on the lane's own tree, so beside the
+	// daemon's other work, unlike the jobs that judge and move the
+	// branch (Orchestrator.job).
+	check *job
 }
 
 type activeRun struct {
@@ -326,7 +333,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	stopRetention := o.startRetention()
 	defer stopRetention()
 	for {
-		if o.opts.ExitWhenDone && o.cur.active == nil && o.job == nil && len(o.lanesInFlight()) == 0 {
+		if o.opts.ExitWhenDone && o.cur.active == nil && len(o.jobs()) == 0 && len(o.lanesInFlight()) == 0 {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done, statemachine.Stopped:
 				o.retireLanes()
@@ -401,6 +408,11 @@ func (o *Orchestrator) onEvent(ev any) {
 			o.onHooksLiveCheck(ev)
 		}
 	case testChecked:
+		if l := o.lanes[ev.feature]; l != nil && l.check != nil {
+			defer o.enter(l)()
+			o.onTestChecked(ev)
+			return
+		}
 		o.inJobLane(func() { o.onTestChecked(ev) })
 	case runJudged:
 		o.inJobLane(func() { o.onRunJudged(ev) })
@@ -433,7 +445,31 @@ func (o *Orchestrator) waitC() <-chan time.Time {
 
 // busy reports whether a run or a job of the daemon is in flight: nothing
 // new starts then.
-func (o *Orchestrator) busy() bool { return o.cur.active != nil || o.job != nil }
+func (o *Orchestrator) busy() bool { return o.cur.active != nil || o.job != nil || o.cur.check != nil }
+
+// jobs are the daemon's own work in flight: the job, and the lanes' checks.
+func (o *Orchestrator) jobs() []*job {
+	var out []*job
+	if o.job != nil {
+		out = append(out, o.job)
+	}
+	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
+		if c := o.lanes[id].check; c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// jobOf is the daemon's own work in flight on feature, nil when none.
+func (o *Orchestrator) jobOf(feature string) *job {
+	for _, j := range o.jobs() {
+		if j.feature == feature {
+			return j
+		}
+	}
+	return nil
+}
 
 // do runs fn on the loop goroutine and returns its error: control requests
 // change state only there.
@@ -513,9 +549,9 @@ func (o *Orchestrator) recover() {
 // shutdown stops the run or job in flight and records the run as
 // interrupted; the next start redoes it.
 func (o *Orchestrator) shutdown() {
-	if o.job != nil {
-		o.job.interrupt = "daemon shutting down"
-		o.job.cancel()
+	for _, j := range o.jobs() {
+		j.interrupt = "daemon shutting down"
+		j.cancel()
 	}
 	for _, l := range append(o.lanesInFlight(), o.home) {
 		if l.active != nil {
@@ -531,7 +567,7 @@ func (o *Orchestrator) shutdown() {
 		}
 		return <-o.runEvents
 	}
-	for o.home.active != nil || o.job != nil || len(o.lanesInFlight()) > 0 {
+	for o.home.active != nil || len(o.jobs()) > 0 || len(o.lanesInFlight()) > 0 {
 		switch ev := events().(type) {
 		case runEnded:
 			if l := o.laneByRun(ev.runID); l != nil {
@@ -546,8 +582,15 @@ func (o *Orchestrator) shutdown() {
 				l.active = nil
 				l.run = nil
 			}
-		case testChecked, runJudged:
-			o.job = nil // its result is not taken: the work is redone at the next start
+		case testChecked:
+			// Its result is not taken: the work is redone at the next start.
+			if l := o.lanes[ev.feature]; l != nil && l.check != nil {
+				l.check = nil
+			} else {
+				o.job = nil
+			}
+		case runJudged:
+			o.job = nil // the same
 		}
 	}
 	// A claim no verdict judged does not stay on the disk for the next
