@@ -54,8 +54,9 @@ type lanesNight struct {
 	// the wait of a run that ended for the job in flight to end.
 	agent, around time.Duration
 	// cpu is the CPU time of the daemon and of everything it waited for
-	// (the claude processes, hooks, tests).
-	cpu time.Duration
+	// (the claude processes, hooks, tests); agentCPU that of the claude
+	// processes and what they ran (store.Run.AgentCPU), of it.
+	cpu, agentCPU time.Duration
 }
 
 // BenchmarkLanes is what working features at once in lanes buys (goals,
@@ -123,17 +124,19 @@ func BenchmarkLanes(b *testing.B) {
 	var hwm, hwm1 uint64
 	var laneKB, gitdirKB, inFlight float64
 	lanesMax := 0
-	var agent1, agent4, around1, around4, cpu1, cpu4 time.Duration
+	var agent1, agent4, around1, around4, cpu1, cpu4, agentCPU1, agentCPU4 time.Duration
 	runs1, runs4 := 0, 0
 	for _, r := range one {
 		wall1 += r.wall
 		agent1, around1, cpu1, runs1 = agent1+r.agent, around1+r.around, cpu1+r.cpu, runs1+r.runs
+		agentCPU1 += r.agentCPU
 		status1 = append(status1, r.status...)
 		hwm1 = max(hwm1, r.hwmKB)
 	}
 	for _, r := range four {
 		wall4 += r.wall
 		agent4, around4, cpu4, runs4 = agent4+r.agent, around4+r.around, cpu4+r.cpu, runs4+r.runs
+		agentCPU4 += r.agentCPU
 		status, ctl = append(status, r.status...), append(ctl, r.ctl...)
 		hwm = max(hwm, r.hwmKB)
 		laneKB, gitdirKB = max(laneKB, r.laneKB), max(gitdirKB, r.gitdirKB)
@@ -162,6 +165,8 @@ func BenchmarkLanes(b *testing.B) {
 	b.ReportMetric(around4.Seconds()/float64(runs4), "around4-s/run")
 	b.ReportMetric(cpu1.Seconds()/n, "cpu1-s/op")
 	b.ReportMetric(cpu4.Seconds()/n, "cpu4-s/op")
+	b.ReportMetric(agentCPU1.Seconds()/n, "agent-cpu1-s/op")
+	b.ReportMetric(agentCPU4.Seconds()/n, "agent-cpu4-s/op")
 	b.ReportMetric(float64(runs4)/n, "runs4/op")
 }
 
@@ -260,6 +265,7 @@ watch:
 	for _, run := range runs {
 		spans += run.EndedAt.Sub(run.StartedAt)
 		r.agent += run.AgentWall
+		r.agentCPU += run.AgentCPU
 		if run.Outcome != "ok" {
 			b.Logf("parallel %d: run %s (%s %s, attempt %d) %s: %s", parallel, run.ID, run.Role, run.Feature, run.Attempt, run.Outcome, run.Summary)
 		}
