@@ -433,7 +433,11 @@ func TestLanesPauseKeepsTheOutcomesOfRunsInFlight(t *testing.T) {
 		st, _ := h.current.Status(ctx)
 		return st.State == "paused"
 	}
+	again := stopsWhenRedone(h)
 	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if again(spec) {
+			return agents.Result{}
+		}
 		if spec.Attempt > 1 {
 			mu.Lock()
 			told[spec.FeatureID] = strings.Contains(spec.Prompt, "fix_feature") && strings.Contains(spec.Prompt, "no luck with "+spec.FeatureID)

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 		defer mu.Unlock()
 		runs = append(runs, string(spec.Role)+"/"+strconv.Itoa(spec.Attempt))
 	}
+	again := stopsWhenRedone(h)
 	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		note(spec)
 		if spec.Attempt > 1 && !strings.Contains(spec.Prompt, "the output is upside down") {
@@ -35,6 +37,9 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 		note(spec)
 		if spec.Attempt > 1 {
 			return testerRunsTheTest(ctx, spec, h)
+		}
+		if again(spec) {
+			return agents.Result{}
 		}
 		if err := h.current.Pause(ctx); err != nil {
 			h.t.Errorf("pause: %v", err)
@@ -66,5 +71,27 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 	}
 	if c := st.Counters["F-001"]; c.Failures != 1 {
 		t.Errorf("F-001: %d failed attempts, want 1", c.Failures)
+	}
+}
+
+// stopsWhenRedone returns a check for the scripts of a pause test: a run of
+// the same role, feature and attempt as one before means that run's
+// outcome was dropped, and the night would go round for ever; it fails
+// the test and stops the session at once, so that the test fails in
+// seconds.
+func stopsWhenRedone(h *harness) func(spec agents.Spec) bool {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(spec agents.Spec) bool {
+		key := fmt.Sprintf("%s %s %d", spec.Role, spec.FeatureID, spec.Attempt)
+		mu.Lock()
+		redone := seen[key]
+		seen[key] = true
+		mu.Unlock()
+		if redone {
+			h.t.Errorf("%s ran again: the outcome of the run before, which ended around a pause, was dropped", key)
+			go h.current.Stop(context.Background())
+		}
+		return redone
 	}
 }
