@@ -46,10 +46,10 @@ type lanesNight struct {
 	hwmKB uint64
 	// laneKB is, at the reading with the most lanes, the size on disk of
 	// a lane's directory (the average over the lanes then).
-	laneKB float64
-	lanesMax         int     // the most lanes with a run in flight at once
-	inFlight         float64 // the runs' spans summed, over wall: runs in flight on average
-	runs             int
+	laneKB   float64
+	lanesMax int     // the most lanes with a run in flight at once
+	inFlight float64 // the runs' spans summed, over wall: runs in flight on average
+	runs     int
 	// agent is the claude processes' own wall times summed
 	// (store.Run.AgentWall), around the rest of the runs' spans: the
 	// daemon's work on each run (its start, judging it, its tests) and
