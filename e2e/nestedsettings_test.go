@@ -119,7 +119,7 @@ func TestNestedClaudeSettingsAreNoAgentsToWrite(t *testing.T) {
 	// The coder's run, held by the daemon's hooks and a sandbox.
 	hookBin := filepath.Join(filepath.Dir(binary), "ctxgraphd-hook")
 	settings, _ := json.Marshal(map[string]any{
-		"hooks": gates.RunHooks(gates.HookCommand{Path: hookBin}, "coding-agent"),
+		"hooks": gates.RunHooks(gates.HookCommand{Path: hookBin}, "coding-agent", ""),
 		"sandbox": map[string]any{"enabled": true, "failIfUnavailable": true, "allowUnsandboxedCommands": false, "autoAllowBashIfSandboxed": true,
 			"filesystem": map[string]any{"allowWrite": []string{proj}, "denyWrite": []string{filepath.Join(proj, ".git"), filepath.Join(proj, ".claude")}, "denyRead": []string{}},
 			"network":    map[string]any{"allowedDomains": []string{}, "strictAllowlist": true}},

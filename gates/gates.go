@@ -10,8 +10,11 @@ package gates
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/guards"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -158,13 +161,48 @@ func decide(m Modes, gate, code, msg, suggestion string) *Decision {
 	return &Decision{Gate: gate, Code: code, Message: msg, Suggestion: suggestion, Mode: mode}
 }
 
+// decidedTools are the tools whose calls PreToolUse decides on by
+// itself: the file tools, Read and Bash, and the subagent tools
+// (judgeBeside). It allows every other tool's call.
+var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task"}
+
+// PreToolUseMatcher is the matcher of a daemon's run's PreToolUse hook:
+// the tools the built-in gates decide on and those the active guards
+// judge, or "" (every tool) when a guard may judge any. Claude Code
+// starts a process for every hook it runs and handles it at a cost a run
+// feels: a Glob, a Grep, a TodoWrite or the daemon's own MCP tools, which
+// nothing decides on, need none.
+func PreToolUseMatcher(rules []guards.Rule) string {
+	names := slices.Clone(decidedTools)
+	for _, r := range rules {
+		if !r.Active() {
+			continue
+		}
+		tools, any := r.Tools()
+		if any {
+			return ""
+		}
+		names = append(names, tools...)
+	}
+	for _, n := range names {
+		// Claude Code reads a matcher of names, digits, '_', '-' and '|'
+		// as names to match exactly; anything else would be a regular
+		// expression, which a tool's name is not meant to be.
+		if strings.Trim(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" || n == "" {
+			return ""
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(slices.Compact(names), "|")
+}
+
 // PreToolUse judges a tool call before it runs. Nil means allowed.
 func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
 	if d := judgeBeside(m, a, s, p); d != nil {
 		return d
 	}
 	in := p.Input()
-	switch p.ToolName {
+	switch p.ToolName { // decidedTools
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
 		return judgeToolWrite(m, a, s, p.ToolName, toolPath(p.ToolName, in), in)
 	case "Read":

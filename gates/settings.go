@@ -74,18 +74,24 @@ func Hooks(cmd HookCommand) map[string]any {
 
 // RunHooks returns the "hooks" value of the settings of a daemon's run of
 // role: Hooks, less the events no gate of that role decides on or
-// records. Claude Code starts a process for every hook of every event, and
-// its own handling of one costs more than the hook: a PostToolUse of a
-// Read, or a coder's Stop, would be a process for nothing.
-func RunHooks(cmd HookCommand, role string) map[string]any {
+// records, with preToolUse the PreToolUse hook's matcher
+// (PreToolUseMatcher; "" for every tool). Claude Code starts a process
+// for every hook of every event, and its own handling of one costs more
+// than the hook: a PostToolUse of a Read, or a coder's Stop, would be a
+// process for nothing.
+func RunHooks(cmd HookCommand, role, preToolUse string) map[string]any {
 	t := map[string]any{}
 	for _, e := range hookEvents {
 		if e.roles != nil && !slices.Contains(e.roles, role) {
 			continue
 		}
 		g := map[string]any{"hooks": []any{handler(cmd, e.kebab)}}
-		if e.matcher != "" {
-			g["matcher"] = e.matcher
+		matcher := e.matcher
+		if e.claude == "PreToolUse" {
+			matcher = preToolUse
+		}
+		if matcher != "" {
+			g["matcher"] = matcher
 		}
 		t[e.claude] = []any{g}
 	}

@@ -154,7 +154,7 @@ func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
 		}
 	}
 	for _, role := range []string{Initializer, Coder, Tester} {
-		data, err := json.Marshal(RunHooks(cmd, role))
+		data, err := json.Marshal(RunHooks(cmd, role, ""))
 		if err != nil {
 			t.Fatal(err)
 		}

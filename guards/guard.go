@@ -143,6 +143,23 @@ func (r Rule) Summary() string {
 // Tools a guard may name; an MCP tool (mcp__server__tool) is accepted too.
 var guardTools = []string{"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep", "WebFetch", "WebSearch", "Task", "TodoWrite"}
 
+// Tools are the tools whose calls r can judge, or any when it may judge
+// a call of any tool (a match on a field alone, or on nothing): a command
+// is Bash's, a path the file tools' and Bash's (and Read's, named).
+func (r Rule) Tools() (names []string, any bool) {
+	switch {
+	case r.Tool != "":
+		return []string{r.Tool}, false
+	case r.Match.Field != "":
+		return nil, true
+	case r.Match.Command != "":
+		return []string{"Bash"}, false
+	case r.Match.Path != "":
+		return append([]string{"Bash"}, WriteTools...), false
+	}
+	return nil, true
+}
+
 // fileTools are the tools whose path a Path match reads without a Tool.
 var WriteTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
 

@@ -3,11 +3,15 @@ package orchestrator
 import (
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
 )
 
 // TestRunIsGivenItsRolesHooks: each run's settings carry the hooks of its
@@ -51,5 +55,39 @@ func TestRunIsGivenItsRolesHooks(t *testing.T) {
 		if got := events(role); !slices.Equal(got, want) {
 			t.Errorf("a %s's run hooks %v, want %v", role, got, want)
 		}
+	}
+}
+
+// A run's PreToolUse hook fires for the tools something decides on: the
+// built-in gates' and, from the next run, those the project's guards
+// judge (gates.PreToolUseMatcher).
+func TestRunsPreToolUseHookFollowsTheGuards(t *testing.T) {
+	h := newHarness(t)
+	o := h.orchestrator(false)
+	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
+	matcher := func() string {
+		o.loadGuardFile()
+		settings, err := o.runSettings(agents.Coder, "F-001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Hooks map[string][]struct{ Matcher string }
+		}
+		if err := json.Unmarshal([]byte(settings), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Hooks["PreToolUse"][0].Matcher
+	}
+	if got, want := matcher(), "Agent|Bash|Edit|MultiEdit|NotebookEdit|Read|Task|Write"; got != want {
+		t.Errorf("with no guard, PreToolUse matches %q, want %q", got, want)
+	}
+	file := filepath.Join(h.proj.Dir, filepath.FromSlash(rulefile.Path))
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	if err := os.WriteFile(file, []byte("guards:\n  - {id: no-secrets, status: enforce, tool: Grep, match: {field: path, value: secrets}, message: not there}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := matcher(); !strings.Contains("|"+got+"|", "|Grep|") {
+		t.Errorf("with a guard on Grep, PreToolUse matches %q: the guard would never be asked", got)
 	}
 }

@@ -244,7 +244,7 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
 	var hooks map[string]any
 	if o.opts.Hook.Path != "" {
-		hooks = gates.RunHooks(o.opts.Hook, string(role))
+		hooks = gates.RunHooks(o.opts.Hook, string(role), gates.PreToolUseMatcher(o.judge.Guards()))
 	}
 	settings := map[string]any{"hooks": hooks}
 	denied := []string{}

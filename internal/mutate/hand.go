@@ -295,8 +295,11 @@ var Hands = []Hand{
 	{"the lanes check their tests beside each other",
 		"orchestrator/frozen.go", "\tif o.cur != o.home {\n\t\t// A lane's check", "\tif false {\n\t\t// A lane's check",
 		"orchestrator", "TestLanesCheckTheirTestsAtOnce"},
+	{"a run's PreToolUse hook fires for every tool an active guard judges",
+		"gates/gates.go", "\t\tnames = append(names, tools...)\n", "\t\t_ = tools\n",
+		"gates", "TestPreToolUseMatcher"},
 	{"each run is given the hooks of its own role",
-		"orchestrator/spawn.go", "hooks = gates.RunHooks(o.opts.Hook, string(role))", "hooks = gates.RunHooks(o.opts.Hook, string(agents.Coder))",
+		"orchestrator/spawn.go", "hooks = gates.RunHooks(o.opts.Hook, string(role), gates.PreToolUseMatcher(o.judge.Guards()))", "hooks = gates.RunHooks(o.opts.Hook, string(agents.Coder), gates.PreToolUseMatcher(o.judge.Guards()))",
 		"orchestrator", "TestRunIsGivenItsRolesHooks"},
 }
 
