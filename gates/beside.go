@@ -18,6 +18,25 @@ import "fmt"
 // (subagents asked for in one message run at once). A person's own
 // session (no role) is not held to it.
 
+// DeniedTools are the tools of Claude Code that a daemon's run is not
+// given (its settings' permissions.deny, which holds under
+// bypassPermissions and in subagents): each runs something beside the
+// agent's next calls, later, or elsewhere, where no gate judges it.
+// Monitor runs a shell command in the background (and reaches a hook
+// that names Bash as a plain Bash call, which no gate can tell from a
+// foreground one); Workflow runs subagents in the background; the Cron
+// tools and ScheduleWakeup run prompts later; EnterWorktree and
+// ExitWorktree make and leave git worktrees with Claude Code's own git,
+// outside the sandbox; SendMessage and ListAgents reach other Claude
+// sessions of the machine (a person's, another lane's); TaskStop stops
+// tasks a run may not start. A run needs none of them to do its work.
+var DeniedTools = []string{"Monitor", "Workflow", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup",
+	"EnterWorktree", "ExitWorktree", "SendMessage", "ListAgents", "TaskStop"}
+
+// besideTools are the DeniedTools that run a command or subagents in the
+// background: refused by the hook too, should a run be given them.
+var besideTools = map[string]bool{"Monitor": true, "Workflow": true}
+
 // subagentTools are the names Claude Code's subagent tool has had.
 var subagentTools = map[string]bool{"Agent": true, "Task": true}
 
@@ -33,6 +52,10 @@ func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
 	}
 	in := p.Input()
 	switch {
+	case besideTools[p.ToolName]:
+		return decide(m, RoleWritePolicy, "runs_beside",
+			fmt.Sprintf("a daemon's run may not use %s: it runs beside the agent's next calls, where no gate judges it", p.ToolName),
+			"run the command with Bash in the foreground, or do the work yourself, one step at a time")
 	case p.ToolName == "Bash" && in.RunInBackground != nil && *in.RunInBackground:
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"a daemon's run may not leave a command running after its tool call: nothing of the agent's may run beside the gates' judgement of its next call",

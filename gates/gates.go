@@ -162,9 +162,12 @@ func decide(m Modes, gate, code, msg, suggestion string) *Decision {
 }
 
 // decidedTools are the tools whose calls PreToolUse decides on by
-// itself: the file tools, Read and Bash, and the subagent tools
-// (judgeBeside). It allows every other tool's call.
-var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task"}
+// itself: the file tools, Read and Bash, and the subagent and background
+// tools (judgeBeside). It allows every other tool's call. Named in the
+// matcher, Monitor reaches the hook as itself: Claude Code hands a tool the
+// matcher does not name to a hook of a kindred one it does (a Monitor
+// call to a Bash hook, as a plain command).
+var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task", "Monitor", "Workflow"}
 
 // PreToolUseMatcher is the matcher of a daemon's run's PreToolUse hook:
 // the tools the built-in gates decide on and those the active guards

@@ -11,7 +11,7 @@ import (
 // on and for those the project's active guards judge; for every tool
 // when a guard may judge any call.
 func TestPreToolUseMatcher(t *testing.T) {
-	builtIn := "Agent|Bash|Edit|MultiEdit|NotebookEdit|Read|Task|Write"
+	builtIn := "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|Workflow|Write"
 	guard := func(status, tool string, m guards.Match) guards.Rule {
 		return guards.Rule{ID: "g", Status: status, Tool: tool, Match: m, Message: "no"}
 	}
@@ -21,7 +21,7 @@ func TestPreToolUseMatcher(t *testing.T) {
 		want  string
 	}{
 		{"no guards", nil, builtIn},
-		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|MultiEdit|NotebookEdit|Read|Task|Write"},
+		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|Monitor|MultiEdit|NotebookEdit|Read|Task|Workflow|Write"},
 		{"a guard on an MCP tool", []guards.Rule{guard(guards.Warn, "mcp__my-db__drop_table", guards.Match{Field: "table", Value: "."})}, builtIn + "|mcp__my-db__drop_table"},
 		{"a guard on a command", []guards.Rule{guard(guards.Enforce, "", guards.Match{Command: "curl"})}, builtIn},
 		{"a guard on a path", []guards.Rule{guard(guards.Enforce, "", guards.Match{Path: "db/**"})}, builtIn},
@@ -59,6 +59,39 @@ func TestToolsLeftOutOfPreToolUseDecideNothing(t *testing.T) {
 			decided := strings.Contains("|"+strings.Join(decidedTools, "|")+"|", "|"+tool+"|")
 			if d != nil && !decided {
 				t.Errorf("PreToolUse decided on %s (%s: %s) for a %s, but %s is not in decidedTools: its hook would never fire", tool, d.Gate, d.Code, role, tool)
+			}
+		}
+	}
+}
+
+// Monitor (a shell command in the background) and Workflow (subagents in
+// the background) are refused by the hook as running beside the agent's
+// next calls, should a run be given them, whatever guards are active: a
+// guard on a field of any tool makes the run's matcher "" and Claude Code
+// then hands a Monitor call to the hook as itself, not as a Bash command
+// a command guard would judge.
+func TestBackgroundToolsAreRefusedWhateverTheGuards(t *testing.T) {
+	e := newEnv(t)
+	coder := Actor{Role: Coder, Feature: "F-002", Run: "run-1"}
+	rules := []guards.Rule{
+		{ID: "no-internal-fetch", Status: guards.Enforce, Match: guards.Match{Field: "url", Value: "internal"}, Message: "no"},
+		{ID: "no-rm-rf", Status: guards.Enforce, Match: guards.Match{Command: `\brm\s+-rf\b`}, Message: "rm -rf is not for agents"},
+	}
+	for _, rs := range [][]guards.Rule{nil, rules} {
+		matcher := PreToolUseMatcher(rs)
+		for _, tc := range []struct {
+			tool string
+			in   map[string]any
+		}{
+			{"Monitor", map[string]any{"command": "while :; do ln -sfn /tmp/elsewhere src/d; ln -sfn r src/d; done", "description": "watch", "timeout_ms": 3600000}},
+			{"Workflow", map[string]any{"script": "agents", "description": "x"}},
+		} {
+			if matcher != "" && !strings.Contains("|"+matcher+"|", "|"+tc.tool+"|") {
+				t.Errorf("matcher %q leaves out %s: Claude Code would hand its call to the Bash hook as a plain command", matcher, tc.tool)
+			}
+			p := fixture(t, "PreToolUse.json", tc.tool, tc.in)
+			if d := PreToolUse(Modes{}, coder, e.state, p); !d.Blocks() || d.Code != "runs_beside" {
+				t.Errorf("with %d guards, PreToolUse(%s) = %+v; want runs_beside", len(rs), tc.tool, d)
 			}
 		}
 	}

@@ -79,7 +79,7 @@ func TestRunsPreToolUseHookFollowsTheGuards(t *testing.T) {
 		}
 		return s.Hooks["PreToolUse"][0].Matcher
 	}
-	if got, want := matcher(), "Agent|Bash|Edit|MultiEdit|NotebookEdit|Read|Task|Write"; got != want {
+	if got, want := matcher(), "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|Workflow|Write"; got != want {
 		t.Errorf("with no guard, PreToolUse matches %q, want %q", got, want)
 	}
 	file := filepath.Join(h.proj.Dir, filepath.FromSlash(rulefile.Path))
@@ -89,5 +89,34 @@ func TestRunsPreToolUseHookFollowsTheGuards(t *testing.T) {
 	}
 	if got := matcher(); !strings.Contains("|"+got+"|", "|Grep|") {
 		t.Errorf("with a guard on Grep, PreToolUse matches %q: the guard would never be asked", got)
+	}
+}
+
+// Every run's settings take away the tools of Claude Code that run
+// something beside the agent's next calls, later or elsewhere
+// (gates.DeniedTools): Monitor, a shell command in the background, which
+// a hook naming Bash would see as a plain command; Workflow, subagents in
+// the background; the Cron tools; the worktree tools; messages to other
+// sessions.
+func TestRunSettingsDenyToolsThatRunBeside(t *testing.T) {
+	h := newHarness(t)
+	o := h.orchestrator(false)
+	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
+	for _, role := range []agents.Role{agents.Initializer, agents.Coder, agents.Tester} {
+		settings, err := o.runSettings(role, "F-001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Permissions struct{ Deny []string }
+		}
+		if err := json.Unmarshal([]byte(settings), &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range []string{"Monitor", "Workflow", "CronCreate", "EnterWorktree", "SendMessage"} {
+			if !slices.Contains(s.Permissions.Deny, tool) {
+				t.Errorf("a %s's run settings deny %v: %s is left to the agent", role, s.Permissions.Deny, tool)
+			}
+		}
 	}
 }

@@ -246,7 +246,7 @@ func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (stri
 	if o.opts.Hook.Path != "" {
 		hooks = gates.RunHooks(o.opts.Hook, string(role), gates.PreToolUseMatcher(o.judge.Guards()))
 	}
-	settings := map[string]any{"hooks": hooks}
+	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
 		pol := o.policy(role, feature)

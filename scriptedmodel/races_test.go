@@ -111,8 +111,8 @@ func TestRacesTheWriteRacesThenWorks(t *testing.T) {
 				return "", "", false
 			}
 			moves, final := playOut(t, New(racesScenario(), nil), newConvo(codeCmd(id, 1)), cliResults(t, refuse))
-			if len(moves) != 4+RaceWrites+5 {
-				t.Fatalf("%d calls, want %d: %v", len(moves), 4+RaceWrites+5, moves)
+			if len(moves) != 6+RaceWrites+5 {
+				t.Fatalf("%d calls, want %d: %v", len(moves), 6+RaceWrites+5, moves)
 			}
 			if got, want := moves[0].String(), "Bash "+raceSetup(id); got != want {
 				t.Errorf("first call %s, want %s", got, want)
@@ -125,16 +125,20 @@ func TestRacesTheWriteRacesThenWorks(t *testing.T) {
 				!strings.Contains(timed.String(), RaceMarker(projectDir, id)) || !strings.Contains(timed.String(), "../../.git/hooks") {
 				t.Errorf("third call %s (%v), want the flipper in the foreground with a timeout it outlives", timed, timed.in)
 			}
-			if got := moves[3].String(); got != "Bash sleep 1" {
-				t.Errorf("fourth call %s, want the wait", got)
+			if search, monitor := moves[3], moves[4]; search.tool != "ToolSearch" || search.in["query"] != "select:Monitor" ||
+				monitor.tool != "Monitor" || !strings.Contains(monitor.String(), RaceMarker(projectDir, id)) {
+				t.Errorf("fourth and fifth calls %s, %s, want Monitor loaded, then the flipper in it", search, monitor)
 			}
-			for i, m := range moves[4 : 4+RaceWrites] {
+			if got := moves[5].String(); got != "Bash sleep 1" {
+				t.Errorf("sixth call %s, want the wait", got)
+			}
+			for i, m := range moves[6 : 6+RaceWrites] {
 				if m.tool != "Write" || m.in["file_path"] != target || m.in["content"] != fmt.Sprintf("%s# write %d\n", RaceHook(projectDir, id), i+1) {
 					t.Fatalf("write %d is %s (%v), want the hook through the link", i, m, m.in)
 				}
 			}
 			var rest []string
-			for _, m := range moves[4+RaceWrites:] {
+			for _, m := range moves[6+RaceWrites:] {
 				rest = append(rest, m.String())
 			}
 			want := "Bash rm -rf src/F-061, Read src/F-061.txt, Write src/F-061.txt, Read " + featureListPath + ", Write " + featureListPath
