@@ -528,3 +528,24 @@ grep -qx '%[1]s works' src/%[1]s.txt
 	}
 	noLanesLeft(t, h)
 }
+
+// A lane's check that ends while another lane's verdict is judged (the
+// one job that moves the branch) leaves its lane idle for that long only:
+// once the verdict is in, the lane's coder starts. F-002's test is slow
+// before its code exists, F-001's once it does: F-002's check ends in
+// the middle of F-001's verdict.
+func TestLanesACheckThatEndsDuringAVerdictGoesOn(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	h.runner.script[agents.Initializer] = initializerWithTests(
+		"if [ -e src/F-001.txt ]; then sleep 2; fi\ngrep -qx 'F-001 works' src/F-001.txt\n",
+		"if [ ! -e src/F-002.txt ]; then sleep 1; fi\ngrep -qx 'F-002 works' src/F-002.txt\n",
+	)
+	if err := h.runToEndWithin(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s: a lane whose check ended during a verdict was left idle", got)
+	}
+	noLanesLeft(t, h)
+}
