@@ -122,7 +122,7 @@ test: deps claude sandbox viewers vet $(GOTESTSUM)
 	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/packages.json -- \
 		$(GO) test -json -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$') || \
 	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/packages.json; exit $$status; }
-	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 8 minutes on a quiet 2-core machine)"
+	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 10 minutes on a quiet 2-core machine)"
 	@status=0; \
 	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/e2e.json -- \
 		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./e2e || \
