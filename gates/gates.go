@@ -173,8 +173,9 @@ var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read"
 // the tools the built-in gates decide on and those the active guards
 // judge, or "" (every tool) when a guard may judge any. Claude Code
 // starts a process for every hook it runs and handles it at a cost a run
-// feels: a Glob, a Grep, a TodoWrite or the daemon's own MCP tools, which
-// nothing decides on, need none.
+// feels: a ToolSearch, a Skill, a WebFetch or a call of the daemon's own
+// MCP tools (a Glob, a Grep, a TodoWrite in the versions of Claude Code
+// that have them), which nothing decides on, need none.
 func PreToolUseMatcher(rules []guards.Rule) string {
 	names := slices.Clone(decidedTools)
 	for _, r := range rules {

@@ -52,7 +52,8 @@ func TestToolsLeftOutOfPreToolUseDecideNothing(t *testing.T) {
 	}
 	state := e.state
 	state.Subagents = 1
-	for _, tool := range []string{"Glob", "Grep", "LS", "TodoWrite", "WebFetch", "WebSearch", "BashOutput", "KillShell", "ExitPlanMode", "Skill", "SlashCommand", "mcp__ctxgraphd__store_trace", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task"} {
+	for _, tool := range []string{"Glob", "Grep", "LS", "TodoWrite", "WebFetch", "WebSearch", "BashOutput", "KillShell", "ExitPlanMode", "Skill", "SlashCommand", "mcp__ctxgraphd__store_trace",
+		"ToolSearch", "ReportFindings", "DeferredToolPlaceholder", "CronCreate", "EnterWorktree", "SendMessage", "ListAgents", "ScheduleWakeup", "TaskStop", "Monitor", "Workflow", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task"} {
 		for _, role := range []string{Initializer, Coder, Tester} {
 			p := fixture(t, "PreToolUse.json", tool, hostile)
 			d := PreToolUse(Modes{}, Actor{Role: role, Feature: "F-002", Run: "run-1"}, state, p)
