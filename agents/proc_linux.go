@@ -23,9 +23,15 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // KillGroup kills what is left of an interrupted run: the process group
 // pgid, but only if one of its processes carries the run's identity in its
-// environment (see carriesRun). Process ids are reused; a run's identity is
-// not, so a group that belongs to someone else is never touched.
+// environment (see carriesRun), and every process that carries it outside
+// the group (pgid 0: the group is not known). Process ids are reused; a
+// run's identity is not, so a group that belongs to someone else is never
+// touched. Outside the group are the commands of the run's sandbox, which
+// bwrap starts in a session of their own: with their claude killed under
+// them (its daemon killed with -9) they go on, a command waiting for a
+// lane that is gone waits for ever.
 func KillGroup(pgid int, runID, socket string) error {
+	defer killEscapees(runID, socket)
 	if pgid <= 0 {
 		return nil
 	}
@@ -63,10 +69,10 @@ func carriesRun(pid int, runID, socket string) bool {
 }
 
 // killEscapees kills the processes that carry the run's identity but left
-// the run's process group (setsid, a daemonising double fork): in the
-// sandbox they die with their command anyway; unconfined, they would
-// outlive the run and change the project after its verdict. It returns how
-// many it killed.
+// the run's process group (setsid, a daemonising double fork, bwrap's own
+// session): in the sandbox they die with their command while claude lives;
+// unconfined, or with claude killed, they would outlive the run and change
+// the project after its verdict. It returns how many it killed.
 func killEscapees(runID, socket string) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -322,3 +322,41 @@ func waitForFile(t *testing.T, path string) {
 	t.Helper()
 	eventually.True(t, 10*time.Second, func() bool { _, err := os.Stat(path); return err == nil }, "%s appearing", path)
 }
+
+// What an interrupted run left outside its process group dies too, with
+// the group known or not: a command of the run's sandbox, which bwrap
+// starts in a session of its own, goes on when its claude is killed under
+// it (the daemon killed with -9), and the next daemon must end it. Another
+// run's, or another project's, is left alone.
+func TestKillGroupKillsWhatLeftTheGroup(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc: escapees cannot be found here")
+	}
+	const socket = "/run/ctxgraphd/a.sock"
+	start := func(run, sock string) *exec.Cmd {
+		cmd := exec.Command("sleep", "1000")
+		cmd.Env = append(os.Environ(), "CTXGRAPH_RUN="+run, "CTXGRAPH_SOCKET="+sock)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	escaped := start("run-000042", socket)
+	another := start("run-000042", "/run/ctxgraphd/b.sock")
+	exited := make(chan error, 1)
+	go func() { exited <- escaped.Wait() }()
+	eventually.True(t, 10*time.Second, func() bool { return carriesRun(escaped.Process.Pid, "run-000042", socket) }, "the sleeper's environment showing")
+	if err := KillGroup(0, "run-000042", socket); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("KillGroup left a process of the run that is outside its group")
+	}
+	if !procgroup.Alive(another.Process.Pid) {
+		t.Error("KillGroup killed another project's run-000042")
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -406,7 +407,20 @@ func (p *project) checkNoLeftovers() {
 		return
 	}
 	if left := p.leftovers(); len(left) > 0 {
-		p.t.Fatalf("processes of the project's runs outlived the daemons: %v", left)
+		var which []string
+		for _, pid := range left {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			run := ""
+			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
+				for _, kv := range strings.Split(string(env), "\x00") {
+					if strings.HasPrefix(kv, "CTXGRAPH_RUN=") {
+						run = kv
+					}
+				}
+			}
+			which = append(which, fmt.Sprintf("%d %s (%s)", pid, textcut.Line(strings.ReplaceAll(string(cmd), "\x00", " "), 200), run))
+		}
+		p.t.Fatalf("processes of the project's runs outlived the daemons:\n%s", strings.Join(which, "\n"))
 	}
 	stray := exec.Command("sleep", "30")
 	stray.Env = append(os.Environ(), "CTXGRAPH_SOCKET="+p.paths.Socket)

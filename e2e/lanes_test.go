@@ -73,10 +73,12 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 // with no transition lost or repeated.
 func TestLanesKill9ThenRestart(t *testing.T) {
 	t.Parallel()
-	sc := scenario("lanes-kill9",
-		feature("F-001", scriptedmodel.Pass),
-		feature("F-002", scriptedmodel.FailOnce),
-	)
+	// F-002's coder waits, on its first attempt, for F-001's verdict
+	// (After): lanes that start at once would otherwise code and test in
+	// step, and "one lane tests while the other codes" might never come.
+	waits := feature("F-002", scriptedmodel.FailOnce)
+	waits.After = "F-001"
+	sc := scenario("lanes-kill9", feature("F-001", scriptedmodel.Pass), waits)
 	roles := func(st map[string]any) (out []string, pids []int) {
 		lanes, _ := st["lanes"].([]any)
 		for _, l := range lanes {

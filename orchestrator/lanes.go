@@ -502,10 +502,8 @@ func (o *Orchestrator) killLaneRuns() {
 				}
 			}
 		}
-		if r.PID > 0 {
-			if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
-				o.log.Warn("could not kill an interrupted lane's run", zap.String("run", r.ID), zap.Error(err))
-			}
+		if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
+			o.log.Warn("could not kill an interrupted lane's run", zap.String("run", r.ID), zap.Error(err))
 		}
 		ended := *r
 		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"

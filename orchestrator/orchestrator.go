@@ -508,10 +508,8 @@ func (o *Orchestrator) recover() {
 				}
 			}
 		}
-		if r.PID > 0 {
-			if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
-				o.log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
-			}
+		if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
+			o.log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
 		}
 		o.log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
 		// Its writes since the crash are judged as that run's writes.
