@@ -55,6 +55,11 @@ func (p *project) outsideFiles() map[string]string {
 	for _, own := range claudeOwn {
 		skip = append(skip, filepath.Join(home, own))
 	}
+	// Claude Code's own scratch repositories for the diffs of what a
+	// Bash command edited, which it makes in its temp directory, outside
+	// the sandbox, and removes after; a run cut short by its limits can
+	// leave one.
+	skip = append(skip, filepath.Join(p.agentsTemp(), fmt.Sprintf("claude-%d", os.Getuid()), "bash-edit-diff"))
 	out := map[string]string{}
 	for _, root := range []string{filepath.Dir(p.dir), p.agentsTemp()} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
