@@ -360,15 +360,14 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.writeFeatureList()
 		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
-		switch act := o.activeOf(id); {
+		switch act, j := o.activeOf(id), o.jobOf(id); {
 		case act != nil:
 			act.interrupt = "feature skipped by ctl"
 			act.cancel()
 			return nil
-		case o.jobOf(id) != nil:
+		case j != nil:
 			// The daemon's own work on it (a verdict, a test check) is
 			// moot: stop it, whole.
-			j := o.jobOf(id)
 			j.interrupt = "feature skipped by ctl"
 			j.cancel()
 			return nil
