@@ -148,6 +148,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./progress
 	$(GO) test -run '^$$' -fuzz '^FuzzStreamDecoder$$' -fuzztime $(FUZZTIME) ./agents
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) ./gates
+	$(GO) test -run '^$$' -fuzz '^FuzzFetchHost$$' -fuzztime $(FUZZTIME) ./gates
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./guards/rulefile
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzMessages$$' -fuzztime $(FUZZTIME) ./scriptedmodel

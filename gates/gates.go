@@ -109,6 +109,9 @@ type State struct {
 	// Writable are the directories outside the project that agents may
 	// write: temp and tool caches, as the sandbox allows them.
 	Writable []string
+	// Network is what the run may reach over the network: WebFetch is
+	// held to it. The zero value reaches no host.
+	Network Network
 	// MaxReadBytes is the log-read-limit threshold; 0 means 256 KiB.
 	MaxReadBytes int64
 	// MaxFileSize is sandbox.max_file_mb in bytes; 0: no bound. A change
@@ -163,17 +166,18 @@ func decide(m Modes, gate, code, msg, suggestion string) *Decision {
 
 // decidedTools are the tools whose calls PreToolUse decides on by
 // itself: the file tools, Read and Bash, and the subagent and background
-// tools (judgeBeside). It allows every other tool's call. Named in the
+// tools (judgeBeside), and WebFetch, which the sandbox's network allowlist
+// does not reach (judgeWebFetch). It allows every other tool's call. Named in the
 // matcher, Monitor reaches the hook as itself: Claude Code hands a tool the
 // matcher does not name to a hook of a kindred one it does (a Monitor
 // call to a Bash hook, as a plain command).
-var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task", "Monitor", "Workflow"}
+var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task", "Monitor", "Workflow", "WebFetch"}
 
 // PreToolUseMatcher is the matcher of a daemon's run's PreToolUse hook:
 // the tools the built-in gates decide on and those the active guards
 // judge, or "" (every tool) when a guard may judge any. Claude Code
 // starts a process for every hook it runs and handles it at a cost a run
-// feels: a ToolSearch, a Skill, a WebFetch or a call of the daemon's own
+// feels: a ToolSearch, a Skill, a WebSearch or a call of the daemon's own
 // MCP tools (a Glob, a Grep, a TodoWrite in the versions of Claude Code
 // that have them), which nothing decides on, need none.
 func PreToolUseMatcher(rules []guards.Rule) string {
@@ -213,6 +217,8 @@ func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
 		return judgeRead(m, a, s, in)
 	case "Bash":
 		return judgeBash(m, a, s, in.Command)
+	case "WebFetch":
+		return judgeWebFetch(a, s, in.URL)
 	}
 	return nil
 }

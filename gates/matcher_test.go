@@ -11,7 +11,7 @@ import (
 // on and for those the project's active guards judge; for every tool
 // when a guard may judge any call.
 func TestPreToolUseMatcher(t *testing.T) {
-	builtIn := "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|Workflow|Write"
+	builtIn := "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|WebFetch|Workflow|Write"
 	guard := func(status, tool string, m guards.Match) guards.Rule {
 		return guards.Rule{ID: "g", Status: status, Tool: tool, Match: m, Message: "no"}
 	}
@@ -21,12 +21,12 @@ func TestPreToolUseMatcher(t *testing.T) {
 		want  string
 	}{
 		{"no guards", nil, builtIn},
-		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|Monitor|MultiEdit|NotebookEdit|Read|Task|Workflow|Write"},
+		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|Monitor|MultiEdit|NotebookEdit|Read|Task|WebFetch|Workflow|Write"},
 		{"a guard on an MCP tool", []guards.Rule{guard(guards.Warn, "mcp__my-db__drop_table", guards.Match{Field: "table", Value: "."})}, builtIn + "|mcp__my-db__drop_table"},
 		{"a guard on a command", []guards.Rule{guard(guards.Enforce, "", guards.Match{Command: "curl"})}, builtIn},
 		{"a guard on a path", []guards.Rule{guard(guards.Enforce, "", guards.Match{Path: "db/**"})}, builtIn},
 		{"a guard on a field of any tool", []guards.Rule{guard(guards.Enforce, "", guards.Match{Field: "url", Value: "internal"})}, ""},
-		{"a proposed guard judges nothing yet", []guards.Rule{guard(guards.Proposed, "WebFetch", guards.Match{Field: "url", Value: "x"})}, builtIn},
+		{"a proposed guard judges nothing yet", []guards.Rule{guard(guards.Proposed, "WebSearch", guards.Match{Field: "url", Value: "x"})}, builtIn},
 		{"a retired one neither", []guards.Rule{guard(guards.Retired, "", guards.Match{Field: "url", Value: "x"})}, builtIn},
 		{"a name that is no plain name", []guards.Rule{guard(guards.Enforce, "mcp__a.b__c", guards.Match{Field: "x", Value: "y"})}, ""},
 	}
@@ -47,7 +47,7 @@ func TestToolsLeftOutOfPreToolUseDecideNothing(t *testing.T) {
 	list := e.p(".claude/progress/feature-list.json")
 	hostile := map[string]any{
 		"file_path": list, "notebook_path": list, "path": "/var/lib/ctxgraphd-state", "pattern": "**/*",
-		"command": "rm -rf .git", "content": "{}", "url": "http://example.com", "run_in_background": true,
+		"command": "rm -rf .git", "content": "{}", "url": "http://127.0.0.1:9/?secret=x", "query": "x", "run_in_background": true,
 		"todos": []any{}, "prompt": "x", "subagent_type": "general-purpose",
 	}
 	state := e.state

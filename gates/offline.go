@@ -23,6 +23,7 @@ type Offline struct {
 	Frozen         []string `json:"frozen"`          // the acceptance tests, project-relative
 	ProtectedGlobs []string `json:"protected_globs"` // gates.protected
 	Writable       []string `json:"writable"`        // directories outside the project agents may write
+	Network        Network  `json:"network"`         // the hosts a run may reach (sandbox.allowed_domains)
 	// Guards are the active guards (warn and enforce), so that a hook
 	// deciding alone holds agents to them too: no gate fails open. The
 	// daemon reads guards.yaml and writes them here as JSON, so the hook
@@ -68,4 +69,5 @@ func (o Offline) Apply(s *State) {
 	}
 	s.ProtectedGlobs = slices.Clone(o.ProtectedGlobs)
 	s.Writable = slices.Clone(o.Writable)
+	s.Network = Network{Unconfined: o.Network.Unconfined, Hosts: slices.Clone(o.Network.Hosts)}
 }

@@ -13,7 +13,8 @@ import (
 // it becomes the state the gates judge by.
 func TestOfflineRecordRoundTrips(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "p") // not there yet
-	o := Offline{Frozen: []string{"tests/a.sh", "tests/b.sh"}, ProtectedGlobs: []string{"tests/**"}, Writable: []string{"/tmp/x"}}
+	o := Offline{Frozen: []string{"tests/a.sh", "tests/b.sh"}, ProtectedGlobs: []string{"tests/**"}, Writable: []string{"/tmp/x"},
+		Network: Network{Hosts: []string{"proxy.golang.org", "*.example.com"}}}
 	if err := SaveOffline(dir, o); err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +35,13 @@ func TestOfflineRecordRoundTrips(t *testing.T) {
 	var s State
 	got.Apply(&s)
 	if !reflect.DeepEqual(s.Frozen, map[string]bool{"tests/a.sh": true, "tests/b.sh": true}) ||
-		!reflect.DeepEqual(s.ProtectedGlobs, o.ProtectedGlobs) || !reflect.DeepEqual(s.Writable, o.Writable) {
+		!reflect.DeepEqual(s.ProtectedGlobs, o.ProtectedGlobs) || !reflect.DeepEqual(s.Writable, o.Writable) ||
+		!reflect.DeepEqual(s.Network, o.Network) {
 		t.Fatalf("Apply: %+v", s)
 	}
 	// The state holds copies: the record can change without changing it.
-	got.ProtectedGlobs[0], got.Writable[0] = "changed", "changed"
-	if s.ProtectedGlobs[0] != "tests/**" || s.Writable[0] != "/tmp/x" {
+	got.ProtectedGlobs[0], got.Writable[0], got.Network.Hosts[0] = "changed", "changed", "changed"
+	if s.ProtectedGlobs[0] != "tests/**" || s.Writable[0] != "/tmp/x" || s.Network.Hosts[0] != "proxy.golang.org" {
 		t.Errorf("Apply shares the record's slices: %+v", s)
 	}
 }

@@ -63,6 +63,7 @@ type ToolInput struct {
 		ReplaceAll bool   `json:"replace_all"`
 	} `json:"edits"`
 	NotebookPath string `json:"notebook_path"`
+	URL          string `json:"url"` // WebFetch's
 	Offset       *int   `json:"offset"`
 	Limit        *int   `json:"limit"`
 	// RunInBackground is Bash's and the Agent tool's: nil when the call

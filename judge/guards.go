@@ -37,7 +37,7 @@ func (j *Judge) saveOffline() error {
 	j.mu.Lock()
 	o := gates.Offline{
 		Frozen: j.frozen.Sorted(), ProtectedGlobs: j.opts.ProtectedGlobs, Writable: j.opts.Writable,
-		Guards: slices.Clone(j.guards),
+		Network: j.opts.Network, Guards: slices.Clone(j.guards),
 	}
 	j.mu.Unlock()
 	return gates.SaveOffline(j.opts.Project.StateDir, o)

@@ -77,6 +77,10 @@ type Options struct {
 	SandboxWritable []string
 	// ProtectedGlobs are gates.protected: where the project's tests live.
 	ProtectedGlobs []string
+	// Network is what agents may reach (sandbox.enabled and
+	// sandbox.allowed_domains): WebFetch, which runs outside the sandbox,
+	// is held to it.
+	Network gates.Network
 	// TestTimeout bounds one run of a feature's test by the daemon.
 	TestTimeout time.Duration
 	// Parallel is how many frozen tests a regression sweep runs at once
@@ -339,7 +343,7 @@ func (j *Judge) state(rg *run) gates.State {
 	s := gates.State{
 		ProjectDir: dir, List: j.list,
 		Protected: j.Protected(), Frozen: j.frozen.paths(), ProtectedGlobs: j.opts.ProtectedGlobs,
-		Writable: j.opts.Writable, MaxFileSize: j.opts.Jail.Limits.FileSize,
+		Writable: j.opts.Writable, MaxFileSize: j.opts.Jail.Limits.FileSize, Network: j.opts.Network,
 	}
 	if rg != nil {
 		s.Commands, s.StopBlocks, s.Subagents = rg.commands, rg.stopBlocks, rg.subagents
@@ -579,7 +583,7 @@ func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gate
 	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
 	switch {
 	case r.Host != "":
-		t.Code = "network_denied"
+		t.Gate, t.Code = gates.Confinement, "network_denied"
 		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, textcut.Line(cmd, 200)),
 			WhatWasCorrect: "reach only the hosts the project allows", Why: "confinement"}
 	case r.rule != nil:
@@ -605,7 +609,7 @@ func ToolCall(p *gates.Payload) *store.TraceTool {
 		return nil
 	}
 	in := p.Input()
-	return &store.TraceTool{Name: p.ToolName, Input: textcut.Line(cmp.Or(in.Command, in.FilePath, in.NotebookPath, in.Path), maxToolInput)}
+	return &store.TraceTool{Name: p.ToolName, Input: textcut.Line(cmp.Or(in.Command, in.FilePath, in.NotebookPath, in.Path, in.URL), maxToolInput)}
 }
 
 // maxToolInput bounds what a trace keeps of a tool call's input.

@@ -360,7 +360,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 		name    string
 		person  bool
 		payload map[string]any
-		gate    string // "" with a code: the network allowlist; no code: no trace
+		gate    string // no code: no trace
 		code    string
 		what    string // WhatHappened, or its start when prefix
 		prefix  bool
@@ -374,7 +374,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 		{name: "a connection to a host not allowed",
 			payload: map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "curl  -s\n https://evil.example"},
 				"tool_response": map[string]any{"stdout": "", "stderr": "<sandbox_violations>\ndeny network-outbound evil.example:443\n</sandbox_violations>"}},
-			code:    "network_denied",
+			gate: gates.Confinement, code: "network_denied",
 			what:    "the sandbox refused a connection to evil.example by `curl -s https://evil.example`: not a host sandbox.allowed_domains lets through",
 			correct: "reach only the hosts the project allows", why: "confinement"},
 		{name: "a command quoted whole at the bound", payload: bashFailurePayload("echo "+long+"xx > tests/a.sh", roFS("tests/a.sh")),

@@ -382,10 +382,13 @@ func stripLineNumbers(s string) (out string, numbered bool) {
 	return strings.Join(kept, "\n"), len(kept) > 0
 }
 
-// target is the file or command of the call.
+// target is the file, URL or command of the call.
 func (x exchange) target() string {
 	if p := x.call.str("file_path"); p != "" {
 		return p
+	}
+	if u := x.call.str("url"); u != "" {
+		return u
 	}
 	return x.call.str("command")
 }

@@ -54,6 +54,7 @@ const (
 	background     // working code, and writers left running that would break it after the commit
 	attackDaemon   // pause and skip through the control socket, then working code
 	rewriteConfig  // prompts, settings and configuration rewritten, the daemon killed, then working code
+	fetchOut       // a WebFetch of the beacon with a secret in its query, then working code (escapes.go)
 	askGraph       // the context graph asked through MCP what failed before, then working code
 	runForbidden   // a command only a project's guard refuses, then working code
 	writeGuarded   // working code, then a file a project's guard holds, written by programs
@@ -89,6 +90,7 @@ var codingWork = map[Behavior]func(n int) work{
 	LeavesBackground:          func(int) work { return background },
 	AttacksDaemon:             func(int) work { return attackDaemon },
 	RewritesConfig:            func(int) work { return rewriteConfig },
+	FetchesOut:                func(int) work { return fetchOut },
 	HeedsPrecedent:            func(int) work { return writeOutOfScope },
 	QueriesGraph:              func(n int) work { return firstThen(n, writeBroken, askGraph) },
 	RunsForbidden:             func(int) work { return runForbidden },
@@ -317,6 +319,8 @@ func (s *Server) coding(t *turn) script {
 		steps = append(t.daemonAttacks(s.otherFeature(id), s.binary()), append(code, complete...)...)
 	case rewriteConfig:
 		steps = append(configRewrites(), append(code, complete...)...)
+	case fetchOut:
+		steps = append(t.fetchOut(), append(code, complete...)...)
 	case runForbidden:
 		steps = append([]step{bash(ForbiddenCommand(id), "Clean the build directory").refusable()}, append(code, complete...)...)
 	case danglingLink:

@@ -173,6 +173,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Jail:            testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
 		Writable:        append(slices.Clone(writable), os.TempDir()),
 		SandboxWritable: append(slices.Clone(writable), sandbox.TempDir(env)),
+		Network:         gates.Network{Unconfined: !cfg.Sandbox.Enabled, Hosts: cfg.Sandbox.AllowedDomains},
 		ProtectedGlobs:  cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.
