@@ -36,6 +36,10 @@ const (
 	missing    = "File does not exist. Note: your current working directory is " + projectDir + "."
 	written    = "File created successfully at: somewhere"
 	notReadYet = "File has not been read yet. Read it first before writing to it."
+	// bwrapFailed is Claude Code's result for a Bash call whose sandbox
+	// bubblewrap could not set up (seen in CI: a path bound read-only
+	// went away before the mount).
+	bwrapFailed = "Exit code 1\nbwrap: Can't bind mount /oldroot/tmp/p/.claude/progress/x.tmp on /newroot/tmp/p/.claude/progress/x.tmp: No such file or directory"
 )
 
 // codedUpToList is a coding conversation up to its Read of the feature list.
@@ -96,6 +100,34 @@ func TestNextMove(t *testing.T) {
 		{"initializer starts with the test scripts",
 			func(t *testing.T) *convo { return newConvo(initCmd()) },
 			want{tool: "Bash", target: New(DefaultScenario(), nil).testScripts()}},
+		{"a command whose sandbox could not be set up is run again",
+			func(t *testing.T) *convo {
+				return newConvo(initCmd()).bash(New(DefaultScenario(), nil).testScripts(), bwrapFailed, true)
+			},
+			want{tool: "Bash", target: New(DefaultScenario(), nil).testScripts()}},
+		{"and again",
+			func(t *testing.T) *convo {
+				cmd := New(DefaultScenario(), nil).testScripts()
+				return newConvo(initCmd()).bash(cmd, bwrapFailed, true).bash(cmd, bwrapFailed, true)
+			},
+			want{tool: "Bash", target: New(DefaultScenario(), nil).testScripts()}},
+		{"once it ran, the script goes on",
+			func(t *testing.T) *convo {
+				cmd := New(DefaultScenario(), nil).testScripts()
+				return newConvo(initCmd()).bash(cmd, bwrapFailed, true).bash(cmd, bwrapFailed, true).bash(cmd, "(Bash completed with no output)", false)
+			},
+			want{tool: "Write", target: abs(featureListPath), content: listFor(t)}},
+		{"but not a third time in a row",
+			func(t *testing.T) *convo {
+				cmd := New(DefaultScenario(), nil).testScripts()
+				return newConvo(initCmd()).bash(cmd, bwrapFailed, true).bash(cmd, bwrapFailed, true).bash(cmd, bwrapFailed, true)
+			},
+			want{text: "Stopping: Bash …"}},
+		{"a command's own failure is not run again",
+			func(t *testing.T) *convo {
+				return newConvo(initCmd()).bash(New(DefaultScenario(), nil).testScripts(), "Exit code 1\nmkdir: cannot create directory 'tests': File exists\nbwrap is not at fault", true)
+			},
+			want{text: "Stopping: Bash …"}},
 		{"initializer then writes the feature list",
 			func(t *testing.T) *convo {
 				return newConvo(initCmd()).bash("mkdir …", "(Bash completed with no output)", false)

@@ -2,6 +2,7 @@ package scriptedmodel
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
@@ -101,10 +102,19 @@ func (t *turn) play(sc script) reply {
 	}
 	next := 0
 	reread := "" // the file a Write was refused for until it is read again
+	var again *toolCall // a Bash call whose sandbox could not be set up
+	tries := 0          // how many times in a row it could not
 	for _, x := range t.exchanges {
 		if !x.answered {
 			return say("Stopping: my %s call got no result.", x)
 		}
+		again = nil
+		if x.isError && x.call.Name == "Bash" && sandboxSetupFailed(x.result) && tries < maxSetupRetries {
+			c := x.call
+			again, tries = &c, tries+1
+			continue
+		}
+		tries = 0
 		if reread != "" {
 			if x.call.Name != "Read" || x.isError {
 				return failed(x)
@@ -134,6 +144,9 @@ func (t *turn) play(sc script) reply {
 		}
 		next++
 	}
+	if again != nil {
+		return reply{call: again}
+	}
 	if reread != "" {
 		c := readCall(reread)
 		return reply{call: &c}
@@ -155,6 +168,19 @@ func mustReadFirst(result string) bool {
 	return strings.Contains(result, "has not been read yet") ||
 		strings.Contains(result, "modified since read")
 }
+
+// sandboxSetupFailed recognizes a Bash call that never ran: Claude Code's
+// sandbox could not be set up for it (bubblewrap could not bind a path
+// that went away between the CLI's listing and the mount, a race with the
+// daemon's own files). A real model runs the same command again, up to
+// maxSetupRetries times in a row.
+func sandboxSetupFailed(result string) bool {
+	return bwrapFailureRe.MatchString(result)
+}
+
+var bwrapFailureRe = regexp.MustCompile(`(?m)^bwrap: `)
+
+const maxSetupRetries = 2
 
 // failed is the final text for a tool error the script did not expect: it
 // quotes the error so that whoever reads the run sees the cause.
