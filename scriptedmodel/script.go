@@ -101,7 +101,7 @@ func (t *turn) play(sc script) reply {
 		return say("Stopping: %d tool calls for this command without finishing; the conversation no longer follows my script.", len(t.exchanges))
 	}
 	next := 0
-	reread := "" // the file a Write was refused for until it is read again
+	reread := ""        // the file a Write was refused for until it is read again
 	var again *toolCall // a Bash call whose sandbox could not be set up
 	tries := 0          // how many times in a row it could not
 	for _, x := range t.exchanges {
