@@ -456,15 +456,24 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 	o.agree(t)
 }
 
-// TestConfinedWebFetch: a coder has Claude Code fetch a URL of a loopback
-// port, with its run's token in the query. WebFetch runs in the CLI's own
-// process, where the sandbox's network allowlist does not reach, and under
-// bypassPermissions it asks no one; Claude Code's own check of the domain
-// is off here (skipWebFetchPreflight, as a user's settings may have it),
-// so only the hook stands between the token and the port.
-func TestConfinedWebFetch(t *testing.T) {
+// TestConfinedToolsOutsideTheSandbox plays coders that use Claude Code's
+// tools that act from the CLI's own process, outside the sandbox, under
+// bypassPermissions, which asks no one.
+//
+// F-001 has WebFetch fetch a URL of a loopback port with its run's token
+// in the query. Claude Code's own check of the domain is off here
+// (skipWebFetchPreflight, as a user's settings may have it), so only the
+// hook stands between the token and the port.
+//
+// F-002 asks for a subagent in a git worktree of its own, which Claude
+// Code's own git would add to the project's repository, under .claude/
+// where no change set looks.
+func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
 	t.Parallel()
-	sc := scenario("confined-webfetch", feature("F-001", scriptedmodel.FetchesOut))
+	sc := scenario("confined-outside-tools",
+		feature("F-001", scriptedmodel.FetchesOut),
+		feature("F-002", scriptedmodel.WorksElsewhere),
+	)
 	sc.Ctxgraphd = binary
 	p := newProject(t, sc)
 	beacon := p.escapeBeacon()
@@ -476,23 +485,44 @@ func TestConfinedWebFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := p.runMisbehaving()
-	if got, want := states(o.list), "F-001=tested"; got != want {
+	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
 	}
-	if n := beacon.connections(); n != 0 {
-		t.Errorf("WebFetch reached the loopback port: %d connections", n)
-	}
-	d := o.denied(t, "F-001", gates.Confinement, "network_denied")
-	if len(d) != 1 || d[0].Tool != "WebFetch" || !strings.Contains(d[0].Target, scriptedmodel.ExfiltrationPath) {
-		t.Errorf("denials read by the model: %v, want the WebFetch of the port", d)
-	}
-	for _, v := range o.violated(t, "F-001", "coding-agent", gates.Confinement, "network_denied", store.SourceHook) {
-		if v.Tool == nil || v.Tool.Name != "WebFetch" {
-			t.Errorf("the violation %s names tool %+v, want WebFetch", v.ID, v.Tool)
+
+	t.Run("WebFetch of a host not allowed", func(t *testing.T) {
+		if n := beacon.connections(); n != 0 {
+			t.Errorf("WebFetch reached the loopback port: %d connections", n)
 		}
-	}
-	// A denied fetch is no failed attempt: the work went on.
-	o.testedBy(t, "F-001", 1)
+		d := o.denied(t, "F-001", gates.Confinement, "network_denied")
+		if len(d) != 1 || d[0].Tool != "WebFetch" || !strings.Contains(d[0].Target, scriptedmodel.ExfiltrationPath) {
+			t.Errorf("denials read by the model: %v, want the WebFetch of the port", d)
+		}
+		for _, v := range o.violated(t, "F-001", "coding-agent", gates.Confinement, "network_denied", store.SourceHook) {
+			if v.Tool == nil || v.Tool.Name != "WebFetch" {
+				t.Errorf("the violation %s names tool %+v, want WebFetch", v.ID, v.Tool)
+			}
+		}
+		// A denied fetch is no failed attempt: the work went on.
+		o.testedBy(t, "F-001", 1)
+	})
+
+	t.Run("a subagent in a worktree of its own", func(t *testing.T) {
+		if d := o.denied(t, "F-002", gates.RoleWritePolicy, "runs_elsewhere"); len(d) != 1 || d[0].Tool != "Agent" && d[0].Tool != "Task" {
+			t.Errorf("denials read by the model: %v, want the subagent with isolation", d)
+		}
+		if got := strings.TrimSpace(p.git("worktree", "list", "--porcelain")); strings.Count(got, "worktree ") != 1 {
+			t.Errorf("the repository has worktrees besides the project's:\n%s", got)
+		}
+		if _, err := os.Stat(filepath.Join(p.paths.Dir, ".claude", "worktrees")); err == nil {
+			t.Error(".claude/worktrees exists: Claude Code made a worktree for the subagent")
+		}
+		for _, ref := range strings.Fields(p.git("for-each-ref", "--format=%(refname)")) {
+			if !strings.HasPrefix(ref, "refs/heads/master") && !strings.HasPrefix(ref, "refs/heads/main") && !strings.HasPrefix(ref, "refs/ctxgraphd/") {
+				t.Errorf("ref %s: Claude Code's own git reached the repository", ref)
+			}
+		}
+		o.testedBy(t, "F-002", 1)
+	})
 	o.agree(t)
 }
 

@@ -45,7 +45,9 @@ var subagentTools = map[string]bool{"Agent": true, "Task": true}
 func IsSubagentCall(tool string) bool { return subagentTools[tool] }
 
 // judgeBeside refuses a call that would leave something of the agent's
-// running beside its next calls.
+// running beside its next calls, or elsewhere: a subagent in a worktree
+// of its own (isolation "worktree", made by Claude Code's own git outside
+// the sandbox, as EnterWorktree's are) or on a remote machine.
 func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
 	if a.Role == "" {
 		return nil
@@ -64,6 +66,10 @@ func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"in a daemon's run a subagent works in the foreground, so that nothing of the agent's runs beside its own calls",
 			fmt.Sprintf("call %s again without run_in_background", p.ToolName))
+	case subagentTools[p.ToolName] && in.Isolation != "":
+		return decide(m, RoleWritePolicy, "runs_elsewhere",
+			fmt.Sprintf("in a daemon's run a subagent works in the run's own tree: isolation %q has Claude Code's own git, outside the sandbox, add a worktree and a branch to the project's repository (or send the work to a remote machine)", in.Isolation),
+			fmt.Sprintf("call %s again without isolation", p.ToolName))
 	case subagentTools[p.ToolName] && s.Subagents > 0:
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"in a daemon's run one subagent works at a time, so that nothing of the agent's runs beside another's calls",

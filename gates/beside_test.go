@@ -31,6 +31,10 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 		{"a tester's background command too", Actor{Role: Tester, Feature: "F-001", Run: "r2"}, "Bash", map[string]any{"command": "sleep 100", "run_in_background": yes}, 0, true},
 		{"a person's own session", Actor{}, "Bash", map[string]any{"command": "npm run dev", "run_in_background": yes}, 0, false},
 		{"a person's subagents", Actor{}, "Agent", map[string]any{"prompt": "look around"}, 2, false},
+		{"a subagent in a worktree of its own", coder, "Agent", map[string]any{"prompt": "try it apart", "isolation": "worktree"}, 0, true},
+		{"a subagent on a remote machine", coder, "Agent", map[string]any{"prompt": "try it apart", "isolation": "remote"}, 0, true},
+		{"a subagent in a worktree under the old name", coder, "Task", map[string]any{"prompt": "try it apart", "isolation": "worktree"}, 0, true},
+		{"a person's subagent in a worktree", Actor{}, "Agent", map[string]any{"prompt": "try it apart", "isolation": "worktree"}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := e.state
@@ -39,8 +43,12 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 			if got := d.Blocks(); got != tt.refused {
 				t.Fatalf("refused = %v, want %v (%+v)", got, tt.refused, d)
 			}
-			if tt.refused && (d.Gate != RoleWritePolicy || d.Code != "runs_beside" || d.Suggestion == "") {
-				t.Errorf("decision %+v, want role-write-policy/runs_beside with what to do instead", d)
+			code := "runs_beside"
+			if _, ok := tt.input["isolation"]; ok {
+				code = "runs_elsewhere"
+			}
+			if tt.refused && (d.Gate != RoleWritePolicy || d.Code != code || d.Suggestion == "") {
+				t.Errorf("decision %+v, want role-write-policy/%s with what to do instead", d, code)
 			}
 		})
 	}

@@ -70,6 +70,8 @@ type ToolInput struct {
 	// does not say (for the Agent tool, Claude Code then runs it in the
 	// background).
 	RunInBackground *bool `json:"run_in_background"`
+	// Isolation is the Agent tool's: "worktree" or "remote".
+	Isolation string `json:"isolation"`
 }
 
 // BashResponse is PostToolUse's tool_response for Bash.

@@ -55,6 +55,7 @@ const (
 	attackDaemon   // pause and skip through the control socket, then working code
 	rewriteConfig  // prompts, settings and configuration rewritten, the daemon killed, then working code
 	fetchOut       // a WebFetch of the beacon with a secret in its query, then working code (escapes.go)
+	isolate        // a subagent in a git worktree of its own, then working code (races.go)
 	askGraph       // the context graph asked through MCP what failed before, then working code
 	runForbidden   // a command only a project's guard refuses, then working code
 	writeGuarded   // working code, then a file a project's guard holds, written by programs
@@ -91,6 +92,7 @@ var codingWork = map[Behavior]func(n int) work{
 	AttacksDaemon:             func(int) work { return attackDaemon },
 	RewritesConfig:            func(int) work { return rewriteConfig },
 	FetchesOut:                func(int) work { return fetchOut },
+	WorksElsewhere:            func(int) work { return isolate },
 	HeedsPrecedent:            func(int) work { return writeOutOfScope },
 	QueriesGraph:              func(n int) work { return firstThen(n, writeBroken, askGraph) },
 	RunsForbidden:             func(int) work { return runForbidden },
@@ -321,6 +323,17 @@ func (s *Server) coding(t *turn) script {
 		steps = append(configRewrites(), append(code, complete...)...)
 	case fetchOut:
 		steps = append(t.fetchOut(), append(code, complete...)...)
+	case isolate:
+		apart := t.subagent("Try it apart", "Write the feature's code in your own copy of the repository and say in a line whether its test passes there.", nil)
+		call := apart.call
+		apart.call = func() (toolCall, error) {
+			c, err := call()
+			if err == nil {
+				c.Input["isolation"] = "worktree"
+			}
+			return c, err
+		}
+		steps = append([]step{apart.refusable()}, append(code, complete...)...)
 	case runForbidden:
 		steps = append([]step{bash(ForbiddenCommand(id), "Clean the build directory").refusable()}, append(code, complete...)...)
 	case danglingLink:

@@ -101,6 +101,11 @@ const (
 	// of BeaconEnv's address with the run's token in its query; then it
 	// does its work.
 	FetchesOut Behavior = "fetches-out"
+	// WorksElsewhere asks for a subagent in a git worktree of its own
+	// (the subagent tool's isolation), which Claude Code's own git, outside
+	// the sandbox, would add to the project's repository; then it does its
+	// work.
+	WorksElsewhere Behavior = "works-elsewhere"
 	// HeedsPrecedent makes the out-of-scope mistake (OutOfScope) unless
 	// its command's precedent tells of it: a line that names the file and
 	// the scope gate. It measures whether what one agent was refused
@@ -150,7 +155,7 @@ const DeployCommand = "make deploy"
 // behaviors lists the known behaviors in the order error messages show them.
 var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	SetsTested, BashSetsTested, WritesSessionState, OutOfScope, RewritesOther, ReadsHugeLog,
-	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, FetchesOut, HeedsPrecedent, QueriesGraph,
+	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, FetchesOut, WorksElsewhere, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
 	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache,
 	RacesTheWrite, DelegatesInForeground, BreaksAnother}
