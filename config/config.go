@@ -93,7 +93,7 @@ type Sandbox struct {
 	// Enabled is true unless the user turns confinement off, which only an
 	// explicit setting can do, and which ctl status and the logs then say.
 	Enabled        bool     `yaml:"enabled"`
-	AllowedDomains []string `yaml:"allowed_domains"` // hosts agents' programs may reach
+	AllowedDomains []string `yaml:"allowed_domains"` // hosts agents' programs and WebFetch calls may reach
 	AllowWrite     []string `yaml:"allow_write"`     // absolute directories writable besides the project, temp and tool caches
 	// MaxProcesses, MaxMemoryMB and MaxFileMB bound every agent run and
 	// every test run of the daemon (see sandbox.Limits); 0: no bound.

@@ -154,7 +154,7 @@ func buildRegistry() []*key {
 		&key{name: "sandbox.enabled", kind: kindBool,
 			help: "confine every agent run in Claude Code's sandbox; false turns confinement off, visibly", access: field(func(c *Config) *bool { return &c.Sandbox.Enabled })},
 		&key{name: "sandbox.allowed_domains", kind: kindList, what: "host names, such as proxy.golang.org or *.example.com", elem: validDomain,
-			help: "hosts that programs run by agents may reach", notes: domainNotes, access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
+			help: "hosts that agents' programs and WebFetch calls may reach", notes: domainNotes, access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
 		&key{name: "sandbox.allow_write", kind: kindList, what: "absolute directory paths", elem: filepath.IsAbs,
 			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
 		&key{name: "sandbox.max_processes", kind: kindInt,

@@ -531,21 +531,32 @@ grep -qx '%[1]s works' src/%[1]s.txt
 
 // A lane's check that ends while another lane's verdict is judged (the
 // one job that moves the branch) leaves its lane idle for that long only:
-// once the verdict is in, the lane's coder starts. F-002's test is slow
-// before its code exists, F-001's once it does: F-002's check ends in
-// the middle of F-001's verdict.
+// once the verdict is in, the lane's coder starts. The tests meet through
+// files: F-002's check (its test before its code exists) waits for F-001's
+// verdict (the only run of F-001's test with its code: the scripted tester
+// does not run it) to begin, then ends; the verdict waits for that, and a
+// moment more.
 func TestLanesACheckThatEndsDuringAVerdictGoesOn(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
+	meet := t.TempDir()
+	waitFor := func(name string) string {
+		return fmt.Sprintf("for i in $(seq 200); do [ -e %s/%s ] && break; sleep 0.05; done", meet, name)
+	}
 	h.runner.script[agents.Initializer] = initializerWithTests(
-		"if [ -e src/F-001.txt ]; then sleep 2; fi\ngrep -qx 'F-001 works' src/F-001.txt\n",
-		"if [ ! -e src/F-002.txt ]; then sleep 1; fi\ngrep -qx 'F-002 works' src/F-002.txt\n",
+		fmt.Sprintf("if [ -e src/F-001.txt ]; then touch %s/verdict; %s; sleep 0.3; fi\ngrep -qx 'F-001 works' src/F-001.txt\n", meet, waitFor("checked")),
+		fmt.Sprintf("if [ ! -e src/F-002.txt ]; then %s; touch %s/checked; fi\ngrep -qx 'F-002 works' src/F-002.txt\n", waitFor("verdict"), meet),
 	)
 	if err := h.runToEndWithin(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("features = %s: a lane whose check ended during a verdict was left idle", got)
+	}
+	for _, f := range []string{"verdict", "checked"} {
+		if _, err := os.Stat(filepath.Join(meet, f)); err != nil {
+			t.Errorf("%s: F-002's check did not end during F-001's verdict; this test no longer holds what it says", f)
+		}
 	}
 	noLanesLeft(t, h)
 }
