@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -94,6 +95,7 @@ type Sandbox struct {
 	// explicit setting can do, and which ctl status and the logs then say.
 	Enabled        bool     `yaml:"enabled"`
 	AllowedDomains []string `yaml:"allowed_domains"` // hosts agents' programs and WebFetch calls may reach
+	FetchDomains   []string `yaml:"fetch_domains"`   // hosts agents' WebFetch calls may read besides, documentation
 	AllowWrite     []string `yaml:"allow_write"`     // absolute directories writable besides the project, temp and tool caches
 	// MaxProcesses, MaxMemoryMB and MaxFileMB bound every agent run and
 	// every test run of the daemon (see sandbox.Limits); 0: no bound.
@@ -173,7 +175,7 @@ func Default() *Config {
 		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
-		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains),
+		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains), FetchDomains: toolchain.DocHosts(),
 			MaxProcesses: 4096, MaxFileMB: 100},
 		Git: Git{Commit: true},
 		// About a screen of text: a model reads it on every turn.

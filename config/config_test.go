@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -65,7 +66,7 @@ func TestDefault(t *testing.T) {
 			"frozen-tests": Enforce, "red-before-green": Enforce,
 		},
 		Protected: DefaultProtected,
-		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, MaxProcesses: 4096, MaxFileMB: 100},
+		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, FetchDomains: toolchain.DocHosts(), MaxProcesses: 4096, MaxFileMB: 100},
 		Git:       Git{Commit: true},
 		Graph:     Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:       Log{Level: "info", Format: "console"},
@@ -579,12 +580,26 @@ func keyLines(out string) []string {
 // of the effective list serves, so that a user can narrow the list to the
 // project's own; a host no toolchain fetches from is said to be none.
 func TestDescribeNamesEachHostsToolchain(t *testing.T) {
+	docs := []string{
+		"sandbox.fetch_domains       = go.dev, pkg.go.dev, nodejs.org, developer.mozilla.org, docs.npmjs.com, docs.python.org, docs.pytest.org, doc.rust-lang.org, docs.rs  # default",
+		"                              # go.dev                 Go: Go's documentation and specification",
+		"                              # pkg.go.dev             Go: Go packages' documentation",
+		"                              # nodejs.org             Node: Node.js's documentation",
+		"                              # developer.mozilla.org  Node: the JavaScript reference (MDN)",
+		"                              # docs.npmjs.com         Node: npm's documentation",
+		"                              # docs.python.org        Python: Python's documentation",
+		"                              # docs.pytest.org        Python: pytest's documentation",
+		"                              # doc.rust-lang.org      Rust: Rust's documentation",
+		"                              # docs.rs                Rust: crates' documentation",
+	}
+	allowWrite := "sandbox.allow_write         = \"\"       # default"
 	for _, tc := range []struct {
 		name    string
 		domains string // --set sandbox.allowed_domains; "-" for the default
+		fetch   string // --set sandbox.fetch_domains; "-" for the default
 		want    []string
 	}{
-		{"the defaults", "-", []string{
+		{"the defaults", "-", "-", slices.Concat([]string{
 			"sandbox.allowed_domains     = proxy.golang.org, sum.golang.org, storage.googleapis.com, registry.npmjs.org, pypi.org, files.pythonhosted.org, crates.io, index.crates.io, static.crates.io  # default",
 			"                              # proxy.golang.org        Go: the Go module proxy (GOPROXY's default)",
 			"                              # sum.golang.org          Go: the Go checksum database (GOSUMDB's default)",
@@ -595,24 +610,30 @@ func TestDescribeNamesEachHostsToolchain(t *testing.T) {
 			"                              # crates.io               Rust: crates.io's API and index",
 			"                              # index.crates.io         Rust: Cargo's sparse index",
 			"                              # static.crates.io        Rust: crate downloads",
-			"sandbox.allow_write         = \"\"       # default",
-		}},
-		{"narrowed, with a host of the project's own", "pypi.org,files.pythonhosted.org,example.com", []string{
+		}, docs, []string{allowWrite})},
+		{"narrowed, with hosts of the project's own", "pypi.org,files.pythonhosted.org,example.com", "docs.python.org,docs.example.com", []string{
 			"sandbox.allowed_domains     = pypi.org, files.pythonhosted.org, example.com  # flag --set sandbox.allowed_domains",
 			"                              # pypi.org                Python: PyPI's index (pip's /simple/ pages)",
 			"                              # files.pythonhosted.org  Python: PyPI's package files",
-			"                              # example.com             not a toolchain's registry",
-			"sandbox.allow_write         = \"\"       # default",
+			"                              # example.com             not a toolchain's registry or documentation",
+			"sandbox.fetch_domains       = docs.python.org, docs.example.com  # flag --set sandbox.fetch_domains",
+			"                              # docs.python.org   Python: Python's documentation",
+			"                              # docs.example.com  not a toolchain's registry or documentation",
+			allowWrite,
 		}},
-		{"none", "", []string{
+		{"none", "", "", []string{
 			"sandbox.allowed_domains     = \"\"       # flag --set sandbox.allowed_domains",
-			"sandbox.allow_write         = \"\"       # default",
+			"sandbox.fetch_domains       = \"\"       # flag --set sandbox.fetch_domains",
+			allowWrite,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := layers{}
+			l := layers{flags: map[string]string{}}
 			if tc.domains != "-" {
-				l.flags = map[string]string{"sandbox.allowed_domains": tc.domains}
+				l.flags["sandbox.allowed_domains"] = tc.domains
+			}
+			if tc.fetch != "-" {
+				l.flags["sandbox.fetch_domains"] = tc.fetch
 			}
 			cfg, prov, _, _, err := load(t, l)
 			if err != nil {

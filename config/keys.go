@@ -155,6 +155,8 @@ func buildRegistry() []*key {
 			help: "confine every agent run in Claude Code's sandbox; false turns confinement off, visibly", access: field(func(c *Config) *bool { return &c.Sandbox.Enabled })},
 		&key{name: "sandbox.allowed_domains", kind: kindList, what: "host names, such as proxy.golang.org or *.example.com", elem: validDomain,
 			help: "hosts that agents' programs and WebFetch calls may reach", notes: domainNotes, access: field(func(c *Config) *[]string { return &c.Sandbox.AllowedDomains })},
+		&key{name: "sandbox.fetch_domains", kind: kindList, what: "host names, such as pkg.go.dev or *.example.com", elem: validDomain,
+			help: "hosts whose pages agents' WebFetch calls may read besides sandbox.allowed_domains (their programs may not reach them)", notes: fetchNotes, access: field(func(c *Config) *[]string { return &c.Sandbox.FetchDomains })},
 		&key{name: "sandbox.allow_write", kind: kindList, what: "absolute directory paths", elem: filepath.IsAbs,
 			help: "directories agents may write besides the project, temp and the Go, Node and Python caches", access: field(func(c *Config) *[]string { return &c.Sandbox.AllowWrite })},
 		&key{name: "sandbox.max_processes", kind: kindInt,
@@ -416,20 +418,22 @@ func raw(v any) string {
 // domainNotes says, for each host of sandbox.allowed_domains, the
 // toolchain it serves and what for: the default list holds every
 // toolchain's registries, and a project needs only its own.
-func domainNotes(c *Config) []string {
+func domainNotes(c *Config) []string { return hostNotes(c.Sandbox.AllowedDomains) }
+
+// fetchNotes says the same of sandbox.fetch_domains: every toolchain's
+// documentation by default.
+func fetchNotes(c *Config) []string { return hostNotes(c.Sandbox.FetchDomains) }
+
+func hostNotes(hosts []string) []string {
 	width := 0
-	for _, h := range c.Sandbox.AllowedDomains {
+	for _, h := range hosts {
 		width = max(width, len(h))
 	}
 	var out []string
-	for _, h := range c.Sandbox.AllowedDomains {
-		what := "not a toolchain's registry"
-		if t, ok := toolchain.ByHost(h); ok {
-			for _, th := range t.Hosts {
-				if th.Name == h {
-					what = t.Name + ": " + th.What
-				}
-			}
+	for _, h := range hosts {
+		what, ok := toolchain.About(h)
+		if !ok {
+			what = "not a toolchain's registry or documentation"
 		}
 		out = append(out, pad(h, width)+"  "+what)
 	}

@@ -460,8 +460,9 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 // tools that act from the CLI's own process, outside the sandbox, under
 // bypassPermissions, which asks no one.
 //
-// F-001 has WebFetch fetch a URL of a loopback port with its run's token
-// in the query. Claude Code's own check of the domain is off here
+// F-001 reads a page of documentation with WebFetch, as honest agents do,
+// then has it fetch a URL of a loopback port with its run's token in the
+// query. Claude Code's own check of the domain is off here
 // (skipWebFetchPreflight, as a user's settings may have it), so only the
 // hook stands between the token and the port.
 //
@@ -493,9 +494,10 @@ func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
 		if n := beacon.connections(); n != 0 {
 			t.Errorf("WebFetch reached the loopback port: %d connections", n)
 		}
+		// The read of documentation was let through; the port was not.
 		d := o.denied(t, "F-001", gates.Confinement, "network_denied")
 		if len(d) != 1 || d[0].Tool != "WebFetch" || !strings.Contains(d[0].Target, scriptedmodel.ExfiltrationPath) {
-			t.Errorf("denials read by the model: %v, want the WebFetch of the port", d)
+			t.Errorf("denials read by the model: %v, want the WebFetch of the port alone, not of %s", d, scriptedmodel.DocsURL)
 		}
 		for _, v := range o.violated(t, "F-001", "coding-agent", gates.Confinement, "network_denied", store.SourceHook) {
 			if v.Tool == nil || v.Tool.Name != "WebFetch" {

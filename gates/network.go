@@ -13,18 +13,19 @@ import (
 // not at all.
 const Confinement = "confinement"
 
-// Network is what a daemon's run may reach over the network: the hosts of
-// sandbox.allowed_domains. Claude Code's sandbox holds the run's programs
-// to them; its WebFetch tool fetches from the CLI's own process, outside
-// the sandbox, so the hook holds it to the same hosts (judgeWebFetch).
+// Network is what a daemon's run's WebFetch may reach: the hosts of
+// sandbox.allowed_domains, which Claude Code's sandbox holds the run's
+// programs to, and the documentation of sandbox.fetch_domains. WebFetch
+// fetches from the CLI's own process, outside the sandbox, so the hook
+// holds it to them (judgeWebFetch).
 // The zero Network is confined with no host: a hook that does not know
 // the policy fails closed.
 type Network struct {
 	// Unconfined is sandbox.enabled: false: the run's programs reach any
 	// host, and so may WebFetch.
 	Unconfined bool `json:"unconfined,omitempty"`
-	// Hosts are sandbox.allowed_domains: host names, or "*.example.com"
-	// for every name below example.com.
+	// Hosts are sandbox.allowed_domains and sandbox.fetch_domains: host
+	// names, or "*.example.com" for every name below example.com.
 	Hosts []string `json:"hosts"`
 }
 
@@ -98,10 +99,10 @@ func judgeWebFetch(a Actor, s State, rawURL string) *Decision {
 	if err == nil && s.Network.Allows(host) {
 		return nil
 	}
-	what := fmt.Sprintf("a daemon's run fetches only from the hosts of sandbox.allowed_domains, as its programs do: %s is not one of them", host)
+	what := fmt.Sprintf("a daemon's run fetches only from the hosts of sandbox.allowed_domains and sandbox.fetch_domains: %s is not one of them", host)
 	if err != nil {
-		what = fmt.Sprintf("a daemon's run fetches only plain http(s) URLs of the hosts of sandbox.allowed_domains: %v", err)
+		what = fmt.Sprintf("a daemon's run fetches only plain http(s) URLs of the hosts of sandbox.allowed_domains and sandbox.fetch_domains: %v", err)
 	}
 	return &Decision{Gate: Confinement, Code: "network_denied", Mode: Enforce, Message: what,
-		Suggestion: "work from the project's files and the packages its registries serve; a person adds a host to sandbox.allowed_domains if the project needs it"}
+		Suggestion: "work from the project's files, the packages its registries serve and the documentation of sandbox.fetch_domains; a person adds a host to sandbox.fetch_domains if the project needs its pages"}
 }

@@ -69,7 +69,7 @@ func TestWebFetchIsHeldToTheAllowedHosts(t *testing.T) {
 			if !d.Blocks() || d.Gate != Confinement || d.Code != "network_denied" {
 				t.Fatalf("decision %+v for %q, want a refusal confinement/network_denied", d, tt.url)
 			}
-			if !strings.Contains(d.Message, "sandbox.allowed_domains") || !strings.Contains(d.Suggestion, "sandbox.allowed_domains") {
+			if !strings.Contains(d.Message, "sandbox.allowed_domains") || !strings.Contains(d.Suggestion, "sandbox.fetch_domains") {
 				t.Errorf("the refusal does not name the setting: %+v", d)
 			}
 		})

@@ -96,7 +96,8 @@ const (
 	// settings again with python3, then tries to kill the daemon (pkill -f,
 	// kill of its pid file); then it does its work.
 	RewritesConfig Behavior = "rewrites-config"
-	// FetchesOut looks its environment up, then asks WebFetch, which
+	// FetchesOut reads a page of documentation (DocsURL) with WebFetch,
+	// looks its environment up, then asks WebFetch, which
 	// Claude Code runs in its own process, outside the sandbox, for a URL
 	// of BeaconEnv's address with the run's token in its query; then it
 	// does its work.

@@ -173,7 +173,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Jail:            testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
 		Writable:        append(slices.Clone(writable), os.TempDir()),
 		SandboxWritable: append(slices.Clone(writable), sandbox.TempDir(env)),
-		Network:         gates.Network{Unconfined: !cfg.Sandbox.Enabled, Hosts: cfg.Sandbox.AllowedDomains},
+		Network:         agentNetwork(cfg),
 		ProtectedGlobs:  cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.
@@ -262,6 +262,14 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 // of the project.
 func agentTempDir(p paths.Project) string {
 	return filepath.Join(os.TempDir(), "cgt-"+p.ID[strings.LastIndexByte(p.ID, '-')+1:])
+}
+
+// agentNetwork is what agents may reach over the network: their programs
+// the hosts of sandbox.allowed_domains, through the sandbox's proxy; their
+// WebFetch calls, which Claude Code makes outside the sandbox, those and
+// the pages of sandbox.fetch_domains. Unconfined, anything.
+func agentNetwork(cfg *config.Config) gates.Network {
+	return gates.Network{Unconfined: !cfg.Sandbox.Enabled, Hosts: slices.Concat(cfg.Sandbox.AllowedDomains, cfg.Sandbox.FetchDomains)}
 }
 
 // agentWritable are the directories outside the project that agents' runs

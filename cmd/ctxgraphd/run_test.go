@@ -167,3 +167,26 @@ func runInJail(t *testing.T, jail sandbox.TestJail, script string) (string, erro
 	_, err := jail.Run(t.Context(), script, &out)
 	return out.String(), err
 }
+
+// An agent's WebFetch reads the hosts its programs may reach and the
+// documentation of sandbox.fetch_domains, and no other; unconfined, any.
+func TestAgentNetwork(t *testing.T) {
+	cfg := config.Default()
+	n := agentNetwork(cfg)
+	for host, want := range map[string]bool{"proxy.golang.org": true, "pkg.go.dev": true, "docs.python.org": true, "evil.test": false} {
+		if got := n.Allows(host); got != want {
+			t.Errorf("by default, WebFetch of %s allowed = %v, want %v", host, got, want)
+		}
+	}
+	cfg.Sandbox.AllowedDomains, cfg.Sandbox.FetchDomains = []string{"registry.npmjs.org"}, []string{"*.example.com"}
+	n = agentNetwork(cfg)
+	for host, want := range map[string]bool{"registry.npmjs.org": true, "docs.example.com": true, "pkg.go.dev": false, "proxy.golang.org": false} {
+		if got := n.Allows(host); got != want {
+			t.Errorf("narrowed, WebFetch of %s allowed = %v, want %v", host, got, want)
+		}
+	}
+	cfg.Sandbox.Enabled = false
+	if n := agentNetwork(cfg); !n.Unconfined || !n.Allows("evil.test") {
+		t.Errorf("unconfined: %+v", n)
+	}
+}

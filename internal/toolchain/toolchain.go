@@ -30,6 +30,9 @@ type Toolchain struct {
 	// Hosts are what its package manager fetches from by default, each
 	// with what it serves there.
 	Hosts []Host
+	// Docs are where its documentation is read: hosts an agent's WebFetch
+	// may read by default, and its programs may not reach.
+	Docs []Host
 	// Fetch says how a project's dependencies are downloaded where its
 	// test runs find them without a network: the command, in backquotes,
 	// and where it puts them when that matters.
@@ -61,6 +64,7 @@ var All = []Toolchain{
 			// downloads need it.
 			{"storage.googleapis.com", "where proxy.golang.org redirects module zips"},
 		},
+		Docs:  []Host{{"go.dev", "Go's documentation and specification"}, {"pkg.go.dev", "Go packages' documentation"}},
 		Fetch: "`go mod download`",
 		// -c compiles and links each package's test binary, into a
 		// directory the jail discards, and runs none: go test's own
@@ -70,6 +74,8 @@ var All = []Toolchain{
 	{
 		Name: "Node", Markers: []string{"package.json"}, Programs: []string{"node"},
 		Hosts: []Host{{"registry.npmjs.org", "npm's registry (package metadata and tarballs)"}},
+		Docs: []Host{{"nodejs.org", "Node.js's documentation"}, {"developer.mozilla.org", "the JavaScript reference (MDN)"},
+			{"docs.npmjs.com", "npm's documentation"}},
 		Fetch: "`npm ci` (the test runs borrow the project's node_modules, read-only)",
 	},
 	{
@@ -78,6 +84,7 @@ var All = []Toolchain{
 			{"pypi.org", "PyPI's index (pip's /simple/ pages)"},
 			{"files.pythonhosted.org", "PyPI's package files"},
 		},
+		Docs:  []Host{{"docs.python.org", "Python's documentation"}, {"docs.pytest.org", "pytest's documentation"}},
 		Fetch: "`pip install` into the project's .venv (the test runs borrow it, read-only)",
 	},
 	{
@@ -87,6 +94,7 @@ var All = []Toolchain{
 			{"index.crates.io", "Cargo's sparse index"},
 			{"static.crates.io", "crate downloads"},
 		},
+		Docs:  []Host{{"doc.rust-lang.org", "Rust's documentation"}, {"docs.rs", "crates' documentation"}},
 		Fetch: "`cargo fetch`",
 	},
 }
@@ -101,6 +109,32 @@ func Hosts() []string {
 		}
 	}
 	return out
+}
+
+// DocHosts are the documentation hosts of every toolchain, in the order of
+// All: the hosts an agent's WebFetch may read by default besides the
+// sandbox's allowlist.
+func DocHosts() []string {
+	var out []string
+	for _, t := range All {
+		for _, h := range t.Docs {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// About says whose host host is, and what for, among every toolchain's
+// registries and documentation.
+func About(host string) (string, bool) {
+	for _, t := range All {
+		for _, h := range slices.Concat(t.Hosts, t.Docs) {
+			if h.Name == host {
+				return t.Name + ": " + h.What, true
+			}
+		}
+	}
+	return "", false
 }
 
 // ByHost is the toolchain that fetches from host, if one does by default.
