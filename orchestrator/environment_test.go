@@ -101,10 +101,7 @@ func TestRunnerMissingBeforeAnyCodeStopsForAPerson(t *testing.T) {
 	if got := roles(h.runner.runs()); got != "initializer" {
 		t.Errorf("runs = %s: nothing should run until the machine is fixed", got)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if c := sess.Counters["F-001"]; c.Failures != 0 || c.Red != string(statemachine.RedDue) {
 		t.Errorf("F-001: %d failures, red %q; want none, and its check still due", c.Failures, c.Red)
 	}
@@ -145,10 +142,7 @@ func TestRunnerMissingAtTheVerdictStopsForAPerson(t *testing.T) {
 	if !strings.Contains(why, "F-001's test could not run") || !strings.Contains(why, "`ctxgraphd-test-runner-not-installed`") {
 		t.Errorf("the session stopped saying %q; want F-001's test and the runner named", why)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if c := sess.Counters["F-001"]; c.Failures != 0 {
 		t.Errorf("F-001: %d failures (%q), want none", c.Failures, c.LastFailure)
 	}
@@ -207,10 +201,7 @@ func TestTestersSandboxFailureStopsForAPerson(t *testing.T) {
 	if !strings.Contains(why, "`sandbox.allow_write: [/opt/ctxgraphd-test/go-build]` in .claude/ctxgraphd.yaml") {
 		t.Errorf("the session stopped saying %q; want the key and the value to set", why)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if c := sess.Counters["F-001"]; c.Failures != 0 {
 		t.Errorf("F-001: %d failures (%q), want none", c.Failures, c.LastFailure)
 	}

@@ -48,10 +48,7 @@ func TestNotLoggedInStopsTheSessionUncharged(t *testing.T) {
 	if got, want := roles(h.runner.runs()), "initializer"; got != want {
 		t.Errorf("runs = %s, want %s: nothing a person must fix is retried", got, want)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if sess.Session.InitFailures != 0 {
 		t.Errorf("init_failures = %d, want 0: the initializer did nothing wrong", sess.Session.InitFailures)
 	}
@@ -70,10 +67,7 @@ func TestAuthFailureOfACoderChargesNoAttempt(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "could not authenticate") {
 		t.Fatalf("loop ended with %v, want a stop on authentication", err)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if c := sess.Counters["F-001"]; c.Failures != 0 {
 		t.Errorf("F-001 failures = %d (%q), want 0", c.Failures, c.LastFailure)
 	}
@@ -96,10 +90,7 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 	if got, want := summary(h.list()), "F-001=tested F-002=tested"; got != want {
 		t.Errorf("features = %s, want %s", got, want)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if c := sess.Counters["F-001"]; c.Failures != 0 {
 		t.Errorf("F-001 failures = %d, want 0", c.Failures)
 	}
@@ -229,10 +220,7 @@ func TestStuckRunIsCharged(t *testing.T) {
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	c := sess.Counters["F-001"]
 	if c.Failures != 1 || !strings.Contains(c.LastFailure, "stopped as stuck: `Bash: make` failed 5 times in a row") {
 		t.Errorf("F-001: %d failures, last %q; want one, saying what it was stuck on", c.Failures, c.LastFailure)
@@ -332,10 +320,7 @@ func TestPersonsHalfWrittenListIsKept(t *testing.T) {
 // listOf is the canonical list as the daemon holds it.
 func (h *harness) listOf(t *testing.T, o *Orchestrator) *progress.List {
 	t.Helper()
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	l, err := progress.Parse(st.FeatureList)
 	if err != nil {
 		t.Fatal(err)

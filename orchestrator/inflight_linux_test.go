@@ -129,10 +129,7 @@ func TestControlAnswersWhileTheDaemonRunsATest(t *testing.T) {
 					if err := loopEnds(t, done); !errors.Is(err, ErrSessionStopped) {
 						t.Errorf("loop ended with %v, want the session stopped", err)
 					}
-					st, err := h.st.Load()
-					if err != nil {
-						t.Fatal(err)
-					}
+					st := h.session()
 					if st.Session.State != "stopped" || st.Session.Run != nil {
 						t.Errorf("stored session %+v, want stopped with no run in flight", st.Session)
 					}
@@ -158,10 +155,7 @@ func TestControlAnswersWhileTheDaemonRunsATest(t *testing.T) {
 				if got := roles(h.runner.runs()); got != ph.roles {
 					t.Errorf("runs = %s, want %s", got, ph.roles)
 				}
-				st, err := h.st.Load()
-				if err != nil {
-					t.Fatal(err)
-				}
+				st := h.session()
 				canonical, err := progress.Parse(st.FeatureList)
 				if err != nil {
 					t.Fatal(err)

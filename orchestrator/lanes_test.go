@@ -97,10 +97,7 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	// Neither claim was held against a tree without the other feature,
 	// tested first: the second was judged on its tree merged onto the
 	// branch, which held the first by then.
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	for _, id := range []string{"F-001", "F-002"} {
 		if c := st.Counters[id]; c.Failures != 0 {
 			t.Errorf("%s failed %d times (%s): want none", id, c.Failures, c.LastFailure)
@@ -248,10 +245,7 @@ func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.proj.Dir, "src/b/breaks-a")); err == nil {
 		t.Error("the project's work tree holds what broke F-001")
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if c := st.Counters["F-002"]; c.Failures != 1 {
 		t.Errorf("F-002 counters %+v, want the breaking attempt charged once", c)
 	}
@@ -290,10 +284,7 @@ func TestLanesAfterARestart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if len(st.Session.Lanes) != 0 {
 		t.Errorf("the store keeps %d lanes after the shutdown, want none", len(st.Session.Lanes))
 	}
@@ -314,9 +305,7 @@ func TestLanesAfterARestart(t *testing.T) {
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("features = %s", got)
 	}
-	if st, err = h.st.Load(); err != nil {
-		t.Fatal(err)
-	}
+	st = h.session()
 	for _, id := range []string{"F-001", "F-002"} {
 		if c := st.Counters[id]; c.Failures != 0 {
 			t.Errorf("%s counters %+v: a run the daemon cut short was charged", id, c)
@@ -373,10 +362,7 @@ func TestLanesARateLimitHoldsEveryLane(t *testing.T) {
 	if !held {
 		t.Error("F-002's run was not stopped by F-001's rate limit")
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	for _, id := range []string{"F-001", "F-002"} {
 		if c := st.Counters[id]; c.Failures != 0 {
 			t.Errorf("%s was charged: %+v", id, c)
@@ -479,10 +465,7 @@ func TestLanesPauseKeepsTheOutcomesOfRunsInFlight(t *testing.T) {
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("features = %s", got)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	for _, id := range []string{"F-001", "F-002"} {
 		if c := st.Counters[id]; c.Failures != 1 {
 			t.Errorf("%s: %d failed attempts, want 1: a failure while paused is a failure", id, c.Failures)

@@ -169,6 +169,17 @@ func (h *harness) runToEnd() error {
 	return h.runToEndWithin(time.Minute)
 }
 
+// session is what the store holds now; a store that cannot be read ends
+// the test.
+func (h *harness) session() store.State {
+	h.t.Helper()
+	st, err := h.st.Load()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
 // runToEndWithin is runToEnd with a deadline of d, after which the loop is
 // shut down (and Run returns nil): a test of a timer uses a short one, so
 // that a timer that does not fire fails it in seconds.
@@ -322,10 +333,7 @@ func TestLoopHappyPath(t *testing.T) {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
 	// Every transition was persisted, in order, and the state ends done.
-	sess, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := h.session()
 	if sess.Session.State != "done" {
 		t.Errorf("stored state = %q, want done", sess.Session.State)
 	}
@@ -611,10 +619,7 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 				h.cfg.Limits.MaxRetries = 0
 				h.runToEnd()
 			}
-			sess, err := h.st.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
+			sess := h.session()
 			if c := sess.Counters["F-001"]; c.Failures != tt.failures {
 				t.Errorf("F-001: %d failures (%q), want %d", c.Failures, c.LastFailure, tt.failures)
 			}
@@ -701,10 +706,7 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if st.FeatureList != nil {
 		t.Errorf("the store took a list written without gates:\n%s", st.FeatureList)
 	}

@@ -65,10 +65,7 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 	if got, want := strings.Join(runs, " "), "coding-agent/1 tester-agent/1 coding-agent/2 tester-agent/2"; got != want {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if c := st.Counters["F-001"]; c.Failures != 1 {
 		t.Errorf("F-001: %d failed attempts, want 1", c.Failures)
 	}

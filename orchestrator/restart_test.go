@@ -121,10 +121,7 @@ func TestAWaitSurvivesARestart(t *testing.T) {
 	if got := roles(h.runner.runs()[runs:]); got != "" {
 		t.Errorf("after a restart, before the reset, the daemon ran %s", got)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if st.Session.Backoffs != 1 {
 		t.Errorf("backoffs = %d after a restart, want the 1 before it", st.Session.Backoffs)
 	}

@@ -250,10 +250,7 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		if err := h.runToEnd(); err != nil {
 			t.Fatal(err)
 		}
-		st, err := h.st.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := h.session()
 		// Kept under its ref, and why is kept with it for ctl why and the
 		// report.
 		if c := st.Counters["F-001"]; c.Commit == "" || c.Branch != "" || c.OffBranch != "HEAD is detached" {
@@ -271,10 +268,7 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		if got := summary(h.list()); got != "F-001=tested" {
 			t.Fatalf("features = %s", got)
 		}
-		st, err := h.st.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := h.session()
 		c := st.Counters["F-001"]
 		if c.Commit == "" || c.Branch == "" {
 			t.Fatalf("counters %+v, want the verdict's commit on the branch", c)
@@ -333,10 +327,7 @@ func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
 	if got := summary(h.list()); got != "F-001=blocked F-002=blocked F-003=blocked" {
 		t.Errorf("features = %s", got)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if st.Session.State != "done" || st.Session.BlockedInSession != 0 {
 		t.Errorf("session %s with %d blocked in session, want done with none counted", st.Session.State, st.Session.BlockedInSession)
 	}
@@ -417,10 +408,7 @@ func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
 	if retry := specs[2]; !retry.Resume || retry.SessionID != specs[1].SessionID || retry.Attempt != 2 {
 		t.Errorf("the retry: attempt %d resume=%v session %s, want attempt 2 resuming %s", retry.Attempt, retry.Resume, retry.SessionID, specs[1].SessionID)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if c := st.Counters["F-001"]; !strings.Contains(c.LastFailure, "tests/F-001.sh") || c.Failures != 1 {
 		t.Errorf("counters %+v, want one failure naming the test", c)
 	}
@@ -470,10 +458,7 @@ func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
 	if got := h.current.judge.Frozen().Files["tests/F-001.sh"]; got != blob {
 		t.Errorf("frozen record of tests/F-001.sh is %s, want the person's version %s", got, blob)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if !strings.Contains(string(st.Frozen), blob) {
 		t.Errorf("the stored record %s does not hold the person's version", st.Frozen)
 	}
@@ -504,10 +489,7 @@ func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if r := st.Session.Run; r == nil || r.ID != lost.RunID || r.BaseTree == "" {
 		t.Fatalf("stored run in flight %+v, want the lost coding run with its base", r)
 	}
@@ -748,10 +730,7 @@ func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
 			t.Errorf("commit %s holds src/F-001.txt = %q: F-001's test fails on the branch", c, got)
 		}
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if c := st.Counters["F-002"]; c.Failures != 1 {
 		t.Errorf("F-002 counters %+v, want the broken attempt charged once", c)
 	}
@@ -794,10 +773,7 @@ func TestAHookWrittenDuringARunIsHeldForAPerson(t *testing.T) {
 	if !traced {
 		t.Errorf("no git_internals violation on .git/hooks/post-checkout: %+v", h.violations())
 	}
-	st, err := h.st.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.session()
 	if c := st.Counters["F-001"]; c.Failures != 0 {
 		t.Errorf("F-001 was charged for it: %+v", c)
 	}
