@@ -66,6 +66,13 @@ func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
 		return decide(m, RoleWritePolicy, "runs_beside",
 			"in a daemon's run a subagent works in the foreground, so that nothing of the agent's runs beside its own calls",
 			fmt.Sprintf("call %s again without run_in_background", p.ToolName))
+	case subagentTools[p.ToolName] && in.TeamName != "":
+		// Claude Code 2.1.330 runs such a call in the foreground, as any
+		// other; a teammate of an agent team is meant to work beside its
+		// lead, and a version that honours the key would run it so.
+		return decide(m, RoleWritePolicy, "runs_beside",
+			fmt.Sprintf("in a daemon's run a subagent works in the foreground, one at a time: a teammate of team %q would work beside the agent", in.TeamName),
+			fmt.Sprintf("call %s again without team_name", p.ToolName))
 	case subagentTools[p.ToolName] && in.Isolation != "":
 		return decide(m, RoleWritePolicy, "runs_elsewhere",
 			fmt.Sprintf("in a daemon's run a subagent works in the run's own tree: isolation %q has Claude Code's own git, outside the sandbox, add a worktree and a branch to the project's repository (or send the work to a remote machine)", in.Isolation),

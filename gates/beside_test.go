@@ -35,6 +35,8 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 		{"a subagent on a remote machine", coder, "Agent", map[string]any{"prompt": "try it apart", "isolation": "remote"}, 0, true},
 		{"a subagent in a worktree under the old name", coder, "Task", map[string]any{"prompt": "try it apart", "isolation": "worktree"}, 0, true},
 		{"a person's subagent in a worktree", Actor{}, "Agent", map[string]any{"prompt": "try it apart", "isolation": "worktree"}, 0, false},
+		{"a teammate of an agent team", coder, "Agent", map[string]any{"prompt": "review as I go", "name": "reviewer", "team_name": "night"}, 0, true},
+		{"a named subagent of no team", coder, "Agent", map[string]any{"prompt": "look around", "name": "scout"}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := e.state

@@ -72,6 +72,8 @@ type ToolInput struct {
 	RunInBackground *bool `json:"run_in_background"`
 	// Isolation is the Agent tool's: "worktree" or "remote".
 	Isolation string `json:"isolation"`
+	// TeamName is the Agent tool's: the agent team a teammate joins.
+	TeamName string `json:"team_name"`
 }
 
 // BashResponse is PostToolUse's tool_response for Bash.
