@@ -18,6 +18,7 @@ const Confinement = "confinement"
 // programs to, and the documentation of sandbox.fetch_domains. WebFetch
 // fetches from the CLI's own process, outside the sandbox, so the hook
 // holds it to them (judgeWebFetch).
+//
 // The zero Network is confined with no host: a hook that does not know
 // the policy fails closed.
 type Network struct {
@@ -85,12 +86,15 @@ func fetchHost(raw string) (string, error) {
 	return host, nil
 }
 
-// judgeWebFetch holds a daemon's run's WebFetch to the hosts its sandbox
-// lets its programs reach. Claude Code fetches in its own process, where
-// the sandbox's proxy does not apply, and under bypassPermissions it asks
-// no one: without this, an agent could send what it read anywhere, in a
-// URL's query. A person's session is not a daemon's run: its fetches are
-// the person's business.
+// judgeWebFetch holds a daemon's run's WebFetch to the hosts of its
+// Network. Claude Code fetches in its own process, where the sandbox's
+// proxy does not apply, and under bypassPermissions it asks no one:
+// without this, an agent could send what it read anywhere, in a URL's
+// query. What the hook cannot see: Claude Code 2.1.330 follows a redirect
+// by itself when it stays on the same scheme, port and host, "www." aside
+// (so an allowed host's answer can lead to its www twin); any other it
+// hands back to the model, whose next fetch comes here. A person's session
+// is not a daemon's run: its fetches are the person's business.
 func judgeWebFetch(a Actor, s State, rawURL string) *Decision {
 	if a.Role == "" || s.Network.Unconfined {
 		return nil
