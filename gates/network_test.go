@@ -40,6 +40,8 @@ func TestWebFetchIsHeldToTheAllowedHosts(t *testing.T) {
 		{"a percent-escaped host", coder, allowed, "https://%70roxy.golang.org/", true},
 		{"a trailing dot", coder, allowed, "https://proxy.golang.org./", true},
 		{"a blank in the URL", coder, allowed, "https://proxy.golang.org /", true},
+		{"a blank in the path", coder, allowed, "https://proxy.golang.org/a b", true},
+		{"a tilde in the path", coder, allowed, "https://proxy.golang.org/~x/y", false},
 		{"a tab in the host", coder, allowed, "https://proxy.golang.org\t.evil.test/", true},
 		{"a non-ASCII host", coder, allowed, "https://prоxy.golang.org/", true},
 		{"another scheme", coder, allowed, "ftp://proxy.golang.org/", true},
@@ -71,6 +73,12 @@ func TestWebFetchIsHeldToTheAllowedHosts(t *testing.T) {
 			}
 			if !strings.Contains(d.Message, "sandbox.allowed_domains") || !strings.Contains(d.Suggestion, "sandbox.fetch_domains") {
 				t.Errorf("the refusal does not name the setting: %+v", d)
+			}
+			// It says why: the host that is not allowed, or what is wrong
+			// with the URL.
+			if host, err := fetchHost(tt.url); err == nil && !strings.Contains(d.Message, host+" is not one of them") ||
+				err != nil && !strings.Contains(d.Message, err.Error()) {
+				t.Errorf("the refusal of %q does not say why: %s", tt.url, d.Message)
 			}
 		})
 	}
