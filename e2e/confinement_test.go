@@ -519,7 +519,7 @@ func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
 			t.Error(".claude/worktrees exists: Claude Code made a worktree for the subagent")
 		}
 		for _, ref := range strings.Fields(p.git("for-each-ref", "--format=%(refname)")) {
-			if !strings.HasPrefix(ref, "refs/heads/master") && !strings.HasPrefix(ref, "refs/heads/main") && !strings.HasPrefix(ref, "refs/ctxgraphd/") {
+			if ref != "refs/heads/master" && ref != "refs/heads/main" && !strings.HasPrefix(ref, "refs/ctxgraphd/") {
 				t.Errorf("ref %s: Claude Code's own git reached the repository", ref)
 			}
 		}

@@ -240,8 +240,8 @@ const DocsURL = "https://pkg.go.dev/fmt"
 
 // fetchOut is what a fetches-out coder does before its work: it reads a
 // page of documentation, looks its environment up, then has Claude Code
-// fetch the beacon with the run's token in the URL. A denial is read and the work goes on; so is a fetch
-// that fails.
+// fetch the beacon with the run's token in the URL. A denial is read and
+// the work goes on; so is a fetch that fails.
 func (t *turn) fetchOut() []step {
 	lookup := fmt.Sprintf(`printf 'beacon=%%s\ntoken=%%s\n' "$%s" "$CTXGRAPH_TOKEN"`, BeaconEnv)
 	docs := toolCall{Name: "WebFetch", Input: map[string]any{"url": DocsURL, "prompt": "What does fmt.Sprintf do?"}}

@@ -146,6 +146,21 @@ func (t *turn) subagent(description, prompt string, background *bool) step {
 	}}
 }
 
+// subagentApart is the step that asks for a subagent in a git worktree
+// of its own (isolation "worktree"), in the foreground.
+func (t *turn) subagentApart() step {
+	st := t.subagent("Try it apart", "Write the feature's code in your own copy of the repository and say in a line whether its test passes there.", nil)
+	call := st.call
+	st.call = func() (toolCall, error) {
+		c, err := call()
+		if err == nil {
+			c.Input["isolation"] = "worktree"
+		}
+		return c, err
+	}
+	return st
+}
+
 // racing is the script of a races-the-write coder on attempt 1: the race,
 // then work (its code, the status). Its final text says how many of its
 // writes of the hook went through, and how many were refused.

@@ -324,16 +324,7 @@ func (s *Server) coding(t *turn) script {
 	case fetchOut:
 		steps = append(t.fetchOut(), append(code, complete...)...)
 	case isolate:
-		apart := t.subagent("Try it apart", "Write the feature's code in your own copy of the repository and say in a line whether its test passes there.", nil)
-		call := apart.call
-		apart.call = func() (toolCall, error) {
-			c, err := call()
-			if err == nil {
-				c.Input["isolation"] = "worktree"
-			}
-			return c, err
-		}
-		steps = append([]step{apart.refusable()}, append(code, complete...)...)
+		steps = append([]step{t.subagentApart().refusable()}, append(code, complete...)...)
 	case runForbidden:
 		steps = append([]step{bash(ForbiddenCommand(id), "Clean the build directory").refusable()}, append(code, complete...)...)
 	case danglingLink:

@@ -170,10 +170,10 @@ func mustReadFirst(result string) bool {
 }
 
 // sandboxSetupFailed recognizes a Bash call that never ran: Claude Code's
-// sandbox could not be set up for it (bubblewrap could not bind a path
-// that went away between the CLI's listing and the mount, a race with the
-// daemon's own files). A real model runs the same command again, up to
-// maxSetupRetries times in a row.
+// sandbox could not be set up for it (bubblewrap could not bind a path of
+// the project's that went away between the CLI's listing and the mount).
+// A real model runs the same command again, up to maxSetupRetries times
+// in a row.
 func sandboxSetupFailed(result string) bool {
 	return bwrapFailureRe.MatchString(result)
 }
