@@ -101,23 +101,18 @@ var All = []Toolchain{
 
 // Hosts are the hosts of every toolchain, in the order of All: the
 // sandbox's default network allowlist.
-func Hosts() []string {
-	var out []string
-	for _, t := range All {
-		for _, h := range t.Hosts {
-			out = append(out, h.Name)
-		}
-	}
-	return out
-}
+func Hosts() []string { return names(func(t Toolchain) []Host { return t.Hosts }) }
 
 // DocHosts are the documentation hosts of every toolchain, in the order of
 // All: the hosts an agent's WebFetch may read by default besides the
 // sandbox's allowlist.
-func DocHosts() []string {
+func DocHosts() []string { return names(func(t Toolchain) []Host { return t.Docs }) }
+
+// names are the names of the hosts of every toolchain that of picks.
+func names(of func(Toolchain) []Host) []string {
 	var out []string
 	for _, t := range All {
-		for _, h := range t.Docs {
+		for _, h := range of(t) {
 			out = append(out, h.Name)
 		}
 	}
