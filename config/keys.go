@@ -424,6 +424,8 @@ func domainNotes(c *Config) []string { return hostNotes(c.Sandbox.AllowedDomains
 // documentation by default.
 func fetchNotes(c *Config) []string { return hostNotes(c.Sandbox.FetchDomains) }
 
+// hostNotes says, for each of hosts, whose registry or documentation it
+// is, the hosts aligned.
 func hostNotes(hosts []string) []string {
 	width := 0
 	for _, h := range hosts {

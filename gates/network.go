@@ -13,6 +13,11 @@ import (
 // not at all.
 const Confinement = "confinement"
 
+// NetworkDenied is the code of a connection confinement refused: a host
+// the sandbox's proxy did not let a program reach, or a WebFetch the hook
+// refused.
+const NetworkDenied = "network_denied"
+
 // Network is what a daemon's run's WebFetch may reach: the hosts of
 // sandbox.allowed_domains, which Claude Code's sandbox holds the run's
 // programs to, and the documentation of sandbox.fetch_domains. WebFetch
@@ -104,6 +109,6 @@ func judgeWebFetch(a Actor, s State, rawURL string) *Decision {
 	if err != nil {
 		what = fmt.Sprintf("a daemon's run fetches only plain http(s) URLs of the hosts of sandbox.allowed_domains and sandbox.fetch_domains: %v", err)
 	}
-	return &Decision{Gate: Confinement, Code: "network_denied", Mode: Enforce, Message: what,
+	return &Decision{Gate: Confinement, Code: NetworkDenied, Mode: Enforce, Message: what,
 		Suggestion: "work from the project's files, the packages its registries serve and the documentation of sandbox.fetch_domains; a person adds a host to sandbox.fetch_domains if the project needs its pages"}
 }

@@ -23,7 +23,7 @@ type Offline struct {
 	Frozen         []string `json:"frozen"`          // the acceptance tests, project-relative
 	ProtectedGlobs []string `json:"protected_globs"` // gates.protected
 	Writable       []string `json:"writable"`        // directories outside the project agents may write
-	Network        Network  `json:"network"`         // the hosts a run may reach (sandbox.allowed_domains)
+	Network        Network  `json:"network"`         // the hosts a run's WebFetch may reach
 	// Guards are the active guards (warn and enforce), so that a hook
 	// deciding alone holds agents to them too: no gate fails open. The
 	// daemon reads guards.yaml and writes them here as JSON, so the hook

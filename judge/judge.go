@@ -77,9 +77,9 @@ type Options struct {
 	SandboxWritable []string
 	// ProtectedGlobs are gates.protected: where the project's tests live.
 	ProtectedGlobs []string
-	// Network is what agents may reach (sandbox.enabled and
-	// sandbox.allowed_domains): WebFetch, which runs outside the sandbox,
-	// is held to it.
+	// Network is what agents' WebFetch calls may reach (sandbox.enabled,
+	// sandbox.allowed_domains and sandbox.fetch_domains): WebFetch runs
+	// outside the sandbox, so the hook holds it to that.
 	Network gates.Network
 	// TestTimeout bounds one run of a feature's test by the daemon.
 	TestTimeout time.Duration
@@ -583,7 +583,7 @@ func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gate
 	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
 	switch {
 	case r.Host != "":
-		t.Gate, t.Code = gates.Confinement, "network_denied"
+		t.Gate, t.Code = gates.Confinement, gates.NetworkDenied
 		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, textcut.Line(cmd, 200)),
 			WhatWasCorrect: "reach only the hosts the project allows", Why: "confinement"}
 	case r.rule != nil:
