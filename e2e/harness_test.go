@@ -98,8 +98,8 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		"XDG_CONFIG_HOME="+t.TempDir(),
 		"CTXGRAPHD_LIMITS_DEBOUNCE=10ms",
 		// The tests run side by side (doc.go): a CLI that starts a run
-		// can take longer than the default 10 s to reach its SessionStart
-		// hook on a busy 2-core machine, and the daemon would kill the run
+		// can take longer than the default 10 s from its first tool call
+		// to that call's hook on a busy 2-core machine, and the daemon would kill the run
 		// for it. That a run whose hooks never check in is not trusted is
 		// TestRunsWithoutHooksAreNotTrusted's, with a short timeout of its
 		// own.

@@ -11,9 +11,9 @@ import (
 
 // TestRunsWithoutHooksAreNotTrusted turns every hook off the way a user
 // could by mistake (disableAllHooks in the project's settings). The real
-// CLI then runs without gates; the daemon notices that no SessionStart
-// checked in, kills those runs, and stops the session rather than trust
-// work done without gates.
+// CLI then runs without gates; the daemon notices that the runs call the
+// tools the hooks gate while no hook of theirs checks in, kills those
+// runs, and stops the session rather than trust work done without gates.
 func TestRunsWithoutHooksAreNotTrusted(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, scenario("no-hooks", feature("F-001", scriptedmodel.Pass)))
@@ -26,7 +26,7 @@ func TestRunsWithoutHooksAreNotTrusted(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("the daemon finished a session whose hooks never ran\n%s%s", out, log)
 	}
-	if !strings.Contains(log, "hook session-start") || !strings.Contains(log, "disableAllHooks") {
+	if !strings.Contains(log, "never reached the daemon") || !strings.Contains(log, "disableAllHooks") {
 		t.Errorf("the stop message does not say what to check:\n%s", log)
 	}
 	// Whether or not an initializer got as far as writing the list before

@@ -204,6 +204,15 @@ func PreToolUseMatcher(rules []guards.Rule) string {
 	return strings.Join(slices.Compact(names), "|")
 }
 
+// Hooked reports whether Claude Code runs the PreToolUse hook of matcher
+// (PreToolUseMatcher's) for a call of tool: "" names every tool, and
+// Claude Code reads a list of plain names as names to match exactly. A
+// run that makes such a call while none of its hooks reaches the daemon
+// runs without gates (hooks-live).
+func Hooked(matcher, tool string) bool {
+	return matcher == "" || slices.Contains(strings.Split(matcher, "|"), tool)
+}
+
 // PreToolUse judges a tool call before it runs. Nil means allowed.
 func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
 	if d := judgeBeside(m, a, s, p); d != nil {

@@ -514,3 +514,31 @@ func TestParsePayloadAcceptsWhatTheGatesCanJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestHooked: Claude Code runs the PreToolUse hook of a matcher of plain
+// names for exactly those tools, and of "" for every tool.
+func TestHooked(t *testing.T) {
+	matcher := PreToolUseMatcher(nil)
+	for _, c := range []struct {
+		matcher, tool string
+		want          bool
+	}{
+		{matcher, "Write", true},
+		{matcher, "Bash", true},
+		{matcher, "Read", true},
+		{matcher, "WebFetch", true},
+		{matcher, "Agent", true},
+		{matcher, "Glob", false},
+		{matcher, "mcp__ctxgraphd__store_trace", false},
+		{matcher, "Writ", false},
+		{matcher, "", false},
+		{"", "Glob", true},
+		{"", "mcp__ctxgraphd__store_trace", true},
+		{"Bash|Write", "Write", true},
+		{"Bash|Write", "Edit", false},
+	} {
+		if got := Hooked(c.matcher, c.tool); got != c.want {
+			t.Errorf("Hooked(%q, %q) = %v, want %v", c.matcher, c.tool, got, c.want)
+		}
+	}
+}

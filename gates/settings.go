@@ -18,12 +18,15 @@ var hookEvents = []struct {
 	roles         []string // in a run: only these roles (nil for all)
 	// gating: the event's hook decides whether an action goes ahead, so
 	// a hook that cannot judge it must refuse it (Gating). A hook of any
-	// other event that fails leaves a gate closed by itself: a run whose
-	// SessionStart never arrives is killed as silent, and a tester whose
-	// commands were not recorded has not run its test.
+	// other event that fails leaves a gate closed by itself: a tester
+	// whose commands were not recorded has not run its test.
 	gating bool
 }{
-	{claude: "SessionStart", kebab: "session-start"},
+	// No SessionStart: a run's hooks show they run by the first of them
+	// that reaches the daemon (gate hooks-live, judged on the tools the
+	// run's stream shows: Hooked). A SessionStart hook would say so
+	// sooner, but Claude Code waits for it before its first request, a
+	// process and some 30 ms on every run, for no tool call it gates.
 	{claude: "PreToolUse", kebab: "pre-tool-use", gating: true},
 	// They record Bash commands (RecordCommand) and read the sandbox's
 	// refusals off a Bash command's output (SandboxRefusals), and tell a

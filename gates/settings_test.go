@@ -23,7 +23,10 @@ func TestHookSettingsCoverEveryGateEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(HookSettings("/usr/bin/ctxgraphd")), &s); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{"SessionStart", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "StopFailure"} {
+	if _, ok := s.Hooks["SessionStart"]; ok {
+		t.Error("a SessionStart hook is installed: Claude Code waits for it at every start, and no gate needs it")
+	}
+	for _, e := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "StopFailure"} {
 		g := s.Hooks[e]
 		if len(g) != 1 || len(g[0].Hooks) != 1 {
 			t.Fatalf("%s: %+v", e, g)
@@ -42,7 +45,7 @@ func TestMergeKeepsTheUsersSettingsAndHooks(t *testing.T) {
 		t.Fatal(err, changed)
 	}
 	text := string(out)
-	for _, want := range []string{`"my-linter"`, `"Bash(npm test)"`, `"pre-tool-use"`, `"session-start"`} {
+	for _, want := range []string{`"my-linter"`, `"Bash(npm test)"`, `"pre-tool-use"`, `"stop"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("merged settings lost or lack %s:\n%s", want, text)
 		}
@@ -103,7 +106,7 @@ func TestMergeCompletesAPartialInstall(t *testing.T) {
 	linter := map[string]any{"type": "command", "command": "my-linter"}
 	existing, _ := json.Marshal(map[string]any{"hooks": map[string]any{
 		// The first event of the install, alone in its group.
-		"SessionStart": []any{map[string]any{"hooks": []any{ours("session-start")}}},
+		"Stop": []any{map[string]any{"hooks": []any{ours("stop")}}},
 		// Ours after the user's in the same group.
 		"PreToolUse": []any{map[string]any{"hooks": []any{linter, ours("pre-tool-use")}}},
 	}})
@@ -162,7 +165,7 @@ func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
 		if err := json.Unmarshal(data, &hooks); err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{"SessionStart": "", "PreToolUse": "", "PostToolUse": "Bash|Agent|Task", "PostToolUseFailure": "Bash|Agent|Task", "StopFailure": ""}
+		want := map[string]string{"PreToolUse": "", "PostToolUse": "Bash|Agent|Task", "PostToolUseFailure": "Bash|Agent|Task", "StopFailure": ""}
 		if role == Tester {
 			want["Stop"], want["SubagentStop"] = "", ""
 		}
@@ -231,7 +234,7 @@ func TestRunHooksLeaveOutOnlyWhatDecidesNothing(t *testing.T) {
 
 // TestGatingEventsAreThoseThatDecide: a hook that cannot judge blocks on
 // the events whose hook decides whether an action goes ahead, and only on
-// them (a SessionStart or a PostToolUse that fails leaves its gate closed
+// them (a PostToolUse that fails leaves its gate closed
 // by itself; blocking there would stop honest runs for nothing).
 func TestGatingEventsAreThoseThatDecide(t *testing.T) {
 	want := map[string]bool{"pre-tool-use": true, "stop": true, "subagent-stop": true}

@@ -302,7 +302,7 @@ func (j *Judge) Forget(runID string) {
 	}
 }
 
-// IsLive reports whether the run's hooks checked in (SessionStart). A run
+// IsLive reports whether any of the run's hooks reached the daemon. A run
 // the judge no longer knows is over: nothing to kill.
 func (j *Judge) IsLive(runID string) bool {
 	j.mu.Lock()
@@ -461,6 +461,9 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			return control.HookResponse{}, errUnknownRun
 		}
 		actor = rg.actor
+		// Any hook of the run that reaches the daemon shows its hooks
+		// run: Claude Code runs all of a process's hooks or none.
+		rg.live = true
 	}
 	state := j.state(rg)
 	var d *gates.Decision
@@ -516,10 +519,6 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 				}
 				refused = append(refused, refusal{r, d})
 			}
-		}
-	case "SessionStart":
-		if rg != nil {
-			rg.live = true
 		}
 	case "StopFailure":
 		if rg != nil {

@@ -307,34 +307,42 @@ func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
 	}
 }
 
-// SessionStart is how a run's hooks check in: IsLive is true from then on;
-// a run the judge does not know is over (nothing to kill).
-func TestHookSessionStartMakesTheRunLive(t *testing.T) {
+// Any hook of a run that reaches the daemon shows that the run's hooks
+// run, whatever the event and whatever the gates decide of it: IsLive is
+// true from then on. A run the judge does not know is over (nothing to
+// kill).
+func TestAnyHookMakesTheRunLive(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
-	f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-2"})
-	if f.j.IsLive("run-1") {
-		t.Fatal("live before its SessionStart")
+	runs := map[string]map[string]any{
+		"post-tool-use": bashPayload("ls"),
+		"pre-tool-use":  writePayload(f.proj.Progress(progress.SessionStateFile)), // denied: still live
+		"stop":          stopPayload,
+		"session-start": {"hook_event_name": "SessionStart", "source": "startup"}, // hooks installed by an older version
 	}
-	if d := f.mustHook(tok, "session-start", map[string]any{"hook_event_name": "SessionStart", "source": "startup"}); d != nil {
-		t.Errorf("SessionStart decision %+v", d)
-	}
-	if !f.j.IsLive("run-1") {
-		t.Error("not live after its SessionStart")
-	}
-	if f.j.IsLive("run-2") {
-		t.Error("another run's SessionStart made run-2 live")
-	}
-	// A person's SessionStart makes no run live.
-	f.mustHook("", "session-start", map[string]any{"hook_event_name": "SessionStart"})
-	if f.j.IsLive("run-2") {
-		t.Error("a person's SessionStart made run-2 live")
+	i := 0
+	for event, payload := range runs {
+		i++
+		id := fmt.Sprintf("run-%d", i)
+		tok := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: id})
+		f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: id + "-other"})
+		if f.j.IsLive(id) {
+			t.Fatalf("%s: live before any hook", id)
+		}
+		f.mustHook(tok, event, payload)
+		if !f.j.IsLive(id) {
+			t.Errorf("%s: not live after its %s hook", id, event)
+		}
+		if f.j.IsLive(id + "-other") {
+			t.Errorf("%s: another run's %s hook made it live", id+"-other", event)
+		}
+		// A person's hook makes no run live.
+		f.mustHook("", event, payload)
+		if f.j.IsLive(id + "-other") {
+			t.Errorf("a person's %s hook made a run live", event)
+		}
 	}
 	if !f.j.IsLive("run-404") {
 		t.Error("an unknown run is not live: it would be killed for silence")
-	}
-	if len(f.rec.Traces()) != 0 {
-		t.Errorf("traces %+v for SessionStart", f.rec.Traces())
 	}
 }
 

@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,34 +13,89 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// hooksLiveCheck fires hooks_live_timeout after a run started.
+// hooksLiveCheck fires hooks_live_timeout after a run's first call of a
+// tool its hooks gate.
 type hooksLiveCheck struct{ runID string }
 
-func (o *Orchestrator) armHooksLive(runID string) {
-	mode := o.judge.Modes().Of(gates.HooksLive)
-	if mode == gates.Off || o.cfg.Agent.HooksLiveTimeout <= 0 {
-		return
+// hooksWatch follows a run's calls of the tools its PreToolUse hook gates
+// (gates.Hooked), as its stream shows them: the hooks must show they run
+// by then. Its methods are called from the runner's goroutine (seen) and
+// the loop's (stop, usedHooked).
+type hooksWatch struct {
+	matcher string        // the run's PreToolUse matcher
+	timeout time.Duration // 0: no kill for silence (hooks-live off)
+	fire    func()        // sends the loop the run's hooksLiveCheck
+	used    atomic.Bool   // a gated tool was called (usedGated)
+	arm     sync.Once
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+// newHooksWatch is the watch of runID's gated tool calls, whose PreToolUse
+// matcher is matcher.
+func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
+	w := &hooksWatch{matcher: matcher}
+	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || o.cfg.Agent.HooksLiveTimeout <= 0 {
+		return w
 	}
 	events, quit := o.runEvents, o.quit
-	t := time.AfterFunc(o.cfg.Agent.HooksLiveTimeout, func() {
+	w.timeout = o.cfg.Agent.HooksLiveTimeout
+	w.fire = func() {
 		select {
 		case events <- hooksLiveCheck{runID: runID}:
 		case <-quit: // the loop is gone
 		}
+	}
+	return w
+}
+
+// seen takes a tool call of the run's stream. The first one its hooks gate
+// starts the clock: Claude Code runs a call's PreToolUse hook before the
+// tool, so a run whose hooks run has checked in by then, or within
+// moments.
+func (w *hooksWatch) seen(tool string) {
+	if !gates.Hooked(w.matcher, tool) {
+		return
+	}
+	w.used.Store(true)
+	if w.fire == nil {
+		return
+	}
+	w.arm.Do(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !w.stopped {
+			w.timer = time.AfterFunc(w.timeout, w.fire)
+		}
 	})
-	if o.cur.active != nil {
-		o.cur.active.liveTimer = t
+}
+
+// stop ends the watch: the run is over.
+func (w *hooksWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }
 
-// onHooksLiveCheck kills a run whose hooks never checked in: its gates are
-// not running, so nothing it does can be trusted.
+// usedGated reports whether the run called a tool its hooks gate.
+func (w *hooksWatch) usedGated() bool { return w != nil && w.used.Load() }
+
+// onHooksLiveCheck kills a run that called a gated tool while none of its
+// hooks reached the daemon: its gates are not running, so nothing it does
+// can be trusted.
 func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 	if o.cur.active == nil || o.cur.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
 		return
 	}
 	run := o.cur.active.run
-	what := fmt.Sprintf("the hooks of %s did not check in within agent.hooks_live_timeout (%s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
+	what := fmt.Sprintf("no hook of %s reached the daemon within agent.hooks_live_timeout (%s) of its first call of a tool the hooks gate", run.ID, o.cfg.Agent.HooksLiveTimeout)
 	if !o.hooksSilentViolation(run, what) {
 		return
 	}
@@ -49,14 +106,16 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 }
 
 // endedSilent catches the run that ended, by itself, before its hooks-live
-// check: a quick run whose hooks never checked in (hooks turned off by
-// disableAllHooks, say) did its work without gates just as surely as a
-// slow one. It returns why the run is not to be judged, or "".
+// check: a quick run that called a gated tool while its hooks never
+// checked in (hooks turned off by disableAllHooks, say) did its work
+// without gates just as surely as a slow one. A run that called none did
+// nothing a gate judges. It returns why the run is not to be judged, or
+// "".
 func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
-	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || o.judge.IsLive(act.run.ID) {
+	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || !act.hooks.usedGated() || o.judge.IsLive(act.run.ID) {
 		return ""
 	}
-	what := fmt.Sprintf("%s ended without its hooks ever checking in (no SessionStart reached the daemon)", act.run.ID)
+	what := fmt.Sprintf("%s called tools the hooks gate, and none of its hooks ever reached the daemon", act.run.ID)
 	if !o.hooksSilentViolation(act.run, what) {
 		return ""
 	}
@@ -69,7 +128,7 @@ func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
 func (o *Orchestrator) hooksSilentViolation(run store.Run, what string) bool {
 	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.HooksLive, Code: "hooks_silent",
 		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
-		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "every run's SessionStart hook reaches the daemon", Why: "gates that are not running must not be trusted"}})
+		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "a run's hooks reach the daemon before the tools they gate run", Why: "gates that are not running must not be trusted"}})
 	if o.judge.Modes().Of(gates.HooksLive) != gates.Enforce {
 		o.log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
 		return false

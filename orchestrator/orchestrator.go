@@ -189,13 +189,13 @@ type lane struct {
 }
 
 type activeRun struct {
-	run       store.Run
-	cancel    context.CancelFunc
-	liveTimer *time.Timer // the hooks-live check
+	run    store.Run
+	cancel context.CancelFunc
+	hooks  *hooksWatch // its calls of gated tools, for hooks-live
 	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
 	interrupt string
-	// silent: the run ended without its hooks ever checking in, by itself
-	// or killed for it (hooksKilled).
+	// silent: the run called gated tools without its hooks ever checking
+	// in, and ended by itself or was killed for it (hooksKilled).
 	silent      bool
 	hooksKilled bool
 	// failure is why the run ended when it was not its agent's doing.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,24 +44,30 @@ type fakeRunner struct {
 	mu     sync.Mutex
 	specs  []agents.Spec
 	script map[agents.Role]script
-	// silent runs never send their SessionStart hook, as when hooks are
-	// turned off; every other run checks in first, as Claude Code does.
+	// silent runs call a gated tool (a Write, on their stream) and none of
+	// their hooks ever reaches the daemon, as when hooks are turned off;
+	// every other run's hooks check in first (a SessionStart, which an
+	// older version's hooks still send: any hook does).
 	silent bool
+	// silentTool is the tool a silent run calls; "": Write.
+	silentTool string
 	// onRun, when set, is called first thing in Run, before the process
 	// would start: what the store holds then is what a crash would leave.
 	onRun func(agents.Spec)
 }
 
-func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), _ func(agents.Event)) agents.Result {
+func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), onEvent func(agents.Event)) agents.Result {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
-	s, silent, onRun := f.script[spec.Role], f.silent, f.onRun
+	s, silent, silentTool, onRun := f.script[spec.Role], f.silent, cmp.Or(f.silentTool, "Write"), f.onRun
 	f.mu.Unlock()
 	if onRun != nil {
 		onRun(spec)
 	}
 	onStart(os.Getpid())
-	if !silent {
+	if silent {
+		onEvent(agents.Event{Kind: "tool_use", Tool: silentTool})
+	} else {
 		f.h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
 	}
 	res := s(ctx, spec, f.h)
@@ -641,8 +648,8 @@ func blockUntilCancelled(ctx context.Context, _ agents.Spec, _ *harness) agents.
 	return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
 }
 
-// A run whose SessionStart hook never reaches the daemon is killed: its
-// gates are not running. A few in a row stop the session with a message
+// A run that calls a gated tool while none of its hooks reaches the
+// daemon is killed: its gates are not running. A few in a row stop the session with a message
 // that says what to check, and each is a hooks-live violation.
 func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h := newHarness(t)
@@ -650,7 +657,7 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h.runner.script[agents.Initializer] = blockUntilCancelled
 	h.runner.silent = true
 	err := h.runToEndWithin(15 * time.Second)
-	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
 		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
 	}
 	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
@@ -690,6 +697,38 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	}
 }
 
+// A run that calls no tool its hooks gate (here, one of the daemon's MCP
+// tools) did nothing a gate judges, whether or not its hooks reach the
+// daemon: the clock starts at a gated call, and there is none.
+func TestHooksLiveWaitsForAGatedCall(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.silent = true
+	h.runner.silentTool = "mcp__ctxgraphd__query_traces"
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
+		if ctx.Err() != nil {
+			return agents.Result{Ended: agents.EndCancelled}
+		}
+		return initializerWrites(1)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trs {
+		if tr.Gate == gates.HooksLive {
+			t.Errorf("a run that called no gated tool was held silent: %+v", tr.Event)
+		}
+	}
+}
+
 // A quick run that ends before its hooks-live check, without its hooks
 // ever checking in, is not judged either: its tested: true is not taken.
 func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
@@ -697,7 +736,7 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 	h.runner.script[agents.Initializer] = initializerWrites(1)
 	h.runner.silent = true
 	err := h.runToEnd()
-	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
 		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
 	}
 	// Written without gates, the list is not taken: no feature of it is
@@ -910,7 +949,7 @@ func TestListOfAHooksKilledRunIsNotTaken(t *testing.T) {
 		return blockUntilCancelled(ctx, spec, h)
 	}
 	err := h.runToEndWithin(15 * time.Second)
-	if err == nil || !strings.Contains(err.Error(), "hook session-start") {
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
 		t.Fatalf("loop ended with %v, want a stop for hooks that never reached the daemon", err)
 	}
 	if got := roles(h.runner.runs()); got != "initializer initializer initializer" {

@@ -30,9 +30,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 	act := o.cur.active
 	res := ev.result
-	if act.liveTimer != nil {
-		act.liveTimer.Stop()
-	}
+	act.hooks.stop()
 	if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
 		act.failure = &f
 	}
@@ -210,8 +208,8 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 	if o.hooksSilent >= maxSilentHookRuns {
 		o.hooksSilent = 0
 		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf(
-			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that `%s` works and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
-			maxSilentHookRuns, o.opts.HookCommand+" session-start"))
+			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that the hook program (`%s`) runs and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
+			maxSilentHookRuns, o.opts.HookCommand))
 		return
 	}
 	if act.interrupt != "" && o.stopAfter {

@@ -46,7 +46,7 @@ func TestRunIsGivenItsRolesHooks(t *testing.T) {
 		}
 		return slices.Sorted(maps.Keys(s.Hooks))
 	}
-	all := []string{"PostToolUse", "PostToolUseFailure", "PreToolUse", "SessionStart", "Stop", "StopFailure", "SubagentStop"}
+	all := []string{"PostToolUse", "PostToolUseFailure", "PreToolUse", "Stop", "StopFailure", "SubagentStop"}
 	if got := events(agents.Tester); !slices.Equal(got, all) {
 		t.Errorf("a tester's run hooks %v, want %v", got, all)
 	}

@@ -103,7 +103,8 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
-	settings, denied, err := o.runSettingsDenied(role, a.Feature)
+	matcher := gates.PreToolUseMatcher(o.judge.Guards())
+	settings, denied, err := o.runSettingsDenied(role, a.Feature, matcher)
 	if err != nil {
 		o.lastRun--
 		o.transition(statemachine.Stop, a.Feature, err.Error())
@@ -135,8 +136,8 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 
 	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
-	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD}
-	o.armHooksLive(run.ID)
+	hooks := o.newHooksWatch(run.ID, matcher)
+	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
 	o.cur.claim = ""
 	spec := agents.Spec{
 		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
@@ -153,6 +154,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 			func(ev agents.Event) {
 				if ev.Kind == "tool_use" {
 					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
+					hooks.seen(ev.Tool)
 				}
 				o.onRunEvent(run.ID, ev)
 			})
@@ -232,7 +234,7 @@ func (o *Orchestrator) takeRecent() *recentTree {
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
 func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, error) {
-	s, _, err := o.runSettingsDenied(role, feature)
+	s, _, err := o.runSettingsDenied(role, feature, gates.PreToolUseMatcher(o.judge.Guards()))
 	return s, err
 }
 
@@ -240,11 +242,12 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 // (empty when confinement is off): the hooks believe a refusal the run's
 // commands print only there. Claude Code's sandbox holds .claude/ read
 // only by itself. The directories the run may write besides the project
-// are made here, once per run (sandbox.Policy.Prepare).
-func (o *Orchestrator) runSettingsDenied(role agents.Role, feature string) (string, []string, error) {
+// are made here, once per run (sandbox.Policy.Prepare). matcher is the
+// PreToolUse hook's (gates.PreToolUseMatcher).
+func (o *Orchestrator) runSettingsDenied(role agents.Role, feature, matcher string) (string, []string, error) {
 	var hooks map[string]any
 	if o.opts.Hook.Path != "" {
-		hooks = gates.RunHooks(o.opts.Hook, string(role), gates.PreToolUseMatcher(o.judge.Guards()))
+		hooks = gates.RunHooks(o.opts.Hook, string(role), matcher)
 	}
 	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
