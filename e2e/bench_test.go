@@ -314,8 +314,9 @@ func BenchmarkLoopConfinement(b *testing.B) {
 //
 //   - the loop as users get it (full);
 //   - the loop with Claude Code's sandbox off (sandbox.enabled=false),
-//     its runs written down by testdata/benchclaude, and right after it
-//     their bare replay;
+//     each of its runs right after its bare twin (testdata/benchclaude:
+//     the same run, on a copy of the project as it stands, as a person
+//     would type it), whose time is then taken out of the run's;
 //   - the loop without the MCP server (--mcp-config taken away by
 //     testdata/benchclaude, which writes the runs down);
 //   - the loop without hooks (the "hooks" of --settings taken away; the
@@ -349,8 +350,8 @@ func BenchmarkLoopConfinement(b *testing.B) {
 // replay), where the shares above are differences of sums that a burst of
 // load on a few runs moves. own-p50, the goal's figure, is between plus the
 // median difference between a run of the loop without the sandbox and its
-// own bare replay: everything the daemon adds to a run (hooks, MCP tools,
-// environment, bounds) with nothing to subtract; own-full-p50 reckons it
+// bare twin, run a moment before on the same machine: everything the daemon
+// adds to a run (hooks, MCP tools, environment) with nothing to subtract; own-full-p50 reckons it
 // from the full loop less the sandbox's median instead. hook-calls is how
 // many hook processes a run of the full loop started that reached the
 // daemon.
@@ -383,14 +384,14 @@ func benchOverhead(b *testing.B, n int) {
 		return logged("CTXGRAPHD_AGENT_COMMAND="+wrapper, "BENCH_CLAUDE="+claude, "BENCH_DROP="+part)
 	}
 	record := filepath.Join(b.TempDir(), "runs.jsonl")
-	recordUnconfined := filepath.Join(b.TempDir(), "unconfined-runs.jsonl")
+	twins := b.TempDir()
 	const full, noSandbox, noMCP, noHooks = 0, 1, 2, 3
 	configs := []struct {
 		name string
 		env  []string
 	}{
 		full:      {"full", logged()},
-		noSandbox: {"no-sandbox", append(without(""), "CTXGRAPHD_SANDBOX_ENABLED=false", "BENCH_RECORD="+recordUnconfined)},
+		noSandbox: {"no-sandbox", append(without(""), "CTXGRAPHD_SANDBOX_ENABLED=false", "BENCH_TWIN="+twins)},
 		noMCP:     {"no-mcp", append(without("mcp"), "BENCH_RECORD="+record)},
 		noHooks:   {"no-hooks", append(without("hooks"), "CTXGRAPHD_GATES_HOOKS_LIVE=off", "CTXGRAPHD_GATES_TESTED_NEEDS_EVIDENCE=warn")},
 	}
@@ -409,11 +410,11 @@ func benchOverhead(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
 		rs := make([]loopResult, len(configs))
 		var bare, bareCPU time.Duration
-		var bareEach, bareUnconfinedEach []time.Duration
+		var bareEach, twinEach []time.Duration
 		for k := range configs {
 			c := (i + k) % len(configs)
 			os.Remove(record)
-			os.Remove(recordUnconfined)
+			os.Remove(filepath.Join(twins, "twins.jsonl"))
 			r := runLoop(b, url, sc, configs[c].env...)
 			if r.runs != want {
 				// A run redone (a transient failure of a loaded
@@ -429,7 +430,7 @@ func benchOverhead(b *testing.B, n int) {
 			case noMCP:
 				bare, bareCPU, bareEach = replayBare(b, url, sc, record, r.list)
 			case noSandbox:
-				_, _, bareUnconfinedEach = replayBare(b, url, sc, recordUnconfined, r.list)
+				twinEach = takeTwins(b, twins, &rs[c])
 			}
 		}
 		per := func(d time.Duration) float64 { return d.Seconds() / float64(want) }
@@ -476,13 +477,15 @@ func benchOverhead(b *testing.B, n int) {
 			report("sandbox-p50-s/run", d.Seconds())
 		}
 		// own-p50 pairs each run of the loop without Claude Code's sandbox
-		// with its own bare replay: the same run with and without the
-		// daemon's hooks, MCP tools, environment and bounds, and nothing
-		// of the sandbox to take away (the loop with it differs from this
-		// one by the sandbox alone). own-full-p50 reckons the same from the
+		// with its bare twin, made a moment before on the same machine:
+		// the same run with and without the daemon's hooks, MCP tools and
+		// environment, and nothing of the sandbox to take away (the loop
+		// with it differs from this one by the sandbox alone). A replay
+		// made after the whole loop meets another machine: between two
+		// identical loops its median moved ten times as much. own-full-p50 reckons the same from the
 		// full loop, less the sandbox's own median, which a median of
 		// differences does not subtract exactly.
-		if o, ok := pairedMedian(rs[noSandbox].list, nil, bareUnconfinedEach); ok {
+		if o, ok := pairedMedian(rs[noSandbox].list, nil, twinEach); ok {
 			report("own-p50-s/run", o.Seconds()+per(between))
 		}
 		if o, ok := pairedMedian(f.list, rs[noMCP].list, bareEach); ok && okSandbox {
@@ -544,6 +547,46 @@ func pairedMedian(full, other []store.Run, otherWall []time.Duration) (time.Dura
 		return 0, false
 	}
 	return time.Duration(median(ds)), true
+}
+
+// takeTwins reads what benchclaude wrote of the bare twins of r's runs
+// (BENCH_TWIN: dir/twins.jsonl, a line a run in the order they started),
+// takes each twin's time and CPU out of its run's, so that r holds the
+// loop's runs alone, and returns each twin's wall time in the place of its
+// run (0 for one that failed).
+func takeTwins(b *testing.B, dir string, r *loopResult) []time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "twins.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := slices.Collect(bytes.Lines(data))
+	if len(lines) != len(r.list) {
+		b.Fatalf("%d bare twins for %d runs", len(lines), len(r.list))
+	}
+	each := make([]time.Duration, len(lines))
+	for i, line := range lines {
+		var t struct {
+			Wall  time.Duration `json:"wall_ns"`
+			OK    bool          `json:"ok"`
+			Delay time.Duration `json:"delay_ns"`
+			CPU   time.Duration `json:"cpu_ns"`
+		}
+		if err := json.Unmarshal(line, &t); err != nil {
+			b.Fatalf("twins.jsonl: %v", err)
+		}
+		run := &r.list[i]
+		run.AgentWall -= t.Delay
+		run.AgentCPU -= t.CPU
+		r.claude -= t.Delay
+		r.claudeCPU -= t.CPU
+		r.wall -= t.Delay
+		r.cpu -= t.CPU
+		if t.OK {
+			each[i] = t.Wall
+		}
+	}
+	return each
 }
 
 // median is the middle of vs (the mean of the two middle ones when there

@@ -1,7 +1,7 @@
 // Command benchclaude stands in for claude in BenchmarkLoopOverhead: it
 // takes one part of a run away and executes the real CLI in its own place
 // (the same pid, so the daemon supervises claude itself), and it may write
-// down each run for the bare replay.
+// down each run for the bare replay, or run its bare twin first.
 //
 //	BENCH_CLAUDE  the real claude
 //	BENCH_DROP    what to take away: "mcp" (--mcp-config and its value),
@@ -12,6 +12,8 @@
 //	BENCH_DEBUG   a directory where each run leaves Claude Code's debug
 //	              log (--debug-file), which times every hook and MCP
 //	              connection as the CLI sees them
+//	BENCH_TWIN    a directory: before each run, its bare twin (twin.go)
+//	              runs there, and twins.jsonl gets a line of its times
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 type record struct {
@@ -30,6 +33,7 @@ type record struct {
 }
 
 func main() {
+	start := time.Now()
 	claude := os.Getenv("BENCH_CLAUDE")
 	if claude == "" {
 		fmt.Fprintln(os.Stderr, "benchclaude: BENCH_CLAUDE is not set")
@@ -78,6 +82,12 @@ func main() {
 		}
 		f.Close()
 		args = append([]string{"-p", "--debug-file", f.Name()}, args[1:]...)
+	}
+	if dir := os.Getenv("BENCH_TWIN"); dir != "" && len(args) > 0 && args[0] == "-p" {
+		if err := runTwin(claude, args, dir, start); err != nil {
+			fmt.Fprintf(os.Stderr, "benchclaude: the bare twin: %v\n", err)
+			os.Exit(2)
+		}
 	}
 	err := syscall.Exec(claude, append([]string{claude}, args...), os.Environ())
 	fmt.Fprintf(os.Stderr, "benchclaude: %s: %v\n", claude, err)
