@@ -104,6 +104,7 @@ type Event struct {
 	RunID     string
 	Kind      string // init, text, tool_use, tool_result, hook, api_retry, result, stream_error
 	Tool      string
+	ToolUseID string // of a tool_use, and of the call a tool_result answers
 	Detail    string
 	IsError   bool
 	SessionID string
@@ -566,9 +567,9 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 					res.ToolCalls++
 					stuck.call(b.ID, b.Name, b.Input)
 				}
-				e.Kind, e.Tool, e.Detail = "tool_use", b.Name, toolDetail(b.Name, b.Input)
+				e.Kind, e.Tool, e.Detail, e.ToolUseID = "tool_use", b.Name, toolDetail(b.Name, b.Input), b.ID
 			case "tool_result":
-				e.Kind, e.IsError = "tool_result", b.IsError
+				e.Kind, e.IsError, e.ToolUseID = "tool_result", b.IsError, b.ToolUseID
 				if on := stuck.result(b.ToolUseID, b.IsError); on != "" {
 					stuckOn = on
 				}

@@ -76,14 +76,20 @@ func TestDecodeResultFields(t *testing.T) {
 	if res.IsError || res.ToolCalls != 1 || res.CostUSD <= 0 || res.NumTurns == 0 || res.Text != "done" {
 		t.Errorf("basic run = %+v", res)
 	}
-	var sawBash bool
+	// The call and its answer carry the call's id: the hooks-live watch
+	// pairs them.
+	var bashID string
+	answered := false
 	for _, e := range events {
 		if e.Kind == "tool_use" && e.Tool == "Bash" && e.Detail == "echo hello-from-bash" {
-			sawBash = true
+			bashID = e.ToolUseID
+		}
+		if e.Kind == "tool_result" && bashID != "" && e.ToolUseID == bashID {
+			answered = true
 		}
 	}
-	if !sawBash {
-		t.Errorf("no Bash tool event: %+v", events)
+	if bashID == "" || !answered {
+		t.Errorf("no Bash tool event with an id and its answer (id %q, answered %v): %+v", bashID, answered, events)
 	}
 
 	// A background subagent adds a second result; its tool calls are not

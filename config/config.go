@@ -121,7 +121,7 @@ type Agent struct {
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // no stream event for this long: stuck
 	MaxTurns         int           `yaml:"max_turns"`          // 0: no limit
 	AllowRoot        bool          `yaml:"allow_root"`         // run agents as root (IS_SANDBOX=1)
-	HooksLiveTimeout time.Duration `yaml:"hooks_live_timeout"` // SessionStart check-in deadline
+	HooksLiveTimeout time.Duration `yaml:"hooks_live_timeout"` // how long a gated call may go on before the run's hooks check in
 	// StuckAfter: the same tool call failing this many times in a row,
 	// with nothing done in between, stops the run as stuck; 0: never.
 	StuckAfter int `yaml:"stuck_after"`

@@ -122,7 +122,7 @@ func buildRegistry() []*key {
 		{name: "agent.allow_root", kind: kindBool,
 			help: "run agents as root (sets IS_SANDBOX=1 for them)", access: field(func(c *Config) *bool { return &c.Agent.AllowRoot })},
 		{name: "agent.hooks_live_timeout", kind: kindDuration, positive: true,
-			help: "a run's hooks must check in with the daemon within this time (gate hooks-live)", access: field(func(c *Config) *time.Duration { return &c.Agent.HooksLiveTimeout })},
+			help: "a run's tool call the hooks gate may go on this long before a hook of the run has checked in with the daemon (gate hooks-live)", access: field(func(c *Config) *time.Duration { return &c.Agent.HooksLiveTimeout })},
 		{name: "agent.stuck_after", kind: kindInt,
 			help: "the same tool call failing this many times in a row stops the run as stuck; 0: never", access: field(func(c *Config) *int { return &c.Agent.StuckAfter })},
 		{name: "limits.max_retries", kind: kindInt,

@@ -213,6 +213,19 @@ func Hooked(matcher, tool string) bool {
 	return matcher == "" || slices.Contains(strings.Split(matcher, "|"), tool)
 }
 
+// FailsInert reports whether a failed call of tool did nothing: Claude
+// Code refuses a file tool's call on its input (a file not read yet, a
+// string not found) before its PreToolUse hook runs, and a file tool that
+// fails reads and writes nothing. A failed Bash command, fetch or
+// subagent may have acted all the same.
+func FailsInert(tool string) bool {
+	switch tool {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit", "Read":
+		return true
+	}
+	return false
+}
+
 // PreToolUse judges a tool call before it runs. Nil means allowed.
 func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
 	if d := judgeBeside(m, a, s, p); d != nil {

@@ -542,3 +542,17 @@ func TestHooked(t *testing.T) {
 		}
 	}
 }
+
+// TestFailsInert: only a file tool's failed call is known to have done
+// nothing; a failed command, fetch or subagent may have acted.
+func TestFailsInert(t *testing.T) {
+	for tool, want := range map[string]bool{
+		"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Read": true,
+		"Bash": false, "WebFetch": false, "Agent": false, "Task": false, "Monitor": false, "Workflow": false,
+		"mcp__ctxgraphd__store_trace": false, "": false,
+	} {
+		if got := FailsInert(tool); got != want {
+			t.Errorf("FailsInert(%q) = %v, want %v", tool, got, want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,21 +12,30 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// hooksLiveCheck fires hooks_live_timeout after a run's first call of a
-// tool its hooks gate.
+// hooksLiveCheck asks the loop whether a run's hooks have checked in: a
+// gated call of the run was answered without them, or has been going on
+// for hooks_live_timeout.
 type hooksLiveCheck struct{ runID string }
 
 // hooksWatch follows a run's calls of the tools its PreToolUse hook gates
-// (gates.Hooked), as its stream shows them: the hooks must show they run
-// by then. Its methods are called from the runner's goroutine (seen) and
-// the loop's (stop, usedHooked).
+// (gates.Hooked), as its stream shows them, from the runner's goroutine
+// (seen), for the loop's (stop, usedGated). Claude Code runs a call's
+// PreToolUse hook, and waits for the daemon's answer, before the tool
+// runs: when the stream shows the call's result, a run whose hooks run
+// has checked in. A file tool's call that failed may have been refused on
+// its input before its hook, and did nothing (gates.FailsInert): it is not
+// counted. A call still going on checks the run after hooks_live_timeout.
 type hooksWatch struct {
-	matcher string        // the run's PreToolUse matcher
-	timeout time.Duration // 0: no kill for silence (hooks-live off)
-	fire    func()        // sends the loop the run's hooksLiveCheck
-	used    atomic.Bool   // a gated tool was called (usedGated)
-	arm     sync.Once
+	matcher string      // the run's PreToolUse matcher
+	live    func() bool // whether a hook of the run reached the daemon
+	// check sends the loop the run's hooksLiveCheck; nil when hooks-live
+	// is off.
+	check   func()
+	timeout time.Duration
+
 	mu      sync.Mutex
+	pending map[string]string // gated calls without a result: id → tool
+	counted bool              // a gated call did something (usedGated)
 	timer   *time.Timer
 	stopped bool
 }
@@ -35,13 +43,14 @@ type hooksWatch struct {
 // newHooksWatch is the watch of runID's gated tool calls, whose PreToolUse
 // matcher is matcher.
 func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
-	w := &hooksWatch{matcher: matcher}
-	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || o.cfg.Agent.HooksLiveTimeout <= 0 {
+	j := o.judge
+	w := &hooksWatch{matcher: matcher, live: func() bool { return j.IsLive(runID) }, pending: map[string]string{}}
+	if o.judge.Modes().Of(gates.HooksLive) == gates.Off {
 		return w
 	}
 	events, quit := o.runEvents, o.quit
 	w.timeout = o.cfg.Agent.HooksLiveTimeout
-	w.fire = func() {
+	w.check = func() {
 		select {
 		case events <- hooksLiveCheck{runID: runID}:
 		case <-quit: // the loop is gone
@@ -50,25 +59,38 @@ func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
 	return w
 }
 
-// seen takes a tool call of the run's stream. The first one its hooks gate
-// starts the clock: Claude Code runs a call's PreToolUse hook before the
-// tool, so a run whose hooks run has checked in by then, or within
-// moments.
-func (w *hooksWatch) seen(tool string) {
-	if !gates.Hooked(w.matcher, tool) {
-		return
-	}
-	w.used.Store(true)
-	if w.fire == nil {
-		return
-	}
-	w.arm.Do(func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if !w.stopped {
-			w.timer = time.AfterFunc(w.timeout, w.fire)
+// seen takes a tool call, or a call's result, of the run's stream.
+func (w *hooksWatch) seen(ev agents.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch ev.Kind {
+	case "tool_use":
+		if !gates.Hooked(w.matcher, ev.Tool) {
+			return
 		}
-	})
+		w.pending[ev.ToolUseID] = ev.Tool
+		if w.timer == nil && !w.stopped && w.check != nil && w.timeout > 0 {
+			w.timer = time.AfterFunc(w.timeout, w.check)
+		}
+	case "tool_result":
+		tool, ok := w.pending[ev.ToolUseID]
+		if !ok {
+			return
+		}
+		delete(w.pending, ev.ToolUseID)
+		if !(ev.IsError && gates.FailsInert(tool)) {
+			w.counted = true
+			if !w.stopped && w.check != nil && !w.live() {
+				go w.check() // answered without its hook: at once
+			}
+		}
+		if len(w.pending) == 0 && w.timer != nil {
+			// Nothing gated is going on: the clock starts again at the
+			// next gated call.
+			w.timer.Stop()
+			w.timer = nil
+		}
+	}
 }
 
 // stop ends the watch: the run is over.
@@ -84,8 +106,17 @@ func (w *hooksWatch) stop() {
 	}
 }
 
-// usedGated reports whether the run called a tool its hooks gate.
-func (w *hooksWatch) usedGated() bool { return w != nil && w.used.Load() }
+// usedGated reports whether the run called a tool its hooks gate and the
+// call did something, or may have: it was answered, and not as a file
+// tool's failure, or it never was.
+func (w *hooksWatch) usedGated() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counted || len(w.pending) > 0
+}
 
 // onHooksLiveCheck kills a run that called a gated tool while none of its
 // hooks reached the daemon: its gates are not running, so nothing it does
@@ -95,7 +126,7 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 		return
 	}
 	run := o.cur.active.run
-	what := fmt.Sprintf("no hook of %s reached the daemon within agent.hooks_live_timeout (%s) of its first call of a tool the hooks gate", run.ID, o.cfg.Agent.HooksLiveTimeout)
+	what := fmt.Sprintf("%s called tools the hooks gate and no hook of it reached the daemon (by the call's answer, or within agent.hooks_live_timeout, %s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
 	if !o.hooksSilentViolation(run, what) {
 		return
 	}
@@ -106,20 +137,38 @@ func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
 }
 
 // endedSilent catches the run that ended, by itself, before its hooks-live
-// check: a quick run that called a gated tool while its hooks never
-// checked in (hooks turned off by disableAllHooks, say) did its work
-// without gates just as surely as a slow one. A run that called none did
-// nothing a gate judges. It returns why the run is not to be judged, or
-// "".
+// check: a quick run that did gated work while its hooks never checked in
+// (hooks turned off by disableAllHooks, say) did it without gates just as
+// surely as a slow one. It returns why the run is not to be judged, or "".
 func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
-	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || !act.hooks.usedGated() || o.judge.IsLive(act.run.ID) {
+	if act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || !o.ungated(act, res) {
 		return ""
 	}
-	what := fmt.Sprintf("%s called tools the hooks gate, and none of its hooks ever reached the daemon", act.run.ID)
+	what := fmt.Sprintf("%s did work the hooks gate, and none of its hooks ever reached the daemon", act.run.ID)
 	if !o.hooksSilentViolation(act.run, what) {
 		return ""
 	}
 	return what
+}
+
+// untrusted reports whether nothing the run wrote may be taken: it did
+// gated work without its hooks (ungated), and hooks-live is enforced.
+func (o *Orchestrator) untrusted(act *activeRun, res agents.Result) bool {
+	return o.judge.Modes().Of(gates.HooksLive) == gates.Enforce && o.ungated(act, res)
+}
+
+// ungated reports whether the run did work its hooks gate while none of
+// them reached the daemon (hooks-live not off): it called a gated tool
+// (hooksWatch.usedGated), or it is a tester that ended by itself, which
+// it does through its Stop hook, a gate (tester-must-test). A run that did
+// neither (its text alone, a Glob, the daemon's MCP tools) did nothing a
+// gate judges.
+func (o *Orchestrator) ungated(act *activeRun, res agents.Result) bool {
+	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || o.judge.IsLive(act.run.ID) {
+		return false
+	}
+	testerEnd := agents.Role(act.run.Role) == agents.Tester && res.Ended == agents.EndExited && res.ExitCode == 0
+	return act.hooks.usedGated() || testerEnd
 }
 
 // hooksSilentViolation records a run whose gates were not running and, in

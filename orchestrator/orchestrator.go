@@ -194,8 +194,8 @@ type activeRun struct {
 	hooks  *hooksWatch // its calls of gated tools, for hooks-live
 	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
 	interrupt string
-	// silent: the run called gated tools without its hooks ever checking
-	// in, and ended by itself or was killed for it (hooksKilled).
+	// silent: the run did gated work without its hooks ever checking in
+	// (however it ended), or was killed for it (hooksKilled).
 	silent      bool
 	hooksKilled bool
 	// failure is why the run ended when it was not its agent's doing.

@@ -44,13 +44,18 @@ type fakeRunner struct {
 	mu     sync.Mutex
 	specs  []agents.Spec
 	script map[agents.Role]script
-	// silent runs call a gated tool (a Write, on their stream) and none of
-	// their hooks ever reaches the daemon, as when hooks are turned off;
-	// every other run's hooks check in first (a SessionStart, which an
-	// older version's hooks still send: any hook does).
+	// silent runs call a gated tool (a Write, on their stream, answered)
+	// and none of their hooks ever reaches the daemon, as when hooks are
+	// turned off; every other run first reads the goal, its hook called
+	// between the call and its answer, as Claude Code does.
 	silent bool
-	// silentTool is the tool a silent run calls; "": Write.
-	silentTool string
+	// silentTool is the tool a silent run calls; "": Write. silentError:
+	// the call fails (a file tool's, refused on its input).
+	silentTool  string
+	silentError bool
+	// firstCall is how long an honest run's first call (the read of the
+	// goal) goes on after its hook, before its answer.
+	firstCall time.Duration
 	// onRun, when set, is called first thing in Run, before the process
 	// would start: what the store holds then is what a crash would leave.
 	onRun func(agents.Spec)
@@ -59,16 +64,21 @@ type fakeRunner struct {
 func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int), onEvent func(agents.Event)) agents.Result {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
-	s, silent, silentTool, onRun := f.script[spec.Role], f.silent, cmp.Or(f.silentTool, "Write"), f.onRun
+	s, silent, silentTool, silentError, firstCall, onRun := f.script[spec.Role], f.silent, cmp.Or(f.silentTool, "Write"), f.silentError, f.firstCall, f.onRun
 	f.mu.Unlock()
 	if onRun != nil {
 		onRun(spec)
 	}
 	onStart(os.Getpid())
 	if silent {
-		onEvent(agents.Event{Kind: "tool_use", Tool: silentTool})
+		onEvent(agents.Event{Kind: "tool_use", Tool: silentTool, ToolUseID: "toolu_first"})
+		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first", IsError: silentError})
 	} else {
-		f.h.hook("session-start", spec, map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
+		onEvent(agents.Event{Kind: "tool_use", Tool: "Read", ToolUseID: "toolu_first"})
+		f.h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_first",
+			"tool_input": map[string]any{"file_path": filepath.Join(spec.Dir, paths.ProgressDir, progress.GoalFile)}})
+		time.Sleep(firstCall)
+		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first"})
 	}
 	res := s(ctx, spec, f.h)
 	res.RunID, res.SessionID = spec.RunID, spec.SessionID
@@ -678,10 +688,14 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	}
 }
 
-// A run whose hooks check in is left alone, however long it takes.
+// A run whose hooks check in is left alone, however long it takes, and
+// however long a gated call of it goes on.
 func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.firstCall = 100 * time.Millisecond
+	// Killed live runs would be redone for ever (a live run resets the
+	// count of silent ones): bounded, the loop ends with an error.
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
 		if ctx.Err() != nil {
@@ -689,7 +703,7 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 		}
 		return initializerWrites(1)(ctx, spec, h)
 	}
-	if err := h.runToEnd(); err != nil {
+	if err := h.runToEndWithin(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(h.list()); got != "F-001=tested" {
@@ -726,6 +740,100 @@ func TestHooksLiveWaitsForAGatedCall(t *testing.T) {
 		if tr.Gate == gates.HooksLive {
 			t.Errorf("a run that called no gated tool was held silent: %+v", tr.Event)
 		}
+	}
+}
+
+// A gated call answered without its hook is one whose hooks do not run:
+// Claude Code waits for the hook's answer before the tool runs. The run is
+// killed at once, however long hooks_live_timeout.
+func TestHooksLiveKillsAtAGatedAnswerWithoutHook(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = time.Hour
+	h.runner.script[agents.Initializer] = blockUntilCancelled
+	h.runner.silent = true
+	err := h.runToEndWithin(15 * time.Second)
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
+		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
+	}
+	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
+		t.Errorf("runs = %s, want %s", got, want)
+	}
+}
+
+// A file tool's call that Claude Code refuses on its input (a Write of a
+// file not read yet) never reaches a hook, and did nothing: a run whose
+// hooks run is not killed for it, however long it then thinks.
+func TestHooksLiveIgnoresAFileCallRefusedOnItsInput(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.silent, h.runner.silentError = true, true
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
+		if ctx.Err() != nil {
+			return agents.Result{Ended: agents.EndCancelled}
+		}
+		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_next",
+			"tool_input": map[string]any{"file_path": filepath.Join(spec.Dir, paths.ProgressDir, progress.GoalFile)}})
+		return initializerWrites(1)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s", got)
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trs {
+		if tr.Gate == gates.HooksLive {
+			t.Errorf("a run was held silent for a refused file call: %+v", tr.Event)
+		}
+	}
+}
+
+// A tester ends through its Stop hook, a gate: one that ended by itself
+// while none of its hooks reached the daemon is not judged, whatever tools
+// it called (here none the hooks gate).
+func TestHooksLiveHoldsATestersEnd(t *testing.T) {
+	h := newHarness(t)
+	h.runner.silent = true
+	h.runner.silentTool = "mcp__ctxgraphd__query_traces"
+	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[agents.Tester] = func(context.Context, agents.Spec, *harness) agents.Result {
+		return agents.Result{Ended: agents.EndExited}
+	}
+	err := h.runToEnd()
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
+		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
+	}
+	if got := roles(h.runner.runs()); !strings.HasSuffix(got, "tester:F-001 tester:F-001 tester:F-001") {
+		t.Errorf("runs = %s, want three testers not judged", got)
+	}
+	if got := summary(h.list()); got == "F-001=tested" {
+		t.Errorf("a tester whose hooks never ran got its feature tested")
+	}
+}
+
+// An initializer that wrote its list with no hook of it reaching the
+// daemon and then ended on a failure not its own (an API error) wrote
+// without gates all the same: the list is set aside, never taken.
+func TestListOfAFailedSilentRunIsNotTaken(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = time.Hour
+	h.runner.silent = true
+	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := initializerWrites(1)(ctx, spec, h)
+		res.IsError, res.APIErrorStatus, res.APIError = true, 529, "overloaded"
+		return res
+	}
+	h.runToEndWithin(3 * time.Second) // an overloaded API is waited out: the list is settled long before
+	if st := h.session(); st.FeatureList != nil {
+		t.Errorf("the store took a list written without gates:\n%s", st.FeatureList)
+	}
+	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err != nil {
+		t.Errorf("the list written without gates was not set aside: %v", err)
 	}
 }
 

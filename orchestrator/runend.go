@@ -39,9 +39,10 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		why = o.endedSilent(act, res)
 	}
 	// A run killed because its hooks never checked in wrote without gates
-	// just as surely as one that ended by itself first: nothing it wrote
-	// is taken, however far it got.
-	act.silent = why != "" || act.hooksKilled
+	// just as surely as one that ended by itself first, and so did one
+	// that ended on a failure or was stopped: nothing it wrote is taken,
+	// however far it got. (A run endedSilent found is one of them.)
+	act.silent = act.hooksKilled || o.untrusted(act, res)
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	if o.cur == o.home {
@@ -62,7 +63,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	}
 	out := o.prejudge(act, res)
 	if out.Interrupted || out.OutOfBudget != "" || act.failure != nil {
-		if act.hooksKilled {
+		if act.silent {
 			o.setAsideUnjudgedList(act.run)
 		}
 		act.controls = o.judgeLeftovers(act.run)

@@ -154,7 +154,9 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 			func(ev agents.Event) {
 				if ev.Kind == "tool_use" {
 					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
-					hooks.seen(ev.Tool)
+				}
+				if ev.Kind == "tool_use" || ev.Kind == "tool_result" {
+					hooks.seen(ev)
 				}
 				o.onRunEvent(run.ID, ev)
 			})
