@@ -173,15 +173,21 @@ func decide(m Modes, gate, code, msg, suggestion string) *Decision {
 // call to a Bash hook, as a plain command).
 var decidedTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Bash", "Agent", "Task", "Monitor", "Workflow", "WebFetch"}
 
+// seenTools are the tools whose calls PreToolUse allows but whose hook
+// must fire all the same, so that hooks-live sees them (Hooked): a Skill
+// may fork a subagent (context: fork) that acts with no Agent call, and
+// with hooks off its calls might not reach the run's stream.
+var seenTools = []string{"Skill"}
+
 // PreToolUseMatcher is the matcher of a daemon's run's PreToolUse hook:
 // the tools the built-in gates decide on and those the active guards
-// judge, or "" (every tool) when a guard may judge any. Claude Code
-// starts a process for every hook it runs and handles it at a cost a run
-// feels: a ToolSearch, a Skill, a WebSearch or a call of the daemon's own
-// MCP tools (a Glob, a Grep, a TodoWrite in the versions of Claude Code
-// that have them), which nothing decides on, need none.
+// judge, and the seenTools, or "" (every tool) when a guard may judge
+// any. Claude Code starts a process for every hook it runs and handles it
+// at a cost a run feels: a ToolSearch, a WebSearch or a call of the
+// daemon's own MCP tools (a Glob, a Grep, a TodoWrite in the versions of
+// Claude Code that have them), which nothing decides on, need none.
 func PreToolUseMatcher(rules []guards.Rule) string {
-	names := slices.Clone(decidedTools)
+	names := slices.Concat(decidedTools, seenTools)
 	for _, r := range rules {
 		if !r.Active() {
 			continue

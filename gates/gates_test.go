@@ -528,6 +528,7 @@ func TestHooked(t *testing.T) {
 		{matcher, "Read", true},
 		{matcher, "WebFetch", true},
 		{matcher, "Agent", true},
+		{matcher, "Skill", true},
 		{matcher, "Glob", false},
 		{matcher, "mcp__ctxgraphd__store_trace", false},
 		{matcher, "Writ", false},

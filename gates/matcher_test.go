@@ -11,7 +11,7 @@ import (
 // on and for those the project's active guards judge; for every tool
 // when a guard may judge any call.
 func TestPreToolUseMatcher(t *testing.T) {
-	builtIn := "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|WebFetch|Workflow|Write"
+	builtIn := "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Skill|Task|WebFetch|Workflow|Write"
 	guard := func(status, tool string, m guards.Match) guards.Rule {
 		return guards.Rule{ID: "g", Status: status, Tool: tool, Match: m, Message: "no"}
 	}
@@ -21,7 +21,7 @@ func TestPreToolUseMatcher(t *testing.T) {
 		want  string
 	}{
 		{"no guards", nil, builtIn},
-		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|Monitor|MultiEdit|NotebookEdit|Read|Task|WebFetch|Workflow|Write"},
+		{"a guard on Glob", []guards.Rule{guard(guards.Enforce, "Glob", guards.Match{Path: "secrets/**"})}, "Agent|Bash|Edit|Glob|Monitor|MultiEdit|NotebookEdit|Read|Skill|Task|WebFetch|Workflow|Write"},
 		{"a guard on an MCP tool", []guards.Rule{guard(guards.Warn, "mcp__my-db__drop_table", guards.Match{Field: "table", Value: "."})}, builtIn + "|mcp__my-db__drop_table"},
 		{"a guard on a command", []guards.Rule{guard(guards.Enforce, "", guards.Match{Command: "curl"})}, builtIn},
 		{"a guard on a path", []guards.Rule{guard(guards.Enforce, "", guards.Match{Path: "db/**"})}, builtIn},

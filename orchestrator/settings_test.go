@@ -79,7 +79,7 @@ func TestRunsPreToolUseHookFollowsTheGuards(t *testing.T) {
 		}
 		return s.Hooks["PreToolUse"][0].Matcher
 	}
-	if got, want := matcher(), "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Task|WebFetch|Workflow|Write"; got != want {
+	if got, want := matcher(), "Agent|Bash|Edit|Monitor|MultiEdit|NotebookEdit|Read|Skill|Task|WebFetch|Workflow|Write"; got != want {
 		t.Errorf("with no guard, PreToolUse matches %q, want %q", got, want)
 	}
 	file := filepath.Join(h.proj.Dir, filepath.FromSlash(rulefile.Path))
