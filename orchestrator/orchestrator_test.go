@@ -75,8 +75,7 @@ func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int
 		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first", IsError: silentError})
 	} else {
 		onEvent(agents.Event{Kind: "tool_use", Tool: "Read", ToolUseID: "toolu_first"})
-		f.h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_first",
-			"tool_input": map[string]any{"file_path": filepath.Join(spec.Dir, paths.ProgressDir, progress.GoalFile)}})
+		f.h.readGoal(spec, "toolu_first")
 		time.Sleep(firstCall)
 		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first"})
 	}
@@ -653,6 +652,52 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 
 // blockUntilCancelled is a run whose hooks never check in: it runs until
 // the daemon kills it.
+// afterThinking is next, after the agent thinks for d: a run cancelled
+// meanwhile ends there.
+func afterThinking(d time.Duration, next script) script {
+	return func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		time.Sleep(d)
+		if ctx.Err() != nil {
+			return agents.Result{Ended: agents.EndCancelled}
+		}
+		return next(ctx, spec, h)
+	}
+}
+
+// readGoal is the PreToolUse hook of spec's run reading the goal, in the
+// call id: a hook that allows, as an honest run's first.
+func (h *harness) readGoal(spec agents.Spec, id string) {
+	h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": id,
+		"tool_input": map[string]any{"file_path": filepath.Join(spec.Dir, paths.ProgressDir, progress.GoalFile)}})
+}
+
+// wantSilentHooksStop fails the test unless the loop stopped because the
+// hooks of runs in a row never reached the daemon, after runs (as roles
+// gives them).
+func (h *harness) wantSilentHooksStop(err error, runs string) {
+	h.t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
+		h.t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
+	}
+	if got := roles(h.runner.runs()); got != runs {
+		h.t.Errorf("runs = %s, want %s", got, runs)
+	}
+}
+
+// noHooksLiveViolation fails the test if a run was held silent.
+func (h *harness) noHooksLiveViolation(why string) {
+	h.t.Helper()
+	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, tr := range trs {
+		if tr.Gate == gates.HooksLive {
+			h.t.Errorf("%s: %+v", why, tr.Event)
+		}
+	}
+}
+
 func blockUntilCancelled(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
 	<-ctx.Done()
 	return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
@@ -667,12 +712,7 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h.runner.script[agents.Initializer] = blockUntilCancelled
 	h.runner.silent = true
 	err := h.runToEndWithin(15 * time.Second)
-	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
-		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
-	}
-	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
-		t.Errorf("runs = %s, want %s", got, want)
-	}
+	h.wantSilentHooksStop(err, "initializer initializer initializer")
 	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
 	if err != nil {
 		t.Fatal(err)
@@ -696,13 +736,7 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	h.runner.firstCall = 100 * time.Millisecond
 	// Killed live runs would be redone for ever (a live run resets the
 	// count of silent ones): bounded, the loop ends with an error.
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
-		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
-		if ctx.Err() != nil {
-			return agents.Result{Ended: agents.EndCancelled}
-		}
-		return initializerWrites(1)(ctx, spec, h)
-	}
+	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
 	if err := h.runToEndWithin(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -719,28 +753,14 @@ func TestHooksLiveWaitsForAGatedCall(t *testing.T) {
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.silent = true
 	h.runner.silentTool = "mcp__ctxgraphd__query_traces"
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
-		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
-		if ctx.Err() != nil {
-			return agents.Result{Ended: agents.EndCancelled}
-		}
-		return initializerWrites(1)(ctx, spec, h)
-	}
+	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(h.list()); got != "F-001=tested" {
 		t.Errorf("features = %s", got)
 	}
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range trs {
-		if tr.Gate == gates.HooksLive {
-			t.Errorf("a run that called no gated tool was held silent: %+v", tr.Event)
-		}
-	}
+	h.noHooksLiveViolation("a run that called no gated tool was held silent")
 }
 
 // A gated call answered without its hook is one whose hooks do not run:
@@ -752,12 +772,7 @@ func TestHooksLiveKillsAtAGatedAnswerWithoutHook(t *testing.T) {
 	h.runner.script[agents.Initializer] = blockUntilCancelled
 	h.runner.silent = true
 	err := h.runToEndWithin(15 * time.Second)
-	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
-		t.Fatalf("loop ended with %v, want a stop that says the hooks never reached the daemon", err)
-	}
-	if got, want := roles(h.runner.runs()), "initializer initializer initializer"; got != want {
-		t.Errorf("runs = %s, want %s", got, want)
-	}
+	h.wantSilentHooksStop(err, "initializer initializer initializer")
 }
 
 // A file tool's call that Claude Code refuses on its input (a Write of a
@@ -767,30 +782,17 @@ func TestHooksLiveIgnoresAFileCallRefusedOnItsInput(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.silent, h.runner.silentError = true, true
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
-		time.Sleep(100 * time.Millisecond) // five times the hooks-live timeout
-		if ctx.Err() != nil {
-			return agents.Result{Ended: agents.EndCancelled}
-		}
-		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_next",
-			"tool_input": map[string]any{"file_path": filepath.Join(spec.Dir, paths.ProgressDir, progress.GoalFile)}})
+	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, func(ctx context.Context, spec agents.Spec, h *harness) agents.Result { // five times the hooks-live timeout
+		h.readGoal(spec, "toolu_next")
 		return initializerWrites(1)(ctx, spec, h)
-	}
+	})
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(h.list()); got != "F-001=tested" {
 		t.Errorf("features = %s", got)
 	}
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range trs {
-		if tr.Gate == gates.HooksLive {
-			t.Errorf("a run was held silent for a refused file call: %+v", tr.Event)
-		}
-	}
+	h.noHooksLiveViolation("a run was held silent for a refused file call")
 }
 
 // A tester ends through its Stop hook, a gate: one that ended by itself
@@ -1057,12 +1059,7 @@ func TestListOfAHooksKilledRunIsNotTaken(t *testing.T) {
 		return blockUntilCancelled(ctx, spec, h)
 	}
 	err := h.runToEndWithin(15 * time.Second)
-	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
-		t.Fatalf("loop ended with %v, want a stop for hooks that never reached the daemon", err)
-	}
-	if got := roles(h.runner.runs()); got != "initializer initializer initializer" {
-		t.Errorf("runs = %s: a list written without gates was taken", got)
-	}
+	h.wantSilentHooksStop(err, "initializer initializer initializer")
 	if st, err := h.st.Load(); err != nil || len(st.FeatureList) != 0 {
 		t.Errorf("the store took a list written without gates: %s (%v)", st.FeatureList, err)
 	}
