@@ -59,7 +59,8 @@ func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
 	return w
 }
 
-// seen takes a tool call, or a call's result, of the run's stream.
+// seen takes an event of the run's stream: a tool call, or a call's
+// result; it ignores the others.
 func (w *hooksWatch) seen(ev agents.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

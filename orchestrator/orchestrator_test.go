@@ -819,18 +819,24 @@ func TestHooksLiveHoldsATestersEnd(t *testing.T) {
 }
 
 // An initializer that wrote its list with no hook of it reaching the
-// daemon and then ended on a failure not its own (an API error) wrote
-// without gates all the same: the list is set aside, never taken.
+// daemon and then ended on a failure not its own (the API refused the
+// credentials, which stops the session at once) wrote without gates all
+// the same: the list is set aside, never taken.
 func TestListOfAFailedSilentRunIsNotTaken(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = time.Hour
 	h.runner.silent = true
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(1)(ctx, spec, h)
-		res.IsError, res.APIErrorStatus, res.APIError = true, 529, "overloaded"
+		res.IsError, res.APIErrorStatus, res.APIError = true, 401, "authentication_failed"
 		return res
 	}
-	h.runToEndWithin(3 * time.Second) // an overloaded API is waited out: the list is settled long before
+	if err := h.runToEndWithin(15 * time.Second); err == nil || !strings.Contains(err.Error(), "could not authenticate") {
+		t.Fatalf("loop ended with %v, want a stop for the refused login", err)
+	}
+	if got := roles(h.runner.runs()); got != "initializer" {
+		t.Errorf("runs = %s, want the one initializer", got)
+	}
 	if st := h.session(); st.FeatureList != nil {
 		t.Errorf("the store took a list written without gates:\n%s", st.FeatureList)
 	}

@@ -155,9 +155,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 				if ev.Kind == "tool_use" {
 					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
 				}
-				if ev.Kind == "tool_use" || ev.Kind == "tool_result" {
-					hooks.seen(ev)
-				}
+				hooks.seen(ev)
 				o.onRunEvent(run.ID, ev)
 			})
 		events <- runEnded{runID: run.ID, result: res}
