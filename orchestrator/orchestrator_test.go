@@ -53,6 +53,9 @@ type fakeRunner struct {
 	// the call fails (a file tool's, refused on its input).
 	silentTool  string
 	silentError bool
+	// silentUnanswered: the silent call's answer never comes (the run
+	// ends while the tool is still at work).
+	silentUnanswered bool
 	// firstCall is how long an honest run's first call (the read of the
 	// goal) goes on after its hook, before its answer.
 	firstCall time.Duration
@@ -65,6 +68,7 @@ func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
 	s, silent, silentTool, silentError, firstCall, onRun := f.script[spec.Role], f.silent, cmp.Or(f.silentTool, "Write"), f.silentError, f.firstCall, f.onRun
+	unanswered := f.silentUnanswered
 	f.mu.Unlock()
 	if onRun != nil {
 		onRun(spec)
@@ -72,7 +76,9 @@ func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int
 	onStart(os.Getpid())
 	if silent {
 		onEvent(agents.Event{Kind: "tool_use", Tool: silentTool, ToolUseID: "toolu_first"})
-		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first", IsError: silentError})
+		if !unanswered {
+			onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first", IsError: silentError})
+		}
 	} else {
 		onEvent(agents.Event{Kind: "tool_use", Tool: "Read", ToolUseID: "toolu_first"})
 		f.h.readGoal(spec, "toolu_first")
@@ -824,8 +830,10 @@ func TestHooksLiveHoldsATestersEnd(t *testing.T) {
 // the same: the list is set aside, never taken.
 func TestListOfAFailedSilentRunIsNotTaken(t *testing.T) {
 	h := newHarness(t)
+	// Its gated call is never answered, so nothing kills it before it
+	// ends: the run ends on its failure.
 	h.cfg.Agent.HooksLiveTimeout = time.Hour
-	h.runner.silent = true
+	h.runner.silent, h.runner.silentUnanswered = true, true
 	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(1)(ctx, spec, h)
 		res.IsError, res.APIErrorStatus, res.APIError = true, 401, "authentication_failed"
