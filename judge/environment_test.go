@@ -73,7 +73,7 @@ func TestHookKeepsWhatTheMachineKeptATestFrom(t *testing.T) {
 		{"a test failing on its own", []map[string]any{bashFailurePayload("sh tests/a.sh", "Exit code 1\nwant 2, got 1")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, func(o *Options) { o.SandboxWritable = []string{"/root/.cache/go-build"} })
+			f := newFixture(t, func(o *Options) { o.Writable = []string{"/root/.cache/go-build"} })
 			f.j.SetList(twoFeatures())
 			token := f.j.Register(gates.Actor{Role: gates.Tester, Feature: "F-001", Run: "run-1"})
 			for _, p := range tc.payloads {

@@ -68,13 +68,10 @@ type Options struct {
 	// "checkouts" in the state directory.
 	Scratch string
 	// Writable are the directories outside the project agents may write
-	// (temp and tool caches): the Write tool may write there too.
+	// (sandbox.AgentWritable): the one list their sandbox allows their
+	// programs and the hooks allow their file tools. A test that could not
+	// write below one of them found it missing.
 	Writable []string
-	// SandboxWritable are the directories outside the project that the
-	// agents' sandbox lets their programs write (the toolchains' caches,
-	// sandbox.allow_write, Claude Code's temp directory): a test that
-	// could not write below one of them found it missing.
-	SandboxWritable []string
 	// ProtectedGlobs are gates.protected: where the project's tests live.
 	ProtectedGlobs []string
 	// Network is what agents' WebFetch calls may reach (sandbox.enabled,
@@ -391,7 +388,7 @@ func (j *Judge) environment(rg *run, p *gates.Payload) *diagnose.Environment {
 		out = r.Stdout + "\n" + r.Stderr
 	}
 	e, ok := diagnose.ReadEnvironment(out, diagnose.Setting{Place: diagnose.InSandbox, ProjectDir: rg.root.Dir,
-		Writable: j.opts.SandboxWritable, Caches: j.opts.SandboxWritable})
+		Writable: j.opts.Writable, Caches: j.opts.Writable})
 	if !ok {
 		return nil
 	}

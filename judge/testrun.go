@@ -269,7 +269,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	if res.ExitCode != 0 {
 		// The test saw its checkout at the project's path, whatever root.
 		if e, ok := diagnose.ReadEnvironment(res.Output, diagnose.Setting{Place: diagnose.InJail, ProjectDir: j.opts.Project.Dir,
-			Writable: jail.Writable, Caches: j.opts.SandboxWritable}); ok {
+			Writable: jail.Writable, Caches: j.opts.Writable}); ok {
 			res.Env = &e
 		}
 	}

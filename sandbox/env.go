@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -39,8 +40,32 @@ func cacheDirs(env []string, goos string) []string {
 	for _, c := range caches(env, goos) {
 		dirs = append(dirs, c.Dir)
 	}
-	dirs = append(dirs, lookup(env)("TMPDIR"))
 	return absUnique(dirs)
+}
+
+// AgentWritable is the one definition of where an agent's run may write
+// outside its work tree: the toolchains' caches of env (CacheDirs), what a
+// person named in sandbox.allow_write, and the temp directory Claude Code
+// gives the run (TempDir). The sandbox's policy lets the run's programs
+// write exactly these, and the hooks let its Write and Edit tools write
+// exactly these, so that no file tool reaches what no program can.
+//
+// A directory that holds one of keepOut (or is one) is left out and
+// returned in dropped: the project, another lane's clone, the daemon's
+// state and the checkouts it tests live below the places keepOut names
+// (the system's temp directory among them, where demo, CI and tests put
+// them), and a cache or allow_write entry above them would open them all.
+// The caller says so to the person, who moves the cache.
+func AgentWritable(env, allowWrite []string, keepOut ...string) (dirs, dropped []string) {
+	all := absUnique(slices.Concat(CacheDirs(env), allowWrite, []string{TempDir(env)}))
+	for _, d := range all {
+		if slices.ContainsFunc(keepOut, func(k string) bool { return filepath.IsAbs(k) && within(filepath.Clean(k), []string{d}) }) {
+			dropped = append(dropped, d)
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs, dropped
 }
 
 // Cache is a directory outside the project that a toolchain writes.
@@ -82,7 +107,7 @@ func GoModCache(env []string) string {
 }
 
 // caches are CacheDirs' directories, each with what it is, in CacheDirs'
-// order (TMPDIR aside); a Dir may be empty or relative, which CacheDirs
+// order; a Dir may be empty or relative, which CacheDirs
 // leaves out.
 func caches(env []string, goos string) []Cache {
 	get := lookup(env)

@@ -41,7 +41,7 @@ func TestCacheDirs(t *testing.T) {
 			},
 		},
 		{
-			name: "each tool's own variable wins, and TMPDIR and GOTMPDIR count",
+			name: "each tool's own variable wins; GOTMPDIR counts, TMPDIR does not (Claude Code gives runs a temp of its own)",
 			goos: "linux",
 			env: []string{
 				"HOME=/home/u", "XDG_CACHE_HOME=/xdg",
@@ -53,7 +53,7 @@ func TestCacheDirs(t *testing.T) {
 			want: []string{
 				"/c/go", "/c/mod", "/c/gotmp",
 				"/c/npm", "/c/yarn", "/c/berry", "/c/pnpm-store", "/xdg/pnpm", "/c/gyp",
-				"/c/pip", "/xdg/uv", "/var/tmp/u",
+				"/c/pip", "/xdg/uv",
 			},
 		},
 		{
@@ -75,7 +75,7 @@ func TestCacheDirs(t *testing.T) {
 				"/Users/u/Library/Caches/go-build", "/Users/u/go/pkg/mod",
 				"/Users/u/.npm", "/Users/u/Library/Caches/Yarn", "/Users/u/.yarn/berry", "/Users/u/Library/pnpm/store",
 				"/Users/u/Library/Caches/pnpm", "/Users/u/Library/Caches/node-gyp",
-				"/Users/u/Library/Caches/pip", "/ignored/uv", "/var/folders/xy/T",
+				"/Users/u/Library/Caches/pip", "/ignored/uv",
 			},
 		},
 		{
@@ -92,7 +92,7 @@ func TestCacheDirs(t *testing.T) {
 			name: "without HOME only what the variables say",
 			goos: "linux",
 			env:  []string{"GOCACHE=/c/go", "TMPDIR=/tmp"},
-			want: []string{"/c/go", "/tmp"},
+			want: []string{"/c/go"},
 		},
 		{
 			name: "duplicates appear once",
@@ -152,6 +152,58 @@ func TestTempDir(t *testing.T) {
 		if got := TempDir(tt.env); got != tt.want {
 			t.Errorf("TempDir(%q) = %q, want %q", tt.env, got, tt.want)
 		}
+	}
+}
+
+// TestAgentWritable holds the one list of where a run may write outside
+// its tree: caches, allow_write and Claude Code's temp, in that order, and
+// never a directory that holds a place kept out, however it is named.
+func TestAgentWritable(t *testing.T) {
+	uid := strconv.Itoa(os.Getuid())
+	claudeTmp := "/tmp/cgt-p1/claude-" + uid
+	base := []string{"GOCACHE=/h/.cache/go-build", "GOMODCACHE=/h/go/pkg/mod", "npm_config_cache=/h/.npm",
+		"YARN_CACHE_FOLDER=/h/.cache/yarn", "YARN_GLOBAL_FOLDER=/h/.yarn/berry", "npm_config_store_dir=/h/pnpm",
+		"npm_config_devdir=/h/gyp", "PIP_CACHE_DIR=/h/.cache/pip", "UV_CACHE_DIR=/h/.cache/uv", "CLAUDE_CODE_TMPDIR=/tmp/cgt-p1"}
+	caches := []string{"/h/.cache/go-build", "/h/go/pkg/mod", "/h/.npm", "/h/.cache/yarn", "/h/.yarn/berry", "/h/pnpm", "/h/gyp", "/h/.cache/pip", "/h/.cache/uv"}
+	// Where demo, CI and the tests lay things out: all under /tmp.
+	keepOut := []string{"/tmp/proj", "/tmp/state/ctxgraphd", "/tmp/run", "/tmp", "/h"}
+	tests := []struct {
+		name          string
+		env, allow    []string
+		want, dropped []string
+	}{
+		{"caches, then allow_write, then Claude Code's temp", base, []string{"/data/scratch"},
+			slices.Concat(caches, []string{"/data/scratch", claudeTmp}), nil},
+		{"TMPDIR is not a cache, whatever it names", append(slices.Clone(base), "TMPDIR=/tmp"), nil,
+			slices.Concat(caches, []string{claudeTmp}), nil},
+		{"allow_write of the system temp, the root, a parent of the project or the home is dropped", base,
+			[]string{"/tmp", "/", "/tmp/", "/h", "/tmp/state", "/tmp/proj", "/tmp/proj/..", "/tmp/proj/sub"},
+			slices.Concat(caches, []string{"/tmp/proj/sub", claudeTmp}),
+			[]string{"/tmp", "/", "/h", "/tmp/state", "/tmp/proj"}},
+		{"near misses of a kept-out place stay: /tmp/projx is not /tmp/proj", base,
+			[]string{"/tmp/projx", "/tmp/pro", "/tmp/state/ctxgraphd-other", "/tmpx"},
+			slices.Concat(caches, []string{"/tmp/projx", "/tmp/pro", "/tmp/state/ctxgraphd-other", "/tmpx", claudeTmp}), nil},
+		{"a cache set to the system temp is dropped, and so is one above the project", append(slices.Clone(base), "GOCACHE=/tmp", "PIP_CACHE_DIR=/"), nil,
+			slices.Concat([]string{"/h/go/pkg/mod", "/h/.npm", "/h/.cache/yarn", "/h/.yarn/berry", "/h/pnpm", "/h/gyp", "/h/.cache/uv", claudeTmp}),
+			[]string{"/tmp", "/"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, dropped := AgentWritable(tt.env, tt.allow, keepOut...)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("AgentWritable:\n got  %q\n want %q", got, tt.want)
+			}
+			if !slices.Equal(dropped, tt.dropped) {
+				t.Errorf("dropped:\n got  %q\n want %q", dropped, tt.dropped)
+			}
+			for _, d := range got {
+				for _, k := range keepOut {
+					if within(k, []string{d}) {
+						t.Errorf("%s is writable and holds %s, which is kept out", d, k)
+					}
+				}
+			}
+		})
 	}
 }
 

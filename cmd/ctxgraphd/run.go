@@ -164,17 +164,19 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		closeListeners()
 		return err
 	}
-	// What agents' programs may write outside the project: the sandbox
-	// allows it, and so do the gates for the Write tool (with the temp
-	// directory, where Claude Code's own sandbox gives them scratch space).
-	writable := append(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite...)
+	// What agents may write outside their tree: one list, which the
+	// sandbox holds their programs to and the hooks their file tools.
+	writable, dropped := agentPlaces(env, o.Project, cfg)
+	for _, d := range dropped {
+		log.Warn("agents may not write this directory: it holds the project, a lane's clone, the daemon's state or the system's temp directory; move the cache, or the sandbox.allow_write entry, out of it",
+			zap.String("dir", d))
+	}
 	j := judge.New(judge.Options{
 		Project: o.Project, Modes: gateModes(cfg), Records: st, Repo: repo,
-		Jail:            testJail(daemonEnv, o.Project, cfg, append(slices.Clone(writable), sandbox.TempDir(env))),
-		Writable:        append(slices.Clone(writable), os.TempDir()),
-		SandboxWritable: append(slices.Clone(writable), sandbox.TempDir(env)),
-		Network:         agentNetwork(cfg),
-		ProtectedGlobs:  cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
+		Jail:           testJail(daemonEnv, o.Project, cfg, writable),
+		Writable:       writable,
+		Network:        agentNetwork(cfg),
+		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.
 	if err := j.Sweep(); err != nil {
@@ -273,11 +275,29 @@ func agentNetwork(cfg *config.Config) gates.Network {
 }
 
 // agentWritable are the directories outside the project that agents' runs
-// may write, with env the agents' environment: nothing there may take part
-// in judging them.
+// may write (sandbox.AgentWritable), with env the agents' environment:
+// nothing there may take part in judging them.
 func agentWritable(env []string, p paths.Project, cfg *config.Config) []string {
+	w, _ := agentPlaces(env, p, cfg)
+	return w
+}
+
+// agentPlaces is agentWritable, with the entries it dropped. Kept out:
+// every place a run must not reach that the layout can put below a cache or
+// an allow_write entry (the project, the state directories with the lanes'
+// clones, the socket's, the system's temp directory with verify's
+// checkouts, the home).
+func agentPlaces(env []string, p paths.Project, cfg *config.Config) (writable, dropped []string) {
 	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+agentTempDir(p))
-	return slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)})
+	keepOut := []string{p.Dir, filepath.Dir(p.StateDir), filepath.Dir(p.Socket), os.TempDir()}
+	home := "" // the last HOME wins, as in exec.Cmd
+	for _, kv := range env {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = h
+		}
+	}
+	keepOut = append(keepOut, home)
+	return sandbox.AgentWritable(env, cfg.Sandbox.AllowWrite, keepOut...)
 }
 
 // testJail is where the daemon runs the features' tests (sandbox.TestJail):
@@ -392,7 +412,7 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	if _, ok := paths.LookPath("git", os.Getenv("PATH")); !ok {
 		noGit = errors.New("git was not found on PATH: ctxgraphd judges each run by what it changed in the project's git tree; install git")
 	}
-	toolchains := sandbox.CheckToolchains(ctx, p.Dir, env, slices.Concat(sandbox.CacheDirs(env), cfg.Sandbox.AllowWrite, []string{sandbox.TempDir(env)}), cfg.Sandbox.Enabled)
+	toolchains := sandbox.CheckToolchains(ctx, p.Dir, env, agentWritable(env, p, cfg), cfg.Sandbox.Enabled)
 	add(<-preflight)
 	add(confinement)
 	add(noGit)

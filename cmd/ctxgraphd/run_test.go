@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -190,3 +192,101 @@ func TestAgentNetwork(t *testing.T) {
 		t.Errorf("unconfined: %+v", n)
 	}
 }
+
+// A lane's file tools write where its sandbox lets its programs write, and
+// nowhere else: with the project, the lanes' clones, the state and a
+// verify checkout all under the system's temp directory (demo's, CI's and
+// the tests' layout), a Write from one lane into another lane's clone, the
+// project's tree or verify's checkout is refused, whether or not the
+// daemon's environment names the temp directory (TMPDIR) or a person put
+// it in sandbox.allow_write; Claude Code's temp directory and the caches
+// stay writable.
+func TestALanesFileToolsWriteOnlyWhereItsSandboxDoes(t *testing.T) {
+	tmp := t.TempDir()
+	if !strings.HasPrefix(tmp, os.TempDir()) {
+		t.Skipf("t.TempDir() %s is not under the system's temp directory %s", tmp, os.TempDir())
+	}
+	home := filepath.Join(tmp, "home")
+	env := []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(tmp, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(tmp, "run")}
+	proj := filepath.Join(tmp, "proj")
+	os.MkdirAll(proj, 0o755)
+	p, err := paths.ForProjectEnv(proj, func(k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := filepath.Join(filepath.Dir(p.StateDir), "lanes", p.ID)
+	laneA, laneB := filepath.Join(lanes, "F-001"), filepath.Join(lanes, "F-002")
+	verifyDir, err := os.MkdirTemp("", "ctxgraphd-verify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(verifyDir) })
+	for _, d := range []string{laneA, laneB, filepath.Join(verifyDir, "checkouts", "t-1", "tree")} {
+		os.MkdirAll(d, 0o755)
+	}
+	coder := gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000002"}
+	refused := []string{
+		filepath.Join(laneB, "src", "F-002.go"),
+		filepath.Join(proj, "src", "F-001.go"),
+		filepath.Join(verifyDir, "checkouts", "t-1", "tree", "main.go"),
+		filepath.Join(tmp, "elsewhere.txt"),
+	}
+	for _, c := range []struct {
+		name  string
+		env   []string
+		allow []string
+	}{
+		{"the daemon's environment as it is", env, nil},
+		{"TMPDIR names the system's temp directory", append(slices.Clone(env), "TMPDIR="+os.TempDir()), nil},
+		{"sandbox.allow_write names it, and the state's parent", env, []string{os.TempDir(), filepath.Dir(filepath.Dir(p.StateDir))}},
+		{"a cache is the system's temp directory", append(slices.Clone(env), "GOCACHE="+os.TempDir(), "PIP_CACHE_DIR="+tmp), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Sandbox.AllowWrite = c.allow
+			writable := agentWritable(c.env, p, cfg)
+			s := gates.State{ProjectDir: laneA, Writable: writable, Protected: []string{p.StateDir, p.Socket}}
+			write := func(path string) *gates.Decision {
+				payload, err := gates.ParsePayload("pre-tool-use", []byte(`{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":`+jsonString(path)+`,"content":"x"}}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return gates.PreToolUse(nil, coder, s, payload)
+			}
+			for _, path := range refused {
+				if d := write(path); d == nil || d.Code != "outside_project" {
+					t.Errorf("a Write from lane F-001 to %s: %+v, want outside_project (writable: %q)", path, d, writable)
+				}
+			}
+			// A project, state and home outside the temp directory, where
+			// only verify's checkouts are in it.
+			far := paths.Project{Dir: "/srv/p/proj", ID: p.ID, StateDir: "/srv/p/state/ctxgraphd/" + p.ID, Socket: "/srv/p/run/ctxgraphd/" + p.ID + ".sock"}
+			farEnv := append(slices.Clone(c.env), "HOME=/srv/p/home")
+			farWritable := agentWritable(farEnv, far, cfg)
+			fs := gates.State{ProjectDir: "/srv/p/state/ctxgraphd/lanes/" + p.ID + "/F-001", Writable: farWritable, Protected: []string{far.StateDir, far.Socket}}
+			payload, _ := gates.ParsePayload("pre-tool-use", []byte(`{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":`+jsonString(refused[2])+`,"content":"x"}}`))
+			if d := gates.PreToolUse(nil, coder, fs, payload); d == nil || d.Code != "outside_project" {
+				t.Errorf("with the project outside the temp directory, a Write from a lane to verify's checkout %s: %+v, want outside_project (writable: %q)", refused[2], d, farWritable)
+			}
+			claudeTmp := sandbox.TempDir(append(slices.Clone(c.env), "CLAUDE_CODE_TMPDIR="+agentTempDir(p)))
+			for _, path := range []string{filepath.Join(laneA, "src", "F-001.go"), filepath.Join(claudeTmp, "scratch.py"), filepath.Join(home, ".cache", "go-build", "x")} {
+				if c.name == "a cache is the system's temp directory" && strings.Contains(path, "go-build") {
+					continue
+				}
+				if d := write(path); d != nil {
+					t.Errorf("a Write from lane F-001 to %s was refused: %+v", path, d)
+				}
+			}
+		})
+	}
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -27,6 +27,12 @@ type Hand struct {
 
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
+	{"a run's file tools write outside its tree only where its sandbox lets its programs write (not the whole temp directory)",
+		"cmd/ctxgraphd/run.go", "keepOut := []string{p.Dir, filepath.Dir(p.StateDir), filepath.Dir(p.Socket), os.TempDir()}", "keepOut := []string{p.Dir, filepath.Dir(p.StateDir), filepath.Dir(p.Socket)}",
+		"cmd/ctxgraphd", "TestALanesFileToolsWriteOnlyWhereItsSandboxDoes"},
+	{"a cache or allow_write entry that holds the project, the lanes, the state or the system's temp directory is not writable",
+		"sandbox/env.go", "if slices.ContainsFunc(keepOut, func(k string) bool { return filepath.IsAbs(k) && within(filepath.Clean(k), []string{d}) }) {", "if false {",
+		"sandbox", "TestAgentWritable"},
 	{"the daemon runs the feature's test itself before it accepts a claim",
 		"judge/verdict.go", "if in.Rerun && !jd.Blocks() {", "if false && in.Rerun && !jd.Blocks() {",
 		"orchestrator", "TestDaemonRerunDecidesTheVerdict"},
