@@ -102,8 +102,8 @@ func judgePath(m Modes, a Actor, s State, rel string) *Decision {
 			fmt.Sprintf("write test output under .claude/progress/evidence/%s/ and report what is wrong; the coding agent will fix it", a.Feature))
 	case Coder:
 		f := s.feature(a.Feature)
-		if f == nil || len(f.Scope) == 0 || InScope(f.Scope, rel) {
-			return nil
+		if f == nil || len(f.Scope) == 0 || InScope(f.Scope, rel) || progress.SharedManifest(rel) {
+			return nil // a dependency's manifest and lock are every feature's
 		}
 		return decide(m, Scope, "out_of_scope",
 			fmt.Sprintf("%s is outside the scope of %s (%s)", rel, a.Feature, strings.Join(f.Scope, ", ")),

@@ -350,6 +350,40 @@ func TestJudgeRunRestoresWhatAGateRefuses(t *testing.T) {
 	}
 }
 
+// A coder that adds a dependency changes the project's manifest and lock,
+// which no feature's scope names: the verdict's change set lets them stand
+// (progress.SharedManifest), beside the feature's own work, while a file
+// that only looks like one is still out of its scope.
+func TestJudgeRunLeavesSharedManifests(t *testing.T) {
+	f := newJudgeFixture(t, nil)
+	f.write(map[string]string{
+		"src/a/x.go":        "ok\n",
+		"package.json":      `{"dependencies":{"is-number":"^7.0.0"}}` + "\n",
+		"package-lock.json": `{"lockfileVersion":3}` + "\n",
+		"src/b/go.mod":      "module b\n",
+		"src/b/go.mod.bak":  "module b\n",
+	})
+	jd := f.judge(gates.Coder, false)
+	if jd.Err != nil {
+		t.Fatal(jd.Err)
+	}
+	want := []string{"scope/out_of_scope src/b/go.mod.bak enforce"}
+	if got := findings(jd.Findings); !slices.Equal(got, want) {
+		t.Fatalf("findings %q, want %q (changes %q)", got, want, changedPaths(jd.Changes))
+	}
+	if !slices.Equal(jd.Restored, []string{"src/b/go.mod.bak"}) {
+		t.Errorf("restored %q, want only the copy", jd.Restored)
+	}
+	changes, err := f.repo.Changes(t.Context(), f.base, jd.Tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLeft := []string{"added package-lock.json", "added package.json", "modified src/a/x.go", "added src/b/go.mod"} // in path order
+	if got := changedPaths(changes); !slices.Equal(got, wantLeft) {
+		t.Errorf("changes left in jd.Tree = %q, want %q", got, wantLeft)
+	}
+}
+
 // fileMode is "file", "exec" or "absent".
 func fileMode(t *testing.T, dir, rel string) string {
 	t.Helper()

@@ -32,13 +32,19 @@ import (
 // Braces are expanded first ("{cmd,internal}/**" is two globs), as Match
 // itself tries them; a glob too odd to expand keeps its literal prefix up to
 // the brace. Each pair is judged as written and as the scope gate reads it
-// (gateGlob), and overlaps when either says so.
+// (gateGlob), and overlaps when either says so. A glob that names a shared
+// manifest (progress.OnlySharedManifest: package.json, go.sum, …) overlaps
+// nothing: any feature may change those files whatever its scope, and two
+// lanes that do meet in the merge queue.
 func ScopesOverlap(a, b []string) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return true
 	}
 	for _, p := range a {
 		for _, q := range b {
+			if progress.OnlySharedManifest(p) || progress.OnlySharedManifest(q) {
+				continue // shared by every feature (progress.SharedManifest): met in the merge queue
+			}
 			if globsOverlap(p, q) || globsOverlap(gateGlob(p), gateGlob(q)) {
 				return true
 			}

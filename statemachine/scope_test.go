@@ -9,6 +9,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 var scopeCases = []struct {
@@ -53,6 +54,13 @@ var scopeCases = []struct {
 	{"a leading ./ is read as the gate reads it", []string{"./src/**"}, []string{"src/a.go"}, true},
 	{"backslashes are read as the gate reads them", []string{"src\\**"}, []string{"src/a/b.go"}, true},
 	{"one glob of many overlaps", []string{"docs/**", "cmd/**"}, []string{"internal/**", "cmd/ctl.go"}, true},
+	{"scopes that meet only on shared manifests", []string{"package.json", "package-lock.json", "src/a/**"}, []string{"src/b/**", "package-lock.json", "package.json"}, false},
+	{"a shared manifest overlaps nothing, not even everything", []string{"go.mod"}, []string{"**"}, false},
+	{"a nested project's lock and its directory", []string{"web/package-lock.json"}, []string{"web/**"}, false},
+	{"a manifest named by a wildcard is judged as any glob", []string{"**/package.json"}, []string{"node_modules/**"}, true},
+	{"a fixture named like a manifest is any file", []string{"testdata/go.mod"}, []string{"testdata/**"}, true},
+	{"a manifest's copy is any file", []string{"package.json.bak"}, []string{"*.bak"}, true},
+	{"shared manifests beside globs that overlap", []string{"go.mod", "src/**"}, []string{"go.mod", "src/a/**"}, true},
 	{"many globs, none overlaps", []string{"docs/**", "cmd/**"}, []string{"internal/**", "web/*.js"}, false},
 }
 
@@ -108,6 +116,9 @@ func FuzzScopesOverlap(f *testing.F) {
 		}
 		if r, size := utf8.DecodeRuneInString(name); size > 0 {
 			globs = append(globs, "?"+name[size:], "{"+string(r)+",x}"+name[size:])
+		}
+		if progress.SharedManifest(progress.ScopePattern(name)) {
+			return // shared by every scope: no glob that names it alone overlaps
 		}
 		clean := name != "" && path.Clean(name) == name && !strings.HasPrefix(name, "/") && name != ".." && !strings.HasPrefix(name, "../")
 		var matching, inGate []string

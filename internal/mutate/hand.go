@@ -373,6 +373,18 @@ var Hands = []Hand{
 	{"each run is given the hooks of its own role",
 		"orchestrator/spawn.go", "hooks = gates.RunHooks(o.opts.Hook, string(role), matcher)", "hooks = gates.RunHooks(o.opts.Hook, string(agents.Coder), matcher)",
 		"orchestrator", "TestRunIsGivenItsRolesHooks"},
+	{"a coder may change the project's dependency manifests and lock files whatever its feature's scope, in the hooks and in the verdict's change set",
+		"gates/write.go", "InScope(f.Scope, rel) || progress.SharedManifest(rel) {", "InScope(f.Scope, rel) {",
+		"gates", "TestWritesAreJudgedWhereTheyLand|TestChangeSetsAreJudgedLikeWrites"},
+	{"a manifest's name under node_modules, vendor, testdata or a hidden directory is no shared manifest",
+		"progress/shared.go", `strings.HasPrefix(d, ".") || notProjectDirs[d]`, `strings.HasPrefix(d, "..")`,
+		"progress", "TestSharedManifest"},
+	{"scopes that meet only on shared manifests do not keep two features out of lanes at once",
+		"statemachine/scope.go", "if progress.OnlySharedManifest(p) || progress.OnlySharedManifest(q) {", "if false {",
+		"statemachine", "TestScopesOverlap"},
+	{"a scope glob with a wildcard is not taken for a shared manifest",
+		"progress/shared.go", `return !strings.ContainsAny(glob, "*?[]{}\\") && SharedManifest(ScopePattern(glob))`, `return SharedManifest(ScopePattern(glob))`,
+		"statemachine", "TestScopesOverlap"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
