@@ -27,6 +27,41 @@ type Report struct {
 	Runs []ReportRun `json:"runs"`
 	// Refusals are what the gates refused or put back, oldest first.
 	Refusals []Refusal `json:"refusals"`
+	// Verify is what the last runs of `ctxgraphd verify` found, as they
+	// recorded themselves in the project's state directory.
+	Verify ReportVerify `json:"verify"`
+}
+
+// ReportVerify holds the last run of `ctxgraphd verify` in each of its
+// modes: confined as the daemon's own test runs are, and --unconfined, in
+// the caller's own environment. nil: that mode was never run (or not
+// since the state directory was made).
+type ReportVerify struct {
+	Confined   *VerifyRun `json:"confined"`
+	Unconfined *VerifyRun `json:"unconfined"`
+	// Unreadable says which record could not be read and what to do: a
+	// mode whose record is unreadable is nil, and must not read as never
+	// run.
+	Unreadable string `json:"unreadable,omitempty"`
+}
+
+// VerifyRun is one run of `ctxgraphd verify`: when, on which commit, and
+// each feature's result.
+type VerifyRun struct {
+	Time       time.Time `json:"time"`
+	Unconfined bool      `json:"unconfined"`
+	// Rev is the revision as given (--at), Commit the commit it named.
+	Rev      string          `json:"rev"`
+	Commit   string          `json:"commit"`
+	Passed   bool            `json:"passed"`
+	Features []VerifyFeature `json:"features"`
+}
+
+// VerifyFeature is one feature's frozen test in a verify run.
+type VerifyFeature struct {
+	ID      string `json:"id"`
+	Passed  bool   `json:"passed"`
+	Summary string `json:"summary,omitempty"`
 }
 
 // ReportTotals count the session.

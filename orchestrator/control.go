@@ -394,5 +394,12 @@ func (o *Orchestrator) Runs() ([]store.Run, error) { return o.st.Runs() }
 // Report implements control.ReportBackend: what happened, from the store,
 // as `ctxgraphd report` reads it when no daemon runs.
 func (o *Orchestrator) Report(context.Context) (report.Report, error) {
-	return report.Build(o.st, o.opts.Project.ID, o.opts.Project.Dir, o.now())
+	r, err := report.Build(o.st, o.opts.Project.ID, o.opts.Project.Dir, o.now())
+	if err != nil {
+		return r, err
+	}
+	// verify runs beside the daemon, and records itself apart from the
+	// store the daemon holds.
+	r.Verify = report.ReadVerify(o.opts.Project.StateDir)
+	return r, nil
 }

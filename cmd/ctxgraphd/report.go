@@ -66,8 +66,20 @@ when one runs, and reads the store it left otherwise, changing nothing.
 }
 
 // readReport reads the store a daemon left or, when a daemon holds it, asks
-// that daemon.
+// that daemon; what verify last found it reads itself either way, from the
+// records verify left in the state directory.
 func readReport(ctx context.Context, proj paths.Project) (report.Report, error) {
+	r, err := readSession(ctx, proj)
+	if err != nil {
+		return r, err
+	}
+	r.Verify = report.ReadVerify(proj.StateDir)
+	return r, nil
+}
+
+// readSession is the report of the store: read from it, or asked of the
+// daemon that holds it.
+func readSession(ctx context.Context, proj paths.Project) (report.Report, error) {
 	st, err := store.OpenReadOnly(proj.StateDir, 200*time.Millisecond)
 	switch {
 	case err == nil:

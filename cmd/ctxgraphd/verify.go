@@ -17,17 +17,19 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 func init() { subcommands = append(subcommands, newVerifyCmd) }
 
 func newVerifyCmd() *cobra.Command {
 	var projectDir, at string
-	var asJSON bool
+	var asJSON, unconfined bool
 	cmd := &cobra.Command{
-		Use:   "verify [ID…] [--at REV] [--json]",
+		Use:   "verify [ID…] [--at REV] [--unconfined] [--json]",
 		Short: "Run the frozen tests of tested features again, on a clean checkout of a commit",
 		Long: `Run the frozen test of each named feature (by default: every tested feature) on a
 clean temporary checkout of REV (by default: HEAD, the head of the project's
@@ -37,7 +39,17 @@ commit its verdict made, whether its test passes there, and how long it took.
 With --at, the default is the features tested by then: those whose verdict's
 commit is in REV's history. It works with or without a daemon, and leaves the
 project's work tree and index exactly as they were. Exit 0 when every test
-passes, 1 when any fails (naming them).`,
+passes, 1 when any fails (naming them).
+
+--unconfined runs the same tests on the same checkout as you, in your own
+environment (your PATH, HOME, caches and network), with no jail, one at a
+time: as you or CI would run them, to check that a green feature is green
+for you, and not only in the daemon's jail. It runs agent-written code as
+you, with every power you have: run it where that is safe (a CI job, a
+container, a machine of no value).
+
+Each run is recorded in the project's state directory, outside the tree, and
+` + "`ctxgraphd report`" + ` says when each mode last ran and what it found.`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			f := ctlFlags{project: projectDir}
 			proj, err := f.findProject()
@@ -48,9 +60,13 @@ passes, 1 when any fails (naming them).`,
 			if err != nil {
 				return err
 			}
-			res, err := verify(cmd.Context(), proj, cfg, ids, at)
+			res, err := verify(cmd.Context(), proj, cfg, ids, at, unconfined)
 			if err != nil {
 				return err
+			}
+			if err := report.RecordVerify(proj.StateDir, res.record(time.Now())); err != nil {
+				// The run's result stands; only the report will not know of it.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; ctxgraphd report will not show this run\n", err)
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -61,10 +77,14 @@ passes, 1 when any fails (naming them).`,
 			} else {
 				res.print(cmd.OutOrStdout())
 			}
+			mode := ""
+			if res.Unconfined {
+				mode = ", unconfined"
+			}
 			if failed := res.failed(); len(failed) == 1 {
-				return withExitCode(1, fmt.Errorf("%s fails its frozen test at %s (%s)", failed[0], res.Rev, gitrepo.Short(res.Commit)))
+				return withExitCode(1, fmt.Errorf("%s fails its frozen test at %s (%s%s)", failed[0], res.Rev, gitrepo.Short(res.Commit), mode))
 			} else if len(failed) > 1 {
-				return withExitCode(1, fmt.Errorf("%s fail their frozen tests at %s (%s)", strings.Join(failed, ", "), res.Rev, gitrepo.Short(res.Commit)))
+				return withExitCode(1, fmt.Errorf("%s fail their frozen tests at %s (%s%s)", strings.Join(failed, ", "), res.Rev, gitrepo.Short(res.Commit), mode))
 			}
 			return nil
 		},
@@ -72,16 +92,20 @@ passes, 1 when any fails (naming them).`,
 	cmd.Flags().StringVar(&projectDir, "project", "", "project directory (default: the project around the current directory)")
 	cmd.Flags().StringVar(&at, "at", "HEAD", "the commit to check out and test (any git revision)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&unconfined, "unconfined", false, "run the tests in your own environment, with no jail: agent-written code runs as you")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitUsage, err) })
 	return cmd
 }
 
 // verified is what verify found.
 type verified struct {
-	Rev      string            `json:"rev"`
-	Commit   string            `json:"commit"`
-	Features []verifiedFeature `json:"features"`
-	Passed   bool              `json:"passed"`
+	Rev    string `json:"rev"`
+	Commit string `json:"commit"`
+	// Unconfined: the tests ran in the caller's own environment, with no
+	// jail (--unconfined).
+	Unconfined bool              `json:"unconfined"`
+	Features   []verifiedFeature `json:"features"`
+	Passed     bool              `json:"passed"`
 }
 
 // verifiedFeature is one feature's frozen test run on the commit.
@@ -106,8 +130,25 @@ func (v verified) failed() []string {
 	return out
 }
 
+// record is v as the report reads it, run at t.
+func (v verified) record(t time.Time) report.VerifyRun {
+	run := report.VerifyRun{Time: t.UTC(), Unconfined: v.Unconfined, Rev: v.Rev, Commit: v.Commit, Passed: v.Passed,
+		Features: make([]report.VerifyFeature, 0, len(v.Features))}
+	for _, f := range v.Features {
+		vf := report.VerifyFeature{ID: f.ID, Passed: f.Passed}
+		if !f.Passed {
+			vf.Summary = f.Summary
+		}
+		run.Features = append(run.Features, vf)
+	}
+	return run
+}
+
 func (v verified) print(w io.Writer) {
 	fmt.Fprintf(w, "verify at %s (%s)\n", v.Rev, gitrepo.Short(v.Commit))
+	if v.Unconfined {
+		fmt.Fprintln(w, "unconfined: the tests ran as you, in your own environment, with no jail")
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEATURE\tVERDICT COMMIT\tRESULT\tTIME")
 	for _, f := range v.Features {
@@ -132,11 +173,11 @@ func (v verified) print(w io.Writer) {
 
 // verify runs the frozen tests of the features ids (by default the tested
 // ones, as of rev) on a throwaway checkout of rev, in the jail the daemon
-// runs them in. The repository is read through an index of its own in a
-// temporary directory: the user's index, work tree and refs are not
-// touched.
-func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []string, rev string) (verified, error) {
-	res := verified{Rev: rev}
+// runs them in or, unconfined, in the caller's own environment. The
+// repository is read through an index of its own in a temporary
+// directory: the user's index, work tree and refs are not touched.
+func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []string, rev string, unconfined bool) (verified, error) {
+	res := verified{Rev: rev, Unconfined: unconfined}
 	list, _, err := progress.ReadFeatureList(proj.Progress())
 	if err != nil {
 		return res, fmt.Errorf("verify needs the feature list, for the features' tests: %w", err)
@@ -160,17 +201,26 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 		return res, err
 	}
 	env := os.Environ()
-	j := judge.New(judge.Options{
-		Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel,
-		Jail: testJail(env, proj, cfg, agentWritable(env, proj, cfg)),
-	})
-	log, err := newLogger(config.Log{Level: "warn", Format: "console"}, proj)
-	if err != nil {
-		return res, err
+	opts := judge.Options{Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout}
+	if unconfined {
+		// As a person or CI runs them: their environment as it is, no
+		// jail, no bounds, and one test at a time, since tests written
+		// for one checkout may share a port or a file in HOME, which the
+		// jail would have kept apart.
+		opts.Jail, opts.Parallel = sandbox.TestJail{Off: true, Env: env}, 1
+	} else {
+		opts.Jail, opts.Parallel = testJail(env, proj, cfg, agentWritable(env, proj, cfg)), cfg.Limits.Parallel
 	}
-	defer log.Sync()
-	if err := checkJail(ctx, cfg, j, log); err != nil {
-		return res, err
+	j := judge.New(opts)
+	if !unconfined {
+		log, err := newLogger(config.Log{Level: "warn", Format: "console"}, proj)
+		if err != nil {
+			return res, err
+		}
+		defer log.Sync()
+		if err := checkJail(ctx, cfg, j, log); err != nil {
+			return res, err
+		}
 	}
 	res.Passed = true
 	tests := make([]string, len(features))

@@ -55,6 +55,7 @@ func Markdown(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, "; %d turns lost to refusals of work the verdict then accepted", t.LostToRefusals)
 	}
 	b.WriteString(".\n\n")
+	b.WriteString(verifyMarkdown(r.Verify))
 
 	b.WriteString("## Features\n\n| Feature | Outcome | Attempts | Runs | Cost | Time | Commit | Why |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Features {
@@ -117,6 +118,7 @@ var pageSource string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"stamp": stamp, "span": span, "short": gitrepo.Short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) }, "why": why,
+	"verifySay": func(run *VerifyRun) string { return verifySay(run, func(s string) string { return s }) },
 }).Parse(pageSource))
 
 // HTML writes r as one self-contained page: no script, no request for
