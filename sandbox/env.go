@@ -137,6 +137,12 @@ func caches(env []string, goos string) []Cache {
 	}
 	gopath, _, _ := strings.Cut(get("GOPATH"), string(filepath.ListSeparator))
 	out = append(out, Cache{"Go", "its module cache", "GOMODCACHE", first(get("GOMODCACHE"), join(gopath, "pkg", "mod"), join(home, "go", "pkg", "mod")), true})
+	// The checksum database's state (the signed tree head it has seen,
+	// "latest"), which `go get` and `go mod tidy` write when they verify a
+	// module new to go.sum: $GOPATH/pkg/sumdb, beside the module cache only
+	// by default, whatever GOMODCACHE says. Its tiles go in the module
+	// cache (cache/download/sumdb).
+	out = append(out, Cache{"Go", "its checksum database's state", "GOPATH", first(join(gopath, "pkg", "sumdb"), join(home, "go", "pkg", "sumdb")), true})
 	out = append(out, Cache{"Go", "its temporary builds", "GOTMPDIR", get("GOTMPDIR"), false})
 
 	// Node: npm's cache (its logs live there too), yarn 1's cache and

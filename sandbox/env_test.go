@@ -23,7 +23,7 @@ func TestCacheDirs(t *testing.T) {
 			goos: "linux",
 			env:  []string{"HOME=/home/u", "PATH=/usr/bin"},
 			want: []string{
-				"/home/u/.cache/go-build", "/home/u/go/pkg/mod",
+				"/home/u/.cache/go-build", "/home/u/go/pkg/mod", "/home/u/go/pkg/sumdb",
 				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
 				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
 				"/home/u/.cache/pip", "/home/u/.cache/uv",
@@ -34,14 +34,14 @@ func TestCacheDirs(t *testing.T) {
 			goos: "linux",
 			env:  []string{"HOME=/home/u", "XDG_CACHE_HOME=/xdg/cache", "XDG_DATA_HOME=/xdg/data"},
 			want: []string{
-				"/xdg/cache/go-build", "/home/u/go/pkg/mod",
+				"/xdg/cache/go-build", "/home/u/go/pkg/mod", "/home/u/go/pkg/sumdb",
 				"/home/u/.npm", "/xdg/cache/yarn", "/home/u/.yarn/berry", "/xdg/data/pnpm/store",
 				"/xdg/cache/pnpm", "/xdg/cache/node-gyp",
 				"/xdg/cache/pip", "/xdg/cache/uv",
 			},
 		},
 		{
-			name: "each tool's own variable wins; GOTMPDIR counts, TMPDIR does not (Claude Code gives runs a temp of its own)",
+			name: "each tool's own variable wins; the checksum database's state follows GOPATH, not GOMODCACHE; GOTMPDIR counts, TMPDIR does not (Claude Code gives runs a temp of its own)",
 			goos: "linux",
 			env: []string{
 				"HOME=/home/u", "XDG_CACHE_HOME=/xdg",
@@ -51,17 +51,17 @@ func TestCacheDirs(t *testing.T) {
 				"PIP_CACHE_DIR=/c/pip/", "TMPDIR=/var/tmp/u",
 			},
 			want: []string{
-				"/c/go", "/c/mod", "/c/gotmp",
+				"/c/go", "/c/mod", "/gopath/pkg/sumdb", "/c/gotmp",
 				"/c/npm", "/c/yarn", "/c/berry", "/c/pnpm-store", "/xdg/pnpm", "/c/gyp",
 				"/c/pip", "/xdg/uv",
 			},
 		},
 		{
-			name: "the module cache is in the first GOPATH entry; upper-case npm variables work",
+			name: "the module cache and the checksum database's state are in the first GOPATH entry; upper-case npm variables work",
 			goos: "linux",
 			env:  []string{"HOME=/home/u", "GOPATH=/gp1:/gp2", "NPM_CONFIG_CACHE=/npm", "NPM_CONFIG_STORE_DIR=/store", "NPM_CONFIG_DEVDIR=/gyp"},
 			want: []string{
-				"/home/u/.cache/go-build", "/gp1/pkg/mod",
+				"/home/u/.cache/go-build", "/gp1/pkg/mod", "/gp1/pkg/sumdb",
 				"/npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/store",
 				"/home/u/.cache/pnpm", "/gyp",
 				"/home/u/.cache/pip", "/home/u/.cache/uv",
@@ -72,7 +72,7 @@ func TestCacheDirs(t *testing.T) {
 			goos: "darwin",
 			env:  []string{"HOME=/Users/u", "XDG_CACHE_HOME=/ignored", "TMPDIR=/var/folders/xy/T/"},
 			want: []string{
-				"/Users/u/Library/Caches/go-build", "/Users/u/go/pkg/mod",
+				"/Users/u/Library/Caches/go-build", "/Users/u/go/pkg/mod", "/Users/u/go/pkg/sumdb",
 				"/Users/u/.npm", "/Users/u/Library/Caches/Yarn", "/Users/u/.yarn/berry", "/Users/u/Library/pnpm/store",
 				"/Users/u/Library/Caches/pnpm", "/Users/u/Library/Caches/node-gyp",
 				"/Users/u/Library/Caches/pip", "/ignored/uv",
@@ -83,6 +83,7 @@ func TestCacheDirs(t *testing.T) {
 			goos: "linux",
 			env:  []string{"HOME=/home/u", "GOCACHE=off", "GOMODCACHE=rel/mod", "XDG_CACHE_HOME=rel", "PIP_CACHE_DIR=/first", "PIP_CACHE_DIR=/second", "TMPDIR=tmp"},
 			want: []string{
+				"/home/u/go/pkg/sumdb",
 				"/home/u/.npm", "/home/u/.cache/yarn", "/home/u/.yarn/berry", "/home/u/.local/share/pnpm/store",
 				"/home/u/.cache/pnpm", "/home/u/.cache/node-gyp",
 				"/second", "/home/u/.cache/uv",
@@ -99,7 +100,7 @@ func TestCacheDirs(t *testing.T) {
 			goos: "linux",
 			env:  []string{"HOME=/h", "GOCACHE=/c", "GOMODCACHE=/c/", "PIP_CACHE_DIR=/c", "TMPDIR=/c"},
 			want: []string{
-				"/c",
+				"/c", "/h/go/pkg/sumdb",
 				"/h/.npm", "/h/.cache/yarn", "/h/.yarn/berry", "/h/.local/share/pnpm/store",
 				"/h/.cache/pnpm", "/h/.cache/node-gyp", "/h/.cache/uv",
 			},
@@ -120,7 +121,7 @@ func TestCacheDirs(t *testing.T) {
 			name: "rustup without CARGO_HOME: the default ~/.cargo",
 			goos: "darwin",
 			env:  []string{"HOME=/Users/u", "GOCACHE=off", "GOMODCACHE=/m", "npm_config_cache=/m", "YARN_CACHE_FOLDER=/m", "YARN_GLOBAL_FOLDER=/m", "npm_config_store_dir=/m", "npm_config_devdir=/m", "PIP_CACHE_DIR=/m", "UV_CACHE_DIR=/m", "RUSTUP_HOME=/Users/u/.rustup"},
-			want: []string{"/m", "/Users/u/Library/Caches/pnpm", "/Users/u/.cargo/registry", "/Users/u/.cargo/git"},
+			want: []string{"/m", "/Users/u/go/pkg/sumdb", "/Users/u/Library/Caches/pnpm", "/Users/u/.cargo/registry", "/Users/u/.cargo/git"},
 		},
 	}
 	for _, tt := range tests {

@@ -106,7 +106,7 @@ func TestEssentialCaches(t *testing.T) {
 		}
 	}
 	want := []string{
-		"Go GOCACHE /home/u/.cache/go-build", "Go GOMODCACHE /home/u/go/pkg/mod", "Node npm_config_cache /home/u/.npm",
+		"Go GOCACHE /home/u/.cache/go-build", "Go GOMODCACHE /home/u/go/pkg/mod", "Go GOPATH /home/u/go/pkg/sumdb", "Node npm_config_cache /home/u/.npm",
 		"Python PIP_CACHE_DIR /home/u/.cache/pip", "Rust CARGO_HOME /c/cargo/registry", "Rust CARGO_HOME /c/cargo/git",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

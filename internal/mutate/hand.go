@@ -385,6 +385,9 @@ var Hands = []Hand{
 	{"a scope glob with a wildcard is not taken for a shared manifest",
 		"progress/shared.go", `return !strings.ContainsAny(glob, "*?[]{}\\") && SharedManifest(ScopePattern(glob))`, `return SharedManifest(ScopePattern(glob))`,
 		"statemachine", "TestScopesOverlap"},
+	{"Go's checksum database state ($GOPATH/pkg/sumdb) is writable in the sandbox and made before a run, so that go get and go mod tidy verify a new module",
+		"sandbox/env.go", `out = append(out, Cache{"Go", "its checksum database's state", "GOPATH",`, `_ = append(out, Cache{"Go", "its checksum database's state", "GOPATH",`,
+		"sandbox", "TestCacheDirs|TestEssentialCaches"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
