@@ -5,11 +5,12 @@
 // run).
 //
 // Instrument turns a feature's test command into the command to run
-// (go test gets -json; nothing else changes); Read reads that run's
-// output into a Report; Report.Verdict judges it with the exit status:
-// Pass, Fail, Vacuous (exit 0, but no test ran, none passed, or the
-// runner printed no report at all) or Unchecked (no runner this package
-// knows: the exit status alone, said plainly).
+// (go test gets -json and a guard of its framing, below; nothing else
+// changes); Read reads that run's output into a Report; Report.Verdict
+// judges it with the exit status: Pass, Fail, Vacuous (exit 0, but no
+// test ran, none passed, or the runner printed no report at all) or
+// Unchecked (no runner this package knows, or a go test it could not
+// guard: the exit status alone, said plainly).
 //
 // # What is checked, per runner
 //
@@ -20,7 +21,17 @@
 //     one that passes without the testing package's closing "PASS" line
 //     is a test binary that ended before the testing package reported
 //     (os.Exit(0) in init or in TestMain before m.Run): its report is
-//     missing, even when other packages ran tests.
+//     missing, even when other packages ran tests. Only the framing the
+//     testing package marks counts: go test runs its binaries through an
+//     -exec guard (goGuard) whose first line makes test2json take only
+//     lines that carry the testing package's ^V marker for framing, and
+//     a -v of the command is followed by -v=test2json (a plain -v turns
+//     the marks off). What a binary prints before its first marked line
+//     is text of the test "(before tests)" (GuardName), framing-like or
+//     not. A go test the daemon cannot guard (one a script runs, one
+//     with an -exec of its own, one inside a quoted program it cannot
+//     rewrite) is still read, but its passes are no proof: such a run is
+//     Unchecked, judged by its exit status (Report.Unguarded).
 //   - pytest (pytest, py.test, python -m pytest): the closing summary
 //     line, with or without -q ("2 passed, 1 skipped in 0.01s", "no tests
 //     ran in 0.00s", "1 error in 0.04s"); errors are failures.
@@ -60,17 +71,22 @@
 //
 //   - go test -json: a line printed by a test that looks like a JSON
 //     event arrives inside an Output field (test2json wraps the test
-//     binary's stdout and stderr) and is text. But test2json turns the
-//     binary's text framing lines into events: it trusts unmarked "===
-//     RUN" and "--- PASS" lines until the first line that carries its
-//     ^V marker, so code in an init function can print "=== RUN   TestX",
-//     "--- PASS: TestX (0.00s)" and "PASS" and then os.Exit(0), and go test
-//     reports a run and a pass of TestX (and the closing "PASS"); and the marker itself is a byte
-//     anyone can print, so a test can print "\x16--- PASS: TestX" and end
-//     with syscall.Exit(0) (which, unlike os.Exit, the testing package's
-//     -test.paniconexit0 does not catch). Code can also write whole event
-//     lines to go test's own stdout through /proc/PPID/fd/1, where the
-//     process may open it.
+//     binary's stdout and stderr) and is text; so is, with the guard,
+//     a framing line without the testing package's marker, printed
+//     before the first test (an init function's "=== RUN   TestX",
+//     "--- PASS: TestX" and "PASS" followed by os.Exit(0)) or during
+//     one. Without the guard, test2json believes such unmarked lines
+//     until the first marked one, and that run would be a pass. But the
+//     marker is a byte anyone can print: code in the test binary that
+//     prints "\x16=== RUN   TestX", "\x16--- PASS: TestX" and "\x16PASS"
+//     and ends with syscall.Exit(0) (which, unlike os.Exit, the testing
+//     package's -test.paniconexit0 does not catch) forges a pass, in
+//     process, guard or no guard. No run catches it (go test run by a
+//     person, with or without -json, reports the same pass); a review of
+//     the change does: code that prints the marker and ends its process
+//     with syscall.Exit has no other use. Code can also write whole
+//     event lines to go test's own stdout through /proc/PPID/fd/1, where
+//     the process may open it.
 //   - pytest: code that prints a closing line and ends with os._exit(0)
 //     forges a pass when output capture is off (-s); with pytest's
 //     default capture that print is captured and the run reads as

@@ -24,7 +24,11 @@ type event struct {
 // "PASS" (after "testing: warning: no tests to run"). Only whole JSON event lines count: a
 // test's own output, even a line that looks like an event or a `--- PASS`
 // line, reaches the output inside an event's Output field (test2json
-// wraps the test binary's stdout and stderr), where it is text.
+// wraps the test binary's stdout and stderr), where it is text; and with
+// Instrument's guard, so does a framing line the binary prints without
+// the testing package's marker (see goGuard): test2json names GuardName
+// as its test until the first marked line, and the package's own end
+// too when there was none.
 func readGo(lines []string) (c counts, text string, found bool, ended []string) {
 	var b strings.Builder
 	passedPkg := map[string]bool{}
@@ -44,6 +48,15 @@ func readGo(lines []string) (c counts, text string, found bool, ended []string) 
 		found = true
 		if e.Output != nil {
 			b.WriteString(*e.Output)
+		}
+		if e.Test == GuardName {
+			// The binary's, before its first test (Instrument's guard):
+			// its output is text, its end the package's end, and a
+			// "PASS" it printed is no closing of the testing package's.
+			if e.Action == "output" {
+				continue
+			}
+			e.Test = ""
 		}
 		pkg := e.Package
 		if pkg == "" {

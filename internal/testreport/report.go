@@ -28,6 +28,12 @@ type Report struct {
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
+	// Unguarded says that go test's events were read from a go test whose
+	// test binaries ran without Instrument's guard (run by a script, or
+	// with an -exec of its own): there test2json believes framing lines
+	// the test's own code prints before its first test, so its passes are
+	// no proof, and a pass is judged by the exit status (Unchecked).
+	Unguarded bool `json:"unguarded,omitempty"`
 	// Text is the output as a person reads it: for go test -json, the
 	// text go test would have printed, rebuilt from the events' Output
 	// fields, with every line that is not an event kept as it was; for
@@ -52,7 +58,9 @@ const (
 	// what code does that ends its own test binary early.
 	Vacuous Outcome = "vacuous"
 	// Unchecked: the command exited 0 and runs no runner this package
-	// knows: the exit status is all there is to judge by.
+	// knows, or one whose report of passes the test's code could have
+	// printed (Report.Unguarded): the exit status is all there is to
+	// judge by.
 	Unchecked Outcome = "unchecked"
 )
 
@@ -87,6 +95,9 @@ func (r Report) Verdict(exitCode int) (Outcome, string) {
 	if r.Passed == 0 {
 		return Vacuous, fmt.Sprintf("%s reported %s run and none passed (%d skipped): a pass needs at least one test that passed", r.Runner, plural(r.Ran, "test"), r.Skipped)
 	}
+	if r.Unguarded {
+		return Unchecked, fmt.Sprintf("%s reported %d passed, 0 failed, from a go test the daemon could not guard (a script's, or one with an -exec of its own), where the test's code can print the framing: judged by exit status alone", r.Runner, r.Passed)
+	}
 	if r.Skipped > 0 {
 		return Pass, fmt.Sprintf("%s reported %d passed, %d skipped, 0 failed", r.Runner, r.Passed, r.Skipped)
 	}
@@ -107,10 +118,11 @@ func plural(n int, what string) string {
 // a script, make, or npm/yarn/pnpm test names none, and its output is
 // searched for the report of any runner this package reads.
 func Read(test string, output []byte) Report {
-	calls, _ := scan(test, 0, true, 0)
+	calls, _ := scan(test, 0, true, 0, "")
 	var named []string
-	wrapper := false
+	wrapper, unguarded := false, false
 	for _, c := range calls {
+		unguarded = unguarded || c.unguarded
 		if c.wrapper {
 			wrapper = true
 		} else if !contains(named, c.runner) {
@@ -139,6 +151,8 @@ func Read(test string, output []byte) Report {
 		c, text, ok, ended := readGo(lines)
 		if ok {
 			r.Text = text
+			// A script's go test is none the daemon guarded.
+			r.Unguarded = unguarded || wrapper
 		}
 		if len(ended) > 0 {
 			ok = false

@@ -44,10 +44,19 @@ func TestReadCaptured(t *testing.T) {
 		// A fake fail event and a fake --- FAIL printed inside a running
 		// test are text too: subtests count, the skip counts.
 		{"go-mixed.json", "go test -json ./mixed", 0, GoTest, true, 4, 3, 0, 1, Pass},
-		// The limits the package doc states: framing lines printed before
-		// the first test (or with test2json's marker) become events.
-		{"go-fake.json", "go test ./fake", 0, GoTest, true, 1, 1, 0, 0, Pass},
+		// Framing lines printed before the first test, without
+		// test2json's marker: with the guard Instrument adds, text of the
+		// test "(before tests)", and the package never closed with PASS;
+		// without it (a go test run by a script, or with an -exec of its
+		// own), events that the exit status alone may judge.
+		{"go-fake.guarded.json", "go test ./fake", 0, GoTest, false, 0, 0, 0, 0, Vacuous},
+		{"go-fake.guarded.json", Instrument("go test ./fake"), 0, GoTest, false, 0, 0, 0, 0, Vacuous},
+		{"go-fake.json", "sh tests/run.sh", 0, GoTest, true, 1, 1, 0, 0, Unchecked},
+		{"go-fake.json", "go test -exec=env ./fake", 0, GoTest, true, 1, 1, 0, 0, Unchecked},
+		// The limit the package doc states: framing lines with the
+		// marker are events, guarded or not.
 		{"go-marker.json", "go test ./marker", 0, GoTest, true, 1, 1, 0, 0, Pass},
+		{"go-marker.guarded.json", "go test ./marker", 0, GoTest, true, 1, 1, 0, 0, Pass},
 		// The output of go test without -json has no events: the command
 		// was not instrumented, or the binary was ended before go test
 		// could report.
@@ -104,7 +113,10 @@ func TestReadCaptured(t *testing.T) {
 
 		// A script's output is read for any runner's report.
 		{"cargo-pass.txt", "sh tests/F-001.sh", 0, Cargo, true, 5, 4, 0, 1, Pass},
-		{"go-pass.json", "./tests/run.sh", 0, GoTest, true, 2, 2, 0, 0, Pass},
+		// (go test's passes are its exit status's to judge there: the
+		// daemon's guard is not in the script's go test.)
+		{"go-pass.json", "./tests/run.sh", 0, GoTest, true, 2, 2, 0, 0, Unchecked},
+		{"go-fail.json", "./tests/run.sh", 0, GoTest, true, 2, 1, 1, 0, Fail},
 		{"pytest-none.txt", "bash tests/F-001.sh", 0, Pytest, true, 0, 0, 0, 0, Vacuous},
 		{"node-exit.tap.txt", "make test", 0, Node, true, 0, 0, 0, 0, Vacuous},
 		// …and with none in it, the exit status is all there is.
@@ -265,23 +277,33 @@ func TestRunnerOf(t *testing.T) {
 	}
 }
 
-// TestInstrument: -json goes into every go test, and nothing else changes.
+// TestInstrument: -json and the guard go into every go test, and nothing
+// else changes. {G} stands for the guard's flag as the shell reads it at the
+// top of the command.
 func TestInstrument(t *testing.T) {
 	tests := []struct{ test, want string }{
-		{"go test ./...", "go test -json ./..."},
-		{"go test", "go test -json"},
-		{"cd x &&  go   test  -run 'TestA|TestB' ./...   # why", "cd x &&  go   test -json  -run 'TestA|TestB' ./...   # why"},
-		{"go vet ./... && go test ./a && go test ./b", "go vet ./... && go test -json ./a && go test -json ./b"},
-		{"timeout 60 go test -count=1 .", "timeout 60 go test -json -count=1 ."},
-		{"GOFLAGS=-race go test .", "GOFLAGS=-race go test -json ."},
-		{"sh -c 'cd x && go test ./...'", "sh -c 'cd x && go test -json ./...'"},
-		{`bash -c "go test ./..."`, `bash -c "go test -json ./..."`},
-		{"go test\n", "go test -json\n"},
-		// Already machine-readable.
-		{"go test -json ./...", "go test -json ./..."},
-		{"go test -v -json=true ./...", "go test -v -json=true ./..."},
+		{"go test ./...", "go test -json {G} ./..."},
+		{"go test", "go test -json {G}"},
+		{"cd x &&  go   test  -run 'TestA|TestB' ./...   # why", "cd x &&  go   test -json {G}  -run 'TestA|TestB' ./...   # why"},
+		{"go vet ./... && go test ./a && go test ./b", "go vet ./... && go test -json {G} ./a && go test -json {G} ./b"},
+		{"timeout 60 go test -count=1 .", "timeout 60 go test -json {G} -count=1 ."},
+		{"GOFLAGS=-race go test .", "GOFLAGS=-race go test -json {G} ."},
+		{"go test\n", "go test -json {G}\n"},
+		// Already machine-readable: the guard alone.
+		{"go test -json ./...", "go test {G} -json ./..."},
+		{"go test -v -json=true ./...", "go test {G} -v -v=test2json -json=true ./..."},
 		// -json after -args is the test binary's.
-		{"go test . -args -json", "go test -json . -args -json"},
+		{"go test . -args -json", "go test -json {G} . -args -json"},
+		// -v would turn the testing package's marks off: the last -v is
+		// followed by one that keeps them.
+		{"go test -v ./...", "go test -json {G} -v -v=test2json ./..."},
+		{"go test -v -count=1 ./... -v=true -args -v", "go test -json {G} -v -count=1 ./... -v=true -v=test2json -args -v"},
+		{"go test -json -v=test2json ./...", "go test {G} -json -v=test2json ./..."},
+		// An -exec of its own is kept (and the run is unguarded).
+		{"go test -exec=env ./...", "go test -json -exec=env ./..."},
+		{"go test -json -exec env ./...", "go test -json -exec env ./..."},
+		// Instrumented already: nothing more.
+		{"go test -json {G} ./...", "go test -json {G} ./..."},
 		// Not go test: byte for byte.
 		{"go vet ./...", "go vet ./..."},
 		{"echo go test", "echo go test"},
@@ -295,13 +317,15 @@ func TestInstrument(t *testing.T) {
 		// changed (Read then does not expect JSON from it).
 		{`sh -c "go test \"./...\""`, `sh -c "go test \"./...\""`},
 	}
+	g := "-exec=" + shellQuote(goGuard)
 	for _, tt := range tests {
-		if got := Instrument(tt.test); got != tt.want {
+		test, want := strings.ReplaceAll(tt.test, "{G}", g), strings.ReplaceAll(tt.want, "{G}", g)
+		if got := Instrument(test); got != want {
 			t.Errorf("Instrument(%q) = %q, want %q", tt.test, got, tt.want)
 		}
 		// Read agrees with Instrument: the instrumented command is the
 		// same test.
-		if a, b := Read(tt.test, nil), Read(Instrument(tt.test), nil); a.Runner != b.Runner {
+		if a, b := Read(test, nil), Read(Instrument(test), nil); a.Runner != b.Runner {
 			t.Errorf("%q: runner %q, instrumented %q", tt.test, a.Runner, b.Runner)
 		}
 	}
@@ -310,8 +334,52 @@ func TestInstrument(t *testing.T) {
 	}
 }
 
-// TestRealGoTest runs go test as the daemon would, on a tiny module: one
-// package whose test passes, one whose init ends the test binary.
+// TestInstrumentGivesGoTheGuard runs instrumented commands with a `go`
+// that prints its arguments: inside `sh -c` programs quoted every way,
+// go receives -json and the guard's -exec word for word, and Read of the
+// command as run knows it guarded; a go test with an -exec of its own
+// keeps it, and Read knows that one unguarded.
+func TestInstrumentGivesGoTheGuard(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	guard := "[test]\n[-json]\n[-exec=" + goGuard + "]\n"
+	tests := []struct {
+		test, args string
+		unguarded  bool
+	}{
+		{"go test ./...", guard + "[./...]\n", false},
+		{"sh -c 'cd . && go test -run \"A|B\" ./...'", guard + "[-run]\n[A|B]\n[./...]\n", false},
+		{`bash -c "go test ./..."`, guard + "[./...]\n", false},
+		{`sh -c "sh -c 'go test -count=1 ./...'"`, guard + "[-count=1]\n[./...]\n", false},
+		{`sh -c 'sh -c "go test ./..."'`, guard + "[./...]\n", false},
+		{"env A=1 timeout 60 go test -v .", guard + "[-v]\n[-v=test2json]\n[.]\n", false},
+		{`sh -c "go test -v ./..."`, guard + "[-v]\n[-v=test2json]\n[./...]\n", false},
+		{"go test -exec=env .", "[test]\n[-json]\n[-exec=env]\n[.]\n", true},
+		{"go test -json -exec 'env X=1' .", "[test]\n[-json]\n[-exec]\n[env X=1]\n[.]\n", true},
+	}
+	for _, tt := range tests {
+		run := Instrument(tt.test)
+		cmd := exec.Command("/bin/sh", "-c", run)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != tt.args {
+			t.Errorf("%s: run as %s\ngo got (%v)\n%s\nwant\n%s", tt.test, run, err, out, tt.args)
+		}
+		if got := Read(run, []byte(readFile(t, "go-pass.json"))); got.Unguarded != tt.unguarded {
+			t.Errorf("%s: Unguarded = %v, want %v", tt.test, got.Unguarded, tt.unguarded)
+		}
+	}
+}
+
+// TestRealGoTest runs go test as the daemon would, on a tiny module: a
+// package whose test passes, one whose init ends the test binary, one
+// whose init prints the framing of a pass (unmarked, as any code can)
+// and then ends it, one that skips and one that fails. Without the guard
+// the forged framing makes a pass; with it, the forging package ran no
+// test, alone or beside honest ones, while honest packages pass with
+// whatever flags.
 func TestRealGoTest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test")
@@ -323,9 +391,14 @@ func TestRealGoTest(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod":          "module example.com/m\n\ngo 1.22\n",
-		"ok/ok_test.go":   "package ok\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n",
+		"ok/ok_test.go":   "package ok\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {\n\tt.Log(\"PASS\")\n\tt.Run(\"a sub\", func(t *testing.T) {})\n}\n",
 		"early/early.go":  "package early\n\nimport (\n\t\"os\"\n\t\"strings\"\n)\n\nfunc init() {\n\tif strings.HasSuffix(os.Args[0], \".test\") {\n\t\tos.Exit(0)\n\t}\n}\n",
 		"early/e_test.go": "package early\n\nimport \"testing\"\n\nfunc TestNever(t *testing.T) { t.Fatal(\"never runs\") }\n",
+		"forge/forge.go": "package forge\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n)\n\nfunc init() {\n\tif strings.HasSuffix(os.Args[0], \".test\") {\n" +
+			"\t\tfmt.Print(\"=== RUN   TestForged\\n--- PASS: TestForged (0.00s)\\nPASS\\n\")\n\t\tos.Exit(0)\n\t}\n}\n",
+		"forge/f_test.go": "package forge\n\nimport \"testing\"\n\nfunc TestForged(t *testing.T) { t.Fatal(\"never runs\") }\n",
+		"skip/s_test.go":  "package skip\n\nimport \"testing\"\n\nfunc TestSkipped(t *testing.T) { t.Skip(\"not here\") }\n\nfunc TestRuns(t *testing.T) {\n\tfor _, n := range []string{\"x\", \"y\"} {\n\t\tt.Run(n, func(t *testing.T) {})\n\t}\n}\n",
+		"fails/f_test.go": "package fails\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Error(\"no\") }\n",
 	}
 	for name, text := range files {
 		p := filepath.Join(dir, name)
@@ -336,30 +409,21 @@ func TestRealGoTest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tt := range []struct {
-		test string
-		want Outcome
-	}{
-		{"go test ./ok", Pass},
-		{"go test ./early", Vacuous},
-		// One package ran its test; the other's binary ended first.
-		{"go test ./ok ./early", Vacuous},
-		{"go test ./...", Vacuous},
-	} {
-		cmd := exec.Command("sh", "-c", Instrument(tt.test))
-		cmd.Dir = dir
-		env := []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + dir, "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off"}
-		for _, k := range []string{"GOCACHE", "GOROOT", "GOMODCACHE"} {
-			if v := os.Getenv(k); v != "" {
-				env = append(env, k+"="+v)
-			}
+	env := []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + dir, "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off"}
+	for _, k := range []string{"GOCACHE", "GOROOT", "GOMODCACHE"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
 		}
-		if os.Getenv("GOCACHE") == "" {
-			if c, err := exec.Command(goBin, "env", "GOCACHE").Output(); err == nil {
-				env = append(env, "GOCACHE="+strings.TrimSpace(string(c)))
-			}
+	}
+	if os.Getenv("GOCACHE") == "" {
+		if c, err := exec.Command(goBin, "env", "GOCACHE").Output(); err == nil {
+			env = append(env, "GOCACHE="+strings.TrimSpace(string(c)))
 		}
-		cmd.Env = env
+	}
+	run := func(command string) ([]byte, int) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if err != nil {
@@ -369,6 +433,35 @@ func TestRealGoTest(t *testing.T) {
 			}
 			code = ee.ExitCode()
 		}
+		return out, code
+	}
+	// The forgery, unguarded: go test -json believes the framing.
+	if out, code := run("go test -json ./forge"); code != 0 {
+		t.Fatalf("the forging package, unguarded: exit %d\n%s", code, out)
+	} else if o, reason := Read("go test -json ./forge", out).Verdict(code); o != Pass {
+		t.Fatalf("the forgery no longer works without the guard (%s: %s): this test shows nothing\n%s", o, reason, out)
+	}
+	for _, tt := range []struct {
+		test string
+		want Outcome
+	}{
+		{"go test ./ok", Pass},
+		{"go test -v -count=1 -run 'TestOK' ./ok ./skip", Pass},
+		{"go test -count=1 ./ok ./skip", Pass},
+		{"go test -json -v ./skip", Pass},
+		{"go test -run TestSkipped ./skip", Vacuous},
+		{"go test ./fails", Fail},
+		{"go test ./ok ./fails", Fail},
+		{"go test ./early", Vacuous},
+		// One package ran its test; the other's binary ended first.
+		{"go test ./ok ./early", Vacuous},
+		{"go test ./forge", Vacuous},
+		{"go test -v -count=1 -run TestForged ./forge", Vacuous},
+		{"go test ./ok ./skip ./forge", Vacuous},
+		{"go test ./...", Fail},
+		{"sh -c 'go test ./ok ./forge'", Vacuous},
+	} {
+		out, code := run(Instrument(tt.test))
 		r := Read(tt.test, out)
 		if o, reason := r.Verdict(code); o != tt.want {
 			t.Errorf("%s: %s (%s), want %s; output:\n%s", tt.test, o, reason, tt.want, out)
