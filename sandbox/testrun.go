@@ -107,6 +107,19 @@ func (j TestJail) Command(ctx context.Context, script string) (*JailCmd, error) 
 // nothing more: where the test runs cannot be confined, or the user turned
 // confinement off.
 func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
+	// The dependencies git does not carry are linked in where the jail
+	// would bind them: without them, a test whose runner lives in
+	// node_modules or a virtualenv would fail for want of what the work
+	// tree has.
+	from := j.DepsFrom
+	if from == "" {
+		from = j.Mount
+	}
+	for _, d := range j.Deps {
+		if rel, err := filepath.Rel(from, d); err == nil && filepath.IsLocal(rel) {
+			os.Symlink(d, filepath.Join(j.Checkout, rel))
+		}
+	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Dir = j.Checkout
 	cmd.Env = j.Env
