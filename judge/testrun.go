@@ -153,8 +153,16 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		res.CannotRun = "no checkout of the tree to run it on: " + err.Error()
 		return res
 	}
+	deps := j.lentDeps(root, checkout)
 	for _, p := range tc.Scripts {
-		if _, err := os.Lstat(filepath.Join(checkout, filepath.FromSlash(p))); errors.Is(err, os.ErrNotExist) {
+		// A program in a dependency directory (.venv/bin/python,
+		// node_modules/.bin/jest) is looked for where the run will
+		// see it: in the directory lent, not in the checkout.
+		at := filepath.Join(checkout, filepath.FromSlash(p))
+		if top, rest, _ := strings.Cut(p, "/"); deps[top] != "" {
+			at = filepath.Join(deps[top], filepath.FromSlash(rest))
+		}
+		if _, err := os.Lstat(at); errors.Is(err, os.ErrNotExist) {
 			res.CannotRun = fmt.Sprintf("%s does not exist", p)
 			return res
 		}
@@ -174,8 +182,8 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	}
 	jail.DepsFrom = root.Dir
 	for _, d := range depDirs {
-		if _, err := os.Lstat(filepath.Join(checkout, d)); errors.Is(err, os.ErrNotExist) {
-			jail.Deps = append(jail.Deps, filepath.Join(root.Dir, d))
+		if lent, ok := deps[d]; ok {
+			jail.Deps = append(jail.Deps, lent)
 		}
 	}
 	// The command as run asks known runners for a report the daemon can
@@ -329,6 +337,28 @@ func closeFiles(fs []*os.File) {
 // build installs and git does not carry: where the tree has none, the
 // run's work tree's is lent to the test, read-only.
 var depDirs = []string{"node_modules", ".venv", "venv"}
+
+// lentDeps are the dependency directories (depDirs) a test run on
+// checkout is lent, by name: those the checkout lacks, from root's work
+// tree; or, where a lane's work tree has none of its own (its agents
+// installed nothing yet, as before any code), from the project's own
+// tree, the person's, which is what a person who takes the lane's work
+// runs it with. A checkout that carries one keeps its own.
+func (j *Judge) lentDeps(root Root, checkout string) map[string]string {
+	out := map[string]string{}
+	for _, d := range depDirs {
+		if _, err := os.Lstat(filepath.Join(checkout, d)); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		for _, from := range []string{root.Dir, j.opts.Project.Dir} {
+			if fi, err := os.Stat(filepath.Join(from, d)); from != "" && err == nil && fi.IsDir() {
+				out[d] = filepath.Join(from, d)
+				break
+			}
+		}
+	}
+	return out
+}
 
 // limitHit names the bound of l that a test which exited with exit and
 // printed out ran into, "" when nothing says it did. A write past the file

@@ -440,6 +440,56 @@ func TestRunTestSeesTheDependenciesReadOnly(t *testing.T) {
 	}
 }
 
+// A test whose program lives in a dependency directory (.venv/bin/python,
+// node_modules/.bin/jest) is looked for where its run will see it: in the
+// directory lent, not in the checkout git made, which has none. It runs,
+// in the project and in a lane whose agents installed nothing yet (before
+// any code, the check of red-before-green), which is lent the project's;
+// a lane with its own keeps its own; and where no tree has one, the test
+// cannot run.
+func TestATestsProgramIsFoundInTheDependenciesItIsLent(t *testing.T) {
+	f := newFixture(t, nil)
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	f.write(map[string]string{".gitignore": ".venv/\nnode_modules/\n", "tests/t.txt": "x\n"})
+	f.commitAll("base")
+	for _, test := range []string{".venv/bin/python -m pytest tests/", "node_modules/.bin/jest tests/"} {
+		if r := f.runTest(t.Context(), test); r.CannotRun != ".venv/bin/python does not exist" && r.CannotRun != "node_modules/.bin/jest does not exist" {
+			t.Errorf("%s with no dependency directory anywhere: %s, want that it cannot run", test, r.Summary())
+		}
+	}
+	f.write(map[string]string{
+		".venv/bin/python":       "exec:#!/bin/sh\necho project venv \"$@\"\n",
+		"node_modules/.bin/jest": "exec:#!/bin/sh\necho project jest \"$@\"\n",
+	})
+	tree, err := f.repo.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := f.lane(map[string]string{".gitignore": ".venv/\nnode_modules/\n", "tests/t.txt": "x\n"})
+	for _, tt := range []struct {
+		name string
+		root Root
+		test string
+		want string
+	}{
+		{"the project's venv", Root{}, ".venv/bin/python -m pytest tests/", "project venv -m pytest tests/"},
+		{"the project's node_modules", Root{}, "node_modules/.bin/jest tests/", "project jest tests/"},
+		{"a lane with none is lent the project's", lane, ".venv/bin/python -m pytest tests/", "project venv -m pytest tests/"},
+	} {
+		r := f.j.RunTestIn(t.Context(), tt.root, tree, tt.test)
+		// The fake runners print no report: ran is what counts here.
+		if r.CannotRun != "" || r.ExitCode != 0 || !strings.Contains(r.Output, tt.want) {
+			t.Errorf("%s: %s\n%s", tt.name, r.Summary(), r.Output)
+		}
+	}
+	(&fixture{t: t, dir: lane.Dir}).write(map[string]string{".venv/bin/python": "exec:#!/bin/sh\necho lane venv\n"})
+	if r := f.j.RunTestIn(t.Context(), lane, tree, ".venv/bin/python -m pytest"); r.ExitCode != 0 || !strings.Contains(r.Output, "lane venv") {
+		t.Errorf("a lane with a venv of its own: %s\n%s", r.Summary(), r.Output)
+	}
+}
+
 // A test that runs into a bound of sandbox.max_* fails saying which: a
 // person raises the bound, or an agent stops doing what crossed it.
 func TestRunTestSaysWhichBoundItHit(t *testing.T) {

@@ -56,7 +56,7 @@ type TestJail struct {
 	// Deps are directories of a work tree that a build needs and git does
 	// not carry (node_modules, a virtualenv), bound read-only at the same
 	// place in the checkout: the test uses them and cannot change them.
-	// Absolute paths, below DepsFrom.
+	// Absolute paths, below DepsFrom or below Mount's real directory.
 	Deps []string
 	// DepsFrom is the work tree Deps are in: the checkout's own (a lane's
 	// linked work tree, whose checkout is seen at the project's path,

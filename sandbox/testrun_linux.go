@@ -150,8 +150,13 @@ func (j TestJail) bwrapArgs(script string) []string {
 		from = j.Mount
 	}
 	for _, d := range j.Deps {
-		if rel, err := filepath.Rel(from, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
-			args = append(args, "--ro-bind", d, filepath.Join(j.Mount, rel))
+		// Below DepsFrom, or below Mount's real directory (the project's
+		// own, lent to a lane's run that has none of its own).
+		for _, base := range []string{from, j.Mount} {
+			if rel, err := filepath.Rel(base, d); err == nil && isDir(d) && !strings.HasPrefix(rel, "..") {
+				args = append(args, "--ro-bind", d, filepath.Join(j.Mount, rel))
+				break
+			}
 		}
 	}
 	// A hidden directory is an empty one that nothing can be written to

@@ -388,6 +388,15 @@ var Hands = []Hand{
 	{"Go's checksum database state ($GOPATH/pkg/sumdb) is writable in the sandbox and made before a run, so that go get and go mod tidy verify a new module",
 		"sandbox/env.go", `out = append(out, Cache{"Go", "its checksum database's state", "GOPATH",`, `_ = append(out, Cache{"Go", "its checksum database's state", "GOPATH",`,
 		"sandbox", "TestCacheDirs|TestEssentialCaches"},
+	{"a test's program in a dependency directory (.venv/bin/python) is looked for where its run sees it, in the directory lent, not in the checkout",
+		"judge/testrun.go", `if top, rest, _ := strings.Cut(p, "/"); deps[top] != "" {`, `if top, rest, _ := strings.Cut(p, "/"); false && deps[top] != "" {`,
+		"judge", "TestATestsProgramIsFoundInTheDependenciesItIsLent"},
+	{"a lane with no dependency directory of its own is lent the project's",
+		"judge/testrun.go", "for _, from := range []string{root.Dir, j.opts.Project.Dir} {", "for _, from := range []string{root.Dir} {",
+		"judge", "TestATestsProgramIsFoundInTheDependenciesItIsLent"},
+	{"the test jail binds a dependency directory lent from the project's own tree",
+		"sandbox/testrun_linux.go", "for _, base := range []string{from, j.Mount} {", "for _, base := range []string{from} {",
+		"judge", "TestATestsProgramIsFoundInTheDependenciesItIsLent"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
