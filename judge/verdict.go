@@ -76,13 +76,55 @@ type RunEnd struct {
 	// candidate (Judgement.Conflicts): nothing runs. Empty: the run's own
 	// tree is the candidate.
 	Onto, OntoBase string
+	// Alone is, for a claim with a sweep, the tree without the claim's
+	// change: the branch head's (a lane's claim: Onto's tree) or the work
+	// tree when the feature's work began. An earlier feature's test that
+	// fails on the candidate is run there too before the claim is charged
+	// with it (Regression.Blame). Empty: every failing test is the claim's.
+	Alone gitrepo.Tree
 }
 
 // Regression is a feature tested before whose frozen test fails on the
 // tree a run left.
 type Regression struct {
 	Feature string
-	Test    TestResult
+	Test    TestResult // on the candidate
+	// Alone is the test's run on RunEnd.Alone, made when it failed on the
+	// candidate; Again its second run on the candidate, made when it
+	// passed alone. nil: not made.
+	Alone, Again *TestResult
+}
+
+// Blame is whose a failing frozen test of a feature tested before is.
+type Blame int
+
+// The blames.
+const (
+	// BlameClaim: it passes without the claim's change and fails with it,
+	// twice (or there was no tree without the change to run it on): the
+	// claim broke it, and is charged.
+	BlameClaim Blame = iota
+	// BlameBranch: it fails without the claim's change too. The test no
+	// longer passes on the branch (a time-dependent test, a flaky one, a
+	// change in the environment): the earlier feature's verdict did not
+	// hold, and the claim is not charged.
+	BlameBranch
+	// BlameFlaky: it failed and then passed on the same tree, the
+	// candidate: the test is flaky, and whoever ran it last is not charged.
+	BlameFlaky
+)
+
+// Blame says whose r is.
+func (r Regression) Blame() Blame {
+	switch {
+	case r.Alone == nil:
+		return BlameClaim
+	case !r.Alone.Passed():
+		return BlameBranch
+	case r.Again != nil && r.Again.Passed():
+		return BlameFlaky
+	}
+	return BlameClaim
 }
 
 // Judgement is what a run came to, judged by its outcome.
@@ -101,8 +143,11 @@ type Judgement struct {
 	// Test is the daemon's own run of the feature's test, when asked.
 	Test *TestResult
 	// Regressions are the features tested before whose frozen tests fail
-	// on Tree, when a sweep was asked and Test passed.
+	// on the candidate because of the claim (BlameClaim), when a sweep was
+	// asked and Test passed; Reopen those whose failure is not the
+	// claim's (BlameBranch, BlameFlaky): their own verdicts did not hold.
 	Regressions []Regression
+	Reopen      []Regression
 	// Controls are the repository's hooks and configuration files that
 	// changed while the run was in flight (gitrepo.Controls), and Held
 	// the hooks among them made not to run, where they are now: no route
@@ -291,7 +336,8 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		r := j.RunTestIn(ctx, root, jd.Candidate, test)
 		jd.Test = &r
 		if in.Sweep && r.Passed() {
-			jd.Regressions = j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Candidate)
+			broken := j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Candidate)
+			jd.Regressions, jd.Reopen = j.blame(ctx, root, in, jd.Candidate, broken)
 		}
 	}
 	return jd
@@ -330,6 +376,46 @@ func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except s
 	j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", len(tests)), zap.Int("broken", len(broken)),
 		zap.Int("parallel", j.parallel()), zap.Duration("took", time.Since(start)), zap.Duration("tests_took", took), zap.Duration("cpu", processCPU()-cpu))
 	return broken
+}
+
+// blame tells the claim's regressions from the earlier features' own
+// failures: each failing test is run on the tree without the claim's
+// change (in.Alone) and, where it passes there, once more on the
+// candidate. Only a test that passes without the change and fails twice
+// with it is charged to the claim; the branch's time bomb, a flaky test
+// or a change in the environment are not its doing.
+func (j *Judge) blame(ctx context.Context, root Root, in RunEnd, candidate gitrepo.Tree, broken []Regression) (claims, others []Regression) {
+	if in.Alone == "" || len(broken) == 0 {
+		return broken, nil
+	}
+	tests := make([]string, len(broken))
+	for i, b := range broken {
+		tests[i] = b.Test.Command
+	}
+	var again []int
+	for i, r := range j.RunTestsIn(ctx, root, in.Alone, tests) {
+		broken[i].Alone = &r
+		if r.Passed() {
+			again = append(again, i)
+		}
+	}
+	retests := make([]string, len(again))
+	for k, i := range again {
+		retests[k] = tests[i]
+	}
+	for k, r := range j.RunTestsIn(ctx, root, candidate, retests) {
+		broken[again[k]].Again = &r
+	}
+	for _, b := range broken {
+		if b.Blame() == BlameClaim {
+			claims = append(claims, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	j.log.Info("the sweep's failures were run without the claim's change", zap.String("feature", in.Actor.Feature),
+		zap.Int("broken", len(broken)), zap.Int("claims", len(claims)), zap.Int("not_the_claims", len(others)))
+	return claims, others
 }
 
 // RunTests runs each of tests on tree of the project's own work tree:

@@ -99,12 +99,19 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		if in.Sweep && o.cur != o.home {
 			// A lane's claim is judged on what the branch would hold: its
 			// tree merged onto the branch as it is now.
-			head, _, _, err := o.repo.Head(context.Background())
+			head, headTree, _, err := o.repo.Head(context.Background())
 			if err != nil {
 				o.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
 			in.Onto, in.OntoBase = head, o.cur.baseHead
 			ev2.onto = head
+			// An earlier feature's test that fails on the candidate is
+			// run on the branch head alone before the claim is charged.
+			in.Alone = headTree
+		} else if in.Sweep {
+			// The project's own tree: without the claim's change is as
+			// the feature's work found it.
+			in.Alone = gitrepo.Tree(o.counters[act.run.Feature].Base)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

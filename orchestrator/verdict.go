@@ -179,6 +179,9 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	if !jd.Test.Passed() {
 		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
 	}
+	// An earlier feature whose test fails without this claim's change too,
+	// or is flaky, is reopened: the claim is judged without it.
+	o.reopenTested(id, run, jd.Reopen)
 	if len(jd.Regressions) > 0 {
 		if ev.onto != "" && ev.onto != o.cur.baseHead {
 			// Broken on the branch as it is now, not on the lane's own

@@ -368,6 +368,21 @@ func fail(in Input, id string, c Counters, reason string) Action {
 	return Action{Kind: SpawnCoder, Feature: id, Attempt: failures + 1, Resume: true, CountFailure: true, Reason: reason}
 }
 
+// Reopen decides what becomes of feature id, tested, whose frozen test a
+// later claim's sweep found failing through no doing of that claim's (on
+// the branch head alone too, or passing and failing on one tree): its
+// verdict did not hold. It is no longer tested, and that is its attempt's
+// failure, counted as any other, so that a feature whose verdicts keep
+// not holding (a time bomb set again and again) is blocked for a person
+// once its retries are used up rather than worked for ever. Otherwise it
+// is coded again, from the branch as it is, in a session of its own:
+// the one that wrote it ended with its verdict.
+func Reopen(in Input, id, reason string) Action {
+	a := fail(in, id, in.Counters[id], reason)
+	a.Resume = false
+	return a
+}
+
 // selectNext picks the first feature, in list order, that is not settled,
 // whose dependencies are all tested, and that no lane in flight keeps from
 // starting (laneConflict).

@@ -532,3 +532,29 @@ func TestRunCap(t *testing.T) {
 		}
 	}
 }
+
+// A tested feature whose verdict did not hold (reopened by a later claim's
+// sweep) fails an attempt of its own: coded again in a session of its own,
+// or blocked once its retries are used up; always counted.
+func TestReopen(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int
+		want     Action
+	}{
+		{"first verdict did not hold: attempt 2, a fresh session", 0,
+			Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 2, CountFailure: true, Reason: "why"}},
+		{"the last retry left: attempt 3", 1,
+			Action{Kind: SpawnCoder, Feature: "F-1", Attempt: 3, CountFailure: true, Reason: "why"}},
+		{"retries used up: blocked for a person", 2,
+			Action{Kind: BlockFeature, Feature: "F-1", CountFailure: true, Reason: "3 of 3 attempts failed; last: why"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{List: list("F-1:completed:tested"), MaxRetries: 2, Counters: map[string]Counters{"F-1": {Failures: tt.failures}}}
+			if got := Reopen(in, "F-1", "why"); got != tt.want {
+				t.Errorf("Reopen = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

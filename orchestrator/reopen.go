@@ -1,0 +1,111 @@
+package orchestrator
+
+// Blaming the right feature. A tested feature's frozen test that fails on
+// a claim's candidate is the claim's doing only when it passes without the
+// claim's change and fails with it twice (judge.Regression.Blame). When it
+// fails without the change too, or fails and passes on the same tree, the
+// earlier feature's own verdict did not hold (a time bomb set off since, a
+// flaky test, a change in the environment): charging the claim would block
+// whichever honest feature came next. The earlier feature is reopened
+// instead, and the claim is judged as if it were not tested.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// The codes of the traces of a reopening: the earlier feature's (a
+// violation of tested-needs-evidence: its tested: true is taken back) and
+// the claim's (a decision: it was not charged).
+const (
+	codeReopened   = "tested_reopened"
+	codeFlaky      = "flaky_test"
+	codeNotCharged = "not_charged"
+)
+
+// reopenTested takes back tested: true from each feature of broken (not
+// the claim's doing: judge.Judgement.Reopen), found by claimant's run. Its
+// failure is its own attempt's (statemachine.Reopen): it goes back to
+// pending and is coded again, told why, or is blocked once its retries
+// are used up. Both sides are traced: ctl why and the report say it.
+func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []judge.Regression) {
+	changed := false
+	for _, b := range broken {
+		f := o.canonical.Feature(b.Feature)
+		if f == nil || !f.Tested {
+			continue // a person settled it meanwhile
+		}
+		c := o.counters[b.Feature]
+		why, code, shown := reopenReason(claimant, b)
+		var logs []string
+		for _, e := range []struct {
+			what string
+			r    *judge.TestResult
+		}{{"sweep-of-" + claimant, &b.Test}, {"without-" + claimant, b.Alone}, {"sweep-of-" + claimant + "-again", b.Again}} {
+			if e.r == nil {
+				continue
+			}
+			if l, err := o.judge.WriteEvidence(b.Feature, c.Failures+1, e.what, *e.r); err == nil {
+				logs = append(logs, l)
+			} else {
+				o.log.Warn("could not keep a reopened feature's test output", zap.String("feature", b.Feature), zap.Error(err))
+			}
+		}
+		note := ""
+		if len(logs) > 0 {
+			note = fmt.Sprintf(" (output in %s)", strings.Join(logs, ", "))
+		}
+		a := statemachine.Reopen(o.decisionInput(nil), b.Feature, why)
+		d := diagnose.Read(shown.Command, shown.ExitCode, shown.Output)
+		d.Message = fmt.Sprintf("%s's test passed its verdict but no longer passes on the branch: %s", b.Feature, firstNonEmpty(d.Message, shown.Summary()))
+		c.Failures++
+		c.LastFailure = why
+		c.Diagnosis = &d
+		// Tested names a commit; this one's verdict no longer holds. The
+		// commit stays in the history and under its tested ref.
+		c.Commit, c.Branch, c.OffBranch = "", "", ""
+		o.setCounters(b.Feature, c)
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: code,
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: b.Feature},
+			Event: store.TraceEvent{WhatHappened: why + note,
+				WhatWasCorrect: "a tested feature's frozen test passes on the branch, whenever and however often it runs",
+				Why:            "tested must mean tested on the branch a person reads, not only at its verdict"}})
+		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: codeNotCharged,
+			Context: store.TraceContext{Agent: string(agents.Tester), Feature: claimant, Run: run.ID},
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
+				Why: "a claim is charged only with what its own change broke"}})
+		o.log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
+		if a.Kind == statemachine.BlockFeature {
+			o.block(b.Feature, a.Reason, true)
+			continue
+		}
+		f.Tested, f.Status = false, progress.Pending
+		changed = true
+	}
+	if changed {
+		o.pending.FeatureList = o.canonical.Marshal()
+		o.persist()
+		o.writeFeatureList()
+	}
+}
+
+// reopenReason says why b's feature is reopened, the code of its trace,
+// and the test run its next coder is told about.
+func reopenReason(claimant string, b judge.Regression) (why, code string, shown judge.TestResult) {
+	if b.Blame() == judge.BlameFlaky {
+		return fmt.Sprintf("%s reopened: its frozen test (%s) is flaky: on %s's candidate it failed, then passed, and it passes without %s's change; a test that passes and fails on the same tree proves nothing, so %s's verdict does not hold (%s)",
+			b.Feature, b.Test.Command, claimant, claimant, b.Feature, b.Test.Summary()), codeFlaky, b.Test
+	}
+	return fmt.Sprintf("%s reopened: its frozen test (%s) fails on the branch without %s's change too, as on %s's candidate: it no longer passes on the branch (a time-dependent test, a flaky one, or a change in the environment), so %s's verdict does not hold (%s)",
+		b.Feature, b.Test.Command, claimant, claimant, b.Feature, b.Alone.Summary()), codeReopened, *b.Alone
+}

@@ -1,0 +1,192 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// Blaming the right feature. An earlier feature E's frozen test fails on
+// a later claim's candidate, for one of three reasons:
+//
+//   - bomb: E's code was right until a moment after its verdict (a file
+//     outside the project stands for the clock): its test fails on the
+//     branch without the claim's change too. E is reopened and worked again,
+//     told why; the claim is accepted, not charged.
+//   - flaky: E's test fails once, then passes, on the same tree: reported
+//     as flaky, E reopened, the claim accepted, not charged.
+//   - breaks: the claim's change really breaks E's test (it passes without
+//     the change, fails twice with it): the claim is refused and charged
+//     once, E stays tested.
+//
+// Each in the project's own tree and in lanes, with E first or second in
+// the list (in lanes whichever lane starts, E's lands first).
+func TestBlameTheRightFeature(t *testing.T) {
+	for _, kind := range []string{"bomb", "flaky", "breaks"} {
+		for _, parallel := range []int{1, 2} {
+			for _, earlierFirst := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/parallel-%d/earlier-first-%v", kind, parallel, earlierFirst), func(t *testing.T) {
+					blameCase(t, kind, parallel, earlierFirst)
+				})
+			}
+		}
+	}
+}
+
+func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = parallel
+	outside := t.TempDir()
+	bomb, once := filepath.Join(outside, "the-moment-passed"), filepath.Join(outside, "fail-once")
+	// E is the earlier feature, C the claimant, whatever their ids.
+	e, c := "F-001", "F-002"
+	if !earlierFirst {
+		e, c = "F-002", "F-001"
+	}
+	testE := fmt.Sprintf("if [ -e %s ]; then rm -f %s; exit 1; fi\ntest \"$(sh src/%s/code.sh)\" = '%s works' && ! test -e src/%s/breaks\n", once, once, e, e, c)
+	testC := fmt.Sprintf("grep -qx '%s works' src/%s/code.txt\n", c, c)
+	fe := progress.Feature{ID: e, Test: "sh tests/" + e + ".sh", Scope: []string{"src/" + e + "/**"}}
+	fc := progress.Feature{ID: c, Test: "sh tests/" + c + ".sh", Scope: []string{"src/" + c + "/**"}}
+	if parallel == 1 {
+		fc.DependsOn = []string{e} // worked one at a time: E first
+	}
+	features := []progress.Feature{fe, fc}
+	if !earlierFirst {
+		features = []progress.Feature{fc, fe}
+	}
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{"tests/" + e + ".sh": testE, "tests/" + c + ".sh": testC}, features...)
+	var mu sync.Mutex
+	var retold []string
+	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		switch spec.FeatureID {
+		case e:
+			code := fmt.Sprintf("if [ -e %s ]; then echo late; else echo '%s works'; fi\n", bomb, e)
+			if spec.Attempt > 1 {
+				code = fmt.Sprintf("echo '%s works'\n", e)
+				mu.Lock()
+				retold = append(retold, spec.Prompt)
+				mu.Unlock()
+			}
+			h.writeIn(spec, "src/"+e+"/code.sh", code)
+		case c:
+			h.writeIn(spec, "src/"+c+"/code.txt", c+" works\n")
+			if kind == "breaks" && spec.Attempt == 1 {
+				h.writeIn(spec, "src/"+c+"/breaks", "x\n")
+			} else {
+				os.Remove(filepath.Join(spec.Dir, "src/"+c+"/breaks")) // told, it undoes what broke E
+			}
+		}
+		h.editIn(spec, func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
+		return agents.Result{Summary: "implemented", NumTurns: 3}
+	}
+	triggered := false
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == c && !triggered {
+			// E is on the branch before C's claim is judged; then the
+			// moment passes, or the flake is armed.
+			// (Its commit, not the list a lane's claim shows while it is
+			// judged.)
+			landed := func() bool {
+				_, ok := h.git("rev-parse", "--verify", "-q", "refs/ctxgraphd/tested/"+e)
+				return ok
+			}
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !landed(); time.Sleep(20 * time.Millisecond) {
+			}
+			if !landed() {
+				h.t.Errorf("%s was not tested before %s's claim", e, c)
+			}
+			triggered = true
+			switch kind {
+			case "bomb":
+				os.WriteFile(bomb, nil, 0o644)
+			case "flaky":
+				os.WriteFile(once, nil, 0o644)
+			}
+		}
+		return testerClaims(true)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	want := "F-001=tested F-002=tested"
+	if got := summary(h.list()); got != want {
+		t.Fatalf("features = %s, want %s", got, want)
+	}
+	st := h.session()
+	byCode := map[string][]store.Trace{}
+	trs, err := h.st.Traces(store.TraceFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trs {
+		byCode[tr.Code] = append(byCode[tr.Code], tr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch kind {
+	case "bomb", "flaky":
+		code := map[string]string{"bomb": codeReopened, "flaky": codeFlaky}[kind]
+		if n := st.Counters[c].Failures; n != 0 {
+			t.Errorf("%s, the claimant, was charged %d times (%s): want none", c, n, st.Counters[c].LastFailure)
+		}
+		if n := st.Counters[e].Failures; n != 1 {
+			t.Errorf("%s, whose verdict did not hold, has %d failures: want 1", e, n)
+		}
+		if len(byCode["breaks_tested"]) != 0 {
+			t.Errorf("breaks_tested charged: %+v", byCode["breaks_tested"])
+		}
+		got := byCode[code]
+		if len(got) != 1 || got[0].Type != store.TraceViolation || got[0].Context.Feature != e || !strings.Contains(got[0].Event.WhatHappened, c+"'s candidate") {
+			t.Errorf("%s traces %+v, want one violation on %s naming %s", code, got, e, c)
+		}
+		nc := byCode[codeNotCharged]
+		if len(nc) != 1 || nc[0].Context.Feature != c || nc[0].Context.Run == "" {
+			t.Errorf("not_charged traces %+v, want one on %s's run", nc, c)
+		}
+		if len(retold) != 1 || !strings.Contains(retold[0], "no longer passes on the branch") {
+			t.Errorf("%s's second attempt was told %q, want why it was reopened", e, retold)
+		}
+		// The report says so.
+		rep, err := report.Build(h.st, h.proj.ID, h.proj.Dir, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range rep.Refusals {
+			found = found || (r.Feature == e && r.Code == code)
+		}
+		if !found {
+			t.Errorf("the report's refusals %+v do not say that %s was reopened", rep.Refusals, e)
+		}
+	case "breaks":
+		if n := st.Counters[c].Failures; n != 1 {
+			t.Errorf("%s, which broke %s's test, has %d failures: want 1", c, e, n)
+		}
+		if n := st.Counters[e].Failures; n != 0 {
+			t.Errorf("%s, broken by %s, has %d failures: want none", e, c, n)
+		}
+		if b := byCode["breaks_tested"]; len(b) != 1 || b[0].Context.Feature != c {
+			t.Errorf("breaks_tested %+v, want one on %s", b, c)
+		}
+		if n := len(byCode[codeReopened]) + len(byCode[codeFlaky]) + len(byCode[codeNotCharged]); n != 0 {
+			t.Errorf("%d reopening traces, want none: %+v %+v", n, byCode[codeReopened], byCode[codeFlaky])
+		}
+	}
+	// The branch ends on a tree where both tests pass, the moment past.
+	if got, _ := h.git("show", "HEAD:src/"+e+"/code.sh"); kind == "bomb" && strings.Contains(got, "late") {
+		t.Errorf("the branch still holds %s's time bomb:\n%s", e, got)
+	}
+	if got, ok := h.git("ls-tree", "-r", "--name-only", "HEAD"); !ok || strings.Contains(got, "src/"+c+"/breaks") {
+		t.Errorf("the branch holds what broke %s:\n%s", e, got)
+	}
+}
