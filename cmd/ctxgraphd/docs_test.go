@@ -709,3 +709,50 @@ func TestNothingCitesAFileOutside(t *testing.T) {
 		t.Fatalf("%d files read: the check would hold for nothing", checked)
 	}
 }
+
+// TestREADMEShowsVerifyUnconfinedInCI holds the README's CI section to
+// the command: a job, valid YAML, one of whose steps runs `ctxgraphd verify
+// --unconfined`, a flag the command has and whose help says that it runs
+// agent-written code as the caller.
+func TestREADMEShowsVerifyUnconfinedInCI(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	_, section, ok := strings.Cut(readme, "\n## In CI\n")
+	if !ok {
+		t.Fatal("README.md has no \"## In CI\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
+		t.Fatal("README.md's CI section shows no ```yaml job")
+	}
+	var job struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(block), &job); err != nil {
+		t.Fatalf("README.md's CI job is not valid YAML: %v", err)
+	}
+	runs := 0
+	for _, j := range job.Jobs {
+		for _, s := range j.Steps {
+			if strings.TrimSpace(s.Run) == "ctxgraphd verify --unconfined" {
+				runs++
+			}
+		}
+	}
+	if runs == 0 {
+		t.Errorf("no step of README.md's CI job runs `ctxgraphd verify --unconfined`:\n%s", block)
+	}
+	verify, _, err := newRootCmd().Find([]string{"verify"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := verify.Flags().Lookup("unconfined")
+	if f == nil || !strings.Contains(f.Usage, "agent-written code runs as you") || !strings.Contains(verify.Long, "It runs agent-written code as you") {
+		t.Errorf("verify's help does not say that --unconfined runs agent-written code as you")
+	}
+}

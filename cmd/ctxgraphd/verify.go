@@ -44,9 +44,9 @@ passes, 1 when any fails (naming them).
 --unconfined runs the same tests on the same checkout as you, in your own
 environment (your PATH, HOME, caches and network), with no jail, one at a
 time: as you or CI would run them, to check that a green feature is green
-for you, and not only in the daemon's jail. It runs agent-written code as
-you, with every power you have: run it where that is safe (a CI job, a
-container, a machine of no value).
+for you, and not only in the daemon's jail.
+It runs agent-written code as you, with every power you have: run it where
+that is safe (a CI job, a container, a machine of no value).
 
 Each run is recorded in the project's state directory, outside the tree, and
 ` + "`ctxgraphd report`" + ` says when each mode last ran and what it found.`,
