@@ -116,8 +116,11 @@ func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 		from = j.Mount
 	}
 	for _, d := range j.Deps {
-		if rel, err := filepath.Rel(from, d); err == nil && filepath.IsLocal(rel) {
-			os.Symlink(d, filepath.Join(j.Checkout, rel))
+		for _, base := range []string{from, j.Mount} { // as the jail binds them
+			if rel, err := filepath.Rel(base, d); err == nil && filepath.IsLocal(rel) {
+				os.Symlink(d, filepath.Join(j.Checkout, rel))
+				break
+			}
 		}
 	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)

@@ -11,8 +11,8 @@ import (
 // Unconfined (sandbox.enabled: false, `ctxgraphd verify --unconfined`), a
 // test still finds the dependencies git does not carry where the work tree
 // has them, as the jail binds them: a Node or Python test would otherwise
-// fail for want of its runner. What is linked in is the work tree's own,
-// and only what lies in it.
+// fail for want of its runner. What is linked in lies in the work tree
+// (DepsFrom, or Mount's directory), and nothing else.
 func TestUnconfinedTestSeesTheWorkTreesDependencies(t *testing.T) {
 	proj, checkout := t.TempDir(), t.TempDir()
 	for _, f := range []string{"node_modules/dep/index.js", ".venv/bin/python"} {
@@ -25,7 +25,8 @@ func TestUnconfinedTestSeesTheWorkTreesDependencies(t *testing.T) {
 		}
 	}
 	elsewhere := filepath.Join(t.TempDir(), "node_modules")
-	for _, from := range []string{proj, ""} { // DepsFrom, or Mount's directory when it is ""
+	lane := t.TempDir() // a lane's work tree, with no dependencies of its own: the project's are lent
+	for _, from := range []string{proj, "", lane} {
 		j := TestJail{Off: true, Checkout: checkout, Mount: proj, DepsFrom: from, Env: []string{"PATH=" + os.Getenv("PATH")},
 			Deps: []string{filepath.Join(proj, "node_modules"), filepath.Join(proj, ".venv"), elsewhere}}
 		var out bytes.Buffer
