@@ -36,16 +36,28 @@ func TestBlameTheRightFeature(t *testing.T) {
 		for _, parallel := range []int{1, 2} {
 			for _, earlierFirst := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/parallel-%d/earlier-first-%v", kind, parallel, earlierFirst), func(t *testing.T) {
-					blameCase(t, kind, parallel, earlierFirst)
+					blameCase(t, kind, parallel, earlierFirst, 2)
 				})
 			}
 		}
 	}
 }
 
-func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool) {
+// A feature whose verdicts keep not holding is not worked for ever: one
+// reopened with its retries used up (limits.max_retries 0 here) is blocked
+// for a person, with the reason; the claimant is still not charged.
+func TestAReopenedFeatureWithoutRetriesIsBlocked(t *testing.T) {
+	for _, parallel := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallel-%d", parallel), func(t *testing.T) {
+			blameCase(t, "bomb", parallel, true, 0)
+		})
+	}
+}
+
+func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRetries int) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = parallel
+	h.cfg.Limits.MaxRetries = maxRetries
 	outside := t.TempDir()
 	bomb, once := filepath.Join(outside, "the-moment-passed"), filepath.Join(outside, "fail-once")
 	// E is the earlier feature, C the claimant, whatever their ids.
@@ -119,10 +131,22 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool) {
 		t.Fatal(err)
 	}
 	want := "F-001=tested F-002=tested"
+	if maxRetries == 0 {
+		want = map[string]string{"F-001": "F-001=blocked F-002=tested", "F-002": "F-001=tested F-002=blocked"}[e]
+	}
 	if got := summary(h.list()); got != want {
 		t.Fatalf("features = %s, want %s", got, want)
 	}
 	st := h.session()
+	if maxRetries == 0 {
+		if n := st.Counters[c].Failures; n != 0 {
+			t.Errorf("%s, the claimant, was charged %d times: want none", c, n)
+		}
+		if why := st.Counters[e].LastFailure; !strings.Contains(why, "1 of 1 attempts failed") || !strings.Contains(why, "no longer passes on the branch") {
+			t.Errorf("%s blocked with %q, want its retries used up and why its verdict did not hold", e, why)
+		}
+		return
+	}
 	byCode := map[string][]store.Trace{}
 	trs, err := h.st.Traces(store.TraceFilter{})
 	if err != nil {
