@@ -163,6 +163,11 @@ type Change struct {
 	Size int64
 }
 
+// NotAFile is Change.Refused for a link or a special file in the
+// evidence directory (which is in no change set): a finding against the
+// run that left it, which goes whole.
+const NotAFile = "not a regular file"
+
 // Finding is a change a gate does not let stand.
 type Finding struct {
 	Change
@@ -178,6 +183,11 @@ func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
 	var out []Finding
 	for _, c := range changes {
 		d := judgePath(m, a, s, c.Path)
+		if d == nil && c.Refused == NotAFile && a.Role != "" {
+			d = decide(m, RoleWritePolicy, "evidence_not_a_file",
+				fmt.Sprintf("%s is a symbolic link or a special file in the evidence directory: evidence is regular files, which the daemon reads and copies and never follows", c.Path),
+				"save what a command printed as a file (`cmd > "+evidencePath+"/<id>/test.log 2>&1`); never link to a file or a directory")
+		}
 		if d == nil && c.Refused != "" && a.Role != "" {
 			d = decide(m, RoleWritePolicy, "git_refuses_path",
 				fmt.Sprintf("%s cannot be recorded by git (%s): a commit would lack what a test ran on", c.Path, c.Refused),

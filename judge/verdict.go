@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,8 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/gates"
-	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -31,10 +33,6 @@ import (
 // this path.
 func (j *Judge) WriteEvidence(feature string, attempt int, what string, r TestResult) (string, error) {
 	rel := fmt.Sprintf(".claude/progress/%s/%s/daemon-%s-attempt-%d.log", progress.EvidenceDir, feature, what, attempt)
-	path := filepath.Join(j.opts.Project.Dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# ctxgraphd ran the test of %s itself (%s, attempt %d)\n", feature, what, attempt)
 	fmt.Fprintf(&b, "$ %s\n", r.Command)
@@ -43,7 +41,8 @@ func (j *Judge) WriteEvidence(feature string, attempt int, what string, r TestRe
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "# %s\n", r.Summary())
-	if err := atomicfile.Write(path, []byte(b.String()), 0o644); err != nil {
+	// Agents write the evidence directory: never through a link there.
+	if err := treefile.WriteFile(j.opts.Project.Dir, rel, []byte(b.String()), 0o644); err != nil {
 		return "", err
 	}
 	return rel, nil
@@ -188,6 +187,26 @@ func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) [
 	return out
 }
 
+// evidenceNotFiles are the links and special files in feature's evidence
+// directory of the work tree at dir, which is in no change set: the
+// daemon reads and copies evidence, and a link there would lead it to a
+// file of the agent's choosing. Each is a change git cannot record
+// (gates.NotAFile), a finding against the run, and goes.
+func evidenceNotFiles(dir, feature string) []gates.Change {
+	if feature == "" {
+		return nil
+	}
+	found, err := treefile.NotFiles(dir, path.Join(paths.ProgressDir, paths.EvidenceDir, feature))
+	if err != nil {
+		return nil
+	}
+	out := make([]gates.Change, len(found))
+	for i, p := range found {
+		out[i] = gates.Change{Path: p, Kind: "added", Refused: gates.NotAFile}
+	}
+	return out
+}
+
 // Blocks reports whether an enforced gate refused part of what the run did.
 func (jd Judgement) Blocks() bool {
 	for _, f := range jd.Findings {
@@ -277,6 +296,7 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		}
 	}
 	changes = append(changes, runsRefused(repo, in.Base, refused)...)
+	changes = append(changes, evidenceNotFiles(root.Dir, in.Actor.Feature)...)
 	jd.Findings = gates.JudgeChanges(j.opts.Modes, in.Actor, state, changes)
 	// The project's guards that hold a file hold it whatever wrote it.
 	jd.Findings = append(jd.Findings, gates.GuardChanges(guards, in.Actor, changes, jd.Findings)...)

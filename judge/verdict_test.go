@@ -2,11 +2,14 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -667,5 +670,101 @@ func TestJudgeRunRemovesAFilePastTheSizeBound(t *testing.T) {
 	}
 	if f.read("src/a/small.txt") != "ok\n" {
 		t.Error("the run's other work was not kept")
+	}
+}
+
+// A link or a special file a run left in its feature's evidence directory
+// (which is in no change set) is a finding against the run: it goes, and
+// what it leads to is neither read nor changed. Regular evidence stays.
+func TestJudgeRunFindsWhatInTheEvidenceIsNoFile(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "home")
+	os.MkdirAll(outside, 0o755)
+	secret := filepath.Join(outside, ".bashrc")
+	os.WriteFile(secret, []byte("secret\n"), 0o644)
+	tests := []struct {
+		name  string
+		plant func(ev string) error
+		found string // relative to the evidence directory
+	}{
+		{"a link to a file outside", func(ev string) error { return os.Symlink(secret, filepath.Join(ev, "test.log")) }, "test.log"},
+		{"a link to a directory outside", func(ev string) error { return os.Symlink(outside, filepath.Join(ev, "logs")) }, "logs"},
+		{"a link inside the project", func(ev string) error { return os.Symlink("../../feature-list.json", filepath.Join(ev, "list.log")) }, "list.log"},
+		{"a named pipe", func(ev string) error { return syscall.Mkfifo(filepath.Join(ev, "pipe"), 0o644) }, "pipe"},
+		{"a link deeper down", func(ev string) error {
+			os.MkdirAll(filepath.Join(ev, "a", "b"), 0o755)
+			return os.Symlink(secret, filepath.Join(ev, "a", "b", "c.log"))
+		}, "a/b/c.log"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newJudgeFixture(t, nil)
+			ev := filepath.Join(f.dir, ".claude", "progress", "evidence", "F-001")
+			os.MkdirAll(ev, 0o755)
+			os.WriteFile(filepath.Join(ev, "honest.log"), []byte("PASS\n"), 0o644)
+			if err := tt.plant(ev); err != nil {
+				t.Fatal(err)
+			}
+			jd := f.judge(gates.Tester, false)
+			if jd.Err != nil {
+				t.Fatal(jd.Err)
+			}
+			want := ".claude/progress/evidence/F-001/" + tt.found
+			if len(jd.Findings) != 1 || jd.Findings[0].Code != "evidence_not_a_file" || jd.Findings[0].Path != want || !jd.Blocks() {
+				t.Fatalf("findings %+v, want %s as evidence_not_a_file", jd.Findings, want)
+			}
+			if _, err := os.Lstat(filepath.Join(f.dir, filepath.FromSlash(want))); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s is still there: %v", want, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ev, "honest.log")); string(b) != "PASS\n" {
+				t.Errorf("the regular evidence went: %q", b)
+			}
+			if b, _ := os.ReadFile(secret); string(b) != "secret\n" {
+				t.Errorf("what the link led to changed: %q", b)
+			}
+		})
+	}
+	// Another feature's evidence is not this run's doing.
+	f := newJudgeFixture(t, nil)
+	other := filepath.Join(f.dir, ".claude", "progress", "evidence", "F-002")
+	os.MkdirAll(other, 0o755)
+	os.Symlink(secret, filepath.Join(other, "x.log"))
+	if jd := f.judge(gates.Tester, false); len(jd.Findings) != 0 {
+		t.Errorf("a link in F-002's evidence was charged to F-001's run: %+v", jd.Findings)
+	}
+}
+
+// The daemon writes its own evidence unconfined into a directory agents
+// write: a link on the way is an error, never followed, and a link in the
+// log's own place is replaced by the log.
+func TestWriteEvidenceFollowsNoLink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "home")
+	os.MkdirAll(outside, 0o755)
+	secret := filepath.Join(outside, ".bashrc")
+	os.WriteFile(secret, []byte("secret\n"), 0o644)
+	r := TestResult{Command: "true", Output: "agent's text\n"}
+
+	f := newFixture(t, nil)
+	os.MkdirAll(filepath.Join(f.dir, ".claude", "progress", "evidence"), 0o755)
+	os.Symlink(outside, filepath.Join(f.dir, ".claude", "progress", "evidence", "F-001"))
+	if rel, err := f.j.WriteEvidence("F-001", 1, "rerun", r); err == nil || rel != "" {
+		t.Errorf("WriteEvidence through a linked directory = %q, %v; want an error", rel, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Errorf("a file was made outside the project: %v", ents)
+	}
+
+	f = newFixture(t, nil)
+	ev := filepath.Join(f.dir, ".claude", "progress", "evidence", "F-001")
+	os.MkdirAll(ev, 0o755)
+	os.Symlink(secret, filepath.Join(ev, "daemon-rerun-attempt-1.log"))
+	rel, err := f.j.WriteEvidence("F-001", 1, "rerun", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(f.dir, filepath.FromSlash(rel))); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the log is not a regular file in the project: %v, %v", fi, err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "secret\n" {
+		t.Errorf("the file the link led to was written: %q", b)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -54,6 +55,14 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		// No file is no problem of a file: a broken one that is gone
 		// (a person gave up on it, a run's leftover was put back) no
 		// longer holds the loop.
+		o.setProblem("")
+		return false
+	case treefile.IsNotFile(err) && o.canonical != nil:
+		// A link (or a pipe) in the list's place is not read through: the
+		// canonical copy replaces it, as it replaces a deleted list.
+		o.log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
+		o.violation(gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
+		o.writeFeatureList()
 		o.setProblem("")
 		return false
 	case err != nil:

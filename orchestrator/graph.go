@@ -73,8 +73,8 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		default:
 			return badRequest(fmt.Sprintf("%s is a %s; only a lesson or a correction can be promoted into CLAUDE.md", id, t.Type))
 		}
-		path := filepath.Join(o.opts.Project.Dir, "CLAUDE.md")
-		changed, err := claudemd.AddToFile(path, []claudemd.Lesson{{ID: lesson.ID, Text: lesson.Event.WhatHappened}})
+		path := filepath.Join(o.opts.Project.Dir, claudemd.FileName)
+		changed, err := claudemd.AddToFile(o.opts.Project.Dir, []claudemd.Lesson{{ID: lesson.ID, Text: lesson.Event.WhatHappened}})
 		if err != nil {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeClaudeMD, Message: err.Error() + " (" + path + ")"}
 		}

@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -146,14 +148,14 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		o.removeLane(dir)
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, paths.ProgressDir), 0o755); err != nil {
+	if err := treefile.MkdirAll(dir, paths.ProgressDir); err != nil {
 		o.removeLane(dir)
 		return nil, err
 	}
 	// Its agents see what they would in the project, at the same paths:
 	// the goal beside the list (which giveList writes).
-	if goal, err := os.ReadFile(filepath.Join(o.opts.Project.Progress(), progress.GoalFile)); err == nil {
-		if err := os.WriteFile(filepath.Join(dir, paths.ProgressDir, progress.GoalFile), goal, 0o644); err != nil {
+	if goal, err := treefile.ReadFile(o.opts.Project.Dir, filepath.Join(paths.ProgressDir, progress.GoalFile)); err == nil {
+		if err := treefile.WriteFile(dir, filepath.Join(paths.ProgressDir, progress.GoalFile), goal, 0o644); err != nil {
 			o.log.Warn("could not give a lane the project's goal", zap.String("feature", id), zap.Error(err))
 		}
 	}
@@ -366,32 +368,44 @@ func (o *Orchestrator) syncLaneList() {
 
 // copyEvidence copies what a lane's tester left under its feature's
 // evidence directory into the project's, where the feature list names it
-// and people read it.
+// and people read it. Neither side's links are followed (treefile): the
+// lane's regular files are copied, and a link, or anything but a
+// directory, on the way to a file of the project's evidence (one a run of
+// an earlier session left) keeps that file out, as a violation; a link in
+// a file's own place is replaced by the file.
 func (o *Orchestrator) copyEvidence(l *lane, feature string) {
-	rel := filepath.Join(paths.ProgressDir, progress.EvidenceDir, feature)
-	from := filepath.Join(l.dir, rel)
-	to := filepath.Join(o.opts.Project.Dir, rel)
-	root, err := os.OpenRoot(from)
+	rel := path.Join(paths.ProgressDir, progress.EvidenceDir, feature)
+	root, err := os.OpenRoot(filepath.Join(l.dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return // nothing left
 	}
 	defer root.Close()
+	var refused []string
 	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err // links and the like are not evidence
 		}
-		data, err := root.ReadFile(name)
+		data, err := treefile.ReadFile(filepath.Join(l.dir, filepath.FromSlash(rel)), name)
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(to, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := treefile.WriteFile(o.opts.Project.Dir, path.Join(rel, name), data, 0o644); treefile.IsNotFile(err) {
+			refused = append(refused, err.Error())
+			return nil
+		} else if err != nil {
 			return err
 		}
-		return os.WriteFile(p, data, 0o644)
+		return nil
 	})
 	if err != nil {
 		o.log.Warn("could not copy a lane's evidence into the project", zap.String("feature", feature), zap.Error(err))
+	}
+	if len(refused) > 0 {
+		o.log.Warn("a lane's evidence was not copied through a link in the project's evidence directory", zap.String("feature", feature), zap.Strings("refused", refused))
+		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RoleWritePolicy, Code: "evidence_not_a_file",
+			Context: store.TraceContext{Feature: feature},
+			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the project's evidence directory of %s holds a link or a special file on the way to a file of the lane's evidence; it was not followed, and the file was not copied: %s", feature, strings.Join(refused, "; ")),
+				WhatWasCorrect: "evidence is regular files in real directories", Why: "the daemon writes evidence unconfined: a link would lead its write to a file of an agent's choosing"}})
 	}
 }
 

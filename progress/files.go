@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
+	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 )
 
 // filePerm is the mode of the files the daemon writes: the project's owner
@@ -19,10 +18,11 @@ const filePerm = 0o644
 // ReadFeatureList reads and parses progressDir/feature-list.json. The bytes
 // read come back even when they do not parse, so that a caller can tell its
 // own writes (and unchanged files) from new ones. A missing file gives the
-// error of os.ReadFile, which satisfies errors.Is(err, fs.ErrNotExist); an
-// invalid one a *ParseError.
+// error that satisfies errors.Is(err, fs.ErrNotExist); an invalid one a
+// *ParseError. Agents write the tree the list is in: a link in its place is
+// an error (treefile), never followed.
 func ReadFeatureList(progressDir string) (*List, []byte, error) {
-	data, err := os.ReadFile(filepath.Join(progressDir, FeatureListFile))
+	data, err := treefile.ReadFile(progressDir, FeatureListFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,7 +43,7 @@ func WriteFeatureList(progressDir string, l *List) ([]byte, error) {
 		return nil, fmt.Errorf("not writing an invalid feature list: %w", err)
 	}
 	data := l.Marshal()
-	if err := atomicfile.Write(filepath.Join(progressDir, FeatureListFile), data, filePerm); err != nil {
+	if err := treefile.WriteFile(progressDir, FeatureListFile, data, filePerm); err != nil {
 		return nil, err
 	}
 	return data, nil
@@ -115,7 +115,7 @@ func WriteSessionState(progressDir string, s SessionState) error {
 		// Only an out-of-range time (year beyond 9999) fails to encode.
 		return fmt.Errorf("write %s: %w", SessionStateFile, err)
 	}
-	return atomicfile.Write(filepath.Join(progressDir, SessionStateFile), append(data, '\n'), filePerm)
+	return treefile.WriteFile(progressDir, SessionStateFile, append(data, '\n'), filePerm)
 }
 
 // errEmptyGoal is the error for a goal with no text.
@@ -130,15 +130,15 @@ func WriteGoal(progressDir, text string) error {
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	return atomicfile.Write(filepath.Join(progressDir, GoalFile), []byte(text), filePerm)
+	return treefile.WriteFile(progressDir, GoalFile, []byte(text), filePerm)
 }
 
 // ReadGoal returns the text of progressDir/goal.md without its surrounding
-// blank space. A missing file gives the error of os.ReadFile (errors.Is
-// fs.ErrNotExist); a blank one an error too, since the initializer cannot
-// work from nothing.
+// blank space. A missing file gives an error that satisfies errors.Is
+// fs.ErrNotExist; a blank one an error too, since the initializer cannot
+// work from nothing. A link in its place is an error, never followed.
 func ReadGoal(progressDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(progressDir, GoalFile))
+	data, err := treefile.ReadFile(progressDir, GoalFile)
 	if err != nil {
 		return "", err
 	}

@@ -267,3 +267,55 @@ func assertOnly(t *testing.T, dir, name string) {
 		t.Errorf("%s holds %q; want only %s", dir, names, name)
 	}
 }
+
+// The daemon reads and writes the progress files unconfined, in trees that
+// agents write: a link in a file's place is never read through, and a
+// write replaces it with the file instead of writing where it leads.
+func TestProgressFilesFollowNoLink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "home", ".bashrc")
+	os.MkdirAll(filepath.Dir(outside), 0o755)
+	valid := `{"version":1,"features":[{"id":"F-001","title":"t","description":"d","steps":["s"],"status":"pending","tested":false}]}`
+	writes := []struct {
+		file  string
+		write func(dir string) error
+	}{
+		{FeatureListFile, func(dir string) error {
+			l, err := Parse([]byte(valid))
+			if err != nil {
+				return err
+			}
+			_, err = WriteFeatureList(dir, l)
+			return err
+		}},
+		{SessionStateFile, func(dir string) error { return WriteSessionState(dir, SessionState{State: "idle"}) }},
+		{GoalFile, func(dir string) error { return WriteGoal(dir, "a goal") }},
+	}
+	for _, w := range writes {
+		t.Run(w.file, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(outside, []byte(valid), 0o644)
+			if err := os.Symlink(outside, filepath.Join(dir, w.file)); err != nil {
+				t.Fatal(err)
+			}
+			switch w.file {
+			case FeatureListFile:
+				if l, _, err := ReadFeatureList(dir); err == nil || l != nil {
+					t.Errorf("ReadFeatureList read through a link: %v", err)
+				}
+			case GoalFile:
+				if g, err := ReadGoal(dir); err == nil {
+					t.Errorf("ReadGoal read through a link: %q", g)
+				}
+			}
+			if err := w.write(dir); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(outside); string(b) != valid {
+				t.Errorf("the write went through the link: %q", b)
+			}
+			if fi, err := os.Lstat(filepath.Join(dir, w.file)); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("%s is not a regular file after the write: %v, %v", w.file, fi, err)
+			}
+		})
+	}
+}

@@ -6,11 +6,12 @@ package claudemd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/atomicfile"
+	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 )
 
 // The markers around ctxgraphd's section. HTML comments: Markdown shows
@@ -77,26 +78,63 @@ func Add(text string, lessons []Lesson) (string, bool, error) {
 	return before + Begin + "\n" + section + End + after, true, nil
 }
 
-// AddToFile adds lessons to the CLAUDE.md at path, creating it when there is
-// none, and writing it (atomically, keeping its mode) only when it changes.
-func AddToFile(path string, lessons []Lesson) (bool, error) {
-	data, err := os.ReadFile(path)
+// FileName is the file of a project that Claude Code reads as its memory.
+const FileName = "CLAUDE.md"
+
+// AddToFile adds lessons to the CLAUDE.md of the project at dir, creating
+// it when there is none, and writing it (atomically, keeping its mode) only
+// when it changes. The project is a tree that agents write, and the daemon
+// writes unconfined: nothing is read or written through a link that leads
+// out of the project, or into its .claude or .git. A CLAUDE.md that is a
+// person's link to another file of the project (AGENTS.md) is followed
+// there, and that file gets the lessons.
+func AddToFile(dir string, lessons []Lesson) (bool, error) {
+	name, err := target(dir)
+	if err != nil {
+		return false, err
+	}
+	data, err := treefile.ReadFile(dir, name)
 	mode := os.FileMode(0o644)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return false, err
 	default:
-		if fi, err := os.Stat(path); err == nil {
+		if fi, err := treefile.Lstat(dir, name); err == nil {
 			mode = fi.Mode().Perm()
 		}
 	}
 	out, changed, err := Add(string(data), lessons)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return false, fmt.Errorf("%s: %w", FileName, err)
 	}
 	if !changed {
 		return false, nil
 	}
-	return true, atomicfile.Write(path, []byte(out), mode)
+	return true, treefile.WriteFile(dir, name, []byte(out), mode)
+}
+
+// target is the project file (relative to dir, forward slashes) that
+// holds the project's CLAUDE.md: itself, or where a link in its place
+// leads, when that is a file of the project outside .claude and .git.
+func target(dir string) (string, error) {
+	fi, err := os.Lstat(filepath.Join(dir, FileName))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return FileName, nil // a missing file is made; anything else is judged by treefile
+	}
+	top, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, FileName))
+	if err != nil {
+		return "", fmt.Errorf("%s is a link to what does not exist (%w): make it a file, or point it at one of the project's", FileName, err)
+	}
+	rel, err := filepath.Rel(top, real)
+	rel = filepath.ToSlash(rel)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) ||
+		rel == ".claude" || strings.HasPrefix(rel, ".claude/") || rel == ".git" || strings.HasPrefix(rel, ".git/") {
+		return "", fmt.Errorf("%s is a link to %s, which is not a file of the project that lessons may go in: ctxgraphd writes lessons only into the project's own files; make %s a file, or point it at one", FileName, real, FileName)
+	}
+	return rel, nil
 }

@@ -55,12 +55,13 @@ func TestAddRefusesABrokenSection(t *testing.T) {
 }
 
 func TestAddToFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "CLAUDE.md")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "CLAUDE.md")
 	if err := os.WriteFile(path, []byte("# Mine\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{true, false} {
-		changed, err := AddToFile(path, []Lesson{{ID: "tr-2", Text: "x"}})
+		changed, err := AddToFile(dir, []Lesson{{ID: "tr-2", Text: "x"}})
 		if err != nil || changed != want {
 			t.Errorf("call %d: changed %v, %v; want %v", i+1, changed, err, want)
 		}
@@ -72,10 +73,74 @@ func TestAddToFile(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
 	}
-	broken := filepath.Join(t.TempDir(), "CLAUDE.md")
-	os.WriteFile(broken, []byte(Begin), 0o644)
+	broken := t.TempDir()
+	os.WriteFile(filepath.Join(broken, "CLAUDE.md"), []byte(Begin), 0o644)
 	if _, err := AddToFile(broken, []Lesson{{ID: "tr-2", Text: "x"}}); err == nil || !strings.HasPrefix(err.Error(), "CLAUDE.md: ") {
 		t.Errorf("broken file: %v", err)
+	}
+}
+
+// The daemon writes lessons unconfined into a tree agents write: a
+// CLAUDE.md that is a link is followed only to a file of the project that
+// is neither the daemon's (.claude) nor git's, and nothing outside the
+// project is read or written.
+func TestAddToFileThroughALink(t *testing.T) {
+	tests := []struct {
+		name   string
+		target string // relative to the project; "OUT" is a file outside it
+		lands  string // the file that gets the lessons, "" when refused
+	}{
+		{"a person's link to AGENTS.md", "AGENTS.md", "AGENTS.md"},
+		{"a link into a directory of the project", "docs/memory.md", "docs/memory.md"},
+		{"a link out of the project", "OUT", ""},
+		{"a link to the feature list", ".claude/progress/feature-list.json", ""},
+		{"a link into git", ".git/config", ""},
+		{"a dangling link", "nothing-here.md", ""},
+		{"a link to a directory", "docs", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			proj, out := filepath.Join(base, "proj"), filepath.Join(base, "home", ".bashrc")
+			for _, d := range []string{filepath.Join(proj, "docs"), filepath.Join(proj, ".claude", "progress"), filepath.Join(proj, ".git"), filepath.Dir(out)} {
+				os.MkdirAll(d, 0o755)
+			}
+			for _, f := range []string{"AGENTS.md", "docs/memory.md", ".claude/progress/feature-list.json", ".git/config"} {
+				os.WriteFile(filepath.Join(proj, f), []byte("mine\n"), 0o644)
+			}
+			os.WriteFile(out, []byte("secret\n"), 0o644)
+			target := filepath.Join(proj, tt.target)
+			if tt.target == "OUT" {
+				target = out
+			}
+			if err := os.Symlink(target, filepath.Join(proj, "CLAUDE.md")); err != nil {
+				t.Fatal(err)
+			}
+			changed, err := AddToFile(proj, []Lesson{{ID: "tr-7", Text: "run go vet"}})
+			if tt.lands == "" {
+				if err == nil || changed {
+					t.Errorf("AddToFile through a link to %s: changed %v, %v; want refused", tt.target, changed, err)
+				}
+			} else {
+				if err != nil || !changed {
+					t.Fatalf("AddToFile through a link to %s: changed %v, %v", tt.target, changed, err)
+				}
+				if b, _ := os.ReadFile(filepath.Join(proj, tt.lands)); !strings.Contains(string(b), "(tr-7)") {
+					t.Errorf("%s did not get the lesson: %q", tt.lands, b)
+				}
+				if fi, err := os.Lstat(filepath.Join(proj, "CLAUDE.md")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+					t.Errorf("the person's link was replaced: %v, %v", fi, err)
+				}
+			}
+			if b, _ := os.ReadFile(out); string(b) != "secret\n" {
+				t.Errorf("the file outside the project changed: %q", b)
+			}
+			for _, f := range []string{".claude/progress/feature-list.json", ".git/config"} {
+				if b, _ := os.ReadFile(filepath.Join(proj, f)); string(b) != "mine\n" {
+					t.Errorf("%s changed: %q", f, b)
+				}
+			}
+		})
 	}
 }
 
