@@ -39,7 +39,8 @@ commit its verdict made, whether its test passes there, and how long it took.
 With --at, the default is the features tested by then: those whose verdict's
 commit is in REV's history. It works with or without a daemon, and leaves the
 project's work tree and index exactly as they were. Exit 0 when every test
-passes, 1 when any fails (naming them).
+passes, 1 when any fails (naming them), 2 for bad input (a feature not in the
+list, a revision that names no commit).
 
 --unconfined runs the same tests on the same checkout as you, in your own
 environment (your PATH, HOME, caches and network), with no jail, one at a
@@ -193,7 +194,7 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 	}
 	commit, tree, err := repo.Resolve(ctx, rev)
 	if err != nil {
-		return res, fmt.Errorf("--at %s: %w", rev, err)
+		return res, withExitCode(exitUsage, fmt.Errorf("--at %s: %w; give a commit, a branch or a tag (git log --oneline lists the commits)", rev, err))
 	}
 	res.Commit = commit
 	features, err := toVerify(ctx, repo, list, ids, rev, commit)
@@ -253,7 +254,7 @@ func toVerify(ctx context.Context, repo *gitrepo.Repo, list *progress.List, ids 
 			f := list.Feature(id)
 			switch {
 			case f == nil:
-				return nil, withExitCode(exitUsage, fmt.Errorf("%s is not in %s; the features are %s", id, progress.FeatureListFile, strings.Join(featureIDs(list), ", ")))
+				return nil, withExitCode(exitUsage, fmt.Errorf("%s is not in %s; the features are %s: name one of them, or none for every tested feature", id, progress.FeatureListFile, strings.Join(featureIDs(list), ", ")))
 			case strings.TrimSpace(f.Test) == "":
 				return nil, withExitCode(exitUsage, fmt.Errorf("%s has no test command in %s: there is nothing to run", id, progress.FeatureListFile))
 			}
