@@ -62,8 +62,9 @@ type TestJail struct {
 	// linked work tree, whose checkout is seen at the project's path,
 	// Mount), "" for Mount's real directory.
 	DepsFrom string
-	// Off runs the test unconfined, in its checkout with Env: the user
-	// turned confinement off (sandbox.enabled: false), visibly.
+	// Off runs the test unconfined, in its checkout with Env and Deps
+	// linked in: the user turned confinement off (sandbox.enabled: false),
+	// visibly, or runs the tests as themselves (verify --unconfined).
 	Off bool
 }
 
@@ -104,8 +105,8 @@ func (j TestJail) Command(ctx context.Context, script string) (*JailCmd, error) 
 }
 
 // unconfined runs script in the checkout with the jail's environment and
-// nothing more: where the test runs cannot be confined, or the user turned
-// confinement off.
+// its dependencies, nothing more: where the test runs cannot be confined,
+// or the user turned confinement off.
 func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 	// The dependencies git does not carry are linked in where the jail
 	// would bind them: without them, a test whose runner lives in
