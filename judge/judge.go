@@ -126,10 +126,10 @@ type Judge struct {
 	// links are the runs' nodes in the context graph, by run id. They
 	// outlive the run's token: a verdict is recorded after its run ended.
 	links map[string]RunLink
-	// tests are the daemon's own test runs: the pid of each one's first
-	// process while it runs (0 after), by the token in its environment
-	// (TestRunTokenEnv). Their processes are refused what is for people.
-	tests map[string]int
+	// tests are the daemon's own test runs while they run: the pid of
+	// each one's first process, which leads its process group. Their
+	// processes are refused what is for people.
+	tests map[int]bool
 }
 
 // RunLink is a run's place in the context graph: its node (the trace of
@@ -187,7 +187,7 @@ func New(opts Options) *Judge {
 	if opts.TestTimeout <= 0 {
 		opts.TestTimeout = 30 * time.Minute
 	}
-	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[string]int{}}
+	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{}}
 }
 
 // Modes returns the gates' modes.

@@ -10,10 +10,17 @@ import (
 )
 
 // IsRunProcess reports whether pid belongs to a run of this daemon, an
-// agent's or one of the daemon's own test runs: it carries a run's token,
-// or a run's process is among its ancestors. The
-// control API refuses such a process what is for people (defense in depth:
-// in the sandbox an agent cannot reach the socket at all).
+// agent's or one of the daemon's own test runs. An agent's run is known by
+// its token (control.RunTokenEnv, which its processes present anyway), or
+// a run's process among its ancestors. A test run carries nothing of the
+// kind, so that its code cannot tell it runs for the daemon: its processes
+// are those whose ancestors include its first process, or whose process
+// group is the one it leads, read from /proc, which the test's code cannot
+// change. In its jail every process it starts stays below its first (the
+// pid namespace's orphans go to the test's shell); unconfined, one that
+// leaves the group and its parent is taken for a person's. The control API
+// refuses such a process what is for people (defense in depth: in the
+// sandbox and the jail a run cannot reach the socket at all).
 func (j *Judge) IsRunProcess(pid int) bool {
 	j.mu.Lock()
 	pids := map[int]bool{}
@@ -24,24 +31,19 @@ func (j *Judge) IsRunProcess(pid int) bool {
 		}
 		tokens[r.token] = true
 	}
-	testTokens := map[string]bool{}
-	for token, p := range j.tests {
-		if p > 0 {
-			pids[p] = true
-		}
-		testTokens[token] = true
+	groups := map[int]bool{}
+	for p := range j.tests {
+		pids[p] = true
+		groups[p] = true
 	}
 	j.mu.Unlock()
-	if len(tokens) == 0 && len(testTokens) == 0 {
+	if len(tokens) == 0 && len(groups) == 0 {
 		return false
 	}
 	if env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
-		runPrefix, testPrefix := []byte(control.RunTokenEnv+"="), []byte(TestRunTokenEnv+"=")
+		prefix := []byte(control.RunTokenEnv + "=")
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			if t, ok := bytes.CutPrefix(kv, runPrefix); ok && tokens[string(t)] {
-				return true
-			}
-			if t, ok := bytes.CutPrefix(kv, testPrefix); ok && testTokens[string(t)] {
+			if t, ok := bytes.CutPrefix(kv, prefix); ok && tokens[string(t)] {
 				return true
 			}
 		}
@@ -50,27 +52,39 @@ func (j *Judge) IsRunProcess(pid int) bool {
 		if pids[p] {
 			return true
 		}
-		p = parentOf(p)
+		parent, group := statOf(p)
+		if groups[group] {
+			return true
+		}
+		p = parent
 	}
 	return false
 }
 
 // parentOf reads a process's parent from /proc; 0 when it cannot.
 func parentOf(pid int) int {
+	ppid, _ := statOf(pid)
+	return ppid
+}
+
+// statOf reads a process's parent and process group from /proc; 0s when
+// it cannot.
+func statOf(pid int) (ppid, pgrp int) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The command name is in parentheses and may hold anything: fields
-	// are counted from the last ')'. After it: state, ppid.
+	// are counted from the last ')'. After it: state, ppid, pgrp.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return 0
+	if len(f) < 3 {
+		return 0, 0
 	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	ppid, _ = strconv.Atoi(f[1])
+	pgrp, _ = strconv.Atoi(f[2])
+	return ppid, pgrp
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 // startProc starts a long-running process with env added to the test's
@@ -181,35 +183,84 @@ func TestIsRunProcessWalkIsBounded(t *testing.T) {
 	}
 }
 
-// The daemon's own test runs are refused what is for people too: their
-// processes are known by the run's token in their environment, even one
-// that outlived its run (which only an unconfined run allows: the jail's
-// pid namespace ends with the test).
+// The daemon's own test runs are refused what is for people too, and
+// nothing in a test's environment says that it runs for the daemon. While
+// a test runs, its processes are known by their ancestry (in the jail,
+// every process it starts stays below its first: orphans go to the pid
+// namespace's first process) and, unconfined, by its process group, which
+// an orphan keeps unless it leaves it; the environment the test sees holds
+// no variable that names the run or the daemon, and no CI. Once the run
+// has ended, none of its processes is left.
 func TestTestRunProcessesAreRunProcesses(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.Jail.Off = true })
-	token, ready := uniqueSleep(), filepath.Join(t.TempDir(), "ready")
-	// The test ends once the helper has left its session (and so the
-	// group the end of the test kills).
-	script := "setsid sh -c 'touch " + ready + "; exec sleep " + token + "' > /dev/null 2>&1 & while [ ! -e " + ready + " ]; do :; done"
-	if r := f.runTest(t.Context(), script); !r.Passed() {
-		t.Fatal(r.Summary())
-	}
-	var left []int
-	eventually.True(t, 10*time.Second, func() bool {
-		left = processesRunning(token)
-		return len(left) > 0
-	}, "the detached sleep running")
-	t.Cleanup(func() {
-		for _, p := range left {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-	})
-	for _, p := range left {
-		if !f.j.IsRunProcess(p) {
-			t.Errorf("process %d, left behind by a test run, is not known as a run's", p)
-		}
-	}
-	if f.j.IsRunProcess(os.Getpid()) {
-		t.Error("the daemon's own process is taken for a run's")
+	for _, unconfined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unconfined=%v", unconfined), func(t *testing.T) {
+			meet := t.TempDir()
+			f := newFixture(t, func(o *Options) {
+				o.Jail.Off = unconfined
+				o.Jail.Writable = append(o.Jail.Writable, meet)
+			})
+			if !unconfined && (f.j.opts.Jail.Off || !sandbox.Confines) {
+				t.Skip("the test runs are not confined here")
+			}
+			token := uniqueSleep()
+			// A child, an orphan (its parent, the subshell, has ended),
+			// and the environment as the test's code sees it; then the
+			// test holds until this test has looked.
+			script := "sleep " + token + " & (sleep " + token + " &); env > " + meet + "/env; touch " + meet + "/ready; " +
+				"while [ ! -e " + meet + "/go ]; do sleep 0.01; done"
+			tree := f.snapshot()
+			done := make(chan TestResult, 1)
+			go func() { done <- f.j.RunTest(context.WithoutCancel(t.Context()), tree, script) }()
+			released := false
+			release := func() TestResult {
+				if !released {
+					released = true
+					if err := os.WriteFile(filepath.Join(meet, "go"), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return <-done
+			}
+			defer func() {
+				if !released {
+					release()
+				}
+			}()
+			waitForFile(t, filepath.Join(meet, "ready"))
+			// The sleeps, and the shell (and bwrap) whose command line
+			// holds the token too.
+			var running []int
+			eventually.True(t, 10*time.Second, func() bool {
+				running = processesRunning(token)
+				sleeps := 0
+				for _, p := range running {
+					if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); string(comm) == "sleep\n" {
+						sleeps++
+					}
+				}
+				return sleeps == 2
+			}, "the test's two sleeps running")
+			for _, p := range running {
+				if !f.j.IsRunProcess(p) {
+					ppid, pgrp := statOf(p)
+					t.Errorf("process %d (parent %d, group %d) of a running test is not known as a run's", p, ppid, pgrp)
+				}
+			}
+			if f.j.IsRunProcess(os.Getpid()) {
+				t.Error("the daemon's own process is taken for a run's")
+			}
+			for _, kv := range strings.Split(strings.TrimSpace(waitForFile(t, filepath.Join(meet, "env"))), "\n") {
+				name, _, _ := strings.Cut(kv, "=")
+				if strings.Contains(strings.ToUpper(kv), "CTXGRAPH") || name == "CI" {
+					t.Errorf("the test's environment holds %s", kv)
+				}
+			}
+			if r := release(); !r.Passed() {
+				t.Fatalf("the test: %s\n%s", r.Summary(), r.Output)
+			}
+			if left := processesRunning(token); len(left) > 0 {
+				t.Errorf("processes %v of the test outlived it", left)
+			}
+		})
 	}
 }

@@ -89,10 +89,6 @@ func (r TestResult) Summary() string {
 	return fmt.Sprintf("`%s` failed (exit %d): %s", r.Command, r.ExitCode, textcut.Tail(diagnose.Quiet(r.Output), 400))
 }
 
-// TestRunTokenEnv names the variable that holds a test run's token in its
-// environment.
-const TestRunTokenEnv = "CTXGRAPH_TEST_RUN"
-
 // maxTestOutput is how much of a test's output the daemon keeps: its end,
 // where the verdict of a test runner is. maxReportOutput is how much of it
 // is read for the runner's report (go test -json's events take more room
@@ -169,12 +165,13 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	}
 	tctx, cancel := context.WithTimeout(ctx, j.opts.TestTimeout)
 	defer cancel()
-	// The run carries a token of its own, by which the control API knows
-	// its processes for what they are, whatever they present.
-	token := rand.Text()
+	// Nothing in the test's environment says that the daemon runs it (code
+	// could pass there alone): the control API knows its processes by
+	// their ancestry and process group (IsRunProcess), from the pid
+	// recorded below.
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
-	jail.Env = append(slices.Clone(jail.Env), TestRunTokenEnv+"="+token)
+	jail.Env = slices.Clone(jail.Env)
 	if toolchain.UsesCgo(checkout) {
 		// A cgo build is keyed by its package's files only: the tree's own
 		// keys keep another tree's headers out of this one's build.
@@ -218,14 +215,17 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	err = cmd.Start()
 	closeFiles(cmd.ExtraFiles)
 	if err == nil {
+		// Until its processes are gone (below): what is left of them then
+		// is nothing, confined (the pid namespace ends with the test's
+		// shell), or, unconfined, what left the run's process group and
+		// its ancestry, which nothing tells from a person's.
+		pid := cmd.Process.Pid
 		j.mu.Lock()
-		j.tests[token] = cmd.Process.Pid
+		j.tests[pid] = true
 		j.mu.Unlock()
-		// The token stays known after the run: a process an unconfined
-		// test left behind still carries it.
 		defer func() {
 			j.mu.Lock()
-			j.tests[token] = 0
+			delete(j.tests, pid)
 			j.mu.Unlock()
 		}()
 		err = cmd.Wait()

@@ -150,23 +150,29 @@ func TestRunTestRunsOnTheTreeNotTheWorkTree(t *testing.T) {
 }
 
 // TestEnv gives a test run the toolchains' variables and nothing else: no
-// key, token or password of the daemon's environment reaches it.
+// key, token or password of the daemon's environment reaches it, and it
+// adds nothing a person's shell would not hold (no CI; the jail's /tmp as
+// TMPDIR only where the daemon's environment names one).
 func TestTestEnvIsAnAllowList(t *testing.T) {
-	env := sandbox.TestEnv([]string{
+	daemon := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "GOPATH=/home/u/go", "LC_ALL=C",
 		"ANTHROPIC_API_KEY=sk-secret", "ANTHROPIC_BASE_URL=http://x", "GITHUB_TOKEN=ghp", "DATABASE_URL=postgres://u:pw@h/db",
-		"CTXGRAPH_SOCKET=/run/s.sock", "CLAUDE_CODE_OAUTH_TOKEN=o", "MY_SECRET=s",
-	}, "/proj", nil, "GOCACHE=/c")
-	got := strings.Join(env, "\n")
-	for _, want := range []string{"PATH=/usr/bin", "HOME=/home/u", "GOPATH=/home/u/go", "LC_ALL=C", "TMPDIR=/tmp", "GOCACHE=/c"} {
+		"CTXGRAPH_SOCKET=/run/s.sock", "CLAUDE_CODE_OAUTH_TOKEN=o", "MY_SECRET=s", "CI=true", "LC_SECRET=s",
+	}
+	got := strings.Join(sandbox.TestEnv(daemon, "/proj", nil, "GOCACHE=/c"), "\n")
+	for _, want := range []string{"PATH=/usr/bin", "HOME=/home/u", "GOPATH=/home/u/go", "LC_ALL=C", "GOCACHE=/c"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("env lacks %s:\n%s", want, got)
 		}
 	}
-	for _, banned := range []string{"ANTHROPIC", "GITHUB_TOKEN", "DATABASE_URL", "CTXGRAPH", "CLAUDE", "SECRET"} {
+	for _, banned := range []string{"ANTHROPIC", "GITHUB_TOKEN", "DATABASE_URL", "CTXGRAPH", "CLAUDE", "SECRET", "CI=", "TMPDIR"} {
 		if strings.Contains(got, banned) {
 			t.Errorf("env has %s:\n%s", banned, got)
 		}
+	}
+	got = strings.Join(sandbox.TestEnv(append(daemon, "TMPDIR=/run/user/1000/t"), "/proj", nil), "\n")
+	if !strings.Contains(got, "TMPDIR=/tmp") || strings.Contains(got, "/run/user") {
+		t.Errorf("the daemon's TMPDIR is not the jail's /tmp:\n%s", got)
 	}
 }
 
@@ -626,6 +632,45 @@ done
 	for i, r := range f.j.RunTests(ctx, tree, tests) {
 		if !r.Interrupted || r.Passed() {
 			t.Errorf("%q after a cancellation: %+v", tests[i], r)
+		}
+	}
+}
+
+// Only the framing the testing package marks is a report: code in a Go
+// package's init that prints the framing of a pass ("=== RUN", "--- PASS",
+// "PASS", as any code can print them) and ends the test binary with
+// status 0 is judged not passed, alone or beside honest packages, through
+// the daemon's own run in its jail; honest packages pass with -v, -run,
+// -count, ./..., skips and subtests, and a failing one fails. Where the
+// daemon cannot guard go test (a script runs it), the report's passes are
+// no proof and the exit status judges, said so.
+func TestRunTestTrustsOnlyTheTestingPackagesFraming(t *testing.T) {
+	f := goFixture(t)
+	forged := "package forge\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n)\n\nfunc init() {\n\tif strings.HasSuffix(os.Args[0], \".test\") {\n" +
+		"\t\tfmt.Print(\"=== RUN   TestForged\\n--- PASS: TestForged (0.00s)\\nPASS\\n\")\n\t\tos.Exit(0)\n\t}\n}\n"
+	f.write(map[string]string{
+		"go.mod":          "module m\n\ngo 1.22\n",
+		"a/a_test.go":     "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {\n\tfor _, n := range []string{\"x\", \"y\"} {\n\t\tt.Run(n, func(t *testing.T) { t.Log(\"--- FAIL: TestA\") })\n\t}\n}\n\nfunc TestSkipped(t *testing.T) { t.Skip(\"not here\") }\n",
+		"forge/forge.go":  forged,
+		"forge/f_test.go": "package forge\n\nimport \"testing\"\n\nfunc TestForged(t *testing.T) { t.Fatal(\"never runs\") }\n",
+		"fails/f_test.go": "package fails\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Error(\"no\") }\n",
+		"tests/script.sh": "go test -json ./forge\n",
+	})
+	tests := []struct {
+		test string
+		want testreport.Outcome
+	}{
+		{"go test ./forge", testreport.Vacuous},
+		{"go test -v -count=1 ./a ./forge", testreport.Vacuous},
+		{"go test ./...", testreport.Fail},
+		{"go test -v -count=1 -run 'TestA|TestSkipped' ./a", testreport.Pass},
+		{"go test ./fails", testreport.Fail},
+		{"sh tests/script.sh", testreport.Unchecked},
+	}
+	for _, tt := range tests {
+		r := f.runTest(t.Context(), tt.test)
+		if r.Outcome != tt.want || r.Passed() != (tt.want == testreport.Pass || tt.want == testreport.Unchecked) {
+			t.Errorf("%s: exit %d, %s (%s), want %s\n%s", tt.test, r.ExitCode, r.Outcome, r.Summary(), tt.want, r.Output)
 		}
 	}
 }

@@ -222,9 +222,14 @@ func (l Limits) String() string {
 // recognisable name (ANTHROPIC_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY,
 // a DSN with a password, a CI's own variables…), and the agent's code runs
 // in the test: whatever reaches its environment, it can print into the
-// evidence that later agents read.
+// evidence that later agents read. Names match exactly, case and all.
 var testEnvNames = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
+	// The locale's categories (POSIX and glibc's), by name: LC_ is no
+	// prefix of trust (ssh sends LC_* on, and people carry other values
+	// through it for that reason).
+	"LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC", "LC_TIME",
+	"LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE",
 	// Go
 	"GOROOT", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB", "GONOSUMCHECK",
 	"GOPRIVATE", "GONOPROXY", "GOSUMDB", "GOEXPERIMENT", "GOAMD64", "GOARM64", "CGO_ENABLED", "CC", "CXX",
@@ -241,23 +246,36 @@ var testEnvNames = []string{
 
 // TestEnv returns the environment of a confined test run: from env (the
 // daemon's, captured at its start) only the variables named in
-// testEnvNames and LC_*, then set: TMPDIR to the jail's fresh /tmp,
-// CI=true (test runners then neither prompt nor watch), and extra, which
-// wins. PATH keeps only the directories VerdictEnv keeps (none an agent can
-// write).
+// testEnvNames, then TMPDIR=/tmp (the jail's fresh /tmp) where env sets a
+// TMPDIR, and extra, which wins. PATH keeps only the directories
+// VerdictEnv keeps (none an agent can write).
+//
+// It adds nothing a person's shell would not hold: the test's code must not
+// be able to tell the daemon's run from a person's by its environment, or
+// code could pass there alone. So no CI=true (test runners do not watch
+// or prompt anyway: a test's stdin is /dev/null, no terminal, and a runner
+// that watches unless told otherwise, as react-scripts test does, watches
+// in a person's shell too: the test command says --watchAll=false, or
+// CI=true, itself, and the timeout ends one that does not), and no
+// variable that names the run: the daemon knows its test runs' processes
+// by their ancestry and process group (judge.IsRunProcess).
 func TestEnv(env []string, projectDir string, agentWritable []string, extra ...string) []string {
 	allowed := make(map[string]bool, len(testEnvNames))
 	for _, n := range testEnvNames {
 		allowed[n] = true
 	}
 	var out []string
+	tmpdir := false
 	for _, kv := range VerdictEnv(env, projectDir, agentWritable) {
 		k, _, ok := strings.Cut(kv, "=")
-		if ok && (allowed[k] || strings.HasPrefix(k, "LC_")) {
+		tmpdir = tmpdir || ok && k == "TMPDIR"
+		if ok && allowed[k] {
 			out = append(out, kv)
 		}
 	}
-	out = append(out, "TMPDIR=/tmp", "CI=true")
+	if tmpdir {
+		out = append(out, "TMPDIR=/tmp")
+	}
 	return append(out, extra...)
 }
 

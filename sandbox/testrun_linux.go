@@ -123,15 +123,6 @@ func (j TestJail) bwrapArgs(script string) []string {
 			args = append(args, "--tmpfs", h)
 		}
 	}
-	for _, s := range j.Secrets {
-		switch fi, err := os.Stat(s); {
-		case err != nil:
-		case fi.IsDir():
-			args = append(args, "--tmpfs", s)
-		default:
-			args = append(args, "--ro-bind", "/dev/null", s)
-		}
-	}
 	for _, w := range j.Writable {
 		if isDir(w) {
 			args = append(args, "--bind", w, w)
@@ -159,6 +150,21 @@ func (j TestJail) bwrapArgs(script string) []string {
 			}
 		}
 	}
+	// The credential stores last, so that no bind above brings one back
+	// (a writable directory of sandbox.allow_write that holds the home
+	// directory or ~/.config): a directory is an empty one, a file an
+	// empty file. One that is a link (a dotfiles repository's) is hidden
+	// where it leads, which the read-only root would show otherwise.
+	for _, s := range j.Secrets {
+		p := secretPath(s)
+		switch fi, err := os.Stat(p); {
+		case err != nil:
+		case fi.IsDir():
+			args = append(args, "--tmpfs", p)
+		default:
+			args = append(args, "--ro-bind", "/dev/null", p)
+		}
+	}
 	// A hidden directory is an empty one that nothing can be written to
 	// but what is bound below it (a cache, the checkout when the
 	// project lies there): made read-only last, once bwrap has made the
@@ -173,6 +179,16 @@ func (j TestJail) bwrapArgs(script string) []string {
 		"--seccomp", "3", "--info-fd", "4",
 		"--", "/bin/sh", "-c", script)
 	return args
+}
+
+// secretPath is where the jail must hide the credential store s: where s
+// leads, when it is a link or lies below one (bwrap cannot mount over a
+// link, and the link then leads to what is hidden), or s itself.
+func secretPath(s string) string {
+	if r, err := filepath.EvalSymlinks(s); err == nil {
+		return r
+	}
+	return s
 }
 
 func isDir(p string) bool {
