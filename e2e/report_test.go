@@ -79,9 +79,27 @@ func TestMorningReport(t *testing.T) {
 		}
 	}
 
+	// The morning's check of the branch as the person runs it: before it,
+	// the report says it never ran; after it, when, where and that both
+	// tested features pass outside the jail too.
+	if !strings.Contains(md, "`ctxgraphd verify --unconfined`: never run.") {
+		t.Errorf("before any verify, the report does not say verify --unconfined never ran:\n%s", md)
+	}
+	verified := p.mustRun("verify", "--unconfined")
+	if !strings.Contains(verified, "all 2 pass") {
+		t.Errorf("verify --unconfined on the night's branch:\n%s", verified)
+	}
+	md = p.mustRun("report")
+	if want := regexp.MustCompile("`ctxgraphd verify --unconfined`: last run [0-9-]+ [0-9:]+ at HEAD \\([0-9a-f]{12}\\): all 2 pass\\."); !want.MatchString(md) {
+		t.Errorf("after verify --unconfined, the report does not match %s:\n%s", want, md)
+	}
+
 	var r report.Report
 	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &r); err != nil {
 		t.Fatal(err)
+	}
+	if u := r.Verify.Unconfined; u == nil || !u.Passed || len(u.Features) != 2 || r.Verify.Confined != nil {
+		t.Errorf("JSON verify %+v: want the unconfined run, both features passing, and no confined run", r.Verify)
 	}
 	if r.Totals.Tested != 2 || r.Totals.Blocked != 1 || len(r.Runs) != len(runs) || r.Cost.SessionUSD <= 0 {
 		t.Errorf("JSON totals %+v, %d runs (the store has %d), cost %v", r.Totals, len(r.Runs), len(runs), r.Cost)
@@ -103,6 +121,9 @@ func TestMorningReport(t *testing.T) {
 		if !strings.Contains(dom, "<title>"+run.ID+", "+run.Role) {
 			t.Errorf("the browser's page has no title for %s", run.ID)
 		}
+	}
+	if !strings.Contains(dom, `<span id="verify-unconfined">last run `) {
+		t.Error("the browser's page does not say when verify --unconfined last ran")
 	}
 	for _, id := range []string{"F-001", "F-002", "F-003"} {
 		if !strings.Contains(dom, `data-feature="`+id+`"`) {
