@@ -30,6 +30,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // NotFileError is a name that crosses, or is, something other than a
@@ -132,7 +133,9 @@ func ReadFile(top, name string) ([]byte, error) {
 	if !before.Mode().IsRegular() {
 		return nil, &NotFileError{Path: filepath.Join(top, filepath.FromSlash(rel)), Mode: before.Mode()}
 	}
-	f, err := root.Open(rel)
+	// Non-blocking: a named pipe swapped in after the check must not hold
+	// the daemon waiting for a writer. A regular file reads as ever.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
