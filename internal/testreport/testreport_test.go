@@ -147,6 +147,21 @@ func TestReadCaptured(t *testing.T) {
 	}
 }
 
+// TestGuardedForgeryBesideAnHonestPackage: with the guard, a package whose
+// binary printed a pass's framing (and "PASS") before its tests and ended
+// is missing its report even beside a package that ran tests: what it
+// printed is text of the test "(before tests)", and its "PASS" no closing.
+func TestGuardedForgeryBesideAnHonestPackage(t *testing.T) {
+	out := append(readFile(t, "go-pass.json"), readFile(t, "go-fake.guarded.json")...)
+	r := Read(Instrument("go test ./pass ./fake"), out)
+	if o, reason := r.Verdict(0); o != Vacuous || r.Ran != 2 || r.Passed != 2 {
+		t.Errorf("%s (%s), ran %d passed %d; want vacuous, the honest package's 2 tests counted", o, reason, r.Ran, r.Passed)
+	}
+	if !strings.Contains(r.Text, "--- PASS: TestAdd (0.00s)\nPASS\n") {
+		t.Errorf("the forged lines are not in the text: %q", r.Text)
+	}
+}
+
 // TestGoText: people and agents read go test's text, not its events; the
 // lines that are not events (another command's output) stay as they were.
 func TestGoText(t *testing.T) {
