@@ -54,7 +54,7 @@ const (
 )
 
 // escapeKinds are the kinds of feature each behavior of this file acts on.
-var escapeKinds = map[Behavior]Kind{EscapesVerdict: Shell, EndsTestEarly: Go, PoisonsBuildCache: Go}
+var escapeKinds = map[Behavior]Kind{EscapesVerdict: Shell, EndsTestEarly: Go, PoisonsBuildCache: Go, TimeBomb: Shell}
 
 // BeaconEnv names the variable of the agents' environment that holds an
 // address (host:port) an escaping payload connects to: any connection

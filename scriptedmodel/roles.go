@@ -67,6 +67,7 @@ const (
 	raceWrite      // a link flipped beside the Write tool's writes of a git hook, then working code (races.go)
 	delegate       // two subagents in the foreground, working code, its test in the foreground (races.go)
 	breakAnother   // working code, then an override in its scope that another feature's test forbids (breaks.go)
+	timeBomb       // Shell code right until a moment after it is written (timebomb.go)
 )
 
 // codingWork is the behavior table: what the coding agent of a feature with
@@ -105,6 +106,7 @@ var codingWork = map[Behavior]func(n int) work{
 	RacesTheWrite:             func(n int) work { return firstThen(n, raceWrite, writeWorking) },
 	DelegatesInForeground:     func(int) work { return delegate },
 	BreaksAnother:             func(n int) work { return firstThen(n, breakAnother, writeWorking) },
+	TimeBomb:                  func(n int) work { return firstThen(n, timeBomb, writeWorking) },
 }
 
 func firstThen(n int, first, later work) work {
@@ -224,7 +226,7 @@ func unique(ss []string) []string {
 // says for this attempt, then marks the feature completed. A misbehaving
 // coder adds the refused action and its reaction around that work. A
 // feature that comes after another (After) first waits for its end.
-func (s *Server) coder(t *turn) script { return s.awaiting(t, s.coding(t)) }
+func (s *Server) coder(t *turn) script { return s.awaitingFuse(t, s.awaiting(t, s.coding(t))) }
 
 // coding is the coder's script for its feature's behavior.
 func (s *Server) coding(t *turn) script {
@@ -342,6 +344,8 @@ func (s *Server) coding(t *turn) script {
 		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(earlyExit(id)))}, complete...)
 	case poisonCache:
 		steps = append([]step{t.read(src).tolerant(), t.write(src, constant(poisoningCode(id, s.victimOf(id))))}, complete...)
+	case timeBomb:
+		steps = append([]step{t.read(src).tolerant(), t.bombWrite(id, src)}, complete...)
 	case breakAnother:
 		steps = append(append(code, t.write(BreakingFile(id), constant(fmt.Sprintf("%s overrides %s\n", id, s.sc.Victim(id))))), complete...)
 	case failDeploy:

@@ -159,7 +159,7 @@ var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, FetchesOut, WorksElsewhere, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
 	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache,
-	RacesTheWrite, DelegatesInForeground, BreaksAnother}
+	RacesTheWrite, DelegatesInForeground, BreaksAnother, TimeBomb}
 
 // honest reports whether a behavior breaks no gate: the only ones a
 // feature of another Kind than Text may have, since the misbehaviors act
