@@ -30,6 +30,9 @@ import (
 //     otherwise leave an entry that vouches for another tree's build;
 //   - Hide (the daemon's state and socket directories, /run), which it
 //     sees as empty directories;
+//   - ReadOnly (the agents' dependency caches: Go's module cache, which
+//     the warm-up extracts the verdict's modules from), which it sees
+//     read-only at their own path, even below /tmp;
 //   - Secrets (credential files and directories in the home directory),
 //     which it sees empty.
 //
@@ -45,6 +48,12 @@ type TestJail struct {
 	Mount    string
 	Writable []string
 	Caches   []string
+	// ReadOnly are directories outside the checkout that the test and the
+	// warm-up read where they are, bound read-only: /tmp, which the jail
+	// replaces, may hold them (a home or a GOMODCACHE below it, as in
+	// demo, CI and tests), and a warm-up that cannot read the agents'
+	// module cache fills the verdict's with nothing.
+	ReadOnly []string
 	// WarmEnv is what the warm-up's environment adds to Env: where it
 	// fetches what the caches lack (Go's modules from the agents' module
 	// cache, each checked against the tree's go.sum as Go extracts it).

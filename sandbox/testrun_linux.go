@@ -123,6 +123,11 @@ func (j TestJail) bwrapArgs(script string) []string {
 			args = append(args, "--tmpfs", h)
 		}
 	}
+	for _, r := range j.ReadOnly {
+		if isDir(r) {
+			args = append(args, "--ro-bind", r, r)
+		}
+	}
 	for _, w := range j.Writable {
 		if isDir(w) {
 			args = append(args, "--bind", w, w)

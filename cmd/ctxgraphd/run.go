@@ -371,6 +371,7 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		Hide:     hide,
 		Writable: cfg.Sandbox.AllowWrite,
 		Caches:   []string{goCache, modCache},
+		ReadOnly: deps,
 		WarmEnv:  warmEnv,
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),

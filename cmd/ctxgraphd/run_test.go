@@ -87,6 +87,24 @@ func TestTestJailKeepsTheVerdictsCachesReadOnly(t *testing.T) {
 			t.Errorf("the warm-up could not write the verdict's %s", k)
 		}
 	}
+	// The agents' module cache, below /tmp here as in demo, CI and the
+	// tests (the jail's /tmp is a fresh one), is where the warm-up
+	// extracts the verdict's modules from: both see it, read-only.
+	zip := filepath.Join(agentMods, "cache", "download", "example.com", "dep", "@v", "v1.0.0.zip")
+	if err := os.MkdirAll(filepath.Dir(zip), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(zip, []byte("a module's zip\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, j := range map[string]sandbox.TestJail{"a test run": jail, "the warm-up": jail.Warming()} {
+		if out, err := runInJail(t, j, "cat "+zip); err != nil || !strings.Contains(out, "a module's zip") {
+			t.Errorf("%s cannot read the agents' module cache: %v\n%s", name, err, out)
+		}
+		if touch(j, filepath.Dir(zip), strings.ReplaceAll(name, " ", "-")) {
+			t.Errorf("%s wrote the agents' module cache", name)
+		}
+	}
 }
 
 // Go runs with the verdict's caches read-only, from the very first test

@@ -148,8 +148,13 @@ var (
 	// Go, in the daemon's test run (GOPROXY=off, the module cache read
 	// only): "m.go:3:8: module lookup disabled by GOPROXY=off", or, when
 	// the module's directory cannot even be made, "m.go:3:8: mkdir
-	// /root/go/pkg/mod/cache/download/github.com/x: read-only file system".
-	goOfflineRe = regexp.MustCompile(`module lookup disabled by GOPROXY=off|mkdir \S*/pkg/mod/cache/download/\S*: read-only file system`)
+	// /root/go/pkg/mod/cache/download/github.com/x: read-only file system",
+	// or its lock opened, "open …/verdict-cache/mod/cache/download/…/@v/
+	// v1.6.0.lock: read-only file system". A module the verdict lacks is
+	// one the agents' module cache lacks (the warm-up extracts the rest):
+	// fetched ahead, it is there; the daemon's own cache is no place to
+	// open.
+	goOfflineRe = regexp.MustCompile(`module lookup disabled by GOPROXY=off|(?:mkdir|open) \S*/mod/cache/download/\S*: read-only file system`)
 
 	// The report Claude Code's sandbox adds to a command's output: a
 	// block that opens with <sandbox_violations> and names each refused

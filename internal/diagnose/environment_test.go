@@ -13,6 +13,7 @@ import (
 const (
 	goBuildCacheReadOnly = "Exit code 1\nfailed to initialize build cache at /root/.cache/go-build-nonexist: mkdir /root/.cache/go-build-nonexist: read-only file system\n"
 	goModuleNotFetched   = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: mkdir /root/go/pkg/mod/cache/download/github.com/nonexistent: read-only file system\nFAIL\texample.com/m [setup failed]\nFAIL\n"
+	goVerdictModuleLock  = "f001/f001.go:3:8: open /home/me/.local/state/ctxgraphd/p-1/verdict-cache/mod/cache/download/github.com/google/uuid/@v/v1.6.0.lock: read-only file system\nFAIL\texample.com/m/f001 [setup failed]\n"
 	goProxyOff           = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: module lookup disabled by GOPROXY=off\nFAIL\texample.com/m [setup failed]\nFAIL\n"
 	goProxyUnreachable   = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: github.com/nonexistent/dep@v1.0.0: Get \"https://proxy.golang.org/github.com/nonexistent/dep/@v/v1.0.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\nFAIL\texample.com/m [setup failed]\nFAIL\n"
 	// The proxy answered: the module does not exist. The code's mistake.
@@ -58,6 +59,7 @@ func TestReadEnvironment(t *testing.T) {
 			&Environment{Kind: EnvReadOnly, Path: "/root/go/pkg/mod"}},
 		{"GOPROXY=off", goProxyOff, jail, &Environment{Kind: EnvOffline, Toolchain: "Go"}},
 		{"Go's proxy unreachable from the daemon's run", goProxyUnreachable, jail, &Environment{Kind: EnvOffline, Host: "proxy.golang.org", Toolchain: "Go"}},
+		{"a module the verdict's own module cache lacks, its lock refused", goVerdictModuleLock, jail, &Environment{Kind: EnvOffline, Toolchain: "Go"}},
 		{"a module that does not exist is the code's", goModuleDoesNotExist, sandbox, nil},
 		{"a missing go.sum entry is the code's", goMissingSum, jail, nil},
 		{"a host the sandbox refused", curlRefused, sandbox, &Environment{Kind: EnvHostRefused, Host: "example.com"}},
