@@ -72,6 +72,8 @@ func (r TestResult) Summary() string {
 		return fmt.Sprintf("`%s` was interrupted", r.Command)
 	case r.CannotRun != "":
 		return fmt.Sprintf("`%s` cannot run: %s", r.Command, r.CannotRun)
+	case r.TimedOut && watches(r.Command, r.Output):
+		return fmt.Sprintf("`%s` did not finish within %s: its runner waits for changes to run the tests again (watch mode), as it would in a person's shell; a test command runs the tests once (`vitest run`, `jest` without --watch, --watchAll=false, or CI=true written in the command)", r.Command, r.Took.Round(time.Second))
 	case r.TimedOut:
 		return fmt.Sprintf("`%s` did not finish within %s", r.Command, r.Took.Round(time.Second))
 	case r.Env != nil:
@@ -384,6 +386,24 @@ func limitHit(l sandbox.Limits, exit int, out string) string {
 		return fmt.Sprintf("sandbox.max_memory_mb (%d MiB per process)", l.Memory>>20)
 	}
 	return ""
+}
+
+// watches reports whether a test command that ran out of time was a
+// runner watching for changes rather than running: its output says so
+// (vitest), or its command asks for it (jest's --watch and --watchAll,
+// which print nothing more without a terminal, and react-scripts test,
+// which watches unless CI is set). The daemon sets no CI in a test's
+// environment, so that such a command behaves as in a person's shell.
+func watches(test, output string) bool {
+	if strings.Contains(output, "Waiting for file changes") || strings.Contains(output, "Watch Usage") {
+		return true
+	}
+	for _, w := range strings.Fields(test) {
+		if w == "--watch" || w == "--watchAll" || w == "--watch=true" || w == "--watchAll=true" {
+			return true
+		}
+	}
+	return strings.Contains(test, "react-scripts test") && !strings.Contains(test, "--watchAll=false") && !strings.Contains(test, "CI=")
 }
 
 // pipes reports whether test, as the shell reads it, sends a command's

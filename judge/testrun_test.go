@@ -674,3 +674,31 @@ func TestRunTestTrustsOnlyTheTestingPackagesFraming(t *testing.T) {
 		}
 	}
 }
+
+// A test that runs out of time because its runner watches for changes (no
+// CI in its environment, as in a person's shell) says so, and how to run
+// the tests once; one that is slow, or hangs otherwise, does not.
+func TestTimedOutWatchModeSaysSo(t *testing.T) {
+	tests := []struct {
+		command, output string
+		watch           bool
+	}{
+		{"npx vitest", " PASS  Waiting for file changes...\n       press h to show help, press q to quit\n", true},
+		{"npx jest --watchAll", "Tests:       1 passed, 1 total\nRan all test suites.\n", true},
+		{"npx jest --watch src", "", true},
+		{"npx react-scripts test", "", true},
+		{"npm test", "\x1b[2mWatch Usage\x1b[22m\n \u203a Press a to run all tests.\n", true},
+		{"npx react-scripts test --watchAll=false", "", false},
+		{"CI=true npx react-scripts test", "", false},
+		{"npx vitest run", "", false},
+		{"npx jest --watchAll=false", "", false},
+		{"go test ./...", "=== RUN   TestSlow\n", false},
+		{"sh tests/a.sh", "waiting for the server\n", false},
+	}
+	for _, tt := range tests {
+		r := TestResult{Command: tt.command, Output: tt.output, TimedOut: true, Took: 10 * time.Minute, ExitCode: -1}
+		if got := strings.Contains(r.Summary(), "watch mode"); got != tt.watch {
+			t.Errorf("%s: %q says watch mode: %v, want %v", tt.command, r.Summary(), got, tt.watch)
+		}
+	}
+}
