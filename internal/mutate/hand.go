@@ -502,6 +502,9 @@ var Hands = []Hand{
 	{"the Go forgery (framing printed in init, then exit 0) is not a pass of the daemon's own run",
 		"internal/testreport/command.go", "\t\tif len(execs) == 0 {\n\t\t\tadd += \" -exec=\" + shellQuote(goGuard)\n\t\t}\n", "\n",
 		"judge", "TestRunTestTrustsOnlyTheTestingPackagesFraming"},
+	{"a test that runs out of time watching for changes says so, and how to run the tests once",
+		"judge/testrun.go", "\tcase r.TimedOut && watches(r.Command, r.Output):", "\tcase false && watches(r.Command, r.Output):",
+		"judge", "TestTimedOutWatchModeSaysSo"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
