@@ -110,6 +110,7 @@ var envRules = []envRule{
 	{EnvHostRefused, InSandbox, readRefusedHost},
 	{EnvReadOnly, "", readReadOnly},
 	{EnvOffline, InJail, readRegistryUnreachable},
+	{EnvOffline, InSandbox, readProxyUnreachable},
 	{EnvNoRunner, "", readNoRunner},
 }
 
@@ -195,6 +196,11 @@ var (
 	}
 	// pip names no host when it cannot connect, only the index's path.
 	pipUnreachableRe = regexp.MustCompile(`Failed to establish a new connection.*/simple/`)
+
+	// The sandbox's proxy could not open the tunnel to an allowed host
+	// (readProxyUnreachable), and the address of a registry.
+	proxyUnreachableRe = regexp.MustCompile(`CONNECT tunnel failed, response 50[234]|Tunnel connection failed: 50[234]`)
+	registryURLRe      = regexp.MustCompile(`https?://([A-Za-z0-9.-]+\.[A-Za-z]+)[/:]`)
 
 	// A program the shell could not find, in the words of dash ("/bin/sh:
 	// 1: pytest: not found"), bash ("bash: line 1: pytest: command not
@@ -317,6 +323,31 @@ func readRegistryUnreachable(lines []string, i int, _ Setting) (Environment, boo
 	return Environment{}, false
 }
 
+// readProxyUnreachable: in the sandbox, a registry's host that
+// sandbox.allowed_domains lets runs reach, which the sandbox's proxy could
+// not reach (no route from this machine): the proxy answers the tunnel with
+// 502, in curl's and Cargo's words "CONNECT tunnel failed, response 502",
+// in pip's "Tunnel connection failed: 502 Bad Gateway". The host is the
+// registry whose address the line, or one of the four before it, names
+// (Cargo's "failed to download from `https://index.crates.io/…`"); pip
+// names only its index's path (/simple/), which is Python's.
+func readProxyUnreachable(lines []string, i int, _ Setting) (Environment, bool) {
+	if !proxyUnreachableRe.MatchString(lines[i]) {
+		return Environment{}, false
+	}
+	for j := i; j >= max(0, i-4); j-- {
+		if m := registryURLRe.FindStringSubmatch(lines[j]); m != nil {
+			if t, ok := toolchain.ByHost(m[1]); ok {
+				return Environment{Host: m[1], Toolchain: t.Name}, true
+			}
+		}
+	}
+	if strings.Contains(lines[i], "/simple/") {
+		return Environment{Toolchain: "Python"}, true
+	}
+	return Environment{}, true
+}
+
 func readNoRunner(lines []string, i int, _ Setting) (Environment, bool) {
 	l := strings.TrimSpace(lines[i])
 	if m := noModuleRe.FindStringSubmatch(l); m != nil {
@@ -369,6 +400,9 @@ func (e Environment) Explain(allowed []string) string {
 		return fmt.Sprintf("the sandbox refused a connection to %s, which sandbox.allowed_domains does not list, in an agent's run of the test%s. If the test needs it: `sandbox.allowed_domains: [%s]` (the list replaces the default one) %s",
 			e.Host, said, strings.Join(withHost(allowed, e.Host), ", "), restart)
 	case EnvOffline:
+		if e.Place == InSandbox {
+			return sandboxOffline(e, said, resume)
+		}
 		what := "a package registry"
 		if e.Host != "" {
 			what = e.Host
@@ -391,6 +425,25 @@ func (e Environment) Explain(allowed []string) string {
 			where, e.Program, said, resume)
 	}
 	return where + " failed" + said
+}
+
+// sandboxOffline explains a registry that sandbox.allowed_domains lets
+// runs reach but this machine cannot: no setting of the daemon's fixes it.
+// The dependencies are fetched ahead where they can be, or the machine is
+// given a route.
+func sandboxOffline(e Environment, said, resume string) string {
+	what, fetch := "a package registry", "fetch the project's dependencies ahead"
+	if e.Host != "" {
+		what = e.Host
+	}
+	if t, ok := toolchainNamed(e.Toolchain); ok {
+		if e.Host == "" {
+			what = t.Name + "'s registry"
+		}
+		fetch += " with " + t.Fetch
+	}
+	return fmt.Sprintf("an agent's run of the test, in the sandbox, could not reach %s%s: sandbox.allowed_domains lets runs reach it, but this machine has no route to it (its proxy, mirror or firewall). Give the machine a route to it, or %s in the project, as the daemon's user, into the caches the agents' runs read; %s",
+		what, said, fetch, resume)
 }
 
 // withHost is allowed with host at its end, unless it is there already.

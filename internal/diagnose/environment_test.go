@@ -14,8 +14,12 @@ const (
 	goBuildCacheReadOnly = "Exit code 1\nfailed to initialize build cache at /root/.cache/go-build-nonexist: mkdir /root/.cache/go-build-nonexist: read-only file system\n"
 	goModuleNotFetched   = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: mkdir /root/go/pkg/mod/cache/download/github.com/nonexistent: read-only file system\nFAIL\texample.com/m [setup failed]\nFAIL\n"
 	goVerdictModuleLock  = "f001/f001.go:3:8: open /home/me/.local/state/ctxgraphd/p-1/verdict-cache/mod/cache/download/github.com/google/uuid/@v/v1.6.0.lock: read-only file system\nFAIL\texample.com/m/f001 [setup failed]\n"
-	goProxyOff           = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: module lookup disabled by GOPROXY=off\nFAIL\texample.com/m [setup failed]\nFAIL\n"
-	goProxyUnreachable   = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: github.com/nonexistent/dep@v1.0.0: Get \"https://proxy.golang.org/github.com/nonexistent/dep/@v/v1.0.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\nFAIL\texample.com/m [setup failed]\nFAIL\n"
+	// Seen with Claude Code 2.1.330's sandbox, crates.io and PyPI allowed
+	// but out of the machine's reach.
+	cargoNoRoute       = "    Updating crates.io index\nerror: failed to get `itoa` as a dependency of package `x v0.1.0 (/p)`\n\nCaused by:\n  download of config.json failed\n\nCaused by:\n  failed to download from `https://index.crates.io/config.json`\n\nCaused by:\n  [56] Failure when receiving data from the peer (CONNECT tunnel failed, response 502)\n"
+	pipNoRoute         = "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 502 Bad Gateway'))': /simple/requests/\nERROR: Could not find a version that satisfies the requirement requests (from versions: none)\n"
+	goProxyOff         = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: module lookup disabled by GOPROXY=off\nFAIL\texample.com/m [setup failed]\nFAIL\n"
+	goProxyUnreachable = "go: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: github.com/nonexistent/dep@v1.0.0: Get \"https://proxy.golang.org/github.com/nonexistent/dep/@v/v1.0.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\nFAIL\texample.com/m [setup failed]\nFAIL\n"
 	// The proxy answered: the module does not exist. The code's mistake.
 	goModuleDoesNotExist = "Exit code 1\ngo: downloading github.com/nonexistent/dep v1.0.0\n# example.com/m\nm.go:3:8: github.com/nonexistent/dep@v1.0.0: reading https://proxy.golang.org/github.com/nonexistent/dep/@v/v1.0.0.zip: 403 Forbidden\n\tserver response: This module version is not available.\nFAIL\texample.com/m [setup failed]\nFAIL\n"
 	goMissingSum         = "# example.com/m\nm.go:3:8: missing go.sum entry for module providing package github.com/nonexistent/dep (imported by example.com/m); to add:\n\tgo get example.com/m\nFAIL\texample.com/m [setup failed]\nFAIL\n"
@@ -59,6 +63,10 @@ func TestReadEnvironment(t *testing.T) {
 			&Environment{Kind: EnvReadOnly, Path: "/root/go/pkg/mod"}},
 		{"GOPROXY=off", goProxyOff, jail, &Environment{Kind: EnvOffline, Toolchain: "Go"}},
 		{"Go's proxy unreachable from the daemon's run", goProxyUnreachable, jail, &Environment{Kind: EnvOffline, Host: "proxy.golang.org", Toolchain: "Go"}},
+		{"Cargo in the sandbox, crates.io out of this machine's reach", cargoNoRoute, sandbox, &Environment{Kind: EnvOffline, Host: "index.crates.io", Toolchain: "Rust"}},
+		{"pip in the sandbox, its index out of reach", pipNoRoute, sandbox, &Environment{Kind: EnvOffline, Toolchain: "Python"}},
+		{"curl in the sandbox, a host out of reach", "curl: (56) CONNECT tunnel failed, response 502\n", sandbox, &Environment{Kind: EnvOffline}},
+		{"a registry out of reach named only in the daemon's run is the jail's rule", cargoNoRoute, jail, nil},
 		{"a module the verdict's own module cache lacks, its lock refused", goVerdictModuleLock, jail, &Environment{Kind: EnvOffline, Toolchain: "Go"}},
 		{"a module that does not exist is the code's", goModuleDoesNotExist, sandbox, nil},
 		{"a missing go.sum entry is the code's", goMissingSum, jail, nil},
@@ -144,6 +152,8 @@ func TestEnvironmentExplain(t *testing.T) {
 			[]string{"needs `pytest`, which is not on its PATH", "Install it where the daemon's PATH finds it", "then `ctxgraphd ctl resume`"}},
 		{"a Python module to install", Environment{Kind: EnvNoRunner, Place: InJail, Program: "pytest", Toolchain: "Python", Line: "x"},
 			[]string{"the Python module pytest", "`python3 -m pip install pytest`"}},
+		{"a registry allowed but out of the machine's reach", Environment{Kind: EnvOffline, Place: InSandbox, Host: "index.crates.io", Toolchain: "Rust", Line: "x"},
+			[]string{"an agent's run of the test, in the sandbox, could not reach index.crates.io", "this machine has no route to it", "with `cargo fetch` in the project", "then `ctxgraphd ctl resume`"}},
 		{"a full disk", Environment{Kind: EnvNoSpace, Place: InJail, Line: "x"}, []string{"the disk is full", "Free some space, then `ctxgraphd ctl resume`"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +173,7 @@ func TestEnvironmentExplain(t *testing.T) {
 // FuzzReadEnvironment feeds ReadEnvironment arbitrary output: it never
 // panics, and what it finds is bounded and names a place to act on.
 func FuzzReadEnvironment(f *testing.F) {
-	for _, s := range []string{goBuildCacheReadOnly, goModuleNotFetched, goProxyOff, goProxyUnreachable, curlRefused, pipRefused, npmRefused,
+	for _, s := range []string{cargoNoRoute, pipNoRoute, goBuildCacheReadOnly, goModuleNotFetched, goProxyOff, goProxyUnreachable, curlRefused, pipRefused, npmRefused,
 		npmOffline, pipOffline, cargoOffline, bashNotFound, dashNotFound, envNotFound, pythonNoPytest, cpNoSpace, pythonReadOnlyDir, npmReadOnly, "", "<sandbox_violations>\n"} {
 		f.Add(s, true)
 	}
