@@ -64,7 +64,9 @@ const GuardName = "(before tests)"
 // output of GuardName's. The shell execs the binary, so nothing stands
 // between it and go test: its output, signals, exit status and parent are
 // what they were. (go test splits an -exec value into words, honouring
-// '…' and "…" without escapes.)
+// '…' and "…" without escapes; and it caches no result of a run through
+// -exec, so each run runs its tests, as it did in the daemon's jail,
+// whose build cache is read-only to a test.)
 const goGuard = `/bin/sh -c 'printf "\026=== NAME  ` + GuardName + `\n"; exec "$0" "$@"'`
 
 // prefixes run the command that follows them (their own options and
