@@ -27,6 +27,12 @@ type Hand struct {
 
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
+	{"lanes never exceed limits.parallel, whatever the number of ready features",
+		"orchestrator/loop.go", "o.lanesAtWork() < o.cfg.Limits.Parallel {", "o.lanesAtWork() <= o.cfg.Limits.Parallel {",
+		"orchestrator", "TestLanesNeverExceedTheBound"},
+	{"a lane counts against limits.parallel while its test is checked before its code, not only while a run is at work",
+		"orchestrator/lanes.go", "\t\tif l.active != nil || l.check != nil {\n\t\t\tn++", "\t\tif l.active != nil {\n\t\t\tn++",
+		"orchestrator", "TestLanesNeverExceedTheBound|TestLanesCheckTheirTestsAtOnce"},
 	{"a lane's evidence is copied into the project through no link",
 		"orchestrator/lanes.go", "if err := treefile.WriteFile(o.opts.Project.Dir, path.Join(rel, name), data, 0o644); treefile.IsNotFile(err) {", "if err := os.WriteFile(filepath.Join(o.opts.Project.Dir, rel, name), data, 0o644); treefile.IsNotFile(err) {",
 		"orchestrator", "TestALanesEvidenceIsCopiedThroughNoLink"},
