@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,10 +74,21 @@ func TestLanesATimeBombIsNotChargedToTheNextFeature(t *testing.T) {
 	if c := state.Counters["F-002"]; c.Failures != 0 {
 		t.Errorf("F-002's counters %+v: charged", c)
 	}
+	// The bomb went off: its code, as its first verdict committed it,
+	// says so now, and its test failed on the branch head alone.
+	first := strings.Fields(p.git("log", "--reverse", "--format=%H", "--grep", "^ctxgraphd-feature: F-001$", "HEAD"))
+	if len(first) != 2 {
+		t.Fatalf("F-001's verdict commits on the branch: %q, want two (the bomb's, the honest one's)", first)
+	}
 	went := scriptedmodel.WentOff("F-001")
+	bombed := filepath.Join(t.TempDir(), "bomb.sh")
+	os.WriteFile(bombed, []byte(p.git("show", first[0]+":"+p.files("F-001").Source)+"\n"), 0o644)
+	if out, _ := exec.Command("sh", bombed).Output(); strings.TrimSpace(string(out)) != went {
+		t.Errorf("F-001's first verdict's code says %q now, want %q", out, went)
+	}
 	alone, err := os.ReadFile(filepath.Join(p.dir, ".claude/progress/evidence/F-001/daemon-without-F-002-attempt-1.log"))
-	if err != nil || !strings.Contains(string(alone), went) {
-		t.Errorf("the daemon's run of F-001's test on the branch head alone: %v\n%s\nwant it to fail with %q", err, alone, went)
+	if err != nil || !strings.Contains(string(alone), "$ "+p.files("F-001").Command) || !strings.Contains(string(alone), "failed (exit 1)") {
+		t.Errorf("the daemon's run of F-001's test on the branch head alone: %v\n%s\nwant it failed", err, alone)
 	}
 
 	// The reopened feature's next attempt was told why.
@@ -91,8 +103,8 @@ func TestLanesATimeBombIsNotChargedToTheNextFeature(t *testing.T) {
 		t.Errorf("no command of F-001's second attempt among %+v", p.model.Told())
 	case !strings.Contains(retry.TesterReport, "no longer passes on the branch"):
 		t.Errorf("F-001's second attempt was told %q, want why it was reopened", retry.TesterReport)
-	case !strings.Contains(retry.Diagnosis, went):
-		t.Errorf("F-001's second attempt was diagnosed %s, want its test saying %q", retry.Diagnosis, went)
+	case !strings.Contains(retry.Diagnosis, p.files("F-001").Command):
+		t.Errorf("F-001's second attempt was diagnosed %s, want its test's failure", retry.Diagnosis)
 	}
 
 	// The branch ends on F-001's honest code.
