@@ -27,6 +27,12 @@ type Hand struct {
 
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
+	{"the regression sweep runs the test of every feature tested before, not only the first",
+		"judge/verdict.go", "if f.Tested && f.ID != except && strings.TrimSpace(f.Test) != \"\" {", "if f.Tested && f.ID != except && strings.TrimSpace(f.Test) != \"\" && len(due) == 0 {",
+		"orchestrator", "TestTheSweepCoversEveryTestedFeature"},
+	{"the regression sweep names the feature whose test broke, whatever the order its tests ran in",
+		"judge/verdict.go", "broken = append(broken, Regression{Feature: due[i].ID, Test: r})", "broken = append(broken, Regression{Feature: due[i-i].ID, Test: r})",
+		"orchestrator", "TestTheSweepCoversEveryTestedFeature"},
 	{"lanes never exceed limits.parallel, whatever the number of ready features",
 		"orchestrator/loop.go", "o.lanesAtWork() < o.cfg.Limits.Parallel {", "o.lanesAtWork() <= o.cfg.Limits.Parallel {",
 		"orchestrator", "TestLanesNeverExceedTheBound"},
