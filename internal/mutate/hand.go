@@ -27,6 +27,9 @@ type Hand struct {
 
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
+	{"a test run's logged CPU time is its processes' (make bench reads it)",
+		"judge/testrun.go", "cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()", "cpu += cmd.ProcessState.SystemTime()",
+		"judge", "TestATestRunLogsItsProcessesCPUTime"},
 	{"the regression sweep runs the test of every feature tested before, not only the first",
 		"judge/verdict.go", "if f.Tested && f.ID != except && strings.TrimSpace(f.Test) != \"\" {", "if f.Tested && f.ID != except && strings.TrimSpace(f.Test) != \"\" && len(due) == 0 {",
 		"orchestrator", "TestTheSweepCoversEveryTestedFeature"},
