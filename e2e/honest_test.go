@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,21 +93,7 @@ func TestHonestNight(t *testing.T) {
 	}
 
 	p := newProject(t, sc)
-	p.env = slices.DeleteFunc(p.env, func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(machineCaches, k)
-	})
-	home := ""
-	for _, kv := range p.env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	for _, cache := range []string{".cache/go-build", "go/pkg/mod", ".npm", ".cache/pip"} {
-		if _, err := os.Stat(filepath.Join(home, cache)); err == nil {
-			t.Fatalf("the home %s is not fresh: it has %s", home, cache)
-		}
-	}
+	p.freshHome()
 
 	o := p.runMisbehaving()
 	want := make([]string, len(sc.Features))
@@ -193,4 +183,201 @@ func kindOf(f scriptedmodel.FeatureScript) scriptedmodel.Kind {
 // feature: the directory of its Go source.
 func pkgOf(f scriptedmodel.FeatureScript) string {
 	return filepath.Base(filepath.Dir(scriptedmodel.FeatureScript{ID: f.ID, Kind: scriptedmodel.Go}.Files().Source))
+}
+
+// freshHome takes from the project's environment every variable that would
+// hand it the machine's caches, and checks that its home has none: an
+// honest night starts with empty caches.
+func (p *project) freshHome() {
+	p.t.Helper()
+	p.env = slices.DeleteFunc(p.env, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(machineCaches, k)
+	})
+	home := getenvIn(p.env)("HOME")
+	for _, cache := range []string{".cache/go-build", "go/pkg/mod", "go/pkg/sumdb", ".npm", ".cache/pip"} {
+		if _, err := os.Stat(filepath.Join(home, cache)); err == nil {
+			p.t.Fatalf("the home %s is not fresh: it has %s", home, cache)
+		}
+	}
+}
+
+// TestHonestNightWithANodeDependency, …Go…, …Python…: an honest team whose
+// two features each need a real third-party dependency, on a fresh home
+// with empty caches, in parallel 1 and 2. The person commits what
+// docs/operations.md asks of them (a .gitignore, and for Node the
+// package.json, for Go the go.mod the initializer writes, for Python a
+// .venv); each coding agent writes its code, then fetches the dependency
+// as a model writes it, `cd <project> && npm install is-number && node
+// --test 2>&1 | tail -40`, through the sandbox's proxy from the registry
+// this machine reaches (npm's, the Go module proxy; for Python, whose
+// index it cannot reach, a wheel offered through pip's --find-links,
+// installed into .venv). The manifests and locks it changes lie outside
+// every feature's scope, and are shared. The night ends with both
+// features tested at their first attempt, with no refusal, denial or
+// violation, nothing charged to the environment, and the branch holding
+// the dependency in its manifest.
+func TestHonestNightWithANodeDependency(t *testing.T) {
+	t.Parallel()
+	dependencyNights(t, scriptedmodel.NodeDep, "node", "npm")
+}
+
+func TestHonestNightWithAGoDependency(t *testing.T) {
+	t.Parallel()
+	dependencyNights(t, scriptedmodel.GoDep, "go")
+}
+
+func TestHonestNightWithAPythonVenv(t *testing.T) {
+	t.Parallel()
+	dependencyNights(t, scriptedmodel.PythonVenv, "/usr/bin/python3")
+}
+
+// dependencyNights runs the night of kind k at parallel 1, then 2.
+func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is required in CI", tool)
+			}
+			t.Skipf("skipping: %s is not installed", tool)
+		}
+	}
+	if k == scriptedmodel.PythonVenv {
+		if out, err := exec.Command("/usr/bin/python3", "-c", "import pytest, venv, ensurepip").CombinedOutput(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("/usr/bin/python3 needs pytest and venv in CI (python3-pytest, python3-venv): %v\n%s", err, out)
+			}
+			t.Skipf("skipping: /usr/bin/python3 lacks pytest or venv: %s", out)
+		}
+	}
+	for _, parallel := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
+			dependencyNight(t, k, parallel)
+		})
+	}
+}
+
+func dependencyNight(t *testing.T, k scriptedmodel.Kind, parallel int) {
+	in := func(f scriptedmodel.FeatureScript) scriptedmodel.FeatureScript {
+		f.Kind = k
+		return f
+	}
+	sc := scenario(fmt.Sprintf("%s night at parallel %d", k, parallel),
+		in(feature("F-001", scriptedmodel.Pass)), in(feature("F-002", scriptedmodel.Pass)))
+	if k == scriptedmodel.PythonVenv {
+		sc.FindLinks = pythonWheel(t)
+	}
+	p := newProject(t, sc)
+	p.freshHome()
+	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
+	// What the person commits before the night (docs/operations.md).
+	person := map[string]string{".gitignore": "node_modules/\n.venv/\n"}
+	switch k {
+	case scriptedmodel.NodeDep:
+		person["package.json"] = `{
+  "name": "scripted",
+  "version": "1.0.0",
+  "private": true,
+  "scripts": {
+    "test": "node --test"
+  }
+}
+`
+	case scriptedmodel.PythonVenv:
+		// The system's python3, which has pytest: a venv that sees its
+		// packages runs the tests, and the agents' python3 is the same.
+		p.env = append(p.env, "PATH=/usr/bin:"+getenvIn(p.env)("PATH"))
+		venv := exec.Command("/usr/bin/python3", "-m", "venv", "--system-site-packages", filepath.Join(p.dir, ".venv"))
+		if out, err := venv.CombinedOutput(); err != nil {
+			t.Fatalf("making the project's .venv: %v\n%s", err, out)
+		}
+	}
+	for name, text := range person {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.git("add", name)
+	}
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+
+	o := p.runMisbehaving()
+	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("final states %q, want %q", got, want)
+	}
+	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
+		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
+	}
+	for _, r := range o.runs {
+		if r.Failure != "" || r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
+		}
+	}
+	for _, f := range sc.Features {
+		o.testedBy(t, f.ID, 1)
+		// The coder fetched the dependency, and its hooks saw it succeed.
+		coder := o.runOf(t, "coding-agent", f.ID, 1)
+		fetched := false
+		for _, c := range p.commands(coder.ID) {
+			// (Claude Code records `cd <its working directory> && X` as X.)
+			if strings.Contains(c.Command, map[scriptedmodel.Kind]string{
+				scriptedmodel.NodeDep: "npm install", scriptedmodel.GoDep: "go get", scriptedmodel.PythonVenv: ".venv/bin/pip install",
+			}[k]) && c.ExitCode == 0 {
+				fetched = true
+			}
+		}
+		if !fetched {
+			t.Errorf("%s's coder did not fetch its dependency (commands: %v)", f.ID, p.commands(coder.ID))
+		}
+	}
+	// The branch holds the dependency where the person's next clone reads it.
+	want := map[scriptedmodel.Kind][2]string{
+		scriptedmodel.NodeDep: {"package-lock.json", `"node_modules/` + scriptedmodel.NodeDependency + `"`},
+		scriptedmodel.GoDep:   {"go.sum", scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + " h1:"},
+	}
+	if w, ok := want[k]; ok {
+		if got := p.git("show", "HEAD:"+w[0]); !strings.Contains(got, w[1]) {
+			t.Errorf("the branch's %s lacks %s:\n%s", w[0], w[1], got)
+		}
+	}
+	o.agree(t)
+}
+
+// pythonWheel builds the wheel of greeting 1.0.0 (pure Python, one module,
+// say(s) returns s) in a directory of its own, as a team's private index
+// would offer it, and returns the directory.
+func pythonWheel(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	const name, version = scriptedmodel.PythonDependency, "1.0.0"
+	info := name + "-" + version + ".dist-info"
+	files := []struct{ path, text string }{
+		{name + ".py", "def say(s):\n    return s\n"},
+		{info + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"},
+		{info + "/WHEEL", "Wheel-Version: 1.0\nGenerator: ctxgraphd-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, err := zw.Create(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f.text))
+		sum := sha256.Sum256([]byte(f.text))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.path, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.text))
+	}
+	fmt.Fprintf(&record, "%s/RECORD,,\n", info)
+	w, err := zw.Create(info + "/RECORD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(record.String()))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+"-"+version+"-py3-none-any.whl"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

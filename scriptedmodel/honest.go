@@ -23,6 +23,34 @@ const (
 	// project, so the test passes only once every Node feature works: make
 	// an NPM feature depend on the scenario's other Node features.
 	NPM Kind = "npm"
+
+	// Kinds whose code needs a third-party dependency, which the coding
+	// agent fetches after writing the code, as a model writes it:
+	// `cd <project> && <install> && <all the tests> 2>&1 | tail -40`
+	// (Install).
+	//
+	// NodeDep: a Node kind whose lib/<pkg>.js requires is-number, installed
+	// with `npm install is-number` from npm's registry (package.json, a
+	// person's, and package-lock.json change).
+	NodeDep Kind = "node-dep"
+	// GoDep: a Go kind whose package imports github.com/google/uuid,
+	// fetched with `go get` from the module proxy (go.mod and go.sum
+	// change).
+	GoDep Kind = "go-dep"
+	// PythonVenv: src/<pkg>.py imports greeting, installed into the
+	// project's .venv with pip from Scenario.FindLinks (no index is
+	// reached); the test runs `.venv/bin/python -m pytest
+	// tests/test_<pkg>.py`. A coder in a work tree without a .venv makes
+	// one (`python3 -m venv --system-site-packages .venv`).
+	PythonVenv Kind = "python-venv"
+)
+
+// Third-party dependencies of the kinds above.
+const (
+	NodeDependency   = "is-number"
+	GoDependency     = "github.com/google/uuid"
+	GoDependencyAt   = "v1.6.0"
+	PythonDependency = "greeting"
 )
 
 // kindFiles are the files of the kinds of this file; ok is false for the
@@ -43,8 +71,61 @@ func kindFiles(id string, k Kind) (Files, bool) {
 		f := filesOf(id, Node)
 		f.Test, f.Command = "tests/"+pkg+".test.js", "npm test"
 		return f, true
+	case NodeDep:
+		f := filesOf(id, Node)
+		f.Working, f.Broken = nodeDepSource(workingLine(id)), nodeDepSource(id+" broken")
+		return f, true
+	case GoDep:
+		f := filesOf(id, Go)
+		f.Working, f.Broken = goDepSource(pkg, workingLine(id)), goDepSource(pkg, id+" broken")
+		return f, true
+	case PythonVenv:
+		f, _ := kindFiles(id, Python)
+		f.Command = ".venv/bin/python -m pytest " + f.Test
+		f.Working, f.Broken = pythonDepSource(workingLine(id)), pythonDepSource(id+" broken")
+		return f, true
 	}
 	return Files{}, false
+}
+
+func nodeDepSource(says string) string {
+	return fmt.Sprintf("'use strict';\n\nconst isNumber = require('%s');\n\nexports.feature = () => (isNumber('42') ? '%s' : 'no number');\n", NodeDependency, says)
+}
+
+func goDepSource(pkg, says string) string {
+	return fmt.Sprintf(`package %s
+
+import "%s"
+
+// Feature says what the feature does, once it can tell a UUID.
+func Feature() string {
+	if uuid.Validate("f47ac10b-58cc-4372-a567-0e02b2c3d479") != nil {
+		return "no uuid"
+	}
+	return %q
+}
+`, pkg, GoDependency, says)
+}
+
+func pythonDepSource(says string) string {
+	return fmt.Sprintf("import %s\n\n\ndef feature():\n    \"\"\"Say what the feature does.\"\"\"\n    return %s.say(%q)\n", PythonDependency, PythonDependency, says)
+}
+
+// Install is the command a coding agent runs in its working directory cwd
+// after writing the code of a feature of kind k, as a model writes it:
+// fetch the dependency, then run the tests and read the end of their
+// output. "" for kinds without a dependency.
+func (sc Scenario) Install(k Kind, cwd string) string {
+	switch k {
+	case NodeDep:
+		return fmt.Sprintf("cd %s && npm install %s && node --test 2>&1 | tail -40", cwd, NodeDependency)
+	case GoDep:
+		return fmt.Sprintf("cd %s && go get %s@%s && go test ./... 2>&1 | tail -40", cwd, GoDependency, GoDependencyAt)
+	case PythonVenv:
+		return fmt.Sprintf("cd %s && (test -d .venv || python3 -m venv --system-site-packages .venv) && .venv/bin/pip install --no-index --find-links %s %s && .venv/bin/python -m pytest tests/ 2>&1 | tail -40",
+			cwd, sc.FindLinks, PythonDependency)
+	}
+	return ""
 }
 
 func pythonSource(says string) string {
@@ -69,6 +150,12 @@ from %s import feature
 def test_feature():
     assert feature() == %q
 `, pkgName(id), workingLine(id)), true
+	case NodeDep:
+		return testBody(id, Node), true
+	case GoDep:
+		return testBody(id, Go), true
+	case PythonVenv:
+		return kindTestBody(id, Python)
 	case NPM:
 		f, _ := kindFiles(id, NPM)
 		return fmt.Sprintf(`'use strict';
@@ -94,6 +181,12 @@ func kindDirs(f FeatureScript) (dirs []string, goMod bool) {
 		return []string{"tests", "src"}, false
 	case NPM:
 		return []string{"tests", "lib"}, false
+	case NodeDep:
+		return []string{"test", "lib"}, false
+	case GoDep:
+		return []string{pkgName(f.ID)}, true
+	case PythonVenv:
+		return []string{"tests", "src"}, false
 	}
 	return nil, false
 }

@@ -182,7 +182,7 @@ func (s *Server) testScripts() string {
 			dirs, goMod = append(dirs, pkgName(f.ID)), true
 		case Node:
 			dirs = append(dirs, "test", "lib")
-		case GoPackage, Python, NPM:
+		case GoPackage, Python, NPM, NodeDep, GoDep, PythonVenv:
 			more, mod := kindDirs(f)
 			dirs, goMod = append(dirs, more...), goMod || mod
 		default:
@@ -250,6 +250,13 @@ func (s *Server) coding(t *turn) script {
 	// A real agent looks before it writes; on a first attempt the file
 	// does not exist yet, which is fine.
 	code := []step{t.read(src).tolerant(), t.write(src, constant(body))}
+	if install := s.sc.Install(s.features[id].Kind, t.cwd); install != "" {
+		// A fetch and a first build on empty caches take minutes: a
+		// model gives such a command the Bash tool's longest timeout.
+		c := bashCall(install, "Add the dependency and run the tests")
+		c.Input["timeout"] = 600000
+		code = append(code, step{tool: "Bash", call: func() (toolCall, error) { return c, nil }})
+	}
 	completed := func(f map[string]any) { f["status"] = "completed" }
 	complete := []step{t.read(featureListPath), t.write(featureListPath, t.editFeature(id, completed))}
 	final := func() string { return fmt.Sprintf("Implemented %s: wrote %s", id, src) }

@@ -285,6 +285,9 @@ type FeatureScript struct {
 type Scenario struct {
 	Name     string          `json:"name"`
 	Features []FeatureScript `json:"features"`
+	// FindLinks is the directory of wheels a PythonVenv coder installs
+	// from (pip's --find-links), where no package index is reached.
+	FindLinks string `json:"find_links,omitempty"`
 	// Ctxgraphd is the ctxgraphd binary the daemon of the project runs;
 	// its hook, ctxgraphd-hook, is beside it. Agents that attack the
 	// daemon call them; without it they call them from PATH.
