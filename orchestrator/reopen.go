@@ -65,10 +65,17 @@ func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []jud
 		if len(logs) > 0 {
 			note = fmt.Sprintf(" (output in %s)", strings.Join(logs, ", "))
 		}
+		// What the machine kept from running (a runner gone, a disk full)
+		// is no one's failure: the feature is reopened uncharged, and its
+		// next verdict stops the session for a person, with the fix, as
+		// any test the machine keeps from running does.
+		machine := b.Test.Env != nil || (b.Alone != nil && b.Alone.Env != nil)
 		a := statemachine.Reopen(o.decisionInput(nil), b.Feature, why)
 		d := diagnose.Read(shown.Command, shown.ExitCode, shown.Output)
 		d.Message = fmt.Sprintf("%s's test passed its verdict but no longer passes on the branch: %s", b.Feature, firstNonEmpty(d.Message, shown.Summary()))
-		c.Failures++
+		if !machine {
+			c.Failures++
+		}
 		c.LastFailure = why
 		c.Diagnosis = &d
 		// Tested names a commit; this one's verdict no longer holds. The
@@ -85,7 +92,7 @@ func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []jud
 			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
 				Why: "a claim is charged only with what its own change broke"}})
 		o.log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
-		if a.Kind == statemachine.BlockFeature {
+		if a.Kind == statemachine.BlockFeature && !machine {
 			o.block(b.Feature, a.Reason, true)
 			continue
 		}

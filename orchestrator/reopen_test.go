@@ -214,3 +214,56 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 		t.Errorf("the branch holds what broke %s:\n%s", e, got)
 	}
 }
+
+// A change in the environment is no one's failure. F-001's test runs a
+// program that leaves the machine after F-001 is tested: F-002's sweep
+// finds its test failing on the branch head alone, for want of the
+// program. F-001 is reopened but not charged, nor is F-002 (tested at
+// once); F-001's next verdict stops the session for a person, naming the
+// program; once it is back, a resume ends both tested, none charged.
+func TestAReopeningForTheMachineChargesNoOne(t *testing.T) {
+	h := newHarness(t)
+	gone := filepath.Join(t.TempDir(), "runner-uninstalled")
+	runner := fmt.Sprintf("if [ -e %s ]; then ctxgraphd-test-runner-not-installed; exit 127; fi\n", gone)
+	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": runner + "grep -qx 'F-001 works' src/F-001.txt\n",
+		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"}, progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", DependsOn: []string{"F-001"}})
+	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == "F-002" {
+			os.WriteFile(gone, nil, 0o644) // F-001 is tested: the program leaves
+		}
+		return testerClaims(true)(ctx, spec, h)
+	}
+	o := h.orchestrator(false)
+	ctx := running(t, o)
+
+	why := stoppedFor(t, o)
+	if !strings.Contains(why, "F-001's test could not run") || !strings.Contains(why, "ctxgraphd-test-runner-not-installed") {
+		t.Errorf("the session stopped saying %q; want F-001's test and the program named", why)
+	}
+	reopened := 0
+	for _, tr := range h.violations() {
+		if tr.Code == codeReopened && tr.Context.Feature == "F-001" {
+			reopened++
+		}
+	}
+	if reopened != 1 {
+		t.Errorf("%d tested_reopened traces of F-001, want one", reopened)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done(t, o)
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Errorf("features = %s once the program is back", got)
+	}
+	for id, c := range h.session().Counters {
+		if c.Failures != 0 {
+			t.Errorf("%s was charged %d times (%s): the machine's failure is no one's", id, c.Failures, c.LastFailure)
+		}
+	}
+}
