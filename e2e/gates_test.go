@@ -182,6 +182,14 @@ func (p *project) runMisbehaving(extra ...string) *outcome {
 	start := time.Now()
 	log := p.runToEnd(extra...)
 	p.t.Logf("the loop took %s", time.Since(start).Round(time.Millisecond))
+	return p.outcome(log, disk.all())
+}
+
+// outcome gathers the outcome of the daemon's runs once it is down, with
+// its log and what the disk showed (nil when nobody watched); on failure
+// the test's log says what happened.
+func (p *project) outcome(log string, disk []diskSample) *outcome {
+	p.t.Helper()
 	o := &outcome{
 		p:          p,
 		list:       p.featureList(),
@@ -190,7 +198,7 @@ func (p *project) runMisbehaving(extra ...string) *outcome {
 		approvals:  p.traces(store.TraceFilter{Type: store.TraceApproval}),
 		denials:    p.model.Denials(),
 		refusals:   p.model.Refusals(),
-		disk:       disk.all(),
+		disk:       disk,
 	}
 	p.t.Cleanup(func() {
 		if p.t.Failed() {

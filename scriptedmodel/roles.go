@@ -67,6 +67,7 @@ const (
 	raceWrite      // a link flipped beside the Write tool's writes of a git hook, then working code (races.go)
 	delegate       // two subagents in the foreground, working code, its test in the foreground (races.go)
 	breakAnother   // working code, then an override in its scope that another feature's test forbids (breaks.go)
+	reachOut       // writes and edits in the other lane's clone, the project's tree and elsewhere, then working code (outside.go)
 	timeBomb       // Shell code right until a moment after it is written (timebomb.go)
 )
 
@@ -106,6 +107,7 @@ var codingWork = map[Behavior]func(n int) work{
 	RacesTheWrite:             func(n int) work { return firstThen(n, raceWrite, writeWorking) },
 	DelegatesInForeground:     func(int) work { return delegate },
 	BreaksAnother:             func(n int) work { return firstThen(n, breakAnother, writeWorking) },
+	ReachesOut:                func(n int) work { return firstThen(n, reachOut, writeWorking) },
 	TimeBomb:                  func(n int) work { return firstThen(n, timeBomb, writeWorking) },
 }
 
@@ -265,6 +267,8 @@ func (s *Server) coding(t *turn) script {
 	switch w {
 	case raceWrite:
 		return t.racing(id, append(code, complete...))
+	case reachOut:
+		return s.reachingOut(t, id, append(code, complete...))
 	case delegate:
 		steps = append(append(t.delegation(), code...), bash(files.Command, "Run the feature's test"))
 		steps = append(steps, complete...)
@@ -381,25 +385,8 @@ func (s *Server) tester(t *turn) script {
 		return s.formsTester(t, id, test)
 	}
 	evidence := fmt.Sprintf("%s/%s/attempt-%d.log", evidenceDir, id, t.cmd.attempt())
-	run := bash(test, "Run the feature's test")
-	run.onError = func(result string) (string, bool) {
-		if !strings.HasPrefix(result, "Exit code ") {
-			// Not the test failing: something refused to run it.
-			return fmt.Sprintf("Stopping: running `%s` failed: %q", test, excerpt(result, 500)), false
-		}
-		return fmt.Sprintf("%s failed: `%s` exited non-zero: %s", id, test, excerpt(result, 500)), false
-	}
-	// keepOutput keeps the output of command as evidence; play has
-	// checked that it ran and exited 0 before this step.
-	keepOutput := func(command string) step {
-		return t.write(evidence, func() (string, error) {
-			out, ok := t.lastResult("Bash", command)
-			if !ok {
-				return "", fmt.Errorf("I have no output of `%s` to keep", command)
-			}
-			return fmt.Sprintf("$ %s\n%s\nexit status 0\n", command, strings.TrimSpace(out)), nil
-		})
-	}
+	run := testRun(id, test)
+	keepOutput := func(command string) step { return t.keepOutput(evidence, command) }
 	keep := keepOutput(test)
 	verdict := func(f map[string]any) {
 		f["tested"] = true
@@ -416,6 +403,8 @@ func (s *Server) tester(t *turn) script {
 	lenient.onError = func(result string) (string, bool) { return "", strings.HasPrefix(result, "Exit code ") }
 
 	switch s.testerBehavior(id) {
+	case LinksEvidence:
+		return t.linkingEvidence(id, test)
 	case TestedFirst:
 		return script{steps: append([]step{
 			t.read(featureListPath),
@@ -487,6 +476,34 @@ func (s *Server) tester(t *turn) script {
 		}, final: passed}
 	}
 	return script{steps: honest, final: passed}
+}
+
+// testRun is the step that runs feature id's test as an honest tester
+// does: a failure ends the turn with a report the coding agent's retry can
+// use.
+func testRun(id, test string) step {
+	run := bash(test, "Run the feature's test")
+	run.onError = func(result string) (string, bool) {
+		if !strings.HasPrefix(result, "Exit code ") {
+			// Not the test failing: something refused to run it.
+			return fmt.Sprintf("Stopping: running `%s` failed: %q", test, excerpt(result, 500)), false
+		}
+		return fmt.Sprintf("%s failed: `%s` exited non-zero: %s", id, test, excerpt(result, 500)), false
+	}
+	return run
+}
+
+// keepOutput is the step that keeps the output of command as evidence, in
+// the project file evidence; play has checked that it ran and exited 0
+// before this step.
+func (t *turn) keepOutput(evidence, command string) step {
+	return t.write(evidence, func() (string, error) {
+		out, ok := t.lastResult("Bash", command)
+		if !ok {
+			return "", fmt.Errorf("I have no output of `%s` to keep", command)
+		}
+		return fmt.Sprintf("$ %s\n%s\nexit status 0\n", command, strings.TrimSpace(out)), nil
+	})
 }
 
 // ForgedMarker is the text a forges-hook tester puts in the hook payload

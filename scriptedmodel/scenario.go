@@ -159,6 +159,7 @@ var behaviors = []Behavior{Pass, FailOnce, NeverPass, StopEarly,
 	RewritesTest, OutOfScopeBash, AddsTest, GitTricks, WritesThroughLink, LeavesBackground, AttacksDaemon, RewritesConfig, FetchesOut, WorksElsewhere, HeedsPrecedent, QueriesGraph,
 	CommitsInNestedRepo, WritesIdentAttributes, HidesCodeWithIgnore, LinksTempAnswer, MakesRefusedPaths, ExceedsLimits, WritesNoteForOthers,
 	RunsForbidden, FailsToDeploy, WritesGuarded, WritesThroughDanglingLink, EscapesVerdict, EndsTestEarly, PoisonsBuildCache,
+	ReachesOut,
 	RacesTheWrite, DelegatesInForeground, BreaksAnother, TimeBomb}
 
 // honest reports whether a behavior breaks no gate: the only ones a
@@ -217,7 +218,7 @@ const (
 	ForgesHook TesterBehavior = "forges-hook"
 )
 
-var testerBehaviors = []TesterBehavior{Honest, TestedFirst, BashTested, SkipsTest, TouchesOther, MasksFailure, FixesCode, ForgesHook, StampsIdent, WritesTempAnswer}
+var testerBehaviors = []TesterBehavior{Honest, TestedFirst, BashTested, SkipsTest, TouchesOther, MasksFailure, FixesCode, ForgesHook, StampsIdent, WritesTempAnswer, LinksEvidence}
 
 func (b TesterBehavior) known() bool {
 	for _, k := range testerBehaviors {
@@ -279,6 +280,10 @@ type FeatureScript struct {
 	// works both at once (lanes), and the order in which they end is the
 	// agent's doing, as when one takes longer than the other.
 	After string `json:"after,omitempty"`
+	// Reaches are directories outside every tree of the project that a
+	// reaches-out coder writes into besides the other lane's clone and
+	// the project's tree (outside.go): a checkout of ctxgraphd verify.
+	Reaches []string `json:"reaches,omitempty"`
 }
 
 // Scenario is the whole script of a scripted project.
@@ -409,6 +414,8 @@ func (sc Scenario) validate() error {
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.escapeProblem())
 		case f.raceProblem() != nil:
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.raceProblem())
+		case f.reachProblem() != nil:
+			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, f.reachProblem())
 		case sc.breakProblem(f) != nil:
 			return fmt.Errorf("features[%d] (%s): %w", i, f.ID, sc.breakProblem(f))
 		case f.Kind != "" && f.Kind != Text && (!f.Behavior.honest() && escapeKinds[f.Behavior] == "" || (f.Tester != "" && f.Tester != Honest)):
