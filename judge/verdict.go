@@ -191,15 +191,26 @@ func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) [
 // directory of the work tree at dir, which is in no change set: the
 // daemon reads and copies evidence, and a link there would lead it to a
 // file of the agent's choosing. Each is a change git cannot record
-// (gates.NotAFile), a finding against the run, and goes.
+// (gates.NotAFile), a finding against the run, and goes. A directory there
+// that cannot be read (a chmod 000 that would hide a link) is opened and
+// looked into, as its owner may; one that still cannot be is a finding
+// itself, as is a walk that fails: nothing there is taken unseen.
 func evidenceNotFiles(dir, feature string) []gates.Change {
 	if feature == "" {
 		return nil
 	}
-	found, err := treefile.NotFiles(dir, path.Join(paths.ProgressDir, paths.EvidenceDir, feature))
-	if err != nil {
-		return nil
+	ev := path.Join(paths.ProgressDir, paths.EvidenceDir, feature)
+	found, unreadable, err := treefile.NotFiles(dir, ev)
+	for tries := 0; len(unreadable) > 0 && err == nil && tries < 16; tries++ {
+		for _, u := range unreadable {
+			treefile.Open(dir, u)
+		}
+		found, unreadable, err = treefile.NotFiles(dir, ev)
 	}
+	if err != nil {
+		found = []string{ev}
+	}
+	found = append(found, unreadable...)
 	out := make([]gates.Change, len(found))
 	for i, p := range found {
 		out[i] = gates.Change{Path: p, Kind: "added", Refused: gates.NotAFile}

@@ -694,6 +694,13 @@ func TestJudgeRunFindsWhatInTheEvidenceIsNoFile(t *testing.T) {
 			os.MkdirAll(filepath.Join(ev, "a", "b"), 0o755)
 			return os.Symlink(secret, filepath.Join(ev, "a", "b", "c.log"))
 		}, "a/b/c.log"},
+		{"a link in a directory its owner may not read", func(ev string) error {
+			os.MkdirAll(filepath.Join(ev, "shut"), 0o755)
+			if err := os.Symlink(secret, filepath.Join(ev, "shut", "test.log")); err != nil {
+				return err
+			}
+			return os.Chmod(filepath.Join(ev, "shut"), 0)
+		}, "shut/test.log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,14 +58,30 @@ func cacheDirs(env []string, goos string) []string {
 // The caller says so to the person, who moves the cache.
 func AgentWritable(env, allowWrite []string, keepOut ...string) (dirs, dropped []string) {
 	all := absUnique(slices.Concat(CacheDirs(env), allowWrite, []string{TempDir(env)}))
+	// Compared as written and as their links resolve, as the hooks judge
+	// a path: a cache that is a link to the project's parent holds it.
+	var out []string
+	for _, k := range keepOut {
+		if filepath.IsAbs(k) {
+			out = append(out, resolved(filepath.Clean(k))...)
+		}
+	}
 	for _, d := range all {
-		if slices.ContainsFunc(keepOut, func(k string) bool { return filepath.IsAbs(k) && within(filepath.Clean(k), []string{d}) }) {
+		if slices.ContainsFunc(out, func(k string) bool { return within(k, resolved(d)) }) {
 			dropped = append(dropped, d)
 			continue
 		}
 		dirs = append(dirs, d)
 	}
 	return dirs, dropped
+}
+
+// resolved is p, and where its links lead when that is elsewhere.
+func resolved(p string) []string {
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+		return []string{p, real}
+	}
+	return []string{p}
 }
 
 // Cache is a directory outside the project that a toolchain writes.

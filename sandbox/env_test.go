@@ -208,6 +208,27 @@ func TestAgentWritable(t *testing.T) {
 	}
 }
 
+// A cache or allow_write entry that is a link to a directory holding a
+// kept-out place holds it too, as the hooks, which resolve links, see it;
+// a link to somewhere else stays.
+func TestAgentWritableResolvesLinks(t *testing.T) {
+	base := t.TempDir()
+	proj, elsewhere := filepath.Join(base, "work", "proj"), filepath.Join(base, "caches")
+	os.MkdirAll(proj, 0o755)
+	os.MkdirAll(elsewhere, 0o755)
+	toParent, toCaches := filepath.Join(base, "cache-link"), filepath.Join(base, "ok-link")
+	if err := os.Symlink(filepath.Dir(proj), toParent); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, toCaches); err != nil {
+		t.Fatal(err)
+	}
+	got, dropped := AgentWritable([]string{"GOCACHE=" + toParent, "PIP_CACHE_DIR=" + toCaches}, nil, proj)
+	if !slices.Equal(dropped, []string{toParent}) || slices.Contains(got, toParent) || !slices.Contains(got, toCaches) {
+		t.Errorf("writable %q, dropped %q: want the link to the project's parent dropped and the other kept", got, dropped)
+	}
+}
+
 func TestVerdictEnv(t *testing.T) {
 	// Real directories, for the symlinks: a system bin, the project, a
 	// cache the agents may write, and links into them from outside.

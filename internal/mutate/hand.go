@@ -61,7 +61,7 @@ var Hands = []Hand{
 		"cmd/ctxgraphd/run.go", "keepOut := []string{p.Dir, filepath.Dir(p.StateDir), filepath.Dir(p.Socket), os.TempDir()}", "keepOut := []string{p.Dir, filepath.Dir(p.StateDir), filepath.Dir(p.Socket)}",
 		"cmd/ctxgraphd", "TestALanesFileToolsWriteOnlyWhereItsSandboxDoes"},
 	{"a cache or allow_write entry that holds the project, the lanes, the state or the system's temp directory is not writable",
-		"sandbox/env.go", "if slices.ContainsFunc(keepOut, func(k string) bool { return filepath.IsAbs(k) && within(filepath.Clean(k), []string{d}) }) {", "if false {",
+		"sandbox/env.go", "if slices.ContainsFunc(out, func(k string) bool { return within(k, resolved(d)) }) {", "if false {",
 		"sandbox", "TestAgentWritable"},
 	{"the daemon runs the feature's test itself before it accepts a claim",
 		"judge/verdict.go", "if in.Rerun && !jd.Blocks() {", "if false && in.Rerun && !jd.Blocks() {",

@@ -235,41 +235,71 @@ func write(root *os.Root, dir, rel string, data []byte, perm fs.FileMode) error 
 // file (links, pipes, sockets, devices), as paths relative to top with
 // forward slashes, without following any of them. A dir that is itself
 // one of them is listed alone; a dir that does not exist lists nothing.
-func NotFiles(top, dir string) ([]string, error) {
+// The directories that cannot be read (dir itself among them) are listed
+// apart, in unreadable: what they hold cannot be vouched for (a chmod 000
+// would hide a link), and their owner may open them (Open) and look again.
+func NotFiles(top, dir string) (found, unreadable []string, err error) {
 	fi, err := Lstat(top, dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if IsNotFile(err) {
 		var nf *NotFileError
 		errors.As(err, &nf)
 		rel, _ := filepath.Rel(top, nf.Path)
-		return []string{filepath.ToSlash(rel)}, nil
+		return []string{filepath.ToSlash(rel)}, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir = path.Clean(filepath.ToSlash(dir))
 	if !fi.IsDir() {
 		if fi.Mode().IsRegular() {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return []string{dir}, nil
+		return []string{dir}, nil, nil
 	}
 	root, err := os.OpenRoot(top)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
-	var out []string
-	err = fs.WalkDir(root.FS(), dir, func(name string, d fs.DirEntry, err error) error {
+	return notFiles(root.FS(), dir)
+}
+
+// notFiles is NotFiles' walk of fsys from dir, which is a directory.
+func notFiles(fsys fs.FS, dir string) (found, unreadable []string, err error) {
+	err = fs.WalkDir(fsys, dir, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if d != nil && d.IsDir() && errors.Is(err, fs.ErrPermission) {
+				unreadable = append(unreadable, name)
+				return fs.SkipDir
+			}
 			return err
 		}
 		if !d.IsDir() && !d.Type().IsRegular() {
-			out = append(out, name)
+			found = append(found, name)
 		}
 		return nil
 	})
-	return out, err
+	return found, unreadable, err
+}
+
+// Open gives top/name, a real directory reached through real directories
+// only, the mode 0o700 added to what it has: its owner may then read it,
+// search it and remove what it holds.
+func Open(top, name string) error {
+	fi, err := Lstat(top, name)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &NotFileError{Path: filepath.Join(top, filepath.FromSlash(name)), Mode: fi.Mode()}
+	}
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.Chmod(name, fi.Mode().Perm()|0o700)
 }

@@ -1,11 +1,13 @@
 package treefile
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
+	"testing/fstest"
 )
 
 // tree lays out a work tree as an agent could leave it, beside a place
@@ -145,25 +147,85 @@ func TestWriteFileFollowsNoLink(t *testing.T) {
 
 func TestNotFilesListsWhatIsNoFile(t *testing.T) {
 	tr := newTree(t)
-	got, err := NotFiles(tr.top, "ev")
-	if err != nil {
-		t.Fatal(err)
+	got, unreadable, err := NotFiles(tr.top, "ev")
+	if err != nil || unreadable != nil {
+		t.Fatal(err, unreadable)
 	}
 	want := []string{"ev/F-001/dangling.log", "ev/F-001/in.log", "ev/F-001/pipe", "ev/F-001/test.log", "ev/F-002", "ev/F-003"}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("NotFiles:\n got  %q\n want %q", got, want)
 	}
-	if got, err := NotFiles(tr.top, "ev/F-002"); err != nil || !slices.Equal(got, []string{"ev/F-002"}) {
+	if got, _, err := NotFiles(tr.top, "ev/F-002"); err != nil || !slices.Equal(got, []string{"ev/F-002"}) {
 		t.Errorf("NotFiles of a linked directory: %q, %v", got, err)
 	}
-	if got, err := NotFiles(tr.top, "ev/F-404"); err != nil || got != nil {
+	if got, _, err := NotFiles(tr.top, "ev/F-404"); err != nil || got != nil {
 		t.Errorf("NotFiles of a missing directory: %q, %v", got, err)
 	}
-	if got, err := NotFiles(tr.top, "ev/real"); err != nil || got != nil {
+	if got, _, err := NotFiles(tr.top, "ev/real"); err != nil || got != nil {
 		t.Errorf("NotFiles of a clean directory: %q, %v", got, err)
 	}
 	tr.secretUntouched(t)
+}
+
+// shut is a file system whose directories named in it cannot be read, as
+// a chmod 000 makes them for their owner (root reads them anyway, so the
+// walk is shown on this).
+type shut struct {
+	fs.FS
+	dirs map[string]bool
+}
+
+func (s shut) ReadDir(name string) ([]fs.DirEntry, error) {
+	if s.dirs[name] {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrPermission}
+	}
+	return fs.ReadDir(s.FS, name)
+}
+
+// A directory that cannot be read is listed apart, whatever it holds, and
+// the walk goes on beside it; the top itself too.
+func TestNotFilesListsWhatCannotBeRead(t *testing.T) {
+	fsys := shut{FS: fstest.MapFS{
+		"ev/F-001/ok.log":       {Data: []byte("ok")},
+		"ev/F-001/a/test.log":   {Mode: fs.ModeSymlink},
+		"ev/F-001/b/x.log":      {Data: []byte("x")},
+		"ev/F-001/b/link":       {Mode: fs.ModeSymlink},
+		"ev/F-001/c/d/deep.log": {Mode: fs.ModeSymlink},
+	}, dirs: map[string]bool{"ev/F-001/a": true, "ev/F-001/c/d": true}}
+	found, unreadable, err := notFiles(fsys, "ev/F-001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(found, []string{"ev/F-001/b/link"}) || !slices.Equal(unreadable, []string{"ev/F-001/a", "ev/F-001/c/d"}) {
+		t.Errorf("found %q, unreadable %q", found, unreadable)
+	}
+	fsys.dirs["ev/F-001"] = true
+	if found, unreadable, err := notFiles(fsys, "ev/F-001"); err != nil || found != nil || !slices.Equal(unreadable, []string{"ev/F-001"}) {
+		t.Errorf("an unreadable top: found %q, unreadable %q, %v", found, unreadable, err)
+	}
+}
+
+// Open makes a real directory its owner's to read, and nothing else.
+func TestOpenOpensRealDirectoriesOnly(t *testing.T) {
+	tr := newTree(t)
+	d := filepath.Join(tr.top, "ev", "real")
+	os.Chmod(d, 0)
+	if err := Open(tr.top, "ev/real"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(d); fi.Mode().Perm() != 0o700 {
+		t.Errorf("mode %v, want 0700", fi.Mode().Perm())
+	}
+	os.Chmod(tr.outside, 0o711)
+	for _, name := range []string{"ev/F-002", "ev/F-003", "ev/F-001/test.log", "list.json"} {
+		if err := Open(tr.top, name); !IsNotFile(err) {
+			t.Errorf("Open(%s): %v, want a NotFileError", name, err)
+		}
+	}
+	if fi, _ := os.Stat(tr.outside); fi.Mode().Perm() != 0o711 {
+		t.Errorf("the directory outside changed mode: %v", fi.Mode().Perm())
+	}
 }
 
 func TestMkdirAllMakesRealDirectoriesOnly(t *testing.T) {
