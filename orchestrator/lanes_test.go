@@ -113,6 +113,18 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 			t.Errorf("the project's work tree holds src/%s.txt = %q", id, got)
 		}
 	}
+	// The store keeps where each run worked: the lane's clone, the
+	// project's own tree ("") for the initializer.
+	runs, err := h.st.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		d, _ := dirs.Load(r.Feature)
+		if want, _ := d.(string); r.Dir != want {
+			t.Errorf("run %s (%s %s) is stored as worked in %q, want %q", r.ID, r.Role, r.Feature, r.Dir, want)
+		}
+	}
 	// The branch holds both, one commit each, on top of the initializer's.
 	log, _ := h.git("log", "--format=%s", "HEAD")
 	if n := strings.Count(log, "\n") + 1; n != 3 {

@@ -65,6 +65,9 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(role), Feature: a.Feature,
 		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
 	}
+	if o.cur != o.home {
+		run.Dir = o.cur.dir
+	}
 	listChanged := false
 	if role == agents.Coder {
 		c := o.counters[a.Feature]
