@@ -558,3 +558,106 @@ func TestReopen(t *testing.T) {
 		})
 	}
 }
+
+// runStarts are the situations a run starts from, for the budget
+// properties below: each spawns a run for F-2 when the budgets let it.
+func runStarts(in Input) map[string]Input {
+	pending, completed, retry := in, in, in
+	pending.List = list("F-1:in_progress:scope=a/**", "F-2:pending:scope=b/**")
+	completed.List = list("F-1:in_progress:scope=a/**", "F-2:completed:scope=b/**")
+	retry.List = list("F-1:in_progress:scope=a/**", "F-2:completed:scope=b/**")
+	retry.MaxRetries = 2
+	retry.Outcome = &Outcome{Role: Tester, Feature: "F-2", Reason: "test exited 1"}
+	return map[string]Input{"a pending feature": pending, "a completed feature": completed, "a failed attempt's retry": retry}
+}
+
+// TestDecideNeverWaitsForLanesWithNoneInFlight: a session whose budget has
+// less than a run's least cap left, but no lane in flight, starts the run
+// (capped at MinRunUSD) or stops; waiting for lanes there would wait for
+// ever, as no lane ends to wake it.
+func TestDecideNeverWaitsForLanesWithNoneInFlight(t *testing.T) {
+	for _, budget := range []struct{ budget, spent float64 }{
+		{1, 0}, {1, 0.5}, {1, 0.995}, {1, 0.999}, {1, 1}, {1, 2}, {0.01, 0}, {0.01, 0.005}, {0.04, 0.03}, {0.005, 0},
+	} {
+		for name, in := range runStarts(Input{SessionBudgetUSD: budget.budget, SessionCostUSD: budget.spent}) {
+			if a := Decide(in); a.Kind == WaitForLanes {
+				t.Errorf("%s, session budget $%v, spent $%v, no lane in flight: %+v, a wait no lane ends", name, budget.budget, budget.spent, a)
+			}
+		}
+	}
+}
+
+// TestARunBesideLanesStartsWhenItsCapFits: beside lanes in flight, a run
+// starts exactly when the cap RunCap gives it (at least MinRunUSD) fits in
+// what the session has left after the caps in flight; otherwise it waits
+// for a lane. Down to the cent: a rest of exactly MinRunUSD pays a run.
+func TestARunBesideLanesStartsWhenItsCapFits(t *testing.T) {
+	exact := false
+	for _, b := range []struct{ budget, spent, inFlight float64 }{
+		{1, 0.5, 0.45},     // five cents left
+		{1, 0.5, 0.495},    // half a cent left
+		{1, 0.5, 0.5},      // nothing left, though the session has spent only half
+		{1, 0, 0.999},      // a tenth of a cent
+		{0.04, 0.02, 0.01}, // a cent, exactly
+		{0.02, 0.01, 0},    // a cent, the lane in flight uncapped (its test checked)
+		{0.01, 0, 0},       // a cent, nothing spent
+		{0.02, 0, 0.01},    // a cent, all of it the lanes'
+		{0.04, 0, 0.02},    // two cents
+	} {
+		rest := b.budget - b.spent - b.inFlight
+		exact = exact || rest == MinRunUSD
+		for name, in := range runStarts(Input{SessionBudgetUSD: b.budget, SessionCostUSD: b.spent, InFlight: lanes("F-1:a/**"), InFlightCapUSD: b.inFlight}) {
+			capUSD, _ := RunCap(in, "F-2")
+			fits := capUSD <= rest+1e-9 // RunCap adds what is held before it subtracts: a rounding apart
+			a := Decide(in)
+			starts := a.Kind == SpawnCoder || a.Kind == SpawnTester
+			if starts != fits || (!starts && a.Kind != WaitForLanes) {
+				t.Errorf("%s, session $%v, spent $%v, $%v in flight (left $%v, cap $%v): %+v; want a run started only when its cap fits, else a wait for a lane",
+					name, b.budget, b.spent, b.inFlight, rest, capUSD, a)
+			}
+			if in.Outcome != nil && (!a.CountFailure || a.Feature != "F-2") {
+				t.Errorf("%s, left $%v: the failed attempt was not counted against F-2: %+v", name, rest, a)
+			}
+		}
+	}
+	if !exact {
+		t.Fatal("no case leaves exactly MinRunUSD: the bound itself is untested")
+	}
+}
+
+// TestRunCapNamesTheBudgetThatLowersIt: the cap is the least of the run's
+// own, the session's rest and the feature's rest, and by names a budget
+// only when its rest is below every cap before it (the run's own, then the
+// session's). At a tie with the run's own cap, that cap alone would have
+// stopped the run: what it spent is the agent's, charged as any failed
+// attempt; a tie of the session's and the feature's is the session's, which
+// stops the session rather than blocking the feature.
+func TestRunCapNamesTheBudgetThatLowersIt(t *testing.T) {
+	rests := []float64{0, 1, 2} // 0: no such budget
+	for _, run := range rests {
+		for _, session := range rests {
+			for _, feature := range rests {
+				// Rests as budgets less what was spent: 10-8 and 3-1 are 2 exactly.
+				in := Input{RunBudgetUSD: run, Counters: map[string]Counters{"F-1": {CostUSD: 1}}}
+				if session > 0 {
+					in.SessionBudgetUSD, in.SessionCostUSD = 8+session, 8
+				}
+				if feature > 0 {
+					in.FeatureBudgetUSD = 1 + feature
+				}
+				want, wantBy := 0.0, ""
+				for _, c := range []struct {
+					usd float64
+					by  string
+				}{{run, ""}, {session, SessionBudgetKey}, {feature, FeatureBudgetKey}} {
+					if c.usd > 0 && (want == 0 || c.usd < want) {
+						want, wantBy = c.usd, c.by
+					}
+				}
+				if got, by := RunCap(in, "F-1"); got != want || by != wantBy {
+					t.Errorf("run cap $%v, session's rest $%v, feature's rest $%v: RunCap = $%v by %q, want $%v by %q", run, session, feature, got, by, want, wantBy)
+				}
+			}
+		}
+	}
+}

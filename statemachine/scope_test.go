@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"fmt"
 	"path"
 	"strings"
 	"testing"
@@ -140,4 +141,43 @@ func FuzzScopesOverlap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBraceExpansionIsBounded: a glob of up to maxAlternatives brace
+// alternatives, in one brace or a product of braces, is judged alternative
+// by alternative (found apart from a sibling directory); past the bound it
+// is judged by its literal prefix alone, which may only say "overlap". At
+// every size it overlaps a path it holds.
+func TestBraceExpansionIsBounded(t *testing.T) {
+	brace := func(prefix string, n int) string {
+		alts := make([]string, n)
+		for i := range alts {
+			alts[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return "{" + strings.Join(alts, ",") + "}"
+	}
+	for _, factors := range [][]int{
+		{1}, {2}, {maxAlternatives - 1}, {maxAlternatives}, {maxAlternatives + 1}, {2 * maxAlternatives},
+		{2, 2, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2, 2}, {8, 8}, {7, 9}, {5, 13}, {maxAlternatives, 1}, {1, maxAlternatives + 1},
+	} {
+		n, glob := 1, "src/"
+		for i, f := range factors {
+			n *= f
+			glob += brace(string(rune('a'+i)), f)
+		}
+		glob += "/**"
+		t.Run(fmt.Sprint(factors), func(t *testing.T) {
+			want := n > maxAlternatives
+			if got := ScopesOverlap([]string{glob}, []string{"src/z/**"}); got != want {
+				t.Errorf("%d alternatives: ScopesOverlap(%q, src/z/**) = %v, want %v", n, glob, got, want)
+			}
+			held := "src/"
+			for i := range factors {
+				held += string(rune('a'+i)) + "0"
+			}
+			if !ScopesOverlap([]string{glob}, []string{held + "/x.go"}) {
+				t.Errorf("%d alternatives: %q found apart from %s/x.go, which it holds", n, glob, held)
+			}
+		})
+	}
 }
