@@ -183,11 +183,16 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	// or is flaky, is reopened: the claim is judged without it.
 	o.reopenTested(id, run, jd.Reopen)
 	if len(jd.Regressions) > 0 {
+		// The next attempt starts in a fresh lane from the branch as it
+		// is, whether or not the branch moved meanwhile: one rule, not a
+		// race between this verdict and another lane's landing. The
+		// refused change is kept under the lane's ref, and the coder,
+		// resumed, is told what it broke.
+		why := fmt.Sprintf("%s's change breaks a feature tested before it", id)
 		if ev.onto != "" && ev.onto != o.cur.baseHead {
-			// Broken on the branch as it is now, not on the lane's own
-			// base: the next attempt works on the branch as it is.
-			o.rebaseLane(fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id))
+			why = fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id)
 		}
+		o.rebaseLane(why)
 		return o.rejectRegressions(id, run, jd.Regressions)
 	}
 	return o.accept(f, run, jd, &log, ev.onto)
