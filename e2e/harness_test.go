@@ -250,11 +250,41 @@ func (p *project) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	}
 	p.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+			// Stopped as a person stops it: the daemon ends its runs and
+			// their process groups. A kill alone left a run's CLI and its
+			// sandbox writing below the test's directories while they were
+			// removed ("directory not empty").
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(leftoverDelay):
+				cmd.Process.Kill()
+				<-done
+			}
 		}
+		p.killLeftovers()
 	})
 	return cmd, &log
+}
+
+// killLeftovers kills what still carries the project's socket (a run's
+// processes that a daemon killed with -9 left), and returns once they are
+// gone, so that nothing writes below the test's directories as they go.
+func (p *project) killLeftovers() {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		return
+	}
+	for end := time.Now().Add(leftoverDelay); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		left := p.leftovers()
+		if len(left) == 0 {
+			return
+		}
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func (p *project) featureList() *progress.List {
