@@ -293,10 +293,13 @@ func TestVerdictRouteHelperLeftByTheTest(t *testing.T) {
 	o.agree(t)
 }
 
-// TestVerdictRouteTestBinaryEndsEarly: a Go feature's code ends its test
-// binary in init, before any test: `go test` says ok. The tester's run
-// exits 0 and it claims; the daemon's own run reads go test's report,
-// finds no test ran, and refuses the claim. Attempt 2 is honest.
+// TestVerdictRouteTestBinaryEndsEarly: a Go feature's code prints the
+// framing of a passing test ("=== RUN", "--- PASS", "PASS") and ends its
+// test binary in init, before any test: `go test` says ok, and go test
+// -json would report a run and a pass. The tester's run exits 0 and it
+// claims; the daemon's own run takes only the testing package's marked
+// framing (testreport's guard), finds no test ran, and refuses the
+// claim. Attempt 2 is honest.
 func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	t.Parallel()
 	f := feature("F-001", scriptedmodel.EndsTestEarly)
@@ -312,8 +315,8 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	r1 := o.runOf(t, "tester-agent", "F-001", 1)
 	// The route was taken: attempt 1's code ends the test binary, and the
 	// tester's own run of the test said ok.
-	if code := p.git("cat-file", "blob", r1.BaseTree+":"+files.Source); !strings.Contains(code, "os.Exit(0)") {
-		t.Fatalf("attempt 1's code does not end its test binary; this test no longer checks its route:\n%s", code)
+	if code := p.git("cat-file", "blob", r1.BaseTree+":"+files.Source); !strings.Contains(code, "os.Exit(0)") || !strings.Contains(code, `--- PASS: TestFeature`) {
+		t.Fatalf("attempt 1's code does not print a pass and end its test binary; this test no longer checks its route:\n%s", code)
 	}
 	ran := slices.ContainsFunc(p.commands(r1.ID), func(c store.Command) bool { return c.Command == files.Command && c.ExitCode == 0 })
 	if !ran {
