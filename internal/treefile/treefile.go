@@ -126,26 +126,41 @@ func ReadFile(top, name string) ([]byte, error) {
 		return nil, err
 	}
 	rel := strings.Join(parts, "/")
+	// The file opened must be the one checked. A file replaced whole
+	// between the two (an atomic write, the daemon's or an agent's) is
+	// looked at again; a link or a pipe put in its place is refused, never
+	// read.
+	for range 8 {
+		data, again, err := readChecked(root, top, rel)
+		if !again {
+			return data, err
+		}
+	}
+	return nil, fmt.Errorf("%s kept changing while it was read", filepath.Join(top, filepath.FromSlash(rel)))
+}
+
+// readChecked reads rel if it is a regular file and is still the one
+// opened; again is true when it was replaced meanwhile.
+func readChecked(root *os.Root, top, rel string) (data []byte, again bool, err error) {
 	before, err := root.Lstat(rel)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !before.Mode().IsRegular() {
-		return nil, &NotFileError{Path: filepath.Join(top, filepath.FromSlash(rel)), Mode: before.Mode()}
+		return nil, false, &NotFileError{Path: filepath.Join(top, filepath.FromSlash(rel)), Mode: before.Mode()}
 	}
 	// Non-blocking: a named pipe swapped in after the check must not hold
 	// the daemon waiting for a writer. A regular file reads as ever.
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
-	// The file opened must be the one checked: a link put in its place
-	// between the two is refused, not read.
 	if now, err := f.Stat(); err != nil || !os.SameFile(before, now) {
-		return nil, &NotFileError{Path: filepath.Join(top, filepath.FromSlash(rel)), Mode: fs.ModeSymlink}
+		return nil, true, nil
 	}
-	return io.ReadAll(f)
+	data, err = io.ReadAll(f)
+	return data, false, err
 }
 
 // Lstat describes top/name without following a link, after checking that
