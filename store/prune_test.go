@@ -186,3 +186,128 @@ func TestPruneMaintainsIndexes(t *testing.T) {
 		t.Errorf("%d violations indexed by their words, %d stored", docs, len(left))
 	}
 }
+
+// TestPruneKeepsTheGraphsNodes: a trace a run or a feature names as its
+// node (a run's handoff; a feature's taking up, attempt and block) is kept
+// whatever its kind, even one compaction would otherwise fold (an older
+// refusal of a kind repeated in its run) or drop (a hook's decision), so
+// that `ctl why` and `ctl trace` still find it. The nodes are read from
+// every run and every feature, not the first alone.
+func TestPruneKeepsTheGraphsNodes(t *testing.T) {
+	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	run := RunID(2)
+	in := TraceContext{Agent: "coding-agent", Feature: "F-002", Run: run}
+	refusal := Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
+		Event: TraceEvent{WhatHappened: "Write x is outside the scope"}}
+	hook := Trace{Type: TraceDecision, Source: SourceHook, Context: in, Event: TraceEvent{WhatHappened: "the turn ended on an API error"}}
+	// tr-1 and tr-2: refusals of one kind (tr-1 folds into tr-2, unnamed);
+	// tr-3 and tr-4: hook decisions (dropped, unnamed).
+	named := map[string]string{"an older refusal of a repeated kind": "tr-1", "a hook's decision": "tr-3"}
+	for trace, id := range named {
+		for by, name := range map[string]func(b *Batch){
+			"the run's trace": func(b *Batch) { b.Runs[1].Trace = id },
+			"the feature's trace": func(b *Batch) {
+				b.Counters["F-002"] = FeatureCounters{Trace: id}
+			},
+			"the feature's attempt trace": func(b *Batch) { b.Counters["F-002"] = FeatureCounters{AttemptTrace: id} },
+			"the feature's block trace":   func(b *Batch) { b.Counters["F-002"] = FeatureCounters{BlockTrace: id} },
+		} {
+			t.Run(trace+" named by "+by, func(t *testing.T) {
+				s, _ := openTemp(t)
+				b := Batch{
+					Runs: []Run{
+						{Seq: 1, ID: RunID(1), Feature: "F-001", EndedAt: base, Outcome: "ok"},
+						{Seq: 2, ID: run, Feature: "F-002", EndedAt: base, Outcome: "ok"},
+					},
+					// Features before and after it, naming nothing of it.
+					Counters: map[string]FeatureCounters{"F-001": {Trace: "tr-99"}, "F-002": {}, "F-003": {BlockTrace: "tr-98"}},
+				}
+				name(&b)
+				if err := s.Apply(b); err != nil {
+					t.Fatal(err)
+				}
+				trs := []Trace{refusal, refusal, hook, hook}
+				for i := range trs {
+					trs[i].Timestamp = base.Add(time.Duration(i) * time.Minute)
+				}
+				if _, err := s.AppendTraces(trs...); err != nil {
+					t.Fatal(err)
+				}
+				res, err := s.Prune(PruneOptions{Before: base.Add(time.Hour), Finished: []string{"F-002"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok, err := s.Trace(id); !ok || err != nil {
+					t.Errorf("%s (%s), named by %s, was compacted away (%+v, %v)", id, trace, by, res, err)
+				}
+				if res.Folded+res.Dropped != 2 {
+					t.Errorf("%+v: want the unnamed refusal folded and the unnamed hook decision dropped, nothing else", res)
+				}
+			})
+		}
+	}
+}
+
+// TestPruneTouchesOnlyWhatIsOlderThanTheCutoff: compaction takes only the
+// traces and commands strictly older than Before; one stamped at the
+// cutoff itself, or after it, is as it was.
+func TestPruneTouchesOnlyWhatIsOlderThanTheCutoff(t *testing.T) {
+	cutoff := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name    string
+		at      time.Time
+		touched bool
+	}{
+		{"an hour before", cutoff.Add(-time.Hour), true},
+		{"a nanosecond before", cutoff.Add(-time.Nanosecond), true},
+		{"at the cutoff", cutoff, false},
+		{"a nanosecond after", cutoff.Add(time.Nanosecond), false},
+		{"a day after", cutoff.Add(24 * time.Hour), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := openTemp(t)
+			run := RunID(1)
+			if err := s.Apply(Batch{Runs: []Run{{Seq: 1, ID: run, Feature: "F-001", EndedAt: cutoff, Outcome: "ok"}}}); err != nil {
+				t.Fatal(err)
+			}
+			in := TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
+			refusal := Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
+				Event: TraceEvent{WhatHappened: "Write x is outside the scope"}}
+			hook := Trace{Type: TraceDecision, Source: SourceHook, Context: in, Event: TraceEvent{WhatHappened: "the turn ended on an API error"}}
+			// An old refusal and hook decision (tr-1, tr-2), the same at
+			// tt.at (tr-3, tr-4), and a refusal of the kind after them all.
+			trs := []Trace{refusal, hook, refusal, hook, refusal}
+			stamps := []time.Time{cutoff.Add(-2 * time.Hour), cutoff.Add(-2 * time.Hour), tt.at, tt.at, cutoff.Add(48 * time.Hour)}
+			for i := range trs {
+				trs[i].Timestamp = stamps[i]
+			}
+			if _, err := s.AppendTraces(trs...); err != nil {
+				t.Fatal(err)
+			}
+			s.AppendCommand(Command{Run: run, Feature: "F-001", Command: "ls", Time: cutoff.Add(-time.Hour)})
+			s.AppendCommand(Command{Run: run, Feature: "F-001", Command: "cat go.mod", Time: tt.at})
+			res, err := s.Prune(PruneOptions{Before: cutoff, Finished: []string{"F-001"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Touched, the old refusal folds into the one at tt.at and both
+			// hook decisions go; untouched, only the old hook decision goes.
+			want := PruneResult{Examined: 2, Folded: 0, Dropped: 1, Kept: 1, CommandsDropped: 1}
+			if tt.touched {
+				want = PruneResult{Examined: 4, Folded: 1, Dropped: 2, Kept: 1, CommandsDropped: 2}
+			}
+			if res != want {
+				t.Errorf("stamped %s, cutoff %s: %+v, want %+v", tt.at, cutoff, res, want)
+			}
+			for _, id := range []string{"tr-1", "tr-4"} {
+				if _, ok, _ := s.Trace(id); ok == tt.touched {
+					t.Errorf("stamped %s, cutoff %s: %s is there: %v", tt.at, cutoff, id, ok)
+				}
+			}
+			cmds, _ := s.Commands("")
+			if left := len(cmds) == 1 && cmds[0].Command == "cat go.mod"; left == tt.touched {
+				t.Errorf("stamped %s, cutoff %s: commands left %+v", tt.at, cutoff, cmds)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/terms"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -393,5 +394,185 @@ func TestTimeBitsOrder(t *testing.T) {
 		if string(a) >= string(b) {
 			t.Errorf("%v does not sort before %v", ts[i-1], ts[i])
 		}
+	}
+}
+
+// TestPostingsHoldWordsOfEveryLength: a word of any length a violation
+// holds, short, long (a hash, a path run together) or past terms.MaxLen
+// (indexed by its cut, as asked for), is found by Postings while the
+// violation is there, and no longer once compaction folds it away.
+func TestPostingsHoldWordsOfEveryLength(t *testing.T) {
+	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	for _, n := range []int{3, 8, 9, 10, 17, 32, terms.MaxLen - 1, terms.MaxLen, terms.MaxLen + 1, 4 * terms.MaxLen} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s, _ := openTemp(t)
+			word := strings.Repeat("q7", n)[:n]
+			run := RunID(1)
+			if err := s.Apply(Batch{Runs: []Run{{Seq: 1, ID: run, Feature: "F-001", EndedAt: base, Outcome: "ok"}}}); err != nil {
+				t.Fatal(err)
+			}
+			in := TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
+			_, err := s.AppendTraces(
+				Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base,
+					Event: TraceEvent{WhatHappened: "wrote " + word + " outside"}},
+				Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base.Add(time.Minute),
+					Event: TraceEvent{WhatHappened: "wrote elsewhere outside"}},
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			postings := func() ([]string, int) {
+				var got []string
+				col, err := s.Postings([]string{word}, func(_ string, p Posting) bool {
+					got = append(got, fmt.Sprintf("%s tf=%d len=%d", TraceID(p.Seq), p.TF, p.Len))
+					return true
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got, col.DF[word[:min(n, terms.MaxLen)]] // Postings asks for the cut
+			}
+			if got, df := postings(); !slices.Equal(got, []string{"tr-1 tf=1 len=3"}) || df != 1 {
+				t.Errorf("a word of %d bytes: postings %q, document frequency %d; want tr-1 alone, 1", n, got, df)
+			}
+			if res, err := s.Prune(PruneOptions{Before: base.Add(time.Hour), Finished: []string{"F-001"}}); err != nil || res.Folded != 1 {
+				t.Fatalf("prune: %+v, %v; want tr-1 folded into tr-2", res, err)
+			}
+			if got, df := postings(); len(got) != 0 || df != 0 {
+				t.Errorf("a word of %d bytes, its violation folded away: postings %q, document frequency %d; want none", n, got, df)
+			}
+			// A word no violation holds any more leaves nothing behind: the
+			// index does not grow with every word it ever saw.
+			s.db.View(func(tx *bolt.Tx) error {
+				if v := tx.Bucket(bucketTraceTermDF).Get([]byte(word[:min(n, terms.MaxLen)])); v != nil {
+					t.Errorf("a word of %d bytes no violation holds still has a document frequency stored: %x", n, v)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestMistakesOfEmptyParts: a refusal is counted whichever of its gate,
+// code and feature is empty (the initializer's refusals are on no
+// feature), as any other, and "" as the exception leaves out the refusals
+// of no feature only.
+func TestMistakesOfEmptyParts(t *testing.T) {
+	s, _ := openTemp(t)
+	const role = "initializer-agent"
+	type kind struct{ gate, code string }
+	var kinds []kind
+	var trs []Trace
+	for _, gate := range []string{"", "scope"} {
+		for _, code := range []string{"", "outside_scope"} {
+			kinds = append(kinds, kind{gate, code})
+			for _, feature := range []string{"", "F-001"} { // the feature's is the newer
+				trs = append(trs, Trace{Type: TraceViolation, Source: SourceHook, Gate: gate, Code: code, Context: TraceContext{Agent: role, Feature: feature}})
+			}
+		}
+	}
+	if _, err := s.AppendTraces(trs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, except := range []string{"F-002", "F-001", ""} {
+		got, err := s.Mistakes(role, except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b MistakeKind) int { return strings.Compare(a.Gate+"/"+a.Code, b.Gate+"/"+b.Code) })
+		var want []MistakeKind
+		for i, k := range kinds {
+			m := MistakeKind{Gate: k.gate, Code: k.code}
+			for j, feature := range []string{"F-001", ""} { // newest first
+				if feature != except {
+					m.Count++
+					m.Features = append(m.Features, feature)
+					m.NewestSeq = max(m.NewestSeq, uint64(2*i+2-j))
+				}
+			}
+			m.Newest = TraceID(m.NewestSeq)
+			want = append(want, m)
+		}
+		if !slices.EqualFunc(got, want, func(a, b MistakeKind) bool {
+			return a.Gate == b.Gate && a.Code == b.Code && a.Count == b.Count && slices.Equal(a.Features, b.Features) && a.Newest == b.Newest
+		}) {
+			t.Errorf("Mistakes(%q, except %q) = %+v\nwant %+v", role, except, got, want)
+		}
+	}
+}
+
+// TestMistakesSkipADamagedIndex: an entry of the mistakes' index that is
+// not what the store writes (a key cut short anywhere, or longer; a value
+// of the wrong size) is skipped, never read as a mistake, and the sound
+// entries beside it are counted.
+func TestMistakesSkipADamagedIndex(t *testing.T) {
+	s, _ := openTemp(t)
+	const role = "coding-agent"
+	_, err := s.AppendTraces(Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: TraceContext{Agent: role, Feature: "F-001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sound := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), 1)
+	key := tuple(role, "tests", "no_test_run", "F-002")
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTraceMistakes)
+		for n := len(tuple(role)) + 1; n < len(key); n++ {
+			if err := b.Put(key[:n], sound); err != nil {
+				return err
+			}
+		}
+		if err := b.Put(append(slices.Clone(key), 0), sound); err != nil {
+			return err
+		}
+		return b.Put(tuple(role, "tests", "no_test_run", "F-003"), sound[:8])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Mistakes(role, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Gate != "scope" || got[0].Code != "outside_scope" || got[0].Count != 1 || !slices.Equal(got[0].Features, []string{"F-001"}) {
+		t.Errorf("Mistakes = %+v, want the one sound refusal alone", got)
+	}
+}
+
+// TestPostingsRefuseADamagedIndex: a posting whose counts cannot be read
+// (no bytes, or a term frequency without the violation's length) is an
+// error that says the index is damaged, not a posting of zeros.
+func TestPostingsRefuseADamagedIndex(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		value []byte
+		err   bool
+	}{
+		{"sound", binary.AppendUvarint(binary.AppendUvarint(nil, 2), 7), false},
+		{"sound, with its feature", append(binary.AppendUvarint(binary.AppendUvarint(nil, 2), 7), "F-001"...), false},
+		{"empty", nil, true},
+		{"a term frequency alone", binary.AppendUvarint(nil, 2), true},
+		{"a term frequency cut short", []byte{0x80}, true},
+		{"a length cut short", append(binary.AppendUvarint(nil, 2), 0x80), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := openTemp(t)
+			err := s.db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketTraceTerms).Put(binary.BigEndian.AppendUint64(postingPrefix("outside"), 1), tt.value)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Posting
+			_, err = s.Postings([]string{"outside"}, func(_ string, p Posting) bool { got = append(got, p); return true })
+			if tt.err {
+				if err == nil || !strings.Contains(err.Error(), "damaged") {
+					t.Errorf("Postings of %x = %+v, %v; want an error saying the index is damaged", tt.value, got, err)
+				}
+				return
+			}
+			if err != nil || len(got) != 1 || got[0].TF != 2 || got[0].Len != 7 {
+				t.Errorf("Postings of %x = %+v, %v; want tf 2, length 7", tt.value, got, err)
+			}
+		})
 	}
 }
