@@ -154,6 +154,48 @@ func TestClientSendsWhatEachRouteWants(t *testing.T) {
 			call:   func() (any, error) { return c.Trace(ctx, "tr 1/x") },
 			want:   received{Method: "GET", URI: "/v1/traces/tr%201%2Fx"},
 			result: control.Trace{ID: "tr 1/x", Source: "enforcement_hook"}},
+		{name: "a trace's links, an id that needs escaping", answer: `{"trace":{"id":"tr 1/x"},"path":[{"id":"tr-0"}],"followed":[],"next":[]}`,
+			call:   func() (any, error) { return c.TraceLinks(ctx, "tr 1/x") },
+			want:   received{Method: "GET", URI: "/v1/traces/tr%201%2Fx/links"},
+			result: control.TraceLinks{Trace: control.Trace{ID: "tr 1/x"}, Path: []control.Trace{{ID: "tr-0"}}, Followed: []control.Trace{}, Next: []control.Trace{}}},
+		{name: "an agent's trace", answer: `{"id":"tr-9","type":"lesson","source":"agent"}`,
+			call: func() (any, error) {
+				return c.StoreTrace(ctx, control.TraceRequest{Type: "lesson", WhatHappened: "go vet first"})
+			},
+			want:   received{Method: "POST", URI: "/v1/traces", ContentType: "application/json", Body: `{"type":"lesson","what_happened":"go vet first"}`},
+			result: control.Trace{ID: "tr-9", Type: "lesson", Source: "agent"}},
+		{name: "a lesson", answer: `{"id":"tr-10","type":"lesson"}`,
+			call:   func() (any, error) { return c.AddLesson(ctx, "run go vet first") },
+			want:   received{Method: "POST", URI: "/v1/lessons", ContentType: "application/json", Body: `{"text":"run go vet first"}`},
+			result: control.Trace{ID: "tr-10", Type: "lesson"}},
+		{name: "a lesson promoted, an id that needs escaping", answer: `{"id":"tr 10/x","type":"lesson"}`,
+			call:   func() (any, error) { return c.PromoteLesson(ctx, "tr 10/x") },
+			want:   received{Method: "POST", URI: "/v1/lessons/tr%2010%2Fx/promote"},
+			result: control.Trace{ID: "tr 10/x", Type: "lesson"}},
+		{name: "guards", answer: `{"guards":[{"id":"g-1","status":"warn","match":{"command":"make deploy"}}],"file":"guards.yaml"}`,
+			call:   func() (any, error) { return c.Guards(ctx) },
+			want:   received{Method: "GET", URI: "/v1/guards"},
+			result: control.GuardList{Guards: []control.Guard{{ID: "g-1", Status: "warn", Match: control.GuardMatch{Command: "make deploy"}}}, File: "guards.yaml"}},
+		{name: "a guard promoted, an id that needs escaping", answer: `{"id":"g 1/x","status":"enforce"}`,
+			call:   func() (any, error) { return c.PromoteGuard(ctx, "g 1/x") },
+			want:   received{Method: "POST", URI: "/v1/guards/g%201%2Fx/promote"},
+			result: control.Guard{ID: "g 1/x", Status: "enforce"}},
+		{name: "a guard retired, an id that needs escaping", answer: `{"id":"g 1/x","status":"retired"}`,
+			call:   func() (any, error) { return c.RetireGuard(ctx, "g 1/x") },
+			want:   received{Method: "POST", URI: "/v1/guards/g%201%2Fx/retire"},
+			result: control.Guard{ID: "g 1/x", Status: "retired"}},
+		{name: "prune", answer: `{"before":"2026-01-02T03:04:05Z","features":["F-001"],"examined":3,"folded":1}`,
+			call:   func() (any, error) { return c.PruneTraces(ctx, control.PruneRequest{OlderThan: "720h"}) },
+			want:   received{Method: "POST", URI: "/v1/traces/prune", ContentType: "application/json", Body: `{"older_than":"720h"}`},
+			result: control.PruneResult{Before: "2026-01-02T03:04:05Z", Features: []string{"F-001"}, Examined: 3, Folded: 1}},
+		{name: "report", answer: `{"project":"p","state":"done","totals":{"features":2,"tested":2}}`,
+			call:   func() (any, error) { return c.Report(ctx) },
+			want:   received{Method: "GET", URI: "/v1/report"},
+			result: control.Report{Project: "p", State: "done", Totals: control.ReportTotals{Features: 2, Tested: 2}}},
+		{name: "patterns", answer: `[{"kind":"refusal","what":"w","count":3,"features":["F-001"],"examples":["tr-1"]}]`,
+			call:   func() (any, error) { return c.Patterns(ctx, 3) },
+			want:   received{Method: "GET", URI: "/v1/patterns?min=3"},
+			result: []control.Pattern{{Kind: "refusal", What: "w", Count: 3, Features: []string{"F-001"}, Examples: []string{"tr-1"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -454,4 +496,90 @@ func TestClientRefusesAnEmptyFeatureID(t *testing.T) {
 	if got := rc.take(); len(got) != 0 {
 		t.Errorf("the daemon received %+v", got)
 	}
+}
+
+// Watch gives fn each status the daemon streams, in order, and ends as
+// its caller needs to tell apart: nil when the caller's context ends, fn's
+// own error when fn fails, ErrDaemonGone when the stream ends (the daemon
+// stopped), an *APIError when the daemon refuses, ErrNoDaemon when none
+// listens. It presents the run's token as every request does.
+func TestClientWatch(t *testing.T) {
+	states := []string{"idle", "code", "test"}
+	errStop := errors.New("seen enough")
+	for _, tt := range []struct {
+		name    string
+		status  int  // the daemon's answer
+		hold    bool // the daemon keeps the stream open after the states
+		stopAt  int  // fn fails at this status (1-based), 0: never
+		cancel  int  // fn cancels the context at this status, 0: never
+		want    int  // statuses fn gets (at least, when it cancels)
+		wantErr func(error) bool
+	}{
+		{name: "the daemon stops", status: 200, want: 3, wantErr: func(err error) bool { return errors.Is(err, control.ErrDaemonGone) }},
+		{name: "the caller is done", status: 200, hold: true, cancel: 2, want: 2, wantErr: func(err error) bool { return err == nil }},
+		{name: "the caller is done after the last status", status: 200, hold: true, cancel: 3, want: 3, wantErr: func(err error) bool { return err == nil }},
+		{name: "fn fails", status: 200, hold: true, stopAt: 1, want: 1, wantErr: func(err error) bool { return errors.Is(err, errStop) }},
+		{name: "the daemon refuses", status: http.StatusForbidden, want: 0, wantErr: func(err error) bool {
+			var ae *control.APIError
+			return errors.As(err, &ae) && ae.HTTPStatus == http.StatusForbidden && ae.Code == control.CodeForbidden
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []received
+			sock := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				got = append(got, received{Method: r.Method, URI: r.RequestURI, Tokens: r.Header.Values(control.RunTokenHeader)})
+				mu.Unlock()
+				if tt.status != http.StatusOK {
+					w.WriteHeader(tt.status)
+					io.WriteString(w, `{"error":"for people only","code":"forbidden"}`)
+					return
+				}
+				for _, s := range states {
+					json.NewEncoder(w).Encode(control.Status{State: s})
+					w.(http.Flusher).Flush()
+				}
+				if tt.hold {
+					<-r.Context().Done()
+				}
+			})
+			c := control.NewClient(sock)
+			c.RunToken = "secret-of-run-1"
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var seen []string
+			err := c.Watch(ctx, func(st control.Status) error {
+				seen = append(seen, st.State)
+				if len(seen) == tt.cancel {
+					cancel()
+				}
+				if len(seen) == tt.stopAt {
+					return errStop
+				}
+				return nil
+			})
+			if !tt.wantErr(err) {
+				t.Errorf("Watch = %v", err)
+			}
+			// Once the caller is done, statuses already read may still come:
+			// the ones before it, in order, it gets in any case.
+			n := len(seen)
+			if tt.cancel == 0 && n != tt.want || n < tt.want || n > len(states) || strings.Join(seen, " ") != strings.Join(states[:n], " ") {
+				t.Errorf("fn got %q, want %q", seen, states[:tt.want])
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || got[0].Method != "GET" || got[0].URI != "/v1/watch" || !reflect.DeepEqual(got[0].Tokens, []string{"secret-of-run-1"}) {
+				t.Errorf("the daemon received %+v, want one GET /v1/watch with the run's token", got)
+			}
+		})
+	}
+	t.Run("no daemon", func(t *testing.T) {
+		c := control.NewClient(filepath.Join(shortDir(t), "none.sock"))
+		err := c.Watch(t.Context(), func(control.Status) error { t.Error("fn called without a daemon"); return nil })
+		if !errors.Is(err, control.ErrNoDaemon) {
+			t.Errorf("Watch without a daemon = %v, want ErrNoDaemon", err)
+		}
+	})
 }

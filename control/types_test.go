@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,6 +144,51 @@ func TestParseTraceQuery(t *testing.T) {
 		q.Since, tt.want.Since = time.Time{}, time.Time{}
 		if !reflect.DeepEqual(q, tt.want) {
 			t.Errorf("ParseTraceQuery(%s) = %+v, want %+v", tt.query, q, tt.want)
+		}
+	}
+}
+
+// CheckTraceType and CheckLevel take "" (any, or the route's default) and
+// the contract's names, exactly: a near miss (case, spaces, a plural, a
+// prefix, an extension) is refused with an error that lists the names.
+func TestTraceTypesAndLevelsAreAllowListed(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		check func(string) error
+		valid []string
+	}{
+		{"trace type", control.CheckTraceType, control.TraceTypes},
+		{"level", control.CheckLevel, control.Levels},
+	} {
+		if err := tt.check(""); err != nil {
+			t.Errorf("%s \"\": %v, want accepted", tt.name, err)
+		}
+		for _, v := range tt.valid {
+			if err := tt.check(v); err != nil {
+				t.Errorf("%s %q: %v, want accepted", tt.name, v, err)
+			}
+			for _, near := range []string{strings.ToUpper(v), strings.ToUpper(v[:1]) + v[1:], " " + v, v + " ", v + "s", v[:len(v)-1], v + "x", "x" + v, v + "," + v} {
+				err := tt.check(near)
+				if err == nil {
+					t.Errorf("%s %q was accepted", tt.name, near)
+					continue
+				}
+				if !strings.Contains(err.Error(), strings.Join(tt.valid, ", ")) {
+					t.Errorf("%s %q: %v, want the names listed", tt.name, near, err)
+				}
+			}
+		}
+	}
+}
+
+// A command passed when it exited 0, and only then.
+func TestCommandRecordPassed(t *testing.T) {
+	for _, tt := range []struct {
+		code int
+		want bool
+	}{{0, true}, {1, false}, {2, false}, {-1, false}, {127, false}, {255, false}} {
+		if got := (control.CommandRecord{ExitCode: tt.code}).Passed(); got != tt.want {
+			t.Errorf("exit %d: Passed = %v, want %v", tt.code, got, tt.want)
 		}
 	}
 }
