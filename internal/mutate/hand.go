@@ -79,7 +79,7 @@ var Hands = []Hand{
 		"gates/gates.go", "\t\tif c.IsTest {", "\t\tif true || c.IsTest {",
 		"gates", "TestTesterMustTestBeforeStopping"},
 	{"a dependency is met when it is tested, not when it is completed",
-		"statemachine/decide.go", "if d == nil || !d.Tested {", "if d == nil || (!d.Tested && d.Status != progress.Completed) {",
+		"statemachine/decide.go", "\t\tcase !d.Tested:\n\t\t\tstate := d.Status", "\t\tcase !d.Tested && d.Status != progress.Completed:\n\t\t\tstate := d.Status",
 		"statemachine", "TestDecide"},
 	{"a tester's claim without evidence is rejected",
 		"orchestrator/runend.go", "\tif len(f.Evidence) == 0 {\n\t\treturn fmt.Sprintf(\"tested: true for %s came without evidence\", id)", "\tif false {\n\t\treturn fmt.Sprintf(\"tested: true for %s came without evidence\", id)",
