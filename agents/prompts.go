@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 //go:embed prompts/*.md
@@ -41,7 +42,10 @@ func RolePrompt(projectDir string, role Role) (text, source string, err error) {
 				return "", "", fmt.Errorf("%s is empty: write the role prompt in it, or delete it to use the default", path)
 			}
 			return string(b), path, nil
-		case !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			// ENOTDIR: a file stands where the overrides' directory
+			// would be (the empty mount point a sandbox killed while it
+			// set up can leave for a denied path), so there is none.
 			return "", "", fmt.Errorf("role prompt override: %w", err)
 		}
 	}
