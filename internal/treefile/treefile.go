@@ -93,6 +93,21 @@ func checkDirs(root *os.Root, top string, parts []string, create bool) error {
 	return nil
 }
 
+// below opens top as a root and checks name's directories on the way
+// (checkDirs, making missing ones with create): the prelude of every
+// access. The caller closes the root.
+func below(top string, parts []string, create bool) (*os.Root, error) {
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDirs(root, top, parts, create); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
 // MkdirAll makes top/name and the directories on the way that are
 // missing, each a real directory (mode 0o755): one that is a link, or
 // anything but a directory, is an error.
@@ -101,13 +116,12 @@ func MkdirAll(top, name string) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(top)
+	// checkDirs checks all but the last component: give it one more.
+	root, err := below(top, append(parts, "."), true)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	// checkDirs checks all but the last component: give it one more.
-	return checkDirs(root, top, append(parts, "."), true)
+	return root.Close()
 }
 
 // ReadFile reads top/name, a regular file reached through real
@@ -117,14 +131,11 @@ func ReadFile(top, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(top)
+	root, err := below(top, parts, false)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	if err := checkDirs(root, top, parts, false); err != nil {
-		return nil, err
-	}
 	rel := strings.Join(parts, "/")
 	// The file opened must be the one checked. A file replaced whole
 	// between the two (an atomic write, the daemon's or an agent's) is
@@ -170,14 +181,11 @@ func Lstat(top, name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(top)
+	root, err := below(top, parts, false)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	if err := checkDirs(root, top, parts, false); err != nil {
-		return nil, err
-	}
 	return root.Lstat(strings.Join(parts, "/"))
 }
 
