@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -52,11 +53,7 @@ func TestARefusedClaimStartsAgainInAFreshLane(t *testing.T) {
 			h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				if spec.FeatureID == "F-002" && moved {
 					// F-001 lands while F-002's lane works: the branch moves.
-					for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-						if f := h.list().Feature("F-001"); f != nil && f.Tested {
-							break
-						}
-					}
+					eventually.Within(20*time.Second, func() bool { f := h.list().Feature("F-001"); return f != nil && f.Tested })
 				}
 				return testerClaims(true)(ctx, spec, h)
 			}

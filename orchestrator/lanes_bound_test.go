@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -62,12 +63,8 @@ func TestLanesNeverExceedTheBound(t *testing.T) {
 				wrap := func(s script) script {
 					return func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 						if enter(spec.FeatureID) {
-							for end := time.Now().Add(20 * time.Second); !atLeast(parallel) && time.Now().Before(end); {
-								time.Sleep(5 * time.Millisecond)
-							}
-							for end := time.Now().Add(time.Second); !atLeast(parallel+1) && time.Now().Before(end); {
-								time.Sleep(5 * time.Millisecond)
-							}
+							eventually.Within(20*time.Second, func() bool { return atLeast(parallel) })
+							eventually.Within(time.Second, func() bool { return atLeast(parallel + 1) })
 						}
 						defer leave(spec.FeatureID)
 						return s(ctx, spec, h)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -72,11 +73,8 @@ func sweepCase(t *testing.T, broken string, order []string) {
 			if id != spec.FeatureID || i == 0 {
 				continue
 			}
-			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if f := h.list().Feature(order[i-1]); f != nil && f.Tested {
-					break
-				}
-			}
+			prev := order[i-1]
+			eventually.Within(20*time.Second, func() bool { f := h.list().Feature(prev); return f != nil && f.Tested })
 		}
 		return testerClaims(true)(ctx, spec, h)
 	}
