@@ -162,22 +162,22 @@ fuzz: deps
 # Mutation testing of the packages whose tests are unit tests: gremlins,
 # pinned, from the Go module proxy. Per package, about 5 to 10 minutes on two
 # cores; `make mutate MUTATE_PKGS=guard` for one. It prints the efficacy of
-# each and fails below its target (internal/mutate says which and why).
+# each and fails below its target (internal/dev/mutate says which and why).
 MUTATE_PKGS ?=
 MUTATE_WORKERS ?= 2
 $(GREMLINS):
 	GOBIN=$(TOOLS)/bin $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
 
 mutate: deps $(GREMLINS)
-	$(GO) run ./internal/mutate -gremlins $(GREMLINS) -workers $(MUTATE_WORKERS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
+	$(GO) run ./internal/dev/mutate -gremlins $(GREMLINS) -workers $(MUTATE_WORKERS) -out $(CURDIR)/.mutate $(MUTATE_PKGS)
 
 # The hand mutation audit: each guarantee of the loop, the gates and the
-# verdicts removed once (internal/mutate/hand.go), and the test named for it
+# verdicts removed once (internal/dev/mutate/hand.go), and the test named for it
 # must fail. Part of finishing any change to them; `make audit ONLY=graph`
 # runs the guarantees whose words match.
 ONLY ?=
 audit: deps
-	$(GO) run ./internal/mutate -audit -only '$(ONLY)'
+	$(GO) run ./internal/dev/mutate -audit -only '$(ONLY)'
 
 demo: build claude sandbox
 	PATH="$(dir $(CLAUDE)):$$PATH" $(BIN) demo

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/tracebench"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/tracebench"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
-	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
-	"github.com/ctxgraphd/ctxgraphd/internal/everyfield"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/everyfield"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )

@@ -22,7 +22,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
 )
 
 func TestProbePlaysItsCallsThenReports(t *testing.T) {

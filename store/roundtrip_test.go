@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/guards"
-	"github.com/ctxgraphd/ctxgraphd/internal/everyfield"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/everyfield"
 )
 
 // reopened closes s and opens its database again, as a restart does.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/eventually"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 )
 
 // waitPID waits for a command to write its pid to file, and returns it.

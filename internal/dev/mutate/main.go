@@ -31,9 +31,9 @@
 // guarantee of the loop, the gates and the verdicts removed once, and the
 // test named for it must fail.
 //
-// Usage: go run ./internal/mutate [-gremlins PATH] [-out DIR] [package ...]
+// Usage: go run ./internal/dev/mutate [-gremlins PATH] [-out DIR] [package ...]
 //
-//	go run ./internal/mutate -audit
+//	go run ./internal/dev/mutate -audit
 package main
 
 import (
