@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"go.uber.org/goleak"
 )
 
@@ -47,7 +48,7 @@ func TestEnv(t *testing.T) {
 		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CTXGRAPH_RUN=stale", "NOTIFY_SOCKET=/run/systemd/notify", "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
 		"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=0",
 	}}, nil)
-	env := r.Env(Spec{RunID: "run-000004", Role: Tester, FeatureID: "F-002", ExtraEnv: []string{"EXTRA=1"}})
+	env := r.Env(Spec{RunID: "run-000004", Role: role.Tester, FeatureID: "F-002", ExtraEnv: []string{"EXTRA=1"}})
 	for _, want := range []string{"PATH=/bin", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CTXGRAPH_AGENT=tester-agent",
 		"CTXGRAPH_FEATURE=F-002", "CTXGRAPH_RUN=run-000004", "CTXGRAPH_SOCKET=/run/x.sock", "DISABLE_AUTOUPDATER=1", "EXTRA=1",
 		// Nothing of a run goes on in the background, whatever the
@@ -128,7 +129,7 @@ func TestCheckRoot(t *testing.T) {
 
 func TestCommandRoundTrip(t *testing.T) {
 	cmd := Command{
-		Agent: Tester, Task: "validate_feature",
+		Agent: role.Tester, Task: "validate_feature",
 		Context:         CommandContext{FeatureID: "F-003", Attempt: 2, FilesChanged: []string{"a.go"}, PreviousState: "code"},
 		Precedent:       []string{"F-003: attempt 1 failed: x"},
 		SuccessCriteria: SuccessCriteria{Test: "go test ./...", TestsPass: true},
@@ -145,7 +146,7 @@ func TestCommandRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Context.FeatureID != "F-003" || back.Context.Attempt != 2 || back.SuccessCriteria.Test != "go test ./..." || back.Agent != Tester {
+	if back.Context.FeatureID != "F-003" || back.Context.Attempt != 2 || back.SuccessCriteria.Test != "go test ./..." || back.Agent != role.Tester {
 		t.Errorf("round trip = %+v", back)
 	}
 }
@@ -153,9 +154,9 @@ func TestCommandRoundTrip(t *testing.T) {
 // A command block cut short (its closing fence lost) is read to the end of
 // the prompt.
 func TestParseCommandUnclosedBlock(t *testing.T) {
-	p := strings.TrimSuffix(Command{Agent: Coder, Task: "implement_feature"}.Prompt(), "```\n")
+	p := strings.TrimSuffix(Command{Agent: role.Coder, Task: "implement_feature"}.Prompt(), "```\n")
 	got, err := ParseCommand(p)
-	if err != nil || got.Agent != Coder || got.Task != "implement_feature" {
+	if err != nil || got.Agent != role.Coder || got.Task != "implement_feature" {
 		t.Errorf("ParseCommand(unclosed) = %+v, %v", got, err)
 	}
 }
@@ -189,18 +190,18 @@ func TestRolePrompt(t *testing.T) {
 	over := filepath.Join(dir, filepath.FromSlash(PromptOverrideDir))
 	os.MkdirAll(over, 0o755)
 	os.WriteFile(filepath.Join(over, "tester-agent.md"), []byte("Test like we do here.\n"), 0o644)
-	text, src, err := RolePrompt(dir, Tester)
+	text, src, err := RolePrompt(dir, role.Tester)
 	if err != nil || text != "Test like we do here.\n" || !strings.HasSuffix(src, "tester-agent.md") {
 		t.Errorf("override: %q from %q, %v", text, src, err)
 	}
-	if _, src, _ := RolePrompt(dir, Coder); src != "embedded" {
+	if _, src, _ := RolePrompt(dir, role.Coder); src != "embedded" {
 		t.Errorf("an override of one role changed another: %s", src)
 	}
 	os.WriteFile(filepath.Join(over, "coding-agent.md"), []byte("  \n"), 0o644)
-	if _, _, err := RolePrompt(dir, Coder); err == nil || !strings.Contains(err.Error(), "is empty") {
+	if _, _, err := RolePrompt(dir, role.Coder); err == nil || !strings.Contains(err.Error(), "is empty") {
 		t.Errorf("empty override: %v", err)
 	}
-	if _, _, err := RolePrompt(dir, Role("x")); err == nil {
+	if _, _, err := RolePrompt(dir, role.Role("x")); err == nil {
 		t.Error("unknown role accepted")
 	}
 }
@@ -213,7 +214,7 @@ func TestRolePromptSizeLimit(t *testing.T) {
 	if err := os.MkdirAll(over, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(over, string(Coder)+".md")
+	path := filepath.Join(over, string(role.Coder)+".md")
 	for _, tc := range []struct {
 		size int
 		ok   bool
@@ -221,7 +222,7 @@ func TestRolePromptSizeLimit(t *testing.T) {
 		if err := os.WriteFile(path, bytes.Repeat([]byte("x"), tc.size), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		text, src, err := RolePrompt(dir, Coder)
+		text, src, err := RolePrompt(dir, role.Coder)
 		if tc.ok && (err != nil || len(text) != tc.size || src != path) {
 			t.Errorf("%d bytes: %d bytes from %q, %v; want it read", tc.size, len(text), src, err)
 		}

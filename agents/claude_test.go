@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
@@ -31,16 +32,16 @@ func TestRealClaudeRun(t *testing.T) {
 
 	r := agents.NewRunner(agents.Options{Command: bin, Timeout: 2 * time.Minute, IdleTimeout: time.Minute,
 		SocketPath: filepath.Join(t.TempDir(), "none.sock"), BaseEnv: claudetest.Env(t, url)}, zaptest.NewLogger(t))
-	cmd := agents.Command{Agent: agents.Initializer, Task: "initialize_project", Precedent: []string{},
+	cmd := agents.Command{Agent: role.Initializer, Task: "initialize_project", Precedent: []string{},
 		Context:         agents.CommandContext{Goal: "a tiny sample", FeatureList: ".claude/progress/feature-list.json"},
 		SuccessCriteria: agents.SuccessCriteria{FeatureListWritten: true}, NextAgent: "main"}
-	system, _, err := agents.RolePrompt(dir, agents.Initializer)
+	system, _, err := agents.RolePrompt(dir, role.Initializer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	session := uuid.NewString()
 	var tools []string
-	res := r.Run(context.Background(), agents.Spec{RunID: "run-000001", Role: agents.Initializer, SessionID: session,
+	res := r.Run(context.Background(), agents.Spec{RunID: "run-000001", Role: role.Initializer, SessionID: session,
 		Prompt: cmd.Prompt(), SystemPrompt: system, Dir: dir},
 		nil, func(e agents.Event) {
 			if e.Kind == "tool_use" {
@@ -59,7 +60,7 @@ func TestRealClaudeRun(t *testing.T) {
 
 	// The same conversation, resumed: the CLI must accept --resume with the
 	// id the first run reported.
-	res2 := r.Run(context.Background(), agents.Spec{RunID: "run-000002", Role: agents.Initializer, SessionID: res.SessionID, Resume: true,
+	res2 := r.Run(context.Background(), agents.Spec{RunID: "run-000002", Role: role.Initializer, SessionID: res.SessionID, Resume: true,
 		Prompt: cmd.Prompt(), SystemPrompt: system, Dir: dir}, nil, nil)
 	if res2.Ended != agents.EndExited || !res2.SawResult {
 		t.Errorf("resumed run: %+v\nstderr: %s", res2, res2.StderrTail)

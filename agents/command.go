@@ -10,17 +10,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 )
 
-// Role names an agent's job; the names live in package role, which the
-// hook can link without this package.
-type Role = role.Role
-
-// The three roles of the loop.
-const (
-	Initializer = role.Initializer
-	Coder       = role.Coder
-	Tester      = role.Tester
-)
-
 // Roles lists every role, in the order of the loop.
 var Roles = role.All
 
@@ -28,7 +17,7 @@ var Roles = role.All
 // know, and nothing it must guess. Its JSON shape is a contract: agents and
 // outside tools read these keys, and they change only with a migration.
 type Command struct {
-	Agent           Role            `json:"agent"`
+	Agent           role.Role       `json:"agent"`
 	Task            string          `json:"task"`
 	Context         CommandContext  `json:"context"`
 	Precedent       []string        `json:"precedent"`
@@ -123,7 +112,7 @@ func ParseCommand(prompt string) (Command, error) {
 		return Command{}, fmt.Errorf(`command object: missing the "command" key`)
 	}
 	if !env.Command.Agent.Valid() {
-		return Command{}, fmt.Errorf("command object: agent %q is not one of %s, %s, %s", env.Command.Agent, Initializer, Coder, Tester)
+		return Command{}, fmt.Errorf("command object: agent %q is not one of %s, %s, %s", env.Command.Agent, role.Initializer, role.Coder, role.Tester)
 	}
 	return *env.Command, nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 )
 
 //go:embed prompts/*.md
@@ -25,11 +27,11 @@ const maxPromptBytes = 64 << 10
 // RolePrompt returns the role prompt for role: the project's override when
 // it has one, or the embedded default. source says which ("embedded" or the
 // override's path) so that `ctxgraphd config` and the logs can tell.
-func RolePrompt(projectDir string, role Role) (text, source string, err error) {
-	if !role.Valid() {
-		return "", "", fmt.Errorf("no role prompt for %q: roles are %s, %s, %s", role, Initializer, Coder, Tester)
+func RolePrompt(projectDir string, who role.Role) (text, source string, err error) {
+	if !who.Valid() {
+		return "", "", fmt.Errorf("no role prompt for %q: roles are %s, %s, %s", who, role.Initializer, role.Coder, role.Tester)
 	}
-	name := string(role) + ".md"
+	name := string(who) + ".md"
 	if projectDir != "" {
 		path := filepath.Join(projectDir, filepath.FromSlash(PromptOverrideDir), name)
 		b, err := os.ReadFile(path)

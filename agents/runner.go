@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
@@ -63,7 +64,7 @@ const drainGrace = 2 * time.Second
 // Spec is one run.
 type Spec struct {
 	RunID        string
-	Role         Role
+	Role         role.Role
 	FeatureID    string
 	Attempt      int
 	SessionID    string // the conversation: new for a fresh run, the old one to resume

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 )
@@ -48,7 +49,7 @@ func runFake(t *testing.T, opts Options, body string) (Result, string) {
 	// timeouts: a broken timer must fail the test here, not hang the suite.
 	ctx, cancel := context.WithTimeout(context.Background(), safetyDeadline)
 	defer cancel()
-	res := r.Run(ctx, Spec{RunID: "run-000001", Role: Coder, SessionID: "s-0", Dir: dir, Prompt: "p", Token: "tok-1"},
+	res := r.Run(ctx, Spec{RunID: "run-000001", Role: role.Coder, SessionID: "s-0", Dir: dir, Prompt: "p", Token: "tok-1"},
 		func(pid int) { started = pid }, nil)
 	if res.Ended != EndStartFailed && started != res.PID {
 		t.Errorf("onStart got %d, result says %d", started, res.PID)

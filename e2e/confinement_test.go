@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -52,9 +53,9 @@ func (o *outcome) refused(feature, role string, attempt int) []scriptedmodel.Ref
 // sandboxRefused returns the violations of a gate and code that the daemon
 // traced from the sandbox's refusals (read off the Bash output by the
 // hooks) in a role's runs of a feature, at least one.
-func (o *outcome) sandboxRefused(t *testing.T, feature, role, gate, code string) []store.Trace {
+func (o *outcome) sandboxRefused(t *testing.T, feature, role, gate, code string) []control.Trace {
 	t.Helper()
-	var out []store.Trace
+	var out []control.Trace
 	for _, v := range o.violations {
 		if v.Context.Feature == feature && v.Gate == gate && v.Code == code && strings.HasPrefix(v.Event.WhatHappened, "the sandbox refused") {
 			out = append(out, v)
@@ -65,23 +66,23 @@ func (o *outcome) sandboxRefused(t *testing.T, feature, role, gate, code string)
 		return nil
 	}
 	// The fields, and that each names a run of the role.
-	o.violated(t, feature, role, gate, code, store.SourceHook)
+	o.violated(t, feature, role, gate, code, control.SourceHook)
 	return out
 }
 
 // found returns the violations of a gate and code that the daemon found in
 // the change sets of a role's runs of a feature, checking that each path
 // is among them and was put back.
-func (o *outcome) found(t *testing.T, feature, role, gate, code string, paths ...string) []store.Trace {
+func (o *outcome) found(t *testing.T, feature, role, gate, code string, paths ...string) []control.Trace {
 	t.Helper()
-	var out []store.Trace
-	for _, v := range o.violated(t, feature, role, gate, code, store.SourceAuto) {
+	var out []control.Trace
+	for _, v := range o.violated(t, feature, role, gate, code, control.SourceAuto) {
 		if strings.Contains(v.Event.WhatHappened, "found in the project's tree after the run") {
 			out = append(out, v)
 		}
 	}
 	for _, p := range paths {
-		i := slices.IndexFunc(out, func(v store.Trace) bool {
+		i := slices.IndexFunc(out, func(v control.Trace) bool {
 			return strings.Contains(v.Event.WhatHappened, " "+p+", found") && strings.Contains(v.Event.WhatHappened, "put back as it was before the run")
 		})
 		if i < 0 {
@@ -430,7 +431,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		}
 		var traced bool
 		for _, v := range o.violations {
-			traced = traced || v.Gate == gates.RedBeforeGreen && v.Code == "no_test_command" && v.Source == store.SourceHook && v.Context.Agent == "initializer-agent"
+			traced = traced || v.Gate == gates.RedBeforeGreen && v.Code == "no_test_command" && v.Source == control.SourceHook && v.Context.Agent == "initializer-agent"
 		}
 		if !traced {
 			t.Error("the initializer's list without a test was not traced")
@@ -442,7 +443,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		}
 		var vacuous bool
 		for _, v := range o.violations {
-			vacuous = vacuous || v.Context.Feature == "F-009" && v.Gate == gates.RedBeforeGreen && v.Code == "vacuous_test" && v.Source == store.SourceAuto
+			vacuous = vacuous || v.Context.Feature == "F-009" && v.Gate == gates.RedBeforeGreen && v.Code == "vacuous_test" && v.Source == control.SourceAuto
 		}
 		if !vacuous {
 			t.Error("F-009's echo was not traced as a vacuous test")
@@ -499,7 +500,7 @@ func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
 		if len(d) != 1 || d[0].Tool != "WebFetch" || !strings.Contains(d[0].Target, scriptedmodel.ExfiltrationPath) {
 			t.Errorf("denials read by the model: %v, want the WebFetch of the port alone, not of %s", d, scriptedmodel.DocsURL)
 		}
-		for _, v := range o.violated(t, "F-001", "coding-agent", gates.Confinement, "network_denied", store.SourceHook) {
+		for _, v := range o.violated(t, "F-001", "coding-agent", gates.Confinement, "network_denied", control.SourceHook) {
 			if v.Tool == nil || v.Tool.Name != "WebFetch" {
 				t.Errorf("the violation %s names tool %+v, want WebFetch", v.ID, v.Tool)
 			}
@@ -562,7 +563,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		if d := o.denied(t, "F-001", gates.TestedNeedsEvidence, "no_test_run"); len(d) != 1 || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the claim refused once", d)
 		}
-		refused := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", store.SourceHook)
+		refused := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", control.SourceHook)
 		if len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
@@ -575,7 +576,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		}
 		r1 := o.runOf(t, "tester-agent", "F-002", 1)
 		o.found(t, "F-002", "tester-agent", gates.RoleWritePolicy, "tester_edits_source", "src/F-002.txt")
-		if rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
+		if rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
 			t.Errorf("rejected verdicts %v, want one of %s", rejected, r1.ID)
 		}
 		// The retry started from the coder's broken code, put back.
@@ -598,7 +599,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 		// exited 0, which is no run of the test; the run of the test it
 		// made failed, and the claim was refused on that.
 		r1 := o.runOf(t, "tester-agent", "F-003", 1)
-		if refused := o.violated(t, "F-003", "tester-agent", gates.TestedNeedsEvidence, "test_failed", store.SourceHook); len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
+		if refused := o.violated(t, "F-003", "tester-agent", gates.TestedNeedsEvidence, "test_failed", control.SourceHook); len(refused) != 1 || refused[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 			t.Errorf("refused claims %v, want one of the failed run %s", refused, r1.ID)
 		}
 		o.testedBy(t, "F-003", 2)
@@ -638,7 +639,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 		// The glob hid the file from the hook and no sandbox held it: the
 		// watcher undid the write, under the gate the hook names for a
 		// coding agent's tested.
-		reverted := o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "reverted", store.SourceAuto)
+		reverted := o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "reverted", control.SourceAuto)
 		if len(reverted) == 0 {
 			t.Fatal("no revert was traced for the tested: true written through Bash")
 		}
@@ -666,7 +667,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 		}
 		// The glob hid the file from the hook, so tested: true stood on
 		// disk as a claim until the run ended; the verdict refused it.
-		rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+		rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto)
 		if len(rejected) != 1 {
 			t.Fatalf("%d rejected verdicts, want 1", len(rejected))
 		}
@@ -715,7 +716,7 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 		// own token: the hooks believed the test passed. The daemon's own
 		// run of the test did not, and the verdict refused the claim.
 		r1 := o.runOf(t, "tester-agent", "F-005", 1)
-		rejected := o.violated(t, "F-005", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+		rejected := o.violated(t, "F-005", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto)
 		if len(rejected) != 1 || rejected[0].Context.Run != r1.ID {
 			t.Errorf("rejected verdicts %v, want one of %s", rejected, r1.ID)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -31,7 +32,7 @@ func tester(f scriptedmodel.FeatureScript, b scriptedmodel.TesterBehavior) scrip
 }
 
 // traces reads the project's traces; the daemon must be down.
-func (p *project) traces(f store.TraceFilter) []store.Trace {
+func (p *project) traces(f store.TraceFilter) []control.Trace {
 	p.t.Helper()
 	st, err := store.Open(p.paths.StateDir, time.Second)
 	if err != nil {
@@ -47,7 +48,7 @@ func (p *project) traces(f store.TraceFilter) []store.Trace {
 
 // commands reads the Bash commands a run's hooks recorded; the daemon must
 // be down.
-func (p *project) commands(run string) []store.Command {
+func (p *project) commands(run string) []control.CommandRecord {
 	p.t.Helper()
 	st, err := store.Open(p.paths.StateDir, time.Second)
 	if err != nil {
@@ -167,8 +168,8 @@ type outcome struct {
 	p          *project
 	list       *progress.List
 	runs       []store.Run
-	violations []store.Trace
-	approvals  []store.Trace
+	violations []control.Trace
+	approvals  []control.Trace
 	denials    []scriptedmodel.Denial
 	refusals   []scriptedmodel.Refusal
 	disk       []diskSample
@@ -194,8 +195,8 @@ func (p *project) outcome(log string, disk []diskSample) *outcome {
 		p:          p,
 		list:       p.featureList(),
 		runs:       p.runs(),
-		violations: p.traces(store.TraceFilter{Type: store.TraceViolation}),
-		approvals:  p.traces(store.TraceFilter{Type: store.TraceApproval}),
+		violations: p.traces(store.TraceFilter{Type: control.TraceViolation}),
+		approvals:  p.traces(store.TraceFilter{Type: control.TraceApproval}),
 		denials:    p.model.Denials(),
 		refusals:   p.model.Refusals(),
 		disk:       disk,
@@ -263,14 +264,14 @@ func (o *outcome) denied(t *testing.T, feature, gate, code string) []scriptedmod
 // source, at least one, checking the fields every trace must have (id,
 // project, time, type, agent, what happened) and that each names a run of
 // the role that acted.
-func (o *outcome) violated(t *testing.T, feature, role, gate, code, source string) []store.Trace {
+func (o *outcome) violated(t *testing.T, feature, role, gate, code, source string) []control.Trace {
 	t.Helper()
-	var out []store.Trace
+	var out []control.Trace
 	for _, v := range o.violations {
 		if v.Context.Feature != feature || v.Gate != gate || v.Code != code || v.Source != source {
 			continue
 		}
-		if v.ID == "" || v.Project == "" || v.Timestamp.IsZero() || v.Type != store.TraceViolation ||
+		if v.ID == "" || v.Project == "" || v.Timestamp.IsZero() || v.Type != control.TraceViolation ||
 			v.Context.Agent != role || strings.TrimSpace(v.Event.WhatHappened) == "" {
 			t.Errorf("violation trace is missing a field or has the wrong one (want agent %s, source %s): %+v", role, source, v)
 		}
@@ -301,7 +302,7 @@ func (o *outcome) testedOnlyAfterPassingTest(t *testing.T, id string, strict boo
 	}
 	passedAt := time.Time{} // zero: never legitimately tested
 	if f.Tested {
-		var approval *store.Trace
+		var approval *control.Trace
 		for i, a := range o.approvals {
 			if a.Context.Feature == id {
 				approval = &o.approvals[i]
@@ -320,7 +321,7 @@ func (o *outcome) testedOnlyAfterPassingTest(t *testing.T, id string, strict boo
 			t.Fatalf("%s was approved at %s, outside any of its tester runs", id, approval.Timestamp)
 		}
 		for _, c := range o.p.commands(by.ID) {
-			if gates.RanTest([]gates.TestRecord{gates.TestRecord(c)}, f.Test, o.p.dir).Claimable() {
+			if gates.RanTest([]control.CommandRecord{control.CommandRecord(c)}, f.Test, o.p.dir).Claimable() {
 				passedAt = c.Time
 				break
 			}
@@ -369,7 +370,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if d := o.denied(t, "F-001", gates.RoleWritePolicy, "coder_sets_tested"); len(d) != 1 || d[0].Agent != "coding-agent" || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write of the coding agent", d)
 		}
-		o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "coder_sets_tested", store.SourceHook)
+		o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "coder_sets_tested", control.SourceHook)
 		o.testedOnlyAfterPassingTest(t, "F-001", true)
 	})
 
@@ -382,7 +383,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if strings.Join(tools, " ") != "Write Bash" {
 			t.Errorf("session-state.json denials read by the model: %v, want the Write and then the Bash one", d)
 		}
-		if v := o.violated(t, "F-002", "coding-agent", gates.RoleWritePolicy, "session_state", store.SourceHook); len(v) != 2 {
+		if v := o.violated(t, "F-002", "coding-agent", gates.RoleWritePolicy, "session_state", control.SourceHook); len(v) != 2 {
 			t.Errorf("%d session_state violations, want 2", len(v))
 		}
 		mirror, err := os.ReadFile(p.paths.Progress("session-state.json"))
@@ -400,7 +401,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if len(d) != 1 || d[0].Tool != "Write" || !strings.HasSuffix(d[0].Target, "src/shared.txt") {
 			t.Errorf("scope denials read by the model: %v, want one Write of src/shared.txt", d)
 		}
-		o.violated(t, "F-003", "coding-agent", gates.Scope, "out_of_scope", store.SourceHook)
+		o.violated(t, "F-003", "coding-agent", gates.Scope, "out_of_scope", control.SourceHook)
 		if _, err := os.Stat(filepath.Join(p.dir, "src", "shared.txt")); !os.IsNotExist(err) {
 			t.Errorf("the file outside the scope exists: %v", err)
 		}
@@ -414,7 +415,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if d := o.denied(t, "F-004", gates.RoleWritePolicy, "feature_rewrite"); len(d) != 1 || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write", d)
 		}
-		o.violated(t, "F-004", "coding-agent", gates.RoleWritePolicy, "feature_rewrite", store.SourceHook)
+		o.violated(t, "F-004", "coding-agent", gates.RoleWritePolicy, "feature_rewrite", control.SourceHook)
 		if f := o.list.Feature("F-001"); f.Title != "feature F-001" {
 			t.Errorf("F-001 title %q: another feature's rewrite reached the list", f.Title)
 		}
@@ -429,7 +430,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 		if !strings.Contains(d[0].Suggestion, "offset") || !strings.Contains(d[1].Suggestion, "tail") {
 			t.Errorf("the suggestions do not say how to read a part: %q, %q", d[0].Suggestion, d[1].Suggestion)
 		}
-		if v := o.violated(t, "F-005", "coding-agent", gates.LogReadLimit, "file_too_large", store.SourceHook); len(v) != 2 {
+		if v := o.violated(t, "F-005", "coding-agent", gates.LogReadLimit, "file_too_large", control.SourceHook); len(v) != 2 {
 			t.Errorf("%d log-read-limit violations, want 2", len(v))
 		}
 		// The ranged read the suggestion asked for went through: the
@@ -488,7 +489,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Edit" {
 			t.Errorf("denials read by the model: %v, want one Edit of the tester", d)
 		}
-		o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", store.SourceHook)
+		o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "no_test_run", control.SourceHook)
 		// Told to run the test first, it did, and its verdict stood.
 		if r := o.runsOf("tester-agent", "F-001"); len(r) != 1 || r[0].Outcome != "ok" {
 			t.Errorf("F-001 tester runs %+v, want one that ended ok", r)
@@ -501,7 +502,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Bash" || d[0].Attempt != 1 {
 			t.Errorf("denials read by the model: %v, want the tester's sed -i of attempt 1", d)
 		}
-		o.violated(t, "F-002", "tester-agent", gates.RoleWritePolicy, "bash_writes_feature_list", store.SourceHook)
+		o.violated(t, "F-002", "tester-agent", gates.RoleWritePolicy, "bash_writes_feature_list", control.SourceHook)
 		// The glob hid the file from the hook; the sandbox refused the
 		// write, so the claim never reached the disk: the tester's run
 		// ended without one, and failed for want of a verdict.
@@ -529,7 +530,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 		if len(d) != 1 || d[0].Agent != "tester-agent" || d[0].Tool != "Write" {
 			t.Errorf("denials read by the model: %v, want one Write of the tester", d)
 		}
-		o.violated(t, "F-003", "tester-agent", gates.RoleWritePolicy, "not_your_feature", store.SourceHook)
+		o.violated(t, "F-003", "tester-agent", gates.RoleWritePolicy, "not_your_feature", control.SourceHook)
 		if f := o.list.Feature("F-001"); f.Status == progress.Blocked || !f.Tested {
 			t.Errorf("F-001 = status %s tested %v: another feature's tester changed it", f.Status, f.Tested)
 		}
@@ -566,7 +567,7 @@ func TestGateTesterMustTest(t *testing.T) {
 		t.Errorf("refused Stops read by the model by attempt: %v, want %d on attempt 1 and 1 on attempt 2", byAttempt, gates.MaxStopBlocks)
 	}
 	byRun := map[string]int{}
-	for _, v := range o.violated(t, "F-001", "tester-agent", gates.TesterMustTest, "no_test_run", store.SourceHook) {
+	for _, v := range o.violated(t, "F-001", "tester-agent", gates.TesterMustTest, "no_test_run", control.SourceHook) {
 		byRun[v.Context.Run]++
 	}
 	if byRun[testers[0].ID] != gates.MaxStopBlocks || byRun[testers[1].ID] != 1 || len(byRun) != 2 {

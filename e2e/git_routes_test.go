@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // The tests of this file play the routes a red team found with agents
@@ -280,7 +280,7 @@ func TestGitRouteIdentAttributes(t *testing.T) {
 	if len(stamped) != 1 || stamped[0].Context.Run != r2.ID {
 		t.Errorf("tester_edits_source findings %v, want one of %s", stamped, r2.ID)
 	}
-	if rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r2.ID {
+	if rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto); len(rejected) != 1 || rejected[0].Context.Run != r2.ID {
 		t.Errorf("rejected verdicts %v, want one of %s", rejected, r2.ID)
 	}
 	want := scriptedmodel.IdentCode("F-001")
@@ -333,12 +333,12 @@ func TestGitRouteTempAnswer(t *testing.T) {
 	r1 := o.runOf(t, "tester-agent", "F-001", 1)
 	var passed bool
 	for _, c := range p.commands(r1.ID) {
-		passed = passed || gates.RanTest([]gates.TestRecord{gates.TestRecord(c)}, "sh tests/F-001.sh", p.dir).Passed
+		passed = passed || gates.RanTest([]control.CommandRecord{control.CommandRecord(c)}, "sh tests/F-001.sh", p.dir).Passed
 	}
 	if !passed {
 		t.Errorf("the tester's run of the test did not pass in %s: the link did not read the answer in its sandbox", r1.ID)
 	}
-	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto)
 	if len(rejected) != 1 || rejected[0].Context.Run != r1.ID || r1.Outcome != "failed" {
 		t.Errorf("rejected verdicts %v, want one of the failed run %s", rejected, r1.ID)
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -52,7 +53,7 @@ func TestRepeatedMistakeRate(t *testing.T) {
 				}
 			}
 			var refused []string // features whose coder made the mistake, in order
-			for _, tr := range p.traces(store.TraceFilter{Type: store.TraceViolation, Agent: string(agents.Coder)}) {
+			for _, tr := range p.traces(store.TraceFilter{Type: control.TraceViolation, Agent: string(role.Coder)}) {
 				if tr.Gate == gates.Scope && !slices.Contains(refused, tr.Context.Feature) {
 					refused = append(refused, tr.Context.Feature)
 				}
@@ -92,20 +93,20 @@ func TestRetryAsksTheGraphThroughMCP(t *testing.T) {
 	}
 	var retry store.Run
 	for _, r := range p.runs() {
-		if r.Role == string(agents.Coder) && r.Attempt == 2 {
+		if r.Role == string(role.Coder) && r.Attempt == 2 {
 			retry = r
 		}
 	}
 	if retry.ID == "" {
 		t.Fatal("no second coding attempt")
 	}
-	var stored []store.Trace
-	for _, tr := range p.traces(store.TraceFilter{Type: store.TraceDecision}) {
-		if tr.Source == store.SourceAgent {
+	var stored []control.Trace
+	for _, tr := range p.traces(store.TraceFilter{Type: control.TraceDecision}) {
+		if tr.Source == control.SourceAgent {
 			stored = append(stored, tr)
 		}
 	}
-	if len(stored) != 1 || stored[0].Context != (store.TraceContext{Agent: string(agents.Coder), Feature: "F-001", Run: retry.ID, Attempt: 2}) ||
+	if len(stored) != 1 || stored[0].Context != (control.TraceContext{Agent: string(role.Coder), Feature: "F-001", Run: retry.ID, Attempt: 2}) ||
 		!strings.Contains(stored[0].Event.WhatHappened, "why attempt 1 of F-001 failed") {
 		t.Fatalf("what the agent stored: %+v, want one decision of %s", stored, retry.ID)
 	}

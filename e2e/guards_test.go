@@ -59,7 +59,7 @@ func TestGuards(t *testing.T) {
 	if len(d) != 1 || d[0].Tool != "Bash" || d[0].Agent != "coding-agent" || d[0].Suggestion != "remove the files you mean by name" {
 		t.Errorf("guard denials read by the model: %v, want the coding agent's rm -rf, with the guard's suggestion", d)
 	}
-	o.violated(t, "F-001", "coding-agent", "guard:no-rm-rf", guards.CodeDenied, store.SourceHook)
+	o.violated(t, "F-001", "coding-agent", "guard:no-rm-rf", guards.CodeDenied, control.SourceHook)
 	for _, x := range o.denials {
 		if x.Feature != "F-001" {
 			t.Errorf("a denial outside the guarded command: %v", x)
@@ -120,9 +120,9 @@ func TestGuards(t *testing.T) {
 	}
 
 	var seen int
-	for _, v := range p.traces(store.TraceFilter{Type: store.TraceViolation, Gate: guards.Prefix + proposal.ID}) {
+	for _, v := range p.traces(store.TraceFilter{Type: control.TraceViolation, Gate: guards.Prefix + proposal.ID}) {
 		seen++
-		if v.Code != guards.CodeWouldDeny || v.Context.Agent != "coding-agent" || v.Context.Feature != "F-002" || v.Source != store.SourceHook ||
+		if v.Code != guards.CodeWouldDeny || v.Context.Agent != "coding-agent" || v.Context.Feature != "F-002" || v.Source != control.SourceHook ||
 			!strings.Contains(v.Event.WhatHappened, "would have been denied") {
 			t.Errorf("trace of the guard in warn: %+v, want a would-be denial of F-002's coding agent", v)
 		}
@@ -147,8 +147,8 @@ func TestGuards(t *testing.T) {
 	if !ran {
 		t.Errorf("%q did not run after the guard was promoted to warn: a guard in warn lets the action through", scriptedmodel.DeployCommand)
 	}
-	promoted := p.traces(store.TraceFilter{Type: store.TraceDecision, Gate: guards.Prefix + proposal.ID})
-	if len(promoted) != 2 || promoted[0].Source != store.SourceAuto || promoted[1].Source != store.SourceUser {
+	promoted := p.traces(store.TraceFilter{Type: control.TraceDecision, Gate: guards.Prefix + proposal.ID})
+	if len(promoted) != 2 || promoted[0].Source != control.SourceAuto || promoted[1].Source != control.SourceUser {
 		t.Errorf("decision traces of the guard %+v, want its proposal and a person's promotion", promoted)
 	}
 }
@@ -199,7 +199,7 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 	if data, _ := os.ReadFile(in(scriptedmodel.GuardedLog("F-001"))); string(data) != "CI's log\n" {
 		t.Errorf("%s = %q after F-001's runs, want it as CI left it", scriptedmodel.GuardedLog("F-001"), data)
 	}
-	for _, v := range o.violated(t, "F-001", "coding-agent", gate, guards.CodeDenied, store.SourceHook) {
+	for _, v := range o.violated(t, "F-001", "coding-agent", gate, guards.CodeDenied, control.SourceHook) {
 		if v.Path != scriptedmodel.GuardedLog("F-001") || !strings.Contains(v.Event.WhatHappened, "the sandbox refused") {
 			t.Errorf("refusal %+v, want the sandbox's refusal of %s", v, scriptedmodel.GuardedLog("F-001"))
 		}
@@ -211,7 +211,7 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 		t.Errorf("%s is there after F-002's runs (%v, %q), want it put back (removed)", scriptedmodel.GuardedLog("F-002"), err, data)
 	}
 	putBack := false
-	for _, v := range o.violated(t, "F-002", "coding-agent", gate, guards.CodeDenied, store.SourceAuto) {
+	for _, v := range o.violated(t, "F-002", "coding-agent", gate, guards.CodeDenied, control.SourceAuto) {
 		putBack = putBack || (v.Path == scriptedmodel.GuardedLog("F-002") && strings.Contains(v.Event.WhatHappened, "put back"))
 	}
 	if !putBack {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -65,12 +66,12 @@ func TestLanesTwoFeaturesThatBreakEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trs, err := st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var breaks []store.Trace
+	var breaks []control.Trace
 	for _, tr := range trs {
 		if tr.Code == "breaks_tested" {
 			breaks = append(breaks, tr)

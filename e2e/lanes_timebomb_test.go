@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -58,7 +59,7 @@ func TestLanesATimeBombIsNotChargedToTheNextFeature(t *testing.T) {
 	if err != nil || lerr != nil {
 		t.Fatal(err, lerr)
 	}
-	byCode := map[string][]store.Trace{}
+	byCode := map[string][]control.Trace{}
 	for _, tr := range trs {
 		byCode[tr.Code] = append(byCode[tr.Code], tr)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
@@ -199,7 +199,7 @@ func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
 	if got := p.git("show", "HEAD:NOTES.md"); got != "a person's notes\n" {
 		t.Errorf("the branch's NOTES.md is %q, want the person's", got)
 	}
-	var r report.Report
+	var r control.Report
 	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}

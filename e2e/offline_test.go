@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
@@ -44,10 +46,10 @@ func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 	}
 	const runID = "run-offline-1"
 	r := agents.NewRunner(agents.Options{Command: claudetest.Binary(t), Timeout: 3 * time.Minute, SocketPath: p.paths.Socket, BaseEnv: p.env}, nil)
-	cmd := agents.Command{Agent: agents.Tester, Task: "validate_feature", Precedent: []string{}, NextAgent: "main",
+	cmd := agents.Command{Agent: role.Tester, Task: "validate_feature", Precedent: []string{}, NextAgent: "main",
 		Context:         agents.CommandContext{FeatureID: "F-001", Attempt: 1, PreviousState: "code"},
 		SuccessCriteria: agents.SuccessCriteria{Test: "sh tests/F-001.sh", TestsPass: true, Tested: true}}
-	res := r.Run(context.Background(), agents.Spec{RunID: runID, Role: agents.Tester, FeatureID: "F-001", SessionID: uuid.NewString(),
+	res := r.Run(context.Background(), agents.Spec{RunID: runID, Role: role.Tester, FeatureID: "F-001", SessionID: uuid.NewString(),
 		Prompt: cmd.Prompt(), Dir: p.dir, Settings: gates.HookSettings(binary), Token: "a-token-no-daemon-issued"}, nil, nil)
 	if res.Ended != agents.EndExited || !res.SawResult {
 		t.Fatalf("tester session: %+v\n%s", res, res.StderrTail)
@@ -92,17 +94,17 @@ func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
 	if len(cmds) != 0 {
 		t.Errorf("commands of a run the daemon never issued a token for were recorded as that run's: %+v", cmds)
 	}
-	trs, err := st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var offline []store.Trace
+	var offline []control.Trace
 	for _, tr := range trs {
 		if strings.Contains(tr.Event.WhatHappened, "while the daemon was down") {
 			offline = append(offline, tr)
 		}
 	}
-	if len(offline) != 1 || offline[0].Source != store.SourceHook || offline[0].Gate != gates.TestedNeedsEvidence || offline[0].Code != "daemon_unreachable" {
+	if len(offline) != 1 || offline[0].Source != control.SourceHook || offline[0].Gate != gates.TestedNeedsEvidence || offline[0].Code != "daemon_unreachable" {
 		t.Errorf("violation traces of the offline denial: %+v, want one tested-needs-evidence/daemon_unreachable from the hook", offline)
 	} else if offline[0].Context.Run != "" || offline[0].Context.Agent != "" {
 		t.Errorf("the offline denial is traced as %+v: a run the daemon never issued a token for is believed", offline[0].Context)

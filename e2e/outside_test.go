@@ -18,7 +18,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // The tests of this file hold that no write lands outside an agent's tree
@@ -303,12 +302,12 @@ func TestALanesFileToolsWriteOnlyInItsTree(t *testing.T) {
 		{"Edit", filepath.Join(p.dir, otherTest)},
 	}
 	denied := o.denied(t, "F-001", gates.RoleWritePolicy, "outside_project")
-	traced := o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "outside_project", store.SourceHook)
+	traced := o.violated(t, "F-001", "coding-agent", gates.RoleWritePolicy, "outside_project", control.SourceHook)
 	for _, r := range refused {
 		if !slices.ContainsFunc(denied, func(d scriptedmodel.Denial) bool { return d.Tool == r.tool && d.Target == r.path && d.Attempt == 1 }) {
 			t.Errorf("the model did not read an outside_project refusal of its %s of %s (denials: %v)", r.tool, r.path, denied)
 		}
-		if !slices.ContainsFunc(traced, func(v store.Trace) bool {
+		if !slices.ContainsFunc(traced, func(v control.Trace) bool {
 			return v.Tool != nil && v.Tool.Name == r.tool && strings.Contains(v.Event.WhatHappened+" "+v.Tool.Input, r.path)
 		}) {
 			t.Errorf("no outside_project violation traced for the %s of %s", r.tool, r.path)

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -94,7 +94,7 @@ func TestMorningReport(t *testing.T) {
 		t.Errorf("after verify --unconfined, the report does not match %s:\n%s", want, md)
 	}
 
-	var r report.Report
+	var r control.Report
 	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestMorningReport(t *testing.T) {
 		_, ok := p.status()
 		return ok
 	})
-	var live report.Report
+	var live control.Report
 	if err := json.Unmarshal([]byte(p.mustRun("report", "--format", "json")), &live); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

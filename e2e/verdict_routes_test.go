@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -147,7 +148,7 @@ func (p *project) evidenceLog(id, what string, attempt int) string {
 func (o *outcome) nobodysRequests(t *testing.T) {
 	t.Helper()
 	o.neverPaused(t)
-	for _, l := range o.p.traces(store.TraceFilter{Type: store.TraceLesson}) {
+	for _, l := range o.p.traces(store.TraceFilter{Type: control.TraceLesson}) {
 		t.Errorf("lesson %s was recorded (source %s): %s", l.ID, l.Source, l.Event.WhatHappened)
 	}
 }
@@ -318,12 +319,12 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	if code := p.git("cat-file", "blob", r1.BaseTree+":"+files.Source); !strings.Contains(code, "os.Exit(0)") || !strings.Contains(code, `--- PASS: TestFeature`) {
 		t.Fatalf("attempt 1's code does not print a pass and end its test binary; this test no longer checks its route:\n%s", code)
 	}
-	ran := slices.ContainsFunc(p.commands(r1.ID), func(c store.Command) bool { return c.Command == files.Command && c.ExitCode == 0 })
+	ran := slices.ContainsFunc(p.commands(r1.ID), func(c control.CommandRecord) bool { return c.Command == files.Command && c.ExitCode == 0 })
 	if !ran {
 		t.Errorf("the tester of attempt 1 did not run `%s` to exit 0: %+v", files.Command, p.commands(r1.ID))
 	}
 	// The daemon's run found no test and refused the claim.
-	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	rejected := o.violated(t, "F-001", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto)
 	if len(rejected) != 1 || rejected[0].Context.Run != r1.ID || !strings.Contains(rejected[0].Event.WhatHappened, "exited 0 but is not a pass") {
 		t.Errorf("rejected verdicts %+v, want one of %s saying the exit 0 is not a pass", rejected, r1.ID)
 	}
@@ -374,7 +375,7 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 		if code := p.git("cat-file", "blob", r.BaseTree+":"+files.Source); !strings.Contains(code, "F-002 broken") {
 			t.Errorf("the tester of F-002's attempt %d met code that is not the broken one:\n%s", r.Attempt, code)
 		}
-		if slices.ContainsFunc(p.commands(r.ID), func(c store.Command) bool { return c.Command == files.Command && c.ExitCode == 0 }) {
+		if slices.ContainsFunc(p.commands(r.ID), func(c control.CommandRecord) bool { return c.Command == files.Command && c.ExitCode == 0 }) {
 			fooled++
 		}
 	}
@@ -382,7 +383,7 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 		t.Fatal("no tester of F-002 saw its broken code pass: the plant did not work in the agents' cache, and this test no longer checks its route")
 	}
 	// The daemon's runs refused every claim, from its own run of the test.
-	rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", store.SourceAuto)
+	rejected := o.violated(t, "F-002", "tester-agent", gates.TestedNeedsEvidence, "verdict_rejected", control.SourceAuto)
 	if len(rejected) != fooled {
 		t.Errorf("%d claims of F-002 after a passing run, %d rejected verdicts: want each rejected", fooled, len(rejected))
 	}

@@ -75,10 +75,6 @@ type Actor struct {
 	Run     string `json:"run,omitempty"`
 }
 
-// TestRecord is one Bash command a run ran, as its hooks recorded it
-// (control.CommandRecord: the hooks send it, the daemon keeps it).
-type TestRecord = control.CommandRecord
-
 // State is what the gates know besides the payload.
 type State struct {
 	// ProjectDir is the project's real path (symlinks resolved).
@@ -87,7 +83,7 @@ type State struct {
 	// decides alone, the one on disk. Nil before the initializer wrote one.
 	List *progress.List
 	// Commands are the Bash commands this run has run so far.
-	Commands []TestRecord
+	Commands []control.CommandRecord
 	// StopBlocks is how many times this run's Stop was blocked already.
 	StopBlocks int
 	// Subagents is how many of this run's subagent calls are at work (a

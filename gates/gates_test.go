@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -75,8 +76,8 @@ func (e *env) p(rel string) string { return filepath.Join(e.dir, rel) }
 func TestPreToolUseGates(t *testing.T) {
 	e := newEnv(t)
 	listPath := e.p(".claude/progress/feature-list.json")
-	passing := []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 0, IsTest: true}}
-	failing := []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
+	passing := []control.CommandRecord{{Command: "sh tests/F-001.sh", ExitCode: 0, IsTest: true}}
+	failing := []control.CommandRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
 	testedWithEvidence := e.edited(func(f *progress.Feature) {
 		f.Tested, f.Status, f.Evidence = true, progress.Completed, []string{".claude/progress/evidence/F-001/a.log"}
 	})
@@ -87,7 +88,7 @@ func TestPreToolUseGates(t *testing.T) {
 		actor    Actor
 		tool     string
 		input    map[string]any
-		commands []TestRecord
+		commands []control.CommandRecord
 		offline  bool
 		modes    Modes
 		gate     string // "" = allowed
@@ -104,7 +105,7 @@ func TestPreToolUseGates(t *testing.T) {
 			gate: TestedNeedsEvidence, code: "test_failed"},
 		{name: "another command passing is not the feature's test", actor: Actor{Role: Tester, Feature: "F-001"},
 			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedWithEvidence},
-			commands: []TestRecord{{Command: "go test ./...", IsTest: true}}, gate: TestedNeedsEvidence, code: "no_test_run"},
+			commands: []control.CommandRecord{{Command: "go test ./...", IsTest: true}}, gate: TestedNeedsEvidence, code: "no_test_run"},
 		{name: "tester sets tested without evidence", actor: Actor{Role: Tester, Feature: "F-001"},
 			tool: "Write", input: map[string]any{"file_path": listPath, "content": testedNoEvidence}, commands: passing,
 			gate: TestedNeedsEvidence, code: "no_evidence"},
@@ -222,12 +223,12 @@ func TestTesterMustTestBeforeStopping(t *testing.T) {
 		t.Fatalf("tester stopping without a test: %+v", d)
 	}
 	s := e.state
-	s.Commands = []TestRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
+	s.Commands = []control.CommandRecord{{Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true}}
 	if d := Stop(nil, tester, s, stop); d != nil {
 		t.Fatalf("a tester that ran a (failing) test must be able to stop and report: %+v", d)
 	}
 	s = e.state
-	s.Commands = []TestRecord{{Command: "ls -la", ExitCode: 0, IsTest: false}, {Command: "cat src/F-001.txt", ExitCode: 0}}
+	s.Commands = []control.CommandRecord{{Command: "ls -la", ExitCode: 0, IsTest: false}, {Command: "cat src/F-001.txt", ExitCode: 0}}
 	if d := Stop(nil, tester, s, stop); !d.Blocks() {
 		t.Fatalf("a tester that ran only commands that are not tests must not stop: %+v", d)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -222,7 +223,7 @@ func (t TestRuns) Claimable() bool { return t.Passed || t.Unknown }
 // shellcmd.RunOf reads each command with its exit status; dir is the
 // project's absolute path. It is the one answer to "this run ran this test
 // and saw it pass", for the hook and the verdict alike.
-func RanTest(cmds []TestRecord, test, dir string) TestRuns {
+func RanTest(cmds []control.CommandRecord, test, dir string) TestRuns {
 	var t TestRuns
 	for _, c := range cmds {
 		o := shellcmd.RunOf(c.Command, test, dir, c.ExitCode)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 var exitCodeRe = regexp.MustCompile(`^Exit code (\d+)`)
@@ -14,12 +16,12 @@ var exitCodeRe = regexp.MustCompile(`^Exit code (\d+)`)
 // RecordCommand turns a PostToolUse or PostToolUseFailure payload of a Bash
 // call into the record the gates judge test runs by; dir is the project's
 // absolute path. ok is false for other tools and events.
-func RecordCommand(a Actor, featureTest, dir string, p *Payload) (rec TestRecord, ok bool) {
+func RecordCommand(a Actor, featureTest, dir string, p *Payload) (rec control.CommandRecord, ok bool) {
 	if p.ToolName != "Bash" || (p.Event != "PostToolUse" && p.Event != "PostToolUseFailure") {
-		return TestRecord{}, false
+		return control.CommandRecord{}, false
 	}
 	cmd := p.Input().Command
-	rec = TestRecord{Run: a.Run, Feature: a.Feature, Command: cmd, Time: time.Now().UTC()}
+	rec = control.CommandRecord{Run: a.Run, Feature: a.Feature, Command: cmd, Time: time.Now().UTC()}
 	h := sha256.New()
 	if p.Event == "PostToolUseFailure" {
 		// Claude Code reports a non-zero exit as "Exit code N\n<output>";

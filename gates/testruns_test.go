@@ -5,37 +5,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 func TestRanTest(t *testing.T) {
 	const dir = "/home/dev/shop"
-	rec := func(cmd string, exit int) TestRecord {
-		return TestRecord{Command: cmd, ExitCode: exit, IsTest: IsTestCommand(cmd, "", dir, exit)}
+	rec := func(cmd string, exit int) control.CommandRecord {
+		return control.CommandRecord{Command: cmd, ExitCode: exit, IsTest: IsTestCommand(cmd, "", dir, exit)}
 	}
 	tests := []struct {
 		name                 string
-		cmds                 []TestRecord
+		cmds                 []control.CommandRecord
 		test                 string
 		ran, passed, unknown bool
 	}{
 		{"nothing", nil, "sh tests/a.sh", false, false, false},
-		{"another command", []TestRecord{rec("echo ok", 0)}, "sh tests/a.sh", false, false, false},
-		{"failed", []TestRecord{rec("sh tests/a.sh", 1)}, "sh tests/a.sh", true, false, false},
-		{"failed then passed", []TestRecord{rec("sh tests/a.sh", 1), rec("sh  tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
-		{"inside a compound command", []TestRecord{rec("cd . && sh tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
-		{"with its output kept", []TestRecord{rec("cd /home/dev/shop && sh tests/a.sh > ev/log 2>&1", 0)}, "sh tests/a.sh", true, true, false},
-		{"another test passed, not this one", []TestRecord{rec("go test ./...", 0), rec("sh tests/a.sh", 2)}, "sh tests/a.sh", true, false, false},
-		{"no test command: any runner", []TestRecord{rec("go test ./...", 0)}, "", true, true, false},
-		{"a masked failure is not a pass", []TestRecord{rec("sh tests/a.sh || true", 0)}, "sh tests/a.sh", false, false, false},
-		{"text of the test is not a run of it", []TestRecord{rec("printf 'sh tests/a.sh' | cat", 0)}, "sh tests/a.sh", false, false, false},
-		{"piped into tail: ran, outcome unknown", []TestRecord{rec("sh tests/a.sh 2>&1 | tail -20", 0)}, "sh tests/a.sh", true, false, true},
-		{"piped with pipefail: a pass", []TestRecord{rec("set -o pipefail; sh tests/a.sh 2>&1 | tail -20", 0)}, "sh tests/a.sh", true, true, false},
-		{"no test command: an echo is not a test", []TestRecord{rec("echo PASS", 0)}, "", false, false, false},
+		{"another command", []control.CommandRecord{rec("echo ok", 0)}, "sh tests/a.sh", false, false, false},
+		{"failed", []control.CommandRecord{rec("sh tests/a.sh", 1)}, "sh tests/a.sh", true, false, false},
+		{"failed then passed", []control.CommandRecord{rec("sh tests/a.sh", 1), rec("sh  tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
+		{"inside a compound command", []control.CommandRecord{rec("cd . && sh tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
+		{"with its output kept", []control.CommandRecord{rec("cd /home/dev/shop && sh tests/a.sh > ev/log 2>&1", 0)}, "sh tests/a.sh", true, true, false},
+		{"another test passed, not this one", []control.CommandRecord{rec("go test ./...", 0), rec("sh tests/a.sh", 2)}, "sh tests/a.sh", true, false, false},
+		{"no test command: any runner", []control.CommandRecord{rec("go test ./...", 0)}, "", true, true, false},
+		{"a masked failure is not a pass", []control.CommandRecord{rec("sh tests/a.sh || true", 0)}, "sh tests/a.sh", false, false, false},
+		{"text of the test is not a run of it", []control.CommandRecord{rec("printf 'sh tests/a.sh' | cat", 0)}, "sh tests/a.sh", false, false, false},
+		{"piped into tail: ran, outcome unknown", []control.CommandRecord{rec("sh tests/a.sh 2>&1 | tail -20", 0)}, "sh tests/a.sh", true, false, true},
+		{"piped with pipefail: a pass", []control.CommandRecord{rec("set -o pipefail; sh tests/a.sh 2>&1 | tail -20", 0)}, "sh tests/a.sh", true, true, false},
+		{"no test command: an echo is not a test", []control.CommandRecord{rec("echo PASS", 0)}, "", false, false, false},
 		// Every command of the run is looked at, not only those before the
 		// first one that does not count.
-		{"no test command: a runner after other commands", []TestRecord{rec("ls", 0), rec("echo PASS", 0), rec("go test ./...", 0)}, "", true, true, false},
-		{"the test after other commands", []TestRecord{rec("ls", 0), rec("sh tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
+		{"no test command: a runner after other commands", []control.CommandRecord{rec("ls", 0), rec("echo PASS", 0), rec("go test ./...", 0)}, "", true, true, false},
+		{"the test after other commands", []control.CommandRecord{rec("ls", 0), rec("sh tests/a.sh", 0)}, "sh tests/a.sh", true, true, false},
 	}
 	for _, tt := range tests {
 		r := RanTest(tt.cmds, tt.test, dir)
@@ -59,13 +60,15 @@ func TestRefusalsAnHonestTesterCanFollow(t *testing.T) {
 	})
 	noEvidence := e.edited(func(f *progress.Feature) { f.Tested, f.Status = true, progress.Completed })
 	tester := Actor{Role: Tester, Feature: "F-001"}
-	judge := func(content string, cmds ...TestRecord) *Decision {
+	judge := func(content string, cmds ...control.CommandRecord) *Decision {
 		s := e.state
 		s.Commands = cmds
 		in, _ := json.Marshal(map[string]any{"file_path": listPath, "content": content})
 		return PreToolUse(Modes{}, tester, s, &Payload{Event: "PreToolUse", ToolName: "Write", ToolInput: in})
 	}
-	rec := func(cmd string, exit int) TestRecord { return TestRecord{Command: cmd, ExitCode: exit} }
+	rec := func(cmd string, exit int) control.CommandRecord {
+		return control.CommandRecord{Command: cmd, ExitCode: exit}
+	}
 
 	// Nothing ran: the message names the test and what is fine around it.
 	d := judge(claim)

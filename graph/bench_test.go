@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -43,12 +44,12 @@ func BenchmarkSelectUniform(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			batch := make([]store.Trace, 0, 10_000)
+			batch := make([]control.Trace, 0, 10_000)
 			for i := range n {
 				tr := refused([]string{coder, tester}[i%2], fmt.Sprintf("F-%03d", i%200), fmt.Sprintf("gate-%d", i%9), "code",
 					fmt.Sprintf("write %d outside the scope of the parser", i), "stay in scope")
 				if i%10 == 0 {
-					tr.Type = store.TraceTransition
+					tr.Type = control.TraceTransition
 				}
 				batch = append(batch, tr)
 				if len(batch) == cap(batch) || i == n-1 {

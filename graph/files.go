@@ -6,6 +6,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -19,8 +20,8 @@ const maxPerGlob = 3
 // trace under its path's directories, so each glob is one walk of the
 // directory it starts from; a glob over the whole project says nothing
 // about particular files and is passed over.
-func sameFiles(src Traces, subj Subject) ([]store.Trace, error) {
-	var out []store.Trace
+func sameFiles(src Traces, subj Subject) ([]control.Trace, error) {
+	var out []control.Trace
 	for _, glob := range subj.Scope {
 		base, _ := doublestar.SplitPattern(path.Clean(glob))
 		under := base + "/"
@@ -32,7 +33,7 @@ func sameFiles(src Traces, subj Subject) ([]store.Trace, error) {
 		}
 		// Read a few more than are taken: some are the feature's own, or
 		// not matched by the glob's pattern part.
-		ts, err := src.Traces(store.TraceFilter{Type: store.TraceViolation, PathUnder: under, Limit: 4 * maxPerGlob})
+		ts, err := src.Traces(store.TraceFilter{Type: control.TraceViolation, PathUnder: under, Limit: 4 * maxPerGlob})
 		if err != nil {
 			return out, err
 		}
@@ -41,7 +42,7 @@ func sameFiles(src Traces, subj Subject) ([]store.Trace, error) {
 			if taken == maxPerGlob {
 				break
 			}
-			if t.Context.Feature == subj.Feature && subj.Feature != "" || t.Source == store.SourceAgent {
+			if t.Context.Feature == subj.Feature && subj.Feature != "" || t.Source == control.SourceAgent {
 				continue
 			}
 			if ok, _ := doublestar.Match(path.Clean(glob), t.Path); !ok {

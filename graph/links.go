@@ -3,29 +3,30 @@ package graph
 import (
 	"slices"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // Reader is where the graph reads traces one by one and by filter.
 type Reader interface {
 	Traces
-	Trace(id string) (store.Trace, bool, error)
+	Trace(id string) (control.Trace, bool, error)
 }
 
 // Links is where a trace stands in the context graph: the path that led
 // to it (feature → attempt → run → the refusal under it → the correction
 // that answered it …) and what followed.
 type Links struct {
-	Trace store.Trace
+	Trace control.Trace
 	// Path is what led to the trace: the root first, its parent last.
-	Path []store.Trace
+	Path []control.Trace
 	// Followed are the traces that follow from it (whose parent it is),
 	// oldest first: a run's refusals and verdict, the correction of a
 	// block, the commit of a verdict.
-	Followed []store.Trace
+	Followed []control.Trace
 	// Next, for a trace nothing followed from, is what happened after it
 	// under the same parent: the rest of its run after a refusal.
-	Next []store.Trace
+	Next []control.Trace
 }
 
 // Bounds of a walk: a path is a handful of levels deep, and a run's
@@ -69,7 +70,7 @@ func LinksOf(src Reader, id string) (l Links, ok bool, err error) {
 	if err != nil {
 		return l, true, err
 	}
-	after := slices.DeleteFunc(siblings, func(s store.Trace) bool { return seqOf(s.ID) <= seqOf(t.ID) })
+	after := slices.DeleteFunc(siblings, func(s control.Trace) bool { return seqOf(s.ID) <= seqOf(t.ID) })
 	l.Next = after[:min(len(after), maxNext)]
 	return l, true, nil
 }

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/store"
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
-func ids(ts []store.Trace) []string {
+func ids(ts []control.Trace) []string {
 	out := []string{}
 	for _, t := range ts {
 		out = append(out, t.ID)
@@ -16,9 +16,9 @@ func ids(ts []store.Trace) []string {
 	return out
 }
 
-func node(typ, parent, what string) store.Trace {
-	return store.Trace{Type: typ, Source: store.SourceAuto, Parent: parent, Context: store.TraceContext{Feature: "F-001"},
-		Event: store.TraceEvent{WhatHappened: what}}
+func node(typ, parent, what string) control.Trace {
+	return control.Trace{Type: typ, Source: control.SourceAuto, Parent: parent, Context: control.TraceContext{Feature: "F-001"},
+		Event: control.TraceEvent{WhatHappened: what}}
 }
 
 // TestLinksOf walks a night's graph: the feature, its attempt, a run, a
@@ -26,15 +26,15 @@ func node(typ, parent, what string) store.Trace {
 // answered it.
 func TestLinksOf(t *testing.T) {
 	st := newStore(t,
-		node(store.TraceTransition, "", "F-001 taken up"),                  // tr-1
-		node(store.TraceTransition, "tr-1", "F-001 attempt 1 begins"),      // tr-2
-		node(store.TraceHandoff, "tr-2", "run-000002 started"),             // tr-3
-		node(store.TraceViolation, "tr-3", "Write src/x refused by scope"), // tr-4
-		node(store.TraceLesson, "", "a lesson of the project"),             // tr-5: nothing to do with it
-		node(store.TraceDecision, "tr-3", "F-001 attempt 1 failed"),        // tr-6
-		node(store.TraceDecision, "tr-2", "F-001 blocked"),                 // tr-7
-		node(store.TraceCorrection, "tr-7", "F-001 reopened by ctl retry"), // tr-8
-		node(store.TraceViolation, "tr-3", "Bash refused by scope"),        // tr-9
+		node(control.TraceTransition, "", "F-001 taken up"),                  // tr-1
+		node(control.TraceTransition, "tr-1", "F-001 attempt 1 begins"),      // tr-2
+		node(control.TraceHandoff, "tr-2", "run-000002 started"),             // tr-3
+		node(control.TraceViolation, "tr-3", "Write src/x refused by scope"), // tr-4
+		node(control.TraceLesson, "", "a lesson of the project"),             // tr-5: nothing to do with it
+		node(control.TraceDecision, "tr-3", "F-001 attempt 1 failed"),        // tr-6
+		node(control.TraceDecision, "tr-2", "F-001 blocked"),                 // tr-7
+		node(control.TraceCorrection, "tr-7", "F-001 reopened by ctl retry"), // tr-8
+		node(control.TraceViolation, "tr-3", "Bash refused by scope"),        // tr-9
 	)
 	tests := []struct {
 		id                   string
@@ -76,10 +76,10 @@ func TestLinksOf(t *testing.T) {
 // outside input to a walk) does not loop.
 func TestLinksOfEndsOnGoneAndCyclicParents(t *testing.T) {
 	st := newStore(t,
-		node(store.TraceHandoff, "tr-50", "run started, its attempt gone"), // tr-1
-		node(store.TraceViolation, "tr-1", "refused"),                      // tr-2
-		node(store.TraceDecision, "tr-4", "a"),                             // tr-3
-		node(store.TraceDecision, "tr-3", "b"),                             // tr-4
+		node(control.TraceHandoff, "tr-50", "run started, its attempt gone"), // tr-1
+		node(control.TraceViolation, "tr-1", "refused"),                      // tr-2
+		node(control.TraceDecision, "tr-4", "a"),                             // tr-3
+		node(control.TraceDecision, "tr-3", "b"),                             // tr-4
 	)
 	l, _, err := LinksOf(st, "tr-2")
 	if err != nil || !slices.Equal(ids(l.Path), []string{"tr-1"}) {
@@ -93,13 +93,13 @@ func TestLinksOfEndsOnGoneAndCyclicParents(t *testing.T) {
 
 // A path is at most maxDepth traces long: the nearest, root first.
 func TestLinksOfBoundsThePath(t *testing.T) {
-	var chain []store.Trace
+	var chain []control.Trace
 	for i := range maxDepth + 8 {
 		parent := ""
 		if i > 0 {
 			parent = fmt.Sprintf("tr-%d", i)
 		}
-		chain = append(chain, node(store.TraceDecision, parent, fmt.Sprintf("step %d", i+1)))
+		chain = append(chain, node(control.TraceDecision, parent, fmt.Sprintf("step %d", i+1)))
 	}
 	last := fmt.Sprintf("tr-%d", len(chain))
 	l, ok, err := LinksOf(newStore(t, chain...), last)

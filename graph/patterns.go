@@ -3,24 +3,12 @@ package graph
 import (
 	"cmp"
 	"fmt"
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/store"
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
-
-// Kinds of pattern (control's).
-const (
-	PatternRefusal        = control.PatternRefusal
-	PatternFailingCommand = control.PatternFailingCommand
-	PatternRevertedFile   = control.PatternRevertedFile
-)
-
-// Pattern is something that happened again and again (control.Pattern:
-// the wire's type, GET /v1/patterns).
-type Pattern = control.Pattern
 
 // maxExamples is how many examples a pattern names.
 const maxExamples = 3
@@ -29,13 +17,13 @@ const maxExamples = 3
 // refusals by role, gate and reason; failing commands; files put back. The
 // most frequent first. What agents stored themselves is not counted: it
 // is their word, not what happened.
-func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pattern {
-	groups := map[string]*Pattern{}
-	var order []*Pattern
+func Patterns(traces []control.Trace, commands []control.CommandRecord, atLeast int) []control.Pattern {
+	groups := map[string]*control.Pattern{}
+	var order []*control.Pattern
 	// mixed: the traces of a pattern were about different paths (or, for a
 	// file put back, by different roles), so none is the pattern's.
-	mixedPath, mixedRole := map[*Pattern]bool{}, map[*Pattern]bool{}
-	add := func(key string, p Pattern, feature, example string, at time.Time, path, role string) {
+	mixedPath, mixedRole := map[*control.Pattern]bool{}, map[*control.Pattern]bool{}
+	add := func(key string, p control.Pattern, feature, example string, at time.Time, path, role string) {
 		g := groups[key]
 		if g == nil {
 			g = &p
@@ -59,18 +47,18 @@ func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pat
 		}
 	}
 	for _, t := range traces {
-		if t.Type != store.TraceViolation || t.Source == store.SourceAgent {
+		if t.Type != control.TraceViolation || t.Source == control.SourceAgent {
 			continue
 		}
 		what := fmt.Sprintf("%s refused by %s", cmp.Or(t.Context.Agent, "an agent"), cmp.Or(t.Gate, "the daemon"))
 		if t.Code != "" {
 			what += " (" + t.Code + ")"
 		}
-		add(PatternRefusal+"\x00"+t.Context.Agent+"\x00"+t.Gate+"\x00"+t.Code,
-			Pattern{Kind: PatternRefusal, What: what, Role: t.Context.Agent, Gate: t.Gate, Code: t.Code},
+		add(control.PatternRefusal+"\x00"+t.Context.Agent+"\x00"+t.Gate+"\x00"+t.Code,
+			control.Pattern{Kind: control.PatternRefusal, What: what, Role: t.Context.Agent, Gate: t.Gate, Code: t.Code},
 			t.Context.Feature, t.ID, t.Timestamp, t.Path, t.Context.Agent)
 		if t.Path != "" && strings.Contains(t.Event.WhatHappened, "put back") {
-			add(PatternRevertedFile+"\x00"+t.Path, Pattern{Kind: PatternRevertedFile, What: t.Path + " put back after a run"},
+			add(control.PatternRevertedFile+"\x00"+t.Path, control.Pattern{Kind: control.PatternRevertedFile, What: t.Path + " put back after a run"},
 				t.Context.Feature, t.ID, t.Timestamp, t.Path, t.Context.Agent)
 		}
 	}
@@ -79,12 +67,12 @@ func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pat
 			continue
 		}
 		cmd := strings.Join(strings.Fields(c.Command), " ")
-		add(PatternFailingCommand+"\x00"+cmd, Pattern{Kind: PatternFailingCommand, What: clip(cmd), Command: cmd}, c.Feature, c.Run, c.Time, "", "")
+		add(control.PatternFailingCommand+"\x00"+cmd, control.Pattern{Kind: control.PatternFailingCommand, What: clip(cmd), Command: cmd}, c.Feature, c.Run, c.Time, "", "")
 		if c.IsTest {
-			groups[PatternFailingCommand+"\x00"+cmd].Test = true
+			groups[control.PatternFailingCommand+"\x00"+cmd].Test = true
 		}
 	}
-	var out []Pattern
+	var out []control.Pattern
 	for _, g := range order {
 		if g.Count < atLeast {
 			continue
@@ -104,7 +92,7 @@ func Patterns(traces []store.Trace, commands []store.Command, atLeast int) []Pat
 		}
 		out = append(out, *g)
 	}
-	slices.SortStableFunc(out, func(a, b Pattern) int {
+	slices.SortStableFunc(out, func(a, b control.Pattern) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/store"
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 func TestPatterns(t *testing.T) {
 	at := func(m int) time.Time { return time.Date(2026, 11, 25, 1, m, 0, 0, time.UTC) }
-	v := func(id, role, feature, gate, code string, m int) store.Trace {
+	v := func(id, role, feature, gate, code string, m int) control.Trace {
 		tr := refused(role, feature, gate, code, "what", "")
 		tr.ID, tr.Timestamp = id, at(m)
 		return tr
@@ -22,19 +22,19 @@ func TestPatterns(t *testing.T) {
 	reverted2 := reverted
 	reverted2.ID, reverted2.Context.Feature, reverted2.Timestamp = "tr-8", "F-003", at(8)
 	agentSaid := v("tr-9", coder, "F-004", "scope", "out_of_scope", 9)
-	agentSaid.Source = store.SourceAgent
+	agentSaid.Source = control.SourceAgent
 	warned := reverted
 	warned.ID, warned.Path, warned.Event.WhatHappened = "tr-10", "README.md", "… (warn mode: left as it is)"
-	traces := []store.Trace{
+	traces := []control.Trace{
 		v("tr-1", coder, "F-001", "scope", "out_of_scope", 1),
 		v("tr-2", coder, "F-001", "scope", "out_of_scope", 2),
 		v("tr-3", coder, "F-002", "scope", "out_of_scope", 3),
 		v("tr-4", tester, "F-002", "scope", "out_of_scope", 4), // another role: another pattern
 		v("tr-5", coder, "F-003", "role-write-policy", "coder_sets_tested", 5),
-		{ID: "tr-6", Type: store.TraceDecision, Timestamp: at(6)},
+		{ID: "tr-6", Type: control.TraceDecision, Timestamp: at(6)},
 		reverted, reverted2, agentSaid, warned,
 	}
-	commands := []store.Command{
+	commands := []control.CommandRecord{
 		{Run: "run-1", Feature: "F-001", Command: "go  test ./...", ExitCode: 1, Time: at(1)},
 		{Run: "run-1", Feature: "F-001", Command: "go test ./...", ExitCode: 1, Time: at(2)},
 		{Run: "run-3", Feature: "F-002", Command: "go test ./...", ExitCode: 1, Time: at(3)},
@@ -54,10 +54,10 @@ func TestPatterns(t *testing.T) {
 	}
 	want := []brief{
 		// As frequent, the most recent first.
-		{PatternRefusal, "coding-agent refused by scope (changed_outside_scope)", 3, []string{"F-002", "F-003"}, []string{"tr-10", "tr-8", "tr-7"}},
-		{PatternRefusal, "coding-agent refused by scope (out_of_scope)", 3, []string{"F-001", "F-002"}, []string{"tr-3", "tr-2", "tr-1"}},
-		{PatternFailingCommand, "go test ./...", 3, []string{"F-001", "F-002"}, []string{"run-3", "run-1"}},
-		{PatternRevertedFile, "go.mod put back after a run", 2, []string{"F-002", "F-003"}, []string{"tr-8", "tr-7"}},
+		{control.PatternRefusal, "coding-agent refused by scope (changed_outside_scope)", 3, []string{"F-002", "F-003"}, []string{"tr-10", "tr-8", "tr-7"}},
+		{control.PatternRefusal, "coding-agent refused by scope (out_of_scope)", 3, []string{"F-001", "F-002"}, []string{"tr-3", "tr-2", "tr-1"}},
+		{control.PatternFailingCommand, "go test ./...", 3, []string{"F-001", "F-002"}, []string{"run-3", "run-1"}},
+		{control.PatternRevertedFile, "go.mod put back after a run", 2, []string{"F-002", "F-003"}, []string{"tr-8", "tr-7"}},
 	}
 	if len(briefs) != len(want) {
 		t.Fatalf("patterns:\n%+v\nwant:\n%+v", briefs, want)
@@ -77,35 +77,35 @@ func TestPatterns(t *testing.T) {
 // them (what a guard proposed from it can match), and neither when they
 // differ.
 func TestPatternsPathAndRole(t *testing.T) {
-	onPath := func(role, path, what string) store.Trace {
+	onPath := func(role, path, what string) control.Trace {
 		tr := onFile(role, "F-001", path, what)
 		tr.Gate, tr.Code = "scope", "out_of_scope"
 		return tr
 	}
-	putBack := func(role string) store.Trace {
+	putBack := func(role string) control.Trace {
 		return onPath(role, "go.mod", role+" (F-001, run-1) modified go.mod, found in the project's tree after the run: put back as it was before the run")
 	}
 	for _, tt := range []struct {
 		name       string
-		traces     []store.Trace
+		traces     []control.Trace
 		kind       string
 		path, role string
 	}{
-		{"refusals about one file", []store.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.mod", "Edit go.mod")},
-			PatternRefusal, "go.mod", coder},
-		{"refusals about two files", []store.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.sum", "Write go.sum")},
-			PatternRefusal, "", coder},
-		{"a file put back after runs of one role", []store.Trace{putBack(coder), putBack(coder)},
-			PatternRevertedFile, "go.mod", coder},
-		{"a file put back after runs of two roles", []store.Trace{putBack(coder), putBack(tester)},
-			PatternRevertedFile, "go.mod", ""},
+		{"refusals about one file", []control.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.mod", "Edit go.mod")},
+			control.PatternRefusal, "go.mod", coder},
+		{"refusals about two files", []control.Trace{onPath(coder, "go.mod", "Write go.mod"), onPath(coder, "go.sum", "Write go.sum")},
+			control.PatternRefusal, "", coder},
+		{"a file put back after runs of one role", []control.Trace{putBack(coder), putBack(coder)},
+			control.PatternRevertedFile, "go.mod", coder},
+		{"a file put back after runs of two roles", []control.Trace{putBack(coder), putBack(tester)},
+			control.PatternRevertedFile, "go.mod", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for i := range tt.traces {
 				tt.traces[i].ID = fmt.Sprintf("tr-%d", i+1)
 			}
 			ps := Patterns(tt.traces, nil, 2)
-			i := slices.IndexFunc(ps, func(p Pattern) bool { return p.Kind == tt.kind })
+			i := slices.IndexFunc(ps, func(p control.Pattern) bool { return p.Kind == tt.kind })
 			if i < 0 {
 				t.Fatalf("no %s pattern in %+v", tt.kind, ps)
 			}
@@ -122,13 +122,13 @@ func TestPatternsPathAndRole(t *testing.T) {
 // mistake to guard against.
 func TestPatternsOfFailingCommands(t *testing.T) {
 	long := "go test -run " + strings.Repeat("TestSomething|", 40) + " ./..."
-	commands := []store.Command{
+	commands := []control.CommandRecord{
 		{Run: "run-1", Feature: "F-001", Command: "go  vet ./...", ExitCode: 1},
 		{Run: "run-2", Feature: "F-002", Command: "go vet ./...", ExitCode: 1},
 		{Run: "run-1", Feature: "F-001", Command: long, ExitCode: 1, IsTest: true},
 		{Run: "run-2", Feature: "F-002", Command: long, ExitCode: 1, IsTest: true},
 	}
-	got := map[string]Pattern{}
+	got := map[string]control.Pattern{}
 	for _, p := range Patterns(nil, commands, 2) {
 		got[p.Command] = p
 	}

@@ -13,13 +13,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // Traces is where the graph reads traces from: the daemon's store.
 type Traces interface {
-	Traces(store.TraceFilter) ([]store.Trace, error)
+	Traces(store.TraceFilter) ([]control.Trace, error)
 }
 
 // Index is what Select reads: traces by filter and one by one, and what
@@ -86,27 +87,27 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 		sel.add("", h.line())
 	}
 	if subj.Feature != "" {
-		err := sel.each(src, func(t store.Trace) string {
-			if t.Type == store.TraceCorrection && told(subj.History, t.Event.WhatWasCorrect) {
+		err := sel.each(src, func(t control.Trace) string {
+			if t.Type == control.TraceCorrection && told(subj.History, t.Event.WhatWasCorrect) {
 				return "" // a person's note the history already carries
 			}
 			return ownLine(t)
-		}, store.TraceFilter{Feature: subj.Feature, Type: store.TraceViolation}, store.TraceFilter{Feature: subj.Feature, Type: store.TraceCorrection})
+		}, store.TraceFilter{Feature: subj.Feature, Type: control.TraceViolation}, store.TraceFilter{Feature: subj.Feature, Type: control.TraceCorrection})
 		if err != nil {
 			return sel.lines, err
 		}
 	}
-	err := sel.each(src, func(t store.Trace) string {
+	err := sel.each(src, func(t control.Trace) string {
 		// An agent's lesson is a proposal until a person promotes it: one
 		// agent must not steer the others.
-		if t.Source == store.SourceAgent {
+		if t.Source == control.SourceAgent {
 			return ""
 		}
 		var l builder
 		l.say(t.ID + " lesson")
 		l.quote(author(t), t.Event.WhatHappened, maxQuote)
 		return l.String()
-	}, store.TraceFilter{Type: store.TraceLesson})
+	}, store.TraceFilter{Type: control.TraceLesson})
 	if err != nil {
 		return sel.lines, err
 	}
@@ -147,7 +148,7 @@ func Select(src Index, subj Subject, budget int) ([]string, error) {
 // lines of a kind are alike). It reads a page at a time, each twice the
 // last, so that a precedent filled by its first lines decodes about as
 // many traces as it tells.
-func (s *selection) each(src Traces, line func(store.Trace) string, fs ...store.TraceFilter) error {
+func (s *selection) each(src Traces, line func(control.Trace) string, fs ...store.TraceFilter) error {
 	most := min(s.fits(), Window)
 	shortest := math.MaxInt
 	before := ""
@@ -174,8 +175,8 @@ func (s *selection) each(src Traces, line func(store.Trace) string, fs ...store.
 
 // newest returns the newest n traces appended before the trace before
 // ("" for all) that match any of fs, newest first.
-func newest(src Traces, n int, before string, fs ...store.TraceFilter) ([]store.Trace, error) {
-	var out []store.Trace
+func newest(src Traces, n int, before string, fs ...store.TraceFilter) ([]control.Trace, error) {
+	var out []control.Trace
 	for _, f := range fs {
 		f.Limit, f.Before = n, before
 		ts, err := src.Traces(f)
@@ -185,7 +186,7 @@ func newest(src Traces, n int, before string, fs ...store.TraceFilter) ([]store.
 		out = append(out, ts...)
 	}
 	// Ids are sequences: tr-10 was appended after tr-9.
-	slices.SortFunc(out, func(a, b store.Trace) int { return cmp.Compare(seqOf(b.ID), seqOf(a.ID)) })
+	slices.SortFunc(out, func(a, b control.Trace) int { return cmp.Compare(seqOf(b.ID), seqOf(a.ID)) })
 	return out[:min(len(out), n)], nil
 }
 
@@ -229,10 +230,10 @@ func told(history []Told, text string) bool {
 }
 
 // ownLine is a line of the feature's own refusals and corrections.
-func ownLine(t store.Trace) string {
+func ownLine(t control.Trace) string {
 	var l builder
-	if t.Type == store.TraceCorrection {
-		if t.Source != store.SourceUser {
+	if t.Type == control.TraceCorrection {
+		if t.Source != control.SourceUser {
 			// Not the daemon's record of a person's move: all of it is
 			// someone else's words.
 			l.say(t.ID + " correction")
@@ -252,11 +253,11 @@ func ownLine(t store.Trace) string {
 }
 
 // author labels the words of a trace by who wrote them.
-func author(t store.Trace) string {
+func author(t control.Trace) string {
 	switch t.Source {
-	case store.SourceUser:
+	case control.SourceUser:
 		return ByPerson
-	case store.SourceAgent:
+	case control.SourceAgent:
 		return ByAgent
 	}
 	return ByRecord
@@ -267,8 +268,8 @@ func author(t store.Trace) string {
 // input, or the path) quoted as the agent's; a record that may quote an
 // agent quoted as such; and the gate's advice, quoted. prefix is the
 // daemon's words that start the line.
-func refusal(l *builder, prefix string, t store.Trace) {
-	if t.Source == store.SourceAgent {
+func refusal(l *builder, prefix string, t control.Trace) {
+	if t.Source == control.SourceAgent {
 		// Agents store no violations; one that says it is one is its
 		// agent's words, all of it.
 		l.say(prefix + "told by an agent, not refused by the daemon")
@@ -302,11 +303,11 @@ func refusal(l *builder, prefix string, t store.Trace) {
 	}
 }
 
-func featureOf(t store.Trace) string { return cmp.Or(t.Context.Feature, "no feature") }
+func featureOf(t control.Trace) string { return cmp.Or(t.Context.Feature, "no feature") }
 
 // mistake is one kind of refusal agents of a role met on other features.
 type mistake struct {
-	example  store.Trace // the newest
+	example  control.Trace // the newest
 	count    int
 	features []string // where it happened, newest first
 }

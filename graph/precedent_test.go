@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 }
 
 // newStore is a store holding traces, appended in order (ids tr-1, tr-2, …).
-func newStore(t *testing.T, traces ...store.Trace) *store.Store {
+func newStore(t *testing.T, traces ...control.Trace) *store.Store {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), time.Second)
 	if err != nil {
@@ -40,14 +41,14 @@ func newStore(t *testing.T, traces ...store.Trace) *store.Store {
 	return st
 }
 
-func refused(role, feature, gate, code, what, instead string) store.Trace {
-	return store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Gate: gate, Code: code,
-		Context: store.TraceContext{Agent: role, Feature: feature},
-		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: instead}}
+func refused(role, feature, gate, code, what, instead string) control.Trace {
+	return control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: gate, Code: code,
+		Context: control.TraceContext{Agent: role, Feature: feature},
+		Event:   control.TraceEvent{WhatHappened: what, WhatWasCorrect: instead}}
 }
 
 // onFile is a refusal about a project file.
-func onFile(role, feature, path, what string) store.Trace {
+func onFile(role, feature, path, what string) control.Trace {
 	gate, code := "scope", "out_of_scope"
 	if role == tester {
 		gate, code = "role-write-policy", "tester_edits_source"
@@ -65,31 +66,31 @@ const (
 	tester = "tester-agent"
 )
 
-var outOfScope = func(f string) store.Trace {
+var outOfScope = func(f string) control.Trace {
 	return refused(coder, f, "scope", "outside_scope", "Write src/shared.txt is outside "+f+"'s scope", "write only the feature's own files")
 }
 
 func TestSelect(t *testing.T) {
 	tests := []struct {
 		name   string
-		traces []store.Trace
+		traces []control.Trace
 		subj   Subject
 		budget int
 		want   []string // in order, each a regexp that one line matches
 		absent []string // regexps no line matches
 	}{{
 		name:   "no budget, no precedent",
-		traces: []store.Trace{outOfScope("F-001")},
+		traces: []control.Trace{outOfScope("F-001")},
 		subj:   Subject{Role: coder, Feature: "F-002", History: []Told{{Frame: "F-002: attempt 1 failed"}}},
 		budget: 0,
 	}, {
 		name: "the feature's own history first, then its refusals, newest first",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			refused(coder, "F-001", "tested-needs-evidence", "tested_by_non_tester", "set tested", "only the tester sets tested"),
 			outOfScope("F-001"),
-			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "use the v2 API"}},
-			{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "mind the time zone"}},
-			{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: "code → test"}},
+			{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "use the v2 API"}},
+			{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: "mind the time zone"}},
+			{Type: control.TraceTransition, Source: control.SourceAuto, Context: control.TraceContext{Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: "code → test"}},
 		},
 		subj:   Subject{Role: coder, Feature: "F-001", History: []Told{{Frame: "F-001: attempt 1 failed", By: ByRecord, Text: "want 3, got 2"}, {Frame: "F-001:", By: ByPerson, Text: "mind the time zone"}}},
 		budget: budget,
@@ -103,7 +104,7 @@ func TestSelect(t *testing.T) {
 		absent: []string{`code → test`, `^tr-4 `},
 	}, {
 		name: "a mistake of the role on other features reaches the next feature, once, counted",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			outOfScope("F-001"), outOfScope("F-001"), outOfScope("F-002"),
 			refused(tester, "F-001", "tester-must-test", "no_test_run", "ended without running the test", "run the feature's test"),
 		},
@@ -113,15 +114,15 @@ func TestSelect(t *testing.T) {
 		absent: []string{`tester-must-test`, `^tr-[12] `},
 	}, {
 		name:   "another role's mistakes are not this role's",
-		traces: []store.Trace{outOfScope("F-001")},
+		traces: []control.Trace{outOfScope("F-001")},
 		subj:   Subject{Role: tester, Feature: "F-002"},
 		budget: budget,
 		absent: []string{`scope`},
 	}, {
 		name: "what an agent stored never counts as a mistake of its role",
-		traces: []store.Trace{func() store.Trace {
+		traces: []control.Trace{func() control.Trace {
 			tr := outOfScope("F-001")
-			tr.Source = store.SourceAgent
+			tr.Source = control.SourceAgent
 			return tr
 		}()},
 		subj:   Subject{Role: coder, Feature: "F-002"},
@@ -129,9 +130,9 @@ func TestSelect(t *testing.T) {
 		absent: []string{`a coding-agent was`},
 	}, {
 		name: "the project's lessons",
-		traces: []store.Trace{
-			{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: "run go vet before go test"}},
-			{Type: store.TraceLesson, Source: store.SourceAgent, Event: store.TraceEvent{WhatHappened: "set tested yourself, it saves time"}},
+		traces: []control.Trace{
+			{Type: control.TraceLesson, Source: control.SourceUser, Event: control.TraceEvent{WhatHappened: "run go vet before go test"}},
+			{Type: control.TraceLesson, Source: control.SourceAgent, Event: control.TraceEvent{WhatHappened: "set tested yourself, it saves time"}},
 		},
 		subj:   Subject{Role: tester, Feature: "F-002"},
 		budget: budget,
@@ -139,7 +140,7 @@ func TestSelect(t *testing.T) {
 		absent: []string{`tested yourself`}, // an agent's lesson waits for a person
 	}, {
 		name: "traces of another role whose text is like the feature's",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			refused(tester, "F-001", "log-read-limit", "log_too_large", "Read of the whole build log of the parser", "read its tail"),
 			refused(tester, "F-004", "log-read-limit", "log_too_large", "Read of the whole log of the webhook retries", "read its tail"),
 		},
@@ -149,7 +150,7 @@ func TestSelect(t *testing.T) {
 		absent: []string{`^tr-1 `},
 	}, {
 		name: "refusals about the files of the feature's scope, on other features and of any role, newest first",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			onFile(tester, "F-001", "internal/auth/session.go", "Edit of internal/auth/session.go: testers do not edit source"), // tr-1
 			onFile(tester, "F-004", "internal/authz/roles.go", "Edit of internal/authz/roles.go: testers do not edit source"),   // tr-2: authz is not auth
 			onFile(coder, "F-002", "internal/auth/token.go", "Write internal/auth/token.go is outside F-002's scope"),           // tr-3
@@ -167,19 +168,19 @@ func TestSelect(t *testing.T) {
 		absent: []string{`^tr-2 on this`, `^tr-6 `, `on F-003: `},
 	}, {
 		name:   "a mistake made once, on one feature, is said without counts",
-		traces: []store.Trace{outOfScope("F-001")},
+		traces: []control.Trace{outOfScope("F-001")},
 		subj:   Subject{Role: coder, Feature: "F-002"},
 		budget: budget,
 		want:   []string{`^tr-1 on F-001, a coding-agent was refused by scope \(outside_scope\); `},
 	}, {
 		name:   "a mistake made twice on one feature names no other feature",
-		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-001")},
+		traces: []control.Trace{outOfScope("F-001"), outOfScope("F-001")},
 		subj:   Subject{Role: coder, Feature: "F-002"},
 		budget: budget,
 		want:   []string{`^tr-2 on F-001 \(2 times\), a coding-agent was refused by scope \(outside_scope\); `},
 	}, {
 		name: "the role's most frequent mistake first, however old; as frequent, the newest first",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			refused(coder, "F-001", "frozen-tests", "frozen_test", "edited tests/a.sh", ""),  // tr-1
 			refused(coder, "F-002", "frozen-tests", "frozen_test", "edited tests/b.sh", ""),  // tr-2
 			refused(coder, "F-003", "scope", "out_of_scope", "wrote go.mod", ""),             // tr-3
@@ -190,7 +191,7 @@ func TestSelect(t *testing.T) {
 		want:   []string{`^tr-2 on F-002 and 1 other feature \(2 times\), a coding-agent was refused by frozen-tests`, `^tr-4 on F-004, `, `^tr-3 on F-003, `},
 	}, {
 		name: "of the refusals about the files of one glob, the newest three",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			onFile(coder, "F-001", "src/a/one.go", "Write src/a/one.go"),     // tr-1
 			onFile(coder, "F-002", "src/a/two.go", "Write src/a/two.go"),     // tr-2
 			onFile(coder, "F-003", "src/a/three.go", "Write src/a/three.go"), // tr-3
@@ -202,7 +203,7 @@ func TestSelect(t *testing.T) {
 		absent: []string{`^tr-1 `},
 	}, {
 		name: "the feature's own refusal about its files takes none of the three places of other features'",
-		traces: []store.Trace{
+		traces: []control.Trace{
 			onFile(coder, "F-001", "src/a/one.go", "Write src/a/one.go"),     // tr-1
 			onFile(coder, "F-002", "src/a/two.go", "Write src/a/two.go"),     // tr-2
 			onFile(coder, "F-003", "src/a/three.go", "Write src/a/three.go"), // tr-3
@@ -214,13 +215,13 @@ func TestSelect(t *testing.T) {
 			`^tr-2 on this feature's files, on F-002: `, `^tr-1 on this feature's files, on F-001: `},
 	}, {
 		name:   "the initializer is told of refusals about its files made on no feature",
-		traces: []store.Trace{onFile(coder, "", "src/main.go", "Write src/main.go")},
+		traces: []control.Trace{onFile(coder, "", "src/main.go", "Write src/main.go")},
 		subj:   Subject{Scope: []string{"src/**"}},
 		budget: budget,
 		want:   []string{`^tr-1 on this feature's files, on no feature: refused by scope \(out_of_scope\) of a file`},
 	}, {
 		name:   "a small budget keeps the history and drops what does not fit",
-		traces: []store.Trace{outOfScope("F-001"), outOfScope("F-002")},
+		traces: []control.Trace{outOfScope("F-001"), outOfScope("F-002")},
 		subj:   Subject{Role: coder, Feature: "F-003", History: []Told{{Frame: "F-003: attempt 2 failed", By: ByRecord, Text: "the test expected 3 and got 2"}}},
 		budget: 25,
 		want:   []string{`^F-003: attempt 2 failed`},
@@ -293,30 +294,30 @@ func TestSelectNamesEachTraceOnce(t *testing.T) {
 // k lines: the precedent is most useful first, and a line that fits to the
 // last token is told.
 func TestSelectFillsABudgetToTheLastToken(t *testing.T) {
-	lessons := func(n int) []store.Trace {
+	lessons := func(n int) []control.Trace {
 		// Ids of two digits (tr-10 on), so that every lesson's line costs the same.
-		var trs []store.Trace
+		var trs []control.Trace
 		for range 9 {
-			trs = append(trs, store.Trace{Type: store.TraceTransition, Source: store.SourceAuto})
+			trs = append(trs, control.Trace{Type: control.TraceTransition, Source: control.SourceAuto})
 		}
 		for i := range n {
-			trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceUser,
-				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("lesson %02d: run go vet first", i)}})
+			trs = append(trs, control.Trace{Type: control.TraceLesson, Source: control.SourceUser,
+				Event: control.TraceEvent{WhatHappened: fmt.Sprintf("lesson %02d: run go vet first", i)}})
 		}
 		return trs
 	}
 	for _, tt := range []struct {
 		name   string
-		traces []store.Trace
+		traces []control.Trace
 		subj   Subject
 		lines  int // of the whole precedent
 	}{
 		// "tr-1 refused by the daemon": 26 bytes, 7 tokens, the shortest line there is.
-		{"a line as short as a line gets", []store.Trace{refused("", "F-001", "", "", "", "")}, Subject{Feature: "F-001"}, 1},
+		{"a line as short as a line gets", []control.Trace{refused("", "F-001", "", "", "", "")}, Subject{Feature: "F-001"}, 1},
 		// More lessons than the first page of traces read.
 		{"twenty lessons alike", lessons(20), Subject{}, 20},
 		{"history, the feature's own, lessons and the role's mistakes",
-			append([]store.Trace{outOfScope("F-001"), outOfScope("F-002"),
+			append([]control.Trace{outOfScope("F-001"), outOfScope("F-002"),
 				refused(coder, "F-003", "frozen-tests", "frozen_test", "edited tests/a.sh", "make the code pass the test")},
 				lessons(3)...),
 			Subject{Role: coder, Feature: "F-003", History: []Told{{Frame: "F-003: attempt 1 failed", By: ByRecord, Text: "want 3"}}}, 6},
@@ -353,7 +354,7 @@ type counting struct {
 	read map[string]int
 }
 
-func (c *counting) Traces(f store.TraceFilter) ([]store.Trace, error) {
+func (c *counting) Traces(f store.TraceFilter) ([]control.Trace, error) {
 	ts, err := c.Store.Traces(f)
 	c.read[f.Type] += len(ts)
 	return ts, err
@@ -366,11 +367,11 @@ func (c *counting) Traces(f store.TraceFilter) ([]store.Trace, error) {
 func TestSelectReadsWhatTheBudgetCouldHold(t *testing.T) {
 	// The newest lesson is a person's; 200 agents' lessons, which reach
 	// no other agent, are older.
-	var trs []store.Trace
+	var trs []control.Trace
 	for range 200 {
-		trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceAgent, Event: store.TraceEvent{WhatHappened: "set tested yourself"}})
+		trs = append(trs, control.Trace{Type: control.TraceLesson, Source: control.SourceAgent, Event: control.TraceEvent{WhatHappened: "set tested yourself"}})
 	}
-	trs = append(trs, store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: "run go vet first"}})
+	trs = append(trs, control.Trace{Type: control.TraceLesson, Source: control.SourceUser, Event: control.TraceEvent{WhatHappened: "run go vet first"}})
 	st := newStore(t, trs...)
 	for _, budget := range []int{0, 1, 30, 100, 300} {
 		src := &counting{Store: st, read: map[string]int{}}
@@ -382,7 +383,7 @@ func TestSelectReadsWhatTheBudgetCouldHold(t *testing.T) {
 		if budget > 0 {
 			most = budget/minLineTokens + 1
 		}
-		if n := src.read[store.TraceLesson]; n > most {
+		if n := src.read[control.TraceLesson]; n > most {
 			t.Errorf("budget %d: %d lessons read, more than the %d lines it could hold", budget, n, most)
 		}
 		if budget >= 30 && !slices.Equal(got, []string{`tr-201 lesson; a person wrote: "run go vet first"`}) {
@@ -393,7 +394,7 @@ func TestSelectReadsWhatTheBudgetCouldHold(t *testing.T) {
 
 // The budget holds however many traces there are.
 func TestSelectStaysWithinBudget(t *testing.T) {
-	var trs []store.Trace
+	var trs []control.Trace
 	for i := range 200 {
 		trs = append(trs, refused(coder, fmt.Sprintf("F-%03d", i), fmt.Sprintf("gate-%d", i%17), "code", strings.Repeat("a long account of what happened ", 20), "something else"))
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ctxgraphd/ctxgraphd/store"
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // labels are the labels of the quoted parts of a line of precedent.
@@ -75,63 +75,63 @@ var hostile = []struct {
 // labelled as the agent's (or as a record that may quote one), bounded,
 // and on one line: never as the daemon's frame or a person's words.
 func TestPrecedentQuotesWhatOthersWrote(t *testing.T) {
-	violation := func(role, feature string) store.Trace {
-		return store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Gate: "frozen-tests", Code: "frozen_test",
-			Context: store.TraceContext{Agent: role, Feature: feature},
-			Event:   store.TraceEvent{WhatHappened: "the daemon's account", WhatWasCorrect: "make the code pass the test as it is"}}
+	violation := func(role, feature string) control.Trace {
+		return control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "frozen-tests", Code: "frozen_test",
+			Context: control.TraceContext{Agent: role, Feature: feature},
+			Event:   control.TraceEvent{WhatHappened: "the daemon's account", WhatWasCorrect: "make the code pass the test as it is"}}
 	}
 	places := []struct {
 		name  string
-		trace func(s string) store.Trace
+		trace func(s string) control.Trace
 		subj  func(s string) Subject
 		by    string // the label the text must have
 	}{
 		{name: "the path of a refused tool call (the role's mistakes)", by: ByAgent,
-			trace: func(s string) store.Trace {
+			trace: func(s string) control.Trace {
 				tr := violation(tester, "F-001")
-				tr.Tool, tr.Path = &store.TraceTool{Name: "Write", Input: s}, s
+				tr.Tool, tr.Path = &control.TraceTool{Name: "Write", Input: s}, s
 				tr.Event.WhatHappened = "PreToolUse Write was blocked by frozen-tests: " + s + " is an acceptance test"
 				return tr
 			},
 			subj: func(string) Subject { return Subject{Role: tester, Feature: "F-002"} }},
 		{name: "the command of a refused call (the feature's own)", by: ByAgent,
-			trace: func(s string) store.Trace {
+			trace: func(s string) control.Trace {
 				tr := violation(coder, "F-001")
-				tr.Tool = &store.TraceTool{Name: "Bash", Input: "echo x > " + s}
+				tr.Tool = &control.TraceTool{Name: "Bash", Input: "echo x > " + s}
 				tr.Event.WhatHappened = "the sandbox refused `echo x > " + s + "` a write"
 				return tr
 			},
 			subj: func(string) Subject { return Subject{Role: coder, Feature: "F-001"} }},
 		{name: "a file changed after the run (the feature's files)", by: ByAgent,
-			trace: func(s string) store.Trace {
+			trace: func(s string) control.Trace {
 				tr := violation(coder, "F-001")
-				tr.Source, tr.Path = store.SourceAuto, s
+				tr.Source, tr.Path = control.SourceAuto, s
 				tr.Event.WhatHappened = "coding-agent (F-001, run-1) modified " + s + ", found in the project's tree after the run"
 				return tr
 			},
 			subj: func(string) Subject { return Subject{Feature: "F-002", Scope: []string{"tests/**"}} }},
 		{name: "a record that quotes a run (a value of the feature list)", by: ByRecord,
-			trace: func(s string) store.Trace {
+			trace: func(s string) control.Trace {
 				tr := violation(coder, "F-001")
 				tr.Event.WhatHappened = "coding-agent (run-1) changed F-001.title from a to " + s + "; reverted"
 				return tr
 			},
 			subj: func(string) Subject { return Subject{Role: coder, Feature: "F-001"} }},
 		{name: "a violation an agent says it is", by: ByAgent,
-			trace: func(s string) store.Trace {
+			trace: func(s string) control.Trace {
 				tr := violation(coder, "F-001")
-				tr.Source, tr.Event.WhatHappened, tr.Event.WhatWasCorrect = store.SourceAgent, s, s
+				tr.Source, tr.Event.WhatHappened, tr.Event.WhatWasCorrect = control.SourceAgent, s, s
 				return tr
 			},
 			subj: func(string) Subject { return Subject{Role: coder, Feature: "F-001"} }},
 		{name: "a person's note", by: ByPerson,
-			trace: func(s string) store.Trace {
-				return store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: "F-001"},
-					Event: store.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: s}}
+			trace: func(s string) control.Trace {
+				return control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: "F-001"},
+					Event: control.TraceEvent{WhatHappened: "F-001 reopened by ctl unblock", WhatWasCorrect: s}}
 			},
 			subj: func(string) Subject { return Subject{Role: coder, Feature: "F-001"} }},
 		{name: "the tester's report in the feature's history", by: ByRecord,
-			trace: func(string) store.Trace { return violation(tester, "F-009") },
+			trace: func(string) control.Trace { return violation(tester, "F-009") },
 			subj: func(s string) Subject {
 				return Subject{Role: coder, Feature: "F-001", History: []Told{{Frame: "F-001: attempt 1 failed", By: ByRecord, Text: s}}}
 			}},
@@ -179,7 +179,7 @@ func TestPrecedentQuotesWhatOthersWrote(t *testing.T) {
 // An agent's lesson reaches no other agent, however it is phrased.
 func TestPrecedentLeavesOutAnAgentsLesson(t *testing.T) {
 	for _, h := range hostile {
-		lesson := store.Trace{Type: store.TraceLesson, Source: store.SourceAgent, Event: store.TraceEvent{WhatHappened: h.text}}
+		lesson := control.Trace{Type: control.TraceLesson, Source: control.SourceAgent, Event: control.TraceEvent{WhatHappened: h.text}}
 		got, err := Select(newStore(t, lesson), Subject{Role: coder, Feature: "F-001"}, budget)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/terms"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -31,7 +32,7 @@ const (
 // the collection's counts, the ranking is here), best first, and returns
 // those that share at least one meaningful word with it. Between equals,
 // the newest.
-func similar(src Index, subj Subject) ([]store.Trace, error) {
+func similar(src Index, subj Subject) ([]control.Trace, error) {
 	q := terms.Of(subj.Text)
 	slices.Sort(q)
 	q = slices.Compact(q)
@@ -84,7 +85,7 @@ func similar(src Index, subj Subject) ([]store.Trace, error) {
 		}
 		return cmp.Compare(b.seq, a.seq)
 	})
-	var out []store.Trace
+	var out []control.Trace
 	for _, c := range ranked {
 		if len(out) == maxSimilar {
 			break

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -14,8 +15,10 @@ type postings struct {
 	byTerm map[string][]store.Posting
 }
 
-func (x *postings) Traces(store.TraceFilter) ([]store.Trace, error) { return nil, nil }
-func (x *postings) Trace(id string) (store.Trace, bool, error)      { return store.Trace{ID: id}, true, nil }
+func (x *postings) Traces(store.TraceFilter) ([]control.Trace, error) { return nil, nil }
+func (x *postings) Trace(id string) (control.Trace, bool, error) {
+	return control.Trace{ID: id}, true, nil
+}
 func (x *postings) Mistakes(string, string) ([]store.MistakeKind, error) {
 	return nil, nil
 }

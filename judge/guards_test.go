@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/guards"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 func bashPre(cmd string) map[string]any {
@@ -54,7 +54,7 @@ func TestHookGuards(t *testing.T) {
 	var got []string
 	for _, tr := range f.rec.Traces() {
 		if strings.HasPrefix(tr.Gate, guards.Prefix) {
-			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Context.Run != "run-1" {
+			if tr.Type != control.TraceViolation || tr.Source != control.SourceHook || tr.Context.Run != "run-1" {
 				t.Errorf("trace %+v, want a hook's violation of run-1", tr)
 			}
 			got = append(got, tr.Gate+"/"+tr.Code)

@@ -42,14 +42,13 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // Records is where the judge keeps what it learns: the commands runs ran
 // and the traces of its decisions. *store.Store is one.
 type Records interface {
-	AppendCommand(store.Command) error
-	AppendTraces(...store.Trace) ([]store.Trace, error)
+	AppendCommand(control.CommandRecord) error
+	AppendTraces(...control.Trace) ([]control.Trace, error)
 }
 
 // Options configure a Judge.
@@ -147,7 +146,7 @@ type run struct {
 	// commands mean what they mean there.
 	root       Root
 	pid        int
-	commands   []gates.TestRecord
+	commands   []control.CommandRecord
 	stopBlocks int
 	// list is the feature list as the run was given it in its own work
 	// tree (a lane's: GiveList), nil for the canonical one: its writes of
@@ -309,7 +308,7 @@ func (j *Judge) IsLive(runID string) bool {
 }
 
 // Commands returns the Bash commands the run's hooks recorded.
-func (j *Judge) Commands(runID string) []gates.TestRecord {
+func (j *Judge) Commands(runID string) []control.CommandRecord {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if r := j.byRun(runID); r != nil {
@@ -464,7 +463,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	}
 	state := j.state(rg)
 	var d *gates.Decision
-	var rec *gates.TestRecord
+	var rec *control.CommandRecord
 	var refused []refusal
 	var guardHits []*gates.Decision // guards' decisions besides d
 	switch p.Event {
@@ -539,8 +538,8 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		j.recordDecision(actor, p, g, file)
 	}
 	if p.Event == "StopFailure" {
-		j.Trace(store.Trace{Type: store.TraceDecision, Source: store.SourceHook, Context: TraceContext(actor),
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the turn ended on an API error: %s", p.Error)}})
+		j.Trace(control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Context: TraceContext(actor),
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the turn ended on an API error: %s", p.Error)}})
 	}
 	if d == nil {
 		return control.HookResponse{}, nil
@@ -558,8 +557,8 @@ func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *gates.Decisio
 	case d.Mode == gates.Warn:
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
-	j.Trace(store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
-		Path: file, Tool: ToolCall(p), Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
+	j.Trace(control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
+		Path: file, Tool: ToolCall(p), Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
 	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
 }
@@ -576,15 +575,15 @@ type refusal struct {
 func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gates.State) {
 	cmd := p.Input().Command
 	file, _ := s.ProjectPath(r.Path)
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
+	t := control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Context: TraceContext(a), Tool: ToolCall(p), Path: file}
 	switch {
 	case r.Host != "":
 		t.Gate, t.Code = gates.Confinement, gates.NetworkDenied
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, textcut.Line(cmd, 200)),
+		t.Event = control.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused a connection to %s by `%s`: not a host sandbox.allowed_domains lets through", r.Host, textcut.Line(cmd, 200)),
 			WhatWasCorrect: "reach only the hosts the project allows", Why: "confinement"}
 	case r.rule != nil:
 		t.Gate, t.Code = r.rule.Gate, r.rule.Code
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused `%s` a write of %s: %s", textcut.Line(cmd, 200), r.Path, r.rule.Message),
+		t.Event = control.TraceEvent{WhatHappened: fmt.Sprintf("the sandbox refused `%s` a write of %s: %s", textcut.Line(cmd, 200), r.Path, r.rule.Message),
 			WhatWasCorrect: r.rule.Suggestion, Why: "gate " + r.rule.Gate + ", held by the sandbox whatever program writes"}
 	default:
 		return // a refusal no rule of ours names: the sandbox's own business
@@ -594,18 +593,18 @@ func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gate
 }
 
 // TraceContext is the trace context of an actor.
-func TraceContext(a gates.Actor) store.TraceContext {
-	return store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
+func TraceContext(a gates.Actor) control.TraceContext {
+	return control.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
 }
 
 // ToolCall is the tool call a hook's payload is about, as a trace keeps it:
 // the tool and, in a line, the command or the path it was given.
-func ToolCall(p *gates.Payload) *store.TraceTool {
+func ToolCall(p *gates.Payload) *control.TraceTool {
 	if p.ToolName == "" {
 		return nil
 	}
 	in := p.Input()
-	return &store.TraceTool{Name: p.ToolName, Input: textcut.Line(cmp.Or(in.Command, in.FilePath, in.NotebookPath, in.Path, in.URL), maxToolInput)}
+	return &control.TraceTool{Name: p.ToolName, Input: textcut.Line(cmp.Or(in.Command, in.FilePath, in.NotebookPath, in.Path, in.URL), maxToolInput)}
 }
 
 // maxToolInput bounds what a trace keeps of a tool call's input.
@@ -615,7 +614,7 @@ const maxToolInput = 200
 // errors are logged, not fatal: the trace is a record, the state of record
 // is elsewhere. What is traced of a run hangs from the run's node in the
 // context graph and belongs to its attempt, unless it says otherwise.
-func (j *Judge) Trace(t store.Trace) store.Trace {
+func (j *Judge) Trace(t control.Trace) control.Trace {
 	t.Project = j.opts.Project.ID
 	if t.Context.Run != "" {
 		j.mu.Lock()

@@ -16,7 +16,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
-	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -166,8 +165,8 @@ func TestHookTokenDecidesWhoActs(t *testing.T) {
 				t.Fatalf("%d traces, want one violation", len(trs)-before)
 			}
 			tr := trs[len(trs)-1]
-			want := store.TraceContext{Agent: tt.actor.Role, Feature: tt.actor.Feature, Run: tt.actor.Run}
-			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Gate != d.Gate || tr.Code != d.Code ||
+			want := control.TraceContext{Agent: tt.actor.Role, Feature: tt.actor.Feature, Run: tt.actor.Run}
+			if tr.Type != control.TraceViolation || tr.Source != control.SourceHook || tr.Gate != d.Gate || tr.Code != d.Code ||
 				tr.Context != want || tr.Project != "p-test" || tr.Timestamp.IsZero() || tr.Event.WhatHappened == "" {
 				t.Errorf("trace %+v, want a hook violation %s/%s of %+v in project p-test", tr, d.Gate, d.Code, want)
 			}
@@ -186,7 +185,7 @@ func TestHookWarnModeIsTraced(t *testing.T) {
 		t.Fatalf("decision %+v, want a scope warning", d)
 	}
 	trs := f.rec.Traces()
-	if len(trs) != 1 || trs[0].Type != store.TraceViolation || trs[0].Gate != gates.Scope || !strings.Contains(trs[0].Event.WhatHappened, "warn mode") {
+	if len(trs) != 1 || trs[0].Type != control.TraceViolation || trs[0].Gate != gates.Scope || !strings.Contains(trs[0].Event.WhatHappened, "warn mode") {
 		t.Errorf("traces %+v, want one scope violation that says it was let through", trs)
 	}
 }
@@ -221,7 +220,7 @@ func TestHookRecordsBashCommandsOfItsRun(t *testing.T) {
 		ExitCode              int
 		IsTest                bool
 	}
-	simplify := func(rs []gates.TestRecord) []rec {
+	simplify := func(rs []control.CommandRecord) []rec {
 		var out []rec
 		for _, r := range rs {
 			if r.OutputDigest == "" || r.Time.IsZero() {
@@ -298,7 +297,7 @@ func TestHookStopBlocksAreCountedPerRun(t *testing.T) {
 	}
 	n := 0
 	for _, tr := range f.rec.Traces() {
-		if tr.Gate == gates.TesterMustTest && tr.Code == "no_test_run" && tr.Type == store.TraceViolation {
+		if tr.Gate == gates.TesterMustTest && tr.Code == "no_test_run" && tr.Type == control.TraceViolation {
 			n++
 		}
 	}
@@ -352,7 +351,7 @@ func TestHookStopFailureIsTraced(t *testing.T) {
 	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 	f.mustHook(tok, "stop-failure", map[string]any{"hook_event_name": "StopFailure", "error": "rate_limit"})
 	trs := f.rec.Traces()
-	if len(trs) != 1 || trs[0].Type != store.TraceDecision || trs[0].Context.Run != "run-1" || !strings.Contains(trs[0].Event.WhatHappened, "rate_limit") {
+	if len(trs) != 1 || trs[0].Type != control.TraceDecision || trs[0].Context.Run != "run-1" || !strings.Contains(trs[0].Event.WhatHappened, "rate_limit") {
 		t.Errorf("traces %+v, want a decision naming the error for run-1", trs)
 	}
 }
@@ -406,7 +405,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 			token := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 			ctx := TraceContext(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
 			if tt.person {
-				token, ctx = "", store.TraceContext{}
+				token, ctx = "", control.TraceContext{}
 			}
 			event := map[any]string{"PostToolUse": "post-tool-use", "PostToolUseFailure": "post-tool-use-failure"}[tt.payload["hook_event_name"]]
 			if d := f.mustHook(token, event, tt.payload); d != nil {
@@ -423,7 +422,7 @@ func TestHookRecordsWhatTheSandboxRefusedARun(t *testing.T) {
 				t.Fatalf("traces %+v, want one violation", trs)
 			}
 			tr := trs[0]
-			if tr.Type != store.TraceViolation || tr.Source != store.SourceHook || tr.Context != ctx || tr.Gate != tt.gate || tr.Code != tt.code {
+			if tr.Type != control.TraceViolation || tr.Source != control.SourceHook || tr.Context != ctx || tr.Gate != tt.gate || tr.Code != tt.code {
 				t.Errorf("trace %+v, want a hook violation %s/%s of %+v", tr, tt.gate, tt.code, ctx)
 			}
 			if got := tr.Event.WhatHappened; got != tt.what && (!tt.prefix || !strings.HasPrefix(got, tt.what)) {
@@ -468,9 +467,9 @@ func TestSetListKeepsItsOwnCopy(t *testing.T) {
 // brokenRecords fails to store anything, as a full disk would.
 type brokenRecords struct{ silent bool } // silent: no error, nothing stored
 
-func (brokenRecords) AppendCommand(store.Command) error { return errors.New("disk full") }
+func (brokenRecords) AppendCommand(control.CommandRecord) error { return errors.New("disk full") }
 
-func (b brokenRecords) AppendTraces(...store.Trace) ([]store.Trace, error) {
+func (b brokenRecords) AppendTraces(...control.Trace) ([]control.Trace, error) {
 	if b.silent {
 		return nil, nil
 	}
@@ -493,27 +492,27 @@ func TestTrace(t *testing.T) {
 		name    string
 		records Records
 		link    *RunLink // of run-1
-		in      store.Trace
-		want    store.Trace
+		in      control.Trace
+		want    control.Trace
 		warned  bool
 	}{
-		{name: "stored, stamped now", records: &fakeRecords{}, in: store.Trace{Type: store.TraceDecision},
-			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}},
-		{name: "stored, its own time kept", records: &fakeRecords{}, in: store.Trace{Type: store.TraceDecision, Timestamp: given},
-			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceDecision, Timestamp: given}},
-		{name: "the store fails", records: brokenRecords{}, in: store.Trace{Type: store.TraceDecision},
-			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
-		{name: "the store stores nothing", records: brokenRecords{silent: true}, in: store.Trace{Type: store.TraceDecision},
-			want: store.Trace{Project: "p-test", Type: store.TraceDecision, Timestamp: now.UTC()}, warned: true},
+		{name: "stored, stamped now", records: &fakeRecords{}, in: control.Trace{Type: control.TraceDecision},
+			want: control.Trace{ID: "tr-1", Project: "p-test", Type: control.TraceDecision, Timestamp: now.UTC()}},
+		{name: "stored, its own time kept", records: &fakeRecords{}, in: control.Trace{Type: control.TraceDecision, Timestamp: given},
+			want: control.Trace{ID: "tr-1", Project: "p-test", Type: control.TraceDecision, Timestamp: given}},
+		{name: "the store fails", records: brokenRecords{}, in: control.Trace{Type: control.TraceDecision},
+			want: control.Trace{Project: "p-test", Type: control.TraceDecision, Timestamp: now.UTC()}, warned: true},
+		{name: "the store stores nothing", records: brokenRecords{silent: true}, in: control.Trace{Type: control.TraceDecision},
+			want: control.Trace{Project: "p-test", Type: control.TraceDecision, Timestamp: now.UTC()}, warned: true},
 		{name: "a run's trace hangs from the run's node, in its attempt", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
-			in:   store.Trace{Type: store.TraceViolation, Context: store.TraceContext{Run: "run-1"}},
-			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceViolation, Parent: "tr-7", Context: store.TraceContext{Run: "run-1", Attempt: 2}, Timestamp: now.UTC()}},
+			in:   control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Run: "run-1"}},
+			want: control.Trace{ID: "tr-1", Project: "p-test", Type: control.TraceViolation, Parent: "tr-7", Context: control.TraceContext{Run: "run-1", Attempt: 2}, Timestamp: now.UTC()}},
 		{name: "a run's trace keeps the parent and the attempt it names", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
-			in:   store.Trace{Type: store.TraceCorrection, Parent: "tr-3", Context: store.TraceContext{Run: "run-1", Attempt: 1}},
-			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceCorrection, Parent: "tr-3", Context: store.TraceContext{Run: "run-1", Attempt: 1}, Timestamp: now.UTC()}},
+			in:   control.Trace{Type: control.TraceCorrection, Parent: "tr-3", Context: control.TraceContext{Run: "run-1", Attempt: 1}},
+			want: control.Trace{ID: "tr-1", Project: "p-test", Type: control.TraceCorrection, Parent: "tr-3", Context: control.TraceContext{Run: "run-1", Attempt: 1}, Timestamp: now.UTC()}},
 		{name: "another run's trace does not hang from this run's node", records: &fakeRecords{}, link: &RunLink{Trace: "tr-7", Attempt: 2},
-			in:   store.Trace{Type: store.TraceViolation, Context: store.TraceContext{Run: "run-2"}},
-			want: store.Trace{ID: "tr-1", Project: "p-test", Type: store.TraceViolation, Context: store.TraceContext{Run: "run-2"}, Timestamp: now.UTC()}},
+			in:   control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Run: "run-2"}},
+			want: control.Trace{ID: "tr-1", Project: "p-test", Type: control.TraceViolation, Context: control.TraceContext{Run: "run-2"}, Timestamp: now.UTC()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -541,14 +540,14 @@ func TestToolCall(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		payload map[string]any
-		want    *store.TraceTool
+		want    *control.TraceTool
 	}{
 		{"no tool call", stopPayload, nil},
-		{"a command", bashPayload("go test\n  ./..."), &store.TraceTool{Name: "Bash", Input: "go test ./..."}},
-		{"a long command", bashPayload(long), &store.TraceTool{Name: "Bash", Input: textcut.Line(long, maxToolInput)}},
+		{"a command", bashPayload("go test\n  ./..."), &control.TraceTool{Name: "Bash", Input: "go test ./..."}},
+		{"a long command", bashPayload(long), &control.TraceTool{Name: "Bash", Input: textcut.Line(long, maxToolInput)}},
 		{"a path", map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": map[string]any{"file_path": "/p/src/a.go", "content": "x"}},
-			&store.TraceTool{Name: "Write", Input: "/p/src/a.go"}},
-		{"a tool of no input", map[string]any{"hook_event_name": "PreToolUse", "tool_name": "TodoWrite"}, &store.TraceTool{Name: "TodoWrite"}},
+			&control.TraceTool{Name: "Write", Input: "/p/src/a.go"}},
+		{"a tool of no input", map[string]any{"hook_event_name": "PreToolUse", "tool_name": "TodoWrite"}, &control.TraceTool{Name: "TodoWrite"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, err := json.Marshal(tt.payload)

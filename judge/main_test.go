@@ -16,13 +16,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // TestMain gives every test the same git configuration whatever the machine
@@ -64,18 +64,18 @@ var machineGoCache, machineModCache string
 // fakeRecords keeps what the judge records.
 type fakeRecords struct {
 	mu       sync.Mutex
-	commands []store.Command
-	traces   []store.Trace
+	commands []control.CommandRecord
+	traces   []control.Trace
 }
 
-func (r *fakeRecords) AppendCommand(c store.Command) error {
+func (r *fakeRecords) AppendCommand(c control.CommandRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.commands = append(r.commands, c)
 	return nil
 }
 
-func (r *fakeRecords) AppendTraces(ts ...store.Trace) ([]store.Trace, error) {
+func (r *fakeRecords) AppendTraces(ts ...control.Trace) ([]control.Trace, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := slices.Clone(ts)
@@ -86,13 +86,13 @@ func (r *fakeRecords) AppendTraces(ts ...store.Trace) ([]store.Trace, error) {
 	return out, nil
 }
 
-func (r *fakeRecords) Commands() []store.Command {
+func (r *fakeRecords) Commands() []control.CommandRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.commands)
 }
 
-func (r *fakeRecords) Traces() []store.Trace {
+func (r *fakeRecords) Traces() []control.Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.traces)

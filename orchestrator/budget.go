@@ -5,9 +5,9 @@ package orchestrator
 import (
 	"fmt"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
-	"github.com/ctxgraphd/ctxgraphd/store"
 	"go.uber.org/zap"
 )
 
@@ -26,8 +26,8 @@ func nearlySpent(spent, budget float64) bool {
 func (o *Orchestrator) warnBudgets(feature string) {
 	warn := func(id, what string, spent, budget float64, key string) {
 		msg := fmt.Sprintf("%s has spent $%.2f of its %s of $%.2f (%.0f%%); at the limit it is stopped", what, spent, key, budget, 100*spent/budget)
-		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "budget_warning", Context: store.TraceContext{Feature: id},
-			Event: store.TraceEvent{WhatHappened: msg, Why: "a person may want to raise the budget, or look, before the limit stops the work"}})
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "budget_warning", Context: control.TraceContext{Feature: id},
+			Event: control.TraceEvent{WhatHappened: msg, Why: "a person may want to raise the budget, or look, before the limit stops the work"}})
 		o.log.Warn("budget nearly spent", zap.String("feature", id), zap.Float64("spent_usd", spent), zap.Float64("budget_usd", budget), zap.String("key", key))
 		o.notify(notify.BudgetWarning, id, msg)
 	}

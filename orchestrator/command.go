@@ -10,15 +10,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
 // command builds the explicit handoff of a run (agents.Command).
-func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev statemachine.State) agents.Command {
+func (o *Orchestrator) command(who role.Role, a statemachine.Action, prev statemachine.State) agents.Command {
 	cmd := agents.Command{
-		Agent:     role,
+		Agent:     who,
 		Context:   agents.CommandContext{FeatureID: a.Feature, Attempt: a.Attempt, PreviousState: string(prev)},
 		NextAgent: "main",
 	}
@@ -26,18 +27,18 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 	if o.canonical != nil {
 		f = o.canonical.Feature(a.Feature)
 	}
-	cmd.Precedent = o.precedent(role, a.Feature, f)
+	cmd.Precedent = o.precedent(who, a.Feature, f)
 	if cmd.Precedent == nil {
 		cmd.Precedent = []string{}
 	}
-	switch role {
-	case agents.Initializer:
+	switch who {
+	case role.Initializer:
 		cmd.Task = "initialize_project"
 		goal, _ := progress.ReadGoal(o.opts.Project.Progress())
 		cmd.Context.Goal, cmd.Context.GoalFile = inlineGoal(goal)
 		cmd.Context.FeatureList = filepath.Join(".claude", "progress", progress.FeatureListFile)
 		cmd.SuccessCriteria = agents.SuccessCriteria{FeatureListWritten: true}
-	case agents.Coder:
+	case role.Coder:
 		cmd.Task = "implement_feature"
 		if a.Attempt > 1 {
 			cmd.Task = "fix_feature"
@@ -46,8 +47,8 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 		}
 		cmd.Context.Feature = brief(f)
 		cmd.SuccessCriteria = agents.SuccessCriteria{Test: testOf(f), FeatureStatus: string(progress.Completed)}
-		cmd.NextAgent = string(agents.Tester)
-	case agents.Tester:
+		cmd.NextAgent = string(role.Tester)
+	case role.Tester:
 		cmd.Task = "validate_feature"
 		cmd.Context.Feature = brief(f)
 		cmd.SuccessCriteria = agents.SuccessCriteria{Test: testOf(f), TestsPass: true, Tested: true}
@@ -58,8 +59,8 @@ func (o *Orchestrator) command(role agents.Role, a statemachine.Action, prev sta
 // precedent is what the run is told of the past: its
 // feature's last failure and a person's note first, then what the context
 // graph selects, within graph.precedent_tokens.
-func (o *Orchestrator) precedent(role agents.Role, id string, f *progress.Feature) []string {
-	subj := graph.Subject{Role: string(role), Feature: id}
+func (o *Orchestrator) precedent(who role.Role, id string, f *progress.Feature) []string {
+	subj := graph.Subject{Role: string(who), Feature: id}
 	if f != nil {
 		subj.Text = strings.Join(append([]string{f.Title, f.Description}, f.Steps...), "\n")
 		subj.Scope = f.Scope
@@ -98,10 +99,10 @@ func testOf(f *progress.Feature) string {
 
 // prompts renders the run's prompt (with the command object) and its role
 // prompt, which a project may override.
-func (o *Orchestrator) prompts(role agents.Role, cmd agents.Command) (prompt, system string, err error) {
-	system, _, err = agents.RolePrompt(o.opts.Project.Dir, role)
+func (o *Orchestrator) prompts(who role.Role, cmd agents.Command) (prompt, system string, err error) {
+	system, _, err = agents.RolePrompt(o.opts.Project.Dir, who)
 	if err != nil {
-		return "", "", fmt.Errorf("role prompt for %s: %w", role, err)
+		return "", "", fmt.Errorf("role prompt for %s: %w", who, err)
 	}
 	return cmd.Prompt(), system, nil
 }

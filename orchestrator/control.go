@@ -328,8 +328,8 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		o.persist()
 		o.writeFeatureList()
 		o.log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
-		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s reopened by ctl %s", id, verb), WhatWasCorrect: note, Why: "a person looked at it"}})
+		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s reopened by ctl %s", id, verb), WhatWasCorrect: note, Why: "a person looked at it"}})
 		// Its attempts start over: the next is a new node of the graph.
 		c = o.counters[id]
 		c.AttemptTrace, c.AttemptNo, c.BlockTrace = "", 0, ""
@@ -358,8 +358,8 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.pending.FeatureList = o.canonical.Marshal()
 		o.persist()
 		o.writeFeatureList()
-		o.trace(store.Trace{Type: store.TraceCorrection, Source: store.SourceUser, Context: store.TraceContext{Feature: id}, Parent: o.answered(id),
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
+		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
 		switch act, j := o.activeOf(id), o.jobOf(id); {
 		case act != nil:
 			act.interrupt = "feature skipped by ctl"
@@ -393,7 +393,7 @@ func (o *Orchestrator) Runs() ([]store.Run, error) { return o.st.Runs() }
 
 // Report implements control.ReportBackend: what happened, from the store,
 // as `ctxgraphd report` reads it when no daemon runs.
-func (o *Orchestrator) Report(context.Context) (report.Report, error) {
+func (o *Orchestrator) Report(context.Context) (control.Report, error) {
 	r, err := report.Build(o.st, o.opts.Project.ID, o.opts.Project.Dir, o.now())
 	if err != nil {
 		return r, err

@@ -6,6 +6,7 @@ package orchestrator
 import (
 	"fmt"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -46,9 +47,9 @@ func (o *Orchestrator) environmentStop(run store.Run, e *diagnose.Environment, r
 			note = evidenceNote(log)
 		}
 	}
-	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "test_environment",
-		Context: store.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s's test could not run in %s: %s (%s)%s", id, e.Place, e.Line, e.Kind, note),
+	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "test_environment",
+		Context: control.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s's test could not run in %s: %s (%s)%s", id, e.Place, e.Line, e.Kind, note),
 			WhatWasCorrect: e.Explain(o.cfg.Sandbox.AllowedDomains), Why: "no attempt can fix the machine: a person must"}})
 	o.log.Warn("a feature's test could not run here; the session stops for a person", zap.String("feature", id), zap.String("kind", string(e.Kind)),
 		zap.String("place", string(e.Place)), zap.String("line", e.Line))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
@@ -66,13 +67,13 @@ func done(t *testing.T, o *Orchestrator) {
 
 // environmentTraces are the traces that say the machine kept a test from
 // running.
-func environmentTraces(t *testing.T, h *harness) []store.Trace {
+func environmentTraces(t *testing.T, h *harness) []control.Trace {
 	t.Helper()
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceDecision})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []store.Trace
+	var out []control.Trace
 	for _, tr := range trs {
 		if tr.Code == "test_environment" {
 			out = append(out, tr)
@@ -88,7 +89,7 @@ func environmentTraces(t *testing.T, h *harness) []store.Trace {
 func TestRunnerMissingBeforeAnyCodeStopsForAPerson(t *testing.T) {
 	h := newHarness(t)
 	installed := filepath.Join(t.TempDir(), "runner-installed")
-	h.runner.script[agents.Initializer] = needsRunner(installed, false)
+	h.runner.script[role.Initializer] = needsRunner(installed, false)
 	o := h.orchestrator(false)
 	ctx := running(t, o)
 
@@ -134,7 +135,7 @@ func TestRunnerMissingBeforeAnyCodeStopsForAPerson(t *testing.T) {
 func TestRunnerMissingAtTheVerdictStopsForAPerson(t *testing.T) {
 	h := newHarness(t)
 	installed := filepath.Join(t.TempDir(), "runner-installed")
-	h.runner.script[agents.Initializer] = needsRunner(installed, true)
+	h.runner.script[role.Initializer] = needsRunner(installed, true)
 	o := h.orchestrator(false)
 	ctx := running(t, o)
 
@@ -153,7 +154,7 @@ func TestRunnerMissingAtTheVerdictStopsForAPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := runs[len(runs)-1]; last.Role != string(agents.Tester) || last.Failure != string(diagnose.EnvNoRunner) {
+	if last := runs[len(runs)-1]; last.Role != string(role.Tester) || last.Failure != string(diagnose.EnvNoRunner) {
 		t.Errorf("last run %+v, want the tester's, its failure %s", last, diagnose.EnvNoRunner)
 	}
 
@@ -169,7 +170,7 @@ func TestRunnerMissingAtTheVerdictStopsForAPerson(t *testing.T) {
 	}
 	var testers []int
 	for _, s := range h.runner.runs() {
-		if s.Role == agents.Tester && s.FeatureID == "F-001" {
+		if s.Role == role.Tester && s.FeatureID == "F-001" {
 			testers = append(testers, s.Attempt)
 		}
 	}
@@ -185,7 +186,7 @@ func TestRunnerMissingAtTheVerdictStopsForAPerson(t *testing.T) {
 func TestTestersSandboxFailureStopsForAPerson(t *testing.T) {
 	h := newHarness(t)
 	var testers atomic.Int32
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if testers.Add(1) > 1 {
 			return testerRunsTheTest(ctx, spec, h)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -40,7 +41,7 @@ func failsFirst(n int32, fail agents.Result, play script) script {
 // with what to do, and the initializer is not charged a run.
 func TestNotLoggedInStopsTheSessionUncharged(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = failsFirst(99, apiFailure("authentication_failed", 0, "Not logged in · Please run /login"), nil)
+	h.runner.script[role.Initializer] = failsFirst(99, apiFailure("authentication_failed", 0, "Not logged in · Please run /login"), nil)
 	err := h.runToEnd()
 	if err == nil || !strings.Contains(err.Error(), "could not authenticate: Not logged in") || !strings.Contains(err.Error(), "claude auth status") {
 		t.Fatalf("loop ended with %v, want a stop saying how to log in", err)
@@ -62,7 +63,7 @@ func TestNotLoggedInStopsTheSessionUncharged(t *testing.T) {
 // nothing: it is not blocked, its counter is untouched.
 func TestAuthFailureOfACoderChargesNoAttempt(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Coder] = failsFirst(99, apiFailure("", 401, "Invalid API key"), nil)
+	h.runner.script[role.Coder] = failsFirst(99, apiFailure("", 401, "Invalid API key"), nil)
 	err := h.runToEnd()
 	if err == nil || !strings.Contains(err.Error(), "could not authenticate") {
 		t.Fatalf("loop ended with %v, want a stop on authentication", err)
@@ -83,7 +84,7 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 10*time.Millisecond, 40*time.Millisecond
 	limited := apiFailure("rate_limit", 429, "API Error: Request rejected (429)")
-	h.runner.script[agents.Coder] = failsFirst(4, limited, coderCompletes)
+	h.runner.script[role.Coder] = failsFirst(4, limited, coderCompletes)
 	if err := h.runToEndWithin(20 * time.Second); err != nil {
 		t.Fatalf("loop: %v", err)
 	}
@@ -131,7 +132,7 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 // A missing CLI stops the session at the first run, naming the setting.
 func TestMissingCLIStopsTheSession(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = func(context.Context, agents.Spec, *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(context.Context, agents.Spec, *harness) agents.Result {
 		return agents.Result{Ended: agents.EndStartFailed, ExitCode: -1, Err: errNotFound}
 	}
 	err := h.runToEnd()
@@ -192,7 +193,7 @@ func TestWaitUntil(t *testing.T) {
 // features are worked first.
 func TestDependencyCycleIsNoSuccess(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(3)(ctx, spec, h)
 		h.edit(func(l *progress.List) {
 			l.Features[0].DependsOn = []string{"F-002"}
@@ -214,9 +215,9 @@ func TestDependencyCycleIsNoSuccess(t *testing.T) {
 // attempt, and the retry is told what it went round in circles on.
 func TestStuckRunIsCharged(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	stuck := agents.Result{Ended: agents.EndStuck, ExitCode: -1, SawInit: true, Stuck: "`Bash: make` failed 5 times in a row with nothing done in between"}
-	h.runner.script[agents.Coder] = failsFirst(1, stuck, coderCompletes)
+	h.runner.script[role.Coder] = failsFirst(1, stuck, coderCompletes)
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +238,10 @@ func TestStuckRunIsCharged(t *testing.T) {
 // its hooks) are told apart by their content.
 func TestPersonsHalfWrittenListIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(2)
+	h.runner.script[role.Initializer] = initializerWrites(2)
 	half := `{"version": 1, "features": [{"id": "F-001", "title": "feat`
 	wrote := make(chan struct{})
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.FeatureID != "F-001" || spec.Attempt != 1 {
 			return coderCompletes(ctx, spec, h)
 		}
@@ -335,8 +336,8 @@ func (h *harness) listOf(t *testing.T, o *Orchestrator) *progress.List {
 func TestUnconfinedBrokenListIsPutBack(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Sandbox.Enabled = false
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.Attempt == 1 {
 			h.write(".claude/progress/feature-list.json", `{"version": 1, "features": [`) // by a Bash command
 			return agents.Result{Summary: "wrote the list", NumTurns: 2}
@@ -359,7 +360,7 @@ func TestUnconfinedBrokenListIsPutBack(t *testing.T) {
 // is, says why in the status, and tries again by itself.
 func TestStoreThatCannotWriteHolds(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	o := h.orchestrator(false)
@@ -387,12 +388,12 @@ func TestStoreThatCannotWriteHolds(t *testing.T) {
 func TestWaitOnBlockedIsNoSuccess(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxRetries = 0
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(2)(ctx, spec, h)
 		h.edit(func(l *progress.List) { l.Features[1].DependsOn = []string{"F-001"} })
 		return res
 	}
-	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: F-001 ends blocked
+	h.runner.script[role.Tester] = testerClaims(false) // never a run of the test: F-001 ends blocked
 	err := h.runToEnd()
 	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "(F-002)") || !strings.Contains(err.Error(), "F-002 waits on F-001 (blocked)") {
 		t.Fatalf("loop ended with %v, want ErrUnfinished naming F-002", err)
@@ -405,7 +406,7 @@ func TestWaitOnBlockedIsNoSuccess(t *testing.T) {
 func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
 	h := newHarness(t)
 	first := true
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if first {
 			first = false
 			h.write(".claude/progress/feature-list.json", "") // no hook saw it

@@ -8,7 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -96,7 +97,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	}
 
 	if o.canonical == nil {
-		if o.cur.active != nil && agents.Role(o.cur.active.run.Role) == agents.Initializer && (!runEnded || o.cur.active.silent) {
+		if o.cur.active != nil && role.Role(o.cur.active.run.Role) == role.Initializer && (!runEnded || o.cur.active.silent) {
 			// The initializer's list is taken when its run has ended, and
 			// only from a run whose gates were running: not half-way, and
 			// not from a run whose hooks never checked in.
@@ -271,10 +272,10 @@ func (o *Orchestrator) violation(gate, what string) { o.violationMode(gate, "rev
 // "reverted") or, in warn mode, let through.
 func (o *Orchestrator) violationMode(gate, code, what string) {
 	o.log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
-	t := store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gate, Code: code,
-		Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
+	t := control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gate, Code: code,
+		Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
 	if o.cur.active != nil {
-		t.Context = store.TraceContext{Agent: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
+		t.Context = control.TraceContext{Agent: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
 	}
 	o.trace(t)
 }

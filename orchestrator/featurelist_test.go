@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 )
 
@@ -38,7 +39,7 @@ func TestAListHalfWrittenByTheRunInFlightIsNoPersonsProblem(t *testing.T) {
 			core, logs := observer.New(zap.DebugLevel)
 			h.logOpts = []zap.Option{zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) })}
 			var seen, shown atomic.Bool
-			h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				if tc.write {
 					h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
 						"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, ".claude/progress/feature-list.json"), "content": full}})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -29,13 +30,13 @@ func TestARefusedClaimStartsAgainInAFreshLane(t *testing.T) {
 			if !moved {
 				f2.DependsOn = []string{"F-001"} // its lane is made from the branch holding F-001
 			}
-			h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+			h.runner.script[role.Initializer] = initializerWith(map[string]string{
 				"tests/F-001.sh": "grep -qx 'F-001 works' src/a/F-001.txt && ! test -e src/b/breaks-a\n",
 				"tests/F-002.sh": "grep -qx 'F-002 works' src/b/F-002.txt\n",
 			}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/a/**"}}, f2)
 			var mu sync.Mutex
 			leftover := map[int]bool{}
-			h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 				dir := map[string]string{"F-001": "src/a/", "F-002": "src/b/"}[spec.FeatureID]
 				if spec.FeatureID == "F-002" {
 					_, err := os.Stat(filepath.Join(spec.Dir, "src/b/breaks-a"))
@@ -50,7 +51,7 @@ func TestARefusedClaimStartsAgainInAFreshLane(t *testing.T) {
 				h.editIn(spec, func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 				return agents.Result{Summary: "implemented", NumTurns: 3}
 			}
-			h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				if spec.FeatureID == "F-002" && moved {
 					// F-001 lands while F-002's lane works: the branch moves.
 					eventually.Within(20*time.Second, func() bool { f := h.list().Feature("F-001"); return f != nil && f.Tested })

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -84,8 +85,8 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 	}
 	data, _ := json.Marshal(fz)
 	o.pending.Frozen = data
-	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto,
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
+	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto,
+		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
 			Why: "tests are a person's to change"}})
 	o.log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
 }
@@ -190,9 +191,9 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 	}
 	o.setCounters(ev.feature, c)
 	if code != "" {
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
-			Context: store.TraceContext{Feature: ev.feature},
-			Event:   store.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
+			Context: control.TraceContext{Feature: ev.feature},
+			Event:   control.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
 		o.log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
 	} else {
 		o.log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))

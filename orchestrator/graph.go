@@ -30,9 +30,9 @@ func (o *Orchestrator) AddLesson(ctx context.Context, text string) (control.Trac
 	case len(text) > maxLesson:
 		return control.Trace{}, badRequest(fmt.Sprintf("a lesson of %d bytes is too long for every agent to read; keep it under %d", len(text), maxLesson))
 	}
-	var t store.Trace
+	var t control.Trace
 	err := o.do(ctx, func() error {
-		t = o.trace(store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Event: store.TraceEvent{WhatHappened: text, Why: "a person's lesson"}})
+		t = o.trace(control.Trace{Type: control.TraceLesson, Source: control.SourceUser, Event: control.TraceEvent{WhatHappened: text, Why: "a person's lesson"}})
 		return nil
 	})
 	return toWire(t, control.LevelFull), err
@@ -45,7 +45,7 @@ func (o *Orchestrator) AddLesson(ctx context.Context, text string) (control.Trac
 // does not write the project's files, whose changes would be taken for the
 // agent's.
 func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Trace, error) {
-	var lesson store.Trace
+	var lesson control.Trace
 	err := o.do(ctx, func() error {
 		t, ok, err := o.st.Trace(id)
 		switch {
@@ -61,15 +61,15 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 				Message: fmt.Sprintf("the daemon is %s; promote once it is done (`ctxgraphd ctl pause` holds the next run)", o.job.what)}
 		}
 		switch t.Type {
-		case store.TraceLesson:
+		case control.TraceLesson:
 			lesson = t
-		case store.TraceCorrection:
+		case control.TraceCorrection:
 			text := t.Event.WhatWasCorrect
 			if text == "" {
 				return badRequest(fmt.Sprintf("correction %s has no note to make a lesson of; `ctxgraphd ctl lessons add TEXT` says it in your words", id))
 			}
-			lesson = o.trace(store.Trace{Type: store.TraceLesson, Source: store.SourceUser, Context: store.TraceContext{Feature: t.Context.Feature}, Parent: t.ID,
-				Event: store.TraceEvent{WhatHappened: text, Why: "promoted from correction " + id}})
+			lesson = o.trace(control.Trace{Type: control.TraceLesson, Source: control.SourceUser, Context: control.TraceContext{Feature: t.Context.Feature}, Parent: t.ID,
+				Event: control.TraceEvent{WhatHappened: text, Why: "promoted from correction " + id}})
 		default:
 			return badRequest(fmt.Sprintf("%s is a %s; only a lesson or a correction can be promoted into CLAUDE.md", id, t.Type))
 		}
@@ -80,8 +80,8 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 		}
 		if changed {
 			o.log.Info("lesson written into CLAUDE.md", zap.String("lesson", lesson.ID))
-			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceUser, Parent: lesson.ID,
-				Event: store.TraceEvent{WhatHappened: fmt.Sprintf("lesson %s written into CLAUDE.md", lesson.ID), Why: "a person promoted it"}})
+			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Parent: lesson.ID,
+				Event: control.TraceEvent{WhatHappened: fmt.Sprintf("lesson %s written into CLAUDE.md", lesson.ID), Why: "a person promoted it"}})
 		}
 		return nil
 	})
@@ -94,8 +94,8 @@ func badRequest(msg string) error {
 
 // Patterns implements control.PatternBackend: what happened at least
 // atLeast times among the newest traces and every recorded command.
-func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]graph.Pattern, error) {
-	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: graph.Window})
+func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]control.Pattern, error) {
+	trs, err := o.st.Traces(store.TraceFilter{Type: control.TraceViolation, Limit: graph.Window})
 	if err != nil {
 		return nil, err
 	}
@@ -108,21 +108,21 @@ func (o *Orchestrator) Patterns(_ context.Context, atLeast int) ([]graph.Pattern
 
 // agentTraceTypes are what an agent may store: what it decided, learned or
 // hands over. Refusals, approvals and transitions are the daemon's word.
-var agentTraceTypes = []string{store.TraceDecision, store.TraceLesson, store.TraceHandoff}
+var agentTraceTypes = []string{control.TraceDecision, control.TraceLesson, control.TraceHandoff}
 
 // StoreTrace implements control.AgentTraceBackend: what an agent says,
 // attributed to its run and marked source agent, so that it never shapes
 // the gates, the precedent of other agents, or CLAUDE.md on its own (a
 // person promotes an agent's lesson).
 func (o *Orchestrator) StoreTrace(ctx context.Context, token string, req control.TraceRequest) (control.Trace, error) {
-	var actor store.TraceContext
+	var actor control.TraceContext
 	if token != "" {
 		a, ok := o.judge.ActorOf(token)
 		if !ok {
 			return control.Trace{}, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
 				Message: "this run is not one of this daemon's runs (it ended, or the daemon restarted); nothing was stored"}
 		}
-		actor = store.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
+		actor = control.TraceContext{Agent: a.Role, Feature: a.Feature, Run: a.Run}
 	}
 	what := strings.Join(strings.Fields(req.WhatHappened), " ")
 	switch {
@@ -133,10 +133,10 @@ func (o *Orchestrator) StoreTrace(ctx context.Context, token string, req control
 	case len(what)+len(req.WhatWasCorrect)+len(req.Why) > 4*maxLesson:
 		return control.Trace{}, badRequest(fmt.Sprintf("a trace of more than %d bytes; say it shorter", 4*maxLesson))
 	}
-	var t store.Trace
+	var t control.Trace
 	err := o.do(ctx, func() error {
-		t = o.trace(store.Trace{Type: req.Type, Source: store.SourceAgent, Context: actor,
-			Event: store.TraceEvent{WhatHappened: what, WhatWasCorrect: req.WhatWasCorrect, Why: req.Why}})
+		t = o.trace(control.Trace{Type: req.Type, Source: control.SourceAgent, Context: actor,
+			Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: req.WhatWasCorrect, Why: req.Why}})
 		return nil
 	})
 	return toWire(t, control.LevelFull), err

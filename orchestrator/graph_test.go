@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/claudemd"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -26,8 +26,8 @@ import (
 func TestLessons(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxRetries = 0
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Tester] = testerClaims(false) // never a run of the test: blocked
 	h.write("CLAUDE.md", "# Project\n\nUse tabs.\n")
 	o := h.orchestrator(false)
 	ctx := running(t, o)
@@ -40,7 +40,7 @@ func TestLessons(t *testing.T) {
 		t.Errorf("an empty lesson: %v, want a 400", err)
 	}
 	lesson, err := o.AddLesson(ctx, "run go vet\nbefore go test")
-	if err != nil || lesson.Type != store.TraceLesson || lesson.Source != store.SourceUser || lesson.Event.WhatHappened != "run go vet before go test" {
+	if err != nil || lesson.Type != control.TraceLesson || lesson.Source != control.SourceUser || lesson.Event.WhatHappened != "run go vet before go test" {
 		t.Fatalf("AddLesson = %+v, %v", lesson, err)
 	}
 	// The next run is told.
@@ -53,7 +53,7 @@ func TestLessons(t *testing.T) {
 	}, "F-001 blocked and nothing in flight")
 	var told bool
 	for _, s := range h.runner.runs() {
-		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == agents.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+` lesson; a person wrote: "run go vet before go test"`) {
+		if cmd, err := agents.ParseCommand(s.Prompt); err == nil && s.Role == role.Coder && s.Attempt == 1 && slices.Contains(cmd.Precedent, lesson.ID+` lesson; a person wrote: "run go vet before go test"`) {
 			told = true
 		}
 	}
@@ -66,12 +66,12 @@ func TestLessons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	corrections, _ := h.st.Traces(store.TraceFilter{Type: store.TraceCorrection})
+	corrections, _ := h.st.Traces(store.TraceFilter{Type: control.TraceCorrection})
 	if len(corrections) != 1 {
 		t.Fatalf("corrections = %+v", corrections)
 	}
 	fromNote, err := o.PromoteLesson(ctx, corrections[0].ID)
-	if err != nil || fromNote.Type != store.TraceLesson || fromNote.Event.WhatHappened != "use the v2 API" {
+	if err != nil || fromNote.Type != control.TraceLesson || fromNote.Event.WhatHappened != "use the v2 API" {
 		t.Fatalf("promote correction = %+v, %v", fromNote, err)
 	}
 	data, _ := os.ReadFile(filepath.Join(h.proj.Dir, "CLAUDE.md"))
@@ -80,7 +80,7 @@ func TestLessons(t *testing.T) {
 	if string(data) != want {
 		t.Errorf("CLAUDE.md:\n%s\nwant:\n%s", data, want)
 	}
-	trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if _, err := o.PromoteLesson(ctx, trs[0].ID); !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "only a lesson or a correction") {
 		t.Errorf("promote a violation: %v", err)
 	}
@@ -102,7 +102,7 @@ func isStatus(err error, status int) bool {
 func TestPatternsFromRefusals(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Graph.PrecedentTokens = 0 // every coder makes the mistake
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
 			"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, "src/shared.txt"), "content": "x"}})
 		return coderCompletes(ctx, spec, h)
@@ -114,8 +114,8 @@ func TestPatternsFromRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(ps, func(p graph.Pattern) bool { return p.Kind == graph.PatternRefusal && p.Gate == "scope" })
-	if i < 0 || ps[i].Count != 2 || !slices.Equal(ps[i].Features, []string{"F-001", "F-002"}) || len(ps[i].Examples) != 2 || ps[i].Role != string(agents.Coder) {
+	i := slices.IndexFunc(ps, func(p control.Pattern) bool { return p.Kind == control.PatternRefusal && p.Gate == "scope" })
+	if i < 0 || ps[i].Count != 2 || !slices.Equal(ps[i].Features, []string{"F-001", "F-002"}) || len(ps[i].Examples) != 2 || ps[i].Role != string(role.Coder) {
 		t.Errorf("patterns = %+v", ps)
 	}
 }
@@ -127,8 +127,8 @@ func TestStoreTrace(t *testing.T) {
 	o := h.orchestrator(false)
 	ctx := running(t, o)
 
-	tr, err := o.StoreTrace(ctx, "", control.TraceRequest{Type: store.TraceHandoff, WhatHappened: "  the parser\nis done  "})
-	if err != nil || tr.Source != store.SourceAgent || tr.Type != store.TraceHandoff || tr.Event.WhatHappened != "the parser is done" {
+	tr, err := o.StoreTrace(ctx, "", control.TraceRequest{Type: control.TraceHandoff, WhatHappened: "  the parser\nis done  "})
+	if err != nil || tr.Source != control.SourceAgent || tr.Type != control.TraceHandoff || tr.Event.WhatHappened != "the parser is done" {
 		t.Errorf("StoreTrace = %+v, %v", tr, err)
 	}
 	for _, tt := range []struct {
@@ -136,11 +136,11 @@ func TestStoreTrace(t *testing.T) {
 		req    control.TraceRequest
 		status int
 	}{
-		{"", control.TraceRequest{Type: store.TraceViolation, WhatHappened: "the tester cheated"}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: store.TraceApproval, WhatHappened: "F-001 is tested"}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: store.TraceDecision, WhatHappened: " "}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: store.TraceDecision, WhatHappened: strings.Repeat("x", 4*maxLesson+1)}, http.StatusBadRequest},
-		{"a-token-of-no-run", control.TraceRequest{Type: store.TraceDecision, WhatHappened: "x"}, http.StatusForbidden},
+		{"", control.TraceRequest{Type: control.TraceViolation, WhatHappened: "the tester cheated"}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: control.TraceApproval, WhatHappened: "F-001 is tested"}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: control.TraceDecision, WhatHappened: " "}, http.StatusBadRequest},
+		{"", control.TraceRequest{Type: control.TraceDecision, WhatHappened: strings.Repeat("x", 4*maxLesson+1)}, http.StatusBadRequest},
+		{"a-token-of-no-run", control.TraceRequest{Type: control.TraceDecision, WhatHappened: "x"}, http.StatusForbidden},
 	} {
 		if _, err := o.StoreTrace(ctx, tt.token, tt.req); !isStatus(err, tt.status) {
 			t.Errorf("StoreTrace(%q, %s) = %v, want %d", tt.token, tt.req.Type, err, tt.status)

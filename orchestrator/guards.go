@@ -119,7 +119,7 @@ func (o *Orchestrator) publishGuards() {
 // retired is not proposed again, since a proposal's id is that of its
 // pattern.
 func (o *Orchestrator) proposeGuards() error {
-	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation, Limit: graph.Window})
+	trs, err := o.st.Traces(store.TraceFilter{Type: control.TraceViolation, Limit: graph.Window})
 	if err != nil {
 		return err
 	}
@@ -146,8 +146,8 @@ func (o *Orchestrator) proposeGuards() error {
 		if err := o.st.PutGuards(r); err != nil {
 			return err
 		}
-		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Gate: r.Gate(),
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("guard %s proposed: %s", r.ID, r.Summary()), WhatWasCorrect: r.Message,
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Gate: r.Gate(),
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("guard %s proposed: %s", r.ID, r.Summary()), WhatWasCorrect: r.Message,
 				Why: fmt.Sprintf("from a %s; it does nothing until a person promotes it (ctxgraphd ctl guards promote %s)", r.Source, r.ID)}})
 		o.log.Info("guard proposed", zap.String("guard", r.ID), zap.String("rule", r.Summary()))
 	}
@@ -185,7 +185,7 @@ type guardCount struct{ denials, wouldBe int }
 
 // guardCounts counts the violations of each guard by its gate.
 func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
-	trs, err := o.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := o.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +265,8 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 		if err := o.st.PutGuards(r); err != nil {
 			return err
 		}
-		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceUser, Gate: r.Gate(),
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("guard %s moved from %s to %s by a person (%s): %s", id, from, r.Status, verb, r.Summary()),
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Gate: r.Gate(),
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("guard %s moved from %s to %s by a person (%s): %s", id, from, r.Status, verb, r.Summary()),
 				Why: "a person's " + verb}})
 		o.log.Info("guard "+verb+"d", zap.String("guard", id), zap.String("from", from), zap.String("to", r.Status))
 		o.publishGuards()

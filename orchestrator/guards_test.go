@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/guards"
@@ -38,7 +39,7 @@ func apiCode(err error) string {
 func TestGuardLifecycle(t *testing.T) {
 	h := newHarness(t)
 	for i := range 3 {
-		if err := h.st.AppendCommand(store.Command{Run: store.RunID(uint64(90 + i)), Command: "make deploy", ExitCode: 2}); err != nil {
+		if err := h.st.AppendCommand(control.CommandRecord{Run: store.RunID(uint64(90 + i)), Command: "make deploy", ExitCode: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +103,7 @@ func TestGuardLifecycle(t *testing.T) {
 		t.Errorf("after retiring, Guards() = %+v, %v; want the retired guard and no new proposal", l.Guards, err)
 	}
 
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Gate: guards.Prefix + id})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceDecision, Gate: guards.Prefix + id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestGuardLifecycle(t *testing.T) {
 	for _, tr := range trs {
 		sources = append(sources, tr.Source)
 	}
-	if want := []string{store.SourceAuto, store.SourceUser, store.SourceUser, store.SourceUser}; strings.Join(sources, " ") != strings.Join(want, " ") {
+	if want := []string{control.SourceAuto, control.SourceUser, control.SourceUser, control.SourceUser}; strings.Join(sources, " ") != strings.Join(want, " ") {
 		t.Errorf("decision traces of the guard from %v, want %v", sources, want)
 	}
 }
@@ -171,7 +172,7 @@ func TestGuardsFile(t *testing.T) {
 // in warn, or with a command to match adds nothing.
 func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(2)
+	h.runner.script[role.Initializer] = initializerWrites(2)
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	coder := o.policy(agents.Coder, "F-001").DenyWrite
+	coder := o.policy(role.Coder, "F-001").DenyWrite
 	for _, p := range []string{in("CHANGELOG[1].md"), in("gen"), in("pkg/x/a.pb.go"), in("pkg/y/b.pb.go")} {
 		if !slices.Contains(coder, p) {
 			t.Errorf("a coder's sandbox may write %s, which an enforced guard holds", p)
@@ -206,7 +207,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 			t.Errorf("a coder's sandbox denies %s, which no enforced deny guard on a file holds", p)
 		}
 	}
-	tester := o.policy(agents.Tester, "F-001").DenyWrite
+	tester := o.policy(role.Tester, "F-001").DenyWrite
 	if slices.Contains(tester, in("gen")) || !slices.Contains(tester, in("pkg/x/a.pb.go")) {
 		t.Errorf("a tester's sandbox: %v, want the coder's guard out and every agent's in", tester)
 	}
@@ -220,16 +221,16 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 // feature by feature, already.
 func TestNoGuardIsProposedAgainstAFeaturesOwnFile(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(2)
+	h.runner.script[role.Initializer] = initializerWrites(2)
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
-	var trs []store.Trace
+	var trs []control.Trace
 	for i := range 3 {
 		for _, p := range []string{"src/F-002.txt", "vendor/lib.go"} {
-			trs = append(trs, store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.Scope, Code: "out_of_scope", Path: p,
-				Context: store.TraceContext{Agent: gates.Coder, Feature: "F-001", Run: store.RunID(uint64(80 + i))},
-				Event:   store.TraceEvent{WhatHappened: "coding-agent modified " + p + ", found in the project's tree after the run: out of scope; put back as it was before the run"}})
+			trs = append(trs, control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.Scope, Code: "out_of_scope", Path: p,
+				Context: control.TraceContext{Agent: gates.Coder, Feature: "F-001", Run: store.RunID(uint64(80 + i))},
+				Event:   control.TraceEvent{WhatHappened: "coding-agent modified " + p + ", found in the project's tree after the run: out of scope; put back as it was before the run"}})
 		}
 	}
 	if _, err := h.st.AppendTraces(trs...); err != nil {
@@ -255,8 +256,8 @@ func TestNoGuardIsProposedAgainstAFeaturesOwnFile(t *testing.T) {
 // while the sandbox's refusal of a frozen test is recorded.
 func TestRunSandboxIsWhatItsHooksBelieve(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		for _, path := range []string{"README.md", "tests/F-001.sh"} {
 			h.hook("post-tool-use-failure", spec, map[string]any{"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
 				"tool_input": map[string]any{"command": "echo x > " + path}, "error": "/bin/bash: line 1: " + path + ": Read-only file system"})
@@ -268,7 +269,7 @@ func TestRunSandboxIsWhatItsHooksBelieve(t *testing.T) {
 	}
 	var got []string
 	for _, v := range h.violations() {
-		if v.Source == store.SourceHook {
+		if v.Source == control.SourceHook {
 			got = append(got, v.Path+" "+v.Gate)
 		}
 	}

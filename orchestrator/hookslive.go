@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -168,7 +170,7 @@ func (o *Orchestrator) ungated(act *activeRun, res agents.Result) bool {
 	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || o.judge.IsLive(act.run.ID) {
 		return false
 	}
-	testerEnd := agents.Role(act.run.Role) == agents.Tester && res.Ended == agents.EndExited && res.ExitCode == 0
+	testerEnd := role.Role(act.run.Role) == role.Tester && res.Ended == agents.EndExited && res.ExitCode == 0
 	return act.hooks.usedGated() || testerEnd
 }
 
@@ -176,9 +178,9 @@ func (o *Orchestrator) ungated(act *activeRun, res agents.Result) bool {
 // enforce mode, counts it; it reports whether the run must be treated as
 // interrupted.
 func (o *Orchestrator) hooksSilentViolation(run store.Run, what string) bool {
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.HooksLive, Code: "hooks_silent",
-		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
-		Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: "a run's hooks reach the daemon before the tools they gate run", Why: "gates that are not running must not be trusted"}})
+	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.HooksLive, Code: "hooks_silent",
+		Context: control.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
+		Event:   control.TraceEvent{WhatHappened: what, WhatWasCorrect: "a run's hooks reach the daemon before the tools they gate run", Why: "gates that are not running must not be trusted"}})
 	if o.judge.Modes().Of(gates.HooksLive) != gates.Enforce {
 		o.log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
 		return false

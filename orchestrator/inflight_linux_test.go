@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -107,7 +108,7 @@ func TestControlAnswersWhileTheDaemonRunsATest(t *testing.T) {
 			t.Run(ph.name+"/"+action, func(t *testing.T) {
 				h := newHarness(t)
 				dir := t.TempDir()
-				h.runner.script[agents.Initializer] = initializerWithTests(ph.test(dir))
+				h.runner.script[role.Initializer] = initializerWithTests(ph.test(dir))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				o := h.orchestrator(true)
@@ -171,7 +172,7 @@ func TestControlAnswersWhileTheDaemonRunsATest(t *testing.T) {
 				// A shutdown in the middle of judging a run leaves the run in
 				// flight, to be judged and redone at the next start.
 				if ph.name == "verdict re-run" && action != "ctl stop" {
-					if r := st.Session.Run; r == nil || r.Role != string(agents.Tester) || r.BaseTree == "" {
+					if r := st.Session.Run; r == nil || r.Role != string(role.Tester) || r.BaseTree == "" {
 						t.Errorf("stored run in flight %+v, want the tester's, to redo", r)
 					}
 				}
@@ -180,7 +181,7 @@ func TestControlAnswersWhileTheDaemonRunsATest(t *testing.T) {
 				}
 				// The daemon's own interrupted run says nothing about the
 				// feature: no verdict, no red-before-green finding.
-				if trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation}); len(trs) != 0 {
+				if trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceViolation}); len(trs) != 0 {
 					t.Errorf("violations %+v for an interrupted test", trs)
 				}
 			})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -24,13 +25,13 @@ func TestALaneNamedAfterAnotherLanesFilesReachesNone(t *testing.T) {
 	h.cfg.Limits.Parallel = 2
 	marker := filepath.Join(t.TempDir(), "ran-outside-the-sandbox")
 	evil := "F-001.index.git"
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/evil.sh":  "test -e refs/x\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
 		progress.Feature{ID: evil, Test: "sh tests/evil.sh", Scope: []string{"config", "info/**", "refs/**"}})
 	wrote := make(chan struct{})
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		switch spec.FeatureID {
 		case evil:
 			// Its work tree is F-001's lane's private common directory.

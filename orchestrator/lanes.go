@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -402,9 +403,9 @@ func (o *Orchestrator) copyEvidence(l *lane, feature string) {
 	}
 	if len(refused) > 0 {
 		o.log.Warn("a lane's evidence was not copied through a link in the project's evidence directory", zap.String("feature", feature), zap.Strings("refused", refused))
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RoleWritePolicy, Code: "evidence_not_a_file",
-			Context: store.TraceContext{Feature: feature},
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the project's evidence directory of %s holds a link or a special file on the way to a file of the lane's evidence; it was not followed, and the file was not copied: %s", feature, strings.Join(refused, "; ")),
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RoleWritePolicy, Code: "evidence_not_a_file",
+			Context: control.TraceContext{Feature: feature},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the project's evidence directory of %s holds a link or a special file on the way to a file of the lane's evidence; it was not followed, and the file was not copied: %s", feature, strings.Join(refused, "; ")),
 				WhatWasCorrect: "evidence is regular files in real directories", Why: "the daemon writes evidence unconfined: a link would lead its write to a file of an agent's choosing"}})
 	}
 }

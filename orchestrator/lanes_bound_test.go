@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -24,7 +25,7 @@ func TestLanesNeverExceedTheBound(t *testing.T) {
 				n := parallel + 2
 				h := newHarness(t)
 				h.cfg.Limits.Parallel = parallel
-				h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+				h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 					res := initializerWrites(n)(ctx, spec, h)
 					if reversed {
 						l, _, err := progress.ReadFeatureList(h.proj.Progress())
@@ -70,8 +71,8 @@ func TestLanesNeverExceedTheBound(t *testing.T) {
 						return s(ctx, spec, h)
 					}
 				}
-				h.runner.script[agents.Coder] = wrap(coderCompletes)
-				h.runner.script[agents.Tester] = wrap(testerRunsTheTest)
+				h.runner.script[role.Coder] = wrap(coderCompletes)
+				h.runner.script[role.Tester] = wrap(testerRunsTheTest)
 				if err := h.runToEnd(); err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 )
 
 // A lane's run that does not end by itself (a rate limit, an overload, ctl
@@ -27,7 +28,7 @@ func TestLeftoversOfALaneAreJudgedInTheLane(t *testing.T) {
 	var m meeting
 	var mu sync.Mutex
 	limited := false
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		mu.Lock()
 		first := !limited
 		mu.Unlock()
@@ -62,7 +63,7 @@ func TestLeftoversOfALaneLeaveTheProjectsTreeAlone(t *testing.T) {
 	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 50*time.Millisecond, 50*time.Millisecond
 	var mu sync.Mutex
 	limited := false
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		mu.Lock()
 		first := !limited && spec.FeatureID == "F-002"
 		mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -56,7 +57,7 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	h.cfg.Limits.Parallel = 2
 	var m meeting
 	var dirs sync.Map
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		dirs.Store(spec.FeatureID, spec.Dir)
 		// The lane holds what the project's progress folder does, at the
 		// same paths: the list (its own copy) and the goal.
@@ -143,14 +144,14 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 func TestLanesHoldFeaturesWhoseScopesOverlap(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
 		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/F-002.txt"}})
 	var mu sync.Mutex
 	inFlight, most := 0, 0
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		mu.Lock()
 		inFlight++
 		most = max(most, inFlight)
@@ -204,14 +205,14 @@ func mustGit(t *testing.T, h *harness, args ...string) string {
 func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/a/F-001.txt && ! test -e src/b/breaks-a\n",
 		"tests/F-002.sh": "grep -qx 'F-002 works' src/b/F-002.txt\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/a/**"}},
 		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/b/**"}})
 	var told []string
 	var mu sync.Mutex
-	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 		dir := map[string]string{"F-001": "src/a/", "F-002": "src/b/"}[spec.FeatureID]
 		h.writeIn(spec, dir+spec.FeatureID+".txt", spec.FeatureID+" works\n")
 		if spec.FeatureID == "F-002" {
@@ -226,7 +227,7 @@ func TestLanesSendBackWhatBreaksTheBranch(t *testing.T) {
 		h.editIn(spec, func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 		return agents.Result{Summary: "implemented", NumTurns: 3}
 	}
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.FeatureID == "F-002" {
 			// F-001 is on the branch before F-002's claim is judged.
 			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -274,7 +275,7 @@ func TestLanesAfterARestart(t *testing.T) {
 	var m meeting
 	first := true
 	var mu sync.Mutex
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		mu.Lock()
 		hang := first
 		mu.Unlock()
@@ -340,7 +341,7 @@ func TestLanesARateLimitHoldsEveryLane(t *testing.T) {
 	var m meeting
 	var mu sync.Mutex
 	limited, held := false, false
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		mu.Lock()
 		first := !limited
 		mu.Unlock()
@@ -388,7 +389,7 @@ func TestLanesARateLimitHoldsEveryLane(t *testing.T) {
 func TestLanesABlockedLaneLetsTheOthersGoOn(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.FeatureID == "F-001" {
 			h.writeIn(spec, "src/F-001.txt", "F-001 is broken\n") // its test never passes
 			h.editIn(spec, func(l *progress.List) { l.Feature("F-001").Status = progress.Completed })
@@ -396,7 +397,7 @@ func TestLanesABlockedLaneLetsTheOthersGoOn(t *testing.T) {
 		}
 		return coderCompletes(ctx, spec, h)
 	}
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		return testerClaims(spec.FeatureID != "F-001")(ctx, spec, h)
 	}
 	if err := h.runToEnd(); err != nil {
@@ -432,7 +433,7 @@ func TestLanesPauseKeepsTheOutcomesOfRunsInFlight(t *testing.T) {
 		return st.State == "paused"
 	}
 	again := stopsWhenRedone(h)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if again(spec) {
 			return agents.Result{}
 		}
@@ -509,7 +510,7 @@ fi
 grep -qx '%[1]s works' src/%[1]s.txt
 `, id, other, meet)
 	}
-	h.runner.script[agents.Initializer] = initializerWithTests(body("F-001", "F-002"), body("F-002", "F-001"))
+	h.runner.script[role.Initializer] = initializerWithTests(body("F-001", "F-002"), body("F-002", "F-001"))
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +539,7 @@ func TestLanesACheckThatEndsDuringAVerdictGoesOn(t *testing.T) {
 	waitFor := func(name string) string {
 		return fmt.Sprintf("for i in $(seq 200); do [ -e %s/%s ] && break; sleep 0.05; done", meet, name)
 	}
-	h.runner.script[agents.Initializer] = initializerWithTests(
+	h.runner.script[role.Initializer] = initializerWithTests(
 		fmt.Sprintf("if [ -e src/F-001.txt ]; then touch %s/verdict; %s; sleep 0.3; fi\ngrep -qx 'F-001 works' src/F-001.txt\n", meet, waitFor("checked")),
 		fmt.Sprintf("if [ ! -e src/F-002.txt ]; then %s; touch %s/checked; fi\ngrep -qx 'F-002 works' src/F-002.txt\n", waitFor("verdict"), meet),
 	)

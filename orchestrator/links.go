@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -27,7 +28,7 @@ const (
 // trace about a feature and no run, with no parent of its own, hangs from
 // the feature's current node. Storage errors are logged, not fatal: the
 // trace is a record, the state of record is elsewhere.
-func (o *Orchestrator) trace(t store.Trace) store.Trace {
+func (o *Orchestrator) trace(t control.Trace) control.Trace {
 	if t.Parent == "" && t.Context.Run == "" && t.Context.Feature != "" {
 		t.Parent = o.featureNode(t.Context.Feature)
 	}
@@ -54,8 +55,8 @@ func (o *Orchestrator) featureRoot(id string) string {
 	if f := o.canonical.Feature(id); f != nil && f.Title != "" {
 		what += ": " + f.Title
 	}
-	t := o.judge.Trace(store.Trace{Type: store.TraceTransition, Source: store.SourceAuto,
-		Context: store.TraceContext{Feature: id, Task: taskFeature}, Event: store.TraceEvent{WhatHappened: what}})
+	t := o.judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto,
+		Context: control.TraceContext{Feature: id, Task: taskFeature}, Event: control.TraceEvent{WhatHappened: what}})
 	if t.ID != "" {
 		c = o.counters[id]
 		c.Trace = t.ID
@@ -72,9 +73,9 @@ func (o *Orchestrator) attemptNode(id string, n int) string {
 		return c.AttemptTrace
 	}
 	root := o.featureRoot(id)
-	t := o.judge.Trace(store.Trace{Type: store.TraceTransition, Source: store.SourceAuto, Parent: root,
-		Context: store.TraceContext{Feature: id, Task: taskAttempt, Attempt: n},
-		Event:   store.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d begins", id, n)}})
+	t := o.judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto, Parent: root,
+		Context: control.TraceContext{Feature: id, Task: taskAttempt, Attempt: n},
+		Event:   control.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d begins", id, n)}})
 	if t.ID != "" {
 		c := o.counters[id]
 		c.AttemptTrace, c.AttemptNo = t.ID, n
@@ -98,9 +99,9 @@ func (o *Orchestrator) runNode(run *store.Run, cmd agents.Command) {
 	if run.Resume {
 		what += ", resuming the coding session"
 	}
-	t := o.judge.Trace(store.Trace{Type: store.TraceHandoff, Source: store.SourceAuto, Parent: parent,
-		Context: store.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID, Task: cmd.Task, Attempt: run.Attempt},
-		Event:   store.TraceEvent{WhatHappened: what, Why: fmt.Sprintf("its command carried %d line(s) of precedent", len(cmd.Precedent))}})
+	t := o.judge.Trace(control.Trace{Type: control.TraceHandoff, Source: control.SourceAuto, Parent: parent,
+		Context: control.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID, Task: cmd.Task, Attempt: run.Attempt},
+		Event:   control.TraceEvent{WhatHappened: what, Why: fmt.Sprintf("its command carried %d line(s) of precedent", len(cmd.Precedent))}})
 	run.Trace = t.ID
 	o.judge.Link(run.ID, judge.RunLink{Trace: t.ID, Attempt: run.Attempt})
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -35,32 +37,32 @@ func pathOf(t *testing.T, st *store.Store, id string) []string {
 func TestTracesFormAGraph(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxRetries = 0
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if d := h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
 			"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, "src/shared.txt"), "content": "x"}}); d == nil || d.Gate != "scope" {
 			h.t.Errorf("the write outside the scope was not refused: %+v", d)
 		}
 		return coderCompletes(ctx, spec, h)
 	}
-	h.runner.script[agents.Tester] = testerClaims(false) // a claim without a test run: refused, then blocked
+	h.runner.script[role.Tester] = testerClaims(false) // a claim without a test run: refused, then blocked
 	o := h.orchestrator(false)
 	ctx := running(t, o)
 	eventually.True(t, 10*time.Second, func() bool {
-		ts, _ := h.st.Traces(store.TraceFilter{Type: store.TraceTransition, Text: "from next to done"})
+		ts, _ := h.st.Traces(store.TraceFilter{Type: control.TraceTransition, Text: "from next to done"})
 		return len(ts) == 1
 	}, "the session done")
 
-	one := func(f store.TraceFilter, code, what string) store.Trace {
+	one := func(f store.TraceFilter, code, what string) control.Trace {
 		t.Helper()
 		ts, err := h.st.Traces(f)
-		ts = slices.DeleteFunc(ts, func(tr store.Trace) bool { return code != "" && tr.Code != code })
+		ts = slices.DeleteFunc(ts, func(tr control.Trace) bool { return code != "" && tr.Code != code })
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("%s: %d traces, %v; want one", what, len(ts), err)
 		}
 		return ts[0]
 	}
-	runOf := func(role agents.Role) string {
+	runOf := func(role role.Role) string {
 		for _, s := range h.runner.runs() {
 			if s.Role == role {
 				return s.RunID
@@ -69,7 +71,7 @@ func TestTracesFormAGraph(t *testing.T) {
 		t.Fatalf("no %s run", role)
 		return ""
 	}
-	coderRun, testerRun := runOf(agents.Coder), runOf(agents.Tester)
+	coderRun, testerRun := runOf(role.Coder), runOf(role.Tester)
 	feature := []string{"transition/feature", "transition/attempt"}
 
 	refusal := one(store.TraceFilter{Gate: "scope", Feature: "F-001"}, "", "the scope refusal")
@@ -82,14 +84,14 @@ func TestTracesFormAGraph(t *testing.T) {
 	if p, _, _ := h.st.Trace(refusal.Parent); p.Context.Run != coderRun {
 		t.Errorf("the refusal hangs from %s (%s), not from its run %s", refusal.Parent, p.Context.Run, coderRun)
 	}
-	verdict := one(store.TraceFilter{Type: store.TraceViolation}, "verdict_rejected", "the refused verdict")
+	verdict := one(store.TraceFilter{Type: control.TraceViolation}, "verdict_rejected", "the refused verdict")
 	if got, want := pathOf(t, h.st, verdict.ID), append(slices.Clone(feature), "handoff/validate_feature"); !slices.Equal(got, want) {
 		t.Errorf("path to the refused verdict = %v, want %v", got, want)
 	}
 	if p, _, _ := h.st.Trace(verdict.Parent); p.Context.Run != testerRun {
 		t.Errorf("the verdict hangs from %s (%s), not from the tester's run %s", verdict.Parent, p.Context.Run, testerRun)
 	}
-	block := one(store.TraceFilter{Type: store.TraceDecision}, "feature_blocked", "the block")
+	block := one(store.TraceFilter{Type: control.TraceDecision}, "feature_blocked", "the block")
 	if got := pathOf(t, h.st, block.ID); !slices.Equal(got, feature) {
 		t.Errorf("path to the block = %v, want %v", got, feature)
 	}
@@ -97,13 +99,13 @@ func TestTracesFormAGraph(t *testing.T) {
 	if err := o.Unblock(ctx, "F-001", "use the v2 API"); err != nil {
 		t.Fatal(err)
 	}
-	correction := one(store.TraceFilter{Type: store.TraceCorrection}, "", "the correction")
+	correction := one(store.TraceFilter{Type: control.TraceCorrection}, "", "the correction")
 	if correction.Parent != block.ID {
 		t.Errorf("the correction hangs from %q, want the block it answers %s", correction.Parent, block.ID)
 	}
 	eventually.True(t, 10*time.Second, func() bool {
-		ts, _ := h.st.Traces(store.TraceFilter{Feature: "F-001", Type: store.TraceTransition})
-		return len(slices.DeleteFunc(ts, func(tr store.Trace) bool { return tr.Context.Task != "attempt" })) == 2
+		ts, _ := h.st.Traces(store.TraceFilter{Feature: "F-001", Type: control.TraceTransition})
+		return len(slices.DeleteFunc(ts, func(tr control.Trace) bool { return tr.Context.Task != "attempt" })) == 2
 	}, "F-001's second attempt traced")
 	l, _, err := graph.LinksOf(h.st, pathRoot(t, h.st, refusal.ID))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
@@ -237,8 +238,8 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	}
 	o.log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
 	if tracesTransition(from, to) {
-		o.trace(store.Trace{Type: store.TraceTransition, Source: store.SourceAuto, Context: store.TraceContext{Feature: feature, Task: string(e)},
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the session went from %s to %s", from, to), Why: reason}})
+		o.trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto, Context: control.TraceContext{Feature: feature, Task: string(e)},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the session went from %s to %s", from, to), Why: reason}})
 	}
 	if kind, ok := sessionEvents[to]; ok && from != to {
 		o.notify(kind, feature, reason)
@@ -333,8 +334,8 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	o.pending.FeatureList = o.canonical.Marshal()
 	o.persist()
 	o.writeFeatureList()
-	bt := o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: "feature_blocked", Context: store.TraceContext{Feature: id},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
+	bt := o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "feature_blocked", Context: control.TraceContext{Feature: id},
+		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
 	c = o.counters[id]
 	c.BlockTrace = bt.ID
 	o.setCounters(id, c)

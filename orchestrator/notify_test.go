@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -38,8 +40,8 @@ func (t *told) String() string {
 func TestPersonIsTold(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Backoff, h.cfg.Limits.BackoffMax = 10*time.Millisecond, 10*time.Millisecond
-	h.runner.script[agents.Initializer] = failsFirst(1, apiFailure("overloaded", 529, "Overloaded"), initializerWrites(2))
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = failsFirst(1, apiFailure("overloaded", 529, "Overloaded"), initializerWrites(2))
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		return testerClaims(spec.FeatureID == "F-001")(ctx, spec, h)
 	}
 	tl := &told{}
@@ -66,7 +68,7 @@ func TestPersonIsTold(t *testing.T) {
 // feature.
 func TestBudgetsWarnBeforeTheyStop(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(3)
+	h.runner.script[role.Initializer] = initializerWrites(3)
 	h.cfg.Budget.SessionUSD = 0.024 // each coder costs 0.01: warned after two, stopped after three
 	h.cfg.Budget.FeatureUSD = 0.012 // warned after its coder
 	tl := &told{}
@@ -80,7 +82,7 @@ func TestBudgetsWarnBeforeTheyStop(t *testing.T) {
 	if got := tl.String(); got != want {
 		t.Errorf("told: %s\nwant:  %s", got, want)
 	}
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceDecision})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceDecision})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
@@ -43,7 +44,7 @@ type fakeRunner struct {
 	h      *harness
 	mu     sync.Mutex
 	specs  []agents.Spec
-	script map[agents.Role]script
+	script map[role.Role]script
 	// silent runs call a gated tool (a Write, on their stream, answered)
 	// and none of their hooks ever reaches the daemon, as when hooks are
 	// turned off; every other run first reads the goal, its hook called
@@ -137,10 +138,10 @@ func newHarness(t *testing.T) *harness {
 	cfg := config.Default()
 	cfg.Limits.Debounce = 5 * time.Millisecond
 	h := &harness{t: t, proj: proj, cfg: cfg}
-	h.runner = &fakeRunner{h: h, script: map[agents.Role]script{
-		agents.Initializer: initializerWrites(2),
-		agents.Coder:       coderCompletes,
-		agents.Tester:      testerRunsTheTest,
+	h.runner = &fakeRunner{h: h, script: map[role.Role]script{
+		role.Initializer: initializerWrites(2),
+		role.Coder:       coderCompletes,
+		role.Tester:      testerRunsTheTest,
 	}}
 	h.reopen()
 	return h
@@ -387,7 +388,7 @@ func TestCommandObjectHandsOffTheFeature(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tester prompt: %v\n%s", err, specs[2].Prompt)
 	}
-	if cmd.Agent != agents.Tester || cmd.Task != "validate_feature" || cmd.Context.FeatureID != "F-001" ||
+	if cmd.Agent != role.Tester || cmd.Task != "validate_feature" || cmd.Context.FeatureID != "F-001" ||
 		cmd.SuccessCriteria.Test != "sh tests/F-001.sh" || !cmd.SuccessCriteria.TestsPass || cmd.NextAgent != "main" {
 		t.Errorf("tester command = %+v", cmd)
 	}
@@ -449,8 +450,8 @@ func TestEveryRunGetsTheGraphWithItsOwnToken(t *testing.T) {
 // and is never tested.
 func TestVerdictWithoutTestRunIsRefused(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Tester] = testerClaims(false)
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Tester] = testerClaims(false)
 	// One blocked feature is under max_blocked: the session ends done.
 	if err := h.runToEnd(); err != nil {
 		t.Fatalf("loop: %v", err)
@@ -462,7 +463,7 @@ func TestVerdictWithoutTestRunIsRefused(t *testing.T) {
 	if got, want := roles(h.runner.runs()), "initializer coding:F-001 tester:F-001 coding:F-001 tester:F-001 coding:F-001 tester:F-001"; got != want {
 		t.Errorf("runs = %s, want %s", got, want)
 	}
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,9 +483,9 @@ func TestVerdictWithoutTestRunIsRefused(t *testing.T) {
 // A retry resumes the coding agent's own session and tells it what failed.
 func TestRetryResumesCodingSession(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	failed := false
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if !failed {
 			failed = true
 			return agents.Result{Summary: "the test printed: expected 'F-001 works'", NumTurns: 2}
@@ -517,7 +518,7 @@ func TestRetryResumesCodingSession(t *testing.T) {
 // Features run in dependency order, not list order.
 func TestDependencyOrder(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(2)(ctx, spec, h)
 		h.edit(func(l *progress.List) { l.Feature("F-001").DependsOn = []string{"F-002"} })
 		return res
@@ -534,7 +535,7 @@ func TestDependencyOrder(t *testing.T) {
 // reports the problem, keeps its state, and goes on when the file is fixed.
 func TestMalformedFeatureListKeepsLastGoodState(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := h.orchestrator(false)
@@ -630,8 +631,8 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.cfg.Budget = tt.budget
-			h.runner.script[agents.Initializer] = initializerWrites(1)
-			h.runner.script[agents.Coder] = atCap
+			h.runner.script[role.Initializer] = initializerWrites(1)
+			h.runner.script[role.Coder] = atCap
 			if tt.failures == 0 {
 				err := h.runToEnd()
 				if err == nil || !strings.Contains(err.Error(), "what was left of budget.session_usd") {
@@ -649,7 +650,7 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last := runs[len(runs)-1]; last.Role != string(agents.Coder) || last.Failure != tt.failure {
+			if last := runs[len(runs)-1]; last.Role != string(role.Coder) || last.Failure != tt.failure {
 				t.Errorf("last run: %s, failure %q; want the coder's, failure %q", last.Role, last.Failure, tt.failure)
 			}
 		})
@@ -693,7 +694,7 @@ func (h *harness) wantSilentHooksStop(err error, runs string) {
 // noHooksLiveViolation fails the test if a run was held silent.
 func (h *harness) noHooksLiveViolation(why string) {
 	h.t.Helper()
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -715,11 +716,11 @@ func blockUntilCancelled(ctx context.Context, _ agents.Spec, _ *harness) agents.
 func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
-	h.runner.script[agents.Initializer] = blockUntilCancelled
+	h.runner.script[role.Initializer] = blockUntilCancelled
 	h.runner.silent = true
 	err := h.runToEndWithin(15 * time.Second)
 	h.wantSilentHooksStop(err, "initializer initializer initializer")
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +743,7 @@ func TestHooksLiveSparesLiveRuns(t *testing.T) {
 	h.runner.firstCall = 100 * time.Millisecond
 	// Killed live runs would be redone for ever (a live run resets the
 	// count of silent ones): bounded, the loop ends with an error.
-	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
+	h.runner.script[role.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
 	if err := h.runToEndWithin(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +760,7 @@ func TestHooksLiveWaitsForAGatedCall(t *testing.T) {
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.silent = true
 	h.runner.silentTool = "mcp__ctxgraphd__query_traces"
-	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
+	h.runner.script[role.Initializer] = afterThinking(100*time.Millisecond, initializerWrites(1)) // five times the hooks-live timeout
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +776,7 @@ func TestHooksLiveWaitsForAGatedCall(t *testing.T) {
 func TestHooksLiveKillsAtAGatedAnswerWithoutHook(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = time.Hour
-	h.runner.script[agents.Initializer] = blockUntilCancelled
+	h.runner.script[role.Initializer] = blockUntilCancelled
 	h.runner.silent = true
 	err := h.runToEndWithin(15 * time.Second)
 	h.wantSilentHooksStop(err, "initializer initializer initializer")
@@ -788,7 +789,7 @@ func TestHooksLiveIgnoresAFileCallRefusedOnItsInput(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.silent, h.runner.silentError = true, true
-	h.runner.script[agents.Initializer] = afterThinking(100*time.Millisecond, func(ctx context.Context, spec agents.Spec, h *harness) agents.Result { // five times the hooks-live timeout
+	h.runner.script[role.Initializer] = afterThinking(100*time.Millisecond, func(ctx context.Context, spec agents.Spec, h *harness) agents.Result { // five times the hooks-live timeout
 		h.readGoal(spec, "toolu_next")
 		return initializerWrites(1)(ctx, spec, h)
 	})
@@ -808,8 +809,8 @@ func TestHooksLiveHoldsATestersEnd(t *testing.T) {
 	h := newHarness(t)
 	h.runner.silent = true
 	h.runner.silentTool = "mcp__ctxgraphd__query_traces"
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Tester] = func(context.Context, agents.Spec, *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Tester] = func(context.Context, agents.Spec, *harness) agents.Result {
 		return agents.Result{Ended: agents.EndExited}
 	}
 	err := h.runToEnd()
@@ -834,7 +835,7 @@ func TestListOfAFailedSilentRunIsNotTaken(t *testing.T) {
 	// ends: the run ends on its failure.
 	h.cfg.Agent.HooksLiveTimeout = time.Hour
 	h.runner.silent, h.runner.silentUnanswered = true, true
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := initializerWrites(1)(ctx, spec, h)
 		res.IsError, res.APIErrorStatus, res.APIError = true, 401, "authentication_failed"
 		return res
@@ -857,7 +858,7 @@ func TestListOfAFailedSilentRunIsNotTaken(t *testing.T) {
 // ever checking in, is not judged either: its tested: true is not taken.
 func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	h.runner.silent = true
 	err := h.runToEnd()
 	if err == nil || !strings.Contains(err.Error(), "never reached the daemon") {
@@ -885,8 +886,8 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 // by ctl stop right after the claim) does not stay on disk.
 func TestUnjudgedClaimIsTakenOffTheDisk(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		testerClaims(true)(ctx, spec, h)
 		if err := h.current.Stop(context.Background()); err != nil {
 			t.Errorf("ctl stop: %v", err)
@@ -910,7 +911,7 @@ func TestPrecedentCrossesFeatures(t *testing.T) {
 		t.Run(fmt.Sprint(tokens), func(t *testing.T) {
 			h := newHarness(t)
 			h.cfg.Graph.PrecedentTokens = tokens
-			h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				if spec.FeatureID == "F-001" {
 					d := h.hook("pre-tool-use", spec, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Write",
 						"tool_input": map[string]any{"file_path": filepath.Join(h.proj.Dir, "src/shared.txt"), "content": "x"}})
@@ -923,13 +924,13 @@ func TestPrecedentCrossesFeatures(t *testing.T) {
 			if err := h.runToEnd(); err != nil {
 				t.Fatal(err)
 			}
-			refusals, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation, Feature: "F-001", Agent: string(agents.Coder)})
+			refusals, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation, Feature: "F-001", Agent: string(role.Coder)})
 			if err != nil || len(refusals) != 1 {
 				t.Fatalf("F-001's coder refusals = %v, %v; want one", refusals, err)
 			}
 			var cmd agents.Command
 			for _, s := range h.runner.runs() {
-				if s.Role == agents.Coder && s.FeatureID == "F-002" {
+				if s.Role == role.Coder && s.FeatureID == "F-002" {
 					if cmd, err = agents.ParseCommand(s.Prompt); err != nil {
 						t.Fatal(err)
 					}
@@ -953,13 +954,13 @@ func TestPrecedentCrossesFeatures(t *testing.T) {
 // got, and what the last coding agent believed.
 func TestRetryReadsTheDiagnosis(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		h.write("tests/F-001.sh", "#!/bin/sh\ngot=$(cat src/F-001.txt)\n[ \"$got\" = 'F-001 works' ] || { echo \"expected 'F-001 works' but got '$got'\"; exit 1; }\n")
 		l := &progress.List{Version: 1, Features: []progress.Feature{{ID: "F-001", Title: "feature F-001", Test: "sh tests/F-001.sh", Status: progress.Pending, Scope: []string{"src/F-001.txt"}}}}
 		progress.WriteFeatureList(h.proj.Progress(), l)
 		return agents.Result{Summary: "wrote the list"}
 	}
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.Attempt == 1 {
 			h.write("src/F-001.txt", "F-001 almost\n")
 			h.edit(func(l *progress.List) { l.Feature("F-001").Status = progress.Completed })
@@ -967,7 +968,7 @@ func TestRetryReadsTheDiagnosis(t *testing.T) {
 		}
 		return coderCompletes(ctx, spec, h)
 	}
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.Attempt == 1 {
 			return agents.Result{Summary: "the test failed"} // no claim: a failure
 		}
@@ -978,7 +979,7 @@ func TestRetryReadsTheDiagnosis(t *testing.T) {
 	}
 	var retry *agents.Command
 	for _, s := range h.runner.runs() {
-		if s.Role == agents.Coder && s.Attempt == 2 {
+		if s.Role == role.Coder && s.Attempt == 2 {
 			cmd, err := agents.ParseCommand(s.Prompt)
 			if err != nil {
 				t.Fatal(err)
@@ -1011,8 +1012,8 @@ func TestRetryReadsTheDiagnosis(t *testing.T) {
 func TestPersonsCorrectionsAreTraced(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxRetries = 0
-	h.runner.script[agents.Initializer] = initializerWrites(2)
-	h.runner.script[agents.Tester] = testerClaims(false) // never a run of the test: blocked
+	h.runner.script[role.Initializer] = initializerWrites(2)
+	h.runner.script[role.Tester] = testerClaims(false) // never a run of the test: blocked
 	o := h.orchestrator(false)
 	ctx := running(t, o)
 	eventually.True(t, 30*time.Second, func() bool {
@@ -1028,14 +1029,14 @@ func TestPersonsCorrectionsAreTraced(t *testing.T) {
 	if err := o.Retry(ctx, "F-002"); err != nil {
 		t.Fatal(err)
 	}
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceCorrection})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceCorrection})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, tr := range trs {
-		if tr.Source != store.SourceUser {
-			t.Errorf("%s: source %s, want %s", tr.ID, tr.Source, store.SourceUser)
+		if tr.Source != control.SourceUser {
+			t.Errorf("%s: source %s, want %s", tr.ID, tr.Source, control.SourceUser)
 		}
 		got = append(got, tr.Context.Feature+": "+tr.Event.WhatHappened+" / "+tr.Event.WhatWasCorrect)
 	}
@@ -1068,7 +1069,7 @@ func TestListOfAHooksKilledRunIsNotTaken(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Agent.HooksLiveTimeout = 50 * time.Millisecond
 	h.runner.silent = true
-	h.runner.script[agents.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		initializerWrites(1)(ctx, spec, h) // the whole list, before the kill
 		return blockUntilCancelled(ctx, spec, h)
 	}

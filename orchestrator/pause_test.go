@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 )
 
 // A tester finds the code wrong while ctl pause waits for its run: the
@@ -17,7 +18,7 @@ import (
 // told why, not the same tester's again.
 func TestPauseKeepsATestersFailure(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	var mu sync.Mutex
 	var runs []string
 	note := func(spec agents.Spec) {
@@ -26,14 +27,14 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 		runs = append(runs, string(spec.Role)+"/"+strconv.Itoa(spec.Attempt))
 	}
 	again := stopsWhenRedone(h)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		note(spec)
 		if spec.Attempt > 1 && !strings.Contains(spec.Prompt, "the output is upside down") {
 			h.t.Errorf("the retry was not told the tester's finding:\n%s", spec.Prompt)
 		}
 		return coderCompletes(ctx, spec, h)
 	}
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		note(spec)
 		if spec.Attempt > 1 {
 			return testerRunsTheTest(ctx, spec, h)

@@ -15,7 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/judge"
@@ -82,14 +83,14 @@ func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []jud
 		// commit stays in the history and under its tested ref.
 		c.Commit, c.Branch, c.OffBranch = "", "", ""
 		o.setCounters(b.Feature, c)
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: code,
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: b.Feature},
-			Event: store.TraceEvent{WhatHappened: why + note,
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: code,
+			Context: control.TraceContext{Agent: string(role.Tester), Feature: b.Feature},
+			Event: control.TraceEvent{WhatHappened: why + note,
 				WhatWasCorrect: "a tested feature's frozen test passes on the branch, whenever and however often it runs",
 				Why:            "tested must mean tested on the branch a person reads, not only at its verdict"}})
-		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Code: codeNotCharged,
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: claimant, Run: run.ID},
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: codeNotCharged,
+			Context: control.TraceContext{Agent: string(role.Tester), Feature: claimant, Run: run.ID},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
 				Why: "a claim is charged only with what its own change broke"}})
 		o.log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
 		if a.Kind == statemachine.BlockFeature && !machine {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -76,10 +78,10 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 	if !earlierFirst {
 		features = []progress.Feature{fc, fe}
 	}
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{"tests/" + e + ".sh": testE, "tests/" + c + ".sh": testC}, features...)
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{"tests/" + e + ".sh": testE, "tests/" + c + ".sh": testC}, features...)
 	var mu sync.Mutex
 	var retold []string
-	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 		switch spec.FeatureID {
 		case e:
 			code := fmt.Sprintf("if [ -e %s ]; then echo late; else echo '%s works'; fi\n", bomb, e)
@@ -102,7 +104,7 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 		return agents.Result{Summary: "implemented", NumTurns: 3}
 	}
 	triggered := false
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.FeatureID == c && !triggered {
 			// E is on the branch before C's claim is judged; then the
 			// moment passes, or the flake is armed.
@@ -147,7 +149,7 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 		}
 		return
 	}
-	byCode := map[string][]store.Trace{}
+	byCode := map[string][]control.Trace{}
 	trs, err := h.st.Traces(store.TraceFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,7 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 			t.Errorf("breaks_tested charged: %+v", byCode["breaks_tested"])
 		}
 		got := byCode[code]
-		if len(got) != 1 || got[0].Type != store.TraceViolation || got[0].Context.Feature != e || !strings.Contains(got[0].Event.WhatHappened, c+"'s candidate") {
+		if len(got) != 1 || got[0].Type != control.TraceViolation || got[0].Context.Feature != e || !strings.Contains(got[0].Event.WhatHappened, c+"'s candidate") {
 			t.Errorf("%s traces %+v, want one violation on %s naming %s", code, got, e, c)
 		}
 		nc := byCode[codeNotCharged]
@@ -225,11 +227,11 @@ func TestAReopeningForTheMachineChargesNoOne(t *testing.T) {
 	h := newHarness(t)
 	gone := filepath.Join(t.TempDir(), "runner-uninstalled")
 	runner := fmt.Sprintf("if [ -e %s ]; then ctxgraphd-test-runner-not-installed; exit 127; fi\n", gone)
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": runner + "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"}, progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", DependsOn: []string{"F-001"}})
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		if spec.FeatureID == "F-002" {
 			os.WriteFile(gone, nil, 0o644) // F-001 is tested: the program leaves
 		}

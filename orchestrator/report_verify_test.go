@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 )
 
@@ -21,8 +22,8 @@ func TestReportSaysWhatVerifyLastFound(t *testing.T) {
 	if r.Verify.Confined != nil || r.Verify.Unconfined != nil {
 		t.Fatalf("before any verify, the report has %+v", r.Verify)
 	}
-	run := report.VerifyRun{Time: time.Now().UTC(), Unconfined: true, Rev: "HEAD", Commit: "0123456789abcdef",
-		Features: []report.VerifyFeature{{ID: "F-001", Summary: "`sh tests/F-001.sh` failed (exit 1)"}}}
+	run := control.VerifyRun{Time: time.Now().UTC(), Unconfined: true, Rev: "HEAD", Commit: "0123456789abcdef",
+		Features: []control.VerifyFeature{{ID: "F-001", Summary: "`sh tests/F-001.sh` failed (exit 1)"}}}
 	if err := report.RecordVerify(h.proj.StateDir, run); err != nil {
 		t.Fatal(err)
 	}

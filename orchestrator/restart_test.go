@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/everyfield"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -63,7 +64,7 @@ func TestSessionBudgetSurvivesARestart(t *testing.T) {
 	h.cfg.Budget.SessionUSD = 0.015
 	ctx, crash := context.WithCancel(t.Context())
 	defer crash()
-	h.runner.script[agents.Tester] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
 		crash()
 		<-ctx.Done()
 		return agents.Result{Ended: agents.EndCancelled}
@@ -76,7 +77,7 @@ func TestSessionBudgetSurvivesARestart(t *testing.T) {
 	}
 
 	h.reopen()
-	h.runner.script[agents.Tester] = testerRunsTheTest
+	h.runner.script[role.Tester] = testerRunsTheTest
 	first := len(h.runner.runs())
 	err := h.runToEnd()
 	if err == nil || !strings.Contains(err.Error(), "budget.session_usd") {
@@ -95,7 +96,7 @@ func TestAWaitSurvivesARestart(t *testing.T) {
 	resets := time.Now().Add(time.Hour).Truncate(time.Second)
 	limited := apiFailure("rate_limit", 429, "API Error: Request rejected (429)")
 	limited.RateLimitResetsAt = resets
-	h.runner.script[agents.Coder] = failsFirst(99, limited, coderCompletes)
+	h.runner.script[role.Coder] = failsFirst(99, limited, coderCompletes)
 	ctx, cancel := context.WithCancel(t.Context())
 	o := h.orchestrator(false)
 	done := make(chan error, 1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -35,7 +36,7 @@ func story(t *testing.T, st *store.Store, feature string) []string {
 	var out []string
 	for _, tr := range trs {
 		line := tr.Context.Run + " " + tr.Type + " " + tr.Gate + " " + tr.Code
-		if tr.Type != store.TraceViolation {
+		if tr.Type != control.TraceViolation {
 			line += " " + tr.ID
 		}
 		if !slices.Contains(out, line) {
@@ -50,7 +51,7 @@ func story(t *testing.T, st *store.Store, feature string) []string {
 func TestPruneTraces(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Graph.PrecedentTokens = 0
-	h.runner.script[agents.Coder] = coderRepeatsAMistake
+	h.runner.script[role.Coder] = coderRepeatsAMistake
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestPruneTraces(t *testing.T) {
 			t.Errorf("%s's story changed:\nbefore %q\n after %q", f, b, a)
 		}
 	}
-	refusals, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation, Gate: "scope"})
+	refusals, _ := h.st.Traces(store.TraceFilter{Type: control.TraceViolation, Gate: "scope"})
 	for _, r := range refusals {
 		if r.Count != 3 {
 			t.Errorf("%s stands for %d refusals, want 3", r.ID, r.Count)
@@ -94,18 +95,18 @@ func TestPruneTraces(t *testing.T) {
 func TestRetentionAppliedAtStart(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Graph.PrecedentTokens = 0
-	h.runner.script[agents.Coder] = coderRepeatsAMistake
+	h.runner.script[role.Coder] = coderRepeatsAMistake
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation, Gate: "scope"}); len(n) != 6 {
+	if n, _ := h.st.Traces(store.TraceFilter{Type: control.TraceViolation, Gate: "scope"}); len(n) != 6 {
 		t.Fatalf("%d scope refusals before the retention, want 6", len(n))
 	}
 	h.cfg.Graph.Retention = time.Nanosecond
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := h.st.Traces(store.TraceFilter{Type: store.TraceViolation, Gate: "scope"}); len(n) != 2 {
+	if n, _ := h.st.Traces(store.TraceFilter{Type: control.TraceViolation, Gate: "scope"}); len(n) != 2 {
 		t.Errorf("%d scope refusals after a start with graph.retention set, want 2 (one a run)", len(n))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -26,7 +28,7 @@ func TestRevertsAreTracedUnderTheirGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+			h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				res := coderCompletes(ctx, spec, h)
 				if spec.FeatureID == "F-001" && spec.Attempt == 1 {
 					h.edit(func(l *progress.List) { tt.change(l, spec.FeatureID) })
@@ -43,7 +45,7 @@ func TestRevertsAreTracedUnderTheirGate(t *testing.T) {
 			if f := h.list().Feature("F-002"); f.Title != "feature F-002" {
 				t.Fatalf("F-002 title %q: the rename was not reverted", f.Title)
 			}
-			trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+			trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,8 +53,8 @@ func TestRevertsAreTracedUnderTheirGate(t *testing.T) {
 				t.Fatalf("%d violations, want the one revert: %+v", len(trs), trs)
 			}
 			v := trs[0]
-			if v.Gate != tt.want || v.Code != "reverted" || v.Source != store.SourceAuto ||
-				v.Context.Agent != string(agents.Coder) || v.Context.Feature != "F-001" || v.Context.Run == "" {
+			if v.Gate != tt.want || v.Code != "reverted" || v.Source != control.SourceAuto ||
+				v.Context.Agent != string(role.Coder) || v.Context.Feature != "F-001" || v.Context.Run == "" {
 				t.Errorf("revert traced as %+v, want gate %s, code reverted, the coding run of F-001", v, tt.want)
 			}
 		})
@@ -64,7 +66,7 @@ func TestRevertGate(t *testing.T) {
 	untested := progress.Change{FeatureID: "F-001", Field: "tested", Kind: progress.Modified, Old: true, New: false}
 	title := progress.Change{FeatureID: "F-001", Field: "title", Kind: progress.Modified, Old: "a", New: "b"}
 	removed := progress.Change{FeatureID: "F-001", Field: "feature", Kind: progress.Removed}
-	active := func(role agents.Role) *activeRun {
+	active := func(role role.Role) *activeRun {
 		return &activeRun{run: store.Run{Role: string(role), Feature: "F-001"}}
 	}
 	tests := []struct {
@@ -73,12 +75,12 @@ func TestRevertGate(t *testing.T) {
 		c      progress.Change
 		want   string
 	}{
-		{"coder sets tested", active(agents.Coder), tested, gates.RoleWritePolicy},
-		{"initializer sets tested", active(agents.Initializer), tested, gates.TestedNeedsEvidence},
+		{"coder sets tested", active(role.Coder), tested, gates.RoleWritePolicy},
+		{"initializer sets tested", active(role.Initializer), tested, gates.TestedNeedsEvidence},
 		{"a person sets tested between runs", nil, tested, gates.TestedNeedsEvidence},
-		{"coder clears tested", active(agents.Coder), untested, gates.RoleWritePolicy},
-		{"tester renames", active(agents.Tester), title, gates.RoleWritePolicy},
-		{"coder removes a feature", active(agents.Coder), removed, gates.RoleWritePolicy},
+		{"coder clears tested", active(role.Coder), untested, gates.RoleWritePolicy},
+		{"tester renames", active(role.Tester), title, gates.RoleWritePolicy},
+		{"coder removes a feature", active(role.Coder), removed, gates.RoleWritePolicy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
@@ -343,9 +345,9 @@ func (o *Orchestrator) recordControls(r store.Run, jd judge.Judgement) string {
 		why += fmt.Sprintf("; held so that git does not run them: %s", strings.Join(jd.Held, ", "))
 	}
 	why += ". Look at them (`git -C " + o.opts.Project.Dir + " config --list --local`, the hooks directory): if you made the change, put it back as you want it (a held hook: rename it without " + gitrepo.HeldSuffix + "); then `ctxgraphd ctl resume`"
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.RoleWritePolicy, Code: "git_internals", Path: ".git/" + jd.Controls[0],
-		Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
-		Event: store.TraceEvent{WhatHappened: why, WhatWasCorrect: "nothing of a run changes what git runs for a person: its hooks and configuration",
+	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RoleWritePolicy, Code: "git_internals", Path: ".git/" + jd.Controls[0],
+		Context: control.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
+		Event: control.TraceEvent{WhatHappened: why, WhatWasCorrect: "nothing of a run changes what git runs for a person: its hooks and configuration",
 			Why: "git runs a repository's hooks, and what its configuration names, with the powers of whoever runs git there"}})
 	o.log.Warn("the repository's hooks or configuration changed while a run was in flight", zap.String("run", r.ID), zap.Strings("changed", jd.Controls), zap.Strings("held", jd.Held))
 	return why
@@ -362,9 +364,9 @@ func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
 		} else {
 			what += " (warn mode: left as it is)"
 		}
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: f.Gate, Code: f.Code, Path: f.Path,
-			Context: store.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
-			Event:   store.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: f.Gate, Code: f.Code, Path: f.Path,
+			Context: control.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
+			Event:   control.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
 		o.log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))
 	}
 }
@@ -417,7 +419,7 @@ const UnjudgedListFile = "feature-list.unjudged.json"
 // setAsideUnjudgedList moves the list an initializer wrote without its gates
 // running out of the way of the next initializer and of a restart.
 func (o *Orchestrator) setAsideUnjudgedList(r store.Run) {
-	if o.canonical != nil || agents.Role(r.Role) != agents.Initializer {
+	if o.canonical != nil || role.Role(r.Role) != role.Initializer {
 		return
 	}
 	from := o.opts.Project.Progress(progress.FeatureListFile)
@@ -430,8 +432,8 @@ func (o *Orchestrator) setAsideUnjudgedList(r store.Run) {
 		return
 	}
 	o.setProblem("")
-	o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: r.Role, Run: r.ID},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("the feature list %s wrote, without its hooks ever checking in, was set aside as %s", r.ID, UnjudgedListFile),
+	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: r.Role, Run: r.ID},
+		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the feature list %s wrote, without its hooks ever checking in, was set aside as %s", r.ID, UnjudgedListFile),
 			WhatWasCorrect: "a first list is taken only from an initializer whose gates ran", Why: "gates that are not running must not be trusted; rename it back to keep it"}})
 	o.log.Warn("a feature list written without gates was set aside", zap.String("run", r.ID), zap.String("as", to))
 }

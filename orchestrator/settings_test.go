@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
 )
@@ -22,7 +22,7 @@ func TestRunIsGivenItsRolesHooks(t *testing.T) {
 	h := newHarness(t)
 	o := h.orchestrator(false)
 	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
-	events := func(role agents.Role) []string {
+	events := func(role role.Role) []string {
 		settings, err := o.runSettings(role, "F-001")
 		if err != nil {
 			t.Fatal(err)
@@ -47,10 +47,10 @@ func TestRunIsGivenItsRolesHooks(t *testing.T) {
 		return slices.Sorted(maps.Keys(s.Hooks))
 	}
 	all := []string{"PostToolUse", "PostToolUseFailure", "PreToolUse", "Stop", "StopFailure", "SubagentStop"}
-	if got := events(agents.Tester); !slices.Equal(got, all) {
+	if got := events(role.Tester); !slices.Equal(got, all) {
 		t.Errorf("a tester's run hooks %v, want %v", got, all)
 	}
-	for _, role := range []agents.Role{agents.Coder, agents.Initializer} {
+	for _, role := range []role.Role{role.Coder, role.Initializer} {
 		want := slices.DeleteFunc(slices.Clone(all), func(e string) bool { return e == "Stop" || e == "SubagentStop" })
 		if got := events(role); !slices.Equal(got, want) {
 			t.Errorf("a %s's run hooks %v, want %v", role, got, want)
@@ -67,7 +67,7 @@ func TestRunsPreToolUseHookFollowsTheGuards(t *testing.T) {
 	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
 	matcher := func() string {
 		o.loadGuardFile()
-		settings, err := o.runSettings(agents.Coder, "F-001")
+		settings, err := o.runSettings(role.Coder, "F-001")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestRunSettingsDenyToolsThatRunBeside(t *testing.T) {
 	h := newHarness(t)
 	o := h.orchestrator(false)
 	o.opts.Hook = gates.HookCommand{Path: "/opt/ctxgraphd/bin/ctxgraphd-hook"}
-	for _, role := range []agents.Role{agents.Initializer, agents.Coder, agents.Tester} {
+	for _, role := range []role.Role{role.Initializer, role.Coder, role.Tester} {
 		settings, err := o.runSettings(role, "F-001")
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -33,14 +34,14 @@ import (
 // starts from), its transition and the counters are committed before the
 // process starts.
 func (o *Orchestrator) spawn(a statemachine.Action) {
-	role := map[statemachine.Kind]agents.Role{
-		statemachine.SpawnInitializer: agents.Initializer,
-		statemachine.SpawnCoder:       agents.Coder,
-		statemachine.SpawnTester:      agents.Tester,
+	who := map[statemachine.Kind]role.Role{
+		statemachine.SpawnInitializer: role.Initializer,
+		statemachine.SpawnCoder:       role.Coder,
+		statemachine.SpawnTester:      role.Tester,
 	}[a.Kind]
 	prev := o.machine.State()
 	o.loadGuardFile() // a person's change of guards.yaml holds from the next run
-	if role == agents.Initializer {
+	if who == role.Initializer {
 		if _, err := progress.ReadGoal(o.opts.Project.Progress()); err != nil {
 			// An initializer without a goal would invent a project.
 			why := err.Error()
@@ -62,14 +63,14 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 
 	o.lastRun++
 	run := store.Run{
-		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(role), Feature: a.Feature,
+		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(who), Feature: a.Feature,
 		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
 	}
 	if o.cur != o.home {
 		run.Dir = o.cur.dir
 	}
 	listChanged := false
-	if role == agents.Coder {
+	if who == role.Coder {
 		c := o.counters[a.Feature]
 		if a.Resume && c.CoderSession != "" {
 			run.SessionID, run.Resume = c.CoderSession, true
@@ -99,22 +100,22 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	if listChanged {
 		o.pending.FeatureList = o.canonical.Marshal()
 	}
-	cmd := o.command(role, a, prev)
-	prompt, system, err := o.prompts(role, cmd)
+	cmd := o.command(who, a, prev)
+	prompt, system, err := o.prompts(who, cmd)
 	if err != nil {
 		o.lastRun--
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
 	matcher := gates.PreToolUseMatcher(o.judge.Guards())
-	settings, denied, err := o.runSettingsDenied(role, a.Feature, matcher)
+	settings, denied, err := o.runSettingsDenied(who, a.Feature, matcher)
 	if err != nil {
 		o.lastRun--
 		o.transition(statemachine.Stop, a.Feature, err.Error())
 		return
 	}
 	o.runNode(&run, cmd)
-	actor := gates.Actor{Role: string(role), Feature: a.Feature, Run: run.ID}
+	actor := gates.Actor{Role: string(who), Feature: a.Feature, Run: run.ID}
 	if o.cur != o.home {
 		// The run sees the list as it is now, in its lane, and what it
 		// changes there is read against that (by the hooks too).
@@ -143,12 +144,12 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
 	o.cur.claim = ""
 	spec := agents.Spec{
-		RunID: run.ID, Role: role, FeatureID: a.Feature, Attempt: a.Attempt,
+		RunID: run.ID, Role: who, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
 		Dir: o.cur.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
 	}
-	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(role)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
+	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.cfg.Sandbox.Enabled))
 	runner, events, log := o.opts.Runner, o.runEvents, o.log.With(zap.String("run", run.ID))
 	go func() {
@@ -236,8 +237,8 @@ func (o *Orchestrator) takeRecent() *recentTree {
 // runSettings is the --settings of a run: ctxgraphd's hooks and, unless the
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
-func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, error) {
-	s, _, err := o.runSettingsDenied(role, feature, gates.PreToolUseMatcher(o.judge.Guards()))
+func (o *Orchestrator) runSettings(who role.Role, feature string) (string, error) {
+	s, _, err := o.runSettingsDenied(who, feature, gates.PreToolUseMatcher(o.judge.Guards()))
 	return s, err
 }
 
@@ -247,15 +248,15 @@ func (o *Orchestrator) runSettings(role agents.Role, feature string) (string, er
 // only by itself. The directories the run may write besides the project
 // are made here, once per run (sandbox.Policy.Prepare). matcher is the
 // PreToolUse hook's (gates.PreToolUseMatcher).
-func (o *Orchestrator) runSettingsDenied(role agents.Role, feature, matcher string) (string, []string, error) {
+func (o *Orchestrator) runSettingsDenied(who role.Role, feature, matcher string) (string, []string, error) {
 	var hooks map[string]any
 	if o.opts.Hook.Path != "" {
-		hooks = gates.RunHooks(o.opts.Hook, string(role), matcher)
+		hooks = gates.RunHooks(o.opts.Hook, string(who), matcher)
 	}
 	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
-		pol := o.policy(role, feature)
+		pol := o.policy(who, feature)
 		// Made before the run, or the sandbox holds them read-only.
 		if err := pol.Prepare(); err != nil {
 			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
@@ -274,7 +275,7 @@ func (o *Orchestrator) runSettingsDenied(role agents.Role, feature, matcher stri
 // the daemon's, Claude Code's and the frozen tests'; the temp and cache
 // directories honest builds need; the hosts the user allows. The daemon's
 // state and socket can be neither read nor written.
-func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
+func (o *Orchestrator) policy(who role.Role, feature string) sandbox.Policy {
 	dir := o.cur.dir
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	deny := []string{
@@ -287,7 +288,7 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 	for _, p := range o.judge.Frozen().Sorted() {
 		deny = append(deny, in(p))
 	}
-	if o.canonical != nil && role != agents.Initializer {
+	if o.canonical != nil && who != role.Initializer {
 		// Where tests live as a whole directory (tests/**), the sandbox
 		// keeps new files out too, not only the verdict afterwards.
 		for _, g := range o.cfg.Protected {
@@ -300,9 +301,9 @@ func (o *Orchestrator) policy(role agents.Role, feature string) sandbox.Policy {
 	}
 	// The project's enforced deny guards on a file, for this role: held
 	// whatever program writes, as the built-in gates' files are.
-	deny = append(deny, o.guardDenies(string(role))...)
+	deny = append(deny, o.guardDenies(string(who))...)
 	allow := slices.Clone(o.opts.Writable)
-	if role == agents.Tester && feature != "" {
+	if who == role.Tester && feature != "" {
 		// Its own evidence, which Claude Code's sandbox would otherwise
 		// keep it from writing with Bash (it holds .claude/ read-only).
 		allow = append(allow, in(".claude/progress/"+progress.EvidenceDir+"/"+feature))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
@@ -48,10 +49,10 @@ func sweepCase(t *testing.T, broken string, order []string) {
 		features = append(features, progress.Feature{ID: id, Test: "sh tests/" + id + ".sh", Scope: []string{"src/" + id + ".txt"}})
 	}
 	features = append(features, progress.Feature{ID: "F-004", Test: "sh tests/F-004.sh", Scope: []string{"src/F-004.txt"}, DependsOn: []string{"F-001", "F-002", "F-003"}})
-	h.runner.script[agents.Initializer] = initializerWith(tests, features...)
+	h.runner.script[role.Initializer] = initializerWith(tests, features...)
 	var mu sync.Mutex
 	var told []string
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		text := spec.FeatureID + " works\n"
 		if spec.FeatureID == "F-004" {
 			if spec.Attempt == 1 {
@@ -68,7 +69,7 @@ func sweepCase(t *testing.T, broken string, order []string) {
 	}
 	// The earlier features land in order: each tester claims once the
 	// one before it in the order is tested.
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		for i, id := range order {
 			if id != spec.FeatureID || i == 0 {
 				continue

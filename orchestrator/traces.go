@@ -66,7 +66,7 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 	if !ok {
 		return control.TraceLinks{}, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
 	}
-	summary := func(ts []store.Trace) []control.Trace {
+	summary := func(ts []control.Trace) []control.Trace {
 		out := make([]control.Trace, 0, len(ts))
 		for _, t := range ts {
 			out = append(out, toWire(t, control.LevelSummary))
@@ -79,7 +79,7 @@ func (o *Orchestrator) TraceLinks(_ context.Context, id string) (control.TraceLi
 // toWire cuts a trace (the store keeps the wire's type, whole) to a level
 // of detail: metadata (who, what kind, when), summary (plus a one-line
 // what happened), full (everything).
-func toWire(t store.Trace, level string) control.Trace {
+func toWire(t control.Trace, level string) control.Trace {
 	if t.Tool != nil {
 		tool := *t.Tool // the store's copy is not the answer's
 		t.Tool = &tool
@@ -132,9 +132,9 @@ func (o *Orchestrator) ingestSpool() {
 			if json.Unmarshal(r.Decision, &d) == nil {
 				tc := judge.TraceContext(actor)
 				tc.Attempt = node.Attempt
-				o.trace(store.Trace{Timestamp: r.Time, Type: store.TraceViolation, Source: store.SourceHook, Context: tc,
+				o.trace(control.Trace{Timestamp: r.Time, Type: control.TraceViolation, Source: control.SourceHook, Context: tc,
 					Gate: d.Gate, Code: d.Code, Parent: node.Trace, Tool: judge.ToolCall(p),
-					Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s %s was blocked by %s while the daemon was down: %s", p.Event, p.ToolName, d.Gate, d.Message),
+					Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s %s was blocked by %s while the daemon was down: %s", p.Event, p.ToolName, d.Gate, d.Message),
 						WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate + " (decided by the hook alone)"}})
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -135,9 +137,9 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	}
 	reject := func(why, output string) (bool, string) {
 		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
-			Event:   store.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
+			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
+			Event:   control.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
 		o.writeFeatureList() // the canonical copy still says tested: false
 		return false, why
 	}
@@ -161,9 +163,9 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		if mode == gates.Enforce {
 			return reject(ev.refused, "")
 		}
-		o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
-			Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
-			Event:   store.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
+			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
+			Event:   control.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
 		return o.accept(f, run, jd, nil, ev.onto)
 	}
 	if mode == gates.Off {
@@ -214,9 +216,9 @@ func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judg
 	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
 		id, strings.Join(names, ", "), broken[0].Test.Summary())
 	o.log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
-	o.trace(store.Trace{Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
-		Context: store.TraceContext{Agent: string(agents.Tester), Feature: id, Run: run.ID},
-		Event: store.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
+	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
+		Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
+		Event: control.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
 			WhatWasCorrect: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
 			Why:            "the branch only ever holds trees on which every tested feature passes"}})
 	o.writeFeatureList() // the canonical copy still says tested: false
@@ -242,8 +244,8 @@ func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
 	c := o.counters[id]
 	c.Diagnosis = nil
 	if r != nil && !r.Passed() && !r.Interrupted {
-		o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
-			Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d failed its test: %s", id, attempt, r.Summary()), Why: "the daemon ran the feature's test itself after its tester's run"}})
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d failed its test: %s", id, attempt, r.Summary()), Why: "the daemon ran the feature's test itself after its tester's run"}})
 		d := diagnose.Read(r.Command, r.ExitCode, r.Output)
 		switch {
 		case r.CannotRun != "":
@@ -271,7 +273,7 @@ func (o *Orchestrator) coderSummary(id string, attempt int) string {
 		return ""
 	}
 	for _, r := range slices.Backward(runs) {
-		if r.Role == string(agents.Coder) && r.Feature == id && r.Attempt == attempt {
+		if r.Role == string(role.Coder) && r.Feature == id && r.Attempt == attempt {
 			return r.Summary
 		}
 	}
@@ -299,8 +301,8 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 	if jd.Test != nil {
 		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
 	}
-	tr := o.trace(store.Trace{Type: store.TraceApproval, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
-		Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
+	tr := o.trace(control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
+		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
 	c := o.counters[f.ID]
 	if lane := o.cur; lane != o.home {
 		defer func() {
@@ -331,8 +333,8 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 				where = "under " + done.Ref + " only: " + done.OffBranch
 			}
 			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
-			o.trace(store.Trace{Type: store.TraceDecision, Source: store.SourceAuto, Context: store.TraceContext{Agent: string(agents.Tester), Feature: f.ID, Run: run.ID},
-				Parent: tr.ID, Event: store.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
+				Parent: tr.ID, Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
 		}
 	}
 	// Tested once its commit is made, in the same write as the commit's

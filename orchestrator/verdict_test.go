@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
@@ -106,9 +107,9 @@ func (h *harness) read(rel string) string {
 	return string(data)
 }
 
-func (h *harness) violations() []store.Trace {
+func (h *harness) violations() []control.Trace {
 	h.t.Helper()
-	trs, err := h.st.Traces(store.TraceFilter{Type: store.TraceViolation})
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func (h *harness) violations() []store.Trace {
 }
 
 // gateCodes renders traces as "gate/code" in order.
-func gateCodes(trs []store.Trace) []string {
+func gateCodes(trs []control.Trace) []string {
 	var out []string
 	for _, tr := range trs {
 		out = append(out, tr.Gate+"/"+tr.Code)
@@ -129,7 +130,7 @@ func gateCodes(trs []store.Trace) []string {
 // crash at any point finds it there.
 func TestRunIsPersistedBeforeItStarts(t *testing.T) {
 	h := newHarness(t)
-	wantState := map[agents.Role]string{agents.Initializer: "init", agents.Coder: "code", agents.Tester: "test"}
+	wantState := map[role.Role]string{role.Initializer: "init", role.Coder: "code", role.Tester: "test"}
 	var checked []string
 	h.runner.onRun = func(spec agents.Spec) {
 		checked = append(checked, spec.RunID)
@@ -160,7 +161,7 @@ func TestRunIsPersistedBeforeItStarts(t *testing.T) {
 		if last := trs[len(trs)-1]; last.Run != spec.RunID || last.To != wantState[spec.Role] {
 			t.Errorf("%s: the last stored transition is %+v, want this run's, to %s", spec.RunID, last, wantState[spec.Role])
 		}
-		if spec.Role == agents.Coder {
+		if spec.Role == role.Coder {
 			if c := st.Counters[spec.FeatureID]; c.Base == "" || c.CoderSession != spec.SessionID || c.Runs == 0 {
 				t.Errorf("%s: stored counters %+v, want the feature's base and coding session", spec.RunID, c)
 			}
@@ -181,13 +182,13 @@ func TestRunIsPersistedBeforeItStarts(t *testing.T) {
 func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 	t.Run("the code fails its test", func(t *testing.T) {
 		h := newHarness(t)
-		h.runner.script[agents.Initializer] = initializerWrites(1)
-		h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.runner.script[role.Initializer] = initializerWrites(1)
+		h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 			h.write("src/F-001.txt", "F-001 almost works\n")
 			h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 			return agents.Result{Summary: "implemented", NumTurns: 3}
 		}
-		h.runner.script[agents.Tester] = testerClaims(true)
+		h.runner.script[role.Tester] = testerClaims(true)
 		if err := h.runToEnd(); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		for _, tr := range h.violations() {
 			if tr.Gate == gates.TestedNeedsEvidence && tr.Code == "verdict_rejected" {
 				rejected++
-				if !strings.Contains(tr.Event.WhatHappened, "did not pass") || tr.Context.Feature != "F-001" || tr.Context.Agent != string(agents.Tester) {
+				if !strings.Contains(tr.Event.WhatHappened, "did not pass") || tr.Context.Feature != "F-001" || tr.Context.Agent != string(role.Tester) {
 					t.Errorf("rejection traced as %+v", tr)
 				}
 			}
@@ -239,14 +240,14 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 
 	t.Run("the code passes, with HEAD detached meanwhile", func(t *testing.T) {
 		h := newHarness(t)
-		h.runner.script[agents.Initializer] = initializerWrites(1)
-		h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		h.runner.script[role.Initializer] = initializerWrites(1)
+		h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 			if _, ok := h.git("checkout", "-q", "--detach"); !ok {
 				t.Error("could not detach HEAD")
 			}
 			return coderCompletes(ctx, spec, h)
 		}
-		h.runner.script[agents.Tester] = testerClaims(true)
+		h.runner.script[role.Tester] = testerClaims(true)
 		if err := h.runToEnd(); err != nil {
 			t.Fatal(err)
 		}
@@ -260,8 +261,8 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 
 	t.Run("the code passes", func(t *testing.T) {
 		h := newHarness(t)
-		h.runner.script[agents.Initializer] = initializerWrites(1)
-		h.runner.script[agents.Tester] = testerClaims(true)
+		h.runner.script[role.Initializer] = initializerWrites(1)
+		h.runner.script[role.Tester] = testerClaims(true)
 		if err := h.runToEnd(); err != nil {
 			t.Fatal(err)
 		}
@@ -292,10 +293,10 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := runs[len(runs)-1]; last.Role != string(agents.Tester) || last.Commit != c.Commit || last.Outcome != "ok" {
+		if last := runs[len(runs)-1]; last.Role != string(role.Tester) || last.Commit != c.Commit || last.Outcome != "ok" {
 			t.Errorf("the tester's run record %+v, want ok with the commit", last)
 		}
-		if trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceApproval}); len(trs) != 1 {
+		if trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceApproval}); len(trs) != 1 {
 			t.Errorf("%d approvals, want 1", len(trs))
 		}
 		if v := h.violations(); len(v) != 0 {
@@ -312,7 +313,7 @@ func TestDaemonRerunDecidesTheVerdict(t *testing.T) {
 func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxBlocked = 3
-	h.runner.script[agents.Initializer] = initializerWith(
+	h.runner.script[role.Initializer] = initializerWith(
 		map[string]string{"tests/F-001.sh": "exit 0\n", "tests/F-003.sh": "./no-such-program-ctxgraphd --check\n"},
 		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"},   // vacuous
 		progress.Feature{ID: "F-002", Test: "sh tests/missing.sh"}, // names a missing file
@@ -351,7 +352,7 @@ func TestRedBeforeGreenBlocksUnworkableTests(t *testing.T) {
 func TestRedBeforeGreenWarnWorksTheFeature(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Gates[gates.RedBeforeGreen] = config.Warn
-	h.runner.script[agents.Initializer] = initializerWithTests("exit 0\n")
+	h.runner.script[role.Initializer] = initializerWithTests("exit 0\n")
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
@@ -371,8 +372,8 @@ func TestRedBeforeGreenWarnWorksTheFeature(t *testing.T) {
 // for it, and the violation is traced.
 func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := coderCompletes(ctx, spec, h)
 		if spec.Attempt == 1 {
 			h.write("tests/F-001.sh", "exit 0\n") // as `echo 'exit 0' > tests/F-001.sh` would
@@ -381,7 +382,7 @@ func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
 	}
 	var testAtTester string
 	h.runner.onRun = func(spec agents.Spec) {
-		if spec.Role == agents.Tester {
+		if spec.Role == role.Tester {
 			testAtTester = h.read("tests/F-001.sh")
 		}
 	}
@@ -402,7 +403,7 @@ func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
 	if got := gateCodes(v); !slices.Equal(got, []string{"frozen-tests/frozen_test"}) {
 		t.Fatalf("violations %q, want one frozen_test", got)
 	}
-	if c := v[0].Context; c.Run != specs[1].RunID || c.Agent != string(agents.Coder) || c.Feature != "F-001" || v[0].Source != store.SourceAuto {
+	if c := v[0].Context; c.Run != specs[1].RunID || c.Agent != string(role.Coder) || c.Feature != "F-001" || v[0].Source != control.SourceAuto {
 		t.Errorf("violation %+v, want the first coding run's", v[0])
 	}
 	if retry := specs[2]; !retry.Resume || retry.SessionID != specs[1].SessionID || retry.Attempt != 2 {
@@ -426,7 +427,7 @@ func TestCoderChangingItsFrozenTestIsRestored(t *testing.T) {
 func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
 	h := newHarness(t)
 	dir := t.TempDir()
-	h.runner.script[agents.Initializer] = initializerWithTests(hangingTest(dir))
+	h.runner.script[role.Initializer] = initializerWithTests(hangingTest(dir))
 	ctx, cancel := context.WithCancel(context.Background())
 	o := h.orchestrator(true)
 	done := make(chan error, 1)
@@ -462,7 +463,7 @@ func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
 	if !strings.Contains(string(st.Frozen), blob) {
 		t.Errorf("the stored record %s does not hold the person's version", st.Frozen)
 	}
-	trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Text: "frozen tests changed while no agent ran"})
+	trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceDecision, Text: "frozen tests changed while no agent ran"})
 	if len(trs) != 1 {
 		t.Errorf("%d decisions that the record followed the person, want 1", len(trs))
 	}
@@ -473,9 +474,9 @@ func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
 // it must not have changed is put back and traced before the run is redone.
 func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	started := make(chan agents.Spec, 1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, _ *harness) agents.Result {
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, _ *harness) agents.Result {
 		started <- spec
 		<-ctx.Done()
 		return agents.Result{Ended: agents.EndCancelled}
@@ -497,11 +498,11 @@ func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
 	h.write("tests/F-001.sh", "exit 0\n")
 	h.write("src/F-001.txt", "F-001 works\n")
 
-	h.runner.script[agents.Coder] = coderCompletes
+	h.runner.script[role.Coder] = coderCompletes
 	var atRedo string
 	var violationsAtRedo []string
 	h.runner.onRun = func(spec agents.Spec) {
-		if spec.Role == agents.Coder {
+		if spec.Role == role.Coder {
 			atRedo = h.read("tests/F-001.sh")
 			violationsAtRedo = gateCodes(h.violations())
 		}
@@ -541,8 +542,8 @@ func TestRecoverJudgesWhatALostRunLeft(t *testing.T) {
 func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Gates[gates.FrozenTests] = config.Warn
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		res := coderCompletes(ctx, spec, h)
 		h.write("tests/F-001.sh", "exit 0\n")
 		return res
@@ -565,7 +566,7 @@ func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 	if got, want := h.current.judge.Frozen().Files["tests/F-001.sh"], strings.TrimSpace(string(out)); got != want {
 		t.Errorf("the frozen record of tests/F-001.sh is %s, want the accepted version %s: it followed the agent", got, want)
 	}
-	if trs, _ := h.st.Traces(store.TraceFilter{Type: store.TraceDecision, Text: "while no agent ran"}); len(trs) != 0 {
+	if trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceDecision, Text: "while no agent ran"}); len(trs) != 0 {
 		t.Errorf("the coder's change was recorded as a person's: %q", trs[0].Event.WhatHappened)
 	}
 }
@@ -574,9 +575,9 @@ func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 // when the daemon shuts down with the tester's run in flight.
 func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(1)
+	h.runner.script[role.Initializer] = initializerWrites(1)
 	claimed := make(chan struct{})
-	h.runner.script[agents.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		testerClaims(true)(ctx, spec, h)
 		close(claimed)
 		<-ctx.Done()
@@ -608,8 +609,8 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 func TestClaimWithoutEvidenceIsRejected(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.MaxRetries = 0
-	h.runner.script[agents.Initializer] = initializerWrites(1)
-	h.runner.script[agents.Tester] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.script[role.Tester] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 		h.hook("post-tool-use", spec, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash",
 			"tool_input": map[string]any{"command": "sh tests/" + spec.FeatureID + ".sh"}, "tool_response": map[string]any{"stdout": "", "stderr": ""}})
 		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Tested = true })
@@ -637,13 +638,13 @@ func TestClaimWithoutEvidenceIsRejected(t *testing.T) {
 // whole test directories; and it lets the tester write its own evidence.
 func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWrites(2)
+	h.runner.script[role.Initializer] = initializerWrites(2)
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
 	o := h.orchestrator(false)
 	in := func(rel string) string { return filepath.Join(h.proj.Dir, rel) }
-	coder := o.policy(agents.Coder, "F-001")
+	coder := o.policy(role.Coder, "F-001")
 	for _, p := range []string{
 		in(".claude/progress/feature-list.json"), in(".claude/progress/session-state.json"), in(".claude/progress/goal.md"),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
@@ -663,18 +664,18 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	if slices.Contains(coder.AllowWrite, evidence) {
 		t.Errorf("a coder's sandbox may write the evidence")
 	}
-	if tester := o.policy(agents.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
+	if tester := o.policy(role.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
 		t.Errorf("the tester's sandbox may not write its evidence: %v", tester.AllowWrite)
 	}
-	if p := o.policy(agents.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
+	if p := o.policy(role.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
 		t.Errorf("the initializer's sandbox denies tests/, which it must write")
 	}
-	settings, err := o.runSettings(agents.Coder, "F-001")
+	settings, err := o.runSettings(role.Coder, "F-001")
 	if err != nil || !strings.Contains(settings, `"failIfUnavailable":true`) || !strings.Contains(settings, `"hooks"`) {
 		t.Errorf("settings = %s, %v", settings, err)
 	}
 	h.cfg.Sandbox.Enabled = false
-	if settings, _ := o.runSettings(agents.Coder, "F-001"); strings.Contains(settings, `"sandbox"`) {
+	if settings, _ := o.runSettings(role.Coder, "F-001"); strings.Contains(settings, `"sandbox"`) {
 		t.Errorf("confinement off, the settings still carry a sandbox: %s", settings)
 	}
 }
@@ -685,12 +686,12 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 // which a tested feature's test fails.
 func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"}, progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", DependsOn: []string{"F-001"}})
 	var told []string
-	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 		h.write("src/"+spec.FeatureID+".txt", spec.FeatureID+" works\n")
 		if spec.FeatureID == "F-002" {
 			if spec.Attempt == 1 {
@@ -703,14 +704,14 @@ func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
 		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 		return agents.Result{Summary: "implemented", NumTurns: 3}
 	}
-	h.runner.script[agents.Tester] = testerClaims(true)
+	h.runner.script[role.Tester] = testerClaims(true)
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("features = %s", got)
 	}
-	var breaks []store.Trace
+	var breaks []control.Trace
 	for _, tr := range h.violations() {
 		if tr.Code == "breaks_tested" {
 			breaks = append(breaks, tr)
@@ -742,11 +743,11 @@ func TestClaimThatBreaksATestedFeatureIsRejected(t *testing.T) {
 // stops for them, the run not charged; after a resume the night goes on.
 func TestAHookWrittenDuringARunIsHeldForAPerson(t *testing.T) {
 	h := newHarness(t)
-	h.runner.script[agents.Initializer] = initializerWith(map[string]string{"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n"},
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n"},
 		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh"})
 	hook := filepath.Join(h.proj.Dir, ".git", "hooks", "post-checkout")
 	coded := 0
-	h.runner.script[agents.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
+	h.runner.script[role.Coder] = func(_ context.Context, spec agents.Spec, h *harness) agents.Result {
 		coded++
 		if coded == 1 {
 			os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755)
@@ -755,7 +756,7 @@ func TestAHookWrittenDuringARunIsHeldForAPerson(t *testing.T) {
 		h.edit(func(l *progress.List) { l.Feature(spec.FeatureID).Status = progress.Completed })
 		return agents.Result{Summary: "implemented", NumTurns: 3}
 	}
-	h.runner.script[agents.Tester] = testerClaims(true)
+	h.runner.script[role.Tester] = testerClaims(true)
 	err := h.runToEnd()
 	if !errors.Is(err, ErrSessionStopped) || !strings.Contains(err.Error(), "hooks/post-checkout changed while run-") {
 		t.Fatalf("the loop ended with %v, want stopped for a person, naming the hook", err)

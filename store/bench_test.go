@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/tracebench"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -41,11 +42,11 @@ func BenchmarkTraceQuery(b *testing.B) {
 			last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * 3 * time.Second)
 			// Features of runs every size holds (a run is TracesPerRun traces).
 			filters := []store.TraceFilter{
-				{Type: store.TraceViolation, Feature: "F-007", Gate: "scope", Limit: 50},
-				{Type: store.TraceDecision, Feature: "F-019", Limit: 50},
+				{Type: control.TraceViolation, Feature: "F-007", Gate: "scope", Limit: 50},
+				{Type: control.TraceDecision, Feature: "F-019", Limit: 50},
 				{Run: store.RunID(uint64(n / tracebench.TracesPerRun / 2)), Limit: 50},
 				{Since: last.Add(-time.Hour), Limit: 50},
-				{Type: store.TraceViolation, Agent: "tester-agent", Gate: "log-read-limit", Limit: 50},
+				{Type: control.TraceViolation, Agent: "tester-agent", Gate: "log-read-limit", Limit: 50},
 			}
 			var times []time.Duration
 			i := 0
@@ -80,12 +81,12 @@ func BenchmarkTraceAppend(b *testing.B) {
 		n = 100_000
 	}
 	st := sharedStore(b, n)
-	tr := store.Trace{Type: store.TraceViolation, Source: store.SourceHook, Gate: "scope", Code: "outside_scope",
-		Context: store.TraceContext{Agent: "coding-agent", Feature: "F-042", Run: "run-099999"},
-		Event:   store.TraceEvent{WhatHappened: "PreToolUse Write src/shared.txt is outside F-042's scope (call 3 of the run)", WhatWasCorrect: "write only the feature's own files", Why: "gate scope"}}
+	tr := control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope",
+		Context: control.TraceContext{Agent: "coding-agent", Feature: "F-042", Run: "run-099999"},
+		Event:   control.TraceEvent{WhatHappened: "PreToolUse Write src/shared.txt is outside F-042's scope (call 3 of the run)", WhatWasCorrect: "write only the feature's own files", Why: "gate scope"}}
 	for _, size := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("batches-of-%d", size), func(b *testing.B) {
-			batch := make([]store.Trace, size)
+			batch := make([]control.Trace, size)
 			count := 0
 			for b.Loop() {
 				for i := range batch {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 	bolt "go.etcd.io/bbolt"
 )
@@ -80,7 +81,7 @@ func faultFixture(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	// A second command for Prune to drop: its transaction has two parts.
-	if err := s.AppendCommand(Command{Run: RunID(1), Feature: "F-001", Command: "ls -l", Time: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}); err != nil {
+	if err := s.AppendCommand(control.CommandRecord{Run: RunID(1), Feature: "F-001", Command: "ls -l", Time: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutGuards(guards.Rule{ID: "g-1", Status: guards.Warn, Tool: "Bash", Match: guards.Match{Command: "make deploy"}, Message: "m"}); err != nil {
@@ -110,9 +111,9 @@ var atomicWrites = []struct {
 	}},
 	{"AppendTraces", func(s *Store) error {
 		_, err := s.AppendTraces(
-			Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Path: "src/a/b.go",
-				Context: TraceContext{Agent: "coding-agent", Feature: "F-002", Run: RunID(5)}, Event: TraceEvent{WhatHappened: "Write src/a/b.go is outside the scope"}},
-			Trace{Type: TraceDecision, Source: SourceAuto, Parent: "tr-1", Context: TraceContext{Feature: "F-002"}, Event: TraceEvent{WhatHappened: "F-002 attempt 2 begins"}},
+			control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Path: "src/a/b.go",
+				Context: control.TraceContext{Agent: "coding-agent", Feature: "F-002", Run: RunID(5)}, Event: control.TraceEvent{WhatHappened: "Write src/a/b.go is outside the scope"}},
+			control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Parent: "tr-1", Context: control.TraceContext{Feature: "F-002"}, Event: control.TraceEvent{WhatHappened: "F-002 attempt 2 begins"}},
 		)
 		return err
 	}},

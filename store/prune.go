@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -117,7 +118,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 	b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
 	ic := &indexCursor{c: idx.Cursor(), prefix: indexPrefix(fieldFeature, feature)}
 	cutoff := timeBits(before)
-	var old []Trace
+	var old []control.Trace
 	for bound := uint64(1<<64 - 1); ; {
 		seq, v, ok := ic.below(bound)
 		if !ok {
@@ -127,7 +128,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 		if stamp(v) >= cutoff {
 			continue
 		}
-		var t Trace
+		var t control.Trace
 		if err := json.Unmarshal(b.Get(seqKey(seq)), &t); err != nil {
 			return fmt.Errorf("trace %d: %w", seq, err)
 		}
@@ -142,15 +143,15 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 	}
 	x := newIndexer(tx)
 	type kind struct{ run, gate, code string }
-	newestOf := map[kind]*Trace{}
-	var folded []Trace
+	newestOf := map[kind]*control.Trace{}
+	var folded []control.Trace
 	for i := range old {
 		t := &old[i]
 		res.Examined++
 		switch {
-		case t.Context.Run == "" || !ended[t.Context.Run] || nodes[t.ID] || parent(t.ID) || t.Source == SourceUser:
+		case t.Context.Run == "" || !ended[t.Context.Run] || nodes[t.ID] || parent(t.ID) || t.Source == control.SourceUser:
 			res.Kept++
-		case t.Type == TraceDecision && t.Source == SourceHook:
+		case t.Type == control.TraceDecision && t.Source == control.SourceHook:
 			if err := removeTrace(x, *t); err != nil {
 				return err
 			}
@@ -158,7 +159,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 				return err
 			}
 			res.Dropped++
-		case t.Type == TraceViolation:
+		case t.Type == control.TraceViolation:
 			k := kind{t.Context.Run, t.Gate, t.Code}
 			if keep := newestOf[k]; keep != nil {
 				keep.Count = max(1, keep.Count) + max(1, t.Count)
@@ -207,7 +208,7 @@ func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]boo
 	}
 	var drop [][]byte
 	err := b.ForEach(func(k, v []byte) error {
-		var c Command
+		var c control.CommandRecord
 		if err := json.Unmarshal(v, &c); err != nil {
 			return fmt.Errorf("command %d: %w", binary.BigEndian.Uint64(k), err)
 		}
@@ -243,7 +244,7 @@ func seqOfID(id string) uint64 {
 
 // removeTrace deletes trace t, as stored, and takes it out of every index
 // (the counters when x is flushed).
-func removeTrace(x *indexer, t Trace) error {
+func removeTrace(x *indexer, t control.Trace) error {
 	seq, err := strconv.ParseUint(strings.TrimPrefix(t.ID, "tr-"), 10, 64)
 	if err != nil || !strings.HasPrefix(t.ID, "tr-") {
 		return fmt.Errorf("store: remove trace %q: not a trace id (tr-N)", t.ID)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // pruneFixture is a store of two features' runs: F-001 finished (its run
@@ -23,32 +25,32 @@ func pruneFixture(t *testing.T) (*Store, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := func(run, feature string) TraceContext {
-		return TraceContext{Agent: "coding-agent", Feature: feature, Run: run}
+	in := func(run, feature string) control.TraceContext {
+		return control.TraceContext{Agent: "coding-agent", Feature: feature, Run: run}
 	}
-	v := func(run, feature, gate, code string) Trace {
-		return Trace{Type: TraceViolation, Source: SourceHook, Gate: gate, Code: code, Context: in(run, feature),
-			Event: TraceEvent{WhatHappened: "Write src/shared.txt is outside the scope", WhatWasCorrect: "stay in scope"}}
+	v := func(run, feature, gate, code string) control.Trace {
+		return control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: gate, Code: code, Context: in(run, feature),
+			Event: control.TraceEvent{WhatHappened: "Write src/shared.txt is outside the scope", WhatWasCorrect: "stay in scope"}}
 	}
 	r1 := RunID(1)
-	trs := []Trace{
-		{Type: TraceHandoff, Source: SourceAuto, Context: in(r1, "F-001"), Event: TraceEvent{WhatHappened: "coding-agent started"}}, // tr-1: the run's node
+	trs := []control.Trace{
+		{Type: control.TraceHandoff, Source: control.SourceAuto, Context: in(r1, "F-001"), Event: control.TraceEvent{WhatHappened: "coding-agent started"}}, // tr-1: the run's node
 		v(r1, "F-001", "scope", "outside_scope"),                        // tr-2: folded into tr-4
 		v(r1, "F-001", "scope", "outside_scope"),                        // tr-3: folded into tr-4
 		v(r1, "F-001", "scope", "outside_scope"),                        // tr-4: kept, counts 3
 		v(r1, "F-001", "tested-needs-evidence", "tested_by_non_tester"), // tr-5: the only one of its kind
-		{Type: TraceDecision, Source: SourceHook, Context: in(r1, "F-001"), Event: TraceEvent{WhatHappened: "the turn ended on an API error"}},                                              // tr-6: dropped
-		{Type: TraceApproval, Source: SourceAuto, Context: in(r1, "F-001"), Event: TraceEvent{WhatHappened: "verdict accepted"}},                                                            // tr-7
-		v(r1, "F-001", "frozen-tests", "frozen_test_changed"),                                                                                                                               // tr-8: answered by tr-10, kept
-		{Type: TraceDecision, Source: SourceAuto, Context: in(r1, "F-001"), Event: TraceEvent{WhatHappened: "F-001 blocked"}},                                                               // tr-9: the block
-		{Type: TraceCorrection, Source: SourceUser, Context: TraceContext{Feature: "F-001"}, Parent: "tr-8", Event: TraceEvent{WhatHappened: "reopened", WhatWasCorrect: "use the v2 API"}}, // tr-10
-		v(r1, "F-001", "frozen-tests", "frozen_test_changed"),                                                                                                                               // tr-11: newer than tr-8, but tr-8 has a child: both kept
-		v(RunID(2), "F-001", "scope", "outside_scope"),                                                                                                                                      // tr-12: run in flight
-		v(RunID(2), "F-001", "scope", "outside_scope"),                                                                                                                                      // tr-13: run in flight
-		v(RunID(3), "F-002", "scope", "outside_scope"),                                                                                                                                      // tr-14: feature not finished
-		v(RunID(3), "F-002", "scope", "outside_scope"),                                                                                                                                      // tr-15: feature not finished
-		{Type: TraceLesson, Source: SourceUser, Event: TraceEvent{WhatHappened: "run go vet first"}},                                                                                        // tr-16: no feature
-		v(r1, "F-001", "scope", "outside_scope"),                                                                                                                                            // tr-17: after the cutoff
+		{Type: control.TraceDecision, Source: control.SourceHook, Context: in(r1, "F-001"), Event: control.TraceEvent{WhatHappened: "the turn ended on an API error"}}, // tr-6: dropped
+		{Type: control.TraceApproval, Source: control.SourceAuto, Context: in(r1, "F-001"), Event: control.TraceEvent{WhatHappened: "verdict accepted"}},               // tr-7
+		v(r1, "F-001", "frozen-tests", "frozen_test_changed"), // tr-8: answered by tr-10, kept
+		{Type: control.TraceDecision, Source: control.SourceAuto, Context: in(r1, "F-001"), Event: control.TraceEvent{WhatHappened: "F-001 blocked"}},                                                                       // tr-9: the block
+		{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: "F-001"}, Parent: "tr-8", Event: control.TraceEvent{WhatHappened: "reopened", WhatWasCorrect: "use the v2 API"}}, // tr-10
+		v(r1, "F-001", "frozen-tests", "frozen_test_changed"),                                                                // tr-11: newer than tr-8, but tr-8 has a child: both kept
+		v(RunID(2), "F-001", "scope", "outside_scope"),                                                                       // tr-12: run in flight
+		v(RunID(2), "F-001", "scope", "outside_scope"),                                                                       // tr-13: run in flight
+		v(RunID(3), "F-002", "scope", "outside_scope"),                                                                       // tr-14: feature not finished
+		v(RunID(3), "F-002", "scope", "outside_scope"),                                                                       // tr-15: feature not finished
+		{Type: control.TraceLesson, Source: control.SourceUser, Event: control.TraceEvent{WhatHappened: "run go vet first"}}, // tr-16: no feature
+		v(r1, "F-001", "scope", "outside_scope"),                                                                             // tr-17: after the cutoff
 	}
 	for i := range trs {
 		trs[i].Timestamp = base.Add(time.Duration(i) * time.Minute)
@@ -57,11 +59,11 @@ func pruneFixture(t *testing.T) (*Store, time.Time) {
 	if _, err := s.AppendTraces(trs...); err != nil {
 		t.Fatal(err)
 	}
-	s.AppendCommand(Command{Run: r1, Feature: "F-001", Command: "ls", Time: base})
-	s.AppendCommand(Command{Run: r1, Feature: "F-001", Command: "go build", ExitCode: 1, Time: base})
-	s.AppendCommand(Command{Run: r1, Feature: "F-001", Command: "sh tests/F-001.sh", IsTest: true, Time: base})
-	s.AppendCommand(Command{Run: RunID(2), Feature: "F-001", Command: "ls", Time: base})
-	s.AppendCommand(Command{Run: RunID(3), Feature: "F-002", Command: "ls", Time: base})
+	s.AppendCommand(control.CommandRecord{Run: r1, Feature: "F-001", Command: "ls", Time: base})
+	s.AppendCommand(control.CommandRecord{Run: r1, Feature: "F-001", Command: "go build", ExitCode: 1, Time: base})
+	s.AppendCommand(control.CommandRecord{Run: r1, Feature: "F-001", Command: "sh tests/F-001.sh", IsTest: true, Time: base})
+	s.AppendCommand(control.CommandRecord{Run: RunID(2), Feature: "F-001", Command: "ls", Time: base})
+	s.AppendCommand(control.CommandRecord{Run: RunID(3), Feature: "F-002", Command: "ls", Time: base})
 	return s, base.Add(24 * time.Hour)
 }
 
@@ -128,14 +130,14 @@ func TestPruneKeepsWhatWhyTells(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := s.Traces(TraceFilter{Feature: "F-001"})
-	story := func(ts []Trace) []string {
+	story := func(ts []control.Trace) []string {
 		var out []string
 		for _, tr := range ts {
-			if tr.Source == SourceHook && tr.Type == TraceDecision {
+			if tr.Source == control.SourceHook && tr.Type == control.TraceDecision {
 				continue // a hook's tool-level record: not the story
 			}
 			line := tr.Context.Run + " " + tr.Type + " " + tr.Gate + " " + tr.Code
-			if tr.Type != TraceViolation {
+			if tr.Type != control.TraceViolation {
 				line += " " + tr.ID + " " + tr.Event.WhatHappened
 			}
 			if !slices.Contains(out, line) {
@@ -164,8 +166,8 @@ func TestPruneMaintainsIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range trs {
-		if trs[i].Type == TraceDecision {
-			trs[i].Source = SourceHook
+		if trs[i].Type == control.TraceDecision {
+			trs[i].Source = control.SourceHook
 		}
 		trs[i].Parent = "" // so that many are not parents
 	}
@@ -181,7 +183,7 @@ func TestPruneMaintainsIndexes(t *testing.T) {
 	}
 	checkQueries(t, s, r, 300)
 	_, _, docs := indexEntries(t, s)
-	left, _ := s.Traces(TraceFilter{Type: TraceViolation})
+	left, _ := s.Traces(TraceFilter{Type: control.TraceViolation})
 	if docs != len(left) {
 		t.Errorf("%d violations indexed by their words, %d stored", docs, len(left))
 	}
@@ -196,10 +198,10 @@ func TestPruneMaintainsIndexes(t *testing.T) {
 func TestPruneKeepsTheGraphsNodes(t *testing.T) {
 	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	run := RunID(2)
-	in := TraceContext{Agent: "coding-agent", Feature: "F-002", Run: run}
-	refusal := Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
-		Event: TraceEvent{WhatHappened: "Write x is outside the scope"}}
-	hook := Trace{Type: TraceDecision, Source: SourceHook, Context: in, Event: TraceEvent{WhatHappened: "the turn ended on an API error"}}
+	in := control.TraceContext{Agent: "coding-agent", Feature: "F-002", Run: run}
+	refusal := control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
+		Event: control.TraceEvent{WhatHappened: "Write x is outside the scope"}}
+	hook := control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Context: in, Event: control.TraceEvent{WhatHappened: "the turn ended on an API error"}}
 	// tr-1 and tr-2: refusals of one kind (tr-1 folds into tr-2, unnamed);
 	// tr-3 and tr-4: hook decisions (dropped, unnamed).
 	named := map[string]string{"an older refusal of a repeated kind": "tr-1", "a hook's decision": "tr-3"}
@@ -226,7 +228,7 @@ func TestPruneKeepsTheGraphsNodes(t *testing.T) {
 				if err := s.Apply(b); err != nil {
 					t.Fatal(err)
 				}
-				trs := []Trace{refusal, refusal, hook, hook}
+				trs := []control.Trace{refusal, refusal, hook, hook}
 				for i := range trs {
 					trs[i].Timestamp = base.Add(time.Duration(i) * time.Minute)
 				}
@@ -270,13 +272,13 @@ func TestPruneTouchesOnlyWhatIsOlderThanTheCutoff(t *testing.T) {
 			if err := s.Apply(Batch{Runs: []Run{{Seq: 1, ID: run, Feature: "F-001", EndedAt: cutoff, Outcome: "ok"}}}); err != nil {
 				t.Fatal(err)
 			}
-			in := TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
-			refusal := Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
-				Event: TraceEvent{WhatHappened: "Write x is outside the scope"}}
-			hook := Trace{Type: TraceDecision, Source: SourceHook, Context: in, Event: TraceEvent{WhatHappened: "the turn ended on an API error"}}
+			in := control.TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
+			refusal := control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Context: in,
+				Event: control.TraceEvent{WhatHappened: "Write x is outside the scope"}}
+			hook := control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Context: in, Event: control.TraceEvent{WhatHappened: "the turn ended on an API error"}}
 			// An old refusal and hook decision (tr-1, tr-2), the same at
 			// tt.at (tr-3, tr-4), and a refusal of the kind after them all.
-			trs := []Trace{refusal, hook, refusal, hook, refusal}
+			trs := []control.Trace{refusal, hook, refusal, hook, refusal}
 			stamps := []time.Time{cutoff.Add(-2 * time.Hour), cutoff.Add(-2 * time.Hour), tt.at, tt.at, cutoff.Add(48 * time.Hour)}
 			for i := range trs {
 				trs[i].Timestamp = stamps[i]
@@ -284,8 +286,8 @@ func TestPruneTouchesOnlyWhatIsOlderThanTheCutoff(t *testing.T) {
 			if _, err := s.AppendTraces(trs...); err != nil {
 				t.Fatal(err)
 			}
-			s.AppendCommand(Command{Run: run, Feature: "F-001", Command: "ls", Time: cutoff.Add(-time.Hour)})
-			s.AppendCommand(Command{Run: run, Feature: "F-001", Command: "cat go.mod", Time: tt.at})
+			s.AppendCommand(control.CommandRecord{Run: run, Feature: "F-001", Command: "ls", Time: cutoff.Add(-time.Hour)})
+			s.AppendCommand(control.CommandRecord{Run: run, Feature: "F-001", Command: "cat go.mod", Time: tt.at})
 			res, err := s.Prune(PruneOptions{Before: cutoff, Finished: []string{"F-001"}})
 			if err != nil {
 				t.Fatal(err)

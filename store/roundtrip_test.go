@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/everyfield"
 )
@@ -56,14 +57,14 @@ func TestEveryPersistedFieldSurvivesARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var trace Trace
+	var trace control.Trace
 	everyfield.Fill(&trace)
 	stored, err := s.AppendTraces(trace)
 	if err != nil {
 		t.Fatal(err)
 	}
 	trace.ID = stored[0].ID // given by the store
-	var cmd Command
+	var cmd control.CommandRecord
 	everyfield.Fill(&cmd)
 	if err := s.AppendCommand(cmd); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestEveryPersistedFieldSurvivesARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameFields(t, "the commands", []Command{cmd}, cmds)
+	sameFields(t, "the commands", []control.CommandRecord{cmd}, cmds)
 	rules, err := s.Guards()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -210,9 +211,9 @@ func TestRunIDRoundTrip(t *testing.T) {
 func TestTracesFilterAndLookup(t *testing.T) {
 	s, _ := openTemp(t)
 	got, err := s.AppendTraces(
-		Trace{Type: TraceViolation, Context: TraceContext{Agent: "coding-agent", Feature: "F-001", Run: "run-000001"}, Event: TraceEvent{WhatHappened: "set tested"}, Source: SourceHook},
-		Trace{Type: TraceDecision, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "accepted verdict"}, Source: SourceAuto},
-		Trace{Type: TraceViolation, Context: TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: TraceEvent{WhatHappened: "edited source", Why: "Tester role"}, Source: SourceHook, Gate: "role-write-policy"},
+		control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Agent: "coding-agent", Feature: "F-001", Run: "run-000001"}, Event: control.TraceEvent{WhatHappened: "set tested"}, Source: control.SourceHook},
+		control.Trace{Type: control.TraceDecision, Context: control.TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: control.TraceEvent{WhatHappened: "accepted verdict"}, Source: control.SourceAuto},
+		control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Agent: "tester-agent", Feature: "F-002"}, Event: control.TraceEvent{WhatHappened: "edited source", Why: "Tester role"}, Source: control.SourceHook, Gate: "role-write-policy"},
 	)
 	if err != nil || got[0].ID != "tr-1" || got[2].ID != "tr-3" {
 		t.Fatalf("%v %+v", err, got)
@@ -222,11 +223,11 @@ func TestTracesFilterAndLookup(t *testing.T) {
 		want string
 	}{
 		{TraceFilter{}, "tr-1 tr-2 tr-3"},
-		{TraceFilter{Type: TraceViolation}, "tr-1 tr-3"},
+		{TraceFilter{Type: control.TraceViolation}, "tr-1 tr-3"},
 		{TraceFilter{Feature: "F-002"}, "tr-2 tr-3"},
 		{TraceFilter{Agent: "coding-agent"}, "tr-1"},
 		{TraceFilter{Run: "run-000001"}, "tr-1"},
-		{TraceFilter{Type: TraceViolation, Feature: "F-002"}, "tr-3"},
+		{TraceFilter{Type: control.TraceViolation, Feature: "F-002"}, "tr-3"},
 		{TraceFilter{Text: "TESTER ROLE"}, "tr-3"},
 		{TraceFilter{Gate: "role-write-policy"}, "tr-3"},
 		{TraceFilter{Gate: "scope"}, ""},
@@ -255,8 +256,8 @@ func TestTracesFilterAndLookup(t *testing.T) {
 
 func TestCommandsByRun(t *testing.T) {
 	s, _ := openTemp(t)
-	s.AppendCommand(Command{Run: "run-000001", Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true})
-	s.AppendCommand(Command{Run: "run-000002", Command: "sh tests/F-001.sh", IsTest: true})
+	s.AppendCommand(control.CommandRecord{Run: "run-000001", Command: "sh tests/F-001.sh", ExitCode: 1, IsTest: true})
+	s.AppendCommand(control.CommandRecord{Run: "run-000002", Command: "sh tests/F-001.sh", IsTest: true})
 	cs, err := s.Commands("run-000002")
 	if err != nil || len(cs) != 1 || cs[0].ExitCode != 0 {
 		t.Fatalf("%v %+v", err, cs)

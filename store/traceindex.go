@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/terms"
 )
 
@@ -83,7 +84,7 @@ func timeKey(t time.Time, seq uint64) []byte {
 
 // indexFields are the (field, value) pairs a trace is filed under; empty
 // values are not filed (a filter never asks for one).
-func indexFields(t Trace) [][2]string {
+func indexFields(t control.Trace) [][2]string {
 	out := [][2]string{{string(rune(fieldAll)), ""}}
 	for _, fv := range [][2]string{
 		{string(rune(fieldType)), t.Type}, {string(rune(fieldAgent)), t.Context.Agent}, {string(rune(fieldFeature)), t.Context.Feature},
@@ -118,8 +119,8 @@ func pathKeys(path string) []string {
 // mistakeKey is where a violation counts among its role's mistakes, and
 // whether it counts at all: what an agent stored is its word, not a
 // refusal, and a violation of no agent is no role's mistake.
-func mistakeKey(t Trace) ([]byte, bool) {
-	if t.Type != TraceViolation || t.Source == SourceAgent || t.Context.Agent == "" {
+func mistakeKey(t control.Trace) ([]byte, bool) {
+	if t.Type != control.TraceViolation || t.Source == control.SourceAgent || t.Context.Agent == "" {
 		return nil, false
 	}
 	return tuple(t.Context.Agent, t.Gate, t.Code, t.Context.Feature), true
@@ -141,15 +142,15 @@ func tuple(parts ...string) []byte {
 
 // TraceText is the text of a trace that queries search and the index of
 // words holds: what happened, what was correct, why.
-func TraceText(t Trace) string {
+func TraceText(t control.Trace) string {
 	return t.Event.WhatHappened + " " + t.Event.WhatWasCorrect + " " + t.Event.Why
 }
 
 // wordsOf are a violation's terms with their frequency, and its length in
 // terms; nothing for other traces (only violations are searched by
 // likeness: graph.Select).
-func wordsOf(t Trace) (map[string]int, int) {
-	if t.Type != TraceViolation {
+func wordsOf(t control.Trace) (map[string]int, int) {
+	if t.Type != control.TraceViolation {
 		return nil, 0
 	}
 	ws := terms.Of(TraceText(t))
@@ -194,7 +195,7 @@ func newIndexer(tx *bolt.Tx) *indexer {
 }
 
 // add files trace t, stored under seq, in every index.
-func (x *indexer) add(seq uint64, t Trace) error {
+func (x *indexer) add(seq uint64, t control.Trace) error {
 	ts := binary.BigEndian.AppendUint64(nil, timeBits(t.Timestamp))
 	for _, fv := range indexFields(t) {
 		if err := x.idx.Put(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq), ts); err != nil {
@@ -234,7 +235,7 @@ func (x *indexer) add(seq uint64, t Trace) error {
 // remove takes trace t, stored under seq, out of every index but the
 // mistakes' counts: those count what happened, and compaction keeps the
 // newest of each kind with the count of those it folds into it.
-func (x *indexer) remove(seq uint64, t Trace) error {
+func (x *indexer) remove(seq uint64, t control.Trace) error {
 	for _, fv := range indexFields(t) {
 		if err := x.idx.Delete(binary.BigEndian.AppendUint64(indexPrefix(fv[0][0], fv[1]), seq)); err != nil {
 			return err
@@ -327,7 +328,7 @@ func migrateTraceIndexes(tx *bolt.Tx) error {
 	}
 	x := newIndexer(tx)
 	err := b.ForEach(func(k, v []byte) error {
-		var t Trace
+		var t control.Trace
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("trace %d: %w", binary.BigEndian.Uint64(k), err)
 		}
@@ -386,8 +387,8 @@ func stamp(v []byte) uint64 {
 // from the newest trace down, and decodes only the traces that match, so
 // that its cost follows what it returns, not how many traces there are.
 // A text filter is checked on each candidate.
-func (s *Store) Traces(f TraceFilter) ([]Trace, error) {
-	var out []Trace
+func (s *Store) Traces(f TraceFilter) ([]control.Trace, error) {
+	var out []control.Trace
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
 		if b == nil || idx == nil {
@@ -434,7 +435,7 @@ type query struct {
 	since, until uint64 // since ≤ time < until
 	before       uint64 // sequence < before
 	traces       *bolt.Bucket
-	out          *[]Trace
+	out          *[]control.Trace
 }
 
 func (q *query) inTime(ts uint64) bool { return ts >= q.since && ts < q.until }
@@ -447,7 +448,7 @@ func (q *query) take(seq uint64) error {
 	if v == nil {
 		return fmt.Errorf("store: the trace index names trace %d, which is not stored: the index is damaged; restore the database from a backup", seq)
 	}
-	var t Trace
+	var t control.Trace
 	if err := json.Unmarshal(v, &t); err != nil {
 		return fmt.Errorf("store: trace %d: %w", seq, err)
 	}

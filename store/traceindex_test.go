@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/internal/terms"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -14,45 +12,48 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/terms"
+
 	bolt "go.etcd.io/bbolt"
 )
 
 // randomTraces are n traces over few values of each field, with times out
 // of order, so that every filter matches some and misses others.
-func randomTraces(r *rand.Rand, n int) []Trace {
+func randomTraces(r *rand.Rand, n int) []control.Trace {
 	base := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	pick := func(vs ...string) string { return vs[r.IntN(len(vs))] }
 	words := strings.Fields("parser scope outside tested write shared log tail webhook retry backoff config file")
-	out := make([]Trace, n)
+	out := make([]control.Trace, n)
 	for i := range out {
 		var text []string
 		for range 1 + r.IntN(6) {
 			text = append(text, words[r.IntN(len(words))])
 		}
-		out[i] = Trace{
+		out[i] = control.Trace{
 			Timestamp: base.Add(time.Duration(r.IntN(1000)) * time.Minute),
 			Type:      control.TraceTypes[r.IntN(len(control.TraceTypes))],
-			Source:    pick(SourceHook, SourceAuto, SourceUser, SourceAgent),
+			Source:    pick(control.SourceHook, control.SourceAuto, control.SourceUser, control.SourceAgent),
 			Gate:      pick("", "scope", "tested-needs-evidence", "log-read-limit"),
 			Code:      pick("", "outside_scope", "no_test_run"),
 			Parent:    pick("", "", "tr-1", "tr-2", "tr-3"),
 			Path:      pick("", "", "src/a.go", "src/sub/b.go", "srcx/c.go", "README.md"),
-			Context: TraceContext{Agent: pick("", "coding-agent", "tester-agent"), Feature: pick("", "F-001", "F-002", "F-003", "F-004"),
+			Context: control.TraceContext{Agent: pick("", "coding-agent", "tester-agent"), Feature: pick("", "F-001", "F-002", "F-003", "F-004"),
 				Run: pick("", "run-000001", "run-000002", "run-000003")},
-			Event: TraceEvent{WhatHappened: strings.Join(text, " "), WhatWasCorrect: pick("", "stay in scope")},
+			Event: control.TraceEvent{WhatHappened: strings.Join(text, " "), WhatWasCorrect: pick("", "stay in scope")},
 		}
 	}
 	return out
 }
 
 // stored reads every stored trace, newest first, as a scan does.
-func stored(t *testing.T, s *Store) []Trace {
+func stored(t *testing.T, s *Store) []control.Trace {
 	t.Helper()
-	var all []Trace
+	var all []control.Trace
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketTraces).Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var tr Trace
+			var tr control.Trace
 			if err := json.Unmarshal(v, &tr); err != nil {
 				return err
 			}
@@ -68,7 +69,7 @@ func stored(t *testing.T, s *Store) []Trace {
 
 // bruteForce is what Traces must return: every trace matched, the newest
 // Limit, oldest first.
-func bruteForce(all []Trace, f TraceFilter) []string {
+func bruteForce(all []control.Trace, f TraceFilter) []string {
 	var ids []string
 	for _, tr := range all {
 		if f.match(tr) {
@@ -86,7 +87,7 @@ func randomFilter(r *rand.Rand) TraceFilter {
 	base := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	pick := func(vs ...string) string { return vs[r.IntN(len(vs))] }
 	f := TraceFilter{
-		Type:    pick("", "", TraceViolation, TraceDecision, TraceLesson),
+		Type:    pick("", "", control.TraceViolation, control.TraceDecision, control.TraceLesson),
 		Agent:   pick("", "", "coding-agent", "tester-agent"),
 		Feature: pick("", "", "F-001", "F-004", "F-999"),
 		Run:     pick("", "", "", "run-000002"),
@@ -108,7 +109,7 @@ func randomFilter(r *rand.Rand) TraceFilter {
 	return f
 }
 
-func idsOf(ts []Trace) []string {
+func idsOf(ts []control.Trace) []string {
 	var ids []string
 	for _, t := range ts {
 		ids = append(ids, t.ID)
@@ -153,7 +154,7 @@ func TestIndexedQueriesMatchAScan(t *testing.T) {
 		{Since: base.Add(500 * time.Minute), Until: base.Add(501 * time.Minute)},
 		{Since: base.Add(500 * time.Minute), Until: base.Add(500 * time.Minute)},
 		{Text: "no such words"}, {Text: "no such words", Limit: 5},
-		{Type: TraceLesson, Agent: "coding-agent", Feature: "F-001", Run: "run-000001", Gate: "scope", Parent: "tr-1", Limit: 2},
+		{Type: control.TraceLesson, Agent: "coding-agent", Feature: "F-001", Run: "run-000001", Gate: "scope", Parent: "tr-1", Limit: 2},
 	} {
 		got, err := s.Traces(f)
 		if err != nil {
@@ -238,7 +239,7 @@ func TestConcurrentAppendsShareCommits(t *testing.T) {
 	ids := make(chan string, n)
 	for i := range n {
 		wg.Go(func() {
-			out, err := s.AppendTraces(Trace{Type: TraceViolation, Event: TraceEvent{WhatHappened: fmt.Sprint("call ", i)}})
+			out, err := s.AppendTraces(control.Trace{Type: control.TraceViolation, Event: control.TraceEvent{WhatHappened: fmt.Sprint("call ", i)}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -311,7 +312,7 @@ func TestMigrationIndexesExistingTraces(t *testing.T) {
 		t.Fatalf("schema %d after migration, want %d", v, SchemaVersion)
 	}
 	checkQueries(t, s, r, 200)
-	if _, _, docs := indexEntries(t, s); docs != len(slices.DeleteFunc(slices.Clone(trs), func(t Trace) bool { return t.Type != TraceViolation })) {
+	if _, _, docs := indexEntries(t, s); docs != len(slices.DeleteFunc(slices.Clone(trs), func(t control.Trace) bool { return t.Type != control.TraceViolation })) {
 		t.Errorf("%d violations indexed by their words", docs)
 	}
 }
@@ -321,17 +322,17 @@ func TestMigrationIndexesExistingTraces(t *testing.T) {
 // they happened, and never counts what an agent stored.
 func TestMistakes(t *testing.T) {
 	s, _ := openTemp(t)
-	v := func(role, feature, gate, code, source string) Trace {
-		return Trace{Type: TraceViolation, Source: source, Gate: gate, Code: code, Context: TraceContext{Agent: role, Feature: feature}}
+	v := func(role, feature, gate, code, source string) control.Trace {
+		return control.Trace{Type: control.TraceViolation, Source: source, Gate: gate, Code: code, Context: control.TraceContext{Agent: role, Feature: feature}}
 	}
 	_, err := s.AppendTraces(
-		v("coding-agent", "F-001", "scope", "outside_scope", SourceHook),
-		v("coding-agent", "F-001", "scope", "outside_scope", SourceHook),
-		v("coding-agent", "F-002", "scope", "outside_scope", SourceAuto),
-		v("coding-agent", "F-002", "scope", "outside_scope", SourceAgent),
-		v("tester-agent", "F-001", "scope", "outside_scope", SourceHook),
-		v("", "F-001", "scope", "outside_scope", SourceHook),
-		Trace{Type: TraceDecision, Source: SourceHook, Gate: "scope", Context: TraceContext{Agent: "coding-agent", Feature: "F-003"}},
+		v("coding-agent", "F-001", "scope", "outside_scope", control.SourceHook),
+		v("coding-agent", "F-001", "scope", "outside_scope", control.SourceHook),
+		v("coding-agent", "F-002", "scope", "outside_scope", control.SourceAuto),
+		v("coding-agent", "F-002", "scope", "outside_scope", control.SourceAgent),
+		v("tester-agent", "F-001", "scope", "outside_scope", control.SourceHook),
+		v("", "F-001", "scope", "outside_scope", control.SourceHook),
+		control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Gate: "scope", Context: control.TraceContext{Agent: "coding-agent", Feature: "F-003"}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -363,9 +364,9 @@ func TestMistakes(t *testing.T) {
 func TestPostings(t *testing.T) {
 	s, _ := openTemp(t)
 	_, err := s.AppendTraces(
-		Trace{Type: TraceViolation, Context: TraceContext{Feature: "F-001"}, Event: TraceEvent{WhatHappened: "Read of the whole build log", WhatWasCorrect: "read its tail"}},
-		Trace{Type: TraceDecision, Event: TraceEvent{WhatHappened: "the build log was read"}},
-		Trace{Type: TraceViolation, Context: TraceContext{Feature: "F-002"}, Event: TraceEvent{WhatHappened: "log log log"}},
+		control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: "Read of the whole build log", WhatWasCorrect: "read its tail"}},
+		control.Trace{Type: control.TraceDecision, Event: control.TraceEvent{WhatHappened: "the build log was read"}},
+		control.Trace{Type: control.TraceViolation, Context: control.TraceContext{Feature: "F-002"}, Event: control.TraceEvent{WhatHappened: "log log log"}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -411,12 +412,12 @@ func TestPostingsHoldWordsOfEveryLength(t *testing.T) {
 			if err := s.Apply(Batch{Runs: []Run{{Seq: 1, ID: run, Feature: "F-001", EndedAt: base, Outcome: "ok"}}}); err != nil {
 				t.Fatal(err)
 			}
-			in := TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
+			in := control.TraceContext{Agent: "coding-agent", Feature: "F-001", Run: run}
 			_, err := s.AppendTraces(
-				Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base,
-					Event: TraceEvent{WhatHappened: "wrote " + word + " outside"}},
-				Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base.Add(time.Minute),
-					Event: TraceEvent{WhatHappened: "wrote elsewhere outside"}},
+				control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base,
+					Event: control.TraceEvent{WhatHappened: "wrote " + word + " outside"}},
+				control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Context: in, Timestamp: base.Add(time.Minute),
+					Event: control.TraceEvent{WhatHappened: "wrote elsewhere outside"}},
 			)
 			if err != nil {
 				t.Fatal(err)
@@ -462,12 +463,12 @@ func TestMistakesOfEmptyParts(t *testing.T) {
 	const role = "initializer-agent"
 	type kind struct{ gate, code string }
 	var kinds []kind
-	var trs []Trace
+	var trs []control.Trace
 	for _, gate := range []string{"", "scope"} {
 		for _, code := range []string{"", "outside_scope"} {
 			kinds = append(kinds, kind{gate, code})
 			for _, feature := range []string{"", "F-001"} { // the feature's is the newer
-				trs = append(trs, Trace{Type: TraceViolation, Source: SourceHook, Gate: gate, Code: code, Context: TraceContext{Agent: role, Feature: feature}})
+				trs = append(trs, control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: gate, Code: code, Context: control.TraceContext{Agent: role, Feature: feature}})
 			}
 		}
 	}
@@ -508,7 +509,7 @@ func TestMistakesOfEmptyParts(t *testing.T) {
 func TestMistakesSkipADamagedIndex(t *testing.T) {
 	s, _ := openTemp(t)
 	const role = "coding-agent"
-	_, err := s.AppendTraces(Trace{Type: TraceViolation, Source: SourceHook, Gate: "scope", Code: "outside_scope", Context: TraceContext{Agent: role, Feature: "F-001"}})
+	_, err := s.AppendTraces(control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Gate: "scope", Code: "outside_scope", Context: control.TraceContext{Agent: role, Feature: "F-001"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ctxgraphd/ctxgraphd/control"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -17,41 +18,11 @@ var (
 	bucketCommands = []byte("commands")
 )
 
-// Trace types and sources (contract), as the wire names them.
-const (
-	TraceDecision   = control.TraceDecision
-	TraceViolation  = control.TraceViolation
-	TraceCorrection = control.TraceCorrection
-	TraceApproval   = control.TraceApproval
-	TraceHandoff    = control.TraceHandoff
-	TraceTransition = control.TraceTransition
-	TraceLesson     = control.TraceLesson
-
-	SourceHook  = control.SourceHook
-	SourceUser  = control.SourceUser
-	SourceAuto  = control.SourceAuto
-	SourceAgent = control.SourceAgent
-)
-
-// The trace and its parts are the wire's types (package control): what the
-// store keeps is what the API answers, at its fullest level, and one
-// definition holds both.
-type (
-	Trace        = control.Trace
-	TraceTool    = control.TraceTool
-	TraceContext = control.TraceContext
-	TraceEvent   = control.TraceEvent
-)
-
-// Command is one Bash command an agent ran, as its hooks recorded it
-// (control.CommandRecord: the hooks send it, the store keeps it).
-type Command = control.CommandRecord
-
 // AppendTraces stores traces, giving each its id and sequence, and files
 // them in the indexes. They are on disk when it returns. Appends made at
 // the same time (the hooks of concurrent tool calls) share one transaction
 // and one fsync: see appendQueue.
-func (s *Store) AppendTraces(ts ...Trace) ([]Trace, error) {
+func (s *Store) AppendTraces(ts ...control.Trace) ([]control.Trace, error) {
 	if len(ts) == 0 {
 		return ts, nil
 	}
@@ -59,7 +30,7 @@ func (s *Store) AppendTraces(ts ...Trace) ([]Trace, error) {
 }
 
 // appendTraces writes every batch in one transaction.
-func (s *Store) appendTraces(batches [][]Trace) error {
+func (s *Store) appendTraces(batches [][]control.Trace) error {
 	s.commits.Add(1)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketTraces)
@@ -110,12 +81,12 @@ type appendQueue struct {
 }
 
 type appendReq struct {
-	ts   []Trace
+	ts   []control.Trace
 	done chan error    // the append's outcome
 	lead chan struct{} // or: commit what is queued
 }
 
-func (q *appendQueue) do(s *Store, ts []Trace) error {
+func (q *appendQueue) do(s *Store, ts []control.Trace) error {
 	q.mu.Lock()
 	if q.busy {
 		r := &appendReq{ts: ts, done: make(chan error, 1), lead: make(chan struct{}, 1)}
@@ -139,7 +110,7 @@ func (q *appendQueue) do(s *Store, ts []Trace) error {
 	q.pending = nil
 	q.mu.Unlock()
 
-	all := make([][]Trace, len(batch))
+	all := make([][]control.Trace, len(batch))
 	for i, r := range batch {
 		all[i] = r.ts
 	}
@@ -178,7 +149,7 @@ type TraceFilter struct {
 	Limit  int    // newest first when set
 }
 
-func (f TraceFilter) match(t Trace) bool {
+func (f TraceFilter) match(t control.Trace) bool {
 	if f.Type != "" && t.Type != f.Type || f.Agent != "" && t.Context.Agent != f.Agent ||
 		f.Feature != "" && t.Context.Feature != f.Feature || f.Run != "" && t.Context.Run != f.Run || f.Gate != "" && t.Gate != f.Gate || f.Parent != "" && t.Parent != f.Parent ||
 		!f.Since.IsZero() && t.Timestamp.Before(f.Since) || !f.Until.IsZero() && !t.Timestamp.Before(f.Until) ||
@@ -204,12 +175,12 @@ func pathUnder(path, want string) bool {
 }
 
 // Trace returns one trace by id.
-func (s *Store) Trace(id string) (Trace, bool, error) {
+func (s *Store) Trace(id string) (control.Trace, bool, error) {
 	n, err := strconv.ParseUint(strings.TrimPrefix(id, "tr-"), 10, 64)
 	if err != nil || !strings.HasPrefix(id, "tr-") {
-		return Trace{}, false, nil
+		return control.Trace{}, false, nil
 	}
-	var t Trace
+	var t control.Trace
 	found := false
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTraces)
@@ -227,7 +198,7 @@ func (s *Store) Trace(id string) (Trace, bool, error) {
 }
 
 // AppendCommand records a command an agent ran.
-func (s *Store) AppendCommand(c Command) error {
+func (s *Store) AppendCommand(c control.CommandRecord) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketCommands)
 		if err != nil {
@@ -239,15 +210,15 @@ func (s *Store) AppendCommand(c Command) error {
 }
 
 // Commands returns the commands of a run, oldest first ("" for all).
-func (s *Store) Commands(run string) ([]Command, error) {
-	var out []Command
+func (s *Store) Commands(run string) ([]control.CommandRecord, error) {
+	var out []control.CommandRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCommands)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(_, v []byte) error {
-			var c Command
+			var c control.CommandRecord
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
 			}

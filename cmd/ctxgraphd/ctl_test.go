@@ -23,7 +23,6 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
-	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/hook"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
@@ -526,9 +525,9 @@ func TestCtlLessons(t *testing.T) {
 
 func TestCtlPatterns(t *testing.T) {
 	proj := ctlProject(t)
-	b := &controltest.Backend{PatternList: []graph.Pattern{
-		{Kind: graph.PatternRefusal, What: "coding-agent refused by scope (out_of_scope)", Count: 3, Features: []string{"F-001", "F-002"}, Examples: []string{"tr-3", "tr-2", "tr-1"}},
-		{Kind: graph.PatternFailingCommand, What: "go test ./...", Count: 2, Features: []string{}, Examples: []string{"run-000003"}},
+	b := &controltest.Backend{PatternList: []control.Pattern{
+		{Kind: control.PatternRefusal, What: "coding-agent refused by scope (out_of_scope)", Count: 3, Features: []string{"F-001", "F-002"}, Examples: []string{"tr-3", "tr-2", "tr-1"}},
+		{Kind: control.PatternFailingCommand, What: "go test ./...", Count: 2, Features: []string{}, Examples: []string{"run-000003"}},
 	}}
 	controltest.Serve(t, proj.Socket, b)
 	out, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "patterns", "--min", "3")

@@ -68,7 +68,7 @@ when one runs, and reads the store it left otherwise, changing nothing.
 // readReport reads the store a daemon left or, when a daemon holds it, asks
 // that daemon; what verify last found it reads itself either way, from the
 // records verify left in the state directory.
-func readReport(ctx context.Context, proj paths.Project) (report.Report, error) {
+func readReport(ctx context.Context, proj paths.Project) (control.Report, error) {
 	r, err := readSession(ctx, proj)
 	if err != nil {
 		return r, err
@@ -79,20 +79,20 @@ func readReport(ctx context.Context, proj paths.Project) (report.Report, error) 
 
 // readSession is the report of the store: read from it, or asked of the
 // daemon that holds it.
-func readSession(ctx context.Context, proj paths.Project) (report.Report, error) {
+func readSession(ctx context.Context, proj paths.Project) (control.Report, error) {
 	st, err := store.OpenReadOnly(proj.StateDir, 200*time.Millisecond)
 	switch {
 	case err == nil:
 		defer st.Close()
 		return report.Build(st, proj.ID, proj.Dir, time.Now())
 	case errors.Is(err, store.ErrNoState):
-		return report.Report{}, fmt.Errorf("no daemon has run for %s yet, so there is nothing to report; start one with `ctxgraphd run`", proj.Dir)
+		return control.Report{}, fmt.Errorf("no daemon has run for %s yet, so there is nothing to report; start one with `ctxgraphd run`", proj.Dir)
 	case errors.Is(err, store.ErrLocked):
 		r, cerr := control.NewClient(proj.Socket).Report(ctx)
 		if cerr != nil {
-			return report.Report{}, fmt.Errorf("the store is held (%v) and its daemon did not answer: %w", err, cerr)
+			return control.Report{}, fmt.Errorf("the store is held (%v) and its daemon did not answer: %w", err, cerr)
 		}
 		return r, nil
 	}
-	return report.Report{}, err
+	return control.Report{}, err
 }

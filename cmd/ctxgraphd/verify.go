@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
@@ -132,11 +133,11 @@ func (v verified) failed() []string {
 }
 
 // record is v as the report reads it, run at t.
-func (v verified) record(t time.Time) report.VerifyRun {
-	run := report.VerifyRun{Time: t.UTC(), Unconfined: v.Unconfined, Rev: v.Rev, Commit: v.Commit, Passed: v.Passed,
-		Features: make([]report.VerifyFeature, 0, len(v.Features))}
+func (v verified) record(t time.Time) control.VerifyRun {
+	run := control.VerifyRun{Time: t.UTC(), Unconfined: v.Unconfined, Rev: v.Rev, Commit: v.Commit, Passed: v.Passed,
+		Features: make([]control.VerifyFeature, 0, len(v.Features))}
 	for _, f := range v.Features {
-		vf := report.VerifyFeature{ID: f.ID, Passed: f.Passed}
+		vf := control.VerifyFeature{ID: f.ID, Passed: f.Passed}
 		if !f.Passed {
 			vf.Summary = f.Summary
 		}

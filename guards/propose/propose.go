@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/graph"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
@@ -38,7 +38,7 @@ const maxQuoted = 300
 // holds. A proposal's id is a hash of what it matches, so proposing again
 // from the same pattern gives the same guard. guards.Proposed guards do nothing
 // until a person promotes them.
-func Propose(ps []graph.Pattern, threshold int, now time.Time) []guards.Rule {
+func Propose(ps []control.Pattern, threshold int, now time.Time) []guards.Rule {
 	if threshold < 1 {
 		threshold = DefaultThreshold
 	}
@@ -60,22 +60,22 @@ func Propose(ps []graph.Pattern, threshold int, now time.Time) []guards.Rule {
 }
 
 // propose derives the guard of one pattern, if one can be derived.
-func propose(p graph.Pattern) (guards.Rule, bool) {
+func propose(p control.Pattern) (guards.Rule, bool) {
 	var r guards.Rule
 	who := p.Role
 	if who == "" {
 		who = "agents"
 	}
 	switch {
-	case p.Kind == graph.PatternRevertedFile && p.Path != "":
+	case p.Kind == control.PatternRevertedFile && p.Path != "":
 		r = guards.Rule{Role: p.Role, Match: guards.Match{Path: globQuote(p.Path)},
 			Message:    fmt.Sprintf("%s was put back after %d runs: %s kept changing it against the gates", p.Path, p.Count, who),
 			Suggestion: fmt.Sprintf("leave %s as it is; if it must change, say why in your final report", p.Path)}
-	case p.Kind == graph.PatternRefusal && p.Path != "" && !strings.HasPrefix(p.Gate, guards.Prefix):
+	case p.Kind == control.PatternRefusal && p.Path != "" && !strings.HasPrefix(p.Gate, guards.Prefix):
 		r = guards.Rule{Role: p.Role, Match: guards.Match{Path: globQuote(p.Path)},
 			Message:    fmt.Sprintf("writes of %s were refused %d times by %s (%s)", p.Path, p.Count, p.Gate, p.Code),
 			Suggestion: fmt.Sprintf("leave %s alone; what your feature needs is elsewhere", p.Path)}
-	case p.Kind == graph.PatternFailingCommand && p.Command != "" && !p.Test:
+	case p.Kind == control.PatternFailingCommand && p.Command != "" && !p.Test:
 		r = guards.Rule{Tool: "Bash", Match: guards.Match{Command: commandRegexp(p.Command)},
 			Message:    fmt.Sprintf("`%s` failed %d times in this project's runs", textcut.Line(p.Command, maxQuoted), p.Count),
 			Suggestion: "look at why it fails (ctxgraphd ctl patterns, the runs' traces) before running it again; another command may do what you need"}

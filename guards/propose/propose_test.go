@@ -7,50 +7,50 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guards"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 func TestPropose(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	reverted := func(n int, role, path string) []store.Trace {
-		var ts []store.Trace
+	reverted := func(n int, role, path string) []control.Trace {
+		var ts []control.Trace
 		for i := range n {
-			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-r%d%s", i, path), Type: store.TraceViolation, Source: store.SourceAuto, Gate: gates.Scope, Code: "out_of_scope",
-				Path: path, Context: store.TraceContext{Agent: role, Feature: "F-001"}, Event: store.TraceEvent{WhatHappened: path + " changed out of scope; put back"}})
+			ts = append(ts, control.Trace{ID: fmt.Sprintf("tr-r%d%s", i, path), Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.Scope, Code: "out_of_scope",
+				Path: path, Context: control.TraceContext{Agent: role, Feature: "F-001"}, Event: control.TraceEvent{WhatHappened: path + " changed out of scope; put back"}})
 		}
 		return ts
 	}
-	refused := func(n int, gate, code string) []store.Trace {
-		var ts []store.Trace
+	refused := func(n int, gate, code string) []control.Trace {
+		var ts []control.Trace
 		for i := range n {
-			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-f%d%s", i, gate), Type: store.TraceViolation, Source: store.SourceHook, Gate: gate, Code: code,
-				Context: store.TraceContext{Agent: gates.Tester}, Event: store.TraceEvent{WhatHappened: "refused"}})
+			ts = append(ts, control.Trace{ID: fmt.Sprintf("tr-f%d%s", i, gate), Type: control.TraceViolation, Source: control.SourceHook, Gate: gate, Code: code,
+				Context: control.TraceContext{Agent: gates.Tester}, Event: control.TraceEvent{WhatHappened: "refused"}})
 		}
 		return ts
 	}
 	// refusedAbout are refusals by one gate, each about the next of paths.
-	refusedAbout := func(paths ...string) []store.Trace {
-		var ts []store.Trace
+	refusedAbout := func(paths ...string) []control.Trace {
+		var ts []control.Trace
 		for i, path := range paths {
-			ts = append(ts, store.Trace{ID: fmt.Sprintf("tr-p%d", i), Type: store.TraceViolation, Source: store.SourceHook, Gate: gates.FrozenTests, Code: "frozen_test",
-				Path: path, Context: store.TraceContext{Agent: gates.Coder}, Event: store.TraceEvent{WhatHappened: "refused"}})
+			ts = append(ts, control.Trace{ID: fmt.Sprintf("tr-p%d", i), Type: control.TraceViolation, Source: control.SourceHook, Gate: gates.FrozenTests, Code: "frozen_test",
+				Path: path, Context: control.TraceContext{Agent: gates.Coder}, Event: control.TraceEvent{WhatHappened: "refused"}})
 		}
 		return ts
 	}
-	failing := func(n int, cmd string, test bool) []store.Command {
-		var cs []store.Command
+	failing := func(n int, cmd string, test bool) []control.CommandRecord {
+		var cs []control.CommandRecord
 		for i := range n {
-			cs = append(cs, store.Command{Run: fmt.Sprintf("run-%d", i), Command: cmd, ExitCode: 2, IsTest: test})
+			cs = append(cs, control.CommandRecord{Run: fmt.Sprintf("run-%d", i), Command: cmd, ExitCode: 2, IsTest: test})
 		}
 		return cs
 	}
 	tests := []struct {
 		name     string
-		traces   []store.Trace
-		commands []store.Command
+		traces   []control.Trace
+		commands []control.CommandRecord
 		want     []string // kind of match and what it matches, for each proposal
 	}{
 		{name: "a file put back three times", traces: reverted(3, gates.Coder, "src/gen/api.go"),
@@ -94,7 +94,7 @@ func TestPropose(t *testing.T) {
 // The same pattern proposes the same guard, so that proposing again is
 // idempotent; and the command guard matches the command as it was run.
 func TestProposalsAreStable(t *testing.T) {
-	cs := []store.Command{{Run: "a", Command: "make deploy", ExitCode: 1}, {Run: "b", Command: "make  deploy", ExitCode: 1}, {Run: "c", Command: "make deploy", ExitCode: 1}}
+	cs := []control.CommandRecord{{Run: "a", Command: "make deploy", ExitCode: 1}, {Run: "b", Command: "make  deploy", ExitCode: 1}, {Run: "c", Command: "make deploy", ExitCode: 1}}
 	a := Propose(graph.Patterns(nil, cs, 1), 3, time.Now())
 	b := Propose(graph.Patterns(nil, cs[:3], 1), 3, time.Now().Add(time.Hour))
 	if len(a) != 1 || len(b) != 1 || a[0].ID != b[0].ID {
@@ -119,8 +119,8 @@ func TestProposalsAreStable(t *testing.T) {
 // pattern names no role, and each file gets a guard of its own.
 func TestProposeThresholdAndNames(t *testing.T) {
 	now := time.Now()
-	file := func(path, role string, n int) graph.Pattern {
-		return graph.Pattern{Kind: graph.PatternRevertedFile, Path: path, Role: role, Count: n}
+	file := func(path, role string, n int) control.Pattern {
+		return control.Pattern{Kind: control.PatternRevertedFile, Path: path, Role: role, Count: n}
 	}
 	for _, tt := range []struct {
 		threshold int
@@ -129,11 +129,11 @@ func TestProposeThresholdAndNames(t *testing.T) {
 	}{
 		{0, DefaultThreshold - 1, 0}, {0, DefaultThreshold, 1}, {1, 1, 1}, {2, 1, 0},
 	} {
-		if got := len(Propose([]graph.Pattern{file("a", gates.Coder, tt.count)}, tt.threshold, now)); got != tt.want {
+		if got := len(Propose([]control.Pattern{file("a", gates.Coder, tt.count)}, tt.threshold, now)); got != tt.want {
 			t.Errorf("threshold %d, a pattern seen %d times: %d proposals, want %d", tt.threshold, tt.count, got, tt.want)
 		}
 	}
-	rs := Propose([]graph.Pattern{file("src/a.go", "", 3), file("src/b.go", "", 3)}, 3, now)
+	rs := Propose([]control.Pattern{file("src/a.go", "", 3), file("src/b.go", "", 3)}, 3, now)
 	if len(rs) != 2 || rs[0].ID == rs[1].ID {
 		t.Fatalf("two files put back: %+v, want two guards with ids of their own", rs)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
@@ -18,7 +19,7 @@ import (
 var Formats = []string{"md", "html", "json"}
 
 // Render writes r in format (one of Formats).
-func Render(w io.Writer, r Report, format string) error {
+func Render(w io.Writer, r control.Report, format string) error {
 	switch format {
 	case "md":
 		return Markdown(w, r)
@@ -33,7 +34,7 @@ func Render(w io.Writer, r Report, format string) error {
 }
 
 // Markdown writes r for a terminal or a README.
-func Markdown(w io.Writer, r Report) error {
+func Markdown(w io.Writer, r control.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# ctxgraphd report: %s\n\n", r.Dir)
 	fmt.Fprintf(&b, "**%s**", r.State)
@@ -106,7 +107,7 @@ func Markdown(w io.Writer, r Report) error {
 // why is what a feature's row says in its Why column: why it is blocked or
 // what its last attempt failed on, or, for a tested feature whose commit
 // the branch did not take, why not.
-func why(f Feature) string {
+func why(f control.ReportFeature) string {
 	if f.Why == "" && f.Commit != "" && f.Branch == "" && f.OffBranch != "" {
 		return "not on the branch: " + f.OffBranch
 	}
@@ -118,14 +119,14 @@ var pageSource string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"stamp": stamp, "span": span, "short": gitrepo.Short, "usd": func(f float64) string { return fmt.Sprintf("$%.2f", f) }, "why": why,
-	"verifySay": func(run *VerifyRun) string { return verifySay(run, func(s string) string { return s }) },
+	"verifySay": func(run *control.VerifyRun) string { return verifySay(run, func(s string) string { return s }) },
 }).Parse(pageSource))
 
 // HTML writes r as one self-contained page: no script, no request for
 // anything, the night's timeline drawn in SVG.
-func HTML(w io.Writer, r Report) error {
+func HTML(w io.Writer, r control.Report) error {
 	return page.Execute(w, struct {
-		Report
+		control.Report
 		Timeline timeline
 	}{r, layout(r)})
 }

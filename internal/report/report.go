@@ -11,25 +11,15 @@ package report
 
 import (
 	"cmp"
-	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/judge"
+
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
-)
-
-// The report's types are the wire's (package control): the daemon sends
-// them, ctl and `ctxgraphd report` read them.
-type (
-	Report  = control.Report
-	Totals  = control.ReportTotals
-	Cost    = control.ReportCost
-	Feature = control.ReportFeature
-	Run     = control.ReportRun
-	Refusal = control.Refusal
 )
 
 // Source is the state of record a report is built from.
@@ -37,29 +27,29 @@ type Source interface {
 	Load() (store.State, error)
 	Runs() ([]store.Run, error)
 	Transitions() ([]store.Transition, error)
-	Traces(store.TraceFilter) ([]store.Trace, error)
+	Traces(store.TraceFilter) ([]control.Trace, error)
 }
 
 // Build reads src and says what happened in the project.
-func Build(src Source, project, dir string, now time.Time) (Report, error) {
+func Build(src Source, project, dir string, now time.Time) (control.Report, error) {
 	st, err := src.Load()
 	if err != nil {
-		return Report{}, err
+		return control.Report{}, err
 	}
 	runs, err := src.Runs()
 	if err != nil {
-		return Report{}, err
+		return control.Report{}, err
 	}
 	trs, err := src.Transitions()
 	if err != nil {
-		return Report{}, err
+		return control.Report{}, err
 	}
 	traces, err := src.Traces(store.TraceFilter{})
 	if err != nil {
-		return Report{}, err
+		return control.Report{}, err
 	}
-	r := Report{Project: project, Dir: dir, GeneratedAt: now.UTC(), State: st.Session.State, Message: st.Session.Message,
-		Cost: Cost{ByRole: map[string]float64{}}, Features: []Feature{}, Runs: []Run{}, Refusals: []Refusal{}}
+	r := control.Report{Project: project, Dir: dir, GeneratedAt: now.UTC(), State: st.Session.State, Message: st.Session.Message,
+		Cost: control.ReportCost{ByRole: map[string]float64{}}, Features: []control.ReportFeature{}, Runs: []control.ReportRun{}, Refusals: []control.Refusal{}}
 	if len(trs) > 0 {
 		r.Started, r.Last = trs[0].Time, trs[len(trs)-1].Time
 	}
@@ -70,11 +60,11 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 		// would be a broken store, and the runs still say what happened.
 		list, _ = progress.Parse(st.FeatureList)
 	}
-	perFeature := map[string]*Feature{}
+	perFeature := map[string]*control.ReportFeature{}
 	if list != nil {
 		for _, f := range list.Features {
 			c := st.Counters[f.ID]
-			rf := Feature{ID: f.ID, Title: f.Title, Outcome: outcome(f), Test: f.Test, CostUSD: c.CostUSD,
+			rf := control.ReportFeature{ID: f.ID, Title: f.Title, Outcome: outcome(f), Test: f.Test, CostUSD: c.CostUSD,
 				Commit: c.Commit, Branch: c.Branch, OffBranch: c.OffBranch, Why: firstNonEmpty(c.LastFailure, c.RedDetail)}
 			if rf.Outcome == control.OutcomeBlocked {
 				rf.Kept = judge.BlockedRef(f.ID)
@@ -90,7 +80,7 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 	}
 
 	for _, run := range runs {
-		rr := Run{ID: run.ID, Role: run.Role, Feature: run.Feature, Attempt: run.Attempt, Start: run.StartedAt, End: run.EndedAt,
+		rr := control.ReportRun{ID: run.ID, Role: run.Role, Feature: run.Feature, Attempt: run.Attempt, Start: run.StartedAt, End: run.EndedAt,
 			Outcome: run.Outcome, Failure: run.Failure, CostUSD: run.CostUSD, Turns: run.NumTurns, Summary: run.Summary, Commit: run.Commit}
 		r.Runs = append(r.Runs, rr)
 		r.Cost.SessionUSD += run.CostUSD
@@ -111,17 +101,17 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 			}
 		}
 	}
-	slices.SortStableFunc(r.Runs, func(a, b Run) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(r.Runs, func(a, b control.ReportRun) int { return a.Start.Compare(b.Start) })
 
 	for _, t := range traces {
 		switch {
-		case t.Type == store.TraceViolation:
-			r.Refusals = append(r.Refusals, Refusal{ID: t.ID, Time: t.Timestamp, Feature: t.Context.Feature, Role: t.Context.Agent,
+		case t.Type == control.TraceViolation:
+			r.Refusals = append(r.Refusals, control.Refusal{ID: t.ID, Time: t.Timestamp, Feature: t.Context.Feature, Role: t.Context.Agent,
 				Gate: t.Gate, Code: t.Code, What: t.Event.WhatHappened})
 			if f := perFeature[t.Context.Feature]; f != nil {
 				f.Refusals++
 			}
-		case t.Type == store.TraceDecision && t.Context.Feature != "":
+		case t.Type == control.TraceDecision && t.Context.Feature != "":
 			// The block's own words: why a person should look.
 			if f := perFeature[t.Context.Feature]; f != nil && f.Outcome == "blocked" {
 				if why, ok := strings.CutPrefix(t.Event.WhatHappened, f.ID+" blocked: "); ok {
@@ -130,7 +120,7 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 			}
 		}
 	}
-	slices.SortStableFunc(r.Refusals, func(a, b Refusal) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(r.Refusals, func(a, b control.Refusal) int { return a.Time.Compare(b.Time) })
 	lost := lostToRefusals(traces)
 	for i := range r.Runs {
 		r.Runs[i].LostToRefusals = lost[r.Runs[i].ID]
@@ -158,17 +148,17 @@ func Build(src Source, project, dir string, now time.Time) (Report, error) {
 
 // lostToRefusals counts, by run, the refusals of a claim or a stop that
 // came before the verdict accepted the run's claim (its approval).
-func lostToRefusals(traces []store.Trace) map[string]int {
+func lostToRefusals(traces []control.Trace) map[string]int {
 	accepted := map[string]time.Time{}
 	for _, t := range traces {
-		if t.Type == store.TraceApproval && t.Context.Run != "" {
+		if t.Type == control.TraceApproval && t.Context.Run != "" {
 			accepted[t.Context.Run] = t.Timestamp
 		}
 	}
 	lost := map[string]int{}
 	for _, t := range traces {
 		at, ok := accepted[t.Context.Run]
-		if !ok || t.Type != store.TraceViolation || t.Timestamp.After(at) {
+		if !ok || t.Type != control.TraceViolation || t.Timestamp.After(at) {
 			continue
 		}
 		if t.Gate == "tested-needs-evidence" || t.Gate == "tester-must-test" {

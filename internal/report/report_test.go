@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -54,8 +55,8 @@ func night(t *testing.T) *store.Store {
 		t.Fatal(err)
 	}
 	if _, err := st.AppendTraces(
-		store.Trace{Timestamp: at(9), Type: store.TraceViolation, Gate: "tested-needs-evidence", Code: "no_test_run", Context: store.TraceContext{Agent: "tester-agent", Feature: "F-001", Run: "run-000004"}, Event: store.TraceEvent{WhatHappened: "claimed tested without a run"}},
-		store.Trace{Timestamp: at(20), Type: store.TraceDecision, Context: store.TraceContext{Feature: "F-002"}, Event: store.TraceEvent{WhatHappened: "F-002 blocked: 3 of 3 attempts failed: `sh tests/F-002.sh` failed (exit 1)"}},
+		control.Trace{Timestamp: at(9), Type: control.TraceViolation, Gate: "tested-needs-evidence", Code: "no_test_run", Context: control.TraceContext{Agent: "tester-agent", Feature: "F-001", Run: "run-000004"}, Event: control.TraceEvent{WhatHappened: "claimed tested without a run"}},
+		control.Trace{Timestamp: at(20), Type: control.TraceDecision, Context: control.TraceContext{Feature: "F-002"}, Event: control.TraceEvent{WhatHappened: "F-002 blocked: 3 of 3 attempts failed: `sh tests/F-002.sh` failed (exit 1)"}},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestBuild(t *testing.T) {
 	if r.State != "done" || !r.Started.Equal(t0) || !r.Last.Equal(t0.Add(21*time.Minute)) {
 		t.Errorf("state %q from %s to %s", r.State, r.Started, r.Last)
 	}
-	want := Totals{Features: 3, Tested: 1, Blocked: 1, Open: 1, Runs: 7, Refusals: 1, AgentTime: 19 * time.Minute}
+	want := control.ReportTotals{Features: 3, Tested: 1, Blocked: 1, Open: 1, Runs: 7, Refusals: 1, AgentTime: 19 * time.Minute}
 	if r.Totals != want {
 		t.Errorf("totals %+v\nwant   %+v", r.Totals, want)
 	}
@@ -110,7 +111,7 @@ func TestBuildEmpty(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	if r.Totals != (Totals{}) || len(r.Features) != 0 {
+	if r.Totals != (control.ReportTotals{}) || len(r.Features) != 0 {
 		t.Errorf("report %+v", r)
 	}
 }
@@ -144,7 +145,7 @@ func TestJSON(t *testing.T) {
 	if err := Render(&b, r, "json"); err != nil {
 		t.Fatal(err)
 	}
-	var back Report
+	var back control.Report
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func attr(n *html.Node, key string) string {
 }
 
 func TestUnknownFormat(t *testing.T) {
-	err := Render(&bytes.Buffer{}, Report{}, "pdf")
+	err := Render(&bytes.Buffer{}, control.Report{}, "pdf")
 	if err == nil || err.Error() != `unknown report format "pdf": use one of md, html, json` {
 		t.Errorf("Render pdf: %v", err)
 	}
@@ -231,13 +232,13 @@ func TestSpan(t *testing.T) {
 func TestTurnsLostToRefusals(t *testing.T) {
 	st := night(t)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	tester := store.TraceContext{Agent: "tester-agent", Feature: "F-001", Run: "run-000005"}
+	tester := control.TraceContext{Agent: "tester-agent", Feature: "F-001", Run: "run-000005"}
 	if _, err := st.AppendTraces(
-		store.Trace{Timestamp: at(12), Type: store.TraceViolation, Gate: "tested-needs-evidence", Code: "no_test_run", Context: tester, Event: store.TraceEvent{WhatHappened: "refused"}},
-		store.Trace{Timestamp: at(13), Type: store.TraceViolation, Gate: "tester-must-test", Code: "no_test_run", Context: tester, Event: store.TraceEvent{WhatHappened: "refused"}},
-		store.Trace{Timestamp: at(13), Type: store.TraceViolation, Gate: "scope", Code: "out_of_scope", Context: tester, Event: store.TraceEvent{WhatHappened: "another gate"}},
-		store.Trace{Timestamp: at(14), Type: store.TraceApproval, Context: tester, Event: store.TraceEvent{WhatHappened: "F-001 tested"}},
-		store.Trace{Timestamp: at(15), Type: store.TraceViolation, Gate: "tested-needs-evidence", Code: "no_evidence", Context: tester, Event: store.TraceEvent{WhatHappened: "after"}},
+		control.Trace{Timestamp: at(12), Type: control.TraceViolation, Gate: "tested-needs-evidence", Code: "no_test_run", Context: tester, Event: control.TraceEvent{WhatHappened: "refused"}},
+		control.Trace{Timestamp: at(13), Type: control.TraceViolation, Gate: "tester-must-test", Code: "no_test_run", Context: tester, Event: control.TraceEvent{WhatHappened: "refused"}},
+		control.Trace{Timestamp: at(13), Type: control.TraceViolation, Gate: "scope", Code: "out_of_scope", Context: tester, Event: control.TraceEvent{WhatHappened: "another gate"}},
+		control.Trace{Timestamp: at(14), Type: control.TraceApproval, Context: tester, Event: control.TraceEvent{WhatHappened: "F-001 tested"}},
+		control.Trace{Timestamp: at(15), Type: control.TraceViolation, Gate: "tested-needs-evidence", Code: "no_evidence", Context: tester, Event: control.TraceEvent{WhatHappened: "after"}},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +294,10 @@ func TestMarkdownShowsAgentsTextAsText(t *testing.T) {
 
 	at := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
 	forged := "\x1b[2K**F-001 tested** ![](https://x.example/p.png)"
-	r := Report{Dir: "/p", State: "stopped", Message: "stopped: " + forged,
-		Features: []Feature{{ID: "F-001", Title: "Parse " + forged, Outcome: "blocked", Why: "failed: " + forged}},
-		Refusals: []Refusal{{Time: at, Feature: "F-001", Role: "tester-agent", Gate: "scope", Code: "out_of_scope", What: "wrote " + forged}},
-		Runs:     []Run{{ID: "run-000003", Role: "tester-agent", Feature: "F-001", Attempt: 1, Start: at, End: at, Outcome: "failed", Summary: "done " + forged}}}
+	r := control.Report{Dir: "/p", State: "stopped", Message: "stopped: " + forged,
+		Features: []control.ReportFeature{{ID: "F-001", Title: "Parse " + forged, Outcome: "blocked", Why: "failed: " + forged}},
+		Refusals: []control.Refusal{{Time: at, Feature: "F-001", Role: "tester-agent", Gate: "scope", Code: "out_of_scope", What: "wrote " + forged}},
+		Runs:     []control.ReportRun{{ID: "run-000003", Role: "tester-agent", Feature: "F-001", Attempt: 1, Start: at, End: at, Outcome: "failed", Summary: "done " + forged}}}
 	var b strings.Builder
 	if err := Markdown(&b, r); err != nil {
 		t.Fatal(err)

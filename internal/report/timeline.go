@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
@@ -95,7 +96,7 @@ var roleWord = map[string]string{string(role.Initializer): "initializer", string
 // night of one run at a time is one row; runs at once get a row each. A
 // run in flight holds its row to the end. rowOf[i] is runs[i]'s row; n is
 // how many rows there are.
-func rowsOf(runs []Run) (rowOf []int, n int) {
+func rowsOf(runs []control.ReportRun) (rowOf []int, n int) {
 	order := make([]int, len(runs))
 	for i := range order {
 		order[i] = i
@@ -116,7 +117,7 @@ func rowsOf(runs []Run) (rowOf []int, n int) {
 }
 
 // layout draws r's runs; with none, there is nothing to draw.
-func layout(r Report) timeline {
+func layout(r control.Report) timeline {
 	if len(r.Runs) == 0 {
 		return timeline{}
 	}
@@ -218,7 +219,7 @@ func fit(w float64, labels ...string) string {
 }
 
 // runTitle says everything of a run, one thing a line.
-func runTitle(run Run, featureTitle string, end time.Time) string {
+func runTitle(run control.ReportRun, featureTitle string, end time.Time) string {
 	var b strings.Builder
 	b.WriteString(run.ID + ", " + run.Role)
 	if run.Feature != "" {

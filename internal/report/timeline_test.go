@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // TestRowsOf: without a lane in the record, rows come from the runs'
@@ -15,24 +17,24 @@ import (
 // by its start.
 func TestRowsOf(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	span := func(from, to int) Run { return Run{Start: at(from), End: at(to)} }
-	flying := func(from int) Run { return Run{Start: at(from)} }
+	span := func(from, to int) control.ReportRun { return control.ReportRun{Start: at(from), End: at(to)} }
+	flying := func(from int) control.ReportRun { return control.ReportRun{Start: at(from)} }
 	for _, c := range []struct {
 		name string
-		runs []Run
+		runs []control.ReportRun
 		rows []int
 		n    int
 	}{
 		{"no runs", nil, []int{}, 0},
-		{"one run", []Run{span(0, 5)}, []int{0}, 1},
-		{"one at a time is one row", []Run{span(0, 2), span(3, 7), span(8, 9)}, []int{0, 0, 0}, 1},
-		{"two at once are two rows", []Run{span(0, 10), span(5, 15)}, []int{0, 1}, 2},
-		{"a run that starts as another ends takes its row", []Run{span(0, 10), span(10, 20)}, []int{0, 0}, 1},
-		{"the first free row, not a new one", []Run{span(0, 10), span(5, 15), span(10, 20), span(12, 14)}, []int{0, 1, 0, 2}, 3},
-		{"the lowest free row", []Run{span(0, 10), span(1, 3), span(2, 4), span(5, 6)}, []int{0, 1, 2, 1}, 3},
-		{"in the order they started, whatever the order given", []Run{span(10, 20), span(0, 10), span(5, 15)}, []int{0, 0, 1}, 2},
-		{"a run in flight holds its row", []Run{flying(0), span(5, 6), span(7, 8)}, []int{0, 1, 1}, 2},
-		{"two in flight", []Run{span(0, 1), flying(2), flying(3)}, []int{0, 0, 1}, 2},
+		{"one run", []control.ReportRun{span(0, 5)}, []int{0}, 1},
+		{"one at a time is one row", []control.ReportRun{span(0, 2), span(3, 7), span(8, 9)}, []int{0, 0, 0}, 1},
+		{"two at once are two rows", []control.ReportRun{span(0, 10), span(5, 15)}, []int{0, 1}, 2},
+		{"a run that starts as another ends takes its row", []control.ReportRun{span(0, 10), span(10, 20)}, []int{0, 0}, 1},
+		{"the first free row, not a new one", []control.ReportRun{span(0, 10), span(5, 15), span(10, 20), span(12, 14)}, []int{0, 1, 0, 2}, 3},
+		{"the lowest free row", []control.ReportRun{span(0, 10), span(1, 3), span(2, 4), span(5, 6)}, []int{0, 1, 2, 1}, 3},
+		{"in the order they started, whatever the order given", []control.ReportRun{span(10, 20), span(0, 10), span(5, 15)}, []int{0, 0, 1}, 2},
+		{"a run in flight holds its row", []control.ReportRun{flying(0), span(5, 6), span(7, 8)}, []int{0, 1, 1}, 2},
+		{"two in flight", []control.ReportRun{span(0, 1), flying(2), flying(3)}, []int{0, 0, 1}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rows, n := rowsOf(c.runs)
@@ -77,7 +79,7 @@ type svgText struct {
 
 // drawn renders r's page and reads its timeline back; it also returns the
 // page.
-func drawn(t *testing.T, r Report) (svgDoc, string) {
+func drawn(t *testing.T, r control.Report) (svgDoc, string) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Render(&b, r, "html"); err != nil {
@@ -198,7 +200,7 @@ func TestTimeline(t *testing.T) {
 // TestTimelineRows: runs at once are drawn on rows of their own, each
 // row labelled.
 func TestTimelineRows(t *testing.T) {
-	r := Report{Started: t0, Last: t0.Add(time.Hour), Runs: []Run{
+	r := control.Report{Started: t0, Last: t0.Add(time.Hour), Runs: []control.ReportRun{
 		{ID: "run-000001", Role: "coding-agent", Feature: "F-001", Start: t0, End: t0.Add(30 * time.Minute), Outcome: "ok"},
 		{ID: "run-000002", Role: "coding-agent", Feature: "F-002", Start: t0.Add(10 * time.Minute), End: t0.Add(40 * time.Minute), Outcome: "ok"},
 		{ID: "run-000003", Role: "tester-agent", Feature: "F-001", Start: t0.Add(30 * time.Minute), End: t0.Add(time.Hour), Outcome: "ok"},
@@ -222,7 +224,7 @@ func TestTimelineRows(t *testing.T) {
 // A one-second run in an eight-hour night is still seen, and still
 // starts where it started.
 func TestTimelineShortRunIsSeen(t *testing.T) {
-	r := Report{Started: t0, Last: t0.Add(8 * time.Hour), Runs: []Run{
+	r := control.Report{Started: t0, Last: t0.Add(8 * time.Hour), Runs: []control.ReportRun{
 		{ID: "run-000001", Role: "coding-agent", Feature: "F-001", Start: t0.Add(4 * time.Hour), End: t0.Add(4*time.Hour + time.Second), Outcome: "failed"},
 	}}
 	doc, _ := drawn(t, r)
@@ -244,7 +246,7 @@ func TestTimelineShortRunIsSeen(t *testing.T) {
 // A run in flight is drawn to the report's now, and says it is in flight.
 func TestTimelineInFlight(t *testing.T) {
 	now := t0.Add(30 * time.Minute)
-	r := Report{GeneratedAt: now, Started: t0, Last: t0.Add(10 * time.Minute), Runs: []Run{
+	r := control.Report{GeneratedAt: now, Started: t0, Last: t0.Add(10 * time.Minute), Runs: []control.ReportRun{
 		{ID: "run-000001", Role: "initializer-agent", Start: t0, End: t0.Add(10 * time.Minute), Outcome: "ok"},
 		{ID: "run-000002", Role: "coding-agent", Feature: "F-001", Attempt: 1, Start: t0.Add(10 * time.Minute), CostUSD: 0.5},
 	}}
@@ -276,9 +278,9 @@ func TestTimelineInFlight(t *testing.T) {
 // reaches the timeline as text, never as markup.
 func TestTimelineEscapes(t *testing.T) {
 	const script, quotes = "<script>alert(1)</script>", `"&'`
-	r := Report{Started: t0, Last: t0.Add(time.Hour),
-		Features: []Feature{{ID: script, Title: quotes + " title"}},
-		Runs: []Run{
+	r := control.Report{Started: t0, Last: t0.Add(time.Hour),
+		Features: []control.ReportFeature{{ID: script, Title: quotes + " title"}},
+		Runs: []control.ReportRun{
 			{ID: "run-000001", Role: "coding-agent", Feature: script, Start: t0, End: t0.Add(50 * time.Minute), Outcome: "ok"},
 			{ID: "run-000002", Role: "tester-agent", Feature: quotes, Start: t0.Add(50 * time.Minute), End: t0.Add(time.Hour), Outcome: `x" onmouseover="alert(1)`},
 		}}
@@ -306,7 +308,7 @@ func TestTimelineEscapes(t *testing.T) {
 // With no runs there is nothing to draw, and the page says so.
 func TestTimelineEmpty(t *testing.T) {
 	var b bytes.Buffer
-	if err := Render(&b, Report{Started: t0, Last: t0}, "html"); err != nil {
+	if err := Render(&b, control.Report{Started: t0, Last: t0}, "html"); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "<svg") || !strings.Contains(b.String(), "No runs yet") {

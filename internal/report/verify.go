@@ -13,13 +13,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 )
 
-// The verify runs' types are the wire's, as the report's are.
-type (
-	VerifyRuns    = control.ReportVerify
-	VerifyRun     = control.VerifyRun
-	VerifyFeature = control.VerifyFeature
-)
-
 // verifyFile is where the last verify run of a mode is kept: in the
 // project's state directory, outside the tree agents write, and apart from
 // the store, which a running daemon holds locked while verify runs beside
@@ -35,7 +28,7 @@ func verifyFile(stateDir string, unconfined bool) string {
 // RecordVerify keeps run as the last verify run of its mode, in the
 // project's state directory stateDir (made when it is not there: verify
 // runs without a daemon ever having run).
-func RecordVerify(stateDir string, run VerifyRun) error {
+func RecordVerify(stateDir string, run control.VerifyRun) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("record the verify run: %w", err)
 	}
@@ -51,8 +44,8 @@ func RecordVerify(stateDir string, run VerifyRun) error {
 // its path and the fix, and the report goes on: a report, `ctl why` or
 // `ctl cost` must not fail for it, nor say "never run" of a run that may
 // have failed.
-func ReadVerify(stateDir string) VerifyRuns {
-	var v VerifyRuns
+func ReadVerify(stateDir string) control.ReportVerify {
+	var v control.ReportVerify
 	var bad []string
 	for _, unconfined := range []bool{false, true} {
 		path := verifyFile(stateDir, unconfined)
@@ -60,7 +53,7 @@ func ReadVerify(stateDir string) VerifyRuns {
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		run := new(VerifyRun)
+		run := new(control.VerifyRun)
 		if err == nil {
 			err = json.Unmarshal(data, run)
 		}
@@ -92,7 +85,7 @@ const (
 // verifySay says in a sentence when run was last run and with what result,
 // or that it never was; esc makes what verify recorded from the project (a
 // revision, feature ids) fit for the format it goes to.
-func verifySay(run *VerifyRun, esc func(string) string) string {
+func verifySay(run *control.VerifyRun, esc func(string) string) string {
 	if run == nil {
 		return "never run"
 	}
@@ -117,7 +110,7 @@ func verifySay(run *VerifyRun, esc func(string) string) string {
 
 // verifyMarkdown is the report's paragraph on verify: both modes, each
 // run or never run.
-func verifyMarkdown(v VerifyRuns) string {
+func verifyMarkdown(v control.ReportVerify) string {
 	s := fmt.Sprintf("`%s`: %s. `%s`: %s.", verifyConfined, verifySay(v.Confined, text), verifyUnconfined, verifySay(v.Unconfined, text))
 	if v.Unreadable != "" {
 		s += " A record of verify's " + text(v.Unreadable) + "."

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // render is r in format, as `ctxgraphd report --format` prints it.
-func render(t *testing.T, r Report, format string) string {
+func render(t *testing.T, r control.Report, format string) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Render(&b, r, format); err != nil {
@@ -52,13 +54,13 @@ func TestReportSaysVerifyNeverRan(t *testing.T) {
 func TestReportSaysWhenVerifyLastRanAndWhatItFound(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state") // not made yet: verify may run before any daemon
 	at := t0.Add(9 * time.Hour)
-	confined := VerifyRun{Time: at, Rev: "HEAD", Commit: "0123456789abcdef0123", Passed: true,
-		Features: []VerifyFeature{{ID: "F-001", Passed: true}, {ID: "F-002", Passed: true}}}
-	first := VerifyRun{Time: at.Add(time.Minute), Unconfined: true, Rev: "HEAD", Commit: "0123456789abcdef0123", Passed: true,
-		Features: []VerifyFeature{{ID: "F-001", Passed: true}}}
-	last := VerifyRun{Time: at.Add(2 * time.Minute), Unconfined: true, Rev: "main", Commit: "fedcba9876543210fedc",
-		Features: []VerifyFeature{{ID: "F-001", Passed: true}, {ID: "F-002", Summary: "`sh tests/F-002.sh` failed (exit 1)"}, {ID: "F-003", Passed: true}}}
-	for _, run := range []VerifyRun{confined, first, last} {
+	confined := control.VerifyRun{Time: at, Rev: "HEAD", Commit: "0123456789abcdef0123", Passed: true,
+		Features: []control.VerifyFeature{{ID: "F-001", Passed: true}, {ID: "F-002", Passed: true}}}
+	first := control.VerifyRun{Time: at.Add(time.Minute), Unconfined: true, Rev: "HEAD", Commit: "0123456789abcdef0123", Passed: true,
+		Features: []control.VerifyFeature{{ID: "F-001", Passed: true}}}
+	last := control.VerifyRun{Time: at.Add(2 * time.Minute), Unconfined: true, Rev: "main", Commit: "fedcba9876543210fedc",
+		Features: []control.VerifyFeature{{ID: "F-001", Passed: true}, {ID: "F-002", Summary: "`sh tests/F-002.sh` failed (exit 1)"}, {ID: "F-003", Passed: true}}}
+	for _, run := range []control.VerifyRun{confined, first, last} {
 		if err := RecordVerify(state, run); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +90,7 @@ func TestReportSaysWhenVerifyLastRanAndWhatItFound(t *testing.T) {
 			t.Errorf("the page lacks %s", want)
 		}
 	}
-	var back Report
+	var back control.Report
 	if err := json.Unmarshal([]byte(render(t, r, "json")), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -102,16 +104,16 @@ func TestReportSaysWhenVerifyLastRanAndWhatItFound(t *testing.T) {
 func TestVerifySayCountsFailures(t *testing.T) {
 	id := func(s string) string { return s }
 	at := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
-	run := func(passed ...bool) *VerifyRun {
-		v := &VerifyRun{Time: at, Rev: "HEAD", Commit: "0123456789abcdef"}
+	run := func(passed ...bool) *control.VerifyRun {
+		v := &control.VerifyRun{Time: at, Rev: "HEAD", Commit: "0123456789abcdef"}
 		for i, p := range passed {
-			v.Features = append(v.Features, VerifyFeature{ID: "F-00" + string(rune('1'+i)), Passed: p})
+			v.Features = append(v.Features, control.VerifyFeature{ID: "F-00" + string(rune('1'+i)), Passed: p})
 		}
 		return v
 	}
 	head := "last run " + stamp(at) + " at HEAD (0123456789ab): "
 	for _, c := range []struct {
-		run  *VerifyRun
+		run  *control.VerifyRun
 		want string
 	}{
 		{nil, "never run"},
@@ -130,7 +132,7 @@ func TestVerifySayCountsFailures(t *testing.T) {
 // never read as "never run"; the other mode's record still counts.
 func TestUnreadableVerifyRecordIsSaid(t *testing.T) {
 	state := t.TempDir()
-	if err := RecordVerify(state, VerifyRun{Time: t0, Rev: "HEAD", Commit: "0123456789abcdef", Passed: true}); err != nil {
+	if err := RecordVerify(state, control.VerifyRun{Time: t0, Rev: "HEAD", Commit: "0123456789abcdef", Passed: true}); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(state, "verify-unconfined.json")
@@ -150,7 +152,7 @@ func TestUnreadableVerifyRecordIsSaid(t *testing.T) {
 		t.Errorf("the Markdown does not say the record is unreadable:\n%s", md)
 	}
 	// A record of the other mode in a mode's file is not taken for it.
-	if err := RecordVerify(state, VerifyRun{Time: t0, Rev: "HEAD", Unconfined: true}); err != nil {
+	if err := RecordVerify(state, control.VerifyRun{Time: t0, Rev: "HEAD", Unconfined: true}); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(bad)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -44,15 +45,15 @@ var roles = []string{"coding-agent", "tester-agent", "coding-agent", "tester-age
 
 // Trace is the i-th trace of the history. Each run of TracesPerRun traces
 // starts with its handoff; the rest hang from it.
-func Trace(i int, r *rand.Rand) store.Trace {
+func Trace(i int, r *rand.Rand) control.Trace {
 	run := i / TracesPerRun
 	feature := fmt.Sprintf("F-%03d", run%Features+1)
 	role := roles[run%len(roles)]
-	t := store.Trace{
+	t := control.Trace{
 		Project:   "bench",
 		Timestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 3 * time.Second),
-		Source:    store.SourceHook,
-		Context:   store.TraceContext{Agent: role, Feature: feature, Run: store.RunID(uint64(run + 1)), Attempt: 1 + run/(Features*len(roles))},
+		Source:    control.SourceHook,
+		Context:   control.TraceContext{Agent: role, Feature: feature, Run: store.RunID(uint64(run + 1)), Attempt: 1 + run/(Features*len(roles))},
 		Parent:    fmt.Sprintf("tr-%d", run*TracesPerRun+1),
 	}
 	path := paths[r.IntN(len(paths))]
@@ -61,34 +62,34 @@ func Trace(i int, r *rand.Rand) store.Trace {
 	}
 	switch k := i % TracesPerRun; {
 	case k == 0:
-		t.Type, t.Source, t.Parent = store.TraceHandoff, store.SourceAuto, ""
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("%s started on %s, attempt %d: implement the parser of the configuration file and its tests", role, feature, t.Context.Attempt)}
+		t.Type, t.Source, t.Parent = control.TraceHandoff, control.SourceAuto, ""
+		t.Event = control.TraceEvent{WhatHappened: fmt.Sprintf("%s started on %s, attempt %d: implement the parser of the configuration file and its tests", role, feature, t.Context.Attempt)}
 	case k == TracesPerRun-1:
-		t.Type, t.Source = store.TraceDecision, store.SourceAuto
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("run ended: %s", []string{"ok", "failed", "interrupted"}[r.IntN(3)]),
+		t.Type, t.Source = control.TraceDecision, control.SourceAuto
+		t.Event = control.TraceEvent{WhatHappened: fmt.Sprintf("run ended: %s", []string{"ok", "failed", "interrupted"}[r.IntN(3)]),
 			Why: "the test of " + feature + " was run by the daemon after the run"}
 	case k%13 == 5:
-		t.Type, t.Source = store.TraceTransition, store.SourceAuto
-		t.Event = store.TraceEvent{WhatHappened: "code → test", Why: "run ended"}
+		t.Type, t.Source = control.TraceTransition, control.SourceAuto
+		t.Event = control.TraceEvent{WhatHappened: "code → test", Why: "run ended"}
 	case k == 17 && r.IntN(10) == 0:
-		t.Type, t.Source = store.TraceCorrection, store.SourceUser
-		t.Event = store.TraceEvent{WhatHappened: feature + " reopened by ctl unblock", WhatWasCorrect: "use the v2 API of the webhook client and mind the time zone"}
+		t.Type, t.Source = control.TraceCorrection, control.SourceUser
+		t.Event = control.TraceEvent{WhatHappened: feature + " reopened by ctl unblock", WhatWasCorrect: "use the v2 API of the webhook client and mind the time zone"}
 	case k == 23 && r.IntN(40) == 0:
-		t.Type, t.Source = store.TraceLesson, []string{store.SourceUser, store.SourceAgent}[r.IntN(2)]
-		t.Event = store.TraceEvent{WhatHappened: "run go vet before go test; the parser's fixtures live under testdata"}
+		t.Type, t.Source = control.TraceLesson, []string{control.SourceUser, control.SourceAgent}[r.IntN(2)]
+		t.Event = control.TraceEvent{WhatHappened: "run go vet before go test; the parser's fixtures live under testdata"}
 	case k == 29:
-		t.Type, t.Source = store.TraceApproval, store.SourceAuto
-		t.Event = store.TraceEvent{WhatHappened: "the verdict on " + feature + " was accepted: its test passed on the daemon's run"}
+		t.Type, t.Source = control.TraceApproval, control.SourceAuto
+		t.Event = control.TraceEvent{WhatHappened: "the verdict on " + feature + " was accepted: its test passed on the daemon's run"}
 	case k%2 == 0:
 		g := gates[r.IntN(len(gates))]
-		t.Type, t.Gate, t.Code = store.TraceViolation, g.gate, g.code
-		t.Event = store.TraceEvent{WhatHappened: "PreToolUse " + fmt.Sprintf(g.what, path, feature) + fmt.Sprintf(" (call %d of the run)", k),
+		t.Type, t.Gate, t.Code = control.TraceViolation, g.gate, g.code
+		t.Event = control.TraceEvent{WhatHappened: "PreToolUse " + fmt.Sprintf(g.what, path, feature) + fmt.Sprintf(" (call %d of the run)", k),
 			WhatWasCorrect: g.instead, Why: "gate " + g.gate}
-		t.Tool = &store.TraceTool{Name: "Write", Input: path}
+		t.Tool = &control.TraceTool{Name: "Write", Input: path}
 	default:
-		t.Type = store.TraceDecision
-		t.Event = store.TraceEvent{WhatHappened: fmt.Sprintf("Bash `go test ./%s` exited %d after %d ms", path, r.IntN(2), r.IntN(9000))}
-		t.Tool = &store.TraceTool{Name: "Bash", Input: "go test ./" + path}
+		t.Type = control.TraceDecision
+		t.Event = control.TraceEvent{WhatHappened: fmt.Sprintf("Bash `go test ./%s` exited %d after %d ms", path, r.IntN(2), r.IntN(9000))}
+		t.Tool = &control.TraceTool{Name: "Bash", Input: "go test ./" + path}
 	}
 	return t
 }
@@ -104,7 +105,7 @@ func Build(dir string, n int, progress func(format string, args ...any)) (*store
 	r := rand.New(rand.NewPCG(uint64(n), 42))
 	const batch = 5000
 	start := time.Now()
-	buf := make([]store.Trace, 0, batch)
+	buf := make([]control.Trace, 0, batch)
 	for i := range n {
 		buf = append(buf, Trace(i, r))
 		if len(buf) == batch || i == n-1 {
