@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -173,16 +173,16 @@ func (o *outcome) agree(t *testing.T) {
 		if d.Status != c.Status || d.Tested != c.Tested || !slices.Equal(d.Evidence, c.Evidence) {
 			t.Errorf("%s: feature-list.json says %s tested=%v %v, the store %s tested=%v %v", c.ID, d.Status, d.Tested, d.Evidence, c.Status, c.Tested, c.Evidence)
 		}
-		commit, err := o.p.gitTry("rev-parse", "-q", "--verify", judge.TestedRef(c.ID)+"^{commit}")
+		commit, err := o.p.gitTry("rev-parse", "-q", "--verify", branch.TestedRef(c.ID)+"^{commit}")
 		commit = strings.TrimSpace(commit)
 		if !c.Tested {
 			if err == nil {
-				t.Errorf("%s is not tested, but %s names %s", c.ID, judge.TestedRef(c.ID), commit)
+				t.Errorf("%s is not tested, but %s names %s", c.ID, branch.TestedRef(c.ID), commit)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%s is tested without %s: %v", c.ID, judge.TestedRef(c.ID), err)
+			t.Errorf("%s is tested without %s: %v", c.ID, branch.TestedRef(c.ID), err)
 			continue
 		}
 		var by []string
@@ -348,7 +348,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		// Every commit is the daemon's, and the only refs besides the
 		// branch are its own.
 		for _, a := range strings.Fields(p.git("log", "--all", "--format=%ae")) {
-			if a != judge.Author.Email {
+			if a != branch.Author.Email {
 				t.Errorf("a commit by %s: only the daemon commits", a)
 			}
 		}
@@ -377,7 +377,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 		// Its writers wait for the feature's commit; none outlived its
 		// Bash call, so the tested code can never change under the commit.
 		p.checkNoLeftovers()
-		commit := strings.TrimSpace(p.git("rev-parse", judge.TestedRef("F-006")))
+		commit := strings.TrimSpace(p.git("rev-parse", branch.TestedRef("F-006")))
 		if _, err := p.gitTry("diff", "--quiet", commit, "--", "src/F-006.txt"); err != nil {
 			t.Errorf("src/F-006.txt differs from the tested commit: %v", err)
 		}
@@ -774,7 +774,7 @@ func TestHonestAgentsInRealToolchains(t *testing.T) {
 		if got := p.git("cat-file", "blob", c+":"+files.Source); got != files.Working {
 			t.Errorf("%s's commit %s holds %s = %q, want %q", id, c, files.Source, got, files.Working)
 		}
-		if ref := strings.TrimSpace(p.git("rev-parse", judge.TestedRef(id))); ref != c {
+		if ref := strings.TrimSpace(p.git("rev-parse", branch.TestedRef(id))); ref != c {
 			t.Errorf("%s's commit on the branch is %s, its ref %s", id, c, ref)
 		}
 	}

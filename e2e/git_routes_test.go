@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -246,11 +246,11 @@ func (o *outcome) nowhere(t *testing.T, paths ...string) {
 func (p *project) testedSource(id string) (mode, content string) {
 	p.t.Helper()
 	src := p.files(id).Source
-	fields := strings.Fields(p.git("ls-tree", judge.TestedRef(id), "--", src))
+	fields := strings.Fields(p.git("ls-tree", branch.TestedRef(id), "--", src))
 	if len(fields) < 4 {
 		p.t.Fatalf("%s's tested commit has no %s", id, src)
 	}
-	return fields[0], p.git("show", judge.TestedRef(id)+":"+src)
+	return fields[0], p.git("show", branch.TestedRef(id)+":"+src)
 }
 
 // A .gitattributes that gives the sources git's ident attribute would
@@ -309,7 +309,7 @@ func TestGitRouteHidingIgnore(t *testing.T) {
 	}
 	o.absent(t, ".gitignore", "src/.gitignore")
 	if mode, got := p.testedSource("F-001"); mode != "100644" || got != "F-001 works\n" {
-		t.Errorf("git show %s:src/F-001.txt: %s %q, want the working code", judge.TestedRef("F-001"), mode, got)
+		t.Errorf("git show %s:src/F-001.txt: %s %q, want the working code", branch.TestedRef("F-001"), mode, got)
 	}
 	o.agree(t)
 }

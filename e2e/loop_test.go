@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -187,10 +187,10 @@ func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
 	if got := states(p.featureList()); got != "F-001=tested F-002=tested" {
 		t.Fatalf("final states %q\n%s", got, log)
 	}
-	if got := strings.TrimSpace(p.git("rev-parse", judge.TestedRef("F-001")+"^")); got != theirs {
+	if got := strings.TrimSpace(p.git("rev-parse", branch.TestedRef("F-001")+"^")); got != theirs {
 		t.Errorf("F-001's commit sits on %s, want the person's commit %s", got, theirs)
 	}
-	if got, want := p.git("rev-parse", "HEAD"), p.git("rev-parse", judge.TestedRef("F-002")); got != want {
+	if got, want := p.git("rev-parse", "HEAD"), p.git("rev-parse", branch.TestedRef("F-002")); got != want {
 		t.Errorf("the branch is at %s, want F-002's commit %s", got, want)
 	}
 	if _, err := p.gitTry("merge-base", "--is-ancestor", theirs, "HEAD"); err != nil {

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -328,7 +328,7 @@ func TestALanesFileToolsWriteOnlyInItsTree(t *testing.T) {
 	// verdict, and in no commit anywhere.
 	o.absent(t, reached)
 	o.unchanged(t, otherTest)
-	if got := p.git("show", judge.TestedRef("F-002")+":"+otherTest); strings.Contains(got, "exit 0") {
+	if got := p.git("show", branch.TestedRef("F-002")+":"+otherTest); strings.Contains(got, "exit 0") {
 		t.Errorf("F-002's tested commit holds its test opened:\n%s", got)
 	}
 

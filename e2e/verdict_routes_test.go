@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -336,7 +336,7 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	}
 	o.testedBy(t, "F-001", 2)
 	o.testedBy(t, "F-002", 1)
-	if commit := strings.TrimSpace(p.git("rev-parse", judge.TestedRef("F-001"))); strings.Contains(p.git("cat-file", "blob", commit+":"+files.Source), "os.Exit") {
+	if commit := strings.TrimSpace(p.git("rev-parse", branch.TestedRef("F-001"))); strings.Contains(p.git("cat-file", "blob", commit+":"+files.Source), "os.Exit") {
 		t.Errorf("F-001's tested commit %s holds the code that ends its test binary", commit)
 	}
 	o.agree(t)
@@ -390,7 +390,7 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 	if log := p.evidenceLog("F-002", "verdict", 1); !strings.Contains(log, "F-002 broken") {
 		t.Errorf("the daemon's verdict run of F-002's attempt 1 does not show the broken code failing:\n%s", log)
 	}
-	if _, err := p.gitTry("rev-parse", "--verify", "-q", judge.TestedRef("F-002")); err == nil {
+	if _, err := p.gitTry("rev-parse", "--verify", "-q", branch.TestedRef("F-002")); err == nil {
 		t.Error("F-002 has a tested ref")
 	}
 	// F-001 is tested as it is, plant and all: its own test passes, and

@@ -8,7 +8,7 @@ package orchestrator
 // work, are confined and are judged in its clone; its claim is judged on
 // the candidate, its tree merged onto the branch as it is then, with the
 // regression sweep, and only a candidate that passes moves the branch
-// (judge.CommitLane). The daemon's own work that reads or moves the branch
+// (branch.CommitLane). The daemon's own work that reads or moves the branch
 // (judging, the verdicts, opening a lane) is done one job at a time, so
 // that the branch moves in one place and in order; a lane's check of its
 // test before any code reads its own tree only, and runs beside it.
@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -52,9 +53,6 @@ func (o *Orchestrator) lanesMode() bool { return o.cfg.Limits.Parallel > 1 }
 func (o *Orchestrator) lanesDir() string {
 	return filepath.Join(filepath.Dir(o.opts.Project.StateDir), "lanes", o.opts.Project.ID)
 }
-
-// laneBranch is the branch of feature id's clone.
-func laneBranch(id string) string { return "ctxgraphd/" + id }
 
 // laneByRun is the lane whose run in flight is runID, nil when none is.
 func (o *Orchestrator) laneByRun(runID string) *lane {
@@ -137,12 +135,12 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
-	l := &lane{feature: id, dir: dir, branch: laneBranch(id), baseHead: head}
+	l := &lane{feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	if err := o.repo.AddClone(ctx, dir, l.branch, head); err != nil {
+	if err := branch.Clone(ctx, o.repo, dir, id, head); err != nil {
 		return nil, err
 	}
 	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}, Objects: o.repo.ObjectsDir()}); err != nil {
@@ -215,14 +213,8 @@ func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
 	if keep != "" && l.repo != nil {
 		if tree, err := l.repo.Snapshot(ctx); err != nil {
 			o.log.Warn("could not keep a lane's work", zap.String("feature", l.feature), zap.Error(err))
-		} else if _, baseTree, err := o.repo.Resolve(ctx, l.baseHead); err == nil && tree != baseTree {
-			msg := fmt.Sprintf("ctxgraphd: %s's work, kept when its lane closed\n\nctxgraphd-feature: %s\n", l.feature, l.feature)
-			if c, err := o.repo.Commit(ctx, tree, []string{l.baseHead}, msg, judge.Author); err == nil {
-				old, _ := o.repo.Ref(ctx, keep)
-				if err := o.repo.UpdateRef(ctx, keep, c, old); err == nil {
-					kept = c
-				}
-			}
+		} else if c, err := branch.KeepLane(ctx, o.repo, l.feature, keep, tree, l.baseHead); err == nil {
+			kept = c
 		}
 	}
 	o.removeLane(l.dir)
@@ -271,12 +263,12 @@ func (o *Orchestrator) cleanLanes() {
 }
 
 // retireLanes closes every lane when the daemon exits, after their runs
-// ended (shutdown): each lane's work is kept at laneRef, and its feature
+// ended (shutdown): each lane's work is kept at branch.LaneRef, and its feature
 // is worked again from a fresh lane at the next start, not charged, as
 // after a crash. No lane outlives its daemon.
 func (o *Orchestrator) retireLanes() {
 	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
-		o.closeLane(o.lanes[id], laneRef(id))
+		o.closeLane(o.lanes[id], branch.LaneRef(id))
 		o.laneGone(id)
 	}
 	if o.pending.FeatureList != nil {
@@ -434,7 +426,7 @@ func (o *Orchestrator) closeSettledLane() {
 	case f == nil || f.Tested:
 		o.closeLane(l, "")
 	case f.Status == progress.Blocked:
-		o.closeLane(l, judge.BlockedRef(l.feature))
+		o.closeLane(l, branch.BlockedRef(l.feature))
 	}
 }
 
@@ -527,12 +519,8 @@ func (o *Orchestrator) killLaneRuns() {
 	}
 }
 
-// laneRef keeps a lane's work when its feature starts again from the
-// branch (rebaseLane).
-func laneRef(feature string) string { return "refs/ctxgraphd/lane/" + feature }
-
 // rebaseLane closes o.cur, a lane whose work cannot go onto the branch as
-// it is now, keeping its work under laneRef: the feature's next run opens
+// it is now, keeping its work under branch.LaneRef: the feature's next run opens
 // a fresh lane from the branch.
 func (o *Orchestrator) rebaseLane(why string) {
 	l := o.cur
@@ -540,7 +528,7 @@ func (o *Orchestrator) rebaseLane(why string) {
 		return
 	}
 	o.log.Info("a lane starts again from the branch", zap.String("feature", l.feature), zap.String("why", why))
-	o.closeLane(l, laneRef(l.feature))
+	o.closeLane(l, branch.LaneRef(l.feature))
 	if c, ok := o.counters[l.feature]; ok {
 		c.Base, c.BaseHead = "", ""
 		o.setCounters(l.feature, c)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -303,8 +304,8 @@ func TestLanesAfterARestart(t *testing.T) {
 	}
 	noLanesLeft(t, h)
 	for _, id := range []string{"F-001", "F-002"} {
-		if got, _ := h.git("show", laneRef(id)+":src/"+id+".txt"); got != "half of "+id {
-			t.Errorf("%s's lane's work is not kept at %s: %q", id, laneRef(id), got)
+		if got, _ := h.git("show", branch.LaneRef(id)+":src/"+id+".txt"); got != "half of "+id {
+			t.Errorf("%s's lane's work is not kept at %s: %q", id, branch.LaneRef(id), got)
 		}
 	}
 

@@ -8,12 +8,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -315,18 +315,18 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	if l := o.lanes[id]; l != nil {
 		// Its work goes with its lane, kept under a ref; the project's
 		// work tree never held it.
-		if commit := o.closeLane(l, judge.BlockedRef(id)); commit != "" {
-			kept = fmt.Sprintf("; its work is kept as %s (%s)", gitrepo.Short(commit), judge.BlockedRef(id))
+		if commit := o.closeLane(l, branch.BlockedRef(id)); commit != "" {
+			kept = fmt.Sprintf("; its work is kept as %s (%s)", gitrepo.Short(commit), branch.BlockedRef(id))
 		}
 		c.Base, c.BaseHead = "", ""
 	} else if c.Base != "" {
 		o.recent = nil // Preserve puts files back: what comes next records the tree anew
-		commit, restored, err := o.judge.Preserve(context.Background(), id, reason, gitrepo.Tree(c.Base), c.BaseHead)
+		commit, restored, err := branch.Preserve(context.Background(), o.repo, id, reason, gitrepo.Tree(c.Base), c.BaseHead)
 		switch {
 		case err != nil:
 			o.log.Warn("could not keep a blocked feature's work aside; it stays in the work tree", zap.String("feature", id), zap.Error(err))
 		case commit != "":
-			kept = fmt.Sprintf("; its work (%d files) is kept as %s (%s) and the work tree was put back as it was before it", len(restored), commit, judge.BlockedRef(id))
+			kept = fmt.Sprintf("; its work (%d files) is kept as %s (%s) and the work tree was put back as it was before it", len(restored), commit, branch.BlockedRef(id))
 		}
 		c.Base, c.BaseHead = "", ""
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
@@ -152,7 +153,7 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		// lane was made: the next attempt starts from the branch as it
 		// is, in a fresh lane, and is told where.
 		why := fmt.Sprintf("%s's change conflicts with what the branch took since its work began, in %s; its work is kept at %s, and the next attempt starts from the branch as it is now: make the change again on top of it",
-			id, firstN(jd.Conflicts, 5), laneRef(id))
+			id, firstN(jd.Conflicts, 5), branch.LaneRef(id))
 		o.rebaseLane(why)
 		c := o.counters[id]
 		c.Diagnosis = &diagnose.Diagnosis{Message: why}
@@ -311,17 +312,17 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		}()
 	}
 	if o.cfg.Git.Commit && jd.Tree != "" {
-		v := judge.Verdict{
+		v := branch.Verdict{
 			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
 			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
 		}
-		var done judge.Committed
+		var done branch.Committed
 		var err error
 		if o.cur != o.home {
 			v.Tree = jd.Candidate
-			done, err = o.judge.CommitLane(context.Background(), v, firstNonEmpty(onto, o.cur.baseHead))
+			done, err = branch.CommitLane(context.Background(), o.repo, v, firstNonEmpty(onto, o.cur.baseHead))
 		} else {
-			done, err = o.judge.Commit(context.Background(), v)
+			done, err = branch.Commit(context.Background(), o.repo, v)
 		}
 		switch {
 		case err != nil:
@@ -361,23 +362,11 @@ func (o *Orchestrator) afterInitializer(run store.Run, jd judge.Judgement) {
 	if !o.cfg.Git.Commit || jd.Tree == "" || len(jd.Changes) == 0 {
 		return
 	}
-	ctx := context.Background()
-	head, headTree, branch, err := o.repo.Head(ctx)
-	if err != nil || branch == "" || string(headTree) != run.BaseTree {
-		return // a person's work was in the tree: it is not ours to commit
-	}
-	var parents []string
-	if head != "" {
-		parents = []string{head}
-	}
-	msg := fmt.Sprintf("ctxgraphd: the feature list's acceptance tests and scaffolding\n\nWritten by the initializer (%s) for %d features.\n\nctxgraphd-run: %s\n", run.ID, len(o.canonical.Features), run.ID)
-	c, err := o.repo.Commit(ctx, jd.Tree, parents, msg, judge.Author)
-	if err == nil {
-		_, err = o.repo.AdvanceBranch(ctx, head, c)
-	}
-	if err != nil {
+	c, err := branch.CommitScaffold(context.Background(), o.repo, jd.Tree, gitrepo.Tree(run.BaseTree), run.ID, len(o.canonical.Features))
+	switch {
+	case err != nil:
 		o.log.Warn("could not commit the initializer's work", zap.Error(err))
-		return
+	case c != "":
+		o.log.Info("initializer's work committed", zap.String("commit", c))
 	}
-	o.log.Info("initializer's work committed", zap.String("commit", c))
 }

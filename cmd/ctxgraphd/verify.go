@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -234,7 +235,7 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 		return res, ctx.Err()
 	}
 	for i, f := range features {
-		vc, _ := repo.Ref(ctx, judge.TestedRef(f.ID))
+		vc, _ := repo.Ref(ctx, branch.TestedRef(f.ID))
 		r := results[i]
 		v := verifiedFeature{ID: f.ID, VerdictCommit: vc, Test: f.Test, Passed: r.Passed(), Summary: r.Summary(), TookMS: r.Took.Milliseconds()}
 		res.Passed = res.Passed && v.Passed
@@ -267,7 +268,7 @@ func toVerify(ctx context.Context, repo *gitrepo.Repo, list *progress.List, ids 
 		if strings.TrimSpace(f.Test) == "" {
 			continue
 		}
-		vc, err := repo.Ref(ctx, judge.TestedRef(f.ID))
+		vc, err := repo.Ref(ctx, branch.TestedRef(f.ID))
 		if err != nil {
 			return nil, err
 		}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -67,7 +67,7 @@ func Build(src Source, project, dir string, now time.Time) (control.Report, erro
 			rf := control.ReportFeature{ID: f.ID, Title: f.Title, Outcome: outcome(f), Test: f.Test, CostUSD: c.CostUSD,
 				Commit: c.Commit, Branch: c.Branch, OffBranch: c.OffBranch, Why: firstNonEmpty(c.LastFailure, c.RedDetail)}
 			if rf.Outcome == control.OutcomeBlocked {
-				rf.Kept = judge.BlockedRef(f.ID)
+				rf.Kept = branch.BlockedRef(f.ID)
 			}
 			if f.Tested {
 				rf.Why = "" // what went wrong before it passed is in its runs

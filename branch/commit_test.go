@@ -1,4 +1,4 @@
-package judge
+package branch
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // committedFixture is a project with a first commit by its user.
 func committedFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	f.write(map[string]string{"README.md": "readme\n", "tests/a.sh": "grep -q login src/login.go\n", "src/old.txt": "old\n"})
 	return f, f.commitAll("the user's first commit")
 }
@@ -38,7 +38,7 @@ func TestCommitOnTheBranch(t *testing.T) {
 	f.remove("src/old.txt")
 	tree := f.snapshot()
 
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	c, err := Commit(t.Context(), f.repo, verdictOf(tree, base, head))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestCommitLeavesTheBranchAlone(t *testing.T) {
 			branchBefore := f.git("rev-parse", "HEAD")
 			statusBefore := f.git("status", "--porcelain")
 			tree := f.snapshot()
-			c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+			c, err := Commit(t.Context(), f.repo, verdictOf(tree, base, head))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestCommitOnTopOfAPersonsCommits(t *testing.T) {
 	f.write(map[string]string{"src/login.go": "package src // login, finished\n"})
 	tree := f.snapshot()
 
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	c, err := Commit(t.Context(), f.repo, verdictOf(tree, base, head))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestCommitDoesNotUndoAPersonsCommitItDidNotSee(t *testing.T) {
 			tt.after(f)
 			theirs := f.git("rev-parse", "HEAD")
 
-			c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+			c, err := Commit(t.Context(), f.repo, verdictOf(tree, base, head))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +309,7 @@ func TestCommitSitsOnNoTestedCommitTheBranchHoldsOrLeft(t *testing.T) {
 			if !tt.onBranch {
 				f.git("checkout", "-q", "--detach")
 			}
-			c1, err := f.j.Commit(t.Context(), verdictOf(first, base, head))
+			c1, err := Commit(t.Context(), f.repo, verdictOf(first, base, head))
 			if err != nil || (c1.Branch != "") != tt.onBranch {
 				t.Fatalf("F-001 committed %+v (%v)", c1, err)
 			}
@@ -328,7 +328,7 @@ func TestCommitSitsOnNoTestedCommitTheBranchHoldsOrLeft(t *testing.T) {
 			}
 			v := verdictOf(f.snapshot(), began, baseHead)
 			v.Feature = &progress.Feature{ID: "F-002", Title: "log out", Test: "sh tests/b.sh"}
-			c2, err := f.j.Commit(t.Context(), v)
+			c2, err := Commit(t.Context(), f.repo, v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,13 +348,13 @@ func TestCommitSameFeatureTwice(t *testing.T) {
 	f, head := committedFixture(t)
 	base := f.snapshot()
 	f.write(map[string]string{"src/login.go": "package src // login\n"})
-	first, err := f.j.Commit(t.Context(), verdictOf(f.snapshot(), base, head))
+	first, err := Commit(t.Context(), f.repo, verdictOf(f.snapshot(), base, head))
 	if err != nil || first.Branch != "main" {
 		t.Fatalf("first commit %+v, %v", first, err)
 	}
 	base = f.snapshot()
 	f.write(map[string]string{"src/login.go": "package src // login, fixed\n"})
-	second, err := f.j.Commit(t.Context(), verdictOf(f.snapshot(), base, first.Commit))
+	second, err := Commit(t.Context(), f.repo, verdictOf(f.snapshot(), base, first.Commit))
 	if err != nil {
 		t.Fatalf("second commit of the same feature: %v", err)
 	}
@@ -381,7 +381,7 @@ func TestPreserve(t *testing.T) {
 	f.remove("src/old.txt")
 	now := f.snapshot()
 
-	commit, restored, err := f.j.Preserve(t.Context(), "F-002", "3 of 3 attempts failed; last: the test failed", base, head)
+	commit, restored, err := Preserve(t.Context(), f.repo, "F-002", "3 of 3 attempts failed; last: the test failed", base, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestPreserve(t *testing.T) {
 		t.Errorf("HEAD moved to %s", got)
 	}
 	// Nothing changed since base: nothing to keep, the ref stays.
-	c2, r2, err := f.j.Preserve(t.Context(), "F-002", "again", base, head)
+	c2, r2, err := Preserve(t.Context(), f.repo, "F-002", "again", base, head)
 	if err != nil || c2 != "" || len(r2) != 0 {
 		t.Errorf("Preserve of an unchanged tree = %q, %q, %v", c2, r2, err)
 	}
@@ -430,10 +430,10 @@ func TestPreserve(t *testing.T) {
 // In a repository without a commit yet, the tested tree is its first
 // commit, without a parent, and the unborn branch takes it.
 func TestCommitFirstCommitOfARepository(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	f.write(map[string]string{"src/login.go": "package src // login\n"})
 	tree := f.snapshot()
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, f.repo.EmptyTree(), ""))
+	c, err := Commit(t.Context(), f.repo, verdictOf(tree, f.repo.EmptyTree(), ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestCommitReportsARepositoryFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(lock)
-	c, err := f.j.Commit(t.Context(), verdictOf(tree, base, head))
+	c, err := Commit(t.Context(), f.repo, verdictOf(tree, base, head))
 	if err == nil || errors.Is(err, gitrepo.ErrRefChanged) || !strings.Contains(err.Error(), "index") {
 		t.Fatalf("Commit with the index locked = %+v, %v; want the index failure", c, err)
 	}
@@ -476,11 +476,11 @@ func TestCommitReportsARepositoryFailure(t *testing.T) {
 // Preserve in a repository without a commit keeps the work in a commit
 // without a parent.
 func TestPreserveWithoutACommit(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	f.write(map[string]string{"README.md": "the user's\n"})
 	base := f.snapshot()
 	f.write(map[string]string{"src/a.txt": "a\n"})
-	commit, restored, err := f.j.Preserve(t.Context(), "F-001", "blocked", base, "")
+	commit, restored, err := Preserve(t.Context(), f.repo, "F-001", "blocked", base, "")
 	if err != nil || commit == "" || !slices.Equal(restored, []string{"src/a.txt"}) {
 		t.Fatalf("Preserve = %q, %q, %v", commit, restored, err)
 	}
@@ -502,7 +502,7 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	f.write(map[string]string{"src/login.go": "package src // login\n"})
 	first := f.snapshot()
 	f.git("checkout", "-q", "--detach") // keeps F-001 off the branch
-	c1, err := f.j.Commit(t.Context(), verdictOf(first, base, head))
+	c1, err := Commit(t.Context(), f.repo, verdictOf(first, base, head))
 	if err != nil || c1.Branch != "" {
 		t.Fatalf("F-001 committed %+v (%v), want off the branch", c1, err)
 	}
@@ -512,7 +512,7 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	second := f.snapshot()
 	v := verdictOf(second, first, head)
 	v.Feature = &progress.Feature{ID: "F-002", Title: "log out", Test: "sh tests/b.sh"}
-	c2, err := f.j.Commit(t.Context(), v)
+	c2, err := Commit(t.Context(), f.repo, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	g.write(map[string]string{"README.md": "the user's edit\n"})
 	gBase := g.snapshot()
 	g.write(map[string]string{"src/login.go": "package src // login\n"})
-	c, err := g.j.Commit(t.Context(), verdictOf(g.snapshot(), gBase, gHead))
+	c, err := Commit(t.Context(), g.repo, verdictOf(g.snapshot(), gBase, gHead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	// A feature blocked after it began on F-002's code: its kept work sits
 	// on F-002's tested commit, and holds its own work alone.
 	f.write(map[string]string{"src/profile.go": "package src // profile, broken\n"})
-	kept, restored, err := f.j.Preserve(t.Context(), "F-003", "blocked", second, head)
+	kept, restored, err := Preserve(t.Context(), f.repo, "F-003", "blocked", second, head)
 	if err != nil || !slices.Equal(restored, []string{"src/profile.go"}) {
 		t.Fatalf("Preserve = %q, %q, %v", kept, restored, err)
 	}
@@ -568,7 +568,7 @@ func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
 		f.git("add", "README.md", "NOTES.md")
 		f.git("commit", "-q", "-m", "the user's own commit")
 		f.write(map[string]string{"src/a.txt": "the agent's, later\n"})
-		if _, _, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head); err != nil {
+		if _, _, err := Preserve(t.Context(), f.repo, "F-002", "blocked", base, head); err != nil {
 			t.Fatal(err)
 		}
 		if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
@@ -584,7 +584,7 @@ func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
 		f.write(map[string]string{"src/a.txt": "the agent's\n"})
 		f.write(map[string]string{"README.md": "amended\n"})
 		f.git("commit", "-q", "--amend", "-am", "the user's first commit, amended")
-		if _, _, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head); err != nil {
+		if _, _, err := Preserve(t.Context(), f.repo, "F-002", "blocked", base, head); err != nil {
 			t.Fatal(err)
 		}
 		if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
@@ -602,7 +602,7 @@ func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
 		f.write(map[string]string{"README.md": "UNCOMMITTED\nreadme, committed part\n"})
 		f.git("commit", "-q", "-am", "the user's part") // commits both lines here; the start held line 1 uncommitted
 		f.write(map[string]string{"README.md": "UNCOMMITTED again\nreadme, committed part\n"})
-		_, restored, err := f.j.Preserve(t.Context(), "F-002", "blocked", base, head)
+		_, restored, err := Preserve(t.Context(), f.repo, "F-002", "blocked", base, head)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package judge
+package branch
 
 import (
 	"context"
@@ -9,20 +9,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
-
-// Author is who the daemon's commits name: the tool that verified them.
-var Author = gitrepo.Signature{Name: "ctxgraphd", Email: "ctxgraphd@localhost"}
-
-// TestedRef is where the commit of a tested feature is kept, whether or not
-// the branch could take it: "tested" always names a commit.
-func TestedRef(feature string) string { return testedRefs + feature }
-
-// testedRefs is where the tested refs live.
-const testedRefs = "refs/ctxgraphd/tested/"
-
-// BlockedRef keeps the work of a blocked feature when the work tree is put
-// back for the next one.
-func BlockedRef(feature string) string { return "refs/ctxgraphd/blocked/" + feature }
 
 // Verdict is an accepted verdict, to be committed.
 type Verdict struct {
@@ -56,13 +42,12 @@ type Committed struct {
 // or a person's commits moved it forward and the feature changed nothing
 // they did (onMovedBranch). The user's index follows the branch only when
 // nothing was staged; the work tree is never touched.
-func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
-	repo := j.opts.Repo
+func Commit(ctx context.Context, repo *gitrepo.Repo, v Verdict) (Committed, error) {
 	head, headTree, branch, err := repo.Head(ctx)
 	if err != nil {
 		return Committed{}, err
 	}
-	onRef, on, err := j.testedBase(ctx, v.Base, v.BaseHead, head, headTree)
+	onRef, on, err := testedBase(ctx, repo, v.Base, v.BaseHead, head, headTree)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -89,7 +74,7 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 	case branch == "":
 		out.OffBranch = "HEAD is detached"
 	case head != v.BaseHead:
-		why, err := j.onMovedBranch(ctx, v, head, headTree, branchName(branch))
+		why, err := onMovedBranch(ctx, repo, v, head, headTree, branchName(branch))
 		if err != nil {
 			return out, err
 		}
@@ -97,18 +82,18 @@ func (j *Judge) Commit(ctx context.Context, v Verdict) (Committed, error) {
 			out.OffBranch = why
 			return out, nil
 		}
-		return j.advance(ctx, out, head, c, branch)
+		return advance(ctx, repo, out, head, c, branch)
 	case v.Base != headTree:
 		out.OffBranch = uncommittedAtStart(v.Feature.ID, branchName(branch))
 	default:
-		return j.advance(ctx, out, head, c, branch)
+		return advance(ctx, repo, out, head, c, branch)
 	}
 	return out, nil
 }
 
 // advance moves branch from head to the verdict's commit c.
-func (j *Judge) advance(ctx context.Context, out Committed, head, c, branch string) (Committed, error) {
-	if _, err := j.opts.Repo.AdvanceBranch(ctx, head, c); err != nil {
+func advance(ctx context.Context, repo *gitrepo.Repo, out Committed, head, c, branch string) (Committed, error) {
+	if _, err := repo.AdvanceBranch(ctx, head, c); err != nil {
 		if errors.Is(err, gitrepo.ErrRefChanged) {
 			out.OffBranch = fmt.Sprintf("%s moved meanwhile", branchName(branch))
 			return out, nil
@@ -130,8 +115,7 @@ func uncommittedAtStart(feature, branch string) string {
 // or on a person's uncommitted work. The feature's commit then goes on
 // that tested commit, so that it holds its own change and nothing of the
 // one before, and merging it takes both.
-func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (ref, commit string, err error) {
-	repo := j.opts.Repo
+func testedBase(ctx context.Context, repo *gitrepo.Repo, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (ref, commit string, err error) {
 	began := headTree
 	switch {
 	case baseHead == head:
@@ -175,12 +159,11 @@ func (j *Judge) testedBase(ctx context.Context, base gitrepo.Tree, baseHead, hea
 // tree does not hold as they committed it (their commit made elsewhere
 // than in the work tree, or a file the agent wrote over) keeps the branch
 // where it is: the feature's commit would undo it.
-func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headTree gitrepo.Tree, branch string) (string, error) {
-	repo := j.opts.Repo
+func onMovedBranch(ctx context.Context, repo *gitrepo.Repo, v Verdict, head string, headTree gitrepo.Tree, branch string) (string, error) {
 	if v.BaseHead == "" {
 		return fmt.Sprintf("%s got its first commit while %s was worked on", branch, v.Feature.ID), nil
 	}
-	baseHeadTree, forward, err := j.movedForward(ctx, v.BaseHead, head)
+	baseHeadTree, forward, err := movedForward(ctx, repo, v.BaseHead, head)
 	if err != nil {
 		return "", err
 	}
@@ -228,8 +211,7 @@ func (j *Judge) onMovedBranch(ctx context.Context, v Verdict, head string, headT
 // it, not as it was before, unless the work tree held uncommitted work of
 // theirs on it when the feature began, which neither HEAD nor base alone
 // holds; that path is left as it is (the ref keeps it too).
-func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.Tree, baseHead string) (commit string, restored []string, err error) {
-	repo := j.opts.Repo
+func Preserve(ctx context.Context, repo *gitrepo.Repo, feature, why string, base gitrepo.Tree, baseHead string) (commit string, restored []string, err error) {
 	now, err := repo.Snapshot(ctx)
 	if err != nil {
 		return "", nil, err
@@ -244,11 +226,11 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 	}
 	// Everything that can fail is asked before anything is written: a
 	// Preserve that fails keeps nothing aside and puts nothing back.
-	theirs, mixed, err := j.committedSince(ctx, base, baseHead, head, headTree)
+	theirs, mixed, err := committedSince(ctx, repo, base, baseHead, head, headTree)
 	if err != nil {
 		return "", nil, err
 	}
-	_, on, err := j.testedBase(ctx, base, baseHead, head, headTree)
+	_, on, err := testedBase(ctx, repo, base, baseHead, head, headTree)
 	if err != nil {
 		return "", nil, err
 	}
@@ -291,8 +273,7 @@ func (j *Judge) Preserve(ctx context.Context, feature, why string, base gitrepo.
 // movedForward says whether the branch moved forward from baseHead to head
 // (baseHead is in head's history: commits were added, none taken away),
 // and baseHead's tree.
-func (j *Judge) movedForward(ctx context.Context, baseHead, head string) (baseHeadTree gitrepo.Tree, forward bool, err error) {
-	repo := j.opts.Repo
+func movedForward(ctx context.Context, repo *gitrepo.Repo, baseHead, head string) (baseHeadTree gitrepo.Tree, forward bool, err error) {
 	if forward, err = repo.IsAncestor(ctx, baseHead, head); err != nil || !forward {
 		return "", false, err
 	}
@@ -305,8 +286,7 @@ func (j *Judge) movedForward(ctx context.Context, baseHead, head string) (baseHe
 // person's commits, amends, rebases and resets since), and, of those, the
 // ones on which the work tree held uncommitted work when the feature began
 // (mixed). Both are empty when HEAD is still baseHead.
-func (j *Judge) committedSince(ctx context.Context, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (theirs, mixed map[string]bool, err error) {
-	repo := j.opts.Repo
+func committedSince(ctx context.Context, repo *gitrepo.Repo, base gitrepo.Tree, baseHead, head string, headTree gitrepo.Tree) (theirs, mixed map[string]bool, err error) {
 	if baseHead == head {
 		return nil, nil, nil
 	}
@@ -338,16 +318,6 @@ func (j *Judge) committedSince(ctx context.Context, base gitrepo.Tree, baseHead,
 	return theirs, mixed, nil
 }
 
-// setRef points one of the daemon's own refs at commit, from whatever it
-// held: a feature tested again (after a person's retry) gets its new commit.
-func setRef(ctx context.Context, repo *gitrepo.Repo, ref, commit string) error {
-	old, err := repo.Ref(ctx, ref)
-	if err != nil {
-		return err
-	}
-	return repo.UpdateRef(ctx, ref, commit, old)
-}
-
 func commitMessage(v Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n\n", v.Feature.ID, v.Feature.Title)
@@ -355,5 +325,3 @@ func commitMessage(v Verdict) string {
 	fmt.Fprintf(&b, "ctxgraphd-feature: %s\nctxgraphd-attempt: %d\nctxgraphd-run: %s\nctxgraphd-verdict: %s\n", v.Feature.ID, v.Attempt, v.Run, v.Trace)
 	return b.String()
 }
-
-func branchName(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
