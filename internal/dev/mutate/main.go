@@ -75,6 +75,7 @@ var Targets = []Target{
 	{Pkg: "control/server", Min: 95, Exclude: []string{`^peercred_(bsd|other)\.go$`}},
 	{Pkg: "agents", Min: 95, Exclude: []string{`^runner\.go$`, `^proc_.*\.go$`, `^role/`}},
 	{Pkg: "judge", Min: 95, Exclude: []string{`^proc_other\.go$`}},
+	{Pkg: "branch", Min: 95},
 	{Pkg: "sandbox", Min: 95, Exclude: []string{`^check_(darwin|other)\.go$`}},
 	{Pkg: "hook", Min: 95},
 	{Pkg: "graph", Min: 95},
