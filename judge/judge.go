@@ -8,7 +8,8 @@
 // in its work tree (the project's, or a lane's: Root), held against the
 // scope and the frozen tests; the feature's test, re-run by the daemon in
 // an environment no agent could have changed; and, when a tester's claim
-// holds, a commit of exactly the tree it tested.
+// holds, exactly the tree it tested, which package branch commits: the
+// judge decides, branch writes.
 //
 // The rules themselves are package gates', shared with the hook; this
 // package supplies what only the daemon knows. Its methods are safe for
@@ -57,8 +58,7 @@ type Options struct {
 	Modes   gates.Modes
 	Records Records
 	// Repo is the project's repository: the runs of the project's own work
-	// tree are judged in it (a lane's, in its Root), and what is tested is
-	// committed there.
+	// tree are judged in it (a lane's, in its Root).
 	Repo *gitrepo.Repo
 	// Jail confines the daemon's own runs of the features' tests (its
 	// Checkout and Mount are set per run): see RunTest.
