@@ -555,6 +555,40 @@ func TestCommitOnTheTestedCommitItBeganOn(t *testing.T) {
 	}
 }
 
+// A feature whose work began on a tested commit the branch did not take
+// goes on that commit even when a person's commit moved the branch while
+// it was worked on: what it began on is read from the commit it began at,
+// not from HEAD.
+func TestCommitOnTheTestedCommitItBeganOnAfterTheBranchMoved(t *testing.T) {
+	f, head := committedFixture(t)
+	base := f.snapshot()
+	f.write(map[string]string{"src/login.go": "package src // login\n"})
+	first := f.snapshot()
+	f.git("checkout", "-q", "--detach") // keeps F-001 off the branch
+	c1, err := Commit(t.Context(), f.repo, verdictOf(first, base, head))
+	if err != nil || c1.Branch != "" {
+		t.Fatalf("F-001 committed %+v (%v), want off the branch", c1, err)
+	}
+	f.git("checkout", "-q", "main")
+	// F-002's work begins on F-001's code; then a person commits.
+	f.write(map[string]string{"NOTES.md": "notes\n"})
+	f.git("add", "NOTES.md")
+	f.git("commit", "-q", "-m", "the user's own commit")
+	f.write(map[string]string{"src/logout.go": "package src // logout\n"})
+	v := verdictOf(f.snapshot(), first, head)
+	v.Feature = &progress.Feature{ID: "F-002", Title: "log out", Test: "sh tests/b.sh"}
+	c2, err := Commit(t.Context(), f.repo, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.git("rev-parse", c2.Commit+"^"); got != c1.Commit {
+		t.Errorf("F-002's commit sits on %s, want F-001's tested commit %s", got, c1.Commit)
+	}
+	if c2.Branch != "" || !strings.Contains(c2.OffBranch, "began on F-001's tested commit") {
+		t.Errorf("F-002 committed %+v, want off the branch, saying it began on F-001's tested commit", c2)
+	}
+}
+
 // A blocked feature's work put back leaves what a person made of HEAD
 // meanwhile, however they made it (a commit, an amend), and leaves alone a file
 // on which the work tree held uncommitted work of theirs when the feature
@@ -576,6 +610,30 @@ func TestPreserveLeavesAPersonsHistoryAndUncommittedWork(t *testing.T) {
 		}
 		if got := f.git("show", BlockedRef("F-002")+":src/a.txt"); got != "the agent's, later" {
 			t.Errorf("the kept work holds src/a.txt = %q", got)
+		}
+	})
+	t.Run("a commit, then the agent's change to a file of it", func(t *testing.T) {
+		f, head := committedFixture(t)
+		base := f.snapshot()
+		f.write(map[string]string{"src/a.txt": "the agent's\n"})
+		f.write(map[string]string{"README.md": "the user's readme\n"})
+		f.git("commit", "-q", "-am", "the user's own commit")
+		f.write(map[string]string{"README.md": "the agent's readme, over the user's\n"})
+		_, restored, err := Preserve(t.Context(), f.repo, "F-002", "blocked", base, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"README.md", "src/a.txt"}; !slices.Equal(restored, want) {
+			t.Errorf("restored %q, want %q", restored, want)
+		}
+		if got := f.read("README.md"); got != "the user's readme\n" {
+			t.Errorf("README.md = %q, want it as the user committed it", got)
+		}
+		if st := f.git("status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("git status after Preserve, want the work tree at HEAD:\n%s", st)
+		}
+		if got := f.git("show", BlockedRef("F-002")+":README.md"); got != "the agent's readme, over the user's" {
+			t.Errorf("the kept work holds README.md = %q", got)
 		}
 	})
 	t.Run("amend", func(t *testing.T) {
