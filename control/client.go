@@ -49,8 +49,6 @@ type Client struct {
 	RunToken string
 }
 
-var _ Backend = (*Client)(nil)
-
 // NewClient returns a client for the daemon listening on socketPath. It
 // does not connect until a method is called.
 func NewClient(socketPath string) *Client {

@@ -162,16 +162,6 @@ func ParseTraceQuery(v url.Values) (TraceQuery, error) {
 	return q, nil
 }
 
-// GateBackend is what a daemon that enforces gates adds to Backend. The
-// server serves the hook and trace routes when its backend has them.
-type GateBackend interface {
-	// Hook judges one hook event. token is the run token the client
-	// presented ("" for an interactive session, which has none).
-	Hook(ctx context.Context, token string, req HookRequest) (HookResponse, error)
-	Traces(ctx context.Context, q TraceQuery) ([]Trace, error)
-	Trace(ctx context.Context, id string) (Trace, error)
-}
-
 // Hook asks the daemon's gates about a hook event.
 func (c *Client) Hook(ctx context.Context, req HookRequest) (HookResponse, error) {
 	var resp HookResponse
@@ -208,12 +198,6 @@ type TraceLinks struct {
 	Next []Trace `json:"next"`
 }
 
-// TraceLinksBackend is a daemon that walks its context graph. The server
-// serves GET /v1/traces/{id}/links when its backend has it.
-type TraceLinksBackend interface {
-	TraceLinks(ctx context.Context, id string) (TraceLinks, error)
-}
-
 // TraceLinks returns a trace with the path that led to it and what
 // followed.
 func (c *Client) TraceLinks(ctx context.Context, id string) (TraceLinks, error) {
@@ -225,16 +209,6 @@ func (c *Client) TraceLinks(ctx context.Context, id string) (TraceLinks, error) 
 // LessonRequest is the body of POST /v1/lessons.
 type LessonRequest struct {
 	Text string `json:"text"`
-}
-
-// LessonBackend is a daemon that keeps the project's lessons: a person
-// adds one, or promotes a lesson or a correction into the project's
-// CLAUDE.md. The server serves the lesson routes when its backend has them.
-type LessonBackend interface {
-	AddLesson(ctx context.Context, text string) (Trace, error)
-	// PromoteLesson writes the lesson (or the lesson made of a correction)
-	// into ctxgraphd's section of CLAUDE.md and returns it.
-	PromoteLesson(ctx context.Context, id string) (Trace, error)
 }
 
 // AddLesson records a lesson of the project; later agents are told it.
@@ -260,13 +234,6 @@ type TraceRequest struct {
 	WhatHappened   string `json:"what_happened"`
 	WhatWasCorrect string `json:"what_was_correct,omitempty"`
 	Why            string `json:"why,omitempty"`
-}
-
-// AgentTraceBackend is a daemon that takes traces from agents.
-type AgentTraceBackend interface {
-	// StoreTrace stores what an agent says; token is its run's ("" from
-	// outside the daemon's runs).
-	StoreTrace(ctx context.Context, token string, req TraceRequest) (Trace, error)
 }
 
 // StoreTrace stores a trace as the client's run (its RunToken).

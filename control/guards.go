@@ -47,16 +47,6 @@ type GuardList struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// GuardBackend is a daemon that keeps guards: it proposes them from
-// patterns, and a person promotes (proposed → warn → enforce, one step a
-// call) or retires them. The server serves the guard routes when its
-// backend has them.
-type GuardBackend interface {
-	Guards(ctx context.Context) (GuardList, error)
-	PromoteGuard(ctx context.Context, id string) (Guard, error)
-	RetireGuard(ctx context.Context, id string) (Guard, error)
-}
-
 // Guards lists the project's guards (proposals refreshed first).
 func (c *Client) Guards(ctx context.Context) (GuardList, error) {
 	var l GuardList

@@ -27,12 +27,6 @@ type PruneResult struct {
 	CommandsKept    int `json:"commands_kept"`
 }
 
-// PruneBackend is a daemon that compacts its old traces. The server
-// serves POST /v1/traces/prune when its backend has it.
-type PruneBackend interface {
-	PruneTraces(ctx context.Context, req PruneRequest) (PruneResult, error)
-}
-
 // PruneTraces compacts the old traces of finished features.
 func (c *Client) PruneTraces(ctx context.Context, req PruneRequest) (PruneResult, error) {
 	var res PruneResult

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"time"
 )
 
@@ -183,16 +182,4 @@ type Pattern struct {
 	// mistake to guard against.
 	Command string `json:"command,omitempty"`
 	Test    bool   `json:"test,omitempty"`
-}
-
-// ReportBackend is a daemon that reports what happened in its project
-// (GET /v1/report): `ctxgraphd report` asks it while it holds the store.
-type ReportBackend interface {
-	Report(ctx context.Context) (Report, error)
-}
-
-// PatternBackend is a daemon that finds what happened again and again in
-// its project (GET /v1/patterns?min=N).
-type PatternBackend interface {
-	Patterns(ctx context.Context, atLeast int) ([]Pattern, error)
 }

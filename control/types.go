@@ -205,25 +205,69 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("the daemon answered %d %s", e.HTTPStatus, http.StatusText(e.HTTPStatus))
 }
 
-// Backend is what the server serves: the daemon's orchestrator in
-// production, a fake in tests. The Client has the same methods, so a Client
-// is a Backend too.
-type Backend interface {
+// The server serves three parts of the daemon, each through an interface
+// of its own, all of them required: the loop's commands (Loop), the gates
+// that answer hooks (Gates) and the project's records (Records). In the
+// daemon they are the orchestrator, the judge and the records service
+// (package records); in tests, controltest's fake.
+
+// Loop is the session: what the loop owns and only the loop changes.
+type Loop interface {
 	Status(ctx context.Context) (Status, error)
 	Features(ctx context.Context) ([]Feature, error)
+	// Changes returns a channel that is closed at the next change of what
+	// Status says (GET /v1/watch).
+	Changes() <-chan struct{}
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
 	Stop(ctx context.Context) error
 	Retry(ctx context.Context, id string) error
 	Unblock(ctx context.Context, id, note string) error
 	Skip(ctx context.Context, id string) error
+	// PromoteLesson writes the lesson (or the lesson made of a correction)
+	// into ctxgraphd's section of CLAUDE.md and returns it. The loop's:
+	// it writes the project's files, which it may do only while no run is
+	// in flight or judged, and what it writes every later run reads.
+	PromoteLesson(ctx context.Context, id string) (Trace, error)
+	// Guards lists the project's guards, proposals refreshed first;
+	// PromoteGuard (proposed → warn → enforce, one step a call) and
+	// RetireGuard change one. The loop's: listing reads guards.yaml and
+	// proposes guards from the patterns (which skip a feature's own files,
+	// known from the canonical list), and every change is handed to the
+	// judge, so that the next hook holds to it.
+	Guards(ctx context.Context) (GuardList, error)
+	PromoteGuard(ctx context.Context, id string) (Guard, error)
+	RetireGuard(ctx context.Context, id string) (Guard, error)
 }
 
-// WatchBackend is a daemon whose status can be followed (GET /v1/watch):
-// Changes returns a channel that is closed at the next change of what
-// Status says.
-type WatchBackend interface {
-	Changes() <-chan struct{}
+// Gates answer the hooks of the daemon's runs, knowing each run by its
+// token.
+type Gates interface {
+	// Hook judges one hook event. token is the run token the client
+	// presented ("" for an interactive session, which has none).
+	Hook(ctx context.Context, token string, req HookRequest) (HookResponse, error)
+	// IsRunProcess reports whether pid belongs to a run of the daemon (an
+	// agent's or one of its own test runs: it or an ancestor is a run's
+	// process, or it carries a run's token), so that the routes for people
+	// can refuse a process of a run, whatever it presents.
+	IsRunProcess(pid int) bool
+}
+
+// Records are what happened in the project, read from the store: the
+// traces and where each stands in the context graph, the patterns, the
+// report; and the traces people and agents add, and their compaction.
+type Records interface {
+	Traces(ctx context.Context, q TraceQuery) ([]Trace, error)
+	Trace(ctx context.Context, id string) (Trace, error)
+	TraceLinks(ctx context.Context, id string) (TraceLinks, error)
+	// AddLesson records a person's lesson, which later runs are told.
+	AddLesson(ctx context.Context, text string) (Trace, error)
+	// StoreTrace stores what an agent says; token is its run's ("" from
+	// outside the daemon's runs).
+	StoreTrace(ctx context.Context, token string, req TraceRequest) (Trace, error)
+	Patterns(ctx context.Context, atLeast int) ([]Pattern, error)
+	Report(ctx context.Context) (Report, error)
+	PruneTraces(ctx context.Context, req PruneRequest) (PruneResult, error)
 }
 
 // CodeForStatus names an HTTP status for answers that carry no code of
@@ -245,13 +289,4 @@ func CodeForStatus(status int) string {
 		return CodeUnavailable
 	}
 	return CodeInternal
-}
-
-// RunPeers is what a backend that runs agents adds so that the routes for
-// people can refuse a process of a run, whatever it presents.
-type RunPeers interface {
-	// IsRunProcess reports whether pid belongs to a run of the daemon (an
-	// agent's or one of its own test runs: it or an ancestor is a run's
-	// process, or it carries a run's token).
-	IsRunProcess(pid int) bool
 }

@@ -11,29 +11,15 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// The Orchestrator is the control server's backend, and serves every
-// optional route: each interface is held here at compile time, so that a
-// signature that drifts fails the build instead of silently dropping its
-// routes (the server serves a route only for a backend that has it).
-var (
-	_ control.Backend           = (*Orchestrator)(nil)
-	_ control.WatchBackend      = (*Orchestrator)(nil)
-	_ control.GateBackend       = (*Orchestrator)(nil)
-	_ control.TraceLinksBackend = (*Orchestrator)(nil)
-	_ control.LessonBackend     = (*Orchestrator)(nil)
-	_ control.AgentTraceBackend = (*Orchestrator)(nil)
-	_ control.GuardBackend      = (*Orchestrator)(nil)
-	_ control.PruneBackend      = (*Orchestrator)(nil)
-	_ control.ReportBackend     = (*Orchestrator)(nil)
-	_ control.PatternBackend    = (*Orchestrator)(nil)
-	_ control.RunPeers          = (*Orchestrator)(nil)
-)
+// The Orchestrator serves the control socket's loop routes: the session's
+// commands, which run on the loop (control.Loop). The hooks are the judge's
+// to answer and the records the records service's (package records).
+var _ control.Loop = (*Orchestrator)(nil)
 
 // publish refreshes the snapshot that control reads, so that ctl answers at
 // once even while the loop is busy (verifying a test, for instance).
@@ -122,7 +108,7 @@ func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
 	o.signalChange()
 }
 
-// Changes implements control.WatchBackend.
+// Changes implements control.Loop.
 func (o *Orchestrator) Changes() <-chan struct{} {
 	for {
 		if ch := o.changed.Load(); ch != nil {
@@ -179,7 +165,7 @@ func (o *Orchestrator) writeMirror() {
 	}
 }
 
-// Status implements control.Backend.
+// Status implements control.Loop.
 func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 	st := *o.snap.Load()
 	withLive := func(r control.RunInfo) control.RunInfo {
@@ -200,12 +186,12 @@ func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 	return st, nil
 }
 
-// Features implements control.Backend.
+// Features implements control.Loop.
 func (o *Orchestrator) Features(context.Context) ([]control.Feature, error) {
 	return *o.features.Load(), nil
 }
 
-// Pause implements control.Backend: no new run starts; the one in flight
+// Pause implements control.Loop: no new run starts; the one in flight
 // finishes and is judged first.
 func (o *Orchestrator) Pause(ctx context.Context) error {
 	return o.do(ctx, func() error {
@@ -225,7 +211,7 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 	})
 }
 
-// Resume implements control.Backend.
+// Resume implements control.Loop.
 func (o *Orchestrator) Resume(ctx context.Context) error {
 	return o.do(ctx, func() error {
 		o.session.PauseRequested = false
@@ -252,7 +238,7 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 	})
 }
 
-// Stop implements control.Backend: the run in flight is stopped (and redone
+// Stop implements control.Loop: the run in flight is stopped (and redone
 // after a resume, not counted) and the session waits for a person.
 func (o *Orchestrator) Stop(ctx context.Context) error {
 	return o.do(ctx, func() error {
@@ -282,12 +268,12 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 	})
 }
 
-// Retry implements control.Backend: a feature's attempts start over.
+// Retry implements control.Loop: a feature's attempts start over.
 func (o *Orchestrator) Retry(ctx context.Context, id string) error {
 	return o.reopen(ctx, id, "", "retry")
 }
 
-// Unblock implements control.Backend: like Retry, with a note that the next
+// Unblock implements control.Loop: like Retry, with a note that the next
 // coding agent reads.
 func (o *Orchestrator) Unblock(ctx context.Context, id, note string) error {
 	return o.reopen(ctx, id, note, "unblock")
@@ -340,7 +326,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 	})
 }
 
-// Skip implements control.Backend: the feature is set aside as blocked, by a
+// Skip implements control.Loop: the feature is set aside as blocked, by a
 // person's choice (not counted against the session's blocked limit).
 func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 	return o.do(ctx, func() error {
@@ -386,20 +372,4 @@ func (o *Orchestrator) feature(id string) (*progress.Feature, error) {
 		return nil, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownFeat, Message: fmt.Sprintf("no feature %q in the feature list", id)}
 	}
 	return f, nil
-}
-
-// Runs returns every run recorded for the project, oldest first.
-func (o *Orchestrator) Runs() ([]store.Run, error) { return o.st.Runs() }
-
-// Report implements control.ReportBackend: what happened, from the store,
-// as `ctxgraphd report` reads it when no daemon runs.
-func (o *Orchestrator) Report(context.Context) (control.Report, error) {
-	r, err := report.Build(o.st, o.opts.Project.ID, o.opts.Project.Dir, o.now())
-	if err != nil {
-		return r, err
-	}
-	// verify runs beside the daemon, and records itself apart from the
-	// store the daemon holds.
-	r.Verify = report.ReadVerify(o.opts.Project.StateDir)
-	return r, nil
 }

@@ -154,7 +154,7 @@ func (o *Orchestrator) proposeGuards() error {
 	return nil
 }
 
-// Guards implements control.GuardBackend: every guard, with how often it
+// Guards implements control.Loop: every guard, with how often it
 // acted, proposals refreshed and guards.yaml read first.
 func (o *Orchestrator) Guards(ctx context.Context) (control.GuardList, error) {
 	var l control.GuardList
@@ -205,7 +205,7 @@ func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
 	return out, nil
 }
 
-// PromoteGuard implements control.GuardBackend: a person moves a guard one
+// PromoteGuard implements control.Loop: a person moves a guard one
 // step, proposed → warn → enforce.
 func (o *Orchestrator) PromoteGuard(ctx context.Context, id string) (control.Guard, error) {
 	return o.changeGuard(ctx, id, "promote", func(r *guards.Rule) error {
@@ -223,7 +223,7 @@ func (o *Orchestrator) PromoteGuard(ctx context.Context, id string) (control.Gua
 	})
 }
 
-// RetireGuard implements control.GuardBackend: a person ends a guard.
+// RetireGuard implements control.Loop: a person ends a guard.
 func (o *Orchestrator) RetireGuard(ctx context.Context, id string) (control.Guard, error) {
 	return o.changeGuard(ctx, id, "retire", func(r *guards.Rule) error {
 		if r.Status == guards.Retired {

@@ -1,54 +1,18 @@
 package orchestrator
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/progress"
-	"github.com/ctxgraphd/ctxgraphd/store"
+	"github.com/ctxgraphd/ctxgraphd/records"
 )
 
-// PruneTraces implements control.PruneBackend: the old traces of finished
-// features compacted now, older than req.OlderThan or graph.retention.
-func (o *Orchestrator) PruneTraces(_ context.Context, req control.PruneRequest) (control.PruneResult, error) {
-	age := o.cfg.Graph.Retention
-	if req.OlderThan != "" {
-		d, err := time.ParseDuration(req.OlderThan)
-		if err != nil || d < 0 {
-			return control.PruneResult{}, badRequest(fmt.Sprintf("older_than %q: want a duration >= 0 with a unit, such as 720h or 30m", req.OlderThan))
-		}
-		age = d
-	} else if age == 0 {
-		return control.PruneResult{}, badRequest("graph.retention is 0 (traces are kept forever) and no age was given: say how old a trace must be to be compacted, e.g. ctl traces --prune --older-than 720h")
-	}
-	return o.prune(age)
-}
-
 // prune compacts the traces older than age of the features that are
-// finished (tested or blocked), as the canonical list says now. It runs
-// beside the loop, never on it: the store's transactions keep it apart
-// from the appends of hooks, one feature at a time.
+// finished, as the canonical list says now (records.Compact).
 func (o *Orchestrator) prune(age time.Duration) (control.PruneResult, error) {
-	before := o.now().UTC().Add(-age)
-	finished := []string{}
-	for _, f := range *o.features.Load() {
-		if f.Tested || f.Status == string(progress.Blocked) {
-			finished = append(finished, f.ID)
-		}
-	}
-	r, err := o.st.Prune(store.PruneOptions{Before: before, Finished: finished})
-	res := control.PruneResult{Before: before.Format(time.RFC3339), Features: finished, Examined: r.Examined, Folded: r.Folded, Dropped: r.Dropped,
-		Kept: r.Kept, CommandsDropped: r.CommandsDropped, CommandsKept: r.CommandsKept}
-	if err != nil {
-		return res, err
-	}
-	o.log.Info("traces compacted", zap.Time("before", before), zap.Int("features", len(finished)), zap.Int("examined", r.Examined),
-		zap.Int("folded", r.Folded), zap.Int("dropped", r.Dropped), zap.Int("commands_dropped", r.CommandsDropped))
-	return res, nil
+	return records.Compact(o.st, *o.features.Load(), o.now(), age, o.log)
 }
 
 // retentionEvery is how often graph.retention is applied: a tenth of it,

@@ -30,6 +30,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/records"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -196,7 +197,12 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		closeListeners()
 		return err
 	}
-	srv := server.New(orch, log.Named("control"))
+	// The socket serves three parts of the daemon: the loop's commands, the
+	// judge's answers to hooks (which never wait for the loop) and the
+	// records, read from the store beside the loop.
+	recs := records.New(records.Options{Store: st, Project: o.Project, Judge: j, Features: orch,
+		Retention: cfg.Graph.Retention, Log: log.Named("records")})
+	srv := server.New(orch, j, recs, log.Named("control"))
 
 	var g run.Group
 	loopCtx, stopLoop := context.WithCancel(ctx)

@@ -15,7 +15,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 )
 
-// gateBackend adds the gate routes to the fake backend.
+// gateBackend is a fake daemon whose gates and traces a test looks at.
 type gateBackend struct {
 	controltest.Backend
 	hooks  []control.HookRequest
@@ -81,14 +81,6 @@ func TestGateRoutes(t *testing.T) {
 	bad := raw(t, sock, "GET", "/v1/traces?limit=-3", nil, "")
 	if bad.status != http.StatusBadRequest {
 		t.Fatalf("bad limit: %d %s", bad.status, bad.body)
-	}
-}
-
-func TestBackendWithoutGatesHasNoHookRoute(t *testing.T) {
-	sock := socketIn(t)
-	controltest.Serve(t, sock, &controltest.Backend{})
-	if r := raw(t, sock, "POST", "/v1/hook", nil, "{}"); r.status != http.StatusNotFound {
-		t.Fatalf("POST /v1/hook on a gateless backend = %d", r.status)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 	"github.com/ctxgraphd/ctxgraphd/control/server"
 )
 
@@ -13,7 +12,7 @@ import (
 // seconds, enough for a live client on a local socket and short enough that
 // stuck connections do not pile up.
 func TestServerBoundsTheWaitForHeaders(t *testing.T) {
-	srv := server.New(&controltest.Backend{}, nil)
+	srv := newServer(nil)
 	if d := server.HeaderTimeout(srv); d < time.Second || d > time.Minute {
 		t.Errorf("the server waits %v for a request's headers, want a bound between a second and a minute", d)
 	}

@@ -1,6 +1,6 @@
 // Package server is the daemon's side of the control socket: the HTTP/JSON
-// server that serves a control.Backend (and, when the backend enforces
-// gates, the hook and trace routes), and Listen, which owns the socket file.
+// server that serves the loop (control.Loop), the gates (control.Gates) and
+// the records (control.Records), and Listen, which owns the socket file.
 //
 // It is apart from package control, which holds the wire types and the
 // client, so that the ctl, hook and mcp paths link no server code and no
@@ -31,12 +31,14 @@ const maxRequestBody = 4 << 20
 
 var errNotUnix = errors.New("not a Unix socket connection")
 
-// Server serves a control.Backend on the control socket.
+// Server serves the daemon on the control socket.
 type Server struct {
-	b    control.Backend
-	log  *zap.Logger
-	mux  *http.ServeMux
-	http *http.Server
+	loop    control.Loop
+	gates   control.Gates
+	records control.Records
+	log     *zap.Logger
+	mux     *http.ServeMux
+	http    *http.Server
 
 	// ctx is the base context of every request. Shutdown cancels it, so
 	// that requests that would outlive the daemon (an action queued behind
@@ -51,14 +53,18 @@ type Server struct {
 	patterns []string
 }
 
-// New returns a server for b. A nil log discards the log.
-func New(b control.Backend, log *zap.Logger) *Server {
+// New returns a server for the loop's commands, the gates' answers to
+// hooks and the project's records: every route is served, whoever serves
+// them. A nil log discards the log.
+func New(loop control.Loop, gates control.Gates, records control.Records, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		b:         b,
+		loop:      loop,
+		gates:     gates,
+		records:   records,
 		log:       log,
 		mux:       http.NewServeMux(),
 		ctx:       ctx,
@@ -76,71 +82,55 @@ func New(b control.Backend, log *zap.Logger) *Server {
 		ConnContext:       connContext,
 		ErrorLog:          errLog,
 	}
-	s.baseRoutes()
-	if g, ok := b.(control.GateBackend); ok {
-		s.gateRoutes(g)
-	}
-	if wb, ok := b.(control.WatchBackend); ok {
-		s.Handle("GET /v1/watch", s.watch(wb))
-	}
-	if ab, ok := b.(control.AgentTraceBackend); ok {
-		s.Handle("POST /v1/traces", Endpoint(func(r *http.Request) (control.Trace, error) {
-			var req control.TraceRequest
-			if err := ReadJSON(r, &req); err != nil {
-				return control.Trace{}, err
+	s.loopRoutes()
+	s.gateRoutes()
+	s.Handle("GET /v1/watch", s.watch())
+	s.Handle("POST /v1/traces", Endpoint(func(r *http.Request) (control.Trace, error) {
+		var req control.TraceRequest
+		if err := ReadJSON(r, &req); err != nil {
+			return control.Trace{}, err
+		}
+		return s.records.StoreTrace(r.Context(), r.Header.Get(control.RunTokenHeader), req)
+	}))
+	// Lessons shape what every later agent reads: a person's to give.
+	s.Handle("POST /v1/lessons", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
+		var req control.LessonRequest
+		if err := ReadJSON(r, &req); err != nil {
+			return control.Trace{}, err
+		}
+		return s.records.AddLesson(r.Context(), req.Text)
+	})))
+	s.Handle("POST /v1/lessons/{id}/promote", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
+		return s.loop.PromoteLesson(r.Context(), r.PathValue("id"))
+	})))
+	s.Handle("GET /v1/patterns", Endpoint(func(r *http.Request) ([]control.Pattern, error) {
+		atLeast := 2
+		if v := r.URL.Query().Get("min"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: "min: want a whole number >= 1"}
 			}
-			return ab.StoreTrace(r.Context(), r.Header.Get(control.RunTokenHeader), req)
-		}))
-	}
-	if lb, ok := b.(control.LessonBackend); ok {
-		// Lessons shape what every later agent reads: a person's to give.
-		s.Handle("POST /v1/lessons", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
-			var req control.LessonRequest
-			if err := ReadJSON(r, &req); err != nil {
-				return control.Trace{}, err
-			}
-			return lb.AddLesson(r.Context(), req.Text)
-		})))
-		s.Handle("POST /v1/lessons/{id}/promote", s.peopleOnly(Endpoint(func(r *http.Request) (control.Trace, error) {
-			return lb.PromoteLesson(r.Context(), r.PathValue("id"))
-		})))
-	}
-	if pb, ok := b.(control.PatternBackend); ok {
-		s.Handle("GET /v1/patterns", Endpoint(func(r *http.Request) ([]control.Pattern, error) {
-			atLeast := 2
-			if v := r.URL.Query().Get("min"); v != "" {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return nil, &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadRequest, Message: "min: want a whole number >= 1"}
-				}
-				atLeast = n
-			}
-			ps, err := pb.Patterns(r.Context(), atLeast)
-			if ps == nil && err == nil {
-				ps = []control.Pattern{}
-			}
-			return ps, err
-		}))
-	}
-	if gb, ok := b.(control.GuardBackend); ok {
-		s.guardRoutes(gb)
-	}
-	if pb, ok := b.(control.PruneBackend); ok {
-		s.pruneRoutes(pb)
-	}
-	if rb, ok := b.(control.ReportBackend); ok {
-		s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (control.Report, error) { return rb.Report(r.Context()) }))
-	}
+			atLeast = n
+		}
+		ps, err := s.records.Patterns(r.Context(), atLeast)
+		if ps == nil && err == nil {
+			ps = []control.Pattern{}
+		}
+		return ps, err
+	}))
+	s.guardRoutes()
+	s.pruneRoutes()
+	s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (control.Report, error) { return s.records.Report(r.Context()) }))
 	return s
 }
 
-// baseRoutes registers what every backend serves.
-func (s *Server) baseRoutes() {
+// loopRoutes registers the session's routes.
+func (s *Server) loopRoutes() {
 	s.Handle("GET /v1/status", Endpoint(func(r *http.Request) (control.Status, error) {
-		return s.b.Status(r.Context())
+		return s.loop.Status(r.Context())
 	}))
 	s.Handle("GET /v1/features", Endpoint(func(r *http.Request) ([]control.Feature, error) {
-		fs, err := s.b.Features(r.Context())
+		fs, err := s.loop.Features(r.Context())
 		if fs == nil && err == nil {
 			fs = []control.Feature{} // an array for scripts, even before the initializer ran
 		}
@@ -149,17 +139,17 @@ func (s *Server) baseRoutes() {
 	// What changes the session is for people: an agent that reached the
 	// socket (it cannot, in the sandbox) must not pause the daemon to
 	// edit its own verdict, or skip another feature.
-	s.Handle("POST /v1/pause", s.peopleOnly(action(s.b.Pause)))
-	s.Handle("POST /v1/resume", s.peopleOnly(action(s.b.Resume)))
-	s.Handle("POST /v1/stop", s.peopleOnly(action(s.b.Stop)))
-	s.Handle("POST /v1/features/{id}/retry", s.peopleOnly(featureAction(s.b.Retry)))
-	s.Handle("POST /v1/features/{id}/skip", s.peopleOnly(featureAction(s.b.Skip)))
+	s.Handle("POST /v1/pause", s.peopleOnly(action(s.loop.Pause)))
+	s.Handle("POST /v1/resume", s.peopleOnly(action(s.loop.Resume)))
+	s.Handle("POST /v1/stop", s.peopleOnly(action(s.loop.Stop)))
+	s.Handle("POST /v1/features/{id}/retry", s.peopleOnly(featureAction(s.loop.Retry)))
+	s.Handle("POST /v1/features/{id}/skip", s.peopleOnly(featureAction(s.loop.Skip)))
 	s.Handle("POST /v1/features/{id}/unblock", s.peopleOnly(Endpoint(func(r *http.Request) (control.OK, error) {
 		var req control.UnblockRequest
 		if err := ReadJSON(r, &req); err != nil {
 			return control.OK{}, err
 		}
-		return done(s.b.Unblock(r.Context(), r.PathValue("id"), req.Note))
+		return done(s.loop.Unblock(r.Context(), r.PathValue("id"), req.Note))
 	})))
 }
 
@@ -173,12 +163,10 @@ func (s *Server) peopleOnly(h http.Handler) http.Handler {
 				Message: "this request carries an agent run's credentials; what changes the session, the guards or the lessons is for people"})
 			return
 		}
-		if rp, ok := s.b.(control.RunPeers); ok {
-			if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && rp.IsRunProcess(p.pid) {
-				WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-					Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards or the lessons is for people", p.pid)})
-				return
-			}
+		if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && s.gates.IsRunProcess(p.pid) {
+			WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
+				Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards or the lessons is for people", p.pid)})
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -194,8 +182,7 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 }
 
 // Routes returns the patterns the server answers ("GET /v1/status", …), in
-// the order they were registered: what its backend serves, and what Handle
-// added. The documentation of the control API is held to it.
+// the order they were registered: its own, and what Handle added. The documentation of the control API is held to it.
 func (s *Server) Routes() []string {
 	return slices.Clone(s.patterns)
 }
@@ -462,7 +449,7 @@ const watchInterval = 250 * time.Millisecond
 // never closer than watchInterval, and without changes a line comes at
 // most a second and watchInterval (1.25 s) after the one before. It ends
 // when the client goes or the server shuts down.
-func (s *Server) watch(wb control.WatchBackend) http.Handler {
+func (s *Server) watch() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Header().Set("Cache-Control", "no-store")
@@ -471,8 +458,8 @@ func (s *Server) watch(wb control.WatchBackend) http.Handler {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
-			changed := wb.Changes() // before Status: a change in between is not missed
-			st, err := s.b.Status(r.Context())
+			changed := s.loop.Changes() // before Status: a change in between is not missed
+			st, err := s.loop.Status(r.Context())
 			if err != nil {
 				return
 			}

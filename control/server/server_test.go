@@ -54,13 +54,13 @@ func socketIn(t *testing.T) string {
 
 // serve is controltest.Serve with a chance to configure the server before
 // it serves.
-func serve(t *testing.T, sock string, b control.Backend, configure func(*server.Server)) *server.Server {
+func serve(t *testing.T, sock string, b controltest.Daemon, configure func(*server.Server)) *server.Server {
 	t.Helper()
 	ln, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, zaptest.NewLogger(t))
 	if configure != nil {
 		configure(srv)
 	}
@@ -75,6 +75,13 @@ func serve(t *testing.T, sock string, b control.Backend, configure func(*server.
 		}
 	})
 	return srv
+}
+
+// newServer is a server of a fake daemon whose answers the test does not
+// look at.
+func newServer(log *zap.Logger) *server.Server {
+	b := &controltest.Backend{}
+	return server.New(b, b, b, log)
 }
 
 // rawAnswer is an answer to a request sent without the Client.
@@ -366,7 +373,7 @@ func TestExtraRoutes(t *testing.T) {
 // added with Handle, each answered by a handler rather than by the mux's
 // "no such endpoint". The documentation of the API is checked against it.
 func TestRoutesListWhatTheServerAnswers(t *testing.T) {
-	s := server.New(&controltest.Backend{}, nil)
+	s := newServer(nil)
 	s.Handle("GET /v1/things/{id}", server.Endpoint(func(r *http.Request) (control.OK, error) { return control.OK{OK: true}, nil }))
 	routes := s.Routes()
 	for _, want := range []string{"GET /v1/status", "POST /v1/features/{id}/unblock", "GET /v1/guards", "GET /v1/things/{id}"} {
@@ -374,10 +381,15 @@ func TestRoutesListWhatTheServerAnswers(t *testing.T) {
 			t.Errorf("Routes() = %q, missing %q", routes, want)
 		}
 	}
+	// A client that went already: a stream (watch) answers its first line
+	// and ends.
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")
 		rec := httptest.NewRecorder()
-		server.ServeAs(s, rec, httptest.NewRequest(method, strings.ReplaceAll(path, "{id}", "x"), nil), os.Geteuid(), 0, true, nil)
+		req := httptest.NewRequestWithContext(gone, method, strings.ReplaceAll(path, "{id}", "x"), nil)
+		server.ServeAs(s, rec, req, os.Geteuid(), 0, true, nil)
 		var e control.Error
 		json.Unmarshal(rec.Body.Bytes(), &e)
 		if e.Code == control.CodeNotFound || e.Code == control.CodeMethodNotAllowed {
@@ -396,7 +408,7 @@ func TestServeAndShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(&controltest.Backend{}, nil)
+	srv := newServer(nil)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if _, err := control.NewClient(sock).Status(t.Context()); err != nil {
@@ -436,7 +448,7 @@ func TestShutdownEndsRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := blockingPause{Backend: &controltest.Backend{}, entered: make(chan struct{})}
-	srv := server.New(b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -675,7 +687,7 @@ func call(s *server.Server, method, path, body string, uid, pid int, known bool,
 // is held to the peer rule.
 func TestPeerCredentialsAreChecked(t *testing.T) {
 	b := &controltest.Backend{}
-	s := server.New(b, zaptest.NewLogger(t))
+	s := server.New(b, b, b, zaptest.NewLogger(t))
 	server.SetAllowPeer(s, func(uid int) bool { return uid == 1000 })
 	refused := func(msg string) string {
 		e, _ := json.Marshal(control.Error{Error: msg, Code: control.CodeForbidden})
@@ -734,7 +746,7 @@ func (b *everyPIDIsARun) IsRunProcess(pid int) bool { b.asked = append(b.asked, 
 // person's unless it carries a token.
 func TestPeopleOnlyAsksAboutRealPIDs(t *testing.T) {
 	b := &everyPIDIsARun{}
-	s := server.New(b, zaptest.NewLogger(t))
+	s := server.New(b, b, b, zaptest.NewLogger(t))
 	self := os.Geteuid()
 	if a := call(s, "POST", "/v1/stop", "", self, 0, true, nil); a.status != 200 {
 		t.Errorf("stop from pid 0 = %d %s, want 200", a.status, a.body)
@@ -756,7 +768,7 @@ func TestPeopleOnlyAsksAboutRealPIDs(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	b := &controltest.Backend{}
-	s := server.New(b, zap.New(core))
+	s := server.New(b, b, b, zap.New(core))
 	s.Handle("GET /v1/late-status", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "body first\n")
 		w.WriteHeader(http.StatusInternalServerError) // too late: the client got 200
@@ -959,7 +971,7 @@ func TestServeRefusesConnectionsThatAreNotUnix(t *testing.T) {
 		t.Skipf("no TCP loopback: %v", err)
 	}
 	b := &controltest.Backend{}
-	srv := server.New(b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer func() {
@@ -988,7 +1000,7 @@ func TestServeReportsAFailedListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-	if err := server.New(&controltest.Backend{}, nil).Serve(ln); err == nil {
+	if err := newServer(nil).Serve(ln); err == nil {
 		t.Error("Serve on a closed listener = nil, want its error")
 	}
 }
