@@ -36,10 +36,10 @@ func TestLessons(t *testing.T) {
 		return err == nil && st.Features.Blocked == 1 && st.Current == nil && st.Working == ""
 	}, "F-001 blocked and nothing in flight")
 
-	if _, err := o.AddLesson(ctx, "  \n"); !isStatus(err, http.StatusBadRequest) {
+	if _, err := h.records().AddLesson(ctx, "  \n"); !isStatus(err, http.StatusBadRequest) {
 		t.Errorf("an empty lesson: %v, want a 400", err)
 	}
-	lesson, err := o.AddLesson(ctx, "run go vet\nbefore go test")
+	lesson, err := h.records().AddLesson(ctx, "run go vet\nbefore go test")
 	if err != nil || lesson.Type != control.TraceLesson || lesson.Source != control.SourceUser || lesson.Event.WhatHappened != "run go vet before go test" {
 		t.Fatalf("AddLesson = %+v, %v", lesson, err)
 	}
@@ -110,43 +110,12 @@ func TestPatternsFromRefusals(t *testing.T) {
 	if err := h.runToEnd(); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := h.current.Patterns(context.Background(), 2)
+	ps, err := h.records().Patterns(context.Background(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(ps, func(p control.Pattern) bool { return p.Kind == control.PatternRefusal && p.Gate == "scope" })
 	if i < 0 || ps[i].Count != 2 || !slices.Equal(ps[i].Features, []string{"F-001", "F-002"}) || len(ps[i].Examples) != 2 || ps[i].Role != string(role.Coder) {
 		t.Errorf("patterns = %+v", ps)
-	}
-}
-
-// What an agent stores is marked as its own and kept to what it may say;
-// a token of no run of this daemon stores nothing.
-func TestStoreTrace(t *testing.T) {
-	h := newHarness(t)
-	o := h.orchestrator(false)
-	ctx := running(t, o)
-
-	tr, err := o.StoreTrace(ctx, "", control.TraceRequest{Type: control.TraceHandoff, WhatHappened: "  the parser\nis done  "})
-	if err != nil || tr.Source != control.SourceAgent || tr.Type != control.TraceHandoff || tr.Event.WhatHappened != "the parser is done" {
-		t.Errorf("StoreTrace = %+v, %v", tr, err)
-	}
-	for _, tt := range []struct {
-		token  string
-		req    control.TraceRequest
-		status int
-	}{
-		{"", control.TraceRequest{Type: control.TraceViolation, WhatHappened: "the tester cheated"}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: control.TraceApproval, WhatHappened: "F-001 is tested"}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: control.TraceDecision, WhatHappened: " "}, http.StatusBadRequest},
-		{"", control.TraceRequest{Type: control.TraceDecision, WhatHappened: strings.Repeat("x", 4*maxLesson+1)}, http.StatusBadRequest},
-		{"a-token-of-no-run", control.TraceRequest{Type: control.TraceDecision, WhatHappened: "x"}, http.StatusForbidden},
-	} {
-		if _, err := o.StoreTrace(ctx, tt.token, tt.req); !isStatus(err, tt.status) {
-			t.Errorf("StoreTrace(%q, %s) = %v, want %d", tt.token, tt.req.Type, err, tt.status)
-		}
-	}
-	if trs, _ := h.st.Traces(store.TraceFilter{Text: "cheated"}); len(trs) != 0 {
-		t.Errorf("a refused trace was stored: %+v", trs)
 	}
 }

@@ -48,7 +48,7 @@ func TestGuardLifecycle(t *testing.T) {
 	token := o.judge.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000099"})
 	decide := func() *control.HookDecision {
 		t.Helper()
-		resp, err := o.Hook(ctx, token, bashCall("make deploy"))
+		resp, err := o.judge.Hook(ctx, token, bashCall("make deploy"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -324,7 +322,7 @@ func testerClaims(runTest bool) script {
 func (h *harness) hook(event string, spec agents.Spec, payload map[string]any) *control.HookDecision {
 	h.t.Helper()
 	data, _ := json.Marshal(payload)
-	resp, err := h.current.Hook(context.Background(), spec.Token, control.HookRequest{Event: event, Payload: data})
+	resp, err := h.current.judge.Hook(context.Background(), spec.Token, control.HookRequest{Event: event, Payload: data})
 	if err != nil {
 		h.t.Errorf("hook %s: %v", event, err)
 		return nil
@@ -1043,22 +1041,6 @@ func TestPersonsCorrectionsAreTraced(t *testing.T) {
 	want := []string{"F-001: F-001 reopened by ctl unblock / use the v2 API", "F-001: F-001 set aside by ctl skip / ", "F-002: F-002 reopened by ctl retry / "}
 	if !slices.Equal(got, want) {
 		t.Errorf("corrections:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// An unknown trace type is a bad request that lists the types, whoever
-// asks (ctl checks it too; an MCP client or curl may not).
-func TestTracesRefuseAnUnknownType(t *testing.T) {
-	h := newHarness(t)
-	_, err := h.orchestrator(false).Traces(context.Background(), control.TraceQuery{Type: "violations"})
-	var api *control.APIError
-	if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest || !strings.Contains(api.Message, "the types are decision, violation") {
-		t.Errorf("Traces(type violations) = %v, want a 400 that lists the types", err)
-	}
-	// So is an unknown level, which used to be taken as full.
-	_, err = h.orchestrator(false).Traces(context.Background(), control.TraceQuery{Level: "everything"})
-	if !errors.As(err, &api) || api.HTTPStatus != http.StatusBadRequest || !strings.Contains(api.Message, "the levels are metadata, summary, full") {
-		t.Errorf("Traces(level everything) = %v, want a 400 that lists the levels", err)
 	}
 }
 

@@ -56,8 +56,8 @@ func TestPruneTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := map[string][]string{"F-001": story(t, h.st, "F-001"), "F-002": story(t, h.st, "F-002")}
-	o := h.current
-	res, err := o.PruneTraces(context.Background(), control.PruneRequest{OlderThan: "0s"})
+	recs := h.records()
+	res, err := recs.PruneTraces(context.Background(), control.PruneRequest{OlderThan: "0s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestPruneTraces(t *testing.T) {
 		{control.PruneRequest{OlderThan: "-1h"}, `older_than "-1h"`},
 		{control.PruneRequest{}, "graph.retention is 0"},
 	} {
-		if _, err := o.PruneTraces(context.Background(), tt.req); !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), tt.want) {
+		if _, err := recs.PruneTraces(context.Background(), tt.req); !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v, want a bad request saying %q", tt.req, err, tt.want)
 		}
 	}
