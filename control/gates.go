@@ -18,14 +18,22 @@ type HookRequest struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// HookDecision is a gate's verdict; the hook renders it for Claude Code.
+// HookDecision is a gate's verdict on an action it does not let through as
+// is. It is one type from the gate that makes it (package gates, in the
+// daemon's judge or in a hook deciding alone) over the socket to what the
+// hook prints for Claude Code (gates.Render), and in the spool of a hook
+// that decided alone.
 type HookDecision struct {
 	Gate       string `json:"gate"`
 	Code       string `json:"code"`
 	Message    string `json:"message"`
 	Suggestion string `json:"suggestion"`
-	Mode       string `json:"mode"` // enforce | warn
+	Mode       string `json:"mode"` // enforce | warn (gates.Enforce, gates.Warn)
 }
+
+// Blocks reports whether the action is refused: the gate enforces. In warn
+// mode the action is let through, and recorded.
+func (d *HookDecision) Blocks() bool { return d != nil && d.Mode == "enforce" }
 
 // HookResponse answers a HookRequest; no decision means go ahead.
 type HookResponse struct {

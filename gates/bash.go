@@ -6,13 +6,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 // judgeBash reads what it can off a command line, for early, structured
 // feedback: the sandbox is what keeps a Bash command from writing what it
 // must not, and the verdict judges what the run changed whatever it ran.
-func judgeBash(m Modes, a Actor, s State, cmd string) *Decision {
+func judgeBash(m Modes, a Actor, s State, cmd string) *control.HookDecision {
 	if d := s.touchesDaemon(m, cmd); d != nil {
 		return d
 	}

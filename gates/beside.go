@@ -1,6 +1,10 @@
 package gates
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+)
 
 // A daemon's run does one thing at a time. The gates judge a write against
 // the work tree as it is when its hook runs, and Claude Code's file tools
@@ -48,7 +52,7 @@ func IsSubagentCall(tool string) bool { return subagentTools[tool] }
 // running beside its next calls, or elsewhere: a subagent in a worktree
 // of its own (isolation "worktree", made by Claude Code's own git outside
 // the sandbox, as EnterWorktree's are) or on a remote machine.
-func judgeBeside(m Modes, a Actor, s State, p *Payload) *Decision {
+func judgeBeside(m Modes, a Actor, s State, p *Payload) *control.HookDecision {
 	if a.Role == "" {
 		return nil
 	}

@@ -40,11 +40,12 @@ var Gates = []string{TestedNeedsEvidence, TesterMustTest, RoleWritePolicy, Scope
 // records it, off does nothing.
 type Mode string
 
-// Modes of a gate.
+// Modes of a gate. Untyped, so that a decision's mode, a string on the
+// wire (control.HookDecision.Mode), compares with them as a Mode does.
 const (
-	Enforce Mode = "enforce"
-	Warn    Mode = "warn"
-	Off     Mode = "off"
+	Enforce = "enforce"
+	Warn    = "warn"
+	Off     = "off"
 )
 
 // Modes maps gate names to modes; a gate not in the map is enforced.
@@ -123,15 +124,6 @@ type State struct {
 // attempt then fails for want of a verdict).
 const MaxStopBlocks = 7
 
-// Decision is a gate's verdict on an action it does not let through as is.
-type Decision struct {
-	Gate       string `json:"gate"`
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Suggestion string `json:"suggestion"`
-	Mode       Mode   `json:"mode"`
-}
-
 // Denial is the structured reason the model reads. Its JSON shape is a
 // contract: models and the scripts of outside tools read these keys.
 type Denial struct {
@@ -142,22 +134,19 @@ type Denial struct {
 	Suggestion string `json:"suggestion"`
 }
 
-// Denial renders d as the model sees it.
-func (d *Decision) Denial() Denial {
+// DenialOf renders d as the model sees it.
+func DenialOf(d *control.HookDecision) Denial {
 	return Denial{Status: "blocked", Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion}
 }
 
-// Blocks reports whether the action is refused.
-func (d *Decision) Blocks() bool { return d != nil && d.Mode == Enforce }
-
 // decide builds a decision for gate in its configured mode; off gates
 // decide nothing.
-func decide(m Modes, gate, code, msg, suggestion string) *Decision {
+func decide(m Modes, gate, code, msg, suggestion string) *control.HookDecision {
 	mode := m.Of(gate)
 	if mode == Off {
 		return nil
 	}
-	return &Decision{Gate: gate, Code: code, Message: msg, Suggestion: suggestion, Mode: mode}
+	return &control.HookDecision{Gate: gate, Code: code, Message: msg, Suggestion: suggestion, Mode: string(mode)}
 }
 
 // decidedTools are the tools whose calls PreToolUse decides on by
@@ -229,7 +218,7 @@ func FailsInert(tool string) bool {
 }
 
 // PreToolUse judges a tool call before it runs. Nil means allowed.
-func PreToolUse(m Modes, a Actor, s State, p *Payload) *Decision {
+func PreToolUse(m Modes, a Actor, s State, p *Payload) *control.HookDecision {
 	if d := judgeBeside(m, a, s, p); d != nil {
 		return d
 	}
@@ -275,7 +264,7 @@ func WritesFeatureList(s State, p *Payload) bool {
 
 // Stop judges a Stop or SubagentStop: a tester may not end before it ran a
 // test.
-func Stop(m Modes, a Actor, s State, p *Payload) *Decision {
+func Stop(m Modes, a Actor, s State, p *Payload) *control.HookDecision {
 	if a.Role != Tester {
 		return nil
 	}
@@ -298,7 +287,7 @@ func Stop(m Modes, a Actor, s State, p *Payload) *Decision {
 
 // judgeRead keeps agents out of the daemon's files and huge files out of
 // their context.
-func judgeRead(m Modes, a Actor, s State, in ToolInput) *Decision {
+func judgeRead(m Modes, a Actor, s State, in ToolInput) *control.HookDecision {
 	if in.FilePath == "" {
 		return nil
 	}

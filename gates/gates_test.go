@@ -205,7 +205,7 @@ func TestPreToolUseGates(t *testing.T) {
 			if want == "" {
 				want = Enforce
 			}
-			if d.Gate != tt.gate || d.Code != tt.code || d.Mode != want {
+			if d.Gate != tt.gate || d.Code != tt.code || d.Mode != string(want) {
 				t.Fatalf("got %s/%s (%s), want %s/%s (%s): %s", d.Gate, d.Code, d.Mode, tt.gate, tt.code, want, d.Message)
 			}
 			if d.Message == "" || d.Suggestion == "" {

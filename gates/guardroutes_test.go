@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 )
 
@@ -41,9 +42,9 @@ func TestGuardChanges(t *testing.T) {
 		{name: "a Read guard holds reads, not changes", rules: []guards.Rule{with(gen, func(r *guards.Rule) { r.Tool = "Read" })}, actor: coder, changes: added},
 		{name: "a guard that also matches a command cannot be read off a change", rules: []guards.Rule{with(gen, func(r *guards.Rule) { r.Match.Command = "protoc" })}, actor: coder, changes: added},
 		{name: "a change an enforced built-in gate refuses is not judged again", rules: []guards.Rule{gen}, actor: coder, changes: added,
-			found: []Finding{{Change: added[0], Decision: Decision{Gate: Scope, Code: "out_of_scope", Mode: Enforce}}}},
+			found: []Finding{{Change: added[0], HookDecision: control.HookDecision{Gate: Scope, Code: "out_of_scope", Mode: Enforce}}}},
 		{name: "a change a built-in gate warns of is", rules: []guards.Rule{gen}, actor: coder, changes: added,
-			found: []Finding{{Change: added[0], Decision: Decision{Gate: Scope, Code: "out_of_scope", Mode: Warn}}},
+			found: []Finding{{Change: added[0], HookDecision: control.HookDecision{Gate: Scope, Code: "out_of_scope", Mode: Warn}}},
 			want:  []string{"src/a/x.gen.go guard:gen/guard_denied enforce"}},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 )
 
@@ -18,11 +19,11 @@ import (
 // those that block first (the one the model reads), then the rest in rule
 // order: each becomes a violation trace. Proposed and retired rules, and
 // rules that do not validate, do nothing.
-func Guards(rules []guards.Rule, a Actor, s State, p *Payload) []*Decision {
+func Guards(rules []guards.Rule, a Actor, s State, p *Payload) []*control.HookDecision {
 	if p.Event != "PreToolUse" {
 		return nil
 	}
-	var blocks, rest []*Decision
+	var blocks, rest []*control.HookDecision
 	own := ownTest(a, s, p)
 	cmd := &shellView{line: p.Input().Command}
 	for _, r := range rules {
@@ -46,8 +47,8 @@ func Guards(rules []guards.Rule, a Actor, s State, p *Payload) []*Decision {
 }
 
 // guardDecision is what r decides on a call it matched.
-func guardDecision(r guards.Rule) *Decision {
-	d := &Decision{Gate: r.Gate(), Message: r.Message, Suggestion: r.Suggestion, Mode: Warn}
+func guardDecision(r guards.Rule) *control.HookDecision {
+	d := &control.HookDecision{Gate: r.Gate(), Message: r.Message, Suggestion: r.Suggestion, Mode: Warn}
 	switch {
 	case r.Status == guards.Enforce && r.Effect() == guards.ActionDeny:
 		d.Code, d.Mode = guards.CodeDenied, Enforce
@@ -158,7 +159,7 @@ func GuardChanges(rules []guards.Rule, a Actor, changes []Change, found []Findin
 			if ok, _ := doublestar.Match(r.Match.Path, c.Path); !ok {
 				continue
 			}
-			f := Finding{Change: c, Decision: *guardDecision(r)}
+			f := Finding{Change: c, HookDecision: *guardDecision(r)}
 			if f.Blocks() {
 				blocks = append(blocks, f)
 			} else {
@@ -174,7 +175,7 @@ func GuardChanges(rules []guards.Rule, a Actor, changes []Change, found []Findin
 // when no built-in gate does: the sandbox of a run holds the paths of its
 // role's enforced deny guards (SandboxGlobs), and the refusal is then
 // that guard's, as visible as its denial of a file tool's write.
-func GuardRefusal(rules []guards.Rule, a Actor, s State, r Refusal) *Decision {
+func GuardRefusal(rules []guards.Rule, a Actor, s State, r Refusal) *control.HookDecision {
 	if r.Path == "" {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 // judgeFeatureList computes the file as the tool would leave it and checks
 // every change against who may make it.
-func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput) *Decision {
+func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput) *control.HookDecision {
 	var next []byte
 	switch tool {
 	case "Write":
@@ -71,7 +71,7 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 // judgeFirstList judges the list that starts a project: the initializer's
 // (or a person's). Nothing is tested before a test ran, and a feature
 // without a test command could never become tested.
-func judgeFirstList(m Modes, a Actor, l *progress.List) *Decision {
+func judgeFirstList(m Modes, a Actor, l *progress.List) *control.HookDecision {
 	for _, f := range l.Features {
 		if f.Tested {
 			return decide(m, TestedNeedsEvidence, "tested_before_test",
@@ -99,7 +99,7 @@ func judgeFirstList(m Modes, a Actor, l *progress.List) *Decision {
 // the field's policy (progress.Fields); which values are allowed is said
 // here. A tester's tested: true passes here as a claim: the hook holds it
 // to the run's test record (judgeTested) and the daemon to its verdict.
-func ListChange(m Modes, a Actor, c progress.Change) *Decision {
+func ListChange(m Modes, a Actor, c progress.Change) *control.HookDecision {
 	fd, isField := progress.FieldByKey(c.Field)
 	if c.Kind != progress.Modified || !isField {
 		if a.Role == "" {
@@ -161,7 +161,7 @@ func ListChange(m Modes, a Actor, c progress.Change) *Decision {
 
 // judgeTested holds a tester's tested: true to its run: the feature's test
 // ran in this run and passed, and evidence is listed.
-func judgeTested(m Modes, a Actor, s State, next *progress.List) *Decision {
+func judgeTested(m Modes, a Actor, s State, next *progress.List) *control.HookDecision {
 	if s.Offline {
 		return decide(m, TestedNeedsEvidence, "daemon_unreachable",
 			"the ctxgraphd daemon is not answering, so no test run can be verified; tested: true is refused until it is back",

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // Confinement names what the sandbox holds, in the traces and denials of
@@ -97,7 +99,7 @@ func fetchHost(raw string) (string, error) {
 // (so an allowed host's answer can lead to its www twin); any other it
 // hands back to the model, whose next fetch comes here. A person's session
 // is not a daemon's run: its fetches are the person's business.
-func judgeWebFetch(a Actor, s State, rawURL string) *Decision {
+func judgeWebFetch(a Actor, s State, rawURL string) *control.HookDecision {
 	if a.Role == "" || s.Network.Unconfined {
 		return nil
 	}
@@ -109,6 +111,6 @@ func judgeWebFetch(a Actor, s State, rawURL string) *Decision {
 	if err != nil {
 		what = fmt.Sprintf("a daemon's run fetches only plain http(s) URLs of the hosts of sandbox.allowed_domains and sandbox.fetch_domains: %v", err)
 	}
-	return &Decision{Gate: Confinement, Code: NetworkDenied, Mode: Enforce, Message: what,
+	return &control.HookDecision{Gate: Confinement, Code: NetworkDenied, Mode: Enforce, Message: what,
 		Suggestion: "work from the project's files, the packages its registries serve and the documentation of sandbox.fetch_domains; a person adds a host to sandbox.fetch_domains if the project needs its pages"}
 }

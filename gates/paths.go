@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // resolve returns the absolute path a tool call would really touch: p made
@@ -135,7 +137,7 @@ func (s State) writableOutside(path string) bool {
 
 // touchesDaemon refuses a path, or a command that names one, in the
 // daemon's own directories: its state, its socket.
-func (s State) touchesDaemon(m Modes, text string) *Decision {
+func (s State) touchesDaemon(m Modes, text string) *control.HookDecision {
 	for _, dir := range s.Protected {
 		if dir == "" {
 			continue

@@ -53,11 +53,11 @@ func RecordCommand(a Actor, featureTest, dir string, p *Payload) (rec control.Co
 // permissionDecisionReason; a Stop or SubagentStop block as its reason. A
 // warning lets the action through and tells the model. No decision, no
 // output.
-func Render(event string, d *Decision) []byte {
+func Render(event string, d *control.HookDecision) []byte {
 	if d == nil {
 		return nil
 	}
-	reason, _ := json.Marshal(d.Denial())
+	reason, _ := json.Marshal(DenialOf(d))
 	var out any
 	switch {
 	case d.Mode == Warn:

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 func TestRecordCommandFromCapturedPayloads(t *testing.T) {
@@ -27,7 +29,7 @@ func TestRecordCommandFromCapturedPayloads(t *testing.T) {
 }
 
 func TestRenderSpeaksClaudeCodesHookProtocol(t *testing.T) {
-	d := &Decision{Gate: TestedNeedsEvidence, Code: "no_test_run", Message: "m", Suggestion: "s", Mode: Enforce}
+	d := &control.HookDecision{Gate: TestedNeedsEvidence, Code: "no_test_run", Message: "m", Suggestion: "s", Mode: Enforce}
 	var pre struct {
 		HookSpecificOutput struct {
 			HookEventName, PermissionDecision, PermissionDecisionReason string
@@ -68,7 +70,7 @@ func TestRenderSpeaksClaudeCodesHookProtocol(t *testing.T) {
 // message only. An enforced decision denies a tool call, blocks a stop,
 // and is a system message anywhere else.
 func TestRenderByEventAndMode(t *testing.T) {
-	d := Decision{Gate: Scope, Code: "out_of_scope", Message: "m", Suggestion: "s"}
+	d := control.HookDecision{Gate: Scope, Code: "out_of_scope", Message: "m", Suggestion: "s"}
 	reason := `{"status":"blocked","gate":"scope","code":"out_of_scope","message":"m","suggestion":"s"}`
 	note := "ctxgraphd warning (gate scope in warn mode, not enforced): " + reason
 	tests := []struct {
@@ -88,7 +90,7 @@ func TestRenderByEventAndMode(t *testing.T) {
 		{"PostToolUse", Enforce, map[string]any{"systemMessage": reason}},
 	}
 	for _, tt := range tests {
-		d.Mode = tt.mode
+		d.Mode = string(tt.mode)
 		var got map[string]any
 		if err := json.Unmarshal(Render(tt.event, &d), &got); err != nil {
 			t.Fatalf("%s %s: %v", tt.event, tt.mode, err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // Refusal is what Claude Code's sandbox refused a command, as the command's
@@ -89,7 +91,7 @@ func SandboxRefusals(p *Payload) []Refusal {
 // a file tool's write of the same path meets (judgePath), or, for a path
 // no rule holds (outside the project), role-write-policy's
 // outside_project. A refused host has no gate of its own.
-func JudgeRefusal(a Actor, s State, r Refusal) *Decision {
+func JudgeRefusal(a Actor, s State, r Refusal) *control.HookDecision {
 	if r.Path == "" {
 		return nil
 	}

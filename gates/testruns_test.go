@@ -60,7 +60,7 @@ func TestRefusalsAnHonestTesterCanFollow(t *testing.T) {
 	})
 	noEvidence := e.edited(func(f *progress.Feature) { f.Tested, f.Status = true, progress.Completed })
 	tester := Actor{Role: Tester, Feature: "F-001"}
-	judge := func(content string, cmds ...control.CommandRecord) *Decision {
+	judge := func(content string, cmds ...control.CommandRecord) *control.HookDecision {
 		s := e.state
 		s.Commands = cmds
 		in, _ := json.Marshal(map[string]any{"file_path": listPath, "content": content})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -24,7 +25,7 @@ var daemonConfig = []string{".claude/ctxgraphd.yaml", ".claude/ctxgraphd/**", ".
 
 // judgeToolWrite judges a Write, Edit, MultiEdit or NotebookEdit: on the
 // path it would really touch, symlinks and ".." resolved.
-func judgeToolWrite(m Modes, a Actor, s State, tool, raw string, in ToolInput) *Decision {
+func judgeToolWrite(m Modes, a Actor, s State, tool, raw string, in ToolInput) *control.HookDecision {
 	if raw == "" {
 		return nil
 	}
@@ -51,7 +52,7 @@ func judgeToolWrite(m Modes, a Actor, s State, tool, raw string, in ToolInput) *
 // forward slashes), by whatever route: a file tool, a Bash command that
 // plainly writes it, or a change the daemon found in the project's tree
 // after the run. The feature list is judged by its content elsewhere.
-func judgePath(m Modes, a Actor, s State, rel string) *Decision {
+func judgePath(m Modes, a Actor, s State, rel string) *control.HookDecision {
 	if rel == sessionStatePath {
 		return decide(m, RoleWritePolicy, "session_state",
 			"session-state.json is written by the daemon only", "read it if you need the state; do not write it")
@@ -113,7 +114,7 @@ func judgePath(m Modes, a Actor, s State, rel string) *Decision {
 }
 
 // judgeEvidence: evidence is the tester's, of its own feature.
-func judgeEvidence(m Modes, a Actor, rel string) *Decision {
+func judgeEvidence(m Modes, a Actor, rel string) *control.HookDecision {
 	own := evidencePath + "/" + a.Feature + "/"
 	switch {
 	case a.Role == Tester && a.Feature != "" && strings.HasPrefix(rel, own):
@@ -171,7 +172,7 @@ const NotAFile = "not a regular file"
 // Finding is a change a gate does not let stand.
 type Finding struct {
 	Change
-	Decision
+	control.HookDecision
 }
 
 // JudgeChanges holds what a run changed, by any route (a file tool, Bash,
@@ -199,7 +200,7 @@ func JudgeChanges(m Modes, a Actor, s State, changes []Change) []Finding {
 				"keep generated data, downloads and build output out of the project, or have a person raise sandbox.max_file_mb")
 		}
 		if d != nil {
-			out = append(out, Finding{Change: c, Decision: *d})
+			out = append(out, Finding{Change: c, HookDecision: *d})
 		}
 	}
 	return out

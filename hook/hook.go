@@ -87,26 +87,43 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 	if len(data) > MaxPayload {
 		return fail(fmt.Errorf("payload larger than %d bytes", MaxPayload))
 	}
-	p, err := gates.ParsePayload(event, data)
-	if err != nil {
-		return fail(err)
-	}
 	token := getenv(control.RunTokenEnv)
 	// Who acts, as the run's environment says. The daemon does not take
 	// this from the hook (it knows the run by its token); the hook uses it
 	// only when it has to decide alone.
 	actor := gates.Actor{Role: getenv("CTXGRAPH_AGENT"), Feature: getenv("CTXGRAPH_FEATURE"), Run: getenv("CTXGRAPH_RUN")}
 
-	projectDir := getenv("CLAUDE_PROJECT_DIR")
-	if projectDir == "" {
-		projectDir = p.Cwd
+	// The payload is parsed once, where the event is judged: by the daemon
+	// when it answers (it takes nothing a hook read for granted), here only
+	// when the hook decides alone, or needs the payload's cwd to find the
+	// project.
+	var p *gates.Payload
+	parse := func() (err error) {
+		if p == nil {
+			p, err = gates.ParsePayload(event, data)
+		}
+		return err
 	}
-	proj, projErr := paths.FindProject(projectDir)
-	socket := getenv("CTXGRAPH_SOCKET")
-	if socket == "" && projErr == nil {
-		socket = proj.Socket
+	projectDir := func() (string, error) {
+		if dir := getenv("CLAUDE_PROJECT_DIR"); dir != "" {
+			return dir, nil
+		}
+		if err := parse(); err != nil {
+			return "", err
+		}
+		return p.Cwd, nil
 	}
 
+	socket := getenv("CTXGRAPH_SOCKET")
+	if socket == "" {
+		dir, err := projectDir()
+		if err != nil {
+			return fail(err)
+		}
+		if proj, err := paths.FindProject(dir); err == nil {
+			socket = proj.Socket
+		}
+	}
 	if socket != "" {
 		ctx, cancel := context.WithTimeout(ctx, DaemonTimeout)
 		c := control.NewClient(socket)
@@ -114,7 +131,8 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 		resp, err := c.Hook(ctx, control.HookRequest{Event: event, Payload: data})
 		cancel()
 		if err == nil {
-			stdout.Write(gates.Render(p.Event, wireDecision(resp.Decision)))
+			// The daemon took the payload as an event of this name.
+			stdout.Write(gates.Render(gates.Events[event], resp.Decision))
 			return 0
 		}
 		var apiErr *control.APIError
@@ -123,8 +141,14 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 		}
 		// Anything else (no daemon, a timeout): decide alone.
 	}
-	if projErr != nil {
-		return fail(fmt.Errorf("no daemon answered and the project could not be found from %q: %w", projectDir, projErr))
+
+	if err := parse(); err != nil {
+		return fail(err)
+	}
+	dir, _ := projectDir() // the payload is parsed: no error
+	proj, err := paths.FindProject(dir)
+	if err != nil {
+		return fail(fmt.Errorf("no daemon answered and the project could not be found from %q: %w", dir, err))
 	}
 	d := decideOffline(proj, actor, p)
 	rec := spool.Record{Time: time.Now().UTC(), Event: event, Role: actor.Role, Feature: actor.Feature, Run: actor.Run, TokenHash: control.TokenHash(token), Payload: data}
@@ -140,7 +164,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout, stderr io.W
 
 // decideOffline judges with what the files say: the feature list on disk
 // and what this run's hooks spooled before. tested: true is refused.
-func decideOffline(proj paths.Project, actor gates.Actor, p *gates.Payload) *gates.Decision {
+func decideOffline(proj paths.Project, actor gates.Actor, p *gates.Payload) *control.HookDecision {
 	state := gates.State{ProjectDir: proj.Dir, Offline: true, Protected: []string{proj.StateDir, proj.Socket}}
 	if l, _, err := progress.ReadFeatureList(proj.Progress()); err == nil {
 		state.List = l
@@ -191,11 +215,4 @@ func decideOffline(proj paths.Project, actor gates.Actor, p *gates.Payload) *gat
 		return gates.Stop(modes, actor, state, p)
 	}
 	return nil
-}
-
-func wireDecision(d *control.HookDecision) *gates.Decision {
-	if d == nil {
-		return nil
-	}
-	return &gates.Decision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: gates.Mode(d.Mode)}
 }

@@ -86,7 +86,7 @@ func TestDecidingAloneHoldsTheFrozenTests(t *testing.T) {
 	}
 	// The daemon learns what the hook decided alone: the denial is
 	// spooled with the coder's edit, and nothing with the person's.
-	var d gates.Decision
+	var d control.HookDecision
 	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != gates.FrozenTests || d.Code != "frozen_test" {
 		t.Errorf("the coder's record carries %s (%v), want the frozen_test denial", recs[0].Decision, err)
 	}
@@ -463,7 +463,7 @@ func TestDecidingAloneHoldsTheGuards(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("spool: %d records, %v", len(recs), err)
 	}
-	var d gates.Decision
+	var d control.HookDecision
 	if err := json.Unmarshal(recs[0].Decision, &d); err != nil || d.Gate != "guard:no-curl" || d.Code != guards.CodeDenied {
 		t.Errorf("the record carries %s (%v), want the guard's denial", recs[0].Decision, err)
 	}

@@ -3,6 +3,7 @@ package judge
 import (
 	"slices"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/guards"
 )
@@ -48,7 +49,7 @@ func (j *Judge) saveOffline() error {
 // when they let the action through (d nil, or a warning). It returns the
 // decision the model reads and the guards' other decisions, each of which
 // is recorded too. Called with j.mu held.
-func (j *Judge) withGuards(a gates.Actor, s gates.State, p *gates.Payload, d *gates.Decision) (*gates.Decision, []*gates.Decision) {
+func (j *Judge) withGuards(a gates.Actor, s gates.State, p *gates.Payload, d *control.HookDecision) (*control.HookDecision, []*control.HookDecision) {
 	if d.Blocks() {
 		return d, nil
 	}

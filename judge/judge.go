@@ -441,7 +441,10 @@ func (j *Judge) ActorOf(token string) (gates.Actor, bool) {
 	return gates.Actor{}, false
 }
 
-// Hook answers one hook event (control.GateBackend). token says which run
+// The judge answers the hooks on the control socket, without the loop.
+var _ control.Gates = (*Judge)(nil)
+
+// Hook answers one hook event (control.Gates). token says which run
 // sent it; no token is a person's interactive session.
 func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error) {
 	p, err := gates.ParsePayload(req.Event, req.Payload)
@@ -462,10 +465,10 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		rg.live = true
 	}
 	state := j.state(rg)
-	var d *gates.Decision
+	var d *control.HookDecision
 	var rec *control.CommandRecord
 	var refused []refusal
-	var guardHits []*gates.Decision // guards' decisions besides d
+	var guardHits []*control.HookDecision // guards' decisions besides d
 	switch p.Event {
 	case "PreToolUse":
 		d = gates.PreToolUse(j.opts.Modes, actor, state, p)
@@ -545,11 +548,11 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		return control.HookResponse{}, nil
 	}
 	j.recordDecision(actor, p, d, file)
-	return control.HookResponse{Decision: &control.HookDecision{Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion, Mode: string(d.Mode)}}, nil
+	return control.HookResponse{Decision: d}, nil
 }
 
 // recordDecision keeps every denial (and every warning) as a violation.
-func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *gates.Decision, file string) {
+func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *control.HookDecision, file string) {
 	what := fmt.Sprintf("%s %s was blocked by %s: %s", p.Event, p.ToolName, d.Gate, d.Message)
 	switch {
 	case d.Code == guards.CodeWouldDeny:
@@ -559,14 +562,14 @@ func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *gates.Decisio
 	}
 	j.Trace(control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
 		Path: file, Tool: ToolCall(p), Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
-	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", string(d.Mode)),
+	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", d.Mode),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
 }
 
 // refusal is a sandbox refusal and the rule it enforced, if one names it.
 type refusal struct {
 	gates.Refusal
-	rule *gates.Decision
+	rule *control.HookDecision
 }
 
 // recordRefusal makes what the sandbox refused a run visible: a violation

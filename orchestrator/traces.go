@@ -45,7 +45,7 @@ func (o *Orchestrator) ingestSpool() {
 			}
 		}
 		if len(r.Decision) > 0 {
-			var d gates.Decision
+			var d control.HookDecision
 			if json.Unmarshal(r.Decision, &d) == nil {
 				tc := judge.TraceContext(actor)
 				tc.Attempt = node.Attempt

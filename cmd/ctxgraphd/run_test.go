@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/config"
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -271,7 +272,7 @@ func TestALanesFileToolsWriteOnlyWhereItsSandboxDoes(t *testing.T) {
 			cfg.Sandbox.AllowWrite = c.allow
 			writable := agentWritable(c.env, p, cfg)
 			s := gates.State{ProjectDir: laneA, Writable: writable, Protected: []string{p.StateDir, p.Socket}}
-			write := func(path string) *gates.Decision {
+			write := func(path string) *control.HookDecision {
 				payload, err := gates.ParsePayload("pre-tool-use", []byte(`{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":`+jsonString(path)+`,"content":"x"}}`))
 				if err != nil {
 					t.Fatal(err)
