@@ -34,7 +34,7 @@ func (s *Service) PruneTraces(ctx context.Context, req control.PruneRequest) (co
 
 // Pruner is a store that compacts its traces.
 type Pruner interface {
-	Prune(store.PruneOptions) (store.PruneResult, error)
+	Prune(store.PruneOptions) (control.PruneResult, error)
 }
 
 // Compact compacts the traces older than age, as of now, of the features
@@ -52,12 +52,11 @@ func Compact(st Pruner, features []control.Feature, now time.Time, age time.Dura
 		}
 	}
 	r, err := st.Prune(store.PruneOptions{Before: before, Finished: finished})
-	res := control.PruneResult{Before: before.Format(time.RFC3339), Features: finished, Examined: r.Examined, Folded: r.Folded, Dropped: r.Dropped,
-		Kept: r.Kept, CommandsDropped: r.CommandsDropped, CommandsKept: r.CommandsKept}
+	r.Before, r.Features = before.Format(time.RFC3339), finished
 	if err != nil {
-		return res, err
+		return r, err
 	}
 	log.Info("traces compacted", zap.Time("before", before), zap.Int("features", len(finished)), zap.Int("examined", r.Examined),
 		zap.Int("folded", r.Folded), zap.Int("dropped", r.Dropped), zap.Int("commands_dropped", r.CommandsDropped))
-	return res, nil
+	return r, nil
 }

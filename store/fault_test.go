@@ -131,7 +131,7 @@ var atomicWrites = []struct {
 			return err
 		}
 		return s.db.Update(func(tx *bolt.Tx) error {
-			return pruneFeature(tx, "F-001", pruneCutoff, nodes, ended, &PruneResult{}, s.part)
+			return pruneFeature(tx, "F-001", pruneCutoff, nodes, ended, &control.PruneResult{}, s.part)
 		})
 	}},
 	{"Prune the commands", func(s *Store) error {
@@ -140,7 +140,7 @@ var atomicWrites = []struct {
 			return err
 		}
 		return s.db.Update(func(tx *bolt.Tx) error {
-			return pruneCommands(tx, pruneCutoff, map[string]bool{"F-001": true}, ended, &PruneResult{}, s.part)
+			return pruneCommands(tx, pruneCutoff, map[string]bool{"F-001": true}, ended, &control.PruneResult{}, s.part)
 		})
 	}},
 }

@@ -21,23 +21,6 @@ type PruneOptions struct {
 	Finished []string
 }
 
-// PruneResult says what compaction did.
-type PruneResult struct {
-	// Examined are the traces of finished features older than the cutoff.
-	Examined int `json:"examined"`
-	// Folded are repeated refusals (same run, gate and reason) folded into
-	// the newest of them, which counts them; Dropped are the hooks' own
-	// tool-level records dropped; Kept is the rest of Examined.
-	Folded  int `json:"folded"`
-	Dropped int `json:"dropped"`
-	Kept    int `json:"kept"`
-	// CommandsDropped are the successful commands, not tests, of ended
-	// runs of finished features; CommandsKept what is left of those runs'
-	// commands (the failing ones and the tests).
-	CommandsDropped int `json:"commands_dropped"`
-	CommandsKept    int `json:"commands_kept"`
-}
-
 // Prune compacts the old traces of finished features, one feature per
 // transaction, so that a hook's append never waits long behind it:
 //
@@ -56,8 +39,8 @@ type PruneResult struct {
 //     lose the successful rest.
 //
 // A trace of a run that has not ended, or of no feature, is never touched.
-func (s *Store) Prune(o PruneOptions) (PruneResult, error) {
-	var res PruneResult
+func (s *Store) Prune(o PruneOptions) (control.PruneResult, error) {
+	var res control.PruneResult
 	if o.Before.IsZero() {
 		return res, fmt.Errorf("store: prune: no cutoff: say which traces are old (before what time)")
 	}
@@ -114,7 +97,7 @@ func (s *Store) graphNodes() (nodes, ended map[string]bool, err error) {
 	return nodes, ended, err
 }
 
-func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended map[string]bool, res *PruneResult, part func(string) error) error {
+func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended map[string]bool, res *control.PruneResult, part func(string) error) error {
 	b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
 	ic := &indexCursor{c: idx.Cursor(), prefix: indexPrefix(fieldFeature, feature)}
 	cutoff := timeBits(before)
@@ -201,7 +184,7 @@ func pruneFeature(tx *bolt.Tx, feature string, before time.Time, nodes, ended ma
 
 // pruneCommands drops the successful commands that are not tests of ended
 // runs of finished features, older than before.
-func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]bool, res *PruneResult, part func(string) error) error {
+func pruneCommands(tx *bolt.Tx, before time.Time, finished, ended map[string]bool, res *control.PruneResult, part func(string) error) error {
 	b := tx.Bucket(bucketCommands)
 	if b == nil {
 		return nil

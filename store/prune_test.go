@@ -2,6 +2,7 @@ package store
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -73,8 +74,8 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PruneResult{Examined: 13, Folded: 2, Dropped: 1, Kept: 10, CommandsDropped: 1, CommandsKept: 2}
-	if res != want {
+	want := control.PruneResult{Examined: 13, Folded: 2, Dropped: 1, Kept: 10, CommandsDropped: 1, CommandsKept: 2}
+	if !reflect.DeepEqual(res, want) {
 		t.Errorf("result %+v, want %+v", res, want)
 	}
 	all, err := s.Traces(TraceFilter{})
@@ -294,11 +295,11 @@ func TestPruneTouchesOnlyWhatIsOlderThanTheCutoff(t *testing.T) {
 			}
 			// Touched, the old refusal folds into the one at tt.at and both
 			// hook decisions go; untouched, only the old hook decision goes.
-			want := PruneResult{Examined: 2, Folded: 0, Dropped: 1, Kept: 1, CommandsDropped: 1}
+			want := control.PruneResult{Examined: 2, Folded: 0, Dropped: 1, Kept: 1, CommandsDropped: 1}
 			if tt.touched {
-				want = PruneResult{Examined: 4, Folded: 1, Dropped: 2, Kept: 1, CommandsDropped: 2}
+				want = control.PruneResult{Examined: 4, Folded: 1, Dropped: 2, Kept: 1, CommandsDropped: 2}
 			}
-			if res != want {
+			if !reflect.DeepEqual(res, want) {
 				t.Errorf("stamped %s, cutoff %s: %+v, want %+v", tt.at, cutoff, res, want)
 			}
 			for _, id := range []string{"tr-1", "tr-4"} {
