@@ -134,8 +134,8 @@ type Denial struct {
 	Suggestion string `json:"suggestion"`
 }
 
-// DenialOf renders d as the model sees it.
-func DenialOf(d *control.HookDecision) Denial {
+// denialOf is d as the model sees it.
+func denialOf(d *control.HookDecision) Denial {
 	return Denial{Status: "blocked", Gate: d.Gate, Code: d.Code, Message: d.Message, Suggestion: d.Suggestion}
 }
 

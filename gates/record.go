@@ -57,7 +57,7 @@ func Render(event string, d *control.HookDecision) []byte {
 	if d == nil {
 		return nil
 	}
-	reason, _ := json.Marshal(DenialOf(d))
+	reason, _ := json.Marshal(denialOf(d))
 	var out any
 	switch {
 	case d.Mode == Warn:
