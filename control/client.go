@@ -31,8 +31,8 @@ const (
 	maxErrorBody = 64 << 10
 )
 
-// Client talks to a daemon over its control socket. Its methods mirror
-// Backend; errors the daemon answers with are *APIError, and ErrNoDaemon
+// Client talks to a daemon over its control socket: a method per route of
+// the server's Loop, Gates and Records; errors the daemon answers with are *APIError, and ErrNoDaemon
 // (wrapped) means nothing listens on the socket.
 type Client struct {
 	socket string

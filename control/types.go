@@ -161,7 +161,8 @@ type Error struct {
 }
 
 // Codes of every error the API answers (contract: scripts branch on
-// them). The first ones the server itself produces; the rest its backends.
+// them). The first ones the server itself produces; the rest what it serves
+// (the loop, the gates, the records).
 const (
 	CodeBadRequest       = "bad_request"
 	CodeForbidden        = "forbidden"
@@ -185,9 +186,10 @@ const (
 	CodeBadPayload    = "bad_payload"     // a hook's payload that cannot be read
 )
 
-// APIError is an error with an HTTP status. A Backend returns one to answer
-// 400, 404 or 409 with its own code and message (anything else it returns
-// is a 500); the Client turns every error answer back into an *APIError.
+// APIError is an error with an HTTP status. The loop, the gates or the
+// records return one to answer 400, 404 or 409 with its own code and
+// message (anything else they return is a 500); the Client turns every
+// error answer back into an *APIError.
 type APIError struct {
 	HTTPStatus int
 	Code       string

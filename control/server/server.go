@@ -317,12 +317,12 @@ func Endpoint[T any](fn func(r *http.Request) (T, error)) http.Handler {
 	})
 }
 
-// action adapts a backend call without arguments.
+// action adapts a call of the loop without arguments.
 func action(fn func(context.Context) error) http.Handler {
 	return Endpoint(func(r *http.Request) (control.OK, error) { return done(fn(r.Context())) })
 }
 
-// featureAction adapts a backend call on the feature named in the path.
+// featureAction adapts a call of the loop on the feature named in the path.
 func featureAction(fn func(context.Context, string) error) http.Handler {
 	return Endpoint(func(r *http.Request) (control.OK, error) { return done(fn(r.Context(), r.PathValue("id"))) })
 }
