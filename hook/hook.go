@@ -36,12 +36,8 @@ const DaemonTimeout = 5 * time.Second
 // MaxPayload bounds stdin: a Write of a large file arrives whole.
 const MaxPayload = 64 << 20
 
-// InteractiveFlag marks the hooks `ctxgraphd init --install-hooks` writes
-// into .claude/settings.json (see gates.InteractiveFlag).
-const InteractiveFlag = gates.InteractiveFlag
-
 // Main is the whole hook command: args are what follows the command name
-// (EVENT, optionally InteractiveFlag); it returns the exit code. 0 comes
+// (EVENT, optionally gates.InteractiveFlag); it returns the exit code. 0 comes
 // with the decision as JSON on stdout; 2 blocks (message on stderr) when
 // the payload cannot be judged on a gating event; 1 is any other failure.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -49,17 +45,17 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	interactive := false
 	for _, a := range args {
 		switch {
-		case a == InteractiveFlag:
+		case a == gates.InteractiveFlag:
 			interactive = true
 		case event == "" && len(a) > 0 && a[0] != '-':
 			event = a
 		default:
-			fmt.Fprintf(stderr, "ctxgraphd hook: unexpected argument %q; usage: ctxgraphd hook EVENT [%s]\n", a, InteractiveFlag)
+			fmt.Fprintf(stderr, "ctxgraphd hook: unexpected argument %q; usage: ctxgraphd hook EVENT [%s]\n", a, gates.InteractiveFlag)
 			return 2
 		}
 	}
 	if event == "" {
-		fmt.Fprintf(stderr, "ctxgraphd hook: missing EVENT; usage: ctxgraphd hook EVENT [%s] (EVENT: pre-tool-use, post-tool-use, stop, …)\n", InteractiveFlag)
+		fmt.Fprintf(stderr, "ctxgraphd hook: missing EVENT; usage: ctxgraphd hook EVENT [%s] (EVENT: pre-tool-use, post-tool-use, stop, …)\n", gates.InteractiveFlag)
 		return 2
 	}
 	if interactive && getenv("CTXGRAPH_RUN") != "" {

@@ -126,13 +126,13 @@ func TestTheTokenReachesTheDaemon(t *testing.T) {
 // writes judge nothing inside a daemon's run, whose own hooks judge it.
 func TestInteractiveHooksStandAsideInRuns(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := Main(context.Background(), []string{"pre-tool-use", InteractiveFlag}, strings.NewReader("not even json"), &out, &errOut,
+	code := Main(context.Background(), []string{"pre-tool-use", gates.InteractiveFlag}, strings.NewReader("not even json"), &out, &errOut,
 		env(map[string]string{"CTXGRAPH_RUN": "run-1"}))
 	if code != 0 || out.Len() != 0 || errOut.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 	// Outside a run they judge, and bad input on a gating event blocks.
-	code = Main(context.Background(), []string{"pre-tool-use", InteractiveFlag}, strings.NewReader("not even json"), &out, &errOut, env(nil))
+	code = Main(context.Background(), []string{"pre-tool-use", gates.InteractiveFlag}, strings.NewReader("not even json"), &out, &errOut, env(nil))
 	if code != 2 {
 		t.Fatalf("bad input on a gating event: exit %d, want 2", code)
 	}
@@ -408,12 +408,12 @@ func TestUsage(t *testing.T) {
 		stderr string // "" = the event is judged
 	}{
 		{nil, "ctxgraphd hook: missing EVENT; usage: ctxgraphd hook EVENT [--interactive]"},
-		{[]string{InteractiveFlag}, "ctxgraphd hook: missing EVENT"},
+		{[]string{gates.InteractiveFlag}, "ctxgraphd hook: missing EVENT"},
 		{[]string{"--verbose", "stop"}, `ctxgraphd hook: unexpected argument "--verbose"; usage: ctxgraphd hook EVENT [--interactive]`},
 		{[]string{"stop", "extra"}, `ctxgraphd hook: unexpected argument "extra"`},
 		{[]string{"", "stop"}, `ctxgraphd hook: unexpected argument ""`},
 		{[]string{"stop"}, ""},
-		{[]string{InteractiveFlag, "stop"}, ""},
+		{[]string{gates.InteractiveFlag, "stop"}, ""},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
