@@ -468,3 +468,28 @@ func TestDecidingAloneHoldsTheGuards(t *testing.T) {
 		t.Errorf("the record carries %s (%v), want the guard's denial", recs[0].Decision, err)
 	}
 }
+
+// TestTheDaemonParsesWhatItJudges: a payload is parsed once, where it is
+// judged. When the daemon answers, the hook hands it over as it came and
+// prints the answer: here a payload the gates would refuse to read (no
+// tool_name), which only the daemon may say is bad.
+func TestTheDaemonParsesWhatItJudges(t *testing.T) {
+	p := project(t)
+	b := &recorder{}
+	controltest.Serve(t, p.Socket, b)
+	vars := map[string]string{"CLAUDE_PROJECT_DIR": p.Dir, "CTXGRAPH_SOCKET": p.Socket, control.RunTokenEnv: "tok"}
+	var out, errOut bytes.Buffer
+	payload := `{"hook_event_name": "PreToolUse"}`
+	if code := Main(context.Background(), []string{"pre-tool-use"}, strings.NewReader(payload), &out, &errOut, env(vars)); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if len(b.tokens) != 1 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) {
+		t.Errorf("the daemon was asked %d times; the hook printed %s", len(b.tokens), out.String())
+	}
+	// Deciding alone, the hook reads it itself, and refuses it.
+	vars["CTXGRAPH_SOCKET"] = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "nobody.sock")
+	out.Reset()
+	if code := Main(context.Background(), []string{"pre-tool-use"}, strings.NewReader(payload), &out, &errOut, env(vars)); code != 2 || !strings.Contains(errOut.String(), "has no tool_name") {
+		t.Errorf("deciding alone: exit %d, stderr %q; want 2 and the payload's problem", code, errOut.String())
+	}
+}
