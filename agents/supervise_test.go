@@ -284,7 +284,10 @@ func TestRunSparesAnotherProjectsRun(t *testing.T) {
 
 func TestKillGroupChecksTheRun(t *testing.T) {
 	dir := t.TempDir()
-	script := fakeClaude(t, `sleep 1000`)
+	// The run answers SIGUSR1 with a file: a signal sent after a SIGKILL
+	// is dropped (the group is already exiting), so the file shows that
+	// no SIGKILL was sent before it, without waiting for one that might.
+	script := fakeClaude(t, `trap 'echo > alive' USR1; while :; do sleep 1000 & wait; done`)
 	const socket = "/run/ctxgraphd/a.sock"
 	r := NewRunner(Options{Command: script, KillGrace: 100 * time.Millisecond, SocketPath: socket}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -300,9 +303,12 @@ func TestKillGroupChecksTheRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A wrong kill would show within a moment; give it that moment.
-	time.Sleep(100 * time.Millisecond)
-	if !procgroup.Alive(pid) {
+	// KillGroup signals before it returns: a wrong kill is already on its
+	// way, and the run answers the signal below only if there was none.
+	if err := syscall.Kill(-pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually.Within(5*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "alive")); return err == nil }) {
 		t.Fatal("KillGroup killed a group that belongs to another run")
 	}
 	if err := KillGroup(pid, "run-000042", socket); err != nil {
