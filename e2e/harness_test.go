@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -276,15 +277,13 @@ func (p *project) killLeftovers() {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		return
 	}
-	for end := time.Now().Add(leftoverDelay); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	eventually.Within(leftoverDelay, func() bool {
 		left := p.leftovers()
-		if len(left) == 0 {
-			return
-		}
 		for _, pid := range left {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-	}
+		return len(left) == 0
+	})
 }
 
 func (p *project) featureList() *progress.List {
@@ -401,13 +400,7 @@ func (p *project) status() (map[string]any, bool) {
 // condition of the system, never for an amount of time.
 func (p *project) waitFor(what string, deadline time.Duration, cond func() bool) {
 	p.t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			p.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(p.t, deadline, cond, "waiting for %s", what)
 }
 
 func alive(pid int) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -84,17 +85,11 @@ func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "
 // waitFor waits until the screen matches re, and returns it.
 func (term *terminal) waitFor(re *regexp.Regexp, within time.Duration) string {
 	term.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s := term.screen()
-		if re.MatchString(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the terminal never showed %s; it shows:\n%s\n%s", re, s, term.processes())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var s string
+	if !eventually.Within(within, func() bool { s = term.screen(); return re.MatchString(s) }) {
+		term.t.Fatalf("the terminal never showed %s; it shows:\n%s\n%s", re, s, term.processes())
 	}
+	return s
 }
 
 // processes says what runs in the window, for a failure's message: the

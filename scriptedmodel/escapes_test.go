@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 )
 
@@ -112,12 +113,8 @@ func (d *fakeDaemon) asked() []string {
 // test left behind sends in its own time.
 func (d *fakeDaemon) waitAsked(t *testing.T, req string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(strings.Join(d.asked(), "\n"), req) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon was never asked %q; it was asked %q", req, d.asked())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Within(30*time.Second, func() bool { return strings.Contains(strings.Join(d.asked(), "\n"), req) }) {
+		t.Fatalf("the daemon was never asked %q; it was asked %q", req, d.asked())
 	}
 }
 
