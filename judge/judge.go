@@ -129,6 +129,10 @@ type Judge struct {
 	// each one's first process, which leads its process group. Their
 	// processes are refused what is for people.
 	tests map[int]bool
+	// warmed are the trees whose warm-up filled the verdict's caches:
+	// a sweep runs every frozen test on one tree, and its build is in the
+	// caches from the first.
+	warmed map[gitrepo.Tree]bool
 }
 
 // RunLink is a run's place in the context graph: its node (the trace of
@@ -186,7 +190,7 @@ func New(opts Options) *Judge {
 	if opts.TestTimeout <= 0 {
 		opts.TestTimeout = 30 * time.Minute
 	}
-	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{}}
+	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{}, warmed: map[gitrepo.Tree]bool{}}
 }
 
 // Modes returns the gates' modes.

@@ -194,7 +194,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		run = testreport.Instrument(test)
 	}
 	start := time.Now()
-	warmCPU := j.warm(tctx, jail, checkout)
+	warmCPU := j.warm(tctx, jail, checkout, tree)
 	jc, err := jail.Command(tctx, run)
 	if err != nil {
 		res.CannotRun = err.Error()
@@ -460,12 +460,22 @@ func fileTail(f *os.File, max int64) string {
 // and run none of the project's code: the test run that follows sees the
 // caches read-only and finds its build done. A warm-up that fails costs
 // nothing but time: the test builds what it needs itself, in its own
-// /tmp. It returns the CPU time the warm-ups took.
-func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string) time.Duration {
+// /tmp. A tree whose warm-ups all succeeded is not warmed again: what
+// they compile is keyed by the tree's content, and is in the caches (a
+// sweep runs every frozen test on the same tree). It returns the CPU
+// time the warm-ups took.
+func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string, tree gitrepo.Tree) time.Duration {
 	var cpu time.Duration
 	if jail.Off || !sandbox.Confines || len(jail.Caches) == 0 {
 		return cpu // unconfined, the caches are the test's to write anyway
 	}
+	j.mu.Lock()
+	done := j.warmed[tree]
+	j.mu.Unlock()
+	if done {
+		return cpu
+	}
+	ok := true
 	for _, t := range toolchain.Used(checkout) {
 		if t.Warm == "" {
 			continue
@@ -473,7 +483,13 @@ func (j *Judge) warm(ctx context.Context, jail sandbox.TestJail, checkout string
 		began := time.Now()
 		took, err := jail.Warming().Run(ctx, t.Warm, nil)
 		cpu += took
+		ok = ok && err == nil
 		j.log.Debug("the verdict's caches warmed", zap.String("toolchain", t.Name), zap.Duration("took", time.Since(began)), zap.Duration("cpu", took), zap.Error(err))
+	}
+	if ok {
+		j.mu.Lock()
+		j.warmed[tree] = true
+		j.mu.Unlock()
 	}
 	return cpu
 }

@@ -305,6 +305,35 @@ func goFixture(t *testing.T) *fixture {
 	return f
 }
 
+// A sweep runs every frozen test on one tree: the verdict's caches are
+// warmed for a tree once, and again for a tree of other content.
+func TestATreeIsWarmedOnce(t *testing.T) {
+	f := goFixture(t)
+	core, logs := observer.New(zap.DebugLevel)
+	f.j.log = zap.New(core)
+	warmed := func() int { return logs.FilterMessage("the verdict's caches warmed").Len() }
+	f.write(map[string]string{
+		"go.mod":      "module m\n\ngo 1.22\n",
+		"a/a.go":      "package a\n\nfunc Answer() int { return 42 }\n",
+		"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+	})
+	for range 2 {
+		if r := f.runTest(t.Context(), "go test ./a/"); !r.Passed() {
+			t.Fatalf("%s\n%s", r.Summary(), r.Output)
+		}
+	}
+	if n := warmed(); n != 1 {
+		t.Errorf("two test runs of one tree warmed the caches %d times, want once", n)
+	}
+	f.write(map[string]string{"a/a.go": "package a\n\nfunc Answer() int { return 41 }\n"})
+	if r := f.runTest(t.Context(), "go test ./a/"); r.Passed() {
+		t.Fatalf("wrong code passed: %s\n%s", r.Summary(), r.Output)
+	}
+	if n := warmed(); n != 2 {
+		t.Errorf("a tree of other content warmed the caches %d times in all, want 2", n)
+	}
+}
+
 // A test's code cannot plant an entry in the verdict's build cache that
 // makes another tree's build pass. The attack, as an agent with a shell
 // would write it: compile the package as it will be (wrong) and as it is
