@@ -35,11 +35,13 @@
 //     to answer with startWait: with other tests on the same two cores a
 //     run may take a minute, and a bound is there to catch a hang, not to
 //     time a run (timings belong to the benchmarks);
-//   - runs its cases (t.Run) one after the other, within its own turn:
-//     a subtest that calls t.Parallel() waits for a turn behind every
-//     test already waiting for one, so the cases run in the run's tail and
-//     make it longer (tried so, the cases of TestKill9… and
-//     TestRepeatedMistakeRate ran alone for the last 50 s of the run).
+//   - runs its cases within its own turn: one after the other (t.Run),
+//     or, when each is a project of its own, all at once (sideBySide,
+//     which calls t.Run from a goroutine per case). A subtest that calls
+//     t.Parallel() waits for a turn behind every test already waiting for
+//     one, so the cases run in the run's tail and make it longer (tried
+//     so, the cases of TestKill9… and TestRepeatedMistakeRate ran alone
+//     for the last 50 s of the run).
 //
 // The benchmarks (bench_test.go) measure time, so they never run beside
 // anything: go test runs them one at a time, after the tests.

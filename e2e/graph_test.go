@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,49 +24,51 @@ import (
 func TestRepeatedMistakeRate(t *testing.T) {
 	t.Parallel()
 	const features = 3
+	var mu sync.Mutex // the modes run side by side
 	rate := map[string]float64{}
-	for _, mode := range []struct {
+	type mode struct {
 		name string
 		args []string
-	}{{"on", nil}, {"off", []string{"--set", "graph.precedent_tokens=0"}}} {
-		t.Run(mode.name, func(t *testing.T) {
-			p := newProject(t, scenario("precedent-"+mode.name,
-				feature("F-001", scriptedmodel.HeedsPrecedent),
-				feature("F-002", scriptedmodel.HeedsPrecedent, "F-001"),
-				feature("F-003", scriptedmodel.HeedsPrecedent, "F-002"),
-			))
-			cmd, log := p.start(append([]string{"--exit-when-done"}, mode.args...)...)
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			select {
-			case err := <-exited:
-				if err != nil {
-					t.Fatalf("daemon: %v\n%s", err, log)
-				}
-			case <-time.After(agentsWait):
-				cmd.Process.Kill()
-				<-exited
-				t.Fatalf("the daemon did not end within %s; its log:\n%s", agentsWait, log)
-			}
-			for _, f := range p.featureList().Features {
-				if !f.Tested {
-					t.Errorf("%s is not tested: honest work must go on either way", f.ID)
-				}
-			}
-			var refused []string // features whose coder made the mistake, in order
-			for _, tr := range p.traces(store.TraceFilter{Type: control.TraceViolation, Agent: string(role.Coder)}) {
-				if tr.Gate == gates.Scope && !slices.Contains(refused, tr.Context.Feature) {
-					refused = append(refused, tr.Context.Feature)
-				}
-			}
-			if len(refused) == 0 || refused[0] != "F-001" {
-				t.Fatalf("refused on %v: the first coder must make the mistake", refused)
-			}
-			repeated := len(refused) - 1
-			rate[mode.name] = float64(repeated) / (features - 1)
-			t.Logf("precedent %s: the mistake was repeated on %d of %d later features (%v)", mode.name, repeated, features-1, refused)
-		})
 	}
+	sideBySide(t, []mode{{"on", nil}, {"off", []string{"--set", "graph.precedent_tokens=0"}}}, func(m mode) string { return m.name }, func(t *testing.T, mode mode) {
+		p := newProject(t, scenario("precedent-"+mode.name,
+			feature("F-001", scriptedmodel.HeedsPrecedent),
+			feature("F-002", scriptedmodel.HeedsPrecedent, "F-001"),
+			feature("F-003", scriptedmodel.HeedsPrecedent, "F-002"),
+		))
+		cmd, log := p.start(append([]string{"--exit-when-done"}, mode.args...)...)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("daemon: %v\n%s", err, log)
+			}
+		case <-time.After(agentsWait):
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the daemon did not end within %s; its log:\n%s", agentsWait, log)
+		}
+		for _, f := range p.featureList().Features {
+			if !f.Tested {
+				t.Errorf("%s is not tested: honest work must go on either way", f.ID)
+			}
+		}
+		var refused []string // features whose coder made the mistake, in order
+		for _, tr := range p.traces(store.TraceFilter{Type: control.TraceViolation, Agent: string(role.Coder)}) {
+			if tr.Gate == gates.Scope && !slices.Contains(refused, tr.Context.Feature) {
+				refused = append(refused, tr.Context.Feature)
+			}
+		}
+		if len(refused) == 0 || refused[0] != "F-001" {
+			t.Fatalf("refused on %v: the first coder must make the mistake", refused)
+		}
+		repeated := len(refused) - 1
+		mu.Lock()
+		rate[mode.name] = float64(repeated) / (features - 1)
+		mu.Unlock()
+		t.Logf("precedent %s: the mistake was repeated on %d of %d later features (%v)", mode.name, repeated, features-1, refused)
+	})
 	if len(rate) < 2 {
 		return // one mode alone (go test -run …/on) measures no difference
 	}

@@ -174,6 +174,22 @@ func warmGoCaches() ([]string, error) {
 	return env, nil
 }
 
+// sideBySide runs a subtest of t for each case, all at once, within t's
+// own turn of go test -parallel, and returns when all have ended; each case
+// is a project and a daemon of its own. A subtest that called t.Parallel()
+// would wait for a turn behind every test already waiting, and run in the
+// run's tail (doc.go).
+func sideBySide[C any](t *testing.T, cases []C, name func(C) string, run func(*testing.T, C)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Go(func() {
+			t.Run(name(c), func(t *testing.T) { run(t, c) })
+		})
+	}
+	wg.Wait()
+}
+
 // getenvIn looks a variable up in env as exec.Cmd passes it on: the last
 // value of a key wins.
 func getenvIn(env []string) func(string) string {

@@ -232,7 +232,8 @@ func TestHonestNightWithAPythonVenv(t *testing.T) {
 	dependencyNights(t, scriptedmodel.PythonVenv, "/usr/bin/python3")
 }
 
-// dependencyNights runs the night of kind k at parallel 1, then 2.
+// dependencyNights runs the night of kind k at parallel 1 and at 2, side
+// by side.
 func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -250,11 +251,9 @@ func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
 			t.Skipf("skipping: /usr/bin/python3 lacks pytest or venv: %s", out)
 		}
 	}
-	for _, parallel := range []int{1, 2} {
-		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
-			dependencyNight(t, k, parallel)
-		})
-	}
+	sideBySide(t, []int{1, 2}, func(parallel int) string { return fmt.Sprintf("parallel %d", parallel) }, func(t *testing.T, parallel int) {
+		dependencyNight(t, k, parallel)
+	})
 }
 
 func dependencyNight(t *testing.T, k scriptedmodel.Kind, parallel int) {

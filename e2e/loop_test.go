@@ -219,59 +219,57 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 	)
 	const want = "F-001=tested F-002=tested F-003=blocked"
 
-	for _, target := range []string{"coding-agent", "tester-agent"} {
-		t.Run("during "+target, func(t *testing.T) {
-			p := newProject(t, sc)
-			daemon, log := p.start()
-			var agentPID int
-			p.waitFor("a "+target+" run on F-002", agentsWait, func() bool {
-				st, ok := p.status()
-				if !ok {
-					return false
-				}
-				cur, _ := st["current"].(map[string]any)
-				if cur == nil || cur["role"] != target || cur["feature"] != "F-002" {
-					return false
-				}
-				pid, _ := cur["pid"].(float64)
-				agentPID = int(pid)
-				return agentPID > 0
-			})
-			daemon.Process.Signal(syscall.SIGKILL)
-			daemon.Wait()
-			p.waitFor("the orphaned agent to die with the daemon", 30*time.Second, func() bool { return !alive(agentPID) })
-
-			p.runToEnd()
-			if got := states(p.featureList()); got != want {
-				t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+	sideBySide(t, []string{"coding-agent", "tester-agent"}, func(target string) string { return "during " + target }, func(t *testing.T, target string) {
+		p := newProject(t, sc)
+		daemon, log := p.start()
+		var agentPID int
+		p.waitFor("a "+target+" run on F-002", agentsWait, func() bool {
+			st, ok := p.status()
+			if !ok {
+				return false
 			}
-			p.checkNoLeftovers()
-			// Nothing done twice: one finished run per role, feature and attempt.
-			seen := map[string]string{}
-			for _, r := range p.runs() {
-				if r.Outcome == "interrupted" || r.Role == "initializer-agent" {
-					continue
-				}
-				key := r.Role + " " + r.Feature + " attempt " + string(rune('0'+r.Attempt))
-				if prev, dup := seen[key]; dup {
-					t.Fatalf("%s ran twice to its end (%s and %s)", key, prev, r.ID)
-				}
-				seen[key] = r.ID
+			cur, _ := st["current"].(map[string]any)
+			if cur == nil || cur["role"] != target || cur["feature"] != "F-002" {
+				return false
 			}
-			if n := len(codingRuns(p.runs(), "F-003")); n != 3 {
-				t.Fatalf("F-003 had %d finished coding runs, want 3: the counters were not kept", n)
-			}
-			ts := p.transitions()
-			for i := 1; i < len(ts); i++ {
-				if ts[i].Seq != ts[i-1].Seq+1 {
-					t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
-				}
-				if ts[i].From != ts[i-1].To {
-					t.Fatalf("transition %d starts from %s, but %d ended in %s", ts[i].Seq, ts[i].From, ts[i-1].Seq, ts[i-1].To)
-				}
-			}
+			pid, _ := cur["pid"].(float64)
+			agentPID = int(pid)
+			return agentPID > 0
 		})
-	}
+		daemon.Process.Signal(syscall.SIGKILL)
+		daemon.Wait()
+		p.waitFor("the orphaned agent to die with the daemon", 30*time.Second, func() bool { return !alive(agentPID) })
+
+		p.runToEnd()
+		if got := states(p.featureList()); got != want {
+			t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+		}
+		p.checkNoLeftovers()
+		// Nothing done twice: one finished run per role, feature and attempt.
+		seen := map[string]string{}
+		for _, r := range p.runs() {
+			if r.Outcome == "interrupted" || r.Role == "initializer-agent" {
+				continue
+			}
+			key := r.Role + " " + r.Feature + " attempt " + string(rune('0'+r.Attempt))
+			if prev, dup := seen[key]; dup {
+				t.Fatalf("%s ran twice to its end (%s and %s)", key, prev, r.ID)
+			}
+			seen[key] = r.ID
+		}
+		if n := len(codingRuns(p.runs(), "F-003")); n != 3 {
+			t.Fatalf("F-003 had %d finished coding runs, want 3: the counters were not kept", n)
+		}
+		ts := p.transitions()
+		for i := 1; i < len(ts); i++ {
+			if ts[i].Seq != ts[i-1].Seq+1 {
+				t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
+			}
+			if ts[i].From != ts[i-1].To {
+				t.Fatalf("transition %d starts from %s, but %d ended in %s", ts[i].Seq, ts[i].From, ts[i-1].Seq, ts[i-1].To)
+			}
+		}
+	})
 }
 
 func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
