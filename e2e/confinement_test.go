@@ -752,7 +752,7 @@ func TestHonestAgentsInRealToolchains(t *testing.T) {
 		in(feature("F-004", scriptedmodel.Pass), scriptedmodel.Node),
 	)
 	p := newProject(t, sc)
-	p.env = append(p.env, goCaches(t)...)
+	p.withGoCaches()
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)

@@ -21,6 +21,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -188,6 +189,72 @@ func sideBySide[C any](t *testing.T, cases []C, name func(C) string, run func(*t
 		})
 	}
 	wg.Wait()
+}
+
+// verdictCacheOnce builds, once per test run, what a Go project's verdict
+// build cache holds after its first warm-up, for withGoCaches.
+var verdictCacheOnce = sync.OnceValues(warmVerdictCache)
+
+// withGoCaches hands the project's daemon and agents the machine's Go
+// caches (goCaches), and lays in its verdict's own build cache what that
+// cache's first warm-up would compile whatever the project: the standard
+// library and the testing package's dependencies (about 35 CPU-seconds on
+// a cold cache, repeated by every Go project). The daemon's warm-up still
+// runs before each tree's first test, for the project's own packages; the
+// cache stays the verdict's, read-only to the tests. The honest nights on
+// a fresh home keep theirs cold: they show what a first night costs.
+func (p *project) withGoCaches() {
+	p.t.Helper()
+	p.env = append(p.env, goCaches(p.t)...)
+	template, err := verdictCacheOnce()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	// Where cmd/ctxgraphd's testJail keeps the verdict's build cache.
+	dst := filepath.Join(p.paths.StateDir, "verdict-cache", "go-build")
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		p.t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-R", template+"/.", dst).CombinedOutput(); err != nil {
+		p.t.Fatalf("copying the verdict's build cache: %v\n%s", err, out)
+	}
+}
+
+// warmVerdictCache runs the Go toolchain's warm-up (toolchain.Go's Warm, as
+// the daemon runs it) on a project of one package with its test, into a
+// build cache of its own, and returns that cache's directory. It is never
+// removed: a test run makes one, in the temporary directory.
+func warmVerdictCache() (string, error) {
+	dir, err := os.MkdirTemp("", "ctxgraphd-e2e-verdictwarm-")
+	if err != nil {
+		return "", err
+	}
+	cache, module := filepath.Join(dir, "go-build"), filepath.Join(dir, "m")
+	if err := os.MkdirAll(module, 0o755); err != nil {
+		return "", err
+	}
+	for name, text := range map[string]string{
+		"go.mod":       "module warm\n\ngo 1.21\n",
+		"warm.go":      "package warm\n\nfunc Warm() string { return \"warm\" }\n",
+		"warm_test.go": "package warm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {\n\tif Warm() != \"warm\" {\n\t\tt.Fatal(Warm())\n\t}\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(module, name), []byte(text), 0o644); err != nil {
+			return "", err
+		}
+	}
+	warm := ""
+	for _, tc := range toolchain.All {
+		if tc.Name == "Go" {
+			warm = strings.ReplaceAll(tc.Warm, "/tmp/", dir+"/")
+		}
+	}
+	cmd := exec.Command("sh", "-c", warm)
+	// The variables of the daemon's test jail that enter a build's keys.
+	cmd.Dir, cmd.Env = module, append(os.Environ(), "GOCACHE="+cache, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GODEBUG=goindex=0", "GOPROXY=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("warming a verdict's build cache: %s: %v\n%s", warm, err, out)
+	}
+	return cache, nil
 }
 
 // getenvIn looks a variable up in env as exec.Cmd passes it on: the last

@@ -307,7 +307,7 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 	f.Kind = scriptedmodel.Go
 	sc := scenario("verdict-route-go", f, feature("F-002", scriptedmodel.Pass))
 	p := newProject(t, sc)
-	p.env = append(p.env, goCaches(t)...)
+	p.withGoCaches()
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
@@ -359,7 +359,7 @@ func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
 	p := newProject(t, sc)
 	// The plant's entry in the user's cache is keyed by this project's own
 	// path: no other build meets it.
-	p.env = append(p.env, goCaches(t)...)
+	p.withGoCaches()
 	o := p.runMisbehaving("--set", "limits.max_retries=1")
 	if got, want := states(o.list), "F-001=tested F-002=blocked"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
