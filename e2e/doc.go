@@ -30,7 +30,10 @@
 //   - does once per run what is costly and the same for every test: the
 //     binaries are built once in TestMain, and the machine's Go build and
 //     module caches, which are safe to share, are warmed once by the first
-//     test that asks goCaches for them (a project with Go features);
+//     test that asks goCaches for them (a project with Go features), as is
+//     the standard library in a verdict's build cache, which withGoCaches
+//     copies into the project's (the honest nights on a fresh home keep
+//     every cache cold: they show what a first night costs);
 //   - bounds its waits for agents' runs with agentsWait and for a daemon
 //     to answer with startWait: with other tests on the same two cores a
 //     run may take a minute, and a bound is there to catch a hang, not to
