@@ -356,17 +356,22 @@ func (p *project) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 // killLeftovers kills what still carries the project's socket (a run's
 // processes that a daemon killed with -9 left), and returns once they are
 // gone, so that nothing writes below the test's directories as they go.
+// One that outlives its SIGKILL fails the test by name, rather than the
+// removal of its directories.
 func (p *project) killLeftovers() {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		return
 	}
-	eventually.Within(leftoverDelay, func() bool {
-		left := p.leftovers()
+	var left []int
+	if !eventually.Within(leftoverDelay, func() bool {
+		left = p.leftovers()
 		for _, pid := range left {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		return len(left) == 0
-	})
+	}) {
+		p.t.Errorf("processes of the project's runs outlived a SIGKILL for %s: %v", leftoverDelay, left)
+	}
 }
 
 func (p *project) featureList() *progress.List {
