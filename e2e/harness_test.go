@@ -222,10 +222,10 @@ func (p *project) withGoCaches() {
 
 // warmVerdictCache runs the Go toolchain's warm-up (toolchain.Go's Warm, as
 // the daemon runs it) on a project of one package with its test, into a
-// build cache of its own, and returns that cache's directory. It is never
-// removed: a test run makes one, in the temporary directory.
+// build cache of its own, and returns that cache's directory: beside the
+// binaries, which TestMain removes at the end of the run.
 func warmVerdictCache() (string, error) {
-	dir, err := os.MkdirTemp("", "ctxgraphd-e2e-verdictwarm-")
+	dir, err := os.MkdirTemp(filepath.Dir(binary), "verdictwarm-")
 	if err != nil {
 		return "", err
 	}
