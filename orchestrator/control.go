@@ -201,12 +201,12 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		case statemachine.Stopped:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState, Message: "the session is stopped; resume it first"}
 		}
-		if o.busy() || len(o.lanesInFlight()) > 0 {
+		if o.busy(o.home) || len(o.lanesInFlight()) > 0 {
 			o.session.PauseRequested = true
 			o.persist()
 			return nil
 		}
-		o.transition(statemachine.Pause, "", "paused by ctl")
+		o.transition(o.home, statemachine.Pause, "", "paused by ctl")
 		return nil
 	})
 }
@@ -232,8 +232,8 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 		// record of the frozen tests follows a person.
 		o.syncFeatureList(false)
 		o.refreeze("", "resumed by ctl")
-		o.transition(statemachine.Advance, "", "resumed by ctl")
-		o.step(nil)
+		o.transition(o.home, statemachine.Advance, "", "resumed by ctl")
+		o.step(o.home, nil)
 		return nil
 	})
 }
@@ -263,7 +263,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 			o.stopAfter = true
 			return nil
 		}
-		o.transition(statemachine.Stop, "", "stopped by ctl")
+		o.transition(o.home, statemachine.Stop, "", "stopped by ctl")
 		return nil
 	})
 }
@@ -321,7 +321,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		c.AttemptTrace, c.AttemptNo, c.BlockTrace = "", 0, ""
 		o.setCounters(id, c)
 		o.persist()
-		o.afterListChange()
+		o.afterListChange(o.home)
 		return nil
 	})
 }
@@ -358,7 +358,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 			j.cancel()
 			return nil
 		}
-		o.afterListChange()
+		o.afterListChange(o.home)
 		return nil
 	})
 }

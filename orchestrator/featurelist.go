@@ -34,8 +34,11 @@ import (
 // restored when its run ends (runEnded true). While a run is in flight, an
 // invalid file that can be its own write half-way is neither, yet. It reports whether the
 // canonical list changed, or a problem that held the loop is gone: what can
-// give the loop new work.
+// give the loop new work. The file is the project's, in the project's own
+// lane (o.home), whose run in flight is the "run" above; a clone's list is
+// syncLaneList's.
 func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
+	act := o.home.active
 	held := o.problem != ""
 	defer func() {
 		// A problem that held the loop and is gone (the file fixed, or
@@ -50,7 +53,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.canonical != nil {
 			o.log.Warn("feature-list.json was deleted; restoring the canonical copy")
-			o.violation(gates.RoleWritePolicy, "feature-list.json was deleted")
+			o.violation(act, gates.RoleWritePolicy, "feature-list.json was deleted")
 			o.writeFeatureList()
 		}
 		// No file is no problem of a file: a broken one that is gone
@@ -62,21 +65,21 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		// A link (or a pipe) in the list's place is not read through: the
 		// canonical copy replaces it, as it replaces a deleted list.
 		o.log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
-		o.violation(gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
+		o.violation(act, gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
 		o.writeFeatureList()
 		o.setProblem("")
 		return false
 	case err != nil:
-		if o.cur.active != nil && !runEnded && o.agentMayBeWritingList(o.cur.active.run.ID, data) {
+		if act != nil && !runEnded && o.agentMayBeWritingList(act.run.ID, data) {
 			// The run in flight is writing the file (its Write lands in
 			// more than one piece), or its sandbox holds an empty one
 			// there for a command: read half-way, it is nobody's problem.
 			// Whose it is, if it is still invalid, is told at the run's
 			// end, which reads the file again.
-			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", o.cur.active.run.ID), zap.Error(err))
+			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
 			return false
 		}
-		o.problemFromAgent = o.cur.active != nil && o.agentMayHaveWrittenList(o.cur.active.run.ID, data)
+		o.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
 		if !o.problemFromAgent {
 			// A person's edit, half-way perhaps: theirs to finish. It is
 			// kept, and no run starts until the file is valid again.
@@ -97,7 +100,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	}
 
 	if o.canonical == nil {
-		if o.cur.active != nil && role.Role(o.cur.active.run.Role) == role.Initializer && (!runEnded || o.cur.active.silent) {
+		if act != nil && role.Role(act.run.Role) == role.Initializer && (!runEnded || act.silent) {
 			// The initializer's list is taken when its run has ended, and
 			// only from a run whose gates were running: not half-way, and
 			// not from a run whose hooks never checked in.
@@ -107,7 +110,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		for i := range l.Features {
 			if l.Features[i].Tested {
 				l.Features[i].Tested, reset = false, true
-				o.violation(gates.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
+				o.violation(act, gates.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
 			}
 			if l.Features[i].Status == "" {
 				l.Features[i].Status = progress.Pending
@@ -116,7 +119,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		o.canonical = l
 		o.markNewFeatures()
 		o.pending.FeatureList = l.Marshal()
-		if o.cur.active == nil {
+		if act == nil {
 			// A person's list: its tests are frozen now. An initializer's
 			// are frozen when its run ends, with all it wrote.
 			o.refreeze("", "the feature list was accepted")
@@ -133,12 +136,12 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		return true
 	}
 
-	merged, shown := o.merge(l)
+	merged, shown := o.merge(o.home, l)
 	changedCanonical := !bytes.Equal(merged.Marshal(), o.canonical.Marshal())
 	if changedCanonical {
 		o.canonical = merged
 		o.pending.FeatureList = merged.Marshal()
-		if o.cur.active == nil {
+		if act == nil {
 			// A person's edit: new features are due a test check, and the
 			// tests the list names now are frozen as they are.
 			o.markNewFeatures()
@@ -149,16 +152,17 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	rejected := progress.Diff(shown, l)
 	if len(rejected) > 0 {
 		for _, c := range rejected {
-			o.violation(o.revertGate(c), describeChange(o.actor(), c))
+			o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
 		}
 		o.writeShown(shown)
 	}
 	return changedCanonical
 }
 
-// merge applies the allowed part of disk to the canonical copy. It returns
-// the new canonical list and the list as it should read on disk (the same,
-// plus a tester's pending tested:true claim).
+// merge applies the allowed part of disk, the list of l's tree, to the
+// canonical copy. It returns the new canonical list and the list as it
+// should read on disk (the same, plus l's tester's pending tested:true
+// claim).
 //
 // While a run is in flight, who may change what is gates.ListChange's rule,
 // the one the hook applies to an Edit: a change an enforced gate refuses is
@@ -166,8 +170,8 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 // is taken and recorded. tested: true never becomes canonical here: a
 // tester's is a claim for the verdict. Features added, removed or
 // reordered by a run are always written back.
-func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List) {
-	if o.cur.active == nil {
+func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progress.List) {
+	if l.active == nil {
 		merged = disk.Clone()
 		paused := statemachine.State(o.session.State) == statemachine.Paused
 		for i := range merged.Features {
@@ -180,10 +184,10 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 				f.Tested = false // only a paused session takes a person's tested:true
 			}
 		}
-		return merged, o.withClaim(merged)
+		return merged, l.withClaim(merged)
 	}
 	merged = o.canonical.Clone()
-	run := o.cur.active.run
+	run := l.active.run
 	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
 	modes := o.judge.Modes()
 	for _, c := range progress.Diff(o.canonical, disk) {
@@ -196,14 +200,14 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 			continue
 		}
 		if d != nil {
-			o.violationMode(d.Gate, d.Code, describeChange(o.actor(), c)+" (warn mode: kept)")
+			o.violationMode(l.active, d.Gate, d.Code, describeChange(l.active.actor(), c)+" (warn mode: kept)")
 		}
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
 			case now && actor.Role == gates.Tester && d == nil:
-				o.cur.claim = run.Feature
-			case !now && o.cur.claim == c.FeatureID:
-				o.cur.claim = ""
+				l.claim = run.Feature
+			case !now && l.claim == c.FeatureID:
+				l.claim = ""
 			}
 			continue
 		}
@@ -211,29 +215,31 @@ func (o *Orchestrator) merge(disk *progress.List) (merged, shown *progress.List)
 			fd.Copy(m, df)
 		}
 	}
-	return merged, o.withClaim(merged)
+	return merged, l.withClaim(merged)
 }
 
-// withClaim is l as it should read on disk: with a tester's pending
-// tested: true shown, until the verdict takes it or drops it.
-func (o *Orchestrator) withClaim(l *progress.List) *progress.List {
-	shown := l.Clone()
-	if o.cur.claim != "" {
-		if f := shown.Feature(o.cur.claim); f != nil {
+// withClaim is list as it should read in l's tree: with l's tester's
+// pending tested: true shown, until the verdict takes it or drops it.
+func (l *lane) withClaim(list *progress.List) *progress.List {
+	shown := list.Clone()
+	if l.claim != "" {
+		if f := shown.Feature(l.claim); f != nil {
 			f.Tested = true
 		}
 	}
 	return shown
 }
 
-func (o *Orchestrator) actor() string {
-	if o.cur.active == nil {
+// actor names who changed the list: a's run, or a person between runs
+// (a nil).
+func (a *activeRun) actor() string {
+	if a == nil {
 		return "an edit"
 	}
-	if o.cur.active.run.Feature != "" {
-		return fmt.Sprintf("%s (%s, %s)", o.cur.active.run.Role, o.cur.active.run.Feature, o.cur.active.run.ID)
+	if a.run.Feature != "" {
+		return fmt.Sprintf("%s (%s, %s)", a.run.Role, a.run.Feature, a.run.ID)
 	}
-	return fmt.Sprintf("%s (%s)", o.cur.active.run.Role, o.cur.active.run.ID)
+	return fmt.Sprintf("%s (%s)", a.run.Role, a.run.ID)
 }
 
 func describeChange(actor string, c progress.Change) string {
@@ -252,11 +258,12 @@ func describeChange(actor string, c progress.Change) string {
 // revertGate names the gate a reverted change broke: the one the hook names
 // when it denies the same change through Write or Edit (gates.ListChange),
 // so that a change made where no hook could see it (Bash, a script) is
-// traced, counted and grouped like its denial.
-func (o *Orchestrator) revertGate(c progress.Change) string {
+// traced, counted and grouped like its denial. act is the run in flight
+// whose change it was, nil for a person's.
+func revertGate(act *activeRun, c progress.Change) string {
 	a := gates.Actor{}
-	if o.cur.active != nil {
-		a = gates.Actor{Role: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
+	if act != nil {
+		a = gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID}
 	}
 	if d := gates.ListChange(gates.Modes{}, a, c); d != nil {
 		return d.Gate
@@ -265,33 +272,36 @@ func (o *Orchestrator) revertGate(c progress.Change) string {
 }
 
 // violation records a change that was refused and undone on disk, as a
-// violation of gate.
-func (o *Orchestrator) violation(gate, what string) { o.violationMode(gate, "reverted", what) }
+// violation of gate by act's run (nil: a person's change).
+func (o *Orchestrator) violation(act *activeRun, gate, what string) {
+	o.violationMode(act, gate, "reverted", what)
+}
 
 // violationMode records a change of the list a gate refused (code
 // "reverted") or, in warn mode, let through.
-func (o *Orchestrator) violationMode(gate, code, what string) {
+func (o *Orchestrator) violationMode(act *activeRun, gate, code, what string) {
 	o.log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
 	t := control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gate, Code: code,
 		Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
-	if o.cur.active != nil {
-		t.Context = control.TraceContext{Agent: o.cur.active.run.Role, Feature: o.cur.active.run.Feature, Run: o.cur.active.run.ID}
+	if act != nil {
+		t.Context = control.TraceContext{Agent: act.run.Role, Feature: act.run.Feature, Run: act.run.ID}
 	}
 	o.trace(t)
 }
 
 // afterListChange re-decides when a change of the list can unblock the
-// session: new features after done, or anything while idle.
-func (o *Orchestrator) afterListChange() {
-	if o.cur.active != nil {
+// session: new features after done, or anything while idle. l is the lane
+// whose list changed.
+func (o *Orchestrator) afterListChange(l *lane) {
+	if l.active != nil {
 		return
 	}
 	switch statemachine.State(o.session.State) {
 	case statemachine.Done:
-		o.transition(statemachine.Advance, "", "feature list changed")
-		o.step(nil)
+		o.transition(l, statemachine.Advance, "", "feature list changed")
+		o.step(l, nil)
 	case statemachine.Idle, statemachine.Next, statemachine.Init:
-		o.step(nil)
+		o.step(l, nil)
 	default:
 		o.persist()
 	}
@@ -309,12 +319,14 @@ func (o *Orchestrator) setProblem(p string) {
 	o.publish()
 }
 
-// writeFeatureList writes the canonical list to disk.
+// writeFeatureList writes the canonical list to the project's tree, with
+// the claim pending there (the project's own lane's; a clone's is shown in
+// its clone, giveList).
 func (o *Orchestrator) writeFeatureList() {
 	if o.canonical == nil {
 		return
 	}
-	o.writeShown(o.withClaim(o.canonical))
+	o.writeShown(o.home.withClaim(o.canonical))
 }
 
 func (o *Orchestrator) writeShown(l *progress.List) {
@@ -329,13 +341,13 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 // dropUnjudgedClaim takes a tester's tested: true off the disk when no
 // verdict judged it: its run was interrupted, timed out or ran without
 // hooks. Left there, it would read as tested to anyone who looks, and as a
-// claim to the next tester run.
-func (o *Orchestrator) dropUnjudgedClaim() {
-	if o.cur.claim == "" {
+// claim to the next tester run. l is the lane of the run.
+func (o *Orchestrator) dropUnjudgedClaim(l *lane) {
+	if l.claim == "" {
 		return
 	}
-	o.log.Info("dropping an unjudged tested: true", zap.String("feature", o.cur.claim))
-	o.cur.claim = ""
+	o.log.Info("dropping an unjudged tested: true", zap.String("feature", l.claim))
+	l.claim = ""
 	o.writeFeatureList()
 }
 

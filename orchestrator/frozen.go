@@ -101,31 +101,31 @@ type testChecked struct {
 }
 
 // checkTest runs a feature's test once before any code is written for it
-// (gate red-before-green), off the loop.
-func (o *Orchestrator) checkTest(a statemachine.Action) {
+// (gate red-before-green), off the loop, in l's tree.
+func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 	f := o.canonical.Feature(a.Feature)
 	if f == nil {
 		return
 	}
 	test := f.Test
 	ctx, cancel := context.WithCancel(context.Background())
-	jb := &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel, lane: o.cur}
-	if o.cur != o.home {
+	jb := &job{what: fmt.Sprintf("running the test of %s before its first coding attempt", a.Feature), feature: a.Feature, cancel: cancel, lane: l}
+	if !l.project {
 		// A lane's check reads only its own tree: other lanes' work,
 		// and the job that moves the branch, go on beside it.
-		o.cur.check = jb
+		l.check = jb
 	} else {
 		o.job = jb
 	}
 	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, repo, root, events, id := o.judge, o.cur.repo, o.root(), o.runEvents, a.Feature
+	j, repo, root, events, id := o.judge, l.repo, l.root(), o.runEvents, a.Feature
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
 	// (startTree).
 	ev := testChecked{feature: id}
-	if r := o.takeRecent(); r != nil {
+	if r := o.takeRecent(l); r != nil {
 		ev.tree, ev.at = r.tree, r.at
 	}
 	go func() {
@@ -146,10 +146,11 @@ func (o *Orchestrator) checkTest(a statemachine.Action) {
 	}()
 }
 
-func (o *Orchestrator) onTestChecked(ev testChecked) {
-	jb := o.cur.check
+// onTestChecked takes the result of the check of l's feature's test.
+func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
+	jb := l.check
 	if jb != nil {
-		o.cur.check = nil
+		l.check = nil
 	} else {
 		jb, o.job = o.job, nil
 	}
@@ -157,15 +158,15 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 	if r.Interrupted {
 		if jb != nil && jb.interrupt != "" && o.stopAfter {
 			o.stopAfter = false
-			o.transition(statemachine.Stop, ev.feature, jb.interrupt)
+			o.transition(l, statemachine.Stop, ev.feature, jb.interrupt)
 			return
 		}
-		o.step(nil) // checked again
+		o.step(l, nil) // checked again
 		return
 	}
 	// The coding run decided on below starts from the tree the test ran
 	// on (startTree).
-	defer o.holdRecent(ev.tree, ev.at)()
+	defer o.holdRecent(l, ev.tree, ev.at)()
 	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
 		o.log.Warn("could not keep the test's output", zap.Error(err))
 	}
@@ -173,7 +174,7 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 		// The machine, not the test, failed: the check is still due, and
 		// a resume runs it again.
 		why := o.environmentStop(store.Run{Feature: ev.feature}, r.Env, nil)
-		o.transition(statemachine.Stop, ev.feature, why)
+		o.transition(l, statemachine.Stop, ev.feature, why)
 		return
 	}
 	c := o.counters[ev.feature]
@@ -198,7 +199,7 @@ func (o *Orchestrator) onTestChecked(ev testChecked) {
 	} else {
 		o.log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
 	}
-	o.step(nil)
+	o.step(l, nil)
 }
 
 // cannotRunDetail says why a test cannot run and what to do about it.

@@ -29,9 +29,9 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 			return err
 		case !ok:
 			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
-		case o.cur.active != nil:
+		case o.home.active != nil:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
-				Message: fmt.Sprintf("%s is in flight, and what the daemon writes to the project now would be taken for its agent's; `ctxgraphd ctl pause`, then promote once it has ended", o.cur.active.run.ID)}
+				Message: fmt.Sprintf("%s is in flight, and what the daemon writes to the project now would be taken for its agent's; `ctxgraphd ctl pause`, then promote once it has ended", o.home.active.run.ID)}
 		case o.job != nil:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
 				Message: fmt.Sprintf("the daemon is %s; promote once it is done (`ctxgraphd ctl pause` holds the next run)", o.job.what)}

@@ -196,7 +196,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	coder := o.policy(role.Coder, "F-001").DenyWrite
+	coder := o.policy(o.home, role.Coder, "F-001").DenyWrite
 	for _, p := range []string{in("CHANGELOG[1].md"), in("gen"), in("pkg/x/a.pb.go"), in("pkg/y/b.pb.go")} {
 		if !slices.Contains(coder, p) {
 			t.Errorf("a coder's sandbox may write %s, which an enforced guard holds", p)
@@ -207,7 +207,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 			t.Errorf("a coder's sandbox denies %s, which no enforced deny guard on a file holds", p)
 		}
 	}
-	tester := o.policy(role.Tester, "F-001").DenyWrite
+	tester := o.policy(o.home, role.Tester, "F-001").DenyWrite
 	if slices.Contains(tester, in("gen")) || !slices.Contains(tester, in("pkg/x/a.pb.go")) {
 		t.Errorf("a tester's sandbox: %v, want the coder's guard out and every agent's in", tester)
 	}

@@ -123,20 +123,20 @@ func (w *hooksWatch) usedGated() bool {
 
 // onHooksLiveCheck kills a run that called a gated tool while none of its
 // hooks reached the daemon: its gates are not running, so nothing it does
-// can be trusted.
-func (o *Orchestrator) onHooksLiveCheck(ev hooksLiveCheck) {
-	if o.cur.active == nil || o.cur.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
+// can be trusted. l is the run's lane.
+func (o *Orchestrator) onHooksLiveCheck(l *lane, ev hooksLiveCheck) {
+	if l.active == nil || l.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
 		return
 	}
-	run := o.cur.active.run
+	run := l.active.run
 	what := fmt.Sprintf("%s called tools the hooks gate and no hook of it reached the daemon (by the call's answer, or within agent.hooks_live_timeout, %s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
 	if !o.hooksSilentViolation(run, what) {
 		return
 	}
 	o.log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
-	o.cur.active.interrupt = what
-	o.cur.active.hooksKilled = true
-	o.cur.active.cancel()
+	l.active.interrupt = what
+	l.active.hooksKilled = true
+	l.active.cancel()
 }
 
 // endedSilent catches the run that ended, by itself, before its hooks-live

@@ -67,20 +67,13 @@ func (o *Orchestrator) laneByRun(runID string) *lane {
 	return nil
 }
 
-// enter makes l the lane the loop handles (o.cur) until the returned func
-// runs.
-func (o *Orchestrator) enter(l *lane) func() {
-	o.cur = l
-	return func() { o.cur = o.home }
-}
-
 // busyLanes are the features whose lanes have a run or a job in flight,
-// but the one being decided (o.cur's).
-func (o *Orchestrator) busyLanes() []statemachine.InFlight {
+// but the one being decided (in's).
+func (o *Orchestrator) busyLanes(in *lane) []statemachine.InFlight {
 	var out []statemachine.InFlight
 	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
 		l := o.lanes[id]
-		if l == o.cur || (l.active == nil && l.check == nil && (o.job == nil || o.job.lane != l)) {
+		if l == in || (l.active == nil && l.check == nil && (o.job == nil || o.job.lane != l)) {
 			continue
 		}
 		in := statemachine.InFlight{Feature: id}
@@ -93,11 +86,11 @@ func (o *Orchestrator) busyLanes() []statemachine.InFlight {
 }
 
 // inFlightCap is the sum of the --max-budget-usd caps of the runs in
-// flight in lanes other than o.cur.
-func (o *Orchestrator) inFlightCap() float64 {
+// flight in lanes other than in.
+func (o *Orchestrator) inFlightCap(in *lane) float64 {
 	sum := 0.0
 	for _, l := range o.lanes {
-		if l != o.cur && l.active != nil {
+		if l != in && l.active != nil {
 			sum += l.active.capUSD
 		}
 	}
@@ -136,6 +129,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
 	l := &lane{feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
+	l.record = &l.run
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
@@ -164,27 +158,28 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	return l, nil
 }
 
-// enterLaneOf makes feature's lane the loop's (o.cur), opening it if it is
-// not open yet; outside lanes mode, or for the initializer, the lane is
-// the one the loop is in. It reports false, having stopped the session
-// with the reason, when the lane could not be made.
-func (o *Orchestrator) enterLaneOf(feature string) bool {
-	if !o.lanesMode() || feature == "" || o.cur.feature == feature {
-		if o.cur.dir == "" {
-			o.cur = o.home // a lane to be, for the initializer
+// laneFor is the lane feature's action works in, given in, the lane of
+// the event being handled (nil: none yet, when lanes are being filled):
+// feature's own, opened if it is not open (a lane closed on the way, by a
+// verdict or a block, is not); outside lanes mode, or for the initializer,
+// in, or the project's own. It is nil, having stopped the session with the
+// reason, when the lane could not be made.
+func (o *Orchestrator) laneFor(in *lane, feature string) *lane {
+	if !o.lanesMode() || feature == "" {
+		if in == nil {
+			return o.home // for the initializer
 		}
-		return true
+		return in
 	}
 	l := o.lanes[feature]
 	if l == nil {
 		var err error
 		if l, err = o.openLane(feature); err != nil {
-			o.transition(statemachine.Stop, feature, fmt.Sprintf("could not make a lane for %s: %v", feature, err))
-			return false
+			o.transition(in, statemachine.Stop, feature, fmt.Sprintf("could not make a lane for %s: %v", feature, err))
+			return nil
 		}
 	}
-	o.cur = l // the event's handler goes home when it is done
-	return true
+	return l
 }
 
 // giveList writes the canonical list into l's clone, as l's runs are to
@@ -303,13 +298,13 @@ func (o *Orchestrator) laneRecords() []store.Lane {
 	return out
 }
 
-// syncLaneList takes what o.cur's run changed in its copy of the feature
+// syncLaneList takes what l's run changed in its copy of the feature
 // list, by the rules of gates.ListChange (the hook's): its own feature's
 // status, or tested and evidence (tested: true is the tester's claim, for
 // the verdict); anything else is a violation, and left out. The lane's
 // copy is then the canonical list again.
-func (o *Orchestrator) syncLaneList() {
-	l, act := o.cur, o.cur.active
+func (o *Orchestrator) syncLaneList(l *lane) {
+	act := l.active
 	if act == nil || o.canonical == nil || l.given == nil {
 		return
 	}
@@ -317,7 +312,7 @@ func (o *Orchestrator) syncLaneList() {
 	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
 	disk, _, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
 	if err != nil {
-		o.violation(gates.RoleWritePolicy, fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", o.actor(), err))
+		o.violation(act, gates.RoleWritePolicy, fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err))
 		o.giveList(l)
 		return
 	}
@@ -326,16 +321,16 @@ func (o *Orchestrator) syncLaneList() {
 	for _, c := range progress.Diff(l.given, disk) {
 		fd, isField := progress.FieldByKey(c.Field)
 		if c.Kind != progress.Modified || !isField {
-			o.violation(o.revertGate(c), describeChange(o.actor(), c))
+			o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
 			continue
 		}
 		d := gates.ListChange(modes, actor, c)
 		if d.Blocks() {
-			o.violation(d.Gate, describeChange(o.actor(), c))
+			o.violation(act, d.Gate, describeChange(act.actor(), c))
 			continue
 		}
 		if d != nil {
-			o.violationMode(d.Gate, d.Code, describeChange(o.actor(), c)+" (warn mode: kept)")
+			o.violationMode(act, d.Gate, d.Code, describeChange(act.actor(), c)+" (warn mode: kept)")
 		}
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
@@ -413,12 +408,11 @@ func (o *Orchestrator) activeOf(feature string) *activeRun {
 	return nil
 }
 
-// closeSettledLane closes o.cur when its feature no longer needs it: a
+// closeSettledLane closes l when its feature no longer needs it: a
 // person set it aside, removed it, or marked it tested meanwhile. A
 // set-aside feature's work is kept, as a blocked one's is.
-func (o *Orchestrator) closeSettledLane() {
-	l := o.cur
-	if l == o.home || l.feature == "" || l.active != nil || l.check != nil || o.lanes[l.feature] != l {
+func (o *Orchestrator) closeSettledLane(l *lane) {
+	if l.project || l.feature == "" || l.active != nil || l.check != nil || o.lanes[l.feature] != l {
 		return
 	}
 	f := o.canonical.Feature(l.feature)
@@ -430,31 +424,19 @@ func (o *Orchestrator) closeSettledLane() {
 	}
 }
 
-// root is o.cur's work tree, as the judge knows it (zero: the project's).
-func (o *Orchestrator) root() judge.Root {
-	if o.cur == o.home {
+// root is l's work tree, as the judge knows it (zero: the project's).
+func (l *lane) root() judge.Root {
+	if l.project {
 		return judge.Root{}
 	}
-	return judge.Root{Dir: o.cur.dir, Repo: o.cur.repo}
+	return judge.Root{Dir: l.dir, Repo: l.repo}
 }
 
-// runRecord is the store's record of o.cur's run in flight (the project's
-// own lane's is Session.Run), nil when none.
-func (o *Orchestrator) runRecord() *store.Run {
-	if o.cur == o.home {
-		return o.session.Run
-	}
-	return o.cur.run
-}
+// runRecord is the store's record of l's run in flight, nil when none.
+func (l *lane) runRecord() *store.Run { return *l.record }
 
 // setRunRecord sets it.
-func (o *Orchestrator) setRunRecord(r *store.Run) {
-	if o.cur == o.home {
-		o.session.Run = r
-	} else {
-		o.cur.run = r
-	}
-}
+func (l *lane) setRunRecord(r *store.Run) { *l.record = r }
 
 // holdLanes stops the runs in flight in lanes when the session waits or
 // stops: what held one lane (a rate limit, an overload, a spent budget, a
@@ -519,12 +501,12 @@ func (o *Orchestrator) killLaneRuns() {
 	}
 }
 
-// rebaseLane closes o.cur, a lane whose work cannot go onto the branch as
-// it is now, keeping its work under branch.LaneRef: the feature's next run opens
-// a fresh lane from the branch.
-func (o *Orchestrator) rebaseLane(why string) {
-	l := o.cur
-	if l == o.home {
+// rebaseLane closes l, a lane whose work cannot go onto the branch as it
+// is now, keeping its work under branch.LaneRef: the feature's next run
+// opens a fresh lane from the branch. The project's own lane is never
+// closed.
+func (o *Orchestrator) rebaseLane(l *lane, why string) {
+	if l.project {
 		return
 	}
 	o.log.Info("a lane starts again from the branch", zap.String("feature", l.feature), zap.String("why", why))
@@ -533,5 +515,4 @@ func (o *Orchestrator) rebaseLane(why string) {
 		c.Base, c.BaseHead = "", ""
 		o.setCounters(l.feature, c)
 	}
-	o.cur = o.home
 }

@@ -24,14 +24,14 @@ import (
 const maxStepsPerDecision = 10000
 
 // step decides what to do after out (nil: decide afresh) and does it, in
-// the lane of the event in flight (o.cur); with lanes, it then starts work
-// in as many more as are free and have work.
-func (o *Orchestrator) step(out *statemachine.Outcome) {
+// l, the lane of the event in flight; with lanes, it then starts work in
+// as many more as are free and have work.
+func (o *Orchestrator) step(l *lane, out *statemachine.Outcome) {
 	defer o.persist() // whatever else happened rides with a final persist
 	if o.canonical != nil {
-		o.closeSettledLane()
+		o.closeSettledLane(l)
 	}
-	o.decide(out, false)
+	o.decide(l, out)
 	if o.lanesMode() {
 		o.fillLanes()
 	}
@@ -45,26 +45,26 @@ func (o *Orchestrator) step(out *statemachine.Outcome) {
 func (o *Orchestrator) fillLanes() {
 	for o.job == nil && o.home.active == nil && o.lanesAtWork() < o.cfg.Limits.Parallel {
 		before := o.lanesAtWork()
-		leave := o.enter(&lane{}) // the action names the feature, and its lane
-		o.decide(nil, true)
-		leave()
+		o.decide(nil, nil) // the action names the feature, and its lane
 		if o.job == nil && o.lanesAtWork() == before {
 			return // nothing started
 		}
 	}
 }
 
-// decide is step's decision and action in o.cur; filling: o.cur is a lane
-// to be, and the session's state is another lane's.
-func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
+// decide is step's decision and action in l; l nil: lanes are being
+// filled, the action names its lane, and the session's state is another
+// lane's.
+func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
+	filling := l == nil
 	for i := 0; i < maxStepsPerDecision; i++ {
-		if o.busy() {
+		if o.job != nil || (l != nil && o.busy(l)) {
 			return
 		}
 		state := statemachine.State(o.session.State)
 		if o.stopAfter {
 			o.stopAfter = false
-			o.transition(statemachine.Stop, "", "stopped by ctl")
+			o.transition(l, statemachine.Stop, "", "stopped by ctl")
 			return
 		}
 		// A pause holds what would start next, not what ended: the outcome
@@ -73,13 +73,13 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 		// charged and its retry told why once the session resumes.
 		holding := o.session.PauseRequested || state == statemachine.Paused
 		if state == statemachine.Stopped || state == statemachine.Waiting || (holding && out == nil) {
-			o.pauseIfRequested()
+			o.pauseIfRequested(l)
 			return
 		}
 		if !filling && (state == statemachine.Init || state == statemachine.Code || state == statemachine.Test) {
 			// The run of this state has ended: the session is choosing what
 			// comes next, and the log says so.
-			if !o.transition(statemachine.Advance, o.session.Feature, "run ended") {
+			if !o.transition(l, statemachine.Advance, o.session.Feature, "run ended") {
 				return
 			}
 			state = statemachine.Next
@@ -90,14 +90,14 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 			// work from a list they are changing. Hold until it is fixed.
 			return
 		}
-		a := statemachine.Decide(o.decisionInput(out))
+		a := statemachine.Decide(o.decisionInput(l, out))
 		out = nil
 		o.log.Debug("decided", zap.String("action", a.String()))
 		o.count(a)
 		if holding && a.Kind != statemachine.BlockFeature && a.Kind != statemachine.StopSession {
 			// Held: a resume decides again, from the counters just
 			// committed, and comes to the same start.
-			o.pauseIfRequested()
+			o.pauseIfRequested(l)
 			return
 		}
 		switch a.Kind {
@@ -105,29 +105,29 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 			o.block(a.Feature, a.Reason, !a.NotCharged)
 			continue
 		case statemachine.CheckTest:
-			if o.enterLaneOf(a.Feature) {
-				o.checkTest(a)
+			if in := o.laneFor(l, a.Feature); in != nil {
+				o.checkTest(in, a)
 			}
 			return
 		case statemachine.SpawnInitializer, statemachine.SpawnCoder, statemachine.SpawnTester:
-			if o.enterLaneOf(a.Feature) {
-				o.spawn(a)
+			if in := o.laneFor(l, a.Feature); in != nil {
+				o.spawn(in, a)
 			}
 			return
 		case statemachine.WaitForLanes:
 			return // a lane's end decides again
 		case statemachine.FinishAll:
 			if state != statemachine.Done || o.session.Message != a.Reason {
-				o.transition(statemachine.Finish, "", a.Reason)
+				o.transition(l, statemachine.Finish, "", a.Reason)
 				o.log.Info("session done", zap.String("why", a.Reason))
 			}
 			return
 		case statemachine.StopSession:
-			o.transition(statemachine.Stop, "", a.Reason)
+			o.transition(l, statemachine.Stop, "", a.Reason)
 			o.log.Warn("session stopped; a person is needed", zap.String("why", a.Reason))
 			return
 		case statemachine.WaitAndRetry:
-			o.wait(a)
+			o.wait(l, a)
 			return
 		default:
 			return
@@ -137,15 +137,16 @@ func (o *Orchestrator) decide(out *statemachine.Outcome, filling bool) {
 }
 
 // pauseIfRequested takes the session to paused when ctl pause asked for it
-// while a run was in flight.
-func (o *Orchestrator) pauseIfRequested() {
+// while a run (of l) was in flight.
+func (o *Orchestrator) pauseIfRequested(l *lane) {
 	if o.session.PauseRequested && statemachine.State(o.session.State) != statemachine.Stopped {
 		o.session.PauseRequested = false
-		o.transition(statemachine.Pause, "", "paused by ctl")
+		o.transition(l, statemachine.Pause, "", "paused by ctl")
 	}
 }
 
-func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Input {
+// decisionInput is what Decide decides on, for l (nil: a lane to be).
+func (o *Orchestrator) decisionInput(l *lane, out *statemachine.Outcome) statemachine.Input {
 	counters := make(map[string]statemachine.Counters, len(o.counters))
 	for id, c := range o.counters {
 		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD, Red: statemachine.RedState(c.Red), RedDetail: c.RedDetail}
@@ -156,8 +157,8 @@ func (o *Orchestrator) decisionInput(out *statemachine.Outcome) statemachine.Inp
 		Counters:         counters,
 		InitFailures:     o.session.InitFailures,
 		BlockedInSession: o.session.BlockedInSession,
-		InFlight:         o.busyLanes(),
-		InFlightCapUSD:   o.inFlightCap(),
+		InFlight:         o.busyLanes(l),
+		InFlightCapUSD:   o.inFlightCap(l),
 		MaxRetries:       o.cfg.Limits.MaxRetries,
 		MaxBlocked:       o.cfg.Limits.MaxBlocked,
 		RunBudgetUSD:     o.cfg.Budget.RunUSD,
@@ -202,8 +203,9 @@ func (o *Orchestrator) setCounters(id string, c store.FeatureCounters) {
 }
 
 // transition moves the state machine along e, persisting the move (and all
-// pending changes) before the machine itself moves.
-func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) bool {
+// pending changes) before the machine itself moves; the move names l's run
+// in flight, if any (l nil: none).
+func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason string) bool {
 	from := o.machine.State()
 	to, err := o.machine.Target(e)
 	if err != nil {
@@ -213,8 +215,10 @@ func (o *Orchestrator) transition(e statemachine.Event, feature, reason string) 
 	}
 	o.lastTrans++
 	t := store.Transition{Seq: o.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
-	if r := o.runRecord(); r != nil {
-		t.Run = r.ID
+	if l != nil {
+		if r := l.runRecord(); r != nil {
+			t.Run = r.ID
+		}
 	}
 	o.pending.Transitions = append(o.pending.Transitions, t)
 	o.session.State = string(to)
@@ -344,14 +348,15 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	o.notify(notify.FeatureBlocked, id, fmt.Sprintf("%s blocked: %s%s", id, reason, kept))
 }
 
-// wait holds the session after a failure that waiting cures: until a usage
-// limit's reset time when the run reported one, else for the backoff.
-func (o *Orchestrator) wait(a statemachine.Action) {
+// wait holds the session after a failure that waiting cures (in l): until
+// a usage limit's reset time when the run reported one, else for the
+// backoff.
+func (o *Orchestrator) wait(l *lane, a statemachine.Action) {
 	o.session.Backoffs++
 	until := waitUntil(o.now(), o.session.Backoffs, o.cfg.Limits, o.waitFor)
 	o.waitFor = agents.Failure{}
 	o.session.WaitingUntil = until
-	o.transition(statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
+	o.transition(l, statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()
 	}

@@ -121,11 +121,11 @@ type Orchestrator struct {
 	totalCost float64
 	runCount  int
 	pending   store.Batch // changes that ride with the next persist
-	// home is the lane of the project's own work tree; cur the lane whose
-	// event the loop is handling (see lane); lanes the features worked in
-	// clones of their own (lanes.go), and queued the runs that ended
-	// while the daemon's own work for another lane was in flight.
-	home, cur *lane
+	// home is the lane of the project's own work tree; lanes the features
+	// worked in clones of their own (lanes.go), and queued the runs that
+	// ended while the daemon's own work for another lane was in flight.
+	// Every handler is handed the lane it works in.
+	home      *lane
 	lanes     map[string]*lane
 	queued    []runEnded
 	job       *job   // the daemon's own work in flight (a test, a verdict), if any
@@ -166,18 +166,28 @@ type Orchestrator struct {
 
 // lane is where a feature's runs work and are judged, with what the loop
 // knows of them between events: the run in flight and its tester's
-// pending claim. The loop owns its lanes and drives them by events; a lane
-// is state, never a goroutine of its own (the one-goroutine rule holds).
-// Today there is one, the project's own work tree.
+// pending claim. The loop owns its lanes and drives them by events, each
+// handler given the lane it works in; a lane is state, never a goroutine
+// of its own (the one-goroutine rule holds). The project's own work tree
+// is a lane (Orchestrator.home), and with limits.parallel above 1 each
+// feature has one of its own, a clone (lanes.go).
 type lane struct {
 	dir    string        // its work tree
 	repo   *gitrepo.Repo // that work tree's repository
 	active *activeRun    // its run in flight, if any
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
+	// project: this is the project's own work tree, not a clone. Its list
+	// is the project's (syncFeatureList), its runs are judged where the
+	// project's are (judge.Root{}) and commit with judge.Commit, and it is
+	// never closed; set when the lane is made.
+	project bool
+	// record is where the store keeps its run in flight: the project's
+	// own lane's is Session.Run, a clone's is run.
+	record **store.Run
 	// A lane of its own (lanes.go) works one feature in a clone on
 	// branch, made from the commit baseHead; run is its run in flight as
-	// the store keeps it (the project's own lane's is Session.Run), and
-	// given the feature list as the daemon last wrote it there.
+	// the store keeps it, and given the feature list as the daemon last
+	// wrote it there.
 	feature, branch, baseHead string
 	run                       *store.Run
 	given                     *progress.List
@@ -274,7 +284,7 @@ func New(opts Options) (*Orchestrator, error) {
 		lastTrans: st.LastTransSeq,
 		totalCost: st.TotalCostUSD,
 		runCount:  st.RunCount,
-		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo},
+		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true},
 		lanes:     map[string]*lane{},
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
@@ -300,8 +310,8 @@ func New(opts Options) (*Orchestrator, error) {
 			o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 		}
 	}
+	o.home.record = &o.session.Run
 	o.loadGuardFile()
-	o.cur = o.home
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
 	return o, nil
@@ -333,7 +343,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	stopRetention := o.startRetention()
 	defer stopRetention()
 	for {
-		if o.opts.ExitWhenDone && o.cur.active == nil && len(o.jobs()) == 0 && len(o.lanesInFlight()) == 0 {
+		if o.opts.ExitWhenDone && o.home.active == nil && len(o.jobs()) == 0 && len(o.lanesInFlight()) == 0 {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done, statemachine.Stopped:
 				o.retireLanes()
@@ -361,7 +371,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			}
 		case <-changed:
 			if o.syncFeatureList(false) {
-				o.afterListChange()
+				o.afterListChange(o.home)
 			} else {
 				o.persist() // violations and problems found on the way
 			}
@@ -372,12 +382,12 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		case <-o.persistC():
 			o.persistTimer = nil
 			o.log.Info("trying again to save the state")
-			o.step(nil)
+			o.step(o.home, nil)
 		case <-o.waitC():
 			o.waitTimer = nil
 			o.log.Info("wait over; resuming")
-			o.transition(statemachine.Advance, "", "the wait is over")
-			o.step(nil)
+			o.transition(o.home, statemachine.Advance, "", "the wait is over")
+			o.step(o.home, nil)
 		}
 	}
 }
@@ -388,47 +398,41 @@ func (o *Orchestrator) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case runStarted:
 		if l := o.laneByRun(ev.runID); l != nil {
-			defer o.enter(l)()
-			o.onRunStarted(ev)
+			o.onRunStarted(l, ev)
 		}
 	case runEnded:
 		if l := o.laneByRun(ev.runID); l != nil {
-			if o.job != nil && l != o.home {
+			if o.job != nil && !l.project {
 				// Judging it is the daemon's work, which goes one job at
 				// a time: it waits for the one in flight.
 				o.queued = append(o.queued, ev)
 				return
 			}
-			defer o.enter(l)()
-			o.onRunEnded(ev)
+			o.onRunEnded(l, ev)
 		}
 	case hooksLiveCheck:
 		if l := o.laneByRun(ev.runID); l != nil {
-			defer o.enter(l)()
-			o.onHooksLiveCheck(ev)
+			o.onHooksLiveCheck(l, ev)
 		}
 	case testChecked:
 		if l := o.lanes[ev.feature]; l != nil && l.check != nil {
-			defer o.enter(l)()
-			o.onTestChecked(ev)
+			o.onTestChecked(l, ev)
 			return
 		}
-		o.inJobLane(func() { o.onTestChecked(ev) })
+		o.inJobLane(func(l *lane) { o.onTestChecked(l, ev) })
 	case runJudged:
-		o.inJobLane(func() { o.onRunJudged(ev) })
+		o.inJobLane(func(l *lane) { o.onRunJudged(l, ev) })
 	}
 }
 
 // inJobLane runs fn, the handling of the job in flight's result, in the
 // job's lane, then takes the runs that ended meanwhile.
-func (o *Orchestrator) inJobLane(fn func()) {
+func (o *Orchestrator) inJobLane(fn func(*lane)) {
+	l := o.home
 	if o.job != nil && o.job.lane != nil {
-		leave := o.enter(o.job.lane)
-		fn()
-		leave()
-	} else {
-		fn()
+		l = o.job.lane
 	}
+	fn(l)
 	for o.job == nil && len(o.queued) > 0 {
 		ev := o.queued[0]
 		o.queued = o.queued[1:]
@@ -443,9 +447,9 @@ func (o *Orchestrator) waitC() <-chan time.Time {
 	return o.waitTimer.C
 }
 
-// busy reports whether a run or a job of the daemon is in flight: nothing
-// new starts then.
-func (o *Orchestrator) busy() bool { return o.cur.active != nil || o.job != nil || o.cur.check != nil }
+// busy reports whether a run or a job of the daemon is in flight in l, or
+// the daemon's job that moves the branch: nothing new starts there then.
+func (o *Orchestrator) busy(l *lane) bool { return l.active != nil || o.job != nil || l.check != nil }
 
 // jobs are the daemon's own work in flight: the job, and the lanes' checks.
 func (o *Orchestrator) jobs() []*job {
@@ -513,16 +517,16 @@ func (o *Orchestrator) recover() {
 		}
 		o.log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
 		// Its writes since the crash are judged as that run's writes.
-		o.cur.active = &activeRun{run: *r}
+		o.home.active = &activeRun{run: *r}
 		o.syncFeatureList(true)
-		o.cur.active = nil
-		o.dropUnjudgedClaim()
-		o.judgeLeftovers(*r)
+		o.home.active = nil
+		o.dropUnjudgedClaim(o.home)
+		o.judgeLeftovers(o.home, *r)
 		ended := *r
 		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)
 		o.session.Run = nil
-		o.step(&statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
+		o.step(o.home, &statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
 		return
 	}
 	o.syncFeatureList(true)
@@ -532,16 +536,16 @@ func (o *Orchestrator) recover() {
 		return
 	case statemachine.Stopped:
 		o.session.BlockedInSession = 0
-		o.transition(statemachine.Advance, "", "daemon started")
+		o.transition(o.home, statemachine.Advance, "", "daemon started")
 	case statemachine.Waiting:
 		if d := o.session.WaitingUntil.Sub(o.now()); d > 0 {
 			o.waitTimer = time.NewTimer(d)
 			o.persist()
 			return
 		}
-		o.transition(statemachine.Advance, "", "the wait is over")
+		o.transition(o.home, statemachine.Advance, "", "the wait is over")
 	}
-	o.step(nil)
+	o.step(o.home, nil)
 }
 
 // shutdown stops the run or job in flight and records the run as
@@ -593,7 +597,7 @@ func (o *Orchestrator) shutdown() {
 	}
 	// A claim no verdict judged does not stay on the disk for the next
 	// start to read as tested.
-	o.dropUnjudgedClaim()
+	o.dropUnjudgedClaim(o.home)
 	o.retireLanes()
 	if o.waitTimer != nil {
 		o.waitTimer.Stop()

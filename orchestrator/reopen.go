@@ -39,7 +39,7 @@ const (
 // failure is its own attempt's (statemachine.Reopen): it goes back to
 // pending and is coded again, told why, or is blocked once its retries
 // are used up. Both sides are traced: ctl why and the report say it.
-func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []judge.Regression) {
+func (o *Orchestrator) reopenTested(l *lane, claimant string, run store.Run, broken []judge.Regression) {
 	changed := false
 	for _, b := range broken {
 		f := o.canonical.Feature(b.Feature)
@@ -71,7 +71,7 @@ func (o *Orchestrator) reopenTested(claimant string, run store.Run, broken []jud
 		// next verdict stops the session for a person, with the fix, as
 		// any test the machine keeps from running does.
 		machine := b.Test.Env != nil || (b.Alone != nil && b.Alone.Env != nil)
-		a := statemachine.Reopen(o.decisionInput(nil), b.Feature, why)
+		a := statemachine.Reopen(o.decisionInput(l, nil), b.Feature, why)
 		d := diagnose.Read(shown.Command, shown.ExitCode, shown.Output)
 		d.Message = fmt.Sprintf("%s's test passed its verdict but no longer passes on the branch: %s", b.Feature, firstNonEmpty(d.Message, shown.Summary()))
 		if !machine {

@@ -84,8 +84,7 @@ func TestRevertGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &Orchestrator{cur: &lane{active: tt.active}}
-			if got := o.revertGate(tt.c); got != tt.want {
+			if got := revertGate(tt.active, tt.c); got != tt.want {
 				t.Errorf("revertGate = %s, want %s", got, tt.want)
 			}
 		})

@@ -25,12 +25,13 @@ import (
 
 // onRunEnded takes a run that ended. One that ended by itself is judged by
 // its outcome, off the loop (a snapshot, and for a tester's claim the
-// daemon's own run of the test, take time); then finishRun decides.
-func (o *Orchestrator) onRunEnded(ev runEnded) {
-	if o.cur.active == nil || o.cur.active.run.ID != ev.runID {
+// daemon's own run of the test, take time); then finishRun decides. l is
+// the run's lane.
+func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
+	if l.active == nil || l.active.run.ID != ev.runID {
 		return
 	}
-	act := o.cur.active
+	act := l.active
 	res := ev.result
 	act.hooks.stop()
 	if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
@@ -47,20 +48,20 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 	act.silent = act.hooksKilled || o.untrusted(act, res)
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
-	if o.cur == o.home {
+	if l.project {
 		o.syncFeatureList(true)
 	} else {
-		o.syncLaneList()
+		o.syncLaneList(l)
 	}
-	o.cur.active = nil
+	l.active = nil
 
 	if why != "" {
 		// Its gates never ran: nothing the run claims is judged, and the
 		// run is redone; what it changed in the tree is still held to
 		// the rules.
 		o.setAsideUnjudgedList(act.run)
-		act.controls = o.judgeLeftovers(act.run)
-		o.finishRun(act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
+		act.controls = o.judgeLeftovers(l, act.run)
+		o.finishRun(l, act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
 		return
 	}
 	out := o.prejudge(act, res)
@@ -68,20 +69,20 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		if act.silent {
 			o.setAsideUnjudgedList(act.run)
 		}
-		act.controls = o.judgeLeftovers(act.run)
-		o.finishRun(act, res, out)
+		act.controls = o.judgeLeftovers(l, act.run)
+		o.finishRun(l, act, res, out)
 		return
 	}
 
 	in := judge.RunEnd{
 		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
-		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(), Root: o.root(),
+		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(), Root: l.root(),
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
 	if out.Role == statemachine.Tester {
-		ev2.claimed = o.cur.claim == act.run.Feature
+		ev2.claimed = l.claim == act.run.Feature
 		if ev2.claimed {
-			ev2.refused = o.claimProblem(act.run.Feature, act.run.ID)
+			ev2.refused = o.claimProblem(l, act.run.Feature, act.run.ID)
 		}
 		// The daemon runs the test itself to judge a claim, and, when the
 		// tester found a failure (or a claim is refused), so that the
@@ -98,14 +99,14 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 			// tested before still passes its frozen test.
 			in.Sweep = in.Rerun
 		}
-		if in.Sweep && o.cur != o.home {
+		if in.Sweep && !l.project {
 			// A lane's claim is judged on what the branch would hold: its
 			// tree merged onto the branch as it is now.
 			head, headTree, _, err := o.repo.Head(context.Background())
 			if err != nil {
 				o.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
-			in.Onto, in.OntoBase = head, o.cur.baseHead
+			in.Onto, in.OntoBase = head, l.baseHead
 			ev2.onto = head
 			// An earlier feature's test that fails on the candidate is
 			// run on the branch head alone before the claim is charged.
@@ -117,7 +118,7 @@ func (o *Orchestrator) onRunEnded(ev runEnded) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: o.cur}
+	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: l}
 	switch {
 	case in.Rerun && ev2.claimed && ev2.refused == "":
 		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
@@ -144,9 +145,9 @@ func (o *Orchestrator) listOrEmpty() *progress.List {
 	return o.canonical.Clone()
 }
 
-// finishRun records a run's end and decides what comes next.
-func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemachine.Outcome) {
-	o.dropUnjudgedClaim()
+// finishRun records the end of l's run and decides what comes next.
+func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out statemachine.Outcome) {
+	o.dropUnjudgedClaim(l)
 	if o.judge.IsLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
@@ -184,7 +185,7 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 		o.notify(notify.FeatureTested, run.Feature, msg)
 	}
 	o.pending.Runs = append(o.pending.Runs, run)
-	o.setRunRecord(nil)
+	l.setRunRecord(nil)
 	o.totalCost += res.CostUSD
 	o.runCount++
 	if run.Feature != "" {
@@ -207,27 +208,27 @@ func (o *Orchestrator) finishRun(act *activeRun, res agents.Result, out statemac
 			why = "Claude Code could not start its sandbox, so no agent can run confined: " + f.Detail +
 				" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)"
 		}
-		o.transition(statemachine.Stop, run.Feature, why)
+		o.transition(l, statemachine.Stop, run.Feature, why)
 		return
 	}
 	if act.env != nil || act.controls != "" {
 		// The same: the run is not charged, and a resume redoes it.
-		o.transition(statemachine.Stop, run.Feature, firstNonEmpty(act.controls, out.Reason))
+		o.transition(l, statemachine.Stop, run.Feature, firstNonEmpty(act.controls, out.Reason))
 		return
 	}
 	if o.hooksSilent >= maxSilentHookRuns {
 		o.hooksSilent = 0
-		o.transition(statemachine.Stop, run.Feature, fmt.Sprintf(
+		o.transition(l, statemachine.Stop, run.Feature, fmt.Sprintf(
 			"the hooks of %d runs in a row never reached the daemon, so no gate was running: check that the hook program (`%s`) runs and that nothing (--bare, disableAllHooks, managed settings) turns hooks off",
 			maxSilentHookRuns, o.opts.HookCommand))
 		return
 	}
 	if act.interrupt != "" && o.stopAfter {
 		o.stopAfter = false
-		o.transition(statemachine.Stop, run.Feature, act.interrupt)
+		o.transition(l, statemachine.Stop, run.Feature, act.interrupt)
 		return
 	}
-	o.step(&out)
+	o.step(l, &out)
 }
 
 func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome string) {
@@ -310,21 +311,21 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 // silent, lost in a crash) changed in the tree to the rules all the same,
 // and puts back what they refuse: no route around a gate by dying. It
 // returns why the session must stop for a person (recordControls), "" if
-// nothing says so.
-func (o *Orchestrator) judgeLeftovers(r store.Run) (stop string) {
+// nothing says so. l is the run's lane.
+func (o *Orchestrator) judgeLeftovers(l *lane, r store.Run) (stop string) {
 	if r.BaseTree == "" {
 		return ""
 	}
 	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
 		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
-		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(), Root: o.root(), // a lane's run is judged, and put back, in its lane
+		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(), Root: l.root(), // a lane's run is judged, and put back, in its lane
 	})
 	if jd.Err != nil {
 		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
 		return ""
 	}
 	o.recordFindings(r, jd)
-	if o.cur == o.home {
+	if l.project {
 		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
 	}
 	return o.recordControls(r, jd)
@@ -389,7 +390,8 @@ func findingsReason(jd judge.Judgement) string {
 // recorded test runs and evidence, or "" when it is. The run's record is
 // gates.RanTest's, as the hook reads it: a run whose outcome its status did
 // not tell goes on to the daemon's own run of the test, which decides.
-func (o *Orchestrator) claimProblem(id, runID string) string {
+// The run worked in l.
+func (o *Orchestrator) claimProblem(l *lane, id, runID string) string {
 	f := o.canonical.Feature(id)
 	if f == nil {
 		return ""
@@ -400,7 +402,7 @@ func (o *Orchestrator) claimProblem(id, runID string) string {
 	if len(f.Evidence) == 0 {
 		return fmt.Sprintf("tested: true for %s came without evidence", id)
 	}
-	runs := gates.RanTest(o.judge.Commands(runID), f.Test, o.cur.dir)
+	runs := gates.RanTest(o.judge.Commands(runID), f.Test, l.dir)
 	switch {
 	case !runs.Ran:
 		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, gates.TestName(f.Test))

@@ -30,10 +30,10 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// spawn starts the run an action asks for. The run (with the work tree it
-// starts from), its transition and the counters are committed before the
-// process starts.
-func (o *Orchestrator) spawn(a statemachine.Action) {
+// spawn starts the run an action asks for, in l. The run (with the work
+// tree it starts from), its transition and the counters are committed
+// before the process starts.
+func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	who := map[statemachine.Kind]role.Role{
 		statemachine.SpawnInitializer: role.Initializer,
 		statemachine.SpawnCoder:       role.Coder,
@@ -48,15 +48,15 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 			if errors.Is(err, fs.ErrNotExist) {
 				why = "the project has no goal (" + filepath.Join(paths.ProgressDir, progress.GoalFile) + ")"
 			}
-			o.transition(statemachine.Stop, "", fmt.Sprintf("no initializer started: %s; run `ctxgraphd init --goal TEXT` (or write the file), then `ctxgraphd ctl resume`", why))
+			o.transition(l, statemachine.Stop, "", fmt.Sprintf("no initializer started: %s; run `ctxgraphd init --goal TEXT` (or write the file), then `ctxgraphd ctl resume`", why))
 			return
 		}
 	}
 
 	// What the run changes is judged against the tree it starts from.
-	base, err := o.startTree(context.Background())
+	base, err := o.startTree(l, context.Background())
 	if err != nil {
-		o.transition(statemachine.Stop, a.Feature, fmt.Sprintf("could not record the project's work tree before a run, so the run could not be judged: %v", err))
+		o.transition(l, statemachine.Stop, a.Feature, fmt.Sprintf("could not record the project's work tree before a run, so the run could not be judged: %v", err))
 		return
 	}
 	o.adoptFrozenDrift(base)
@@ -66,8 +66,8 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(who), Feature: a.Feature,
 		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
 	}
-	if o.cur != o.home {
-		run.Dir = o.cur.dir
+	if !l.project {
+		run.Dir = l.dir
 	}
 	listChanged := false
 	if who == role.Coder {
@@ -80,7 +80,7 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		if c.Base == "" {
 			// The feature's work begins: what a verdict may commit on the
 			// branch is measured from here.
-			head, _, _, err := o.cur.repo.Head(context.Background())
+			head, _, _, err := l.repo.Head(context.Background())
 			if err != nil {
 				o.log.Warn("could not read HEAD", zap.Error(err))
 			}
@@ -104,33 +104,33 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 	prompt, system, err := o.prompts(who, cmd)
 	if err != nil {
 		o.lastRun--
-		o.transition(statemachine.Stop, a.Feature, err.Error())
+		o.transition(l, statemachine.Stop, a.Feature, err.Error())
 		return
 	}
 	matcher := gates.PreToolUseMatcher(o.judge.Guards())
-	settings, denied, err := o.runSettingsDenied(who, a.Feature, matcher)
+	settings, denied, err := o.runSettingsDenied(l, who, a.Feature, matcher)
 	if err != nil {
 		o.lastRun--
-		o.transition(statemachine.Stop, a.Feature, err.Error())
+		o.transition(l, statemachine.Stop, a.Feature, err.Error())
 		return
 	}
 	o.runNode(&run, cmd)
 	actor := gates.Actor{Role: string(who), Feature: a.Feature, Run: run.ID}
-	if o.cur != o.home {
+	if !l.project {
 		// The run sees the list as it is now, in its lane, and what it
 		// changes there is read against that (by the hooks too).
-		o.giveList(o.cur)
+		o.giveList(l)
 	}
-	token := o.judge.RegisterIn(actor, o.root())
+	token := o.judge.RegisterIn(actor, l.root())
 	o.judge.Confine(token, denied)
-	if o.cur != o.home && o.cur.given != nil {
-		o.judge.GiveList(token, o.cur.given)
+	if !l.project && l.given != nil {
+		o.judge.GiveList(token, l.given)
 	}
 	run.TokenHash = control.TokenHash(token)
-	o.setRunRecord(&run)
+	l.setRunRecord(&run)
 	o.pending.Runs = append(o.pending.Runs, run)
-	if !o.transition(a.Event(), a.Feature, a.String()) {
-		o.setRunRecord(nil) // refused or not persisted, and logged: do not act
+	if !o.transition(l, a.Event(), a.Feature, a.String()) {
+		l.setRunRecord(nil) // refused or not persisted, and logged: do not act
 		o.judge.Forget(run.ID)
 		return
 	}
@@ -138,15 +138,15 @@ func (o *Orchestrator) spawn(a statemachine.Action) {
 		o.writeFeatureList()
 	}
 
-	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(nil), a.Feature)
+	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(l, nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
 	hooks := o.newHooksWatch(run.ID, matcher)
-	o.cur.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
-	o.cur.claim = ""
+	l.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
+	l.claim = ""
 	spec := agents.Spec{
 		RunID: run.ID, Role: who, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
-		Dir: o.cur.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
+		Dir: l.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
 	}
 	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
@@ -178,11 +178,13 @@ type recentTree struct {
 	at   time.Time // when it was recorded (the wall clock, not o.now)
 }
 
-// holdRecent makes tree, recorded at at, the tree the next run or test
-// check of the event in flight starts from; the returned func, deferred by
-// the event's handler, forgets it, so that no later event starts from it.
-func (o *Orchestrator) holdRecent(tree gitrepo.Tree, at time.Time) func() {
-	if tree != "" && !at.IsZero() && o.testsKeepOut() && o.cur == o.home {
+// holdRecent makes tree, recorded at at in l, the tree the next run or
+// test check of the event in flight starts from; the returned func,
+// deferred by the event's handler, forgets it, so that no later event
+// starts from it. Only the project's own tree is held: a lane's clone is
+// closed and opened anew under the handler.
+func (o *Orchestrator) holdRecent(l *lane, tree gitrepo.Tree, at time.Time) func() {
+	if tree != "" && !at.IsZero() && o.testsKeepOut() && l.project {
 		o.recent = &recentTree{tree: tree, at: at}
 	}
 	return func() { o.recent = nil }
@@ -215,20 +217,21 @@ func (o *Orchestrator) testsKeepOut() bool {
 // recentMaxAge) is then taken for the next run's, as one made a moment
 // after a new snapshot would be, for the whole of the run. Whatever
 // changes the work tree on the loop (block's Preserve) forgets it.
-func (o *Orchestrator) startTree(ctx context.Context) (gitrepo.Tree, error) {
-	if r := o.takeRecent(); r != nil {
+func (o *Orchestrator) startTree(l *lane, ctx context.Context) (gitrepo.Tree, error) {
+	if r := o.takeRecent(l); r != nil {
 		return r.tree, nil
 	}
-	return o.cur.repo.Snapshot(ctx)
+	return l.repo.Snapshot(ctx)
 }
 
 // takeRecent is the recent tree if there is one young enough to start
 // from (see startTree), nil otherwise; either way it is then forgotten:
-// what starts from it may change the tree.
-func (o *Orchestrator) takeRecent() *recentTree {
+// what starts from it may change the tree. It is the project's own
+// tree's: l, where the start is, must be the project's own lane.
+func (o *Orchestrator) takeRecent(l *lane) *recentTree {
 	r := o.recent
 	o.recent = nil
-	if r == nil || time.Since(r.at) > recentMaxAge || o.cur != o.home {
+	if r == nil || time.Since(r.at) > recentMaxAge || !l.project {
 		return nil
 	}
 	return r
@@ -238,7 +241,7 @@ func (o *Orchestrator) takeRecent() *recentTree {
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
 func (o *Orchestrator) runSettings(who role.Role, feature string) (string, error) {
-	s, _, err := o.runSettingsDenied(who, feature, gates.PreToolUseMatcher(o.judge.Guards()))
+	s, _, err := o.runSettingsDenied(o.home, who, feature, gates.PreToolUseMatcher(o.judge.Guards()))
 	return s, err
 }
 
@@ -247,8 +250,8 @@ func (o *Orchestrator) runSettings(who role.Role, feature string) (string, error
 // commands print only there. Claude Code's sandbox holds .claude/ read
 // only by itself. The directories the run may write besides the project
 // are made here, once per run (sandbox.Policy.Prepare). matcher is the
-// PreToolUse hook's (gates.PreToolUseMatcher).
-func (o *Orchestrator) runSettingsDenied(who role.Role, feature, matcher string) (string, []string, error) {
+// PreToolUse hook's (gates.PreToolUseMatcher). The run works in l.
+func (o *Orchestrator) runSettingsDenied(l *lane, who role.Role, feature, matcher string) (string, []string, error) {
 	var hooks map[string]any
 	if o.opts.Hook.Path != "" {
 		hooks = gates.RunHooks(o.opts.Hook, string(who), matcher)
@@ -256,13 +259,13 @@ func (o *Orchestrator) runSettingsDenied(who role.Role, feature, matcher string)
 	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
 	if o.cfg.Sandbox.Enabled {
-		pol := o.policy(who, feature)
+		pol := o.policy(l, who, feature)
 		// Made before the run, or the sandbox holds them read-only.
 		if err := pol.Prepare(); err != nil {
 			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
 		}
 		settings["sandbox"] = pol.Settings()
-		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(o.cur.dir, ".claude"))
+		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(l.dir, ".claude"))
 	}
 	data, err := json.Marshal(settings)
 	if err != nil {
@@ -274,9 +277,9 @@ func (o *Orchestrator) runSettingsDenied(who role.Role, feature, matcher string)
 // policy is what a run's programs may touch: the project but for what is
 // the daemon's, Claude Code's and the frozen tests'; the temp and cache
 // directories honest builds need; the hosts the user allows. The daemon's
-// state and socket can be neither read nor written.
-func (o *Orchestrator) policy(who role.Role, feature string) sandbox.Policy {
-	dir := o.cur.dir
+// state and socket can be neither read nor written. The run works in l.
+func (o *Orchestrator) policy(l *lane, who role.Role, feature string) sandbox.Policy {
+	dir := l.dir
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	deny := []string{
 		in(".claude/progress/" + progress.FeatureListFile), in(".claude/progress/" + progress.SessionStateFile),
@@ -317,15 +320,16 @@ func (o *Orchestrator) policy(who role.Role, feature string) sandbox.Policy {
 	}
 }
 
-func (o *Orchestrator) onRunStarted(ev runStarted) {
-	if o.cur.active == nil || o.cur.active.run.ID != ev.runID {
+// onRunStarted takes the process id of l's run in flight.
+func (o *Orchestrator) onRunStarted(l *lane, ev runStarted) {
+	if l.active == nil || l.active.run.ID != ev.runID {
 		return
 	}
 	o.judge.Started(ev.runID, ev.pid)
-	o.cur.active.run.PID = ev.pid
-	if r := o.runRecord(); r != nil {
+	l.active.run.PID = ev.pid
+	if r := l.runRecord(); r != nil {
 		r.PID = ev.pid
 	}
-	o.pending.Runs = append(o.pending.Runs, o.cur.active.run)
+	o.pending.Runs = append(o.pending.Runs, l.active.run)
 	o.persist()
 }

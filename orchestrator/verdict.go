@@ -40,8 +40,8 @@ type runJudged struct {
 	interrupted string
 }
 
-// onRunJudged takes the outcome of a run as the judge found it.
-func (o *Orchestrator) onRunJudged(ev runJudged) {
+// onRunJudged takes the outcome of a run of l as the judge found it.
+func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	jb := o.job
 	o.job = nil
 	act := &activeRun{run: ev.run}
@@ -50,36 +50,36 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 		if jb != nil && jb.interrupt != "" {
 			act.interrupt = jb.interrupt
 		}
-		o.dropUnjudgedClaim()
-		o.finishRun(act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"})
+		o.dropUnjudgedClaim(l)
+		o.finishRun(l, act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"})
 		return
 	}
 	jd := ev.jd
 	if jd.Err != nil {
 		o.log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
-		o.dropUnjudgedClaim()
+		o.dropUnjudgedClaim(l)
 		o.finishRunRecord(&act.run, ev.res, "interrupted")
 		o.pending.Runs = append(o.pending.Runs, act.run)
-		o.setRunRecord(nil)
-		o.transition(statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
+		l.setRunRecord(nil)
+		o.transition(l, statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
 		return
 	}
 	// The run that comes next (or the check of the next feature's test)
 	// starts from the tree this one was judged on (startTree).
-	defer o.holdRecent(jd.Tree, jd.TreeAt)()
+	defer o.holdRecent(l, jd.Tree, jd.TreeAt)()
 	o.recordFindings(ev.run, jd)
 	if why := o.recordControls(ev.run, jd); why != "" {
 		// Nothing of the run is taken: a person looks first, and a
 		// resume redoes it, not charged.
 		act.controls = why
-		o.dropUnjudgedClaim()
-		o.finishRun(act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: why})
+		o.dropUnjudgedClaim(l)
+		o.finishRun(l, act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: why})
 		return
 	}
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
 		o.log.Warn("could not propose guards", zap.Error(err))
 	}
-	if o.cur == o.home {
+	if l.project {
 		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
 	}
 	switch out.Role {
@@ -106,9 +106,9 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 			out.Reason = o.environmentStop(ev.run, e, jd.Test)
 			break
 		}
-		out.Verdict, out.Reason = o.verdict(ev, jd)
+		out.Verdict, out.Reason = o.verdict(l, ev, jd)
 	}
-	o.finishRun(act, ev.res, out)
+	o.finishRun(l, act, ev.res, out)
 }
 
 // verdict accepts a tester's tested: true only when the run's own record
@@ -116,14 +116,14 @@ func (o *Orchestrator) onRunJudged(ev runJudged) {
 // rule, and the daemon, running the feature's test itself on exactly the
 // tree it then commits, sees it pass. A rejected claim is taken off the
 // disk.
-func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) {
+func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool, string) {
 	id, run := ev.run.Feature, ev.run
 	f := o.canonical.Feature(id)
 	if f == nil || f.Status == progress.Blocked {
-		o.cur.claim = ""
+		l.claim = ""
 		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
 	}
-	o.cur.claim = ""
+	l.claim = ""
 	o.diagnose(id, run, failing(jd))
 	if c := o.counters[id]; c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
 		c.Diagnosis.Message = fmt.Sprintf("%s's own test passes, but the change breaks the frozen test of %s, a feature tested before it; keep that feature working: %s",
@@ -154,7 +154,7 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		// is, in a fresh lane, and is told where.
 		why := fmt.Sprintf("%s's change conflicts with what the branch took since its work began, in %s; its work is kept at %s, and the next attempt starts from the branch as it is now: make the change again on top of it",
 			id, firstN(jd.Conflicts, 5), branch.LaneRef(id))
-		o.rebaseLane(why)
+		o.rebaseLane(l, why)
 		c := o.counters[id]
 		c.Diagnosis = &diagnose.Diagnosis{Message: why}
 		o.setCounters(id, c)
@@ -167,10 +167,10 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
 			Event:   control.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
-		return o.accept(f, run, jd, nil, ev.onto)
+		return o.accept(l, f, run, jd, nil, ev.onto)
 	}
 	if mode == gates.Off {
-		return o.accept(f, run, jd, nil, ev.onto)
+		return o.accept(l, f, run, jd, nil, ev.onto)
 	}
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
@@ -184,7 +184,7 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 	}
 	// An earlier feature whose test fails without this claim's change too,
 	// or is flaky, is reopened: the claim is judged without it.
-	o.reopenTested(id, run, jd.Reopen)
+	o.reopenTested(l, id, run, jd.Reopen)
 	if len(jd.Regressions) > 0 {
 		// The next attempt starts in a fresh lane from the branch as it
 		// is, whether or not the branch moved meanwhile: one rule, not a
@@ -192,13 +192,13 @@ func (o *Orchestrator) verdict(ev runJudged, jd judge.Judgement) (bool, string) 
 		// refused change is kept under the lane's ref, and the coder,
 		// resumed, is told what it broke.
 		why := fmt.Sprintf("%s's change breaks a feature tested before it", id)
-		if ev.onto != "" && ev.onto != o.cur.baseHead {
+		if ev.onto != "" && ev.onto != l.baseHead {
 			why = fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id)
 		}
-		o.rebaseLane(why)
+		o.rebaseLane(l, why)
 		return o.rejectRegressions(id, run, jd.Regressions)
 	}
-	return o.accept(f, run, jd, &log, ev.onto)
+	return o.accept(l, f, run, jd, &log, ev.onto)
 }
 
 // rejectRegressions refuses a claim whose own test passed on a tree where
@@ -295,9 +295,9 @@ func evidenceNote(log string) string {
 	return " (output in " + log + ")"
 }
 
-// accept makes a verdict canonical and, unless git.commit is off, commits
-// exactly the tree the daemon's test ran on.
-func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judgement, log *string, onto string) (bool, string) {
+// accept makes a verdict of l's canonical and, unless git.commit is off,
+// commits exactly the tree the daemon's test ran on.
+func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd judge.Judgement, log *string, onto string) (bool, string) {
 	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
 	if jd.Test != nil {
 		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
@@ -305,10 +305,10 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 	tr := o.trace(control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
 		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
 	c := o.counters[f.ID]
-	if lane := o.cur; lane != o.home {
+	if !l.project {
 		defer func() {
-			o.copyEvidence(lane, f.ID)
-			o.closeLane(lane, "")
+			o.copyEvidence(l, f.ID)
+			o.closeLane(l, "")
 		}()
 	}
 	if o.cfg.Git.Commit && jd.Tree != "" {
@@ -318,9 +318,9 @@ func (o *Orchestrator) accept(f *progress.Feature, run store.Run, jd judge.Judge
 		}
 		var done branch.Committed
 		var err error
-		if o.cur != o.home {
+		if !l.project {
 			v.Tree = jd.Candidate
-			done, err = branch.CommitLane(context.Background(), o.repo, v, firstNonEmpty(onto, o.cur.baseHead))
+			done, err = branch.CommitLane(context.Background(), o.repo, v, firstNonEmpty(onto, l.baseHead))
 		} else {
 			done, err = branch.Commit(context.Background(), o.repo, v)
 		}

@@ -592,7 +592,7 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	// it shuts down; asked on the loop's own goroutine.
 	eventually.True(t, 10*time.Second, func() bool {
 		var claim string
-		o.do(ctx, func() error { claim = o.cur.claim; return nil })
+		o.do(ctx, func() error { claim = o.home.claim; return nil })
 		return claim == "F-001"
 	}, "the daemon holding F-001's claim")
 	cancel()
@@ -644,7 +644,7 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	}
 	o := h.orchestrator(false)
 	in := func(rel string) string { return filepath.Join(h.proj.Dir, rel) }
-	coder := o.policy(role.Coder, "F-001")
+	coder := o.policy(o.home, role.Coder, "F-001")
 	for _, p := range []string{
 		in(".claude/progress/feature-list.json"), in(".claude/progress/session-state.json"), in(".claude/progress/goal.md"),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
@@ -664,10 +664,10 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	if slices.Contains(coder.AllowWrite, evidence) {
 		t.Errorf("a coder's sandbox may write the evidence")
 	}
-	if tester := o.policy(role.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
+	if tester := o.policy(o.home, role.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
 		t.Errorf("the tester's sandbox may not write its evidence: %v", tester.AllowWrite)
 	}
-	if p := o.policy(role.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
+	if p := o.policy(o.home, role.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
 		t.Errorf("the initializer's sandbox denies tests/, which it must write")
 	}
 	settings, err := o.runSettings(role.Coder, "F-001")
