@@ -125,11 +125,11 @@ type Orchestrator struct {
 	// worked in clones of their own (lanes.go), and queued the runs that
 	// ended while the daemon's own work for another lane was in flight.
 	// Every handler is handed the lane it works in.
-	home      *lane
-	lanes     map[string]*lane
-	queued    []runEnded
-	job       *job   // the daemon's own work in flight (a test, a verdict), if any
-	problem   string // what is wrong with feature-list.json on disk, if anything
+	home    *lane
+	lanes   map[string]*lane
+	queued  []runEnded
+	job     *job   // the daemon's own work in flight (a test, a verdict), if any
+	problem string // what is wrong with feature-list.json on disk, if anything
 	// problemFromAgent: the broken file was written during a run, so the
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
