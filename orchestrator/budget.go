@@ -31,9 +31,9 @@ func (o *Orchestrator) warnBudgets(feature string) {
 		o.log.Warn("budget nearly spent", zap.String("feature", id), zap.Float64("spent_usd", spent), zap.Float64("budget_usd", budget), zap.String("key", key))
 		o.notify(notify.BudgetWarning, id, msg)
 	}
-	if !o.session.BudgetWarned && nearlySpent(o.totalCost, o.cfg.Budget.SessionUSD) {
+	if !o.session.BudgetWarned && nearlySpent(o.tally.totalCost, o.cfg.Budget.SessionUSD) {
 		o.session.BudgetWarned = true
-		warn("", "the session", o.totalCost, o.cfg.Budget.SessionUSD, statemachine.SessionBudgetKey)
+		warn("", "the session", o.tally.totalCost, o.cfg.Budget.SessionUSD, statemachine.SessionBudgetKey)
 	}
 	if c := o.counters[feature]; feature != "" && !c.BudgetWarned && nearlySpent(c.CostUSD, o.cfg.Budget.FeatureUSD) {
 		c.BudgetWarned = true

@@ -32,8 +32,8 @@ func (o *Orchestrator) publish() {
 		StartedAt:        o.startedAt,
 		BlockedInSession: o.session.BlockedInSession,
 		Message:          o.session.Message,
-		CostUSD:          o.totalCost,
-		Runs:             o.runCount,
+		CostUSD:          o.tally.totalCost,
+		Runs:             o.tally.runCount,
 		Confined:         o.cfg.Sandbox.Enabled,
 		PauseRequested:   o.session.PauseRequested,
 	}
@@ -42,8 +42,8 @@ func (o *Orchestrator) publish() {
 		working = append(working, j.what)
 	}
 	st.Working = strings.Join(working, "; ")
-	if o.problem != "" {
-		st.Message = "feature-list.json: " + o.problem
+	if o.listFile.problem != "" {
+		st.Message = "feature-list.json: " + o.listFile.problem
 	}
 	if !o.session.WaitingUntil.IsZero() {
 		t := o.session.WaitingUntil
@@ -139,8 +139,8 @@ func (o *Orchestrator) writeMirror() {
 		BlockedInSession: o.session.BlockedInSession,
 		Message:          o.session.Message,
 	}
-	if o.problem != "" {
-		s.Message = "feature-list.json: " + o.problem
+	if o.listFile.problem != "" {
+		s.Message = "feature-list.json: " + o.listFile.problem
 	}
 	if o.canonical != nil {
 		s.Features = o.canonical.Counts()
@@ -224,9 +224,9 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 			o.persist()
 			return nil
 		}
-		if o.waitTimer != nil {
-			o.waitTimer.Stop()
-			o.waitTimer = nil
+		if o.timers.wait != nil {
+			o.timers.wait.Stop()
+			o.timers.wait = nil
 		}
 		// Edits made while paused are taken now, tests included: the
 		// record of the frozen tests follows a person.

@@ -39,11 +39,11 @@ import (
 // syncLaneList's.
 func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	act := o.home.active
-	held := o.problem != ""
+	held := o.listFile.problem != ""
 	defer func() {
 		// A problem that held the loop and is gone (the file fixed, or
 		// removed) gives the loop its work back, changed list or not.
-		if held && o.problem == "" {
+		if held && o.listFile.problem == "" {
 			changed = true
 		}
 	}()
@@ -79,8 +79,8 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
 			return false
 		}
-		o.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
-		if !o.problemFromAgent {
+		o.listFile.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
+		if !o.listFile.problemFromAgent {
 			// A person's edit, half-way perhaps: theirs to finish. It is
 			// kept, and no run starts until the file is valid again.
 			o.setProblem(err.Error() + " (written by a person, not by an agent: the daemon waits until it is valid)")
@@ -95,7 +95,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		return false
 	}
 	o.setProblem("")
-	if o.ownWrite != nil && bytes.Equal(data, o.ownWrite) {
+	if o.listFile.ownWrite != nil && bytes.Equal(data, o.listFile.ownWrite) {
 		return false
 	}
 
@@ -218,18 +218,6 @@ func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progr
 	return merged, l.withClaim(merged)
 }
 
-// withClaim is list as it should read in l's tree: with l's tester's
-// pending tested: true shown, until the verdict takes it or drops it.
-func (l *lane) withClaim(list *progress.List) *progress.List {
-	shown := list.Clone()
-	if l.claim != "" {
-		if f := shown.Feature(l.claim); f != nil {
-			f.Tested = true
-		}
-	}
-	return shown
-}
-
 // actor names who changed the list: a's run, or a person between runs
 // (a nil).
 func (a *activeRun) actor() string {
@@ -308,10 +296,10 @@ func (o *Orchestrator) afterListChange(l *lane) {
 }
 
 func (o *Orchestrator) setProblem(p string) {
-	if o.problem == p {
+	if o.listFile.problem == p {
 		return
 	}
-	o.problem = p
+	o.listFile.problem = p
 	if p != "" {
 		o.log.Warn("feature-list.json is invalid; keeping the last good state", zap.String("problem", p))
 	}
@@ -335,7 +323,7 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 		o.log.Error("could not write feature-list.json", zap.Error(err))
 		return
 	}
-	o.ownWrite = data
+	o.listFile.ownWrite = data
 }
 
 // dropUnjudgedClaim takes a tester's tested: true off the disk when no

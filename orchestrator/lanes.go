@@ -18,10 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,12 +28,9 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/branch"
-	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
-	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -128,7 +123,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
-	l := &lane{feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
+	l := &lane{deps: o.laneDeps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
 	l.record = &l.run
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
@@ -153,7 +148,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		}
 	}
 	o.lanes[id] = l
-	o.giveList(l)
+	l.giveList(o.canonical)
 	o.log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))
 	return l, nil
 }
@@ -182,35 +177,11 @@ func (o *Orchestrator) laneFor(in *lane, feature string) *lane {
 	return l
 }
 
-// giveList writes the canonical list into l's clone, as l's runs are to
-// see it (with its tester's pending claim), and remembers it: what the
-// lane's runs change is read against it.
-func (o *Orchestrator) giveList(l *lane) {
-	if o.canonical == nil {
-		return
-	}
-	shown := o.canonical.Clone()
-	if l.claim != "" {
-		if f := shown.Feature(l.claim); f != nil {
-			f.Tested = true
-		}
-	}
-	if _, err := progress.WriteFeatureList(filepath.Join(l.dir, paths.ProgressDir), shown); err != nil {
-		o.log.Error("could not write a lane's feature list", zap.String("feature", l.feature), zap.Error(err))
-	}
-	l.given = shown
-}
-
 // closeLane removes l's clone; keep, when set, is a ref that
 // keeps its work (its tree as it is now, on the commit it was made from).
 func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
-	ctx := context.Background()
-	if keep != "" && l.repo != nil {
-		if tree, err := l.repo.Snapshot(ctx); err != nil {
-			o.log.Warn("could not keep a lane's work", zap.String("feature", l.feature), zap.Error(err))
-		} else if c, err := branch.KeepLane(ctx, o.repo, l.feature, keep, tree, l.baseHead); err == nil {
-			kept = c
-		}
+	if keep != "" {
+		kept = l.keepWork(keep)
 	}
 	o.removeLane(l.dir)
 	delete(o.lanes, l.feature)
@@ -298,103 +269,26 @@ func (o *Orchestrator) laneRecords() []store.Lane {
 	return out
 }
 
-// syncLaneList takes what l's run changed in its copy of the feature
-// list, by the rules of gates.ListChange (the hook's): its own feature's
-// status, or tested and evidence (tested: true is the tester's claim, for
-// the verdict); anything else is a violation, and left out. The lane's
-// copy is then the canonical list again.
+// syncLaneList applies to the session what l's run changed in its copy
+// of the feature list (lane.syncList): the violations are recorded, the
+// canonical list taken and written; then l is given the canonical list
+// again.
 func (o *Orchestrator) syncLaneList(l *lane) {
 	act := l.active
 	if act == nil || o.canonical == nil || l.given == nil {
 		return
 	}
-	run := act.run
-	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
-	disk, _, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
-	if err != nil {
-		o.violation(act, gates.RoleWritePolicy, fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err))
-		o.giveList(l)
-		return
+	out := l.syncList(o.canonical)
+	for _, v := range out.violations {
+		o.violationMode(act, v.gate, v.code, v.what)
 	}
-	merged := o.canonical.Clone()
-	modes := o.judge.Modes()
-	for _, c := range progress.Diff(l.given, disk) {
-		fd, isField := progress.FieldByKey(c.Field)
-		if c.Kind != progress.Modified || !isField {
-			o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
-			continue
-		}
-		d := gates.ListChange(modes, actor, c)
-		if d.Blocks() {
-			o.violation(act, d.Gate, describeChange(act.actor(), c))
-			continue
-		}
-		if d != nil {
-			o.violationMode(act, d.Gate, d.Code, describeChange(act.actor(), c)+" (warn mode: kept)")
-		}
-		if c.Field == "tested" {
-			switch now, _ := c.New.(bool); {
-			case now && actor.Role == gates.Tester && d == nil:
-				l.claim = run.Feature
-			case !now && l.claim == c.FeatureID:
-				l.claim = ""
-			}
-			continue
-		}
-		if m, df := merged.Feature(c.FeatureID), disk.Feature(c.FeatureID); m != nil && df != nil {
-			fd.Copy(m, df)
-		}
-	}
-	if string(merged.Marshal()) != string(o.canonical.Marshal()) {
-		o.canonical = merged
-		o.pending.FeatureList = merged.Marshal()
+	if out.list != nil {
+		o.canonical = out.list
+		o.pending.FeatureList = out.list.Marshal()
 		o.persist()
 		o.writeFeatureList()
 	}
-	o.giveList(l)
-}
-
-// copyEvidence copies what a lane's tester left under its feature's
-// evidence directory into the project's, where the feature list names it
-// and people read it. Neither side's links are followed (treefile): the
-// lane's regular files are copied, and a link, or anything but a
-// directory, on the way to a file of the project's evidence (one a run of
-// an earlier session left) keeps that file out, as a violation; a link in
-// a file's own place is replaced by the file.
-func (o *Orchestrator) copyEvidence(l *lane, feature string) {
-	rel := path.Join(paths.ProgressDir, progress.EvidenceDir, feature)
-	root, err := os.OpenRoot(filepath.Join(l.dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return // nothing left
-	}
-	defer root.Close()
-	var refused []string
-	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err // links and the like are not evidence
-		}
-		data, err := treefile.ReadFile(filepath.Join(l.dir, filepath.FromSlash(rel)), name)
-		if err != nil {
-			return err
-		}
-		if err := treefile.WriteFile(o.opts.Project.Dir, path.Join(rel, name), data, 0o644); treefile.IsNotFile(err) {
-			refused = append(refused, err.Error())
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		o.log.Warn("could not copy a lane's evidence into the project", zap.String("feature", feature), zap.Error(err))
-	}
-	if len(refused) > 0 {
-		o.log.Warn("a lane's evidence was not copied through a link in the project's evidence directory", zap.String("feature", feature), zap.Strings("refused", refused))
-		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RoleWritePolicy, Code: "evidence_not_a_file",
-			Context: control.TraceContext{Feature: feature},
-			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the project's evidence directory of %s holds a link or a special file on the way to a file of the lane's evidence; it was not followed, and the file was not copied: %s", feature, strings.Join(refused, "; ")),
-				WhatWasCorrect: "evidence is regular files in real directories", Why: "the daemon writes evidence unconfined: a link would lead its write to a file of an agent's choosing"}})
-	}
+	l.giveList(o.canonical)
 }
 
 // activeOf is feature's run in flight, in whichever lane, nil when none.
@@ -423,20 +317,6 @@ func (o *Orchestrator) closeSettledLane(l *lane) {
 		o.closeLane(l, branch.BlockedRef(l.feature))
 	}
 }
-
-// root is l's work tree, as the judge knows it (zero: the project's).
-func (l *lane) root() judge.Root {
-	if l.project {
-		return judge.Root{}
-	}
-	return judge.Root{Dir: l.dir, Repo: l.repo}
-}
-
-// runRecord is the store's record of l's run in flight, nil when none.
-func (l *lane) runRecord() *store.Run { return *l.record }
-
-// setRunRecord sets it.
-func (l *lane) setRunRecord(r *store.Run) { *l.record = r }
 
 // holdLanes stops the runs in flight in lanes when the session waits or
 // stops: what held one lane (a rate limit, an overload, a spent budget, a

@@ -84,7 +84,7 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 			}
 			state = statemachine.Next
 		}
-		if o.problem != "" && !o.problemFromAgent {
+		if o.listFile.problem != "" && !o.listFile.problemFromAgent {
 			// A person's list is there but broken, half-written perhaps:
 			// an initializer would overwrite their work, an agent would
 			// work from a list they are changing. Hold until it is fixed.
@@ -164,7 +164,7 @@ func (o *Orchestrator) decisionInput(l *lane, out *statemachine.Outcome) statema
 		RunBudgetUSD:     o.cfg.Budget.RunUSD,
 		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
 		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
-		SessionCostUSD:   o.totalCost,
+		SessionCostUSD:   o.tally.totalCost,
 		CheckTests:       red != gates.Off,
 		TestsMustFail:    red == gates.Enforce,
 		Outcome:          out,
@@ -213,8 +213,8 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 		o.log.Error("refused transition", zap.Error(err))
 		return false
 	}
-	o.lastTrans++
-	t := store.Transition{Seq: o.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
+	o.tally.lastTrans++
+	t := store.Transition{Seq: o.tally.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
 	if l != nil {
 		if r := l.runRecord(); r != nil {
 			t.Run = r.ID
@@ -231,7 +231,7 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 		// Not persisted: do not move, do not act. The transition will be
 		// decided again on the next event, or when the retry timer fires
 		// (a full disk sends no event when it is freed).
-		o.lastTrans--
+		o.tally.lastTrans--
 		o.session.State = string(from)
 		o.log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
 		o.persistFailed(err)
@@ -268,8 +268,8 @@ const persistRetry = 30 * time.Second
 
 // persistFailed shows why the session is not moving and arms a retry.
 func (o *Orchestrator) persistFailed(err error) {
-	if o.persistTimer == nil {
-		o.persistTimer = time.NewTimer(persistRetry)
+	if o.timers.persist == nil {
+		o.timers.persist = time.NewTimer(persistRetry)
 	}
 	snap := *o.snap.Load()
 	snap.Message = fmt.Sprintf("the daemon cannot save its state, so it is holding: %v (a full disk? free some space; it tries again every %s)", err, persistRetry)
@@ -278,10 +278,10 @@ func (o *Orchestrator) persistFailed(err error) {
 }
 
 func (o *Orchestrator) persistC() <-chan time.Time {
-	if o.persistTimer == nil {
+	if o.timers.persist == nil {
 		return nil
 	}
-	return o.persistTimer.C
+	return o.timers.persist.C
 }
 
 func (o *Orchestrator) persistErr() error {
@@ -353,14 +353,14 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 // backoff.
 func (o *Orchestrator) wait(l *lane, a statemachine.Action) {
 	o.session.Backoffs++
-	until := waitUntil(o.now(), o.session.Backoffs, o.cfg.Limits, o.waitFor)
-	o.waitFor = agents.Failure{}
+	until := waitUntil(o.now(), o.session.Backoffs, o.cfg.Limits, o.timers.waitFor)
+	o.timers.waitFor = agents.Failure{}
 	o.session.WaitingUntil = until
 	o.transition(l, statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
-	if o.waitTimer != nil {
-		o.waitTimer.Stop()
+	if o.timers.wait != nil {
+		o.timers.wait.Stop()
 	}
-	o.waitTimer = time.NewTimer(until.Sub(o.now()))
+	o.timers.wait = time.NewTimer(until.Sub(o.now()))
 }
 
 // waitUntil is when the n-th wait in a row ends: limits.backoff doubled

@@ -31,7 +31,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
-	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -116,32 +115,22 @@ type Orchestrator struct {
 	session   store.Session
 	canonical *progress.List // nil before the initializer
 	counters  map[string]store.FeatureCounters
-	lastRun   uint64
-	lastTrans uint64
-	totalCost float64
-	runCount  int
+	tally     tally
 	pending   store.Batch // changes that ride with the next persist
 	// home is the lane of the project's own work tree; lanes the features
 	// worked in clones of their own (lanes.go), and queued the runs that
 	// ended while the daemon's own work for another lane was in flight.
 	// Every handler is handed the lane it works in.
-	home    *lane
-	lanes   map[string]*lane
-	queued  []runEnded
-	job     *job   // the daemon's own work in flight (a test, a verdict), if any
-	problem string // what is wrong with feature-list.json on disk, if anything
-	// problemFromAgent: the broken file was written during a run, so the
-	// agent's redo may overwrite it; a person's broken file is held for them.
-	problemFromAgent bool
-	ownWrite         []byte // last bytes the daemon wrote to feature-list.json
-	guards           guardState
-	// waitFor is the failure the next wait is for: its reset time and
-	// the CLI's own retry delay bound the wait from below.
-	waitFor   agents.Failure
-	waitTimer *time.Timer
-	// persistTimer is the retry armed after the store refused a write.
-	persistTimer *time.Timer
-	stopAfter    bool // ctl stop: stop the session once the run is down
+	home  *lane
+	lanes map[string]*lane
+	// laneDeps is what every lane is handed of the daemon when it is made.
+	laneDeps  *laneDeps
+	queued    []runEnded
+	job       *job // the daemon's own work in flight (a test, a verdict), if any
+	listFile  listFile
+	guards    guardState
+	timers    timers
+	stopAfter bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
 	// recent is the work tree as recorded while the loop handles the
@@ -164,82 +153,6 @@ type Orchestrator struct {
 	features atomic.Pointer[[]control.Feature]
 }
 
-// lane is where a feature's runs work and are judged, with what the loop
-// knows of them between events: the run in flight and its tester's
-// pending claim. The loop owns its lanes and drives them by events, each
-// handler given the lane it works in; a lane is state, never a goroutine
-// of its own (the one-goroutine rule holds). The project's own work tree
-// is a lane (Orchestrator.home), and with limits.parallel above 1 each
-// feature has one of its own, a clone (lanes.go).
-type lane struct {
-	dir    string        // its work tree
-	repo   *gitrepo.Repo // that work tree's repository
-	active *activeRun    // its run in flight, if any
-	claim  string        // the feature whose tester wrote tested: true, pending the verdict
-	// project: this is the project's own work tree, not a clone. Its list
-	// is the project's (syncFeatureList), its runs are judged where the
-	// project's are (judge.Root{}) and commit with judge.Commit, and it is
-	// never closed; set when the lane is made.
-	project bool
-	// record is where the store keeps its run in flight: the project's
-	// own lane's is Session.Run, a clone's is run.
-	record **store.Run
-	// A lane of its own (lanes.go) works one feature in a clone on
-	// branch, made from the commit baseHead; run is its run in flight as
-	// the store keeps it, and given the feature list as the daemon last
-	// wrote it there.
-	feature, branch, baseHead string
-	run                       *store.Run
-	given                     *progress.List
-	// check is its feature's test, run before the first coding attempt
-	// (gate red-before-green): on the lane's own tree, so beside the
-	// daemon's other work, unlike the jobs that judge and move the
-	// branch (Orchestrator.job).
-	check *job
-}
-
-type activeRun struct {
-	run    store.Run
-	cancel context.CancelFunc
-	hooks  *hooksWatch // its calls of gated tools, for hooks-live
-	// interrupt is why the daemon cancelled the run, "" if it ends by itself.
-	interrupt string
-	// silent: the run did gated work without its hooks ever checking in
-	// (however it ended), or was killed for it (hooksKilled).
-	silent      bool
-	hooksKilled bool
-	// failure is why the run ended when it was not its agent's doing.
-	failure *agents.Failure
-	// cappedBy is the budget key whose rest capped the run ("" when its
-	// own budget.run_usd did): a run that reaches such a cap has spent
-	// that budget, which is not its agent's doing.
-	cappedBy string
-	// capUSD is the run's --max-budget-usd (0: none): what runs in flight
-	// together may still spend (statemachine.Input.InFlightCapUSD).
-	capUSD float64
-	// env is what of the machine or the confinement kept the feature's
-	// test from running (a tester's run of it, or the daemon's): not the
-	// agent's doing either, and only a person can fix it.
-	env *diagnose.Environment
-	// controls is why the session stops for a person: the repository's
-	// hooks or configuration changed while the run was in flight
-	// (recordControls).
-	controls string
-}
-
-// job is the daemon's own work on the loop's behalf, off the loop: a
-// feature's test run before its first attempt, or the judging of a run that
-// ended. While one is in flight nothing new starts; ctl stop and a shutdown
-// cancel it, which ends its process group.
-type job struct {
-	what    string // for ctl status and the logs
-	feature string
-	lane    *lane // the lane it works for
-	cancel  context.CancelFunc
-	// interrupt is why the daemon cancelled it.
-	interrupt string
-}
-
 type request struct {
 	fn   func() error
 	done chan error
@@ -253,6 +166,34 @@ type runStarted struct {
 type runEnded struct {
 	runID  string
 	result agents.Result
+}
+
+// tally is what the session has counted, as the store keeps it: the last
+// sequence numbers given to a run and a transition, and the totals.
+type tally struct {
+	lastRun, lastTrans uint64
+	totalCost          float64
+	runCount           int
+}
+
+// listFile is what the loop knows of feature-list.json on the disk,
+// beside the canonical list.
+type listFile struct {
+	problem string // what is wrong with it, if anything
+	// problemFromAgent: the broken file was written during a run, so the
+	// agent's redo may overwrite it; a person's broken file is held for them.
+	problemFromAgent bool
+	ownWrite         []byte // the last bytes the daemon wrote to it
+}
+
+// timers are the loop's timers: the wait after a failure that waiting
+// cures, and the retry after the store refused a write.
+type timers struct {
+	// waitFor is the failure the next wait is for: its reset time and
+	// the CLI's own retry delay bound the wait from below.
+	waitFor agents.Failure
+	wait    *time.Timer
+	persist *time.Timer
 }
 
 // New loads the state of record and prepares the loop.
@@ -280,10 +221,7 @@ func New(opts Options) (*Orchestrator, error) {
 		now:       opts.Now,
 		session:   st.Session,
 		counters:  st.Counters,
-		lastRun:   st.LastRunSeq,
-		lastTrans: st.LastTransSeq,
-		totalCost: st.TotalCostUSD,
-		runCount:  st.RunCount,
+		tally:     tally{lastRun: st.LastRunSeq, lastTrans: st.LastTransSeq, totalCost: st.TotalCostUSD, runCount: st.RunCount},
 		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true},
 		lanes:     map[string]*lane{},
 		requests:  make(chan request),
@@ -310,7 +248,8 @@ func New(opts Options) (*Orchestrator, error) {
 			o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 		}
 	}
-	o.home.record = &o.session.Run
+	o.laneDeps = &laneDeps{judge: o.judge, repo: o.repo, projectDir: opts.Project.Dir, trace: o.trace, log: o.log}
+	o.home.deps, o.home.record = o.laneDeps, &o.session.Run
 	o.loadGuardFile()
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
@@ -380,11 +319,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		case r := <-o.requests:
 			r.done <- r.fn()
 		case <-o.persistC():
-			o.persistTimer = nil
+			o.timers.persist = nil
 			o.log.Info("trying again to save the state")
 			o.step(o.home, nil)
 		case <-o.waitC():
-			o.waitTimer = nil
+			o.timers.wait = nil
 			o.log.Info("wait over; resuming")
 			o.transition(o.home, statemachine.Advance, "", "the wait is over")
 			o.step(o.home, nil)
@@ -441,10 +380,10 @@ func (o *Orchestrator) inJobLane(fn func(*lane)) {
 }
 
 func (o *Orchestrator) waitC() <-chan time.Time {
-	if o.waitTimer == nil {
+	if o.timers.wait == nil {
 		return nil
 	}
-	return o.waitTimer.C
+	return o.timers.wait.C
 }
 
 // busy reports whether a run or a job of the daemon is in flight in l, or
@@ -539,7 +478,7 @@ func (o *Orchestrator) recover() {
 		o.transition(o.home, statemachine.Advance, "", "daemon started")
 	case statemachine.Waiting:
 		if d := o.session.WaitingUntil.Sub(o.now()); d > 0 {
-			o.waitTimer = time.NewTimer(d)
+			o.timers.wait = time.NewTimer(d)
 			o.persist()
 			return
 		}
@@ -599,11 +538,11 @@ func (o *Orchestrator) shutdown() {
 	// start to read as tested.
 	o.dropUnjudgedClaim(o.home)
 	o.retireLanes()
-	if o.waitTimer != nil {
-		o.waitTimer.Stop()
+	if o.timers.wait != nil {
+		o.timers.wait.Stop()
 	}
-	if o.persistTimer != nil {
-		o.persistTimer.Stop()
+	if o.timers.persist != nil {
+		o.timers.persist.Stop()
 	}
 	o.persist()
 }

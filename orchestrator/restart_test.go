@@ -46,8 +46,8 @@ func TestRestartReloadsTheStateOfRecord(t *testing.T) {
 	if d := everyfield.Diff(counters, o.counters); len(d) > 0 {
 		t.Errorf("the counters the loop holds after a restart are not the ones stored:\n\t%s", strings.Join(d, "\n\t"))
 	}
-	if o.totalCost != 1.75 || o.runCount != 2 || o.lastRun != 5 || o.lastTrans != 4 {
-		t.Errorf("after a restart the loop has spent %v in %d runs, last run %d, last transition %d; want 1.75 in 2, 5, 4", o.totalCost, o.runCount, o.lastRun, o.lastTrans)
+	if o.tally.totalCost != 1.75 || o.tally.runCount != 2 || o.tally.lastRun != 5 || o.tally.lastTrans != 4 {
+		t.Errorf("after a restart the loop has spent %v in %d runs, last run %d, last transition %d; want 1.75 in 2, 5, 4", o.tally.totalCost, o.tally.runCount, o.tally.lastRun, o.tally.lastTrans)
 	}
 	if st, _ := o.Status(t.Context()); st.CostUSD != 1.75 || st.Runs != 2 {
 		t.Errorf("ctl status after a restart: $%v in %d runs, want $1.75 in 2", st.CostUSD, st.Runs)

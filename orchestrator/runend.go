@@ -82,7 +82,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	if out.Role == statemachine.Tester {
 		ev2.claimed = l.claim == act.run.Feature
 		if ev2.claimed {
-			ev2.refused = o.claimProblem(l, act.run.Feature, act.run.ID)
+			ev2.refused = l.claimProblem(o.canonical.Feature(act.run.Feature), act.run.ID)
 		}
 		// The daemon runs the test itself to judge a claim, and, when the
 		// tester found a failure (or a claim is refused), so that the
@@ -186,8 +186,8 @@ func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out
 	}
 	o.pending.Runs = append(o.pending.Runs, run)
 	l.setRunRecord(nil)
-	o.totalCost += res.CostUSD
-	o.runCount++
+	o.tally.totalCost += res.CostUSD
+	o.tally.runCount++
 	if run.Feature != "" {
 		c := o.counters[run.Feature]
 		c.CostUSD += res.CostUSD
@@ -275,7 +275,7 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 		// waited for; the rest stops the session in finishRun.
 		out.Transient = f.Waits()
 		out.Reason = f.Explain(o.cfg.Agent.Command)
-		o.waitFor = *f
+		o.timers.waitFor = *f
 		return out
 	}
 	switch res.Ended {
@@ -288,7 +288,7 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 	}
 	switch out.Role {
 	case statemachine.Initializer:
-		if o.canonical == nil && o.problem != "" && !o.problemFromAgent && out.Reason == "" {
+		if o.canonical == nil && o.listFile.problem != "" && !o.listFile.problemFromAgent && out.Reason == "" {
 			// A person was writing the list meanwhile: not the
 			// initializer's failure. Redone once the list is valid, if
 			// it is still needed.
@@ -297,7 +297,7 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 			return out
 		}
 		if o.canonical == nil {
-			out.Reason = firstNonEmpty(out.Reason, o.problem, "the initializer ended without writing a valid feature-list.json")
+			out.Reason = firstNonEmpty(out.Reason, o.listFile.problem, "the initializer ended without writing a valid feature-list.json")
 		}
 	case statemachine.Coder:
 		if f := o.canonical.Feature(run.Feature); f != nil && f.Status != progress.Completed {
@@ -384,32 +384,6 @@ func findingsReason(jd judge.Judgement) string {
 		return ""
 	}
 	return "the run changed what it must not, by whatever route; put back: " + strings.Join(parts, "; ")
-}
-
-// claimProblem says why a tester's tested: true is not backed by its own
-// recorded test runs and evidence, or "" when it is. The run's record is
-// gates.RanTest's, as the hook reads it: a run whose outcome its status did
-// not tell goes on to the daemon's own run of the test, which decides.
-// The run worked in l.
-func (o *Orchestrator) claimProblem(l *lane, id, runID string) string {
-	f := o.canonical.Feature(id)
-	if f == nil {
-		return ""
-	}
-	if strings.TrimSpace(f.Test) == "" && o.judge.Modes().Of(gates.RedBeforeGreen) == gates.Enforce {
-		return fmt.Sprintf("%s has no test command, and a feature without one cannot be accepted as tested", id)
-	}
-	if len(f.Evidence) == 0 {
-		return fmt.Sprintf("tested: true for %s came without evidence", id)
-	}
-	runs := gates.RanTest(o.judge.Commands(runID), f.Test, l.dir)
-	switch {
-	case !runs.Ran:
-		return fmt.Sprintf("tested: true for %s, but its tester run never ran %s (as recorded by its hooks)", id, gates.TestName(f.Test))
-	case !runs.Claimable():
-		return fmt.Sprintf("tested: true for %s, but %s failed in its tester run", id, gates.TestName(f.Test))
-	}
-	return ""
 }
 
 // UnjudgedListFile is where the list of an initializer whose hooks never

@@ -61,9 +61,9 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	}
 	o.adoptFrozenDrift(base)
 
-	o.lastRun++
+	o.tally.lastRun++
 	run := store.Run{
-		Seq: o.lastRun, ID: store.RunID(o.lastRun), Role: string(who), Feature: a.Feature,
+		Seq: o.tally.lastRun, ID: store.RunID(o.tally.lastRun), Role: string(who), Feature: a.Feature,
 		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
 	}
 	if !l.project {
@@ -103,14 +103,14 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	cmd := o.command(who, a, prev)
 	prompt, system, err := o.prompts(who, cmd)
 	if err != nil {
-		o.lastRun--
+		o.tally.lastRun--
 		o.transition(l, statemachine.Stop, a.Feature, err.Error())
 		return
 	}
 	matcher := gates.PreToolUseMatcher(o.judge.Guards())
 	settings, denied, err := o.runSettingsDenied(l, who, a.Feature, matcher)
 	if err != nil {
-		o.lastRun--
+		o.tally.lastRun--
 		o.transition(l, statemachine.Stop, a.Feature, err.Error())
 		return
 	}
@@ -119,7 +119,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	if !l.project {
 		// The run sees the list as it is now, in its lane, and what it
 		// changes there is read against that (by the hooks too).
-		o.giveList(l)
+		l.giveList(o.canonical)
 	}
 	token := o.judge.RegisterIn(actor, l.root())
 	o.judge.Confine(token, denied)

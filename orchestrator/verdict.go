@@ -307,7 +307,7 @@ func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd ju
 	c := o.counters[f.ID]
 	if !l.project {
 		defer func() {
-			o.copyEvidence(l, f.ID)
+			l.copyEvidence(f.ID)
 			o.closeLane(l, "")
 		}()
 	}
