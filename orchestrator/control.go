@@ -80,8 +80,8 @@ func (o *Orchestrator) publish() {
 		feats = []control.Feature{}
 	}
 	o.judge.SetList(o.canonical)
-	o.snap.Store(&st)
-	o.features.Store(&feats)
+	o.view.snap.Store(&st)
+	o.view.features.Store(&feats)
 	o.signalChange()
 }
 
@@ -101,28 +101,28 @@ func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
 	if ev.Detail != "" {
 		l.lastTool += ": " + ev.Detail
 	}
-	if prev, ok := o.lives.Load(runID); ok {
+	if prev, ok := o.view.lives.Load(runID); ok {
 		l.toolCalls = prev.(*liveRun).toolCalls + 1
 	}
-	o.lives.Store(runID, &l)
+	o.view.lives.Store(runID, &l)
 	o.signalChange()
 }
 
 // Changes implements control.Loop.
 func (o *Orchestrator) Changes() <-chan struct{} {
 	for {
-		if ch := o.changed.Load(); ch != nil {
+		if ch := o.view.changed.Load(); ch != nil {
 			return *ch
 		}
 		ch := make(chan struct{})
-		o.changed.CompareAndSwap(nil, &ch)
+		o.view.changed.CompareAndSwap(nil, &ch)
 	}
 }
 
 // signalChange wakes every watcher.
 func (o *Orchestrator) signalChange() {
 	ch := make(chan struct{})
-	if old := o.changed.Swap(&ch); old != nil {
+	if old := o.view.changed.Swap(&ch); old != nil {
 		close(*old)
 	}
 }
@@ -167,9 +167,9 @@ func (o *Orchestrator) writeMirror() {
 
 // Status implements control.Loop.
 func (o *Orchestrator) Status(context.Context) (control.Status, error) {
-	st := *o.snap.Load()
+	st := *o.view.snap.Load()
 	withLive := func(r control.RunInfo) control.RunInfo {
-		if l, ok := o.lives.Load(r.ID); ok {
+		if l, ok := o.view.lives.Load(r.ID); ok {
 			r.ToolCalls, r.LastTool = l.(*liveRun).toolCalls, l.(*liveRun).lastTool
 		}
 		return r
@@ -188,7 +188,7 @@ func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 
 // Features implements control.Loop.
 func (o *Orchestrator) Features(context.Context) ([]control.Feature, error) {
-	return *o.features.Load(), nil
+	return *o.view.features.Load(), nil
 }
 
 // Pause implements control.Loop: no new run starts; the one in flight

@@ -187,32 +187,11 @@ func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progr
 		return merged, l.withClaim(merged)
 	}
 	merged = o.canonical.Clone()
-	run := l.active.run
-	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
-	modes := o.judge.Modes()
-	for _, c := range progress.Diff(o.canonical, disk) {
-		fd, isField := progress.FieldByKey(c.Field)
-		if c.Kind != progress.Modified || !isField {
-			continue // structure: written back
-		}
-		d := gates.ListChange(modes, actor, c)
-		if d.Blocks() {
-			continue
-		}
-		if d != nil {
-			o.violationMode(l.active, d.Gate, d.Code, describeChange(l.active.actor(), c)+" (warn mode: kept)")
-		}
-		if c.Field == "tested" {
-			switch now, _ := c.New.(bool); {
-			case now && actor.Role == gates.Tester && d == nil:
-				l.claim = run.Feature
-			case !now && l.claim == c.FeatureID:
-				l.claim = ""
-			}
-			continue
-		}
-		if m, df := merged.Feature(c.FeatureID), disk.Feature(c.FeatureID); m != nil && df != nil {
-			fd.Copy(m, df)
+	for _, v := range l.runChanges(o.canonical, disk, merged) {
+		// What it refused is written back, and recorded with the rest
+		// of what the write back undoes (syncFeatureList).
+		if !v.refused {
+			o.violationMode(l.active, v.gate, v.code, v.what)
 		}
 	}
 	return merged, l.withClaim(merged)

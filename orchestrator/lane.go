@@ -171,9 +171,11 @@ type listSync struct {
 }
 
 // listViolation is one change of the list a gate refused (code
-// "reverted") or, in warn mode, let through (Orchestrator.violationMode).
+// "reverted", refused) or, in warn mode, let through
+// (Orchestrator.violationMode).
 type listViolation struct {
 	gate, code, what string
+	refused          bool
 }
 
 // syncList takes what l's run changed in its copy of canonical, by the
@@ -186,31 +188,50 @@ func (l *lane) syncList(canonical *progress.List) (out listSync) {
 	if act == nil || canonical == nil || l.given == nil {
 		return out
 	}
-	run := act.run
-	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
-	refuse := func(gate, code, what string) {
-		out.violations = append(out.violations, listViolation{gate: gate, code: code, what: what})
-	}
 	disk, _, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
 	if err != nil {
-		refuse(gates.RoleWritePolicy, "reverted", fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err))
+		out.violations = append(out.violations, listViolation{gate: gates.RoleWritePolicy, code: "reverted", refused: true,
+			what: fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err)})
 		return out
 	}
 	merged := canonical.Clone()
+	out.violations = l.runChanges(l.given, disk, merged)
+	if string(merged.Marshal()) != string(canonical.Marshal()) {
+		out.list = merged
+	}
+	return out
+}
+
+// runChanges folds into merged, a copy of the canonical list, what l's run
+// in flight changed in disk, the list in its tree, against base, the list
+// as it was given it, by the rules of gates.ListChange (the hook's): its
+// own feature's status, or tested and evidence; tested: true is its
+// tester's claim, kept in l for the verdict, never canonical here. It
+// returns the changes it refused (left out, so written back) or let
+// through in warn mode, in order: the one rule for the project's own tree
+// (Orchestrator.merge) and a clone (syncList).
+func (l *lane) runChanges(base, disk, merged *progress.List) []listViolation {
+	act := l.active
+	run := act.run
+	actor := gates.Actor{Role: run.Role, Feature: run.Feature, Run: run.ID}
+	var found []listViolation
+	refuse := func(gate, code, what string, refused bool) {
+		found = append(found, listViolation{gate: gate, code: code, what: what, refused: refused})
+	}
 	modes := l.deps.judge.Modes()
-	for _, c := range progress.Diff(l.given, disk) {
+	for _, c := range progress.Diff(base, disk) {
 		fd, isField := progress.FieldByKey(c.Field)
 		if c.Kind != progress.Modified || !isField {
-			refuse(revertGate(act, c), "reverted", describeChange(act.actor(), c))
+			refuse(revertGate(act, c), "reverted", describeChange(act.actor(), c), true) // structure: written back
 			continue
 		}
 		d := gates.ListChange(modes, actor, c)
 		if d.Blocks() {
-			refuse(d.Gate, "reverted", describeChange(act.actor(), c))
+			refuse(d.Gate, "reverted", describeChange(act.actor(), c), true)
 			continue
 		}
 		if d != nil {
-			refuse(d.Gate, d.Code, describeChange(act.actor(), c)+" (warn mode: kept)")
+			refuse(d.Gate, d.Code, describeChange(act.actor(), c)+" (warn mode: kept)", false)
 		}
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
@@ -225,10 +246,7 @@ func (l *lane) syncList(canonical *progress.List) (out listSync) {
 			fd.Copy(m, df)
 		}
 	}
-	if string(merged.Marshal()) != string(canonical.Marshal()) {
-		out.list = merged
-	}
-	return out
+	return found
 }
 
 // claimProblem says why a tester's tested: true for f is not backed by its

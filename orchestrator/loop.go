@@ -271,9 +271,9 @@ func (o *Orchestrator) persistFailed(err error) {
 	if o.timers.persist == nil {
 		o.timers.persist = time.NewTimer(persistRetry)
 	}
-	snap := *o.snap.Load()
+	snap := *o.view.snap.Load()
 	snap.Message = fmt.Sprintf("the daemon cannot save its state, so it is holding: %v (a full disk? free some space; it tries again every %s)", err, persistRetry)
-	o.snap.Store(&snap)
+	o.view.snap.Store(&snap)
 	o.signalChange()
 }
 

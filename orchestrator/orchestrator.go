@@ -141,9 +141,13 @@ type Orchestrator struct {
 	runEvents chan any
 	quit      chan struct{} // closed when Run returns
 	startedAt time.Time
-	snap      atomic.Pointer[control.Status]
-	// live is what the run in flight is doing, written by its stream's
-	// goroutine, read by Status.
+	view      view
+}
+
+// view is what the loop publishes for other goroutines (the socket's
+// Status, Features and their waiters), which read it without the loop.
+type view struct {
+	snap atomic.Pointer[control.Status]
 	// lives are what the runs in flight are doing, by run id, written by
 	// their streams' goroutines, read by Status; a run's goes when it
 	// ends.

@@ -12,7 +12,7 @@ import (
 // prune compacts the traces older than age of the features that are
 // finished, as the canonical list says now (records.Compact).
 func (o *Orchestrator) prune(age time.Duration) (control.PruneResult, error) {
-	return records.Compact(o.st, *o.features.Load(), o.now(), age, o.log)
+	return records.Compact(o.st, *o.view.features.Load(), o.now(), age, o.log)
 }
 
 // retentionEvery is how often graph.retention is applied: a tenth of it,

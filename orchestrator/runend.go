@@ -152,7 +152,7 @@ func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out
 		o.hooksSilent = 0
 	}
 	o.judge.Forget(act.run.ID)
-	o.lives.Delete(act.run.ID)
+	o.view.lives.Delete(act.run.ID)
 	outcome := "ok"
 	switch {
 	case out.Interrupted, out.OutOfBudget != "":

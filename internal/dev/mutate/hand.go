@@ -97,7 +97,7 @@ var Hands = []Hand{
 		"orchestrator/spawn.go", "if a.Resume && c.CoderSession != \"\" {", "if false {",
 		"orchestrator", "TestRetryResumesCodingSession"},
 	{"the watcher writes back a change of the list an enforced gate refuses",
-		"orchestrator/featurelist.go", "\t\tif d.Blocks() {\n\t\t\tcontinue\n\t\t}\n", "\n",
+		"orchestrator/lane.go", "\t\tif d.Blocks() {\n\t\t\trefuse(d.Gate, \"reverted\", describeChange(act.actor(), c), true)\n\t\t\tcontinue\n\t\t}\n", "\n",
 		"orchestrator", "TestRevertsAreTracedUnderTheirGate"},
 	{"a shutdown takes a claim no verdict judged off the disk",
 		"orchestrator/orchestrator.go", "\to.dropUnjudgedClaim(o.home)\n\to.retireLanes()\n\tif o.timers.wait != nil {", "\to.retireLanes()\n\tif o.timers.wait != nil {",
