@@ -60,7 +60,7 @@ type lane struct {
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
 	// project: this is the project's own work tree, not a clone. Its list
 	// is the project's (syncFeatureList), its runs are judged where the
-	// project's are (judge.Root{}) and commit with judge.Commit, and it is
+	// project's are (judge.Root{}) and commit with branch.Commit, and it is
 	// never closed; set when the lane is made.
 	project bool
 	// record is where the store keeps its run in flight: the project's
