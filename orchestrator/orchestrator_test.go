@@ -110,6 +110,9 @@ type harness struct {
 	logOpts []zap.Option
 	// mcpURL is where the daemon would serve its MCP tools ("": nowhere).
 	mcpURL string
+	// faults, when set, stands between st and the loop and its judge, and
+	// fails the writes a test names (store_test.go).
+	faults *faultyStore
 }
 
 func newHarness(t *testing.T) *harness {
@@ -173,9 +176,17 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	// The loop's tests watch the daemon's test runs from outside (their
 	// pids, files they write): unconfined, in their checkouts. The jail is
 	// judge's and sandbox's to test, and the e2e tests run it whole.
-	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
+	var st interface {
+		StateOfRecord
+		judge.Records
+	} = h.st
+	if h.faults != nil {
+		h.faults.Store = h.st
+		st = h.faults
+	}
+	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
-	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
+	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
 		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL})
 	if err != nil {
 		h.t.Fatal(err)
