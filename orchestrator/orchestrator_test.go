@@ -81,7 +81,7 @@ func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int
 	} else {
 		onEvent(agents.Event{Kind: "tool_use", Tool: "Read", ToolUseID: "toolu_first"})
 		f.h.readGoal(spec, "toolu_first")
-		time.Sleep(firstCall)
+		time.Sleep(firstCall) // not a synchronisation: the call goes on that long
 		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first"})
 	}
 	res := s(ctx, spec, f.h)
@@ -669,7 +669,9 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 // blockUntilCancelled is a run whose hooks never check in: it runs until
 // the daemon kills it.
 // afterThinking is next, after the agent thinks for d: a run cancelled
-// meanwhile ends there.
+// meanwhile ends there. The sleep is the run's length, not a
+// synchronisation: the tests of hooks-live need a run that outlasts the
+// timeout, and no event says that a run was spared.
 func afterThinking(d time.Duration, next script) script {
 	return func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		time.Sleep(d)
