@@ -36,6 +36,11 @@ const (
 	writeSave    writeKind = "save"
 	writeTraces  writeKind = "traces"
 	writeCommand writeKind = "command"
+	// writeGuards is a guard proposed from a pattern of failures, after
+	// a run's verdict; writePrune the compaction of old traces
+	// (graph.retention), beside the loop.
+	writeGuards writeKind = "guards"
+	writePrune  writeKind = "prune"
 )
 
 // forever is a fault that lasts until the test heals the store.
@@ -139,7 +144,35 @@ func (f *faultyStore) AppendCommand(c control.CommandRecord) error {
 }
 
 func (f *faultyStore) PutGuards(rs ...guards.Rule) error {
-	return f.Store.PutGuards(rs...) // guards are a person's or a proposal's, not the loop's record
+	if err := f.fault(writeGuards, nil); err != nil {
+		return err
+	}
+	return f.Store.PutGuards(rs...)
+}
+
+func (f *faultyStore) Prune(o store.PruneOptions) (store.PruneResult, error) {
+	if err := f.fault(writePrune, nil); err != nil {
+		return store.PruneResult{}, err
+	}
+	return f.Store.Prune(o)
+}
+
+// seedFailingCommand gives the store a command that failed three times
+// (graph.guard_threshold), so that the first verdict proposes a guard.
+func seedFailingCommand(t *testing.T, h *harness) {
+	for i := range 3 {
+		if err := h.st.AppendCommand(control.CommandRecord{Run: store.RunID(uint64(90 + i)), Command: "make deploy", ExitCode: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// proposedOnce fails the test unless the store holds one proposed guard.
+func proposedOnce(t *testing.T, h *harness) {
+	rs, err := h.st.Guards()
+	if err != nil || len(rs) != 1 || rs[0].Status != guards.Proposed {
+		t.Errorf("guards %+v (%v), want the one proposal, proposed again at a later verdict", rs, err)
+	}
 }
 
 // record is what the state of record says happened, in the terms a
@@ -190,7 +223,9 @@ func record(t *testing.T, st *store.Store) []string {
 // saved is not made, the session holds and says why in the status, and
 // the loop tries the move again by itself after persistRetry; a save
 // without a move rides with the next one; a trace or a command that
-// cannot be stored is logged and dropped, and the session goes on. Once
+// cannot be stored is logged and dropped, and the session goes on; a
+// guard's proposal is made again at the next verdict, a compaction at the
+// next tick of graph.retention. Once
 // the store takes writes again, the state of record holds every move and
 // every run of a session that had no fault, each once.
 func TestAFailedStoreWriteHoldsAndRetries(t *testing.T) {
@@ -218,24 +253,33 @@ func TestAFailedStoreWriteHoldsAndRetries(t *testing.T) {
 		// ranWhileHeld are the runs started before the store was healed,
 		// for a fault that lasts.
 		ranWhileHeld string
+		// setup prepares the harness; check is what else must hold at
+		// the end.
+		setup, check func(*testing.T, *harness)
 	}{
-		{"the initializer's start, once", writeTransition, statemachine.Initialize, 1, true, "could not persist transition; staying put", ""},
-		{"a coder's start, once", writeTransition, statemachine.Implement, 1, true, "could not persist transition; staying put", ""},
-		{"a tester's start, once", writeTransition, statemachine.Validate, 1, true, "could not persist transition; staying put", ""},
-		{"the move after a run ended, once", writeTransition, statemachine.Advance, 1, true, "could not persist transition; staying put", ""},
-		{"the session's end, once", writeTransition, statemachine.Finish, 1, true, "could not persist transition; staying put", ""},
-		{"a coder's start, until the disk is freed", writeTransition, statemachine.Implement, forever, true, "could not persist transition; staying put", "initializer"},
-		{"every move, until the disk is freed", writeTransition, "", forever, true, "could not persist transition; staying put", ""},
-		{"a save without a move, once", writeSave, "", 1, false, "could not persist state", ""},
-		{"saves without a move, the whole session", writeSave, "", forever, false, "could not persist state", ""},
-		{"traces, once", writeTraces, "", 1, false, "could not store a trace", ""},
-		{"traces, the whole session", writeTraces, "", forever, false, "could not store a trace", ""},
-		{"commands, the whole session", writeCommand, "", forever, false, "could not record a command", ""},
+		{"the initializer's start, once", writeTransition, statemachine.Initialize, 1, true, "could not persist transition; staying put", "", nil, nil},
+		{"a coder's start, once", writeTransition, statemachine.Implement, 1, true, "could not persist transition; staying put", "", nil, nil},
+		{"a tester's start, once", writeTransition, statemachine.Validate, 1, true, "could not persist transition; staying put", "", nil, nil},
+		{"the move after a run ended, once", writeTransition, statemachine.Advance, 1, true, "could not persist transition; staying put", "", nil, nil},
+		{"the session's end, once", writeTransition, statemachine.Finish, 1, true, "could not persist transition; staying put", "", nil, nil},
+		{"a coder's start, until the disk is freed", writeTransition, statemachine.Implement, forever, true, "could not persist transition; staying put", "initializer", nil, nil},
+		{"every move, until the disk is freed", writeTransition, "", forever, true, "could not persist transition; staying put", "", nil, nil},
+		{"a save without a move, once", writeSave, "", 1, false, "could not persist state", "", nil, nil},
+		{"saves without a move, the whole session", writeSave, "", forever, false, "could not persist state", "", nil, nil},
+		{"traces, once", writeTraces, "", 1, false, "could not store a trace", "", nil, nil},
+		{"traces, the whole session", writeTraces, "", forever, false, "could not store a trace", "", nil, nil},
+		{"commands, the whole session", writeCommand, "", forever, false, "could not record a command", "", nil, nil},
+		{"a guard's proposal, once", writeGuards, "", 1, false, "could not propose guards", "", seedFailingCommand, proposedOnce},
+		{"the compaction of old traces, the whole session", writePrune, "", forever, false, "could not compact old traces (graph.retention)", "",
+			func(_ *testing.T, h *harness) { h.cfg.Graph.Retention = 720 * time.Hour }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			core, logs := observer.New(zap.DebugLevel)
 			h.logOpts = []zap.Option{zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) })}
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
 			h.faults = &faultyStore{}
 			h.faults.fail(tc.kind, tc.event, tc.n)
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -285,6 +329,9 @@ func TestAFailedStoreWriteHoldsAndRetries(t *testing.T) {
 						t.Errorf("%s: its handoff trace %q is not stored (%v)", r.ID, r.Trace, err)
 					}
 				}
+			}
+			if tc.check != nil {
+				tc.check(t, h)
 			}
 			if got := record(t, h.st); !slices.Equal(got, want) {
 				t.Errorf("state of record:\n%s\nwant, as without a fault:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
