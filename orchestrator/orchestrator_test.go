@@ -173,9 +173,6 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		modes[g] = gates.Mode(m)
 	}
 	log := zaptest.NewLogger(h.t, zaptest.WrapOptions(h.logOpts...))
-	// The loop's tests watch the daemon's test runs from outside (their
-	// pids, files they write): unconfined, in their checkouts. The jail is
-	// judge's and sandbox's to test, and the e2e tests run it whole.
 	var st interface {
 		StateOfRecord
 		judge.Records
@@ -184,6 +181,9 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		h.faults.Store = h.st
 		st = h.faults
 	}
+	// The loop's tests watch the daemon's test runs from outside (their
+	// pids, files they write): unconfined, in their checkouts. The jail is
+	// judge's and sandbox's to test, and the e2e tests run it whole.
 	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
 	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: st, Runner: h.runner, Judge: j, Repo: repo, Log: log,

@@ -4,7 +4,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guards"
-	"github.com/ctxgraphd/ctxgraphd/internal/report"
+	"github.com/ctxgraphd/ctxgraphd/records"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -25,10 +25,10 @@ type StateOfRecord interface {
 	PutGuards(...guards.Rule) error
 	Commands(run string) ([]control.CommandRecord, error)
 	AppendCommand(control.CommandRecord) error
-	Prune(store.PruneOptions) (store.PruneResult, error)
-	// The context graph's precedents and links, and the report, read it.
+	// A run's precedents are chosen from it (graph.Select), and
+	// graph.retention compacts it (records.Compact).
 	graph.Index
-	report.Source
+	records.Pruner
 }
 
 var _ StateOfRecord = (*store.Store)(nil)

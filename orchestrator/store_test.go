@@ -150,9 +150,9 @@ func (f *faultyStore) PutGuards(rs ...guards.Rule) error {
 	return f.Store.PutGuards(rs...)
 }
 
-func (f *faultyStore) Prune(o store.PruneOptions) (store.PruneResult, error) {
+func (f *faultyStore) Prune(o store.PruneOptions) (control.PruneResult, error) {
 	if err := f.fault(writePrune, nil); err != nil {
-		return store.PruneResult{}, err
+		return control.PruneResult{}, err
 	}
 	return f.Store.Prune(o)
 }
