@@ -4,12 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // A feature's id is an agent's choice (the initializer's), and may hold
@@ -45,11 +48,16 @@ func TestALaneNamedAfterAnotherLanesFilesReachesNone(t *testing.T) {
 				close(wrote)
 			}
 		case "F-001":
+			// F-001's run ends after the other's, whose files are then
+			// all in their lane, has ended and been taken in.
 			select {
 			case <-wrote:
 			case <-time.After(20 * time.Second):
 			}
-			time.Sleep(100 * time.Millisecond)
+			eventually.Within(20*time.Second, func() bool {
+				runs, _ := h.st.Runs()
+				return slices.ContainsFunc(runs, func(r store.Run) bool { return r.Feature == evil && !r.EndedAt.IsZero() })
+			})
 		}
 		return coderCompletes(ctx, spec, h)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 )
 
 // A lane's run that does not end by itself (a rate limit, an overload, ctl
@@ -68,13 +69,13 @@ func TestLeftoversOfALaneLeaveTheProjectsTreeAlone(t *testing.T) {
 		first := !limited && spec.FeatureID == "F-002"
 		mu.Unlock()
 		if first {
-			// Wait for F-001 to land on the branch, then meet a rate limit.
-			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if f := h.list().Feature("F-001"); f != nil && f.Tested {
-					break
-				}
-			}
-			time.Sleep(300 * time.Millisecond)
+			// Wait for F-001 to land on the branch, and the daemon's work
+			// of landing it to be over, then meet a rate limit.
+			eventually.Within(20*time.Second, func() bool {
+				f := h.list().Feature("F-001")
+				st, _ := h.current.Status(ctx)
+				return f != nil && f.Tested && st.Working == ""
+			})
 			mu.Lock()
 			limited = true
 			mu.Unlock()

@@ -232,6 +232,7 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 		// decided again on the next event, or when the retry timer fires
 		// (a full disk sends no event when it is freed).
 		o.tally.lastTrans--
+		o.pending.Transitions = o.pending.Transitions[:len(o.pending.Transitions)-1]
 		o.session.State = string(from)
 		o.log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
 		o.persistFailed(err)
@@ -263,8 +264,9 @@ func (o *Orchestrator) persist() {
 }
 
 // persistRetry is how soon the loop tries again after the store refused a
-// write (a full disk, most often).
-const persistRetry = 30 * time.Second
+// write (a full disk, most often). A variable so that the tests of the
+// retry wait less.
+var persistRetry = 30 * time.Second
 
 // persistFailed shows why the session is not moving and arms a retry.
 func (o *Orchestrator) persistFailed(err error) {

@@ -50,7 +50,7 @@ type AgentRunner interface {
 type Options struct {
 	Project paths.Project
 	Config  *config.Config
-	Store   *store.Store
+	Store   StateOfRecord
 	Runner  AgentRunner
 	// Judge is the daemon side of the gates; Repo the project's repository,
 	// in which runs are judged and verdicts committed.
@@ -105,7 +105,7 @@ type Orchestrator struct {
 	opts  Options
 	cfg   *config.Config
 	log   *zap.Logger
-	st    *store.Store
+	st    StateOfRecord
 	judge *judge.Judge
 	repo  *gitrepo.Repo
 	now   func() time.Time

@@ -81,7 +81,7 @@ func (f *fakeRunner) Run(ctx context.Context, spec agents.Spec, onStart func(int
 	} else {
 		onEvent(agents.Event{Kind: "tool_use", Tool: "Read", ToolUseID: "toolu_first"})
 		f.h.readGoal(spec, "toolu_first")
-		time.Sleep(firstCall)
+		time.Sleep(firstCall) // not a synchronisation: the call goes on that long
 		onEvent(agents.Event{Kind: "tool_result", ToolUseID: "toolu_first"})
 	}
 	res := s(ctx, spec, f.h)
@@ -110,6 +110,9 @@ type harness struct {
 	logOpts []zap.Option
 	// mcpURL is where the daemon would serve its MCP tools ("": nowhere).
 	mcpURL string
+	// faults, when set, stands between st and the loop and its judge, and
+	// fails the writes a test names (store_test.go).
+	faults *faultyStore
 }
 
 func newHarness(t *testing.T) *harness {
@@ -170,12 +173,20 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		modes[g] = gates.Mode(m)
 	}
 	log := zaptest.NewLogger(h.t, zaptest.WrapOptions(h.logOpts...))
+	var st interface {
+		StateOfRecord
+		judge.Records
+	} = h.st
+	if h.faults != nil {
+		h.faults.Store = h.st
+		st = h.faults
+	}
 	// The loop's tests watch the daemon's test runs from outside (their
 	// pids, files they write): unconfined, in their checkouts. The jail is
 	// judge's and sandbox's to test, and the e2e tests run it whole.
-	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: h.st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
+	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
 		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
-	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: h.st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
+	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
 		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL})
 	if err != nil {
 		h.t.Fatal(err)
@@ -658,7 +669,9 @@ func TestARunStoppedAtTheBudgetsRestIsNotCharged(t *testing.T) {
 // blockUntilCancelled is a run whose hooks never check in: it runs until
 // the daemon kills it.
 // afterThinking is next, after the agent thinks for d: a run cancelled
-// meanwhile ends there.
+// meanwhile ends there. The sleep is the run's length, not a
+// synchronisation: the tests of hooks-live need a run that outlasts the
+// timeout, and no event says that a run was spared.
 func afterThinking(d time.Duration, next script) script {
 	return func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		time.Sleep(d)

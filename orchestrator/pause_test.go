@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/control"
 )
 
 // A tester finds the code wrong while ctl pause waits for its run: the
@@ -46,11 +47,9 @@ func TestPauseKeepsATestersFailure(t *testing.T) {
 			h.t.Errorf("pause: %v", err)
 		}
 		go func() {
-			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if st, _ := h.current.Status(context.Background()); st.State == "paused" && st.Current == nil && st.Working == "" {
-					break
-				}
-			}
+			statusWithin(h.current, 20*time.Second, func(st control.Status) bool {
+				return st.State == "paused" && st.Current == nil && st.Working == ""
+			})
 			if err := h.current.Resume(context.Background()); err != nil {
 				h.t.Errorf("resume: %v", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/report"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -114,9 +115,7 @@ func blameCase(t *testing.T, kind string, parallel int, earlierFirst bool, maxRe
 				_, ok := h.git("rev-parse", "--verify", "-q", "refs/ctxgraphd/tested/"+e)
 				return ok
 			}
-			for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !landed(); time.Sleep(20 * time.Millisecond) {
-			}
-			if !landed() {
+			if !eventually.Within(20*time.Second, landed) {
 				h.t.Errorf("%s was not tested before %s's claim", e, c)
 			}
 			triggered = true

@@ -61,6 +61,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	}
 	o.adoptFrozenDrift(base)
 
+	counted := o.counters[a.Feature] // put back if the run's start is not committed
 	o.tally.lastRun++
 	run := store.Run{
 		Seq: o.tally.lastRun, ID: store.RunID(o.tally.lastRun), Role: string(who), Feature: a.Feature,
@@ -130,7 +131,15 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	l.setRunRecord(&run)
 	o.pending.Runs = append(o.pending.Runs, run)
 	if !o.transition(l, a.Event(), a.Feature, a.String()) {
-		l.setRunRecord(nil) // refused or not persisted, and logged: do not act
+		// Refused or not persisted, and logged: do not act. The run never
+		// was: its number and what it counted go back, as a crash before
+		// the commit would leave them, so that its retry counts it once.
+		o.tally.lastRun--
+		o.pending.Runs = o.pending.Runs[:len(o.pending.Runs)-1]
+		if a.Feature != "" {
+			o.setCounters(a.Feature, counted)
+		}
+		l.setRunRecord(nil)
 		o.judge.Forget(run.ID)
 		return
 	}
