@@ -3,10 +3,10 @@ package gates
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
@@ -44,17 +44,17 @@ func judgeBash(m Modes, a Actor, s State, cmd string) *control.HookDecision {
 	return nil
 }
 
-var catRe = regexp.MustCompile(`(?:^|[;&|]\s*)cat\s+([^\s;&|<>]+)\s*(?:$|[;&|])`)
+var catRe = lazyregexp.New(`(?:^|[;&|]\s*)cat\s+([^\s;&|<>]+)\s*(?:$|[;&|])`)
 
 // redirectRe and teeRe find the files a shell command plainly writes: the
 // target of >, >>, 2>, &> and of tee. What a script or an interpreter
 // writes cannot be read off the command; the sandbox and the verdict's
 // change set hold those.
 var (
-	redirectRe = regexp.MustCompile(`(?:^|[^<>=\-])(?:[0-9]|&)?>>?[ \t]*([^\s;&|<>()]+)`)
-	teeRe      = regexp.MustCompile(`\btee\b((?:[ \t]+-[a-z-]+)*)((?:[ \t]+[^\s;&|<>()-][^\s;&|<>()]*)+)`)
-	quotedRe   = regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
-	touchRe    = regexp.MustCompile(`\btouch((?:[ \t]+[^\s;&|<>()]+)+)`)
+	redirectRe = lazyregexp.New(`(?:^|[^<>=\-])(?:[0-9]|&)?>>?[ \t]*([^\s;&|<>()]+)`)
+	teeRe      = lazyregexp.New(`\btee\b((?:[ \t]+-[a-z-]+)*)((?:[ \t]+[^\s;&|<>()-][^\s;&|<>()]*)+)`)
+	quotedRe   = lazyregexp.New(`'[^']*'|"(?:[^"\\]|\\.)*"`)
+	touchRe    = lazyregexp.New(`\btouch((?:[ \t]+[^\s;&|<>()]+)+)`)
 )
 
 // bashWriteTargets lists the paths a command visibly writes, skipping
@@ -96,6 +96,6 @@ func bashWriteTargets(cmd string) []string {
 // writeRe matches the shell idioms that change files. It errs on the side
 // of blocking: a read-only command that looks like a write is rare, and the
 // agent is told to use the Edit tool instead.
-var writeRe = regexp.MustCompile(`>|\btee\b|\bsed\s+-i|\bperl\s+-[a-z]*i|\bmv\b|\bcp\b|\brm\b|\btruncate\b|\bdd\b|\bpython3?\b|\bnode\b|\bruby\b|\bjq\b.*>|\bln\b|\binstall\b|\bchmod\b|\btouch\b`)
+var writeRe = lazyregexp.New(`>|\btee\b|\bsed\s+-i|\bperl\s+-[a-z]*i|\bmv\b|\bcp\b|\brm\b|\btruncate\b|\bdd\b|\bpython3?\b|\bnode\b|\bruby\b|\bjq\b.*>|\bln\b|\binstall\b|\bchmod\b|\btouch\b`)
 
 func writes(cmd string) bool { return writeRe.MatchString(cmd) }

@@ -3,11 +3,11 @@ package gates
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -284,7 +284,7 @@ func TestName(test string) string {
 
 // testRe recognises the common test runners, for features without a test
 // command of their own.
-var testRe = regexp.MustCompile(`\bgo\s+test\b|\bpytest\b|\bpython3?\s+-m\s+(pytest|unittest)\b|\b(npm|yarn|pnpm)\s+(run\s+)?test\b|\bnode\s+--test\b|\bcargo\s+(test|nextest)\b|\bmake\s+(test|check)\b|\bctest\b|\bmvn\b.*\btest\b|\bgradle\w*\s+test\b|\brspec\b|\bphpunit\b|\bjest\b|\bvitest\b|\bmocha\b|\bbats\b|\btox\b|(^|[\s/])tests?/\S+`)
+var testRe = lazyregexp.New(`\bgo\s+test\b|\bpytest\b|\bpython3?\s+-m\s+(pytest|unittest)\b|\b(npm|yarn|pnpm)\s+(run\s+)?test\b|\bnode\s+--test\b|\bcargo\s+(test|nextest)\b|\bmake\s+(test|check)\b|\bctest\b|\bmvn\b.*\btest\b|\bgradle\w*\s+test\b|\brspec\b|\bphpunit\b|\bjest\b|\bvitest\b|\bmocha\b|\bbats\b|\btox\b|(^|[\s/])tests?/\S+`)
 
 // IsTestCommand reports whether cmd, exiting with exit, ran tests: the
 // feature's own test (run by shellcmd.RunOf's rule, whatever its

@@ -3,10 +3,10 @@ package gates
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
 // Confinement names what the sandbox holds, in the traces and denials of
@@ -61,7 +61,7 @@ func (n Network) Allows(host string) bool {
 // plainHostRe is a host name as Network's hosts are written: labels of
 // letters, digits and '-'. Nothing else is taken for a host, so that no
 // spelling reads as an allowed host here and another host in the CLI.
-var plainHostRe = regexp.MustCompile(`^([a-z0-9-]+\.)*[a-z0-9-]+$`)
+var plainHostRe = lazyregexp.New(`^([a-z0-9-]+\.)*[a-z0-9-]+$`)
 
 // fetchHost is the host a WebFetch of raw reaches, or an error that says
 // why raw is refused. Go's URL parser and the CLI's (WHATWG's) read some

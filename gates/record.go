@@ -4,14 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
-var exitCodeRe = regexp.MustCompile(`^Exit code (\d+)`)
+var exitCodeRe = lazyregexp.New(`^Exit code (\d+)`)
 
 // RecordCommand turns a PostToolUse or PostToolUseFailure payload of a Bash
 // call into the record the gates judge test runs by; dir is the project's

@@ -3,10 +3,10 @@ package gates
 import (
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
 // Refusal is what Claude Code's sandbox refused a command, as the command's
@@ -28,18 +28,18 @@ var (
 	//   OSError: [Errno 30] Read-only file system: 'tests/a.sh'
 	//   Error: EROFS: read-only file system, open 'tests/a.sh'
 	//   fatal: Unable to create '/p/.git/index.lock': Read-only file system.
-	readOnlyRe = []*regexp.Regexp{
-		regexp.MustCompile(`(?m)(?:^|: |\s)([^\s:'"]+): (?:Read-only file system|Permission denied|Device or resource busy)\s*$`),
-		regexp.MustCompile(`(?:Read-only file system|Permission denied): '([^']+)'`),
-		regexp.MustCompile(`(?i)EROFS: read-only file system, \w+ '([^']+)'`),
-		regexp.MustCompile(`'([^']+)': (?:Read-only file system|Permission denied|Device or resource busy)`),
+	readOnlyRe = []*lazyregexp.Regexp{
+		lazyregexp.New(`(?m)(?:^|: |\s)([^\s:'"]+): (?:Read-only file system|Permission denied|Device or resource busy)\s*$`),
+		lazyregexp.New(`(?:Read-only file system|Permission denied): '([^']+)'`),
+		lazyregexp.New(`(?i)EROFS: read-only file system, \w+ '([^']+)'`),
+		lazyregexp.New(`'([^']+)': (?:Read-only file system|Permission denied|Device or resource busy)`),
 	}
 	// leadingCdRe finds the directory a command changes to before anything
 	// else (`cd .claude/progress && sed -i …`): the relative paths in its
 	// errors are relative to it, not to the project.
-	leadingCdRe = regexp.MustCompile(`^\s*cd\s+([^\s;&|<>()'"$\x60*?~]+)\s*(?:&&|;)`)
+	leadingCdRe = lazyregexp.New(`^\s*cd\s+([^\s;&|<>()'"$\x60*?~]+)\s*(?:&&|;)`)
 	// deniedHostRe reads the sandbox's own report of a refused connection.
-	deniedHostRe = regexp.MustCompile(`deny network-outbound ([^\s:]+)`)
+	deniedHostRe = lazyregexp.New(`deny network-outbound ([^\s:]+)`)
 )
 
 // SandboxRefusals reads what the sandbox refused a Bash call from the

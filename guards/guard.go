@@ -12,7 +12,6 @@ package guards
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
 // Prefix begins the gate name of every guard's decision: guard:<id>.
@@ -169,7 +169,7 @@ const (
 	RoleAny    = "any"    // everyone: agents and people
 )
 
-var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var idRe = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ErrRule wraps every problem of a guard.
 var ErrRule = errors.New("guard")

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
@@ -55,7 +55,7 @@ func problem(path, prob, fix string) *ParseError {
 // idPattern is what an id may look like: ids name evidence directories
 // (evidence/<id>/) and appear in shell-quoted prompts, so no slashes, no
 // spaces and no leading dot.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var idPattern = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // titleRunes is the longest title derived from a quickstart description.
 const titleRunes = 80

@@ -14,9 +14,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
 // ProgressDir is the project-relative directory of the feature list and
@@ -114,7 +115,7 @@ func (p Project) Progress(elem ...string) string {
 	return filepath.Join(append([]string{p.Dir, ProgressDir}, elem...)...)
 }
 
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+var unsafeChars = lazyregexp.New(`[^a-zA-Z0-9._-]+`)
 
 // projectID is the directory's base name, for people, plus a hash of the
 // whole path, for uniqueness.
