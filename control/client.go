@@ -1,14 +1,11 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -33,10 +30,12 @@ const (
 
 // Client talks to a daemon over its control socket: a method per route of
 // the server's Loop, Gates and Records; errors the daemon answers with are *APIError, and ErrNoDaemon
-// (wrapped) means nothing listens on the socket.
+// (wrapped) means nothing listens on the socket. Each request has a
+// connection of its own (transport.go): a connection to a local socket
+// costs next to nothing, and a client that keeps none open leaves nothing
+// behind for its users (the CLI, hooks, tests under goleak) to clean up.
 type Client struct {
 	socket string
-	hc     *http.Client
 
 	// Timeout bounds each request whose context has no deadline of its
 	// own; zero means no bound. NewClient sets DefaultTimeout.
@@ -52,26 +51,8 @@ type Client struct {
 // NewClient returns a client for the daemon listening on socketPath. It
 // does not connect until a method is called.
 func NewClient(socketPath string) *Client {
-	d := &net.Dialer{Timeout: dialTimeout}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socketPath)
-		},
-		// A connection to a local socket costs next to nothing, and a
-		// client that keeps none open leaves no goroutine behind for its
-		// users (the CLI, hooks, tests under goleak) to clean up.
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-	}
 	return &Client{
-		socket: socketPath,
-		hc: &http.Client{
-			Transport: tr,
-			// The server never redirects; a redirect would come from its
-			// mux cleaning a malformed path, and following it would turn a
-			// POST into a GET.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		socket:   socketPath,
 		Timeout:  DefaultTimeout,
 		RunToken: os.Getenv(RunTokenEnv),
 	}
@@ -114,25 +95,18 @@ func (c *Client) Patterns(ctx context.Context, atLeast int) ([]Pattern, error) {
 // change, until ctx ends (nil), fn fails (its error), or the daemon goes
 // away (ErrDaemonGone).
 func (c *Client) Watch(ctx context.Context, fn func(Status) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://ctxgraphd/v1/watch", nil)
-	if err != nil {
-		return err
-	}
-	if c.RunToken != "" {
-		req.Header.Set(RunTokenHeader, c.RunToken)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.roundTrip(ctx, "GET", "/v1/watch", nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return c.transportError(ctx, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	defer resp.body.Close()
+	if resp.status != statusOK {
 		return decodeError(resp)
 	}
-	dec := json.NewDecoder(resp.Body)
+	dec := json.NewDecoder(resp.body)
 	for {
 		var st Status
 		if err := dec.Decode(&st); err != nil {
@@ -178,20 +152,20 @@ func (c *Client) Skip(ctx context.Context, id string) error {
 
 func (c *Client) featurePost(ctx context.Context, id, verb string, in any) error {
 	if id == "" {
-		return &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "a feature id is needed, for example F-001"}
+		return &APIError{HTTPStatus: statusBadRequest, Code: CodeBadRequest, Message: "a feature id is needed, for example F-001"}
 	}
 	return c.post(ctx, "/v1/features/"+url.PathEscape(id)+"/"+verb, in, nil)
 }
 
 // get decodes the answer to GET path into out.
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, nil, out)
+	return c.do(ctx, "GET", path, nil, out)
 }
 
 // post sends in (unless nil) as JSON to path and decodes the answer into
 // out (unless nil).
 func (c *Client) post(ctx context.Context, path string, in, out any) error {
-	return c.do(ctx, http.MethodPost, path, in, out)
+	return c.do(ctx, "POST", path, in, out)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -200,39 +174,26 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("%s %s: encoding the request: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	// The host is never resolved (the transport dials the socket); it only
-	// names the daemon in the Host header.
-	req, err := http.NewRequestWithContext(ctx, method, "http://ctxgraphd"+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.RunToken != "" {
-		req.Header.Set(RunTokenHeader, c.RunToken)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.roundTrip(ctx, method, path, body)
 	if err != nil {
 		return c.transportError(ctx, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	defer resp.body.Close()
+	if resp.status < 200 || resp.status > 299 {
 		return decodeError(resp)
 	}
 	if out == nil {
-		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.NewDecoder(resp.body).Decode(out); err != nil {
 		return fmt.Errorf("control socket %s: %s %s: decoding the answer: %w", c.socket, method, path, err)
 	}
 	return nil
@@ -254,19 +215,19 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 
 // decodeError turns an error answer into an *APIError. An answer without
 // an Error body (not from our server, or from a proxy) keeps its text.
-func decodeError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+func decodeError(resp *answer) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.body, maxErrorBody))
 	var e Error
 	if json.Unmarshal(b, &e) == nil && (e.Error != "" || e.Code != "") {
-		return &APIError{HTTPStatus: resp.StatusCode, Code: e.Code, Message: e.Error}
+		return &APIError{HTTPStatus: resp.status, Code: e.Code, Message: e.Error}
 	}
 	msg := strings.TrimSpace(string(b))
 	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+		msg = resp.reason
 	}
 	return &APIError{
-		HTTPStatus: resp.StatusCode,
-		Code:       CodeForStatus(resp.StatusCode),
-		Message:    fmt.Sprintf("the daemon answered %d: %s", resp.StatusCode, msg),
+		HTTPStatus: resp.status,
+		Code:       CodeForStatus(resp.status),
+		Message:    fmt.Sprintf("the daemon answered %d: %s", resp.status, msg),
 	}
 }

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -155,7 +154,7 @@ func ParseTraceQuery(v url.Values) (TraceQuery, error) {
 		if s := v.Get(p.key); s != "" {
 			t, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
-				return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: p.key + ": want an RFC 3339 time such as 2026-01-02T15:04:05Z"}
+				return q, &APIError{HTTPStatus: statusBadRequest, Code: CodeBadRequest, Message: p.key + ": want an RFC 3339 time such as 2026-01-02T15:04:05Z"}
 			}
 			*p.to = t
 		}
@@ -163,7 +162,7 @@ func ParseTraceQuery(v url.Values) (TraceQuery, error) {
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			return q, &APIError{HTTPStatus: http.StatusBadRequest, Code: CodeBadRequest, Message: "limit: want a whole number >= 0"}
+			return q, &APIError{HTTPStatus: statusBadRequest, Code: CodeBadRequest, Message: "limit: want a whole number >= 0"}
 		}
 		q.Limit = n
 	}

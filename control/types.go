@@ -27,7 +27,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -204,7 +203,44 @@ func (e *APIError) Error() string {
 	if e.Code != "" {
 		return e.Code
 	}
-	return fmt.Sprintf("the daemon answered %d %s", e.HTTPStatus, http.StatusText(e.HTTPStatus))
+	return fmt.Sprintf("the daemon answered %d %s", e.HTTPStatus, statusText(e.HTTPStatus))
+}
+
+// The HTTP statuses of the API, by net/http's names, which control does
+// not link (transport.go says why); control/server answers with net/http's
+// own.
+const (
+	statusOK                  = 200
+	statusBadRequest          = 400
+	statusForbidden           = 403
+	statusNotFound            = 404
+	statusMethodNotAllowed    = 405
+	statusConflict            = 409
+	statusInternalServerError = 500
+	statusServiceUnavailable  = 503
+)
+
+// statusText is net/http's StatusText for the statuses of the API.
+func statusText(status int) string {
+	switch status {
+	case statusOK:
+		return "OK"
+	case statusBadRequest:
+		return "Bad Request"
+	case statusForbidden:
+		return "Forbidden"
+	case statusNotFound:
+		return "Not Found"
+	case statusMethodNotAllowed:
+		return "Method Not Allowed"
+	case statusConflict:
+		return "Conflict"
+	case statusInternalServerError:
+		return "Internal Server Error"
+	case statusServiceUnavailable:
+		return "Service Unavailable"
+	}
+	return ""
 }
 
 // The server serves three parts of the daemon, each through an interface
@@ -277,17 +313,17 @@ type Records interface {
 // is not our server.
 func CodeForStatus(status int) string {
 	switch status {
-	case http.StatusBadRequest:
+	case statusBadRequest:
 		return CodeBadRequest
-	case http.StatusForbidden:
+	case statusForbidden:
 		return CodeForbidden
-	case http.StatusNotFound:
+	case statusNotFound:
 		return CodeNotFound
-	case http.StatusMethodNotAllowed:
+	case statusMethodNotAllowed:
 		return CodeMethodNotAllowed
-	case http.StatusConflict:
+	case statusConflict:
 		return CodeConflict
-	case http.StatusServiceUnavailable:
+	case statusServiceUnavailable:
 		return CodeUnavailable
 	}
 	return CodeInternal

@@ -10,8 +10,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 	"github.com/ctxgraphd/ctxgraphd/store"
@@ -777,8 +780,9 @@ func BenchmarkIdleDaemon(b *testing.B) {
 }
 
 // BenchmarkHook is the hook round trip (goals: median at most 2× a minimal
-// Go program that reads the same payload, and at least 10× faster than a
-// Python hook doing the same check, both measured in the same run).
+// Go program that reads the same payload, with the daemon up and with it
+// down, and at least 10× faster than a Python hook doing the same check,
+// all measured in the same run).
 //
 // process/*: `ctxgraphd-hook pre-tool-use`, the lean binary the daemon's
 // runs call, as Claude Code runs it: payload on stdin, daemon up. In the
@@ -786,10 +790,14 @@ func BenchmarkIdleDaemon(b *testing.B) {
 // interactive sessions' hooks run it), testdata/pretooluse_hook.py (the
 // same rule and the same output, run by the real interpreter, not a version
 // manager's shim), and two floors: /bin/true (any process) and
-// testdata/gofloor (any Go program that reads its stdin). allow is the
-// common case; deny also records a violation. socket/* is the daemon's
-// share: the same question over the socket from this process. decide/* is
-// the gates' share: the decision in process.
+// testdata/gofloor (any Go program that reads its stdin, built as the hook
+// is). allow is the common case; deny also records a violation. socket/* is
+// the daemon's share: the same question over the socket from this process.
+// decide/* is the gates' share: the decision in process. down/*: the lean
+// hook once the daemon has stopped, deciding alone from the files it left
+// (the feature list, the gates' record, the spool, which each iteration
+// starts empty, as a run's first call after the daemon went down finds
+// it), beside the same floor; it must decide as the daemon did.
 func BenchmarkHook(b *testing.B) {
 	python := pythonInterpreter(b)
 	script, err := filepath.Abs(filepath.Join("testdata", "pretooluse_hook.py"))
@@ -797,7 +805,11 @@ func BenchmarkHook(b *testing.B) {
 		b.Fatal(err)
 	}
 	goFloor := filepath.Join(b.TempDir(), "gofloor")
-	if out, err := exec.Command("go", "build", "-o", goFloor, "./testdata/gofloor").CombinedOutput(); err != nil {
+	// Built as the hook is (`make build`), so that the ratio compares the
+	// hook's own start-up and work, not build flags.
+	build := exec.Command("go", append(append([]string{"build", "-o", goFloor}, releaseBuild...), "./testdata/gofloor")...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building testdata/gofloor: %v\n%s", err, out)
 	}
 	lean := filepath.Join(filepath.Dir(binary), "ctxgraphd-hook")
@@ -806,7 +818,6 @@ func BenchmarkHook(b *testing.B) {
 	m := watchMirror(b, p)
 	d := p.start()
 	m.wait("the daemon to take the list", time.Minute, isDone)
-	defer d.stop()
 
 	actor := gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "r-bench"}
 	hookEnv := append(slices.Clip(p.env),
@@ -882,6 +893,33 @@ func BenchmarkHook(b *testing.B) {
 					b.Fatalf("decision %s, want deny %v", out, c.deny)
 				}
 			}
+		})
+	}
+
+	d.stop()
+	spooled := filepath.Join(p.paths.StateDir, spool.FileName)
+	for _, c := range cases {
+		payload := preToolUseWrite(p.dir, c.path)
+		b.Run("down/"+c.name, func(b *testing.B) {
+			var ours, anyGo []time.Duration
+			for i := 0; i < b.N; i++ {
+				if err := os.Remove(spooled); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					b.Fatal(err)
+				}
+				out, d := runHookProcess(b, hookEnv, payload, lean, "pre-tool-use")
+				_, goD := runHookProcess(b, hookEnv, payload, goFloor)
+				if got := bytes.Contains(out, []byte(`"deny"`)); got != c.deny {
+					b.Fatalf("deciding alone, denied %v, want %v as the daemon: %s", got, c.deny, out)
+				}
+				if _, err := os.Stat(spooled); err != nil {
+					b.Fatalf("the hook deciding alone spooled nothing for the daemon: %v", err)
+				}
+				ours, anyGo = append(ours, d), append(anyGo, goD)
+			}
+			b.ReportMetric(percentile(ours, 0.5), "hook-ms-p50")
+			b.ReportMetric(percentile(ours, 0.95), "hook-ms-p95")
+			b.ReportMetric(percentile(anyGo, 0.5), "go-floor-ms-p50")
+			b.ReportMetric(percentile(ours, 0.5)/percentile(anyGo, 0.5), "hook/go-floor")
 		})
 	}
 }

@@ -16,8 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-
-	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 )
 
 // ProgressDir is the project-relative directory of the feature list and
@@ -115,13 +113,11 @@ func (p Project) Progress(elem ...string) string {
 	return filepath.Join(append([]string{p.Dir, ProgressDir}, elem...)...)
 }
 
-var unsafeChars = lazyregexp.New(`[^a-zA-Z0-9._-]+`)
-
 // projectID is the directory's base name, for people, plus a hash of the
 // whole path, for uniqueness.
 func projectID(real string) string {
 	sum := sha256.Sum256([]byte(real))
-	base := unsafeChars.ReplaceAllString(filepath.Base(real), "-")
+	base := safeName(filepath.Base(real))
 	base = strings.Trim(base, "-.")
 	if len(base) > 24 {
 		base = base[:24]
@@ -130,6 +126,29 @@ func projectID(real string) string {
 		base = "root"
 	}
 	return base + "-" + hex.EncodeToString(sum[:6])
+}
+
+// safeName is name with each run of characters other than ASCII letters,
+// digits, '.', '_' and '-' replaced by one '-'. (The bytes of a multi-byte
+// character are all outside ASCII, so they make one run.) A loop rather
+// than a regular expression: every hook call that looks for its project
+// comes here.
+func safeName(name string) string {
+	var b strings.Builder
+	inRun := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		safe := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+		switch {
+		case safe:
+			b.WriteByte(c)
+			inRun = false
+		case !inRun:
+			b.WriteByte('-')
+			inRun = true
+		}
+	}
+	return b.String()
 }
 
 func stateHome(getenv func(string) string) (string, error) {

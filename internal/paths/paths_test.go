@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -168,6 +169,22 @@ func TestLookPath(t *testing.T) {
 		got, ok := LookPath(tt.file, tt.path)
 		if ok != tt.ok || (ok && got != tt.want) {
 			t.Errorf("LookPath(%q, %q) = %q, %v; want %q, %v", tt.file, tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// A project id's readable part replaces each run of characters other than
+// ASCII letters, digits, '.', '_' and '-' with one '-', as the regular
+// expression it was first written with did; ids already written name
+// state directories and sockets, so none may change.
+func TestSafeNameIsTheRegexpItReplaced(t *testing.T) {
+	was := regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+	for _, name := range []string{
+		"", "app", "my app", "my  app", "a/b\\c", "proj-2026.v1_x", " lead and trail ",
+		"café", "日本語のプロジェクト", "naïve  résumé", "\xff\xfe broken", "tab\there", "ok\x00nul", "--..__",
+	} {
+		if got, want := safeName(name), was.ReplaceAllString(name, "-"); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
