@@ -178,7 +178,7 @@ var Hands = []Hand{
 		"control/server/server.go", "if r.Header.Get(control.RunTokenHeader) != \"\" {", "if false {",
 		"control/server", "TestPeopleRoutesRefuseRuns"},
 	{"a client inside a run presents its token when it watches the daemon too",
-		"control/client.go", "\tif c.RunToken != \"\" {\n\t\treq.Header.Set(RunTokenHeader, c.RunToken)\n\t}\n\tresp, err := c.hc.Do(req)\n\tif err != nil {\n\t\tif ctx.Err() != nil {", "\tresp, err := c.hc.Do(req)\n\tif err != nil {\n\t\tif ctx.Err() != nil {",
+		"control/transport.go", "\tif c.RunToken != \"\" {\n\t\tfmt.Fprintf(&req, \"%s: %s\\r\\n\", RunTokenHeader, c.RunToken)\n\t}\n", "",
 		"control", "TestClientWatch"},
 	{"a watch whose daemon went away says so (ErrDaemonGone), unlike one its caller ended",
 		"control/client.go", `return fmt.Errorf("%w: %v", ErrDaemonGone, err)`, `return nil`,
