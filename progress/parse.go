@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ctxgraphd/ctxgraphd/internal/lazyregexp"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
@@ -52,10 +51,21 @@ func problem(path, prob, fix string) *ParseError {
 	return &ParseError{File: FeatureListFile, Path: path, Problem: prob, Fix: fix}
 }
 
-// idPattern is what an id may look like: ids name evidence directories
-// (evidence/<id>/) and appear in shell-quoted prompts, so no slashes, no
-// spaces and no leading dot.
-var idPattern = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// validID reports whether id may be an id: ids name evidence directories
+// (evidence/<id>/) and appear in shell-quoted prompts, so an ASCII letter
+// or digit, then letters, digits, '.', '_' or '-': no slashes, no spaces
+// and no leading dot. A loop rather than a regular expression: the hook
+// deciding alone reads the list on every call.
+func validID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return id != ""
+}
 
 // titleRunes is the longest title derived from a quickstart description.
 const titleRunes = 80
@@ -434,7 +444,7 @@ func (l *List) Validate() error {
 		switch {
 		case f.ID == "":
 			return problem(path+".id", "is empty", `give every feature a unique id such as "F-001"`)
-		case !idPattern.MatchString(f.ID):
+		case !validID(f.ID):
 			return problem(path+".id", fmt.Sprintf("%q is not a valid id", f.ID),
 				`use letters, digits, '.', '_' and '-', starting with a letter or digit, such as "F-001"`)
 		}

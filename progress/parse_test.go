@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -315,6 +316,20 @@ func TestParseErrorFormat(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.e.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// An id is what the regular expression it was first checked with accepted,
+// ^[A-Za-z0-9][A-Za-z0-9._-]*$: lists already written must stay valid, and
+// nothing it refused may pass.
+func TestValidIDIsTheRegexpItReplaced(t *testing.T) {
+	was := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	for _, id := range []string{
+		"", "F-001", "f", "9", "F_1.2-b", ".F", "-F", "_F", "F/1", "F 1", "F\n", "é", "Fé", "F\xff", "a..b", "A-", "F-001\n",
+	} {
+		if got, want := validID(id), was.MatchString(id); got != want {
+			t.Errorf("validID(%q) = %v, want %v", id, got, want)
 		}
 	}
 }
