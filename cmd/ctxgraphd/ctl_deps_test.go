@@ -21,6 +21,8 @@ var ctlBanned = map[string]string{
 	"github.com/ctxgraphd/ctxgraphd/store/...":           "the store's types and constants are control's on the wire; ctl never opens bbolt",
 	"github.com/ctxgraphd/ctxgraphd/orchestrator/...":    "the loop is the daemon's; ctl talks to it over the socket",
 	"github.com/ctxgraphd/ctxgraphd/judge/...":           "verdicts and refs are the daemon's to make; the report carries what ctl shows of them",
+	"github.com/ctxgraphd/ctxgraphd/branch/...":          "the branch and its refs are the daemon's to write; ctl reads what happened to them in the report",
+	"github.com/ctxgraphd/ctxgraphd/records/...":         "the records are served from the store by the daemon; ctl asks for them over the socket",
 	"github.com/ctxgraphd/ctxgraphd/graph/...":           "patterns and precedent are computed by the daemon; control.Pattern carries them",
 	"github.com/ctxgraphd/ctxgraphd/internal/report/...": "the report is built from the store; control.Report carries it",
 	"github.com/ctxgraphd/ctxgraphd/progress/...":        "the feature list ctl shows is the daemon's canonical copy (control.Feature), not the file",
