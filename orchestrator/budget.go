@@ -28,16 +28,16 @@ func (o *Orchestrator) warnBudgets(feature string) {
 		msg := fmt.Sprintf("%s has spent $%.2f of its %s of $%.2f (%.0f%%); at the limit it is stopped", what, spent, key, budget, 100*spent/budget)
 		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "budget_warning", Context: control.TraceContext{Feature: id},
 			Event: control.TraceEvent{WhatHappened: msg, Why: "a person may want to raise the budget, or look, before the limit stops the work"}})
-		o.log.Warn("budget nearly spent", zap.String("feature", id), zap.Float64("spent_usd", spent), zap.Float64("budget_usd", budget), zap.String("key", key))
+		o.opts.Log.Warn("budget nearly spent", zap.String("feature", id), zap.Float64("spent_usd", spent), zap.Float64("budget_usd", budget), zap.String("key", key))
 		o.notify(notify.BudgetWarning, id, msg)
 	}
-	if !o.session.BudgetWarned && nearlySpent(o.tally.totalCost, o.cfg.Budget.SessionUSD) {
+	if !o.session.BudgetWarned && nearlySpent(o.tally.totalCost, o.opts.Config.Budget.SessionUSD) {
 		o.session.BudgetWarned = true
-		warn("", "the session", o.tally.totalCost, o.cfg.Budget.SessionUSD, statemachine.SessionBudgetKey)
+		warn("", "the session", o.tally.totalCost, o.opts.Config.Budget.SessionUSD, statemachine.SessionBudgetKey)
 	}
-	if c := o.counters[feature]; feature != "" && !c.BudgetWarned && nearlySpent(c.CostUSD, o.cfg.Budget.FeatureUSD) {
+	if c := o.counters[feature]; feature != "" && !c.BudgetWarned && nearlySpent(c.CostUSD, o.opts.Config.Budget.FeatureUSD) {
 		c.BudgetWarned = true
 		o.setCounters(feature, c)
-		warn(feature, feature, c.CostUSD, o.cfg.Budget.FeatureUSD, statemachine.FeatureBudgetKey)
+		warn(feature, feature, c.CostUSD, o.opts.Config.Budget.FeatureUSD, statemachine.FeatureBudgetKey)
 	}
 }

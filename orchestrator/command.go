@@ -76,9 +76,9 @@ func (o *Orchestrator) precedent(who role.Role, id string, f *progress.Feature) 
 			subj.History = append(subj.History, graph.Told{Frame: id + ":", By: graph.ByPerson, Text: c.Note})
 		}
 	}
-	out, err := graph.Select(o.st, subj, o.cfg.Graph.PrecedentTokens)
+	out, err := graph.Select(o.opts.Store, subj, o.opts.Config.Graph.PrecedentTokens)
 	if err != nil {
-		o.log.Warn("could not read past traces for the precedent", zap.String("feature", subj.Feature), zap.Error(err))
+		o.opts.Log.Warn("could not read past traces for the precedent", zap.String("feature", subj.Feature), zap.Error(err))
 	}
 	return out
 }

@@ -34,11 +34,11 @@ func (o *Orchestrator) publish() {
 		Message:          o.session.Message,
 		CostUSD:          o.tally.totalCost,
 		Runs:             o.tally.runCount,
-		Confined:         o.cfg.Sandbox.Enabled,
+		Confined:         o.opts.Config.Sandbox.Enabled,
 		PauseRequested:   o.session.PauseRequested,
 	}
 	var working []string
-	for _, j := range o.jobs() {
+	for _, j := range o.lanes.jobs() {
 		working = append(working, j.what)
 	}
 	st.Working = strings.Join(working, "; ")
@@ -52,7 +52,7 @@ func (o *Orchestrator) publish() {
 	if r := o.session.Run; r != nil {
 		st.Current = &control.RunInfo{ID: r.ID, Role: r.Role, Feature: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, PID: r.PID, StartedAt: r.StartedAt}
 	}
-	for _, rec := range o.laneRecords() {
+	for _, rec := range o.lanes.records() {
 		if r := rec.Run; r != nil {
 			st.Lanes = append(st.Lanes, control.RunInfo{ID: r.ID, Role: r.Role, Feature: r.Feature, Attempt: r.Attempt, SessionID: r.SessionID, PID: r.PID, StartedAt: r.StartedAt})
 		}
@@ -71,7 +71,7 @@ func (o *Orchestrator) publish() {
 				ID: f.ID, Title: f.Title, Status: string(f.Status), Tested: f.Tested, DependsOn: f.DependsOn,
 				Attempts: attempts, Retries: ctr.Failures, CostUSD: ctr.CostUSD, LastFailure: ctr.LastFailure, Note: ctr.Note,
 			})
-			if l := o.lanes[f.ID]; l != nil {
+			if l := o.lanes.clones[f.ID]; l != nil {
 				feats[len(feats)-1].Lane = l.dir
 			}
 		}
@@ -79,7 +79,7 @@ func (o *Orchestrator) publish() {
 	if feats == nil {
 		feats = []control.Feature{}
 	}
-	o.judge.SetList(o.canonical)
+	o.opts.Judge.SetList(o.canonical)
 	o.view.snap.Store(&st)
 	o.view.features.Store(&feats)
 	o.signalChange()
@@ -135,7 +135,7 @@ func (o *Orchestrator) writeMirror() {
 		Note:             "written by ctxgraphd as a mirror of its state; edits are ignored and overwritten",
 		Project:          o.opts.Project.Dir,
 		State:            o.session.State,
-		UpdatedAt:        o.now().UTC(),
+		UpdatedAt:        o.opts.Now().UTC(),
 		BlockedInSession: o.session.BlockedInSession,
 		Message:          o.session.Message,
 	}
@@ -161,7 +161,7 @@ func (o *Orchestrator) writeMirror() {
 		s.Lanes = append(s.Lanes, progress.LaneState{FeatureID: l.Feature, Dir: l.Dir, Branch: l.Branch, Run: current(l.Run)})
 	}
 	if err := progress.WriteSessionState(o.opts.Project.Progress(), s); err != nil {
-		o.log.Warn("could not write session-state.json", zap.Error(err))
+		o.opts.Log.Warn("could not write session-state.json", zap.Error(err))
 	}
 }
 
@@ -201,12 +201,12 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 		case statemachine.Stopped:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState, Message: "the session is stopped; resume it first"}
 		}
-		if o.busy(o.home) || len(o.lanesInFlight()) > 0 {
+		if o.lanes.busy(o.lanes.home) || len(o.lanes.inFlight()) > 0 {
 			o.session.PauseRequested = true
 			o.persist()
 			return nil
 		}
-		o.transition(o.home, statemachine.Pause, "", "paused by ctl")
+		o.transition(o.lanes.home, statemachine.Pause, "", "paused by ctl")
 		return nil
 	})
 }
@@ -232,8 +232,8 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 		// record of the frozen tests follows a person.
 		o.syncFeatureList(false)
 		o.refreeze("", "resumed by ctl")
-		o.transition(o.home, statemachine.Advance, "", "resumed by ctl")
-		o.step(o.home, nil)
+		o.transition(o.lanes.home, statemachine.Advance, "", "resumed by ctl")
+		o.step(o.lanes.home, nil)
 		return nil
 	})
 }
@@ -246,7 +246,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 			return nil
 		}
 		running := false
-		for _, l := range append(o.lanesInFlight(), o.home) {
+		for _, l := range append(o.lanes.inFlight(), o.lanes.home) {
 			if l.active != nil {
 				l.active.interrupt = "stopped by ctl"
 				l.active.cancel()
@@ -254,7 +254,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 			}
 		}
 		// The daemon's own work (a test it runs) ends with it.
-		jobs := o.jobs()
+		jobs := o.lanes.jobs()
 		for _, j := range jobs {
 			j.interrupt = "stopped by ctl"
 			j.cancel()
@@ -263,7 +263,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 			o.stopAfter = true
 			return nil
 		}
-		o.transition(o.home, statemachine.Stop, "", "stopped by ctl")
+		o.transition(o.lanes.home, statemachine.Stop, "", "stopped by ctl")
 		return nil
 	})
 }
@@ -291,10 +291,10 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		if verb == "unblock" && f.Status != progress.Blocked {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeNotBlocked, Message: fmt.Sprintf("%s is %s, not blocked", id, f.Status)}
 		}
-		if act := o.activeOf(id); act != nil {
+		if act := o.lanes.activeOf(id); act != nil {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("%s has a run in flight (%s); pause or wait for it", id, act.run.ID)}
 		}
-		if j := o.jobOf(id); j != nil {
+		if j := o.lanes.jobOf(id); j != nil {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning, Message: fmt.Sprintf("the daemon is %s; wait for it", j.what)}
 		}
 		f.Status = progress.Pending
@@ -313,7 +313,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		o.pending.FeatureList = o.canonical.Marshal()
 		o.persist()
 		o.writeFeatureList()
-		o.log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
+		o.opts.Log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
 		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s reopened by ctl %s", id, verb), WhatWasCorrect: note, Why: "a person looked at it"}})
 		// Its attempts start over: the next is a new node of the graph.
@@ -321,7 +321,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		c.AttemptTrace, c.AttemptNo, c.BlockTrace = "", 0, ""
 		o.setCounters(id, c)
 		o.persist()
-		o.afterListChange(o.home)
+		o.afterListChange(o.lanes.home)
 		return nil
 	})
 }
@@ -346,7 +346,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		o.writeFeatureList()
 		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
-		switch act, j := o.activeOf(id), o.jobOf(id); {
+		switch act, j := o.lanes.activeOf(id), o.lanes.jobOf(id); {
 		case act != nil:
 			act.interrupt = "feature skipped by ctl"
 			act.cancel()
@@ -358,7 +358,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 			j.cancel()
 			return nil
 		}
-		o.afterListChange(o.home)
+		o.afterListChange(o.lanes.home)
 		return nil
 	})
 }

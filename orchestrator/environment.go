@@ -28,7 +28,7 @@ func (o *Orchestrator) testEnvironment(ev runJudged, jd judge.Judgement) *diagno
 	if jd.Test != nil && jd.Test.Passed() && ev.claimed {
 		return nil // tested after all: the verdict decides
 	}
-	return o.judge.Environment(ev.run.ID)
+	return o.opts.Judge.Environment(ev.run.ID)
 }
 
 // environmentStop records that the machine or the confinement, not an
@@ -38,11 +38,11 @@ func (o *Orchestrator) testEnvironment(ev runJudged, jd judge.Judgement) *diagno
 func (o *Orchestrator) environmentStop(run store.Run, e *diagnose.Environment, r *judge.TestResult) string {
 	id := run.Feature
 	why := fmt.Sprintf("%s's test could not run for want of something on this machine, not for its code (nothing charged): %s",
-		id, e.Explain(o.cfg.Sandbox.AllowedDomains))
+		id, e.Explain(o.opts.Config.Sandbox.AllowedDomains))
 	note := ""
 	if r != nil {
-		if log, err := o.judge.WriteEvidence(id, run.Attempt, "environment", *r); err != nil {
-			o.log.Warn("could not keep the test's output", zap.Error(err))
+		if log, err := o.opts.Judge.WriteEvidence(id, run.Attempt, "environment", *r); err != nil {
+			o.opts.Log.Warn("could not keep the test's output", zap.Error(err))
 		} else {
 			note = evidenceNote(log)
 		}
@@ -50,8 +50,8 @@ func (o *Orchestrator) environmentStop(run store.Run, e *diagnose.Environment, r
 	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "test_environment",
 		Context: control.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
 		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s's test could not run in %s: %s (%s)%s", id, e.Place, e.Line, e.Kind, note),
-			WhatWasCorrect: e.Explain(o.cfg.Sandbox.AllowedDomains), Why: "no attempt can fix the machine: a person must"}})
-	o.log.Warn("a feature's test could not run here; the session stops for a person", zap.String("feature", id), zap.String("kind", string(e.Kind)),
+			WhatWasCorrect: e.Explain(o.opts.Config.Sandbox.AllowedDomains), Why: "no attempt can fix the machine: a person must"}})
+	o.opts.Log.Warn("a feature's test could not run here; the session stops for a person", zap.String("feature", id), zap.String("kind", string(e.Kind)),
 		zap.String("place", string(e.Place)), zap.String("line", e.Line))
 	return why
 }

@@ -35,10 +35,10 @@ import (
 // invalid file that can be its own write half-way is neither, yet. It reports whether the
 // canonical list changed, or a problem that held the loop is gone: what can
 // give the loop new work. The file is the project's, in the project's own
-// lane (o.home), whose run in flight is the "run" above; a clone's list is
+// lane (o.lanes.home), whose run in flight is the "run" above; a clone's list is
 // syncLaneList's.
 func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
-	act := o.home.active
+	act := o.lanes.home.active
 	held := o.listFile.problem != ""
 	defer func() {
 		// A problem that held the loop and is gone (the file fixed, or
@@ -52,7 +52,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if o.canonical != nil {
-			o.log.Warn("feature-list.json was deleted; restoring the canonical copy")
+			o.opts.Log.Warn("feature-list.json was deleted; restoring the canonical copy")
 			o.violation(act, gates.RoleWritePolicy, "feature-list.json was deleted")
 			o.writeFeatureList()
 		}
@@ -64,7 +64,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 	case treefile.IsNotFile(err) && o.canonical != nil:
 		// A link (or a pipe) in the list's place is not read through: the
 		// canonical copy replaces it, as it replaces a deleted list.
-		o.log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
+		o.opts.Log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
 		o.violation(act, gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
 		o.writeFeatureList()
 		o.setProblem("")
@@ -76,7 +76,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			// there for a command: read half-way, it is nobody's problem.
 			// Whose it is, if it is still invalid, is told at the run's
 			// end, which reads the file again.
-			o.log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
+			o.opts.Log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
 			return false
 		}
 		o.listFile.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
@@ -88,7 +88,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		}
 		o.setProblem(err.Error())
 		if o.canonical != nil && runEnded {
-			o.log.Warn("restoring feature-list.json after a run left it invalid", zap.Error(err))
+			o.opts.Log.Warn("restoring feature-list.json after a run left it invalid", zap.Error(err))
 			o.writeFeatureList()
 			o.setProblem("")
 		}
@@ -125,9 +125,9 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			o.refreeze("", "the feature list was accepted")
 		}
 		o.persist()
-		o.log.Info("feature list accepted", zap.Int("features", len(l.Features)), zap.String("format", l.Format.String()))
+		o.opts.Log.Info("feature list accepted", zap.Int("features", len(l.Features)), zap.String("format", l.Format.String()))
 		if l.Format == progress.FormatQuickstart {
-			o.log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
+			o.opts.Log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
 		}
 		if reset && l.Format == progress.FormatV1 {
 			// Keep the author's formatting unless something was reset.
@@ -136,7 +136,7 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		return true
 	}
 
-	merged, shown := o.merge(o.home, l)
+	merged, shown := o.merge(o.lanes.home, l)
 	changedCanonical := !bytes.Equal(merged.Marshal(), o.canonical.Marshal())
 	if changedCanonical {
 		o.canonical = merged
@@ -247,7 +247,7 @@ func (o *Orchestrator) violation(act *activeRun, gate, what string) {
 // violationMode records a change of the list a gate refused (code
 // "reverted") or, in warn mode, let through.
 func (o *Orchestrator) violationMode(act *activeRun, gate, code, what string) {
-	o.log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
+	o.opts.Log.Warn("violation", zap.String("gate", gate), zap.String("code", code), zap.String("what", what))
 	t := control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gate, Code: code,
 		Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: "agents change only their own feature's status, tested and evidence, through the gates", Why: "the canonical feature list is the daemon's"}}
 	if act != nil {
@@ -280,7 +280,7 @@ func (o *Orchestrator) setProblem(p string) {
 	}
 	o.listFile.problem = p
 	if p != "" {
-		o.log.Warn("feature-list.json is invalid; keeping the last good state", zap.String("problem", p))
+		o.opts.Log.Warn("feature-list.json is invalid; keeping the last good state", zap.String("problem", p))
 	}
 	o.writeMirror()
 	o.publish()
@@ -293,13 +293,13 @@ func (o *Orchestrator) writeFeatureList() {
 	if o.canonical == nil {
 		return
 	}
-	o.writeShown(o.home.withClaim(o.canonical))
+	o.writeShown(o.lanes.home.withClaim(o.canonical))
 }
 
 func (o *Orchestrator) writeShown(l *progress.List) {
 	data, err := progress.WriteFeatureList(o.opts.Project.Progress(), l)
 	if err != nil {
-		o.log.Error("could not write feature-list.json", zap.Error(err))
+		o.opts.Log.Error("could not write feature-list.json", zap.Error(err))
 		return
 	}
 	o.listFile.ownWrite = data
@@ -313,7 +313,7 @@ func (o *Orchestrator) dropUnjudgedClaim(l *lane) {
 	if l.claim == "" {
 		return
 	}
-	o.log.Info("dropping an unjudged tested: true", zap.String("feature", l.claim))
+	o.opts.Log.Info("dropping an unjudged tested: true", zap.String("feature", l.claim))
 	l.claim = ""
 	o.writeFeatureList()
 }
@@ -336,12 +336,12 @@ func (o *Orchestrator) markNewFeatures() {
 // the run is in flight, can be the run's write of it half-way. Unconfined,
 // any program of the agent's may be writing it.
 func (o *Orchestrator) agentMayBeWritingList(runID string, data []byte) bool {
-	return !o.cfg.Sandbox.Enabled || o.judge.MayBeWritingList(runID, data)
+	return !o.opts.Config.Sandbox.Enabled || o.opts.Judge.MayBeWritingList(runID, data)
 }
 
 // agentMayHaveWrittenList reports whether the run could have left data in
 // the feature list. Confined, an agent writes it only with a file tool,
 // which its hooks see; unconfined, any program of its could have.
 func (o *Orchestrator) agentMayHaveWrittenList(runID string, data []byte) bool {
-	return !o.cfg.Sandbox.Enabled || o.judge.MayHaveWrittenList(runID, data)
+	return !o.opts.Config.Sandbox.Enabled || o.opts.Judge.MayHaveWrittenList(runID, data)
 }

@@ -31,22 +31,22 @@ func (o *Orchestrator) refreeze(tree gitrepo.Tree, why string) {
 	ctx := context.Background()
 	if tree == "" {
 		var err error
-		if tree, err = o.repo.Snapshot(ctx); err != nil {
-			o.log.Warn("could not record the frozen tests", zap.Error(err))
+		if tree, err = o.opts.Repo.Snapshot(ctx); err != nil {
+			o.opts.Log.Warn("could not record the frozen tests", zap.Error(err))
 			return
 		}
 	}
-	fz, err := o.judge.Freeze(ctx, o.canonical, tree)
+	fz, err := o.opts.Judge.Freeze(ctx, o.canonical, tree)
 	if err != nil {
-		o.log.Warn("could not record the frozen tests", zap.Error(err))
+		o.opts.Log.Warn("could not record the frozen tests", zap.Error(err))
 		return
 	}
-	if err := o.judge.SetFrozen(fz); err != nil {
-		o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
+	if err := o.opts.Judge.SetFrozen(fz); err != nil {
+		o.opts.Log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 	}
 	data, _ := json.Marshal(fz)
 	o.pending.Frozen = data
-	o.log.Info("frozen tests recorded", zap.String("why", why), zap.Int("files", len(fz.Files)))
+	o.opts.Log.Info("frozen tests recorded", zap.String("why", why), zap.Int("files", len(fz.Files)))
 }
 
 // adoptFrozenDrift takes a frozen test that changed between runs as a
@@ -59,14 +59,14 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 		return // nothing changed since the last judged run: no person's change to take
 	}
 	ctx := context.Background()
-	drift, err := o.judge.Drift(ctx, base)
+	drift, err := o.opts.Judge.Drift(ctx, base)
 	if err != nil || len(drift) == 0 {
 		return
 	}
 	if last := o.session.LastTree; last != "" {
-		between, err := o.repo.Changes(ctx, gitrepo.Tree(last), base)
+		between, err := o.opts.Repo.Changes(ctx, gitrepo.Tree(last), base)
 		if err != nil {
-			o.log.Warn("could not tell a person's changes of the tests from an agent's", zap.Error(err))
+			o.opts.Log.Warn("could not tell a person's changes of the tests from an agent's", zap.Error(err))
 			return
 		}
 		changed := map[string]bool{}
@@ -78,9 +78,9 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 			return
 		}
 	}
-	fz, err := o.judge.Adopt(ctx, base, drift)
+	fz, err := o.opts.Judge.Adopt(ctx, base, drift)
 	if err != nil {
-		o.log.Warn("could not record a person's change of the tests", zap.Error(err))
+		o.opts.Log.Warn("could not record a person's change of the tests", zap.Error(err))
 		return
 	}
 	data, _ := json.Marshal(fz)
@@ -88,7 +88,7 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto,
 		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("frozen tests changed while no agent ran: %s; the record follows them", strings.Join(drift, ", ")),
 			Why: "tests are a person's to change"}})
-	o.log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
+	o.opts.Log.Info("a person's change of frozen tests taken into the record", zap.Strings("paths", drift))
 }
 
 // testChecked is a feature's test, run before its first coding attempt,
@@ -115,11 +115,11 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 		// and the job that moves the branch, go on beside it.
 		l.check = jb
 	} else {
-		o.job = jb
+		o.lanes.job = jb
 	}
-	o.log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
+	o.opts.Log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, repo, root, events, id := o.judge, l.repo, l.root(), o.runEvents, a.Feature
+	j, repo, root, events, id := o.opts.Judge, l.repo, l.root(), o.runEvents, a.Feature
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
@@ -152,7 +152,7 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 	if jb != nil {
 		l.check = nil
 	} else {
-		jb, o.job = o.job, nil
+		jb, o.lanes.job = o.lanes.job, nil
 	}
 	r := ev.result
 	if r.Interrupted {
@@ -167,8 +167,8 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 	// The coding run decided on below starts from the tree the test ran
 	// on (startTree).
 	defer o.holdRecent(l, ev.tree, ev.at)()
-	if _, err := o.judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
-		o.log.Warn("could not keep the test's output", zap.Error(err))
+	if _, err := o.opts.Judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
+		o.opts.Log.Warn("could not keep the test's output", zap.Error(err))
 	}
 	if r.Env != nil {
 		// The machine, not the test, failed: the check is still due, and
@@ -195,9 +195,9 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
 			Context: control.TraceContext{Feature: ev.feature},
 			Event:   control.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
-		o.log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
+		o.opts.Log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
 	} else {
-		o.log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
+		o.opts.Log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
 	}
 	o.step(l, nil)
 }

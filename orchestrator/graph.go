@@ -23,18 +23,18 @@ import (
 func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Trace, error) {
 	var lesson control.Trace
 	err := o.do(ctx, func() error {
-		t, ok, err := o.st.Trace(id)
+		t, ok, err := o.opts.Store.Trace(id)
 		switch {
 		case err != nil:
 			return err
 		case !ok:
 			return &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeUnknownTrace, Message: fmt.Sprintf("no trace %q", id)}
-		case o.home.active != nil:
+		case o.lanes.home.active != nil:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
-				Message: fmt.Sprintf("%s is in flight, and what the daemon writes to the project now would be taken for its agent's; `ctxgraphd ctl pause`, then promote once it has ended", o.home.active.run.ID)}
-		case o.job != nil:
+				Message: fmt.Sprintf("%s is in flight, and what the daemon writes to the project now would be taken for its agent's; `ctxgraphd ctl pause`, then promote once it has ended", o.lanes.home.active.run.ID)}
+		case o.lanes.job != nil:
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeRunning,
-				Message: fmt.Sprintf("the daemon is %s; promote once it is done (`ctxgraphd ctl pause` holds the next run)", o.job.what)}
+				Message: fmt.Sprintf("the daemon is %s; promote once it is done (`ctxgraphd ctl pause` holds the next run)", o.lanes.job.what)}
 		}
 		switch t.Type {
 		case control.TraceLesson:
@@ -55,7 +55,7 @@ func (o *Orchestrator) PromoteLesson(ctx context.Context, id string) (control.Tr
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeClaudeMD, Message: err.Error() + " (" + path + ")"}
 		}
 		if changed {
-			o.log.Info("lesson written into CLAUDE.md", zap.String("lesson", lesson.ID))
+			o.opts.Log.Info("lesson written into CLAUDE.md", zap.String("lesson", lesson.ID))
 			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Parent: lesson.ID,
 				Event: control.TraceEvent{WhatHappened: fmt.Sprintf("lesson %s written into CLAUDE.md", lesson.ID), Why: "a person promoted it"}})
 		}

@@ -64,14 +64,14 @@ func (o *Orchestrator) loadGuardFile() {
 	if err != nil {
 		if problem := err.Error(); problem != o.guards.problem {
 			o.guards.problem = problem
-			o.log.Warn("guards file not taken; the guards last read from it hold", zap.String("file", name), zap.Error(err))
+			o.opts.Log.Warn("guards file not taken; the guards last read from it hold", zap.String("file", name), zap.Error(err))
 		}
 		o.guards.data, o.guards.read = data, true
 		return
 	}
 	o.guards = guardState{file: rules, data: data, read: true}
 	if data != nil {
-		o.log.Info("guards file read", zap.String("file", name), zap.Int("guards", len(rules)))
+		o.opts.Log.Info("guards file read", zap.String("file", name), zap.Int("guards", len(rules)))
 	}
 	o.publishGuards()
 }
@@ -79,7 +79,7 @@ func (o *Orchestrator) loadGuardFile() {
 // allGuards is every guard: guards.yaml's first, then the stored ones (a
 // stored guard with the id of one in the file gives way to the file's).
 func (o *Orchestrator) allGuards() ([]guards.Rule, error) {
-	stored, err := o.st.Guards()
+	stored, err := o.opts.Store.Guards()
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +107,10 @@ func (o *Orchestrator) fileGuard(id string) *guards.Rule {
 func (o *Orchestrator) publishGuards() {
 	rules, err := o.allGuards()
 	if err == nil {
-		err = o.judge.SetGuards(rules)
+		err = o.opts.Judge.SetGuards(rules)
 	}
 	if err != nil {
-		o.log.Warn("could not publish the guards", zap.Error(err))
+		o.opts.Log.Warn("could not publish the guards", zap.Error(err))
 	}
 }
 
@@ -119,37 +119,37 @@ func (o *Orchestrator) publishGuards() {
 // retired is not proposed again, since a proposal's id is that of its
 // pattern.
 func (o *Orchestrator) proposeGuards() error {
-	trs, err := o.st.Traces(store.TraceFilter{Type: control.TraceViolation, Limit: graph.Window})
+	trs, err := o.opts.Store.Traces(store.TraceFilter{Type: control.TraceViolation, Limit: graph.Window})
 	if err != nil {
 		return err
 	}
-	cmds, err := o.st.Commands("")
+	cmds, err := o.opts.Store.Commands("")
 	if err != nil {
 		return err
 	}
-	stored, err := o.st.Guards()
+	stored, err := o.opts.Store.Guards()
 	if err != nil {
 		return err
 	}
-	threshold := cmp.Or(o.cfg.Graph.GuardThreshold, propose.DefaultThreshold)
+	threshold := cmp.Or(o.opts.Config.Graph.GuardThreshold, propose.DefaultThreshold)
 	patterns := graph.Patterns(trs, cmds, threshold)
-	for _, r := range propose.Propose(patterns, threshold, o.now()) {
+	for _, r := range propose.Propose(patterns, threshold, o.opts.Now()) {
 		if o.fileGuard(r.ID) != nil || slices.ContainsFunc(stored, func(s guards.Rule) bool { return s.ID == r.ID }) {
 			continue
 		}
 		if f := o.owner(r.Match.Path); f != "" {
 			// A role's guard would refuse the owner's agent its own
 			// work; the scope gate holds the file, feature by feature.
-			o.log.Debug("no guard proposed against a feature's own file", zap.String("path", r.Match.Path), zap.String("feature", f))
+			o.opts.Log.Debug("no guard proposed against a feature's own file", zap.String("path", r.Match.Path), zap.String("feature", f))
 			continue
 		}
-		if err := o.st.PutGuards(r); err != nil {
+		if err := o.opts.Store.PutGuards(r); err != nil {
 			return err
 		}
 		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Gate: r.Gate(),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("guard %s proposed: %s", r.ID, r.Summary()), WhatWasCorrect: r.Message,
 				Why: fmt.Sprintf("from a %s; it does nothing until a person promotes it (ctxgraphd ctl guards promote %s)", r.Source, r.ID)}})
-		o.log.Info("guard proposed", zap.String("guard", r.ID), zap.String("rule", r.Summary()))
+		o.opts.Log.Info("guard proposed", zap.String("guard", r.ID), zap.String("rule", r.Summary()))
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ type guardCount struct{ denials, wouldBe int }
 
 // guardCounts counts the violations of each guard by its gate.
 func (o *Orchestrator) guardCounts() (map[string]guardCount, error) {
-	trs, err := o.st.Traces(store.TraceFilter{Type: control.TraceViolation})
+	trs, err := o.opts.Store.Traces(store.TraceFilter{Type: control.TraceViolation})
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeGuardInFile,
 				Message: fmt.Sprintf("guard %s is %s's (%s, status %s): change or remove it there, where the team reviews it", id, rulefile.Path, o.guardsFile(), r.Status)}
 		}
-		stored, err := o.st.Guards()
+		stored, err := o.opts.Store.Guards()
 		if err != nil {
 			return err
 		}
@@ -262,13 +262,13 @@ func (o *Orchestrator) changeGuard(ctx context.Context, id, verb string, change 
 		if err := change(&r); err != nil {
 			return err
 		}
-		if err := o.st.PutGuards(r); err != nil {
+		if err := o.opts.Store.PutGuards(r); err != nil {
 			return err
 		}
 		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Gate: r.Gate(),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("guard %s moved from %s to %s by a person (%s): %s", id, from, r.Status, verb, r.Summary()),
 				Why: "a person's " + verb}})
-		o.log.Info("guard "+verb+"d", zap.String("guard", id), zap.String("from", from), zap.String("to", r.Status))
+		o.opts.Log.Info("guard "+verb+"d", zap.String("guard", id), zap.String("from", from), zap.String("to", r.Status))
 		o.publishGuards()
 		counts, err := o.guardCounts()
 		if err != nil {
@@ -307,7 +307,7 @@ func (o *Orchestrator) guardDenies(role string) []string {
 	dir := o.opts.Project.Dir
 	in := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 	var out []string
-	for _, g := range gates.SandboxGlobs(o.judge.Guards(), role) {
+	for _, g := range gates.SandboxGlobs(o.opts.Judge.Guards(), role) {
 		if len(out) >= maxGuardDenies {
 			break
 		}
@@ -340,7 +340,7 @@ func (o *Orchestrator) guardDenies(role string) []string {
 			return nil
 		}, doublestar.WithFilesOnly(), doublestar.WithNoFollow())
 		if err != nil && !errors.Is(err, errEnough) {
-			o.log.Warn("could not read a guard's glob against the project", zap.String("glob", g), zap.Error(err))
+			o.opts.Log.Warn("could not read a guard's glob against the project", zap.String("glob", g), zap.Error(err))
 		}
 	}
 	return out

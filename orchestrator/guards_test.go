@@ -45,10 +45,10 @@ func TestGuardLifecycle(t *testing.T) {
 	}
 	o := h.orchestrator(false)
 	ctx := running(t, o)
-	token := o.judge.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000099"})
+	token := o.opts.Judge.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-000099"})
 	decide := func() *control.HookDecision {
 		t.Helper()
-		resp, err := o.judge.Hook(ctx, token, bashCall("make deploy"))
+		resp, err := o.opts.Judge.Hook(ctx, token, bashCall("make deploy"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestGuardsFile(t *testing.T) {
 	}
 	put("guards:\n  - {id: no-curl, status: enforce, tool: Bash, match: {command: '\\bcurl\\b'}, message: no network}\n")
 	o := h.orchestrator(false)
-	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].ID != "no-curl" {
+	if gs := o.opts.Judge.Guards(); len(gs) != 1 || gs[0].ID != "no-curl" {
 		t.Fatalf("the judge holds %+v after start, want no-curl", gs)
 	}
 	ctx := running(t, o)
@@ -152,7 +152,7 @@ func TestGuardsFile(t *testing.T) {
 	if err != nil || !strings.Contains(l.Problem, file) || !strings.Contains(l.Problem, `"no-curl"`) || !strings.Contains(l.Problem, "match.command") {
 		t.Fatalf("with a broken file, Guards() = %+v, %v; want the problem naming the file, the guard and the field", l, err)
 	}
-	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].Match.Command != `\bcurl\b` {
+	if gs := o.opts.Judge.Guards(); len(gs) != 1 || gs[0].Match.Command != `\bcurl\b` {
 		t.Errorf("with a broken file the judge holds %+v, want the guards last read", gs)
 	}
 
@@ -160,7 +160,7 @@ func TestGuardsFile(t *testing.T) {
 	if l, err = o.Guards(ctx); err != nil || l.Problem != "" || len(l.Guards) != 1 || l.Guards[0].ID != "no-wget" {
 		t.Fatalf("with the file fixed, Guards() = %+v, %v", l, err)
 	}
-	if gs := o.judge.Guards(); len(gs) != 1 || gs[0].ID != "no-wget" {
+	if gs := o.opts.Judge.Guards(); len(gs) != 1 || gs[0].ID != "no-wget" {
 		t.Errorf("with the file fixed the judge holds %+v, want no-wget", gs)
 	}
 }
@@ -186,7 +186,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 		}
 	}
 	o := h.orchestrator(false)
-	if err := o.judge.SetGuards([]guards.Rule{
+	if err := o.opts.Judge.SetGuards([]guards.Rule{
 		{ID: "lit", Status: guards.Enforce, Match: guards.Match{Path: `CHANGELOG\[1\].md`}, Message: "m"},
 		{ID: "lit-nodir", Status: guards.Enforce, Match: guards.Match{Path: "newdir/x.go"}, Message: "m"},
 		{ID: "dir", Status: guards.Enforce, Role: gates.Coder, Match: guards.Match{Path: "gen/**"}, Message: "m"},
@@ -196,7 +196,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	coder := o.policy(o.home, role.Coder, "F-001").DenyWrite
+	coder := o.policy(o.lanes.home, role.Coder, "F-001").DenyWrite
 	for _, p := range []string{in("CHANGELOG[1].md"), in("gen"), in("pkg/x/a.pb.go"), in("pkg/y/b.pb.go")} {
 		if !slices.Contains(coder, p) {
 			t.Errorf("a coder's sandbox may write %s, which an enforced guard holds", p)
@@ -207,7 +207,7 @@ func TestRunPolicyHoldsTheGuardsOfAFile(t *testing.T) {
 			t.Errorf("a coder's sandbox denies %s, which no enforced deny guard on a file holds", p)
 		}
 	}
-	tester := o.policy(o.home, role.Tester, "F-001").DenyWrite
+	tester := o.policy(o.lanes.home, role.Tester, "F-001").DenyWrite
 	if slices.Contains(tester, in("gen")) || !slices.Contains(tester, in("pkg/x/a.pb.go")) {
 		t.Errorf("a tester's sandbox: %v, want the coder's guard out and every agent's in", tester)
 	}

@@ -45,13 +45,13 @@ type hooksWatch struct {
 // newHooksWatch is the watch of runID's gated tool calls, whose PreToolUse
 // matcher is matcher.
 func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
-	j := o.judge
+	j := o.opts.Judge
 	w := &hooksWatch{matcher: matcher, live: func() bool { return j.IsLive(runID) }, pending: map[string]string{}}
-	if o.judge.Modes().Of(gates.HooksLive) == gates.Off {
+	if o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Off {
 		return w
 	}
 	events, quit := o.runEvents, o.quit
-	w.timeout = o.cfg.Agent.HooksLiveTimeout
+	w.timeout = o.opts.Config.Agent.HooksLiveTimeout
 	w.check = func() {
 		select {
 		case events <- hooksLiveCheck{runID: runID}:
@@ -125,15 +125,15 @@ func (w *hooksWatch) usedGated() bool {
 // hooks reached the daemon: its gates are not running, so nothing it does
 // can be trusted. l is the run's lane.
 func (o *Orchestrator) onHooksLiveCheck(l *lane, ev hooksLiveCheck) {
-	if l.active == nil || l.active.run.ID != ev.runID || o.judge.IsLive(ev.runID) {
+	if l.active == nil || l.active.run.ID != ev.runID || o.opts.Judge.IsLive(ev.runID) {
 		return
 	}
 	run := l.active.run
-	what := fmt.Sprintf("%s called tools the hooks gate and no hook of it reached the daemon (by the call's answer, or within agent.hooks_live_timeout, %s)", run.ID, o.cfg.Agent.HooksLiveTimeout)
+	what := fmt.Sprintf("%s called tools the hooks gate and no hook of it reached the daemon (by the call's answer, or within agent.hooks_live_timeout, %s)", run.ID, o.opts.Config.Agent.HooksLiveTimeout)
 	if !o.hooksSilentViolation(run, what) {
 		return
 	}
-	o.log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
+	o.opts.Log.Warn("killing a run whose hooks did not check in", zap.String("run", run.ID), zap.Int("in_a_row", o.hooksSilent))
 	l.active.interrupt = what
 	l.active.hooksKilled = true
 	l.active.cancel()
@@ -157,7 +157,7 @@ func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
 // untrusted reports whether nothing the run wrote may be taken: it did
 // gated work without its hooks (ungated), and hooks-live is enforced.
 func (o *Orchestrator) untrusted(act *activeRun, res agents.Result) bool {
-	return o.judge.Modes().Of(gates.HooksLive) == gates.Enforce && o.ungated(act, res)
+	return o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Enforce && o.ungated(act, res)
 }
 
 // ungated reports whether the run did work its hooks gate while none of
@@ -167,7 +167,7 @@ func (o *Orchestrator) untrusted(act *activeRun, res agents.Result) bool {
 // neither (its text alone, a Glob, the daemon's MCP tools) did nothing a
 // gate judges.
 func (o *Orchestrator) ungated(act *activeRun, res agents.Result) bool {
-	if o.judge.Modes().Of(gates.HooksLive) == gates.Off || o.judge.IsLive(act.run.ID) {
+	if o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Off || o.opts.Judge.IsLive(act.run.ID) {
 		return false
 	}
 	testerEnd := role.Role(act.run.Role) == role.Tester && res.Ended == agents.EndExited && res.ExitCode == 0
@@ -181,8 +181,8 @@ func (o *Orchestrator) hooksSilentViolation(run store.Run, what string) bool {
 	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.HooksLive, Code: "hooks_silent",
 		Context: control.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID},
 		Event:   control.TraceEvent{WhatHappened: what, WhatWasCorrect: "a run's hooks reach the daemon before the tools they gate run", Why: "gates that are not running must not be trusted"}})
-	if o.judge.Modes().Of(gates.HooksLive) != gates.Enforce {
-		o.log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
+	if o.opts.Judge.Modes().Of(gates.HooksLive) != gates.Enforce {
+		o.opts.Log.Warn("hooks did not check in (hooks-live not enforced)", zap.String("run", run.ID))
 		return false
 	}
 	o.hooksSilent++

@@ -50,7 +50,7 @@ type laneDeps struct {
 // pending claim. The loop owns its lanes and drives them by events, each
 // handler given the lane it works in; a lane is state, never a goroutine
 // of its own (the one-goroutine rule holds). The project's own work tree
-// is a lane (Orchestrator.home), and with limits.parallel above 1 each
+// is a lane (laneSet.home), and with limits.parallel above 1 each
 // feature has one of its own, a clone (lanes.go).
 type lane struct {
 	deps   *laneDeps
@@ -76,7 +76,7 @@ type lane struct {
 	// check is its feature's test, run before the first coding attempt
 	// (gate red-before-green): on the lane's own tree, so beside the
 	// daemon's other work, unlike the jobs that judge and move the
-	// branch (Orchestrator.job).
+	// branch (laneSet.job).
 	check *job
 }
 

@@ -33,11 +33,10 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
-	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // lanesMode reports whether features are worked in lanes of their own.
-func (o *Orchestrator) lanesMode() bool { return o.cfg.Limits.Parallel > 1 }
+func (o *Orchestrator) lanesMode() bool { return o.opts.Config.Limits.Parallel > 1 }
 
 // lanesDir is where the lanes are: beside the state directory,
 // which every run's gates and sandbox hold as the daemon's (a lane in
@@ -47,49 +46,6 @@ func (o *Orchestrator) lanesMode() bool { return o.cfg.Limits.Parallel > 1 }
 // written by its own runs only).
 func (o *Orchestrator) lanesDir() string {
 	return filepath.Join(filepath.Dir(o.opts.Project.StateDir), "lanes", o.opts.Project.ID)
-}
-
-// laneByRun is the lane whose run in flight is runID, nil when none is.
-func (o *Orchestrator) laneByRun(runID string) *lane {
-	if a := o.home.active; a != nil && a.run.ID == runID {
-		return o.home
-	}
-	for _, l := range o.lanes {
-		if l.active != nil && l.active.run.ID == runID {
-			return l
-		}
-	}
-	return nil
-}
-
-// busyLanes are the features whose lanes have a run or a job in flight,
-// but the one being decided (in's).
-func (o *Orchestrator) busyLanes(in *lane) []statemachine.InFlight {
-	var out []statemachine.InFlight
-	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
-		l := o.lanes[id]
-		if l == in || (l.active == nil && l.check == nil && (o.job == nil || o.job.lane != l)) {
-			continue
-		}
-		in := statemachine.InFlight{Feature: id}
-		if f := o.canonical.Feature(id); f != nil {
-			in.Scope = f.Scope
-		}
-		out = append(out, in)
-	}
-	return out
-}
-
-// inFlightCap is the sum of the --max-budget-usd caps of the runs in
-// flight in lanes other than in.
-func (o *Orchestrator) inFlightCap(in *lane) float64 {
-	sum := 0.0
-	for _, l := range o.lanes {
-		if l != in && l.active != nil {
-			sum += l.active.capUSD
-		}
-	}
-	return sum
 }
 
 // firstN is up to n of names, joined, with a mark when there were more.
@@ -107,32 +63,32 @@ func firstN(names []string, n int) string {
 // neither to be worked on nor committed under a feature's name.
 func (o *Orchestrator) openLane(id string) (*lane, error) {
 	ctx := context.Background()
-	head, headTree, _, err := o.repo.Head(ctx)
+	head, headTree, _, err := o.opts.Repo.Head(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if head == "" {
 		return nil, errors.New("the project's branch has no commit yet: lanes are made from one (commit the project, then `ctxgraphd ctl resume`)")
 	}
-	tree, err := o.repo.Snapshot(ctx)
+	tree, err := o.opts.Repo.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if tree != headTree {
-		changed, _ := o.repo.ChangedPaths(ctx, headTree, tree)
+		changed, _ := o.opts.Repo.ChangedPaths(ctx, headTree, tree)
 		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
-	l := &lane{deps: o.laneDeps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
+	l := &lane{deps: o.lanes.deps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
 	l.record = &l.run
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	if err := branch.Clone(ctx, o.repo, dir, id, head); err != nil {
+	if err := branch.Clone(ctx, o.opts.Repo, dir, id, head); err != nil {
 		return nil, err
 	}
-	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}, Objects: o.repo.ObjectsDir()}); err != nil {
+	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}, Objects: o.opts.Repo.ObjectsDir()}); err != nil {
 		o.removeLane(dir)
 		return nil, err
 	}
@@ -144,12 +100,12 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	// the goal beside the list (which giveList writes).
 	if goal, err := treefile.ReadFile(o.opts.Project.Dir, filepath.Join(paths.ProgressDir, progress.GoalFile)); err == nil {
 		if err := treefile.WriteFile(dir, filepath.Join(paths.ProgressDir, progress.GoalFile), goal, 0o644); err != nil {
-			o.log.Warn("could not give a lane the project's goal", zap.String("feature", id), zap.Error(err))
+			o.opts.Log.Warn("could not give a lane the project's goal", zap.String("feature", id), zap.Error(err))
 		}
 	}
-	o.lanes[id] = l
+	o.lanes.clones[id] = l
 	l.giveList(o.canonical)
-	o.log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))
+	o.opts.Log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))
 	return l, nil
 }
 
@@ -162,11 +118,11 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 func (o *Orchestrator) laneFor(in *lane, feature string) *lane {
 	if !o.lanesMode() || feature == "" {
 		if in == nil {
-			return o.home // for the initializer
+			return o.lanes.home // for the initializer
 		}
 		return in
 	}
-	l := o.lanes[feature]
+	l := o.lanes.clones[feature]
 	if l == nil {
 		var err error
 		if l, err = o.openLane(feature); err != nil {
@@ -184,8 +140,8 @@ func (o *Orchestrator) closeLane(l *lane, keep string) (kept string) {
 		kept = l.keepWork(keep)
 	}
 	o.removeLane(l.dir)
-	delete(o.lanes, l.feature)
-	o.log.Info("lane closed", zap.String("feature", l.feature), zap.String("kept", kept))
+	delete(o.lanes.clones, l.feature)
+	o.opts.Log.Info("lane closed", zap.String("feature", l.feature), zap.String("kept", kept))
 	return kept
 }
 
@@ -207,7 +163,7 @@ func laneIndex(dir string) string { return filepath.Join(filepath.Dir(dir), "ind
 func (o *Orchestrator) removeLane(dir string) {
 	if lane := filepath.Dir(dir); filepath.Dir(lane) == o.lanesDir() && filepath.Base(dir) == "wt" {
 		if err := os.RemoveAll(lane); err != nil {
-			o.log.Warn("could not remove a lane", zap.String("dir", lane), zap.Error(err))
+			o.opts.Log.Warn("could not remove a lane", zap.String("dir", lane), zap.Error(err))
 		}
 	}
 }
@@ -233,8 +189,8 @@ func (o *Orchestrator) cleanLanes() {
 // is worked again from a fresh lane at the next start, not charged, as
 // after a crash. No lane outlives its daemon.
 func (o *Orchestrator) retireLanes() {
-	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
-		o.closeLane(o.lanes[id], branch.LaneRef(id))
+	for _, id := range slices.Sorted(maps.Keys(o.lanes.clones)) {
+		o.closeLane(o.lanes.clones[id], branch.LaneRef(id))
 		o.laneGone(id)
 	}
 	if o.pending.FeatureList != nil {
@@ -259,16 +215,6 @@ func (o *Orchestrator) laneGone(feature string) {
 	}
 }
 
-// laneRecords are the lanes as the store keeps them.
-func (o *Orchestrator) laneRecords() []store.Lane {
-	var out []store.Lane
-	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
-		l := o.lanes[id]
-		out = append(out, store.Lane{Feature: id, Dir: l.dir, Branch: l.branch, BaseHead: l.baseHead, Run: l.run})
-	}
-	return out
-}
-
 // syncLaneList applies to the session what l's run changed in its copy
 // of the feature list (lane.syncList): the violations are recorded, the
 // canonical list taken and written; then l is given the canonical list
@@ -291,22 +237,11 @@ func (o *Orchestrator) syncLaneList(l *lane) {
 	l.giveList(o.canonical)
 }
 
-// activeOf is feature's run in flight, in whichever lane, nil when none.
-func (o *Orchestrator) activeOf(feature string) *activeRun {
-	if a := o.home.active; a != nil && a.run.Feature == feature {
-		return a
-	}
-	if l := o.lanes[feature]; l != nil {
-		return l.active
-	}
-	return nil
-}
-
 // closeSettledLane closes l when its feature no longer needs it: a
 // person set it aside, removed it, or marked it tested meanwhile. A
 // set-aside feature's work is kept, as a blocked one's is.
 func (o *Orchestrator) closeSettledLane(l *lane) {
-	if l.project || l.feature == "" || l.active != nil || l.check != nil || o.lanes[l.feature] != l {
+	if l.project || l.feature == "" || l.active != nil || l.check != nil || o.lanes.clones[l.feature] != l {
 		return
 	}
 	f := o.canonical.Feature(l.feature)
@@ -324,35 +259,12 @@ func (o *Orchestrator) closeSettledLane(l *lane) {
 // another waits. They end interrupted, not charged, and are redone when
 // the session moves on.
 func (o *Orchestrator) holdLanes(why string) {
-	for _, l := range o.lanesInFlight() {
+	for _, l := range o.lanes.inFlight() {
 		if l.active.interrupt == "" {
 			l.active.interrupt = why
 			l.active.cancel()
 		}
 	}
-}
-
-// lanesAtWork counts the lanes with a run or a check in flight: what
-// limits.parallel bounds.
-func (o *Orchestrator) lanesAtWork() int {
-	n := 0
-	for _, l := range o.lanes {
-		if l.active != nil || l.check != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// lanesInFlight lists the lanes with a run in flight.
-func (o *Orchestrator) lanesInFlight() []*lane {
-	var out []*lane
-	for _, l := range o.lanes {
-		if l.active != nil {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // killLaneRuns kills what survived of the runs a dead daemon's lanes had
@@ -364,7 +276,7 @@ func (o *Orchestrator) killLaneRuns() {
 		if r == nil {
 			continue
 		}
-		if runs, err := o.st.Runs(); err == nil {
+		if runs, err := o.opts.Store.Runs(); err == nil {
 			for _, s := range runs {
 				if s.ID == r.ID && s.PID > 0 {
 					r.PID = s.PID
@@ -372,12 +284,12 @@ func (o *Orchestrator) killLaneRuns() {
 			}
 		}
 		if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
-			o.log.Warn("could not kill an interrupted lane's run", zap.String("run", r.ID), zap.Error(err))
+			o.opts.Log.Warn("could not kill an interrupted lane's run", zap.String("run", r.ID), zap.Error(err))
 		}
 		ended := *r
-		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
+		ended.EndedAt, ended.Outcome, ended.Ended = o.opts.Now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)
-		o.log.Info("a lane's run was in flight when the daemon stopped; its feature is worked again from a fresh lane", zap.String("run", r.ID), zap.String("feature", rec.Feature))
+		o.opts.Log.Info("a lane's run was in flight when the daemon stopped; its feature is worked again from a fresh lane", zap.String("run", r.ID), zap.String("feature", rec.Feature))
 	}
 }
 
@@ -389,7 +301,7 @@ func (o *Orchestrator) rebaseLane(l *lane, why string) {
 	if l.project {
 		return
 	}
-	o.log.Info("a lane starts again from the branch", zap.String("feature", l.feature), zap.String("why", why))
+	o.opts.Log.Info("a lane starts again from the branch", zap.String("feature", l.feature), zap.String("why", why))
 	o.closeLane(l, branch.LaneRef(l.feature))
 	if c, ok := o.counters[l.feature]; ok {
 		c.Base, c.BaseHead = "", ""

@@ -32,7 +32,7 @@ func (o *Orchestrator) trace(t control.Trace) control.Trace {
 	if t.Parent == "" && t.Context.Run == "" && t.Context.Feature != "" {
 		t.Parent = o.featureNode(t.Context.Feature)
 	}
-	return o.judge.Trace(t)
+	return o.opts.Judge.Trace(t)
 }
 
 // featureNode is where what concerns a feature now hangs: its current
@@ -55,7 +55,7 @@ func (o *Orchestrator) featureRoot(id string) string {
 	if f := o.canonical.Feature(id); f != nil && f.Title != "" {
 		what += ": " + f.Title
 	}
-	t := o.judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto,
+	t := o.opts.Judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto,
 		Context: control.TraceContext{Feature: id, Task: taskFeature}, Event: control.TraceEvent{WhatHappened: what}})
 	if t.ID != "" {
 		c = o.counters[id]
@@ -73,7 +73,7 @@ func (o *Orchestrator) attemptNode(id string, n int) string {
 		return c.AttemptTrace
 	}
 	root := o.featureRoot(id)
-	t := o.judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto, Parent: root,
+	t := o.opts.Judge.Trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto, Parent: root,
 		Context: control.TraceContext{Feature: id, Task: taskAttempt, Attempt: n},
 		Event:   control.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d begins", id, n)}})
 	if t.ID != "" {
@@ -99,11 +99,11 @@ func (o *Orchestrator) runNode(run *store.Run, cmd agents.Command) {
 	if run.Resume {
 		what += ", resuming the coding session"
 	}
-	t := o.judge.Trace(control.Trace{Type: control.TraceHandoff, Source: control.SourceAuto, Parent: parent,
+	t := o.opts.Judge.Trace(control.Trace{Type: control.TraceHandoff, Source: control.SourceAuto, Parent: parent,
 		Context: control.TraceContext{Agent: run.Role, Feature: run.Feature, Run: run.ID, Task: cmd.Task, Attempt: run.Attempt},
 		Event:   control.TraceEvent{WhatHappened: what, Why: fmt.Sprintf("its command carried %d line(s) of precedent", len(cmd.Precedent))}})
 	run.Trace = t.ID
-	o.judge.Link(run.ID, judge.RunLink{Trace: t.ID, Attempt: run.Attempt})
+	o.opts.Judge.Link(run.ID, judge.RunLink{Trace: t.ID, Attempt: run.Attempt})
 }
 
 // answered is what a person's correction of a feature answers: its last

@@ -43,10 +43,10 @@ func (o *Orchestrator) step(l *lane, out *statemachine.Outcome) {
 // names a feature to start. The lanes' checks of their tests run beside
 // each other.
 func (o *Orchestrator) fillLanes() {
-	for o.job == nil && o.home.active == nil && o.lanesAtWork() < o.cfg.Limits.Parallel {
-		before := o.lanesAtWork()
+	for o.lanes.job == nil && o.lanes.home.active == nil && o.lanes.atWork() < o.opts.Config.Limits.Parallel {
+		before := o.lanes.atWork()
 		o.decide(nil, nil) // the action names the feature, and its lane
-		if o.job == nil && o.lanesAtWork() == before {
+		if o.lanes.job == nil && o.lanes.atWork() == before {
 			return // nothing started
 		}
 	}
@@ -58,7 +58,7 @@ func (o *Orchestrator) fillLanes() {
 func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 	filling := l == nil
 	for i := 0; i < maxStepsPerDecision; i++ {
-		if o.job != nil || (l != nil && o.busy(l)) {
+		if o.lanes.job != nil || (l != nil && o.lanes.busy(l)) {
 			return
 		}
 		state := statemachine.State(o.session.State)
@@ -92,7 +92,7 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 		}
 		a := statemachine.Decide(o.decisionInput(l, out))
 		out = nil
-		o.log.Debug("decided", zap.String("action", a.String()))
+		o.opts.Log.Debug("decided", zap.String("action", a.String()))
 		o.count(a)
 		if holding && a.Kind != statemachine.BlockFeature && a.Kind != statemachine.StopSession {
 			// Held: a resume decides again, from the counters just
@@ -119,12 +119,12 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 		case statemachine.FinishAll:
 			if state != statemachine.Done || o.session.Message != a.Reason {
 				o.transition(l, statemachine.Finish, "", a.Reason)
-				o.log.Info("session done", zap.String("why", a.Reason))
+				o.opts.Log.Info("session done", zap.String("why", a.Reason))
 			}
 			return
 		case statemachine.StopSession:
 			o.transition(l, statemachine.Stop, "", a.Reason)
-			o.log.Warn("session stopped; a person is needed", zap.String("why", a.Reason))
+			o.opts.Log.Warn("session stopped; a person is needed", zap.String("why", a.Reason))
 			return
 		case statemachine.WaitAndRetry:
 			o.wait(l, a)
@@ -133,7 +133,7 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 			return
 		}
 	}
-	o.log.Error("decision loop did not settle", zap.Int("steps", maxStepsPerDecision))
+	o.opts.Log.Error("decision loop did not settle", zap.Int("steps", maxStepsPerDecision))
 }
 
 // pauseIfRequested takes the session to paused when ctl pause asked for it
@@ -151,19 +151,19 @@ func (o *Orchestrator) decisionInput(l *lane, out *statemachine.Outcome) statema
 	for id, c := range o.counters {
 		counters[id] = statemachine.Counters{Failures: c.Failures, CostUSD: c.CostUSD, Red: statemachine.RedState(c.Red), RedDetail: c.RedDetail}
 	}
-	red := o.judge.Modes().Of(gates.RedBeforeGreen)
+	red := o.opts.Judge.Modes().Of(gates.RedBeforeGreen)
 	return statemachine.Input{
 		List:             o.canonical,
 		Counters:         counters,
 		InitFailures:     o.session.InitFailures,
 		BlockedInSession: o.session.BlockedInSession,
-		InFlight:         o.busyLanes(l),
-		InFlightCapUSD:   o.inFlightCap(l),
-		MaxRetries:       o.cfg.Limits.MaxRetries,
-		MaxBlocked:       o.cfg.Limits.MaxBlocked,
-		RunBudgetUSD:     o.cfg.Budget.RunUSD,
-		FeatureBudgetUSD: o.cfg.Budget.FeatureUSD,
-		SessionBudgetUSD: o.cfg.Budget.SessionUSD,
+		InFlight:         o.lanes.others(o.canonical, l),
+		InFlightCapUSD:   o.lanes.inFlightCap(l),
+		MaxRetries:       o.opts.Config.Limits.MaxRetries,
+		MaxBlocked:       o.opts.Config.Limits.MaxBlocked,
+		RunBudgetUSD:     o.opts.Config.Budget.RunUSD,
+		FeatureBudgetUSD: o.opts.Config.Budget.FeatureUSD,
+		SessionBudgetUSD: o.opts.Config.Budget.SessionUSD,
 		SessionCostUSD:   o.tally.totalCost,
 		CheckTests:       red != gates.Off,
 		TestsMustFail:    red == gates.Enforce,
@@ -210,11 +210,11 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 	to, err := o.machine.Target(e)
 	if err != nil {
 		// A bug, not an input problem: log it loudly and stay put.
-		o.log.Error("refused transition", zap.Error(err))
+		o.opts.Log.Error("refused transition", zap.Error(err))
 		return false
 	}
 	o.tally.lastTrans++
-	t := store.Transition{Seq: o.tally.lastTrans, Time: o.now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
+	t := store.Transition{Seq: o.tally.lastTrans, Time: o.opts.Now().UTC(), Event: string(e), From: string(from), To: string(to), Feature: feature, Reason: reason}
 	if l != nil {
 		if r := l.runRecord(); r != nil {
 			t.Run = r.ID
@@ -234,14 +234,14 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 		o.tally.lastTrans--
 		o.pending.Transitions = o.pending.Transitions[:len(o.pending.Transitions)-1]
 		o.session.State = string(from)
-		o.log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
+		o.opts.Log.Error("could not persist transition; staying put", zap.String("event", string(e)), zap.Error(err))
 		o.persistFailed(err)
 		return false
 	}
 	if err := o.machine.Fire(e); err != nil {
-		o.log.Error("state machine refused a persisted transition", zap.Error(err))
+		o.opts.Log.Error("state machine refused a persisted transition", zap.Error(err))
 	}
-	o.log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
+	o.opts.Log.Info("transition", zap.String("event", string(e)), zap.String("from", string(from)), zap.String("to", string(to)), zap.String("feature", feature), zap.String("reason", reason))
 	if tracesTransition(from, to) {
 		o.trace(control.Trace{Type: control.TraceTransition, Source: control.SourceAuto, Context: control.TraceContext{Feature: feature, Task: string(e)},
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the session went from %s to %s", from, to), Why: reason}})
@@ -259,7 +259,7 @@ func (o *Orchestrator) transition(l *lane, e statemachine.Event, feature, reason
 // refreshes the mirror and the control snapshot.
 func (o *Orchestrator) persist() {
 	if err := o.persistErr(); err != nil {
-		o.log.Error("could not persist state", zap.Error(err))
+		o.opts.Log.Error("could not persist state", zap.Error(err))
 	}
 }
 
@@ -287,12 +287,12 @@ func (o *Orchestrator) persistC() <-chan time.Time {
 }
 
 func (o *Orchestrator) persistErr() error {
-	o.session.UpdatedAt = o.now().UTC()
-	o.session.Lanes = o.laneRecords()
+	o.session.UpdatedAt = o.opts.Now().UTC()
+	o.session.Lanes = o.lanes.records()
 	c := o.pending
 	sess := o.session
 	c.Session = &sess
-	if err := o.st.Apply(c); err != nil {
+	if err := o.opts.Store.Apply(c); err != nil {
 		return err
 	}
 	o.pending = store.Batch{}
@@ -318,7 +318,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	c := o.counters[id]
 	c.LastFailure = reason
 	kept := ""
-	if l := o.lanes[id]; l != nil {
+	if l := o.lanes.clones[id]; l != nil {
 		// Its work goes with its lane, kept under a ref; the project's
 		// work tree never held it.
 		if commit := o.closeLane(l, branch.BlockedRef(id)); commit != "" {
@@ -327,10 +327,10 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 		c.Base, c.BaseHead = "", ""
 	} else if c.Base != "" {
 		o.recent = nil // Preserve puts files back: what comes next records the tree anew
-		commit, restored, err := branch.Preserve(context.Background(), o.repo, id, reason, gitrepo.Tree(c.Base), c.BaseHead)
+		commit, restored, err := branch.Preserve(context.Background(), o.opts.Repo, id, reason, gitrepo.Tree(c.Base), c.BaseHead)
 		switch {
 		case err != nil:
-			o.log.Warn("could not keep a blocked feature's work aside; it stays in the work tree", zap.String("feature", id), zap.Error(err))
+			o.opts.Log.Warn("could not keep a blocked feature's work aside; it stays in the work tree", zap.String("feature", id), zap.Error(err))
 		case commit != "":
 			kept = fmt.Sprintf("; its work (%d files) is kept as %s (%s) and the work tree was put back as it was before it", len(restored), commit, branch.BlockedRef(id))
 		}
@@ -346,7 +346,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	c.BlockTrace = bt.ID
 	o.setCounters(id, c)
 	o.persist()
-	o.log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
+	o.opts.Log.Warn("feature blocked", zap.String("feature", id), zap.String("why", reason), zap.Bool("charged", charged))
 	o.notify(notify.FeatureBlocked, id, fmt.Sprintf("%s blocked: %s%s", id, reason, kept))
 }
 
@@ -355,14 +355,14 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 // backoff.
 func (o *Orchestrator) wait(l *lane, a statemachine.Action) {
 	o.session.Backoffs++
-	until := waitUntil(o.now(), o.session.Backoffs, o.cfg.Limits, o.timers.waitFor)
+	until := waitUntil(o.opts.Now(), o.session.Backoffs, o.opts.Config.Limits, o.timers.waitFor)
 	o.timers.waitFor = agents.Failure{}
 	o.session.WaitingUntil = until
 	o.transition(l, statemachine.Wait, a.Feature, fmt.Sprintf("%s; retrying at %s", a.Reason, until.UTC().Format(time.RFC3339)))
 	if o.timers.wait != nil {
 		o.timers.wait.Stop()
 	}
-	o.timers.wait = time.NewTimer(until.Sub(o.now()))
+	o.timers.wait = time.NewTimer(until.Sub(o.opts.Now()))
 }
 
 // waitUntil is when the n-th wait in a row ends: limits.backoff doubled
@@ -398,5 +398,5 @@ func (o *Orchestrator) notify(kind, feature, message string) {
 	if o.opts.Notify == nil {
 		return
 	}
-	o.opts.Notify(notify.Event{Event: kind, Project: o.opts.Project.ID, Dir: o.opts.Project.Dir, Feature: feature, Message: message, Time: o.now().UTC()})
+	o.opts.Notify(notify.Event{Event: kind, Project: o.opts.Project.ID, Dir: o.opts.Project.Dir, Feature: feature, Message: message, Time: o.opts.Now().UTC()})
 }

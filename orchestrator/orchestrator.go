@@ -17,9 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,13 +100,7 @@ func unsettled(l *progress.List) []string {
 
 // Orchestrator is one project's loop. Create it with New, run it with Run.
 type Orchestrator struct {
-	opts  Options
-	cfg   *config.Config
-	log   *zap.Logger
-	st    StateOfRecord
-	judge *judge.Judge
-	repo  *gitrepo.Repo
-	now   func() time.Time
+	opts Options // its Store, Judge, Repo, Config, Log and clock are the loop's
 
 	// Owned by the loop goroutine.
 	machine   *statemachine.Machine
@@ -117,16 +109,9 @@ type Orchestrator struct {
 	counters  map[string]store.FeatureCounters
 	tally     tally
 	pending   store.Batch // changes that ride with the next persist
-	// home is the lane of the project's own work tree; lanes the features
-	// worked in clones of their own (lanes.go), and queued the runs that
-	// ended while the daemon's own work for another lane was in flight.
-	// Every handler is handed the lane it works in.
-	home  *lane
-	lanes map[string]*lane
-	// laneDeps is what every lane is handed of the daemon when it is made.
-	laneDeps  *laneDeps
-	queued    []runEnded
-	job       *job // the daemon's own work in flight (a test, a verdict), if any
+	// lanes are where features are worked, and the daemon's job in
+	// flight (laneset.go). Every handler is handed the lane it works in.
+	lanes     laneSet
 	listFile  listFile
 	guards    guardState
 	timers    timers
@@ -217,17 +202,10 @@ func New(opts Options) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		opts:      opts,
-		cfg:       opts.Config,
-		log:       opts.Log,
-		st:        opts.Store,
-		judge:     opts.Judge,
-		repo:      opts.Repo,
-		now:       opts.Now,
 		session:   st.Session,
 		counters:  st.Counters,
 		tally:     tally{lastRun: st.LastRunSeq, lastTrans: st.LastTransSeq, totalCost: st.TotalCostUSD, runCount: st.RunCount},
-		home:      &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true},
-		lanes:     map[string]*lane{},
+		lanes:     laneSet{home: &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true}, clones: map[string]*lane{}},
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
 		quit:      make(chan struct{}),
@@ -248,12 +226,12 @@ func New(opts Options) (*Orchestrator, error) {
 		if err := json.Unmarshal(st.Frozen, &fz); err != nil {
 			return nil, fmt.Errorf("the frozen tests' record in %s is unreadable: %w", opts.Store.Path(), err)
 		}
-		if err := o.judge.SetFrozen(fz); err != nil {
-			o.log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
+		if err := o.opts.Judge.SetFrozen(fz); err != nil {
+			o.opts.Log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 		}
 	}
-	o.laneDeps = &laneDeps{judge: o.judge, repo: o.repo, projectDir: opts.Project.Dir, trace: o.trace, log: o.log}
-	o.home.deps, o.home.record = o.laneDeps, &o.session.Run
+	o.lanes.deps = &laneDeps{judge: o.opts.Judge, repo: o.opts.Repo, projectDir: opts.Project.Dir, trace: o.trace, log: o.opts.Log}
+	o.lanes.home.deps, o.lanes.home.record = o.lanes.deps, &o.session.Run
 	o.loadGuardFile()
 	o.machine = statemachine.New(statemachine.State(o.session.State))
 	o.publish()
@@ -272,7 +250,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	changed := make(chan string, 4)
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- watchProgressDir(watchCtx, progressDir, []string{progress.FeatureListFile}, o.cfg.Limits.Debounce, changed, o.log)
+		watchErr <- watchProgressDir(watchCtx, progressDir, []string{progress.FeatureListFile}, o.opts.Config.Limits.Debounce, changed, o.opts.Log)
 	}()
 	defer func() {
 		close(o.quit)
@@ -286,7 +264,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	stopRetention := o.startRetention()
 	defer stopRetention()
 	for {
-		if o.opts.ExitWhenDone && o.home.active == nil && len(o.jobs()) == 0 && len(o.lanesInFlight()) == 0 {
+		if o.opts.ExitWhenDone && o.lanes.home.active == nil && len(o.lanes.jobs()) == 0 && len(o.lanes.inFlight()) == 0 {
 			switch statemachine.State(o.session.State) {
 			case statemachine.Done, statemachine.Stopped:
 				o.retireLanes()
@@ -314,7 +292,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			}
 		case <-changed:
 			if o.syncFeatureList(false) {
-				o.afterListChange(o.home)
+				o.afterListChange(o.lanes.home)
 			} else {
 				o.persist() // violations and problems found on the way
 			}
@@ -324,13 +302,13 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			r.done <- r.fn()
 		case <-o.persistC():
 			o.timers.persist = nil
-			o.log.Info("trying again to save the state")
-			o.step(o.home, nil)
+			o.opts.Log.Info("trying again to save the state")
+			o.step(o.lanes.home, nil)
 		case <-o.waitC():
 			o.timers.wait = nil
-			o.log.Info("wait over; resuming")
-			o.transition(o.home, statemachine.Advance, "", "the wait is over")
-			o.step(o.home, nil)
+			o.opts.Log.Info("wait over; resuming")
+			o.transition(o.lanes.home, statemachine.Advance, "", "the wait is over")
+			o.step(o.lanes.home, nil)
 		}
 	}
 }
@@ -340,25 +318,25 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 func (o *Orchestrator) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case runStarted:
-		if l := o.laneByRun(ev.runID); l != nil {
+		if l := o.lanes.byRun(ev.runID); l != nil {
 			o.onRunStarted(l, ev)
 		}
 	case runEnded:
-		if l := o.laneByRun(ev.runID); l != nil {
-			if o.job != nil && !l.project {
+		if l := o.lanes.byRun(ev.runID); l != nil {
+			if o.lanes.job != nil && !l.project {
 				// Judging it is the daemon's work, which goes one job at
 				// a time: it waits for the one in flight.
-				o.queued = append(o.queued, ev)
+				o.lanes.queued = append(o.lanes.queued, ev)
 				return
 			}
 			o.onRunEnded(l, ev)
 		}
 	case hooksLiveCheck:
-		if l := o.laneByRun(ev.runID); l != nil {
+		if l := o.lanes.byRun(ev.runID); l != nil {
 			o.onHooksLiveCheck(l, ev)
 		}
 	case testChecked:
-		if l := o.lanes[ev.feature]; l != nil && l.check != nil {
+		if l := o.lanes.clones[ev.feature]; l != nil && l.check != nil {
 			o.onTestChecked(l, ev)
 			return
 		}
@@ -371,14 +349,12 @@ func (o *Orchestrator) onEvent(ev any) {
 // inJobLane runs fn, the handling of the job in flight's result, in the
 // job's lane, then takes the runs that ended meanwhile.
 func (o *Orchestrator) inJobLane(fn func(*lane)) {
-	l := o.home
-	if o.job != nil && o.job.lane != nil {
-		l = o.job.lane
-	}
-	fn(l)
-	for o.job == nil && len(o.queued) > 0 {
-		ev := o.queued[0]
-		o.queued = o.queued[1:]
+	fn(o.lanes.jobLane())
+	for o.lanes.job == nil {
+		ev, ok := o.lanes.nextQueued()
+		if !ok {
+			break
+		}
 		o.onEvent(ev)
 	}
 }
@@ -388,34 +364,6 @@ func (o *Orchestrator) waitC() <-chan time.Time {
 		return nil
 	}
 	return o.timers.wait.C
-}
-
-// busy reports whether a run or a job of the daemon is in flight in l, or
-// the daemon's job that moves the branch: nothing new starts there then.
-func (o *Orchestrator) busy(l *lane) bool { return l.active != nil || o.job != nil || l.check != nil }
-
-// jobs are the daemon's own work in flight: the job, and the lanes' checks.
-func (o *Orchestrator) jobs() []*job {
-	var out []*job
-	if o.job != nil {
-		out = append(out, o.job)
-	}
-	for _, id := range slices.Sorted(maps.Keys(o.lanes)) {
-		if c := o.lanes[id].check; c != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// jobOf is the daemon's own work in flight on feature, nil when none.
-func (o *Orchestrator) jobOf(feature string) *job {
-	for _, j := range o.jobs() {
-		if j.feature == feature {
-			return j
-		}
-	}
-	return nil
 }
 
 // do runs fn on the loop goroutine and returns its error: control requests
@@ -447,8 +395,8 @@ func (o *Orchestrator) recover() {
 	o.cleanLanes()
 	if r := o.session.Run; r != nil {
 		// What is found of it now still hangs from its node.
-		o.judge.Link(r.ID, judge.RunLink{Trace: r.Trace, Attempt: r.Attempt})
-		if runs, err := o.st.Runs(); err == nil {
+		o.opts.Judge.Link(r.ID, judge.RunLink{Trace: r.Trace, Attempt: r.Attempt})
+		if runs, err := o.opts.Store.Runs(); err == nil {
 			for _, rec := range runs {
 				if rec.ID == r.ID && rec.PID > 0 {
 					r.PID = rec.PID
@@ -456,20 +404,20 @@ func (o *Orchestrator) recover() {
 			}
 		}
 		if err := agents.KillGroup(r.PID, r.ID, o.opts.Project.Socket); err != nil {
-			o.log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
+			o.opts.Log.Warn("could not kill the interrupted run's processes", zap.String("run", r.ID), zap.Int("pid", r.PID), zap.Error(err))
 		}
-		o.log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
+		o.opts.Log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
 		// Its writes since the crash are judged as that run's writes.
-		o.home.active = &activeRun{run: *r}
+		o.lanes.home.active = &activeRun{run: *r}
 		o.syncFeatureList(true)
-		o.home.active = nil
-		o.dropUnjudgedClaim(o.home)
-		o.judgeLeftovers(o.home, *r)
+		o.lanes.home.active = nil
+		o.dropUnjudgedClaim(o.lanes.home)
+		o.judgeLeftovers(o.lanes.home, *r)
 		ended := *r
-		ended.EndedAt, ended.Outcome, ended.Ended = o.now(), "interrupted", "lost"
+		ended.EndedAt, ended.Outcome, ended.Ended = o.opts.Now(), "interrupted", "lost"
 		o.pending.Runs = append(o.pending.Runs, ended)
 		o.session.Run = nil
-		o.step(o.home, &statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
+		o.step(o.lanes.home, &statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
 		return
 	}
 	o.syncFeatureList(true)
@@ -479,44 +427,42 @@ func (o *Orchestrator) recover() {
 		return
 	case statemachine.Stopped:
 		o.session.BlockedInSession = 0
-		o.transition(o.home, statemachine.Advance, "", "daemon started")
+		o.transition(o.lanes.home, statemachine.Advance, "", "daemon started")
 	case statemachine.Waiting:
-		if d := o.session.WaitingUntil.Sub(o.now()); d > 0 {
+		if d := o.session.WaitingUntil.Sub(o.opts.Now()); d > 0 {
 			o.timers.wait = time.NewTimer(d)
 			o.persist()
 			return
 		}
-		o.transition(o.home, statemachine.Advance, "", "the wait is over")
+		o.transition(o.lanes.home, statemachine.Advance, "", "the wait is over")
 	}
-	o.step(o.home, nil)
+	o.step(o.lanes.home, nil)
 }
 
 // shutdown stops the run or job in flight and records the run as
 // interrupted; the next start redoes it.
 func (o *Orchestrator) shutdown() {
-	for _, j := range o.jobs() {
+	for _, j := range o.lanes.jobs() {
 		j.interrupt = "daemon shutting down"
 		j.cancel()
 	}
-	for _, l := range append(o.lanesInFlight(), o.home) {
+	for _, l := range append(o.lanes.inFlight(), o.lanes.home) {
 		if l.active != nil {
 			l.active.interrupt = "daemon shutting down"
 			l.active.cancel()
 		}
 	}
 	events := func() any {
-		if len(o.queued) > 0 { // ended while a job was in flight
-			ev := o.queued[0]
-			o.queued = o.queued[1:]
+		if ev, ok := o.lanes.nextQueued(); ok { // ended while a job was in flight
 			return ev
 		}
 		return <-o.runEvents
 	}
-	for o.home.active != nil || len(o.jobs()) > 0 || len(o.lanesInFlight()) > 0 {
+	for o.lanes.home.active != nil || len(o.lanes.jobs()) > 0 || len(o.lanes.inFlight()) > 0 {
 		switch ev := events().(type) {
 		case runEnded:
-			if l := o.laneByRun(ev.runID); l != nil {
-				o.judge.Forget(ev.runID)
+			if l := o.lanes.byRun(ev.runID); l != nil {
+				o.opts.Judge.Forget(ev.runID)
 				r := l.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)
@@ -529,18 +475,18 @@ func (o *Orchestrator) shutdown() {
 			}
 		case testChecked:
 			// Its result is not taken: the work is redone at the next start.
-			if l := o.lanes[ev.feature]; l != nil && l.check != nil {
+			if l := o.lanes.clones[ev.feature]; l != nil && l.check != nil {
 				l.check = nil
 			} else {
-				o.job = nil
+				o.lanes.job = nil
 			}
 		case runJudged:
-			o.job = nil // the same
+			o.lanes.job = nil // the same
 		}
 	}
 	// A claim no verdict judged does not stay on the disk for the next
 	// start to read as tested.
-	o.dropUnjudgedClaim(o.home)
+	o.dropUnjudgedClaim(o.lanes.home)
 	o.retireLanes()
 	if o.timers.wait != nil {
 		o.timers.wait.Stop()

@@ -333,7 +333,7 @@ func testerClaims(runTest bool) script {
 func (h *harness) hook(event string, spec agents.Spec, payload map[string]any) *control.HookDecision {
 	h.t.Helper()
 	data, _ := json.Marshal(payload)
-	resp, err := h.current.judge.Hook(context.Background(), spec.Token, control.HookRequest{Event: event, Payload: data})
+	resp, err := h.current.opts.Judge.Hook(context.Background(), spec.Token, control.HookRequest{Event: event, Payload: data})
 	if err != nil {
 		h.t.Errorf("hook %s: %v", event, err)
 		return nil

@@ -6,5 +6,5 @@ import "github.com/ctxgraphd/ctxgraphd/records"
 // of the same store, stamped and linked by the same judge.
 func (h *harness) records() *records.Service {
 	o := h.current
-	return records.New(records.Options{Store: h.st, Project: h.proj, Judge: o.judge, Features: o, Retention: h.cfg.Graph.Retention, Now: o.now})
+	return records.New(records.Options{Store: h.st, Project: h.proj, Judge: o.opts.Judge, Features: o, Retention: h.cfg.Graph.Retention, Now: o.opts.Now})
 }

@@ -56,10 +56,10 @@ func (o *Orchestrator) reopenTested(l *lane, claimant string, run store.Run, bro
 			if e.r == nil {
 				continue
 			}
-			if l, err := o.judge.WriteEvidence(b.Feature, c.Failures+1, e.what, *e.r); err == nil {
+			if l, err := o.opts.Judge.WriteEvidence(b.Feature, c.Failures+1, e.what, *e.r); err == nil {
 				logs = append(logs, l)
 			} else {
-				o.log.Warn("could not keep a reopened feature's test output", zap.String("feature", b.Feature), zap.Error(err))
+				o.opts.Log.Warn("could not keep a reopened feature's test output", zap.String("feature", b.Feature), zap.Error(err))
 			}
 		}
 		note := ""
@@ -92,7 +92,7 @@ func (o *Orchestrator) reopenTested(l *lane, claimant string, run store.Run, bro
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: claimant, Run: run.ID},
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
 				Why: "a claim is charged only with what its own change broke"}})
-		o.log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
+		o.opts.Log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
 		if a.Kind == statemachine.BlockFeature && !machine {
 			o.block(b.Feature, a.Reason, true)
 			continue

@@ -12,7 +12,7 @@ import (
 // prune compacts the traces older than age of the features that are
 // finished, as the canonical list says now (records.Compact).
 func (o *Orchestrator) prune(age time.Duration) (control.PruneResult, error) {
-	return records.Compact(o.st, *o.view.features.Load(), o.now(), age, o.log)
+	return records.Compact(o.opts.Store, *o.view.features.Load(), o.opts.Now(), age, o.opts.Log)
 }
 
 // retentionEvery is how often graph.retention is applied: a tenth of it,
@@ -26,14 +26,14 @@ func retentionEvery(retention time.Duration) time.Duration {
 // retentionEvery, on a timer, until the returned stop is called (it waits
 // for a compaction under way). Nothing when the retention is 0.
 func (o *Orchestrator) startRetention() (stop func()) {
-	age := o.cfg.Graph.Retention
+	age := o.opts.Config.Graph.Retention
 	if age <= 0 {
 		return func() {}
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	apply := func() {
 		if _, err := o.prune(age); err != nil {
-			o.log.Warn("could not compact old traces (graph.retention)", zap.Error(err))
+			o.opts.Log.Warn("could not compact old traces (graph.retention)", zap.Error(err))
 		}
 	}
 	go func() {

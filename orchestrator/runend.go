@@ -34,7 +34,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	act := l.active
 	res := ev.result
 	act.hooks.stop()
-	if f, ok := res.Failure(o.judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
+	if f, ok := res.Failure(o.opts.Judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
 		act.failure = &f
 	}
 	why := ""
@@ -88,7 +88,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		// tester found a failure (or a claim is refused), so that the
 		// retry reads the daemon's own output, not only the tester's word.
 		// (A claim refused in warn mode is accepted all the same: no run.)
-		switch mode := o.judge.Modes().Of(gates.TestedNeedsEvidence); {
+		switch mode := o.opts.Judge.Modes().Of(gates.TestedNeedsEvidence); {
 		case !ev2.claimed:
 			in.Rerun = true
 		case ev2.refused != "":
@@ -102,9 +102,9 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		if in.Sweep && !l.project {
 			// A lane's claim is judged on what the branch would hold: its
 			// tree merged onto the branch as it is now.
-			head, headTree, _, err := o.repo.Head(context.Background())
+			head, headTree, _, err := o.opts.Repo.Head(context.Background())
 			if err != nil {
-				o.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
+				o.opts.Log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
 			in.Onto, in.OntoBase = head, l.baseHead
 			ev2.onto = head
@@ -118,15 +118,15 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: l}
+	o.lanes.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: l}
 	switch {
 	case in.Rerun && ev2.claimed && ev2.refused == "":
-		o.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
+		o.lanes.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
 	case in.Rerun:
-		o.job.what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
+		o.lanes.job.what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
 	}
 	o.publish()
-	j, events := o.judge, o.runEvents
+	j, events := o.opts.Judge, o.runEvents
 	go func() {
 		ev2.jd = j.JudgeRun(ctx, in)
 		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
@@ -148,10 +148,10 @@ func (o *Orchestrator) listOrEmpty() *progress.List {
 // finishRun records the end of l's run and decides what comes next.
 func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out statemachine.Outcome) {
 	o.dropUnjudgedClaim(l)
-	if o.judge.IsLive(act.run.ID) {
+	if o.opts.Judge.IsLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
-	o.judge.Forget(act.run.ID)
+	o.opts.Judge.Forget(act.run.ID)
 	o.view.lives.Delete(act.run.ID)
 	outcome := "ok"
 	switch {
@@ -197,13 +197,13 @@ func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out
 	if !out.Transient && !out.Interrupted {
 		o.session.Backoffs = 0
 	}
-	o.log.Info("run ended", zap.String("run", run.ID), zap.String("outcome", outcome), zap.String("ended", string(res.Ended)),
+	o.opts.Log.Info("run ended", zap.String("run", run.ID), zap.String("outcome", outcome), zap.String("ended", string(res.Ended)),
 		zap.Int("exit", res.ExitCode), zap.Float64("cost_usd", res.CostUSD), zap.Int("turns", res.NumTurns), zap.String("summary", res.Summary))
 
 	if f := act.failure; f != nil && !f.Waits() {
 		// Only a person can fix it; the run is not charged, and the
 		// session resumes where it was.
-		why := f.Explain(o.cfg.Agent.Command)
+		why := f.Explain(o.opts.Config.Agent.Command)
 		if f.Kind == agents.FailStartup && f.Code == "sandbox_required_unavailable" {
 			why = "Claude Code could not start its sandbox, so no agent can run confined: " + f.Detail +
 				" (on Linux: install bubblewrap and socat; see `ctxgraphd run`'s start-up check)"
@@ -232,7 +232,7 @@ func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out
 }
 
 func (o *Orchestrator) finishRunRecord(r *store.Run, res agents.Result, outcome string) {
-	r.EndedAt = o.now().UTC()
+	r.EndedAt = o.opts.Now().UTC()
 	if res.Ended != agents.EndStartFailed && !res.EndedAt.IsZero() {
 		r.AgentWall = res.EndedAt.Sub(res.StartedAt)
 	}
@@ -274,17 +274,17 @@ func (o *Orchestrator) prejudge(act *activeRun, res agents.Result) statemachine.
 		// Not the agent's doing: never charged. What waiting cures is
 		// waited for; the rest stops the session in finishRun.
 		out.Transient = f.Waits()
-		out.Reason = f.Explain(o.cfg.Agent.Command)
+		out.Reason = f.Explain(o.opts.Config.Agent.Command)
 		o.timers.waitFor = *f
 		return out
 	}
 	switch res.Ended {
 	case agents.EndWallTimeout:
-		out.Reason = fmt.Sprintf("the run exceeded agent.timeout (%s) and was killed", o.cfg.Agent.Timeout)
+		out.Reason = fmt.Sprintf("the run exceeded agent.timeout (%s) and was killed", o.opts.Config.Agent.Timeout)
 	case agents.EndIdleTimeout:
-		out.Reason = fmt.Sprintf("the run was stuck: no output for agent.idle_timeout (%s)", o.cfg.Agent.IdleTimeout)
+		out.Reason = fmt.Sprintf("the run was stuck: no output for agent.idle_timeout (%s)", o.opts.Config.Agent.IdleTimeout)
 	case agents.EndStuck:
-		out.Reason = fmt.Sprintf("the run was stopped as stuck: %s (agent.stuck_after: %d); try another way", res.Stuck, o.cfg.Agent.StuckAfter)
+		out.Reason = fmt.Sprintf("the run was stopped as stuck: %s (agent.stuck_after: %d); try another way", res.Stuck, o.opts.Config.Agent.StuckAfter)
 	}
 	switch out.Role {
 	case statemachine.Initializer:
@@ -316,12 +316,12 @@ func (o *Orchestrator) judgeLeftovers(l *lane, r store.Run) (stop string) {
 	if r.BaseTree == "" {
 		return ""
 	}
-	jd := o.judge.JudgeRun(context.Background(), judge.RunEnd{
+	jd := o.opts.Judge.JudgeRun(context.Background(), judge.RunEnd{
 		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
 		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(), Root: l.root(), // a lane's run is judged, and put back, in its lane
 	})
 	if jd.Err != nil {
-		o.log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
+		o.opts.Log.Warn("could not judge what an interrupted run left", zap.String("run", r.ID), zap.Error(jd.Err))
 		return ""
 	}
 	o.recordFindings(r, jd)
@@ -350,7 +350,7 @@ func (o *Orchestrator) recordControls(r store.Run, jd judge.Judgement) string {
 		Context: control.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
 		Event: control.TraceEvent{WhatHappened: why, WhatWasCorrect: "nothing of a run changes what git runs for a person: its hooks and configuration",
 			Why: "git runs a repository's hooks, and what its configuration names, with the powers of whoever runs git there"}})
-	o.log.Warn("the repository's hooks or configuration changed while a run was in flight", zap.String("run", r.ID), zap.Strings("changed", jd.Controls), zap.Strings("held", jd.Held))
+	o.opts.Log.Warn("the repository's hooks or configuration changed while a run was in flight", zap.String("run", r.ID), zap.Strings("changed", jd.Controls), zap.Strings("held", jd.Held))
 	return why
 }
 
@@ -368,7 +368,7 @@ func (o *Orchestrator) recordFindings(r store.Run, jd judge.Judgement) {
 		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: f.Gate, Code: f.Code, Path: f.Path,
 			Context: control.TraceContext{Agent: r.Role, Feature: r.Feature, Run: r.ID},
 			Event:   control.TraceEvent{WhatHappened: what, WhatWasCorrect: f.Suggestion, Why: "gate " + f.Gate + ": the outcome is judged, whatever route made it"}})
-		o.log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))
+		o.opts.Log.Warn("violation found in the tree", zap.String("run", r.ID), zap.String("gate", f.Gate), zap.String("code", f.Code), zap.String("path", f.Path), zap.String("mode", string(f.Mode)))
 	}
 }
 
@@ -404,12 +404,12 @@ func (o *Orchestrator) setAsideUnjudgedList(r store.Run) {
 	}
 	to := o.opts.Project.Progress(UnjudgedListFile)
 	if err := os.Rename(from, to); err != nil {
-		o.log.Warn("could not set aside a list written without gates", zap.Error(err))
+		o.opts.Log.Warn("could not set aside a list written without gates", zap.Error(err))
 		return
 	}
 	o.setProblem("")
 	o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: r.Role, Run: r.ID},
 		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the feature list %s wrote, without its hooks ever checking in, was set aside as %s", r.ID, UnjudgedListFile),
 			WhatWasCorrect: "a first list is taken only from an initializer whose gates ran", Why: "gates that are not running must not be trusted; rename it back to keep it"}})
-	o.log.Warn("a feature list written without gates was set aside", zap.String("run", r.ID), zap.String("as", to))
+	o.opts.Log.Warn("a feature list written without gates was set aside", zap.String("run", r.ID), zap.String("as", to))
 }

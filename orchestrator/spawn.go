@@ -65,7 +65,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	o.tally.lastRun++
 	run := store.Run{
 		Seq: o.tally.lastRun, ID: store.RunID(o.tally.lastRun), Role: string(who), Feature: a.Feature,
-		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.now().UTC(), BaseTree: string(base),
+		Attempt: a.Attempt, SessionID: uuid.NewString(), StartedAt: o.opts.Now().UTC(), BaseTree: string(base),
 	}
 	if !l.project {
 		run.Dir = l.dir
@@ -83,7 +83,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 			// branch is measured from here.
 			head, _, _, err := l.repo.Head(context.Background())
 			if err != nil {
-				o.log.Warn("could not read HEAD", zap.Error(err))
+				o.opts.Log.Warn("could not read HEAD", zap.Error(err))
 			}
 			c.Base, c.BaseHead = string(base), head
 		}
@@ -108,7 +108,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		o.transition(l, statemachine.Stop, a.Feature, err.Error())
 		return
 	}
-	matcher := gates.PreToolUseMatcher(o.judge.Guards())
+	matcher := gates.PreToolUseMatcher(o.opts.Judge.Guards())
 	settings, denied, err := o.runSettingsDenied(l, who, a.Feature, matcher)
 	if err != nil {
 		o.tally.lastRun--
@@ -122,10 +122,10 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		// changes there is read against that (by the hooks too).
 		l.giveList(o.canonical)
 	}
-	token := o.judge.RegisterIn(actor, l.root())
-	o.judge.Confine(token, denied)
+	token := o.opts.Judge.RegisterIn(actor, l.root())
+	o.opts.Judge.Confine(token, denied)
 	if !l.project && l.given != nil {
-		o.judge.GiveList(token, l.given)
+		o.opts.Judge.GiveList(token, l.given)
 	}
 	run.TokenHash = control.TokenHash(token)
 	l.setRunRecord(&run)
@@ -140,7 +140,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 			o.setCounters(a.Feature, counted)
 		}
 		l.setRunRecord(nil)
-		o.judge.Forget(run.ID)
+		o.opts.Judge.Forget(run.ID)
 		return
 	}
 	if listChanged {
@@ -158,9 +158,9 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		Dir: l.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
 	}
-	o.log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
-		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.cfg.Sandbox.Enabled))
-	runner, events, log := o.opts.Runner, o.runEvents, o.log.With(zap.String("run", run.ID))
+	o.opts.Log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
+		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.opts.Config.Sandbox.Enabled))
+	runner, events, log := o.opts.Runner, o.runEvents, o.opts.Log.With(zap.String("run", run.ID))
 	go func() {
 		res := runner.Run(ctx, spec,
 			func(pid int) { events <- runStarted{runID: run.ID, pid: pid} },
@@ -184,7 +184,7 @@ const recentMaxAge = time.Second
 // put back), or the one a feature's test was just checked on.
 type recentTree struct {
 	tree gitrepo.Tree
-	at   time.Time // when it was recorded (the wall clock, not o.now)
+	at   time.Time // when it was recorded (the wall clock, not o.opts.Now)
 }
 
 // holdRecent makes tree, recorded at at in l, the tree the next run or
@@ -206,10 +206,10 @@ func (o *Orchestrator) holdRecent(l *lane, tree gitrepo.Tree, at time.Time) func
 // Unconfined, a test may write the project by its absolute path, and the
 // next run must not be taken for its author.
 func (o *Orchestrator) testsKeepOut() bool {
-	if !o.cfg.Sandbox.Enabled {
+	if !o.opts.Config.Sandbox.Enabled {
 		return false
 	}
-	for _, d := range o.cfg.Sandbox.AllowWrite {
+	for _, d := range o.opts.Config.Sandbox.AllowWrite {
 		rel, err := filepath.Rel(o.opts.Project.Dir, d)
 		if err != nil || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))) {
 			return false
@@ -250,7 +250,7 @@ func (o *Orchestrator) takeRecent(l *lane) *recentTree {
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
 func (o *Orchestrator) runSettings(who role.Role, feature string) (string, error) {
-	s, _, err := o.runSettingsDenied(o.home, who, feature, gates.PreToolUseMatcher(o.judge.Guards()))
+	s, _, err := o.runSettingsDenied(o.lanes.home, who, feature, gates.PreToolUseMatcher(o.opts.Judge.Guards()))
 	return s, err
 }
 
@@ -267,11 +267,11 @@ func (o *Orchestrator) runSettingsDenied(l *lane, who role.Role, feature, matche
 	}
 	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
-	if o.cfg.Sandbox.Enabled {
+	if o.opts.Config.Sandbox.Enabled {
 		pol := o.policy(l, who, feature)
 		// Made before the run, or the sandbox holds them read-only.
 		if err := pol.Prepare(); err != nil {
-			o.log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
+			o.opts.Log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
 		}
 		settings["sandbox"] = pol.Settings()
 		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(l.dir, ".claude"))
@@ -297,13 +297,13 @@ func (o *Orchestrator) policy(l *lane, who role.Role, feature string) sandbox.Po
 		in(".mcp.json"), in(".git"), in("CLAUDE.md"), in("CLAUDE.local.md"),
 		o.opts.Project.StateDir, o.opts.Project.Socket,
 	}
-	for _, p := range o.judge.Frozen().Sorted() {
+	for _, p := range o.opts.Judge.Frozen().Sorted() {
 		deny = append(deny, in(p))
 	}
 	if o.canonical != nil && who != role.Initializer {
 		// Where tests live as a whole directory (tests/**), the sandbox
 		// keeps new files out too, not only the verdict afterwards.
-		for _, g := range o.cfg.Protected {
+		for _, g := range o.opts.Config.Protected {
 			if d, ok := strings.CutSuffix(g, "/**"); ok && !strings.ContainsAny(d, "*?[{") {
 				if fi, err := os.Stat(in(d)); err == nil && fi.IsDir() {
 					deny = append(deny, in(d))
@@ -325,7 +325,7 @@ func (o *Orchestrator) policy(l *lane, who role.Role, feature string) sandbox.Po
 		DenyWrite:      deny,
 		DenyRead:       []string{o.opts.Project.StateDir, o.opts.Project.Socket},
 		AllowWrite:     allow,
-		AllowedDomains: o.cfg.Sandbox.AllowedDomains,
+		AllowedDomains: o.opts.Config.Sandbox.AllowedDomains,
 	}
 }
 
@@ -334,7 +334,7 @@ func (o *Orchestrator) onRunStarted(l *lane, ev runStarted) {
 	if l.active == nil || l.active.run.ID != ev.runID {
 		return
 	}
-	o.judge.Started(ev.runID, ev.pid)
+	o.opts.Judge.Started(ev.runID, ev.pid)
 	l.active.run.PID = ev.pid
 	if r := l.runRecord(); r != nil {
 		r.PID = ev.pid

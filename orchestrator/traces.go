@@ -20,7 +20,7 @@ import (
 // as a person's.
 func (o *Orchestrator) ingestSpool() {
 	byHash := map[string]store.Run{}
-	if runs, err := o.st.Runs(); err == nil {
+	if runs, err := o.opts.Store.Runs(); err == nil {
 		for _, r := range runs {
 			if r.TokenHash != "" {
 				byHash[r.TokenHash] = r
@@ -40,7 +40,7 @@ func (o *Orchestrator) ingestSpool() {
 		}
 		if c, ok := gates.RecordCommand(actor, "", "", p); ok && actor.Run != "" {
 			c.Time = r.Time
-			if err := o.st.AppendCommand(c); err != nil {
+			if err := o.opts.Store.AppendCommand(c); err != nil {
 				return err
 			}
 		}
@@ -58,9 +58,9 @@ func (o *Orchestrator) ingestSpool() {
 		return nil
 	})
 	if err != nil {
-		o.log.Warn("hook spool", zap.Error(err))
+		o.opts.Log.Warn("hook spool", zap.Error(err))
 	}
 	if n > 0 {
-		o.log.Info("took in hook records spooled while the daemon was down", zap.Int("records", n))
+		o.opts.Log.Info("took in hook records spooled while the daemon was down", zap.Int("records", n))
 	}
 }

@@ -42,8 +42,8 @@ type runJudged struct {
 
 // onRunJudged takes the outcome of a run of l as the judge found it.
 func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
-	jb := o.job
-	o.job = nil
+	jb := o.lanes.job
+	o.lanes.job = nil
 	act := &activeRun{run: ev.run}
 	out := ev.out
 	if ev.interrupted != "" {
@@ -56,7 +56,7 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	}
 	jd := ev.jd
 	if jd.Err != nil {
-		o.log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
+		o.opts.Log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
 		o.dropUnjudgedClaim(l)
 		o.finishRunRecord(&act.run, ev.res, "interrupted")
 		o.pending.Runs = append(o.pending.Runs, act.run)
@@ -77,7 +77,7 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 		return
 	}
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
-		o.log.Warn("could not propose guards", zap.Error(err))
+		o.opts.Log.Warn("could not propose guards", zap.Error(err))
 	}
 	if l.project {
 		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
@@ -137,14 +137,14 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 		return false, firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
 	}
 	reject := func(why, output string) (bool, string) {
-		o.log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
+		o.opts.Log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
 		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
 			Event:   control.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
 		o.writeFeatureList() // the canonical copy still says tested: false
 		return false, why
 	}
-	mode := o.judge.Modes().Of(gates.TestedNeedsEvidence)
+	mode := o.opts.Judge.Modes().Of(gates.TestedNeedsEvidence)
 	if jd.Blocks() {
 		return reject(findingsReason(jd), "")
 	}
@@ -175,9 +175,9 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
 	}
-	log, err := o.judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
+	log, err := o.opts.Judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
 	if err != nil {
-		o.log.Warn("could not keep the daemon's test output", zap.Error(err))
+		o.opts.Log.Warn("could not keep the daemon's test output", zap.Error(err))
 	}
 	if !jd.Test.Passed() {
 		return reject(fmt.Sprintf("the daemon ran the test itself and it did not pass: %s", jd.Test.Summary()), evidenceNote(log))
@@ -210,13 +210,13 @@ func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judg
 	var names, logs []string
 	for _, b := range broken {
 		names = append(names, b.Feature)
-		if l, err := o.judge.WriteEvidence(id, run.Attempt, "sweep-"+b.Feature, b.Test); err == nil {
+		if l, err := o.opts.Judge.WriteEvidence(id, run.Attempt, "sweep-"+b.Feature, b.Test); err == nil {
 			logs = append(logs, l)
 		}
 	}
 	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
 		id, strings.Join(names, ", "), broken[0].Test.Summary())
-	o.log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
+	o.opts.Log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
 	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
 		Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
 		Event: control.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
@@ -254,8 +254,8 @@ func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
 		case r.TimedOut:
 			d.Message = "the test did not finish in time"
 		}
-		if _, err := o.judge.WriteEvidence(id, attempt, "diagnosis", *r); err != nil {
-			o.log.Warn("could not keep the failing test's output", zap.String("feature", id), zap.Error(err))
+		if _, err := o.opts.Judge.WriteEvidence(id, attempt, "diagnosis", *r); err != nil {
+			o.opts.Log.Warn("could not keep the failing test's output", zap.String("feature", id), zap.Error(err))
 		}
 		if s := o.coderSummary(id, attempt); s != "" {
 			d.FailedAssumption = fmt.Sprintf("attempt %d's coding agent ended believing its work was done (%q); the test says otherwise", attempt, textcut.Line(s, 200))
@@ -268,9 +268,9 @@ func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
 // coderSummary is what the coding agent of a feature's attempt said at
 // its end.
 func (o *Orchestrator) coderSummary(id string, attempt int) string {
-	runs, err := o.st.Runs()
+	runs, err := o.opts.Store.Runs()
 	if err != nil {
-		o.log.Warn("could not read the runs for a diagnosis", zap.Error(err))
+		o.opts.Log.Warn("could not read the runs for a diagnosis", zap.Error(err))
 		return ""
 	}
 	for _, r := range slices.Backward(runs) {
@@ -311,7 +311,7 @@ func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd ju
 			o.closeLane(l, "")
 		}()
 	}
-	if o.cfg.Git.Commit && jd.Tree != "" {
+	if o.opts.Config.Git.Commit && jd.Tree != "" {
 		v := branch.Verdict{
 			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
 			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
@@ -320,20 +320,20 @@ func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd ju
 		var err error
 		if !l.project {
 			v.Tree = jd.Candidate
-			done, err = branch.CommitLane(context.Background(), o.repo, v, firstNonEmpty(onto, l.baseHead))
+			done, err = branch.CommitLane(context.Background(), o.opts.Repo, v, firstNonEmpty(onto, l.baseHead))
 		} else {
-			done, err = branch.Commit(context.Background(), o.repo, v)
+			done, err = branch.Commit(context.Background(), o.opts.Repo, v)
 		}
 		switch {
 		case err != nil:
-			o.log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
+			o.opts.Log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
 		default:
 			c.Commit, c.Branch, c.OffBranch = done.Commit, done.Branch, done.OffBranch
 			where := "on " + done.Branch
 			if done.Branch == "" {
 				where = "under " + done.Ref + " only: " + done.OffBranch
 			}
-			o.log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
+			o.opts.Log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
 			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
 				Parent: tr.ID, Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
 		}
@@ -359,14 +359,14 @@ func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd ju
 // its work, so that the features' commits start from a clean tree.
 func (o *Orchestrator) afterInitializer(run store.Run, jd judge.Judgement) {
 	o.refreeze(jd.Tree, "the feature list was accepted")
-	if !o.cfg.Git.Commit || jd.Tree == "" || len(jd.Changes) == 0 {
+	if !o.opts.Config.Git.Commit || jd.Tree == "" || len(jd.Changes) == 0 {
 		return
 	}
-	c, err := branch.CommitScaffold(context.Background(), o.repo, jd.Tree, gitrepo.Tree(run.BaseTree), run.ID, len(o.canonical.Features))
+	c, err := branch.CommitScaffold(context.Background(), o.opts.Repo, jd.Tree, gitrepo.Tree(run.BaseTree), run.ID, len(o.canonical.Features))
 	switch {
 	case err != nil:
-		o.log.Warn("could not commit the initializer's work", zap.Error(err))
+		o.opts.Log.Warn("could not commit the initializer's work", zap.Error(err))
 	case c != "":
-		o.log.Info("initializer's work committed", zap.String("commit", c))
+		o.opts.Log.Info("initializer's work committed", zap.String("commit", c))
 	}
 }

@@ -456,7 +456,7 @@ func TestPersonsChangeToAFrozenTestIsAdopted(t *testing.T) {
 		t.Errorf("features = %s", got)
 	}
 	blob, _ := h.git("hash-object", "tests/F-001.sh")
-	if got := h.current.judge.Frozen().Files["tests/F-001.sh"]; got != blob {
+	if got := h.current.opts.Judge.Frozen().Files["tests/F-001.sh"]; got != blob {
 		t.Errorf("frozen record of tests/F-001.sh is %s, want the person's version %s", got, blob)
 	}
 	st := h.session()
@@ -563,7 +563,7 @@ func TestWarnModeFrozenChangeIsNotTakenForAPersons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.current.judge.Frozen().Files["tests/F-001.sh"], strings.TrimSpace(string(out)); got != want {
+	if got, want := h.current.opts.Judge.Frozen().Files["tests/F-001.sh"], strings.TrimSpace(string(out)); got != want {
 		t.Errorf("the frozen record of tests/F-001.sh is %s, want the accepted version %s: it followed the agent", got, want)
 	}
 	if trs, _ := h.st.Traces(store.TraceFilter{Type: control.TraceDecision, Text: "while no agent ran"}); len(trs) != 0 {
@@ -592,7 +592,7 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	// it shuts down; asked on the loop's own goroutine.
 	eventually.True(t, 10*time.Second, func() bool {
 		var claim string
-		o.do(ctx, func() error { claim = o.home.claim; return nil })
+		o.do(ctx, func() error { claim = o.lanes.home.claim; return nil })
 		return claim == "F-001"
 	}, "the daemon holding F-001's claim")
 	cancel()
@@ -644,7 +644,7 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	}
 	o := h.orchestrator(false)
 	in := func(rel string) string { return filepath.Join(h.proj.Dir, rel) }
-	coder := o.policy(o.home, role.Coder, "F-001")
+	coder := o.policy(o.lanes.home, role.Coder, "F-001")
 	for _, p := range []string{
 		in(".claude/progress/feature-list.json"), in(".claude/progress/session-state.json"), in(".claude/progress/goal.md"),
 		in(".claude/ctxgraphd.yaml"), in(".claude/ctxgraphd"), in(".claude/settings.json"), in(".claude/settings.local.json"),
@@ -664,10 +664,10 @@ func TestRunPolicyConfinesWhatRunsMayTouch(t *testing.T) {
 	if slices.Contains(coder.AllowWrite, evidence) {
 		t.Errorf("a coder's sandbox may write the evidence")
 	}
-	if tester := o.policy(o.home, role.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
+	if tester := o.policy(o.lanes.home, role.Tester, "F-001"); !slices.Contains(tester.AllowWrite, evidence) {
 		t.Errorf("the tester's sandbox may not write its evidence: %v", tester.AllowWrite)
 	}
-	if p := o.policy(o.home, role.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
+	if p := o.policy(o.lanes.home, role.Initializer, ""); slices.Contains(p.DenyWrite, in("tests")) {
 		t.Errorf("the initializer's sandbox denies tests/, which it must write")
 	}
 	settings, err := o.runSettings(role.Coder, "F-001")
