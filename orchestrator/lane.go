@@ -60,9 +60,14 @@ type lane struct {
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
 	// project: this is the project's own work tree, not a clone. Its list
 	// is the project's (syncFeatureList), its runs are judged where the
-	// project's are (judge.Root{}) and commit with branch.Commit, and it is
-	// never closed; set when the lane is made.
+	// project's are (judge.Root{}), and it is never closed; set when the
+	// lane is made.
 	project bool
+	// commits is how an accepted claim of l's is committed, chosen when
+	// the lane is made: the project's tree as its test ran on it
+	// (commitTree), or a clone's candidate onto the branch
+	// (commitCandidate).
+	commits func(l *lane, ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error)
 	// record is where the store keeps its run in flight: the project's
 	// own lane's is Session.Run, a clone's is run.
 	record **store.Run
@@ -128,6 +133,28 @@ func (l *lane) root() judge.Root {
 		return judge.Root{}
 	}
 	return judge.Root{Dir: l.dir, Repo: l.repo}
+}
+
+// commit commits v, l's accepted claim judged as jd, in the project's
+// repository: onto, when set, is the branch's head its candidate was
+// judged on.
+func (l *lane) commit(ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error) {
+	return l.commits(l, ctx, v, jd, onto)
+}
+
+// commitTree commits the tree the daemon's test ran on, the project's own,
+// where its work was judged in place (branch.Commit).
+func (l *lane) commitTree(ctx context.Context, v branch.Verdict, jd judge.Judgement, _ string) (branch.Committed, error) {
+	v.Tree = jd.Tree
+	return branch.Commit(ctx, l.deps.repo, v)
+}
+
+// commitCandidate commits a clone's candidate, its tree merged onto the
+// branch as it was judged (onto, or the commit the lane was made from),
+// and moves the branch to it if it is still there (branch.CommitLane).
+func (l *lane) commitCandidate(ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error) {
+	v.Tree = jd.Candidate
+	return branch.CommitLane(ctx, l.deps.repo, v, firstNonEmpty(onto, l.baseHead))
 }
 
 // runRecord is the store's record of l's run in flight, nil when none.

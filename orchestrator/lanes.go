@@ -79,7 +79,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
-	l := &lane{deps: o.lanes.deps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head}
+	l := &lane{deps: o.lanes.deps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head, commits: (*lane).commitCandidate}
 	l.record = &l.run
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {

@@ -205,7 +205,7 @@ func New(opts Options) (*Orchestrator, error) {
 		session:   st.Session,
 		counters:  st.Counters,
 		tally:     tally{lastRun: st.LastRunSeq, lastTrans: st.LastTransSeq, totalCost: st.TotalCostUSD, runCount: st.RunCount},
-		lanes:     laneSet{home: &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true}, clones: map[string]*lane{}},
+		lanes:     laneSet{home: &lane{dir: opts.Project.Dir, repo: opts.Repo, project: true, commits: (*lane).commitTree}, clones: map[string]*lane{}},
 		requests:  make(chan request),
 		runEvents: make(chan any, 4),
 		quit:      make(chan struct{}),

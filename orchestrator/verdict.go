@@ -316,14 +316,7 @@ func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd ju
 			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
 			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
 		}
-		var done branch.Committed
-		var err error
-		if !l.project {
-			v.Tree = jd.Candidate
-			done, err = branch.CommitLane(context.Background(), o.opts.Repo, v, firstNonEmpty(onto, l.baseHead))
-		} else {
-			done, err = branch.Commit(context.Background(), o.opts.Repo, v)
-		}
+		done, err := l.commit(context.Background(), v, jd, onto)
 		switch {
 		case err != nil:
 			o.opts.Log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
