@@ -74,21 +74,53 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		return
 	}
 
+	jg := l.judging(act, res, out, o.listOrEmpty(), gitrepo.Tree(o.counters[act.run.Feature].Base))
+	in, ev2 := jg.in, jg.ev
+	ctx, cancel := context.WithCancel(context.Background())
+	o.lanes.job = &job{what: jg.what, feature: act.run.Feature, cancel: cancel, lane: l}
+	o.publish()
+	j, events := o.opts.Judge, o.runEvents
+	go func() {
+		ev2.jd = j.JudgeRun(ctx, in)
+		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
+			ev2.interrupted = "stopped"
+		}
+		cancel()
+		events <- ev2
+	}()
+}
+
+// judging is how the daemon judges a run of a lane that ended by itself,
+// off the loop: the judge's request, the event that reports its
+// judgement, and what the job is called meanwhile.
+type judging struct {
+	in   judge.RunEnd
+	ev   runJudged
+	what string
+}
+
+// judging is how l's run act, which ended with res and was prejudged as
+// out, is to be judged: on its change set against list, the canonical
+// list, and for a tester's claim with the daemon's own run of the test,
+// on the candidate the branch would hold for a clone, beside base (where
+// the feature's work began) for the project's own tree. The loop starts
+// the job.
+func (l *lane) judging(act *activeRun, res agents.Result, out statemachine.Outcome, list *progress.List, base gitrepo.Tree) judging {
 	in := judge.RunEnd{
 		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
-		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: o.listOrEmpty(), Root: l.root(),
+		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: list, Root: l.root(),
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
 	if out.Role == statemachine.Tester {
 		ev2.claimed = l.claim == act.run.Feature
 		if ev2.claimed {
-			ev2.refused = l.claimProblem(o.canonical.Feature(act.run.Feature), act.run.ID)
+			ev2.refused = l.claimProblem(list.Feature(act.run.Feature), act.run.ID)
 		}
 		// The daemon runs the test itself to judge a claim, and, when the
 		// tester found a failure (or a claim is refused), so that the
 		// retry reads the daemon's own output, not only the tester's word.
 		// (A claim refused in warn mode is accepted all the same: no run.)
-		switch mode := o.opts.Judge.Modes().Of(gates.TestedNeedsEvidence); {
+		switch mode := l.deps.judge.Modes().Of(gates.TestedNeedsEvidence); {
 		case !ev2.claimed:
 			in.Rerun = true
 		case ev2.refused != "":
@@ -102,9 +134,9 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		if in.Sweep && !l.project {
 			// A lane's claim is judged on what the branch would hold: its
 			// tree merged onto the branch as it is now.
-			head, headTree, _, err := o.opts.Repo.Head(context.Background())
+			head, headTree, _, err := l.deps.repo.Head(context.Background())
 			if err != nil {
-				o.opts.Log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
+				l.deps.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
 			in.Onto, in.OntoBase = head, l.baseHead
 			ev2.onto = head
@@ -114,27 +146,17 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		} else if in.Sweep {
 			// The project's own tree: without the claim's change is as
 			// the feature's work found it.
-			in.Alone = gitrepo.Tree(o.counters[act.run.Feature].Base)
+			in.Alone = base
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	o.lanes.job = &job{what: fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature), feature: act.run.Feature, cancel: cancel, lane: l}
+	what := fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature)
 	switch {
 	case in.Rerun && ev2.claimed && ev2.refused == "":
-		o.lanes.job.what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
+		what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
 	case in.Rerun:
-		o.lanes.job.what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
+		what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)
 	}
-	o.publish()
-	j, events := o.opts.Judge, o.runEvents
-	go func() {
-		ev2.jd = j.JudgeRun(ctx, in)
-		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
-			ev2.interrupted = "stopped"
-		}
-		cancel()
-		events <- ev2
-	}()
+	return judging{in: in, ev: ev2, what: what}
 }
 
 // listOrEmpty is the canonical list, or an empty one before the initializer.

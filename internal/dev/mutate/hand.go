@@ -410,7 +410,7 @@ var Hands = []Hand{
 		"orchestrator/runend.go", "\t\t\tin.Alone = headTree\n", "\t\t\t_ = headTree\n",
 		"orchestrator", "TestBlameTheRightFeature/bomb/parallel-2/earlier-first-true"},
 	{"in the project's own tree, a sweep's failing test is run on the tree the feature's work began from before the claim is charged with it",
-		"orchestrator/runend.go", "\t\t\tin.Alone = gitrepo.Tree(o.counters[act.run.Feature].Base)\n", "\n",
+		"orchestrator/runend.go", "\t\t\tin.Alone = base\n", "\n",
 		"orchestrator", "TestBlameTheRightFeature/bomb/parallel-1/earlier-first-true"},
 	{"an earlier feature's test that fails without the claim's change too is not charged to the claim",
 		"judge/verdict.go", "\tcase !r.Alone.Passed():\n\t\treturn BlameBranch\n", "\tcase !r.Alone.Passed():\n\t\treturn BlameClaim\n",
