@@ -148,12 +148,7 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 
 // onTestChecked takes the result of the check of l's feature's test.
 func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
-	jb := l.check
-	if jb != nil {
-		l.check = nil
-	} else {
-		jb, o.lanes.job = o.lanes.job, nil
-	}
+	jb := o.lanes.checkDone(l)
 	r := ev.result
 	if r.Interrupted {
 		if jb != nil && jb.interrupt != "" && o.stopAfter {
@@ -167,9 +162,7 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 	// The coding run decided on below starts from the tree the test ran
 	// on (startTree).
 	defer o.holdRecent(l, ev.tree, ev.at)()
-	if _, err := o.opts.Judge.WriteEvidence(ev.feature, 0, "before-code", r); err != nil {
-		o.opts.Log.Warn("could not keep the test's output", zap.Error(err))
-	}
+	found := l.checked(ev.feature, r, o.canonical)
 	if r.Env != nil {
 		// The machine, not the test, failed: the check is still due, and
 		// a resume runs it again.
@@ -178,36 +171,55 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 		return
 	}
 	c := o.counters[ev.feature]
-	code := ""
-	switch {
-	case r.Passed():
-		c.Red, code = string(statemachine.RedPasses), "vacuous_test"
-		c.RedDetail = fmt.Sprintf("%s's test `%s` passes before any code was written for it: it tests nothing the feature adds (or the feature is already there). Make the test fail until the feature exists, then `ctxgraphd ctl retry %s`", ev.feature, r.Command, ev.feature)
-	case r.CannotRun != "":
-		c.Red, code = string(statemachine.RedCannotRun), "test_cannot_run"
-		c.RedDetail = o.cannotRunDetail(ev.feature, r)
-	default:
-		c.Red = string(statemachine.RedFailing)
-		c.RedDetail = r.Summary()
-	}
+	c.Red, c.RedDetail = string(found.red), found.detail
 	o.setCounters(ev.feature, c)
-	if code != "" {
-		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RedBeforeGreen, Code: code,
+	if found.code != "" {
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.RedBeforeGreen, Code: found.code,
 			Context: control.TraceContext{Feature: ev.feature},
 			Event:   control.TraceEvent{WhatHappened: c.RedDetail, WhatWasCorrect: "a feature's test runs, and fails, until the feature exists", Why: "a test that cannot fail, or cannot run, makes nothing tested"}})
-		o.opts.Log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", code), zap.String("detail", c.RedDetail))
+		o.opts.Log.Warn("a feature's test is not red before any code", zap.String("feature", ev.feature), zap.String("code", found.code), zap.String("detail", c.RedDetail))
 	} else {
 		o.opts.Log.Info("a feature's test fails before any code, as it should", zap.String("feature", ev.feature))
 	}
 	o.step(l, nil)
 }
 
+// redCheck is what the check of a feature's test before its code found,
+// for the loop to apply to the feature's counters: its red state, what
+// it says, and the violation's code when the test is not red as it
+// should be ("" when it fails).
+type redCheck struct {
+	red          statemachine.RedState
+	detail, code string
+}
+
+// checked takes r, the result of the check of feature's test before its
+// code in l's tree: its output is kept as evidence, and what it found
+// returned. list is the canonical list (nil before the initializer).
+func (l *lane) checked(feature string, r judge.TestResult, list *progress.List) (found redCheck) {
+	if _, err := l.deps.judge.WriteEvidence(feature, 0, "before-code", r); err != nil {
+		l.deps.log.Warn("could not keep the test's output", zap.Error(err))
+	}
+	switch {
+	case r.Passed():
+		found.red, found.code = statemachine.RedPasses, "vacuous_test"
+		found.detail = fmt.Sprintf("%s's test `%s` passes before any code was written for it: it tests nothing the feature adds (or the feature is already there). Make the test fail until the feature exists, then `ctxgraphd ctl retry %s`", feature, r.Command, feature)
+	case r.CannotRun != "":
+		found.red, found.code = statemachine.RedCannotRun, "test_cannot_run"
+		found.detail = cannotRunDetail(feature, r, list)
+	default:
+		found.red = statemachine.RedFailing
+		found.detail = r.Summary()
+	}
+	return found
+}
+
 // cannotRunDetail says why a test cannot run and what to do about it.
-func (o *Orchestrator) cannotRunDetail(id string, r judge.TestResult) string {
+func cannotRunDetail(id string, r judge.TestResult, list *progress.List) string {
 	if strings.TrimSpace(r.Command) != "" {
 		return fmt.Sprintf("%s's test `%s` cannot run: %s. Fix the test command or add what it needs, then `ctxgraphd ctl retry %s`", id, r.Command, r.CannotRun, id)
 	}
-	if o.canonical != nil && o.canonical.Format == progress.FormatQuickstart {
+	if list != nil && list.Format == progress.FormatQuickstart {
 		return fmt.Sprintf("%s has no test command: feature-list.json is in the quickstart format, which has none. Rewrite it as {\"version\": 1, \"features\": [...]} and give each feature a \"test\" (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)
 	}
 	return fmt.Sprintf("%s has no test command, and a feature without one can never be accepted as tested. Give it a \"test\" in feature-list.json (one shell command that fails until the feature works), then `ctxgraphd ctl retry %s`", id, id)

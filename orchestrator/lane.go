@@ -32,11 +32,11 @@ import (
 
 // laneDeps is what a lane needs of the daemon, handed to it when it is
 // made, never the Orchestrator: the judge (its gates' modes, the hooks'
-// record of a run's commands, the daemon's own test runs), the project's
-// repository (where a lane's work is kept and its branch read), the
-// project's directory (where its evidence is copied), the trace sink and
-// the log. It is the seam of a lane (docs/architecture.md): what a lane
-// run elsewhere would be given.
+// record of a run's commands, the daemon's own test runs and their kept
+// output), the project's repository (where a lane's work is kept and its
+// branch read), the project's directory (where its evidence is copied),
+// the trace sink and the log. It is the seam of a lane
+// (docs/architecture.md): what a lane run elsewhere would be given.
 type laneDeps struct {
 	judge      *judge.Judge
 	repo       *gitrepo.Repo

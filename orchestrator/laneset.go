@@ -142,6 +142,19 @@ func (s *laneSet) jobLane() *lane {
 	return s.home
 }
 
+// checkDone takes the check of l's test that reported off the lanes and
+// returns it: l's own check, or, the project's lane's check being the
+// daemon's job, the job.
+func (s *laneSet) checkDone(l *lane) *job {
+	if jb := l.check; jb != nil {
+		l.check = nil
+		return jb
+	}
+	jb := s.job
+	s.job = nil
+	return jb
+}
+
 // nextQueued takes the first run end queued while a job was in flight.
 func (s *laneSet) nextQueued() (runEnded, bool) {
 	if len(s.queued) == 0 {
