@@ -31,8 +31,8 @@ func TestALaneNamedAfterAnotherLanesFilesReachesNone(t *testing.T) {
 	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/evil.sh":  "test -e refs/x\n",
-	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
-		progress.Feature{ID: evil, Test: "sh tests/evil.sh", Scope: []string{"config", "info/**", "refs/**"}})
+	}, progress.Feature{ID: evil, Test: "sh tests/evil.sh", Scope: []string{"config", "info/**", "refs/**"}},
+		progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}})
 	wrote := make(chan struct{})
 	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 		switch spec.FeatureID {

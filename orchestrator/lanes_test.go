@@ -18,6 +18,9 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // meeting lets scripts of runs wait for each other: a run that must see
@@ -158,11 +161,31 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 func TestLanesHoldFeaturesWhoseScopesOverlap(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
+	core, logs := observer.New(zap.DebugLevel)
+	h.logOpts = []zap.Option{zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) })}
 	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
 	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/**"}},
 		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/F-002.txt"}})
+	// heldFor reports whether the loop said it keeps waiting from starting
+	// because of inFlight, whose scope overlaps its own: what waits on
+	// what, as statemachine.Decide names it.
+	heldFor := func(waiting, inFlight string) bool {
+		want := fmt.Sprintf("%s waits for %s (in flight): their scopes overlap", waiting, inFlight)
+		for _, e := range logs.All() {
+			for _, v := range e.ContextMap() {
+				if s, ok := v.(string); ok && strings.Contains(s, want) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	tested := func(ctx context.Context, id string) bool {
+		fs, _ := h.current.Features(ctx)
+		return slices.ContainsFunc(fs, func(f control.Feature) bool { return f.ID == id && f.Tested })
+	}
 	var mu sync.Mutex
 	inFlight, most := 0, 0
 	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
@@ -170,10 +193,20 @@ func TestLanesHoldFeaturesWhoseScopesOverlap(t *testing.T) {
 		inFlight++
 		most = max(most, inFlight)
 		mu.Unlock()
-		// Not a synchronisation: the window in which a second coder,
-		// wrongly started beside this one, would be counted in flight.
-		// Nothing signals a start that must not happen.
-		time.Sleep(200 * time.Millisecond)
+		// This coder stays at work until the loop has shown that it holds
+		// the other feature for it (or the other is tested already), so
+		// that a second coder wrongly started beside it is counted however
+		// late it starts: its test is checked first, in a lane of its own.
+		// That second coder ends the wait too.
+		other := map[string]string{"F-001": "F-002", "F-002": "F-001"}[spec.FeatureID]
+		if !eventually.Within(20*time.Second, func() bool {
+			mu.Lock()
+			two := inFlight > 1
+			mu.Unlock()
+			return two || heldFor(other, spec.FeatureID) || tested(ctx, other)
+		}) {
+			h.t.Errorf("%s was neither held for %s nor started beside it", other, spec.FeatureID)
+		}
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
