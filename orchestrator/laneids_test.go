@@ -28,6 +28,11 @@ func TestALaneNamedAfterAnotherLanesFilesReachesNone(t *testing.T) {
 	h.cfg.Limits.Parallel = 2
 	marker := filepath.Join(t.TempDir(), "ran-outside-the-sandbox")
 	evil := "F-001.index.git"
+	// evil comes first in the list, so its lane opens first: a lane's
+	// private git directory is made when the lane opens, so a lane named
+	// after one made already could not even be cloned there (the session
+	// would stop); it is a clone made before F-001's lane opens that
+	// would become F-001's private git directory.
 	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/evil.sh":  "test -e refs/x\n",
