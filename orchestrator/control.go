@@ -230,7 +230,7 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 		}
 		// Edits made while paused are taken now, tests included: the
 		// record of the frozen tests follows a person.
-		o.syncFeatureList(false)
+		o.syncList(o.lanes.home, false)
 		o.refreeze("", "resumed by ctl")
 		o.transition(o.lanes.home, statemachine.Advance, "", "resumed by ctl")
 		o.step(o.lanes.home, nil)

@@ -5,41 +5,50 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
-// syncFeatureList reads feature-list.json and folds what changed into the
-// canonical copy, by the rules of who may change what:
+// syncList is the one sync of a lane's list: it reads what l's run
+// changed in the list in l's tree and folds into the canonical copy what
+// it may, by the rules of who may change what:
+//
+//   - while a run is in flight, its agent may move only its own feature's
+//     status (coder: in_progress/completed) or tested/evidence (tester;
+//     tested:true is a claim, kept in l for the verdict);
+//   - anything else is left out: written back, and reported.
+//
+// A clone's list is its run's alone, read when the run ends and given
+// again whole (giveList). The project's own lane's list is the project's
+// file, and its sync has the file's duties too (lane.project, set when the
+// lane is made):
 //
 //   - before the initializer has written a valid list, a valid list on disk
 //     becomes canonical (tested reset to false: nothing is tested yet);
-//   - while a run is in flight, its agent may move only its own feature's
-//     status (coder: in_progress/completed) or tested/evidence (tester;
-//     tested:true is a claim, accepted after the run by verdict);
 //   - while no run is in flight, a person may edit anything, but tested:true
 //     only while the session is paused;
-//   - anything else is reverted on disk and reported.
+//   - an unreadable or invalid file is reported and the last good state
+//     kept (listUnreadable).
 //
-// An unreadable or invalid file is reported and the last good state kept.
-// A person's broken file is left alone for them to fix; an agent's is
-// restored when its run ends (runEnded true). While a run is in flight, an
-// invalid file that can be its own write half-way is neither, yet. It reports whether the
-// canonical list changed, or a problem that held the loop is gone: what can
-// give the loop new work. The file is the project's, in the project's own
-// lane (o.lanes.home), whose run in flight is the "run" above; a clone's list is
-// syncLaneList's.
-func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
-	act := o.lanes.home.active
-	held := o.listFile.problem != ""
+// It reports whether the canonical list changed, or a problem of the
+// project's file that held the loop is gone: what can give the loop new
+// work.
+func (o *Orchestrator) syncList(l *lane, runEnded bool) (changed bool) {
+	act := l.active
+	if !l.project && (act == nil || o.canonical == nil || l.given == nil) {
+		return false // nothing of a clone's is read but its run's
+	}
+	held := l.project && o.listFile.problem != ""
 	defer func() {
 		// A problem that held the loop and is gone (the file fixed, or
 		// removed) gives the loop its work back, changed list or not.
@@ -47,96 +56,22 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			changed = true
 		}
 	}()
-	dir := o.opts.Project.Progress()
-	l, data, err := progress.ReadFeatureList(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if o.canonical != nil {
-			o.opts.Log.Warn("feature-list.json was deleted; restoring the canonical copy")
-			o.violation(act, gates.RoleWritePolicy, "feature-list.json was deleted")
-			o.writeFeatureList()
-		}
-		// No file is no problem of a file: a broken one that is gone
-		// (a person gave up on it, a run's leftover was put back) no
-		// longer holds the loop.
-		o.setProblem("")
-		return false
-	case treefile.IsNotFile(err) && o.canonical != nil:
-		// A link (or a pipe) in the list's place is not read through: the
-		// canonical copy replaces it, as it replaces a deleted list.
-		o.opts.Log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
-		o.violation(act, gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
-		o.writeFeatureList()
-		o.setProblem("")
-		return false
-	case err != nil:
-		if act != nil && !runEnded && o.agentMayBeWritingList(act.run.ID, data) {
-			// The run in flight is writing the file (its Write lands in
-			// more than one piece), or its sandbox holds an empty one
-			// there for a command: read half-way, it is nobody's problem.
-			// Whose it is, if it is still invalid, is told at the run's
-			// end, which reads the file again.
-			o.opts.Log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
-			return false
-		}
-		o.listFile.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
-		if !o.listFile.problemFromAgent {
-			// A person's edit, half-way perhaps: theirs to finish. It is
-			// kept, and no run starts until the file is valid again.
-			o.setProblem(err.Error() + " (written by a person, not by an agent: the daemon waits until it is valid)")
-			return false
-		}
-		o.setProblem(err.Error())
-		if o.canonical != nil && runEnded {
-			o.opts.Log.Warn("restoring feature-list.json after a run left it invalid", zap.Error(err))
-			o.writeFeatureList()
-			o.setProblem("")
-		}
+	disk, data, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
+	if err != nil {
+		o.listUnreadable(l, data, err, runEnded)
 		return false
 	}
-	o.setProblem("")
-	if o.listFile.ownWrite != nil && bytes.Equal(data, o.listFile.ownWrite) {
-		return false
+	if l.project {
+		o.setProblem("")
+		if o.listFile.ownWrite != nil && bytes.Equal(data, o.listFile.ownWrite) {
+			return false
+		}
+		if o.canonical == nil {
+			return o.firstList(l, disk, runEnded)
+		}
 	}
 
-	if o.canonical == nil {
-		if act != nil && role.Role(act.run.Role) == role.Initializer && (!runEnded || act.silent) {
-			// The initializer's list is taken when its run has ended, and
-			// only from a run whose gates were running: not half-way, and
-			// not from a run whose hooks never checked in.
-			return false
-		}
-		reset := false
-		for i := range l.Features {
-			if l.Features[i].Tested {
-				l.Features[i].Tested, reset = false, true
-				o.violation(act, gates.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", l.Features[i].ID))
-			}
-			if l.Features[i].Status == "" {
-				l.Features[i].Status = progress.Pending
-			}
-		}
-		o.canonical = l
-		o.markNewFeatures()
-		o.pending.FeatureList = l.Marshal()
-		if act == nil {
-			// A person's list: its tests are frozen now. An initializer's
-			// are frozen when its run ends, with all it wrote.
-			o.refreeze("", "the feature list was accepted")
-		}
-		o.persist()
-		o.opts.Log.Info("feature list accepted", zap.Int("features", len(l.Features)), zap.String("format", l.Format.String()))
-		if l.Format == progress.FormatQuickstart {
-			o.opts.Log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
-		}
-		if reset && l.Format == progress.FormatV1 {
-			// Keep the author's formatting unless something was reset.
-			o.writeFeatureList()
-		}
-		return true
-	}
-
-	merged, shown := o.merge(o.lanes.home, l)
+	merged, shown := o.merge(l, disk)
 	changedCanonical := !bytes.Equal(merged.Marshal(), o.canonical.Marshal())
 	if changedCanonical {
 		o.canonical = merged
@@ -148,8 +83,15 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 			o.refreeze("", "a person changed the feature list")
 		}
 		o.persist()
+		if !l.project {
+			o.writeFeatureList() // the project's file follows the canonical list
+		}
 	}
-	rejected := progress.Diff(shown, l)
+	if !l.project {
+		l.giveList(o.canonical)
+		return changedCanonical
+	}
+	rejected := progress.Diff(shown, disk)
 	if len(rejected) > 0 {
 		for _, c := range rejected {
 			o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
@@ -157,6 +99,105 @@ func (o *Orchestrator) syncFeatureList(runEnded bool) (changed bool) {
 		o.writeShown(shown)
 	}
 	return changedCanonical
+}
+
+// listUnreadable is syncList's step for a list in l's tree that could not
+// be read (err; data, what was there). A clone's is its run's doing, and
+// given again. The project's: a deleted list, or something not a file in
+// its place, is restored from the canonical copy; an invalid one is
+// a person's to fix (and holds the loop until it is valid), or an agent's,
+// restored when its run ends (runEnded); while a run is in flight, an
+// invalid file that can be its own write half-way is neither, yet.
+func (o *Orchestrator) listUnreadable(l *lane, data []byte, err error, runEnded bool) {
+	act := l.active
+	if !l.project {
+		o.violation(act, gates.RoleWritePolicy, fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err))
+		l.giveList(o.canonical)
+		return
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if o.canonical != nil {
+			o.opts.Log.Warn("feature-list.json was deleted; restoring the canonical copy")
+			o.violation(act, gates.RoleWritePolicy, "feature-list.json was deleted")
+			o.writeFeatureList()
+		}
+		// No file is no problem of a file: a broken one that is gone
+		// (a person gave up on it, a run's leftover was put back) no
+		// longer holds the loop.
+		o.setProblem("")
+		return
+	case treefile.IsNotFile(err) && o.canonical != nil:
+		// A link (or a pipe) in the list's place is not read through: the
+		// canonical copy replaces it, as it replaces a deleted list.
+		o.opts.Log.Warn("feature-list.json is not a regular file; restoring the canonical copy", zap.Error(err))
+		o.violation(act, gates.RoleWritePolicy, "feature-list.json was replaced by something that is not a regular file ("+err.Error()+")")
+		o.writeFeatureList()
+		o.setProblem("")
+		return
+	}
+	if act != nil && !runEnded && o.agentMayBeWritingList(act.run.ID, data) {
+		// The run in flight is writing the file (its Write lands in
+		// more than one piece), or its sandbox holds an empty one
+		// there for a command: read half-way, it is nobody's problem.
+		// Whose it is, if it is still invalid, is told at the run's
+		// end, which reads the file again.
+		o.opts.Log.Debug("feature-list.json is invalid half-way through the write of the run in flight; it is judged when the run ends", zap.String("run", act.run.ID), zap.Error(err))
+		return
+	}
+	o.listFile.problemFromAgent = act != nil && o.agentMayHaveWrittenList(act.run.ID, data)
+	if !o.listFile.problemFromAgent {
+		// A person's edit, half-way perhaps: theirs to finish. It is
+		// kept, and no run starts until the file is valid again.
+		o.setProblem(err.Error() + " (written by a person, not by an agent: the daemon waits until it is valid)")
+		return
+	}
+	o.setProblem(err.Error())
+	if o.canonical != nil && runEnded {
+		o.opts.Log.Warn("restoring feature-list.json after a run left it invalid", zap.Error(err))
+		o.writeFeatureList()
+		o.setProblem("")
+	}
+}
+
+// firstList is syncList's step for the project's list before any is
+// canonical: list, valid, becomes canonical (tested reset to false:
+// nothing is tested yet). The initializer's is taken when its run has
+// ended, and only from a run whose gates were running.
+func (o *Orchestrator) firstList(l *lane, list *progress.List, runEnded bool) bool {
+	act := l.active
+	if act != nil && role.Role(act.run.Role) == role.Initializer && (!runEnded || act.silent) {
+		// Not half-way, and not from a run whose hooks never checked in.
+		return false
+	}
+	reset := false
+	for i := range list.Features {
+		if list.Features[i].Tested {
+			list.Features[i].Tested, reset = false, true
+			o.violation(act, gates.TestedNeedsEvidence, fmt.Sprintf("%s was written with tested: true before any test ran; reset to false", list.Features[i].ID))
+		}
+		if list.Features[i].Status == "" {
+			list.Features[i].Status = progress.Pending
+		}
+	}
+	o.canonical = list
+	o.markNewFeatures()
+	o.pending.FeatureList = list.Marshal()
+	if act == nil {
+		// A person's list: its tests are frozen now. An initializer's
+		// are frozen when its run ends, with all it wrote.
+		o.refreeze("", "the feature list was accepted")
+	}
+	o.persist()
+	o.opts.Log.Info("feature list accepted", zap.Int("features", len(list.Features)), zap.String("format", list.Format.String()))
+	if list.Format == progress.FormatQuickstart {
+		o.opts.Log.Warn("feature-list.json is in the quickstart format, which has no test commands: no feature can be accepted as tested until it has one; rewrite it as {\"version\": 1, \"features\": [...]} with a \"test\" for each feature")
+	}
+	if reset && list.Format == progress.FormatV1 {
+		// Keep the author's formatting unless something was reset.
+		o.writeFeatureList()
+	}
+	return true
 }
 
 // merge applies the allowed part of disk, the list of l's tree, to the
@@ -186,11 +227,19 @@ func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progr
 		}
 		return merged, l.withClaim(merged)
 	}
+	// The project's file is read against the canonical list it shows; a
+	// clone's against the list it was given (giveList).
+	base := o.canonical
+	if !l.project {
+		base = l.given
+	}
 	merged = o.canonical.Clone()
-	for _, v := range l.runChanges(o.canonical, disk, merged) {
-		// What it refused is written back, and recorded with the rest
-		// of what the write back undoes (syncFeatureList).
-		if !v.refused {
+	for _, v := range l.runChanges(base, disk, merged) {
+		// What the project's run refused is written back, and recorded
+		// with the rest of what the write back undoes (syncList); a
+		// clone's list is given again whole, so its refusals are
+		// recorded here.
+		if !v.refused || !l.project {
 			o.violationMode(l.active, v.gate, v.code, v.what)
 		}
 	}

@@ -59,7 +59,7 @@ type lane struct {
 	active *activeRun    // its run in flight, if any
 	claim  string        // the feature whose tester wrote tested: true, pending the verdict
 	// project: this is the project's own work tree, not a clone. Its list
-	// is the project's (syncFeatureList), its runs are judged where the
+	// is the project's file (Orchestrator.syncList), its runs are judged where the
 	// project's are (judge.Root{}), and it is never closed; set when the
 	// lane is made.
 	project bool
@@ -189,44 +189,12 @@ func (l *lane) giveList(canonical *progress.List) {
 	l.given = shown
 }
 
-// listSync is what l's run changed in its copy of the feature list, for
-// the loop to apply: the canonical list it makes (nil: unchanged) and the
-// changes refused or let through in warn mode, to be recorded.
-type listSync struct {
-	list       *progress.List
-	violations []listViolation
-}
-
 // listViolation is one change of the list a gate refused (code
 // "reverted", refused) or, in warn mode, let through
 // (Orchestrator.violationMode).
 type listViolation struct {
 	gate, code, what string
 	refused          bool
-}
-
-// syncList takes what l's run changed in its copy of canonical, by the
-// rules of gates.ListChange (the hook's): its own feature's status, or
-// tested and evidence (tested: true is the tester's claim, kept in l for
-// the verdict); anything else is a violation, and left out. The loop then
-// gives the lane the canonical list again (giveList).
-func (l *lane) syncList(canonical *progress.List) (out listSync) {
-	act := l.active
-	if act == nil || canonical == nil || l.given == nil {
-		return out
-	}
-	disk, _, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
-	if err != nil {
-		out.violations = append(out.violations, listViolation{gate: gates.RoleWritePolicy, code: "reverted", refused: true,
-			what: fmt.Sprintf("%s left its lane's feature-list.json unreadable (%v); written again", act.actor(), err)})
-		return out
-	}
-	merged := canonical.Clone()
-	out.violations = l.runChanges(l.given, disk, merged)
-	if string(merged.Marshal()) != string(canonical.Marshal()) {
-		out.list = merged
-	}
-	return out
 }
 
 // runChanges folds into merged, a copy of the canonical list, what l's run
@@ -236,7 +204,7 @@ func (l *lane) syncList(canonical *progress.List) (out listSync) {
 // tester's claim, kept in l for the verdict, never canonical here. It
 // returns the changes it refused (left out, so written back) or let
 // through in warn mode, in order: the one rule for the project's own tree
-// (Orchestrator.merge) and a clone (syncList).
+// and a clone (Orchestrator.merge).
 func (l *lane) runChanges(base, disk, merged *progress.List) []listViolation {
 	act := l.active
 	run := act.run

@@ -215,28 +215,6 @@ func (o *Orchestrator) laneGone(feature string) {
 	}
 }
 
-// syncLaneList applies to the session what l's run changed in its copy
-// of the feature list (lane.syncList): the violations are recorded, the
-// canonical list taken and written; then l is given the canonical list
-// again.
-func (o *Orchestrator) syncLaneList(l *lane) {
-	act := l.active
-	if act == nil || o.canonical == nil || l.given == nil {
-		return
-	}
-	out := l.syncList(o.canonical)
-	for _, v := range out.violations {
-		o.violationMode(act, v.gate, v.code, v.what)
-	}
-	if out.list != nil {
-		o.canonical = out.list
-		o.pending.FeatureList = out.list.Marshal()
-		o.persist()
-		o.writeFeatureList()
-	}
-	l.giveList(o.canonical)
-}
-
 // closeSettledLane closes l when its feature no longer needs it: a
 // person set it aside, removed it, or marked it tested meanwhile. A
 // set-aside feature's work is kept, as a blocked one's is.

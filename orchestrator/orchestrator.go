@@ -291,7 +291,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				return fmt.Errorf("watch %s: %w", progressDir, err)
 			}
 		case <-changed:
-			if o.syncFeatureList(false) {
+			if o.syncList(o.lanes.home, false) {
 				o.afterListChange(o.lanes.home)
 			} else {
 				o.persist() // violations and problems found on the way
@@ -409,7 +409,7 @@ func (o *Orchestrator) recover() {
 		o.opts.Log.Info("resuming after an interrupted run", zap.String("run", r.ID), zap.String("role", r.Role), zap.String("feature", r.Feature))
 		// Its writes since the crash are judged as that run's writes.
 		o.lanes.home.active = &activeRun{run: *r}
-		o.syncFeatureList(true)
+		o.syncList(o.lanes.home, true)
 		o.lanes.home.active = nil
 		o.dropUnjudgedClaim(o.lanes.home)
 		o.judgeLeftovers(o.lanes.home, *r)
@@ -420,7 +420,7 @@ func (o *Orchestrator) recover() {
 		o.step(o.lanes.home, &statemachine.Outcome{Role: statemachine.Role(r.Role), Feature: r.Feature, Interrupted: true})
 		return
 	}
-	o.syncFeatureList(true)
+	o.syncList(o.lanes.home, true)
 	switch statemachine.State(o.session.State) {
 	case statemachine.Paused:
 		o.persist()

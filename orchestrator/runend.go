@@ -48,11 +48,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	act.silent = act.hooksKilled || o.untrusted(act, res)
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
-	if l.project {
-		o.syncFeatureList(true)
-	} else {
-		o.syncLaneList(l)
-	}
+	o.syncList(l, true)
 	l.active = nil
 
 	if why != "" {
