@@ -137,12 +137,10 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 		return false, firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
 	}
 	reject := func(why, output string) (bool, string) {
-		o.opts.Log.Warn("tested:true rejected", zap.String("feature", id), zap.String("why", why))
-		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "verdict_rejected",
-			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
-			Event:   control.TraceEvent{WhatHappened: why + output, WhatWasCorrect: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run", Why: "tested must mean tested"}})
-		o.writeFeatureList() // the canonical copy still says tested: false
-		return false, why
+		return o.refuse(run, refusal{why: why, code: "verdict_rejected", happened: why + output,
+			correct: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run",
+			because: "tested must mean tested",
+			log:     "tested:true rejected", logged: []zap.Field{zap.String("feature", id), zap.String("why", why)}})
 	}
 	mode := o.opts.Judge.Modes().Of(gates.TestedNeedsEvidence)
 	if jd.Blocks() {
@@ -196,9 +194,32 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 			why = fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id)
 		}
 		o.rebaseLane(l, why)
-		return o.rejectRegressions(id, run, jd.Regressions)
+		return o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))
 	}
 	return o.accept(l, f, run, jd, &log, ev.onto)
+}
+
+// refusal is a claim the verdict refused, for the loop to apply
+// (refuse): the reason the run is told, the trace of gate
+// tested-needs-evidence it leaves, and the warning logged.
+type refusal struct {
+	why                        string // the verdict's reason
+	code                       string // the trace's code
+	happened, correct, because string // the trace's event
+	log                        string
+	logged                     []zap.Field
+}
+
+// refuse applies r, a refusal of run's claim: it is logged and traced,
+// and the list written back, since the canonical copy still says
+// tested: false. It returns the verdict (refused, and why).
+func (o *Orchestrator) refuse(run store.Run, r refusal) (bool, string) {
+	o.opts.Log.Warn(r.log, r.logged...)
+	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: r.code,
+		Context: control.TraceContext{Agent: string(role.Tester), Feature: run.Feature, Run: run.ID},
+		Event:   control.TraceEvent{WhatHappened: r.happened, WhatWasCorrect: r.correct, Why: r.because}})
+	o.writeFeatureList()
+	return false, r.why
 }
 
 // rejectRegressions refuses a claim whose own test passed on a tree where
@@ -206,7 +227,9 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 // trees on which every tested feature passes. It is the attempt's failure,
 // charged like a failing test (the coder's change broke them), and the
 // retry is told which tests broke and how (the diagnosis, from the first).
-func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judge.Regression) (bool, string) {
+// The output of each broken test is kept as the feature's evidence; the
+// refusal is returned for the loop to apply (refuse).
+func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judge.Regression) refusal {
 	var names, logs []string
 	for _, b := range broken {
 		names = append(names, b.Feature)
@@ -216,14 +239,10 @@ func (o *Orchestrator) rejectRegressions(id string, run store.Run, broken []judg
 	}
 	why := fmt.Sprintf("%s's own test passed, but on its tree the frozen test of %s, tested before it, does not: %s",
 		id, strings.Join(names, ", "), broken[0].Test.Summary())
-	o.opts.Log.Warn("tested:true rejected: it breaks features tested before it", zap.String("feature", id), zap.Strings("broken", names))
-	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "breaks_tested",
-		Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
-		Event: control.TraceEvent{WhatHappened: why + " (output in " + strings.Join(logs, ", ") + ")",
-			WhatWasCorrect: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
-			Why:            "the branch only ever holds trees on which every tested feature passes"}})
-	o.writeFeatureList() // the canonical copy still says tested: false
-	return false, why
+	return refusal{why: why, code: "breaks_tested", happened: why + " (output in " + strings.Join(logs, ", ") + ")",
+		correct: "a feature is tested only on a tree where every feature tested before it still passes its frozen test",
+		because: "the branch only ever holds trees on which every tested feature passes",
+		log:     "tested:true rejected: it breaks features tested before it", logged: []zap.Field{zap.String("feature", id), zap.Strings("broken", names)}}
 }
 
 // failing is the daemon's test run that a retry must hear about: the

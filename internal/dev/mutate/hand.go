@@ -28,7 +28,7 @@ type Hand struct {
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
 	{"after a claim the sweep refused, the next attempt starts in a fresh lane from the branch, whether or not the branch moved",
-		"orchestrator/verdict.go", "\t\to.rebaseLane(l, why)\n\t\treturn o.rejectRegressions(id, run, jd.Regressions)", "\t\tif ev.onto != \"\" && ev.onto != l.baseHead {\n\t\t\to.rebaseLane(l, why)\n\t\t}\n\t\treturn o.rejectRegressions(id, run, jd.Regressions)",
+		"orchestrator/verdict.go", "\t\to.rebaseLane(l, why)\n\t\treturn o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))", "\t\tif ev.onto != \"\" && ev.onto != l.baseHead {\n\t\t\to.rebaseLane(l, why)\n\t\t}\n\t\treturn o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))",
 		"orchestrator", "TestARefusedClaimStartsAgainInAFreshLane"},
 	{"a test run's logged CPU time is its processes' (make bench reads it)",
 		"judge/testrun.go", "cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()", "cpu += cmd.ProcessState.SystemTime()",
