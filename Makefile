@@ -111,20 +111,20 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
-# The packages' own tests first (about 4 minutes), then the end-to-end
-# tests, which drive the real CLI and are most of the time (about 12
-# minutes on a quiet 2-core machine, estimated from single tests' times:
+# The packages' own tests first (about 5 minutes), then the end-to-end
+# tests, which drive the real CLI and are most of the time (about 25
+# minutes on a quiet 2-core machine, measured on a fresh clone:
 # docs/DEVELOPING.md): each step says so.
 # Both print go test's usual lines (ok, FAIL, the failures with their
 # output, a closing DONE line); the end says which ten tests took longest,
 # so that a suite growing slower is seen. The exit status is the tests'.
 test: deps claude sandbox viewers vet $(GOTESTSUM)
 	@rm -rf $(TESTRUN) && mkdir -p $(TESTRUN)
-	@echo "== package tests, with -race (about 4 minutes on a quiet 2-core machine)"
+	@echo "== package tests, with -race (about 5 minutes on a quiet 2-core machine)"
 	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/packages.json -- \
 		$(GO) test -json -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$') || \
 	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/packages.json; exit $$status; }
-	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 12 minutes on a quiet 2-core machine)"
+	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 25 minutes on a quiet 2-core machine)"
 	@status=0; \
 	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/e2e.json -- \
 		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./e2e || \
