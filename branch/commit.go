@@ -51,14 +51,7 @@ func Commit(ctx context.Context, repo *gitrepo.Repo, v Verdict) (Committed, erro
 	if err != nil {
 		return Committed{}, err
 	}
-	parent := head
-	if on != "" {
-		parent = on
-	}
-	var parents []string
-	if parent != "" {
-		parents = []string{parent}
-	}
+	parents := parentOf(head, on)
 	c, err := repo.Commit(ctx, v.Tree, parents, commitMessage(v), Author)
 	if err != nil {
 		return Committed{}, err
@@ -234,14 +227,7 @@ func Preserve(ctx context.Context, repo *gitrepo.Repo, feature, why string, base
 	if err != nil {
 		return "", nil, err
 	}
-	parent := head
-	if on != "" {
-		parent = on
-	}
-	var parents []string
-	if parent != "" {
-		parents = []string{parent}
-	}
+	parents := parentOf(head, on)
 	msg := fmt.Sprintf("%s: blocked, work kept by ctxgraphd\n\n%s\n\nctxgraphd-feature: %s\nctxgraphd-verdict: blocked\n", feature, why, feature)
 	commit, err = repo.Commit(ctx, now, parents, msg, Author)
 	if err != nil {
@@ -324,4 +310,17 @@ func commitMessage(v Verdict) string {
 	fmt.Fprintf(&b, "Tested by ctxgraphd: on attempt %d, the daemon's own run of `%s` passed on exactly this tree.\n\n", v.Attempt, v.Feature.Test)
 	fmt.Fprintf(&b, "ctxgraphd-feature: %s\nctxgraphd-attempt: %d\nctxgraphd-run: %s\nctxgraphd-verdict: %s\n", v.Feature.ID, v.Attempt, v.Run, v.Trace)
 	return b.String()
+}
+
+// parentOf is the parent a verdict's commit is made on: the tested commit
+// the feature's work began on, when it began on one (on), else the
+// branch's head; none on an unborn branch.
+func parentOf(head, on string) []string {
+	if on != "" {
+		return []string{on}
+	}
+	if head != "" {
+		return []string{head}
+	}
+	return nil
 }
