@@ -59,9 +59,12 @@ type Config struct {
 	Protected []string `yaml:"gates.protected"` // the dotted name: a key of the gates section
 	Sandbox   Sandbox  `yaml:"sandbox"`
 	Git       Git      `yaml:"git"`
-	Notify    Notify   `yaml:"notify"`
-	Graph     Graph    `yaml:"graph"`
-	Log       Log      `yaml:"log"`
+	// Executor is where lanes run: ExecutorLocal or ExecutorNATS.
+	Executor string `yaml:"executor"`
+	NATS     NATS   `yaml:"nats"`
+	Notify   Notify `yaml:"notify"`
+	Graph    Graph  `yaml:"graph"`
+	Log      Log    `yaml:"log"`
 }
 
 // Graph configures the context graph.
@@ -111,6 +114,31 @@ type Sandbox struct {
 type Git struct {
 	// Commit: one commit of exactly the tested tree per tested feature.
 	Commit bool `yaml:"commit"`
+}
+
+// Executors: where a lane runs (issue 27). ExecutorNATS is being built:
+// its transport exists (package fleet), lanes do not yet run on workers.
+const (
+	ExecutorLocal = "local" // in clones on the daemon's machine
+	ExecutorNATS  = "nats"  // on workers that pull lanes over NATS JetStream
+)
+
+// NATS configures the transport of executor nats.
+type NATS struct {
+	// URL is the NATS server the daemon and its workers meet on; "": the
+	// server embedded in the daemon.
+	URL string `yaml:"url"`
+	// Listen is the embedded server's one client listener, host:port;
+	// "": 127.0.0.1 on a port of the system's choosing. A listener other
+	// machines can reach needs TLS (ListenIsLoopback).
+	Listen string `yaml:"listen"`
+	TLS    TLS    `yaml:"tls"`
+}
+
+// TLS is the embedded server's certificate: PEM files, both or neither.
+type TLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
 
 // Agent configures the `claude -p` runs.
@@ -177,7 +205,8 @@ func Default() *Config {
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains), FetchDomains: toolchain.DocHosts(),
 			MaxProcesses: 4096, MaxFileMB: 100},
-		Git: Git{Commit: true},
+		Git:      Git{Commit: true},
+		Executor: ExecutorLocal,
 		// About a screen of text: a model reads it on every turn.
 		Graph: Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:   Log{Level: "info", Format: "console"},

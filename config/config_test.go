@@ -68,6 +68,7 @@ func TestDefault(t *testing.T) {
 		Protected: DefaultProtected,
 		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, FetchDomains: toolchain.DocHosts(), MaxProcesses: 4096, MaxFileMB: 100},
 		Git:       Git{Commit: true},
+		Executor:  ExecutorLocal,
 		Graph:     Graph{PrecedentTokens: 600, GuardThreshold: 3},
 		Log:       Log{Level: "info", Format: "console"},
 	}
@@ -306,7 +307,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"unknown key far from any", "agent:\n  colour: blue\n",
 			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after`},
 		{"unknown section far from any", "telemetry:\n  on: true\n",
-			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, notify, graph, log`},
+			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, executor, nats, notify, graph, log`},
 		{"value where a section goes", "agent: claude\n",
 			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after), found the value "claude"`},
 		{"mapping where a value goes", "agent:\n  timeout:\n    run: 5m\n",
@@ -784,6 +785,42 @@ func TestValidate(t *testing.T) {
 			`notify.webhook: "ftp://hooks.example/" is not allowed: want an http or https URL, or empty`},
 		{"webhook without a host", func(c *Config) { c.Notify.Webhook = "https:///x" },
 			`notify.webhook: "https:///x" is not allowed: want an http or https URL, or empty`},
+		{"executor nats", func(c *Config) { c.Executor = ExecutorNATS }, ""},
+		{"unknown executor", func(c *Config) { c.Executor = "kubernetes" },
+			`executor: "kubernetes" is not allowed: want one of local, nats`},
+		{"nats: an external server", func(c *Config) { c.NATS.URL = "tls://nats.example:4222" }, ""},
+		{"nats: a URL of another scheme", func(c *Config) { c.NATS.URL = "http://nats.example:4222" },
+			`nats.url: "http://nats.example:4222" is not allowed: want a nats:// or tls:// URL, or empty`},
+		{"nats: loopback listener on a port of its own", func(c *Config) { c.NATS.Listen = "127.0.0.1:4222" }, ""},
+		{"nats: IPv6 loopback listener", func(c *Config) { c.NATS.Listen = "[::1]:4222" }, ""},
+		{"nats: loopback listener with TLS", func(c *Config) { c.NATS.TLS = TLS{Cert: "/etc/c.pem", Key: "/etc/k.pem"} }, ""},
+		{"nats: every interface with TLS", func(c *Config) {
+			c.NATS.Listen = "0.0.0.0:4222"
+			c.NATS.TLS = TLS{Cert: "/etc/c.pem", Key: "/etc/k.pem"}
+		}, ""},
+		{"nats: every interface without TLS", func(c *Config) { c.NATS.Listen = ":4222" },
+			`nats.listen: ":4222" is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1`},
+		{"nats: a LAN address without TLS", func(c *Config) { c.NATS.Listen = "10.0.0.5:4222" },
+			`nats.listen: "10.0.0.5:4222" is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1`},
+		{"nats: localhost is a name, not an address", func(c *Config) { c.NATS.Listen = "localhost:4222" },
+			`nats.listen: "localhost:4222" is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1`},
+		{"nats: a certificate without its key", func(c *Config) {
+			c.NATS.Listen = "0.0.0.0:4222"
+			c.NATS.TLS.Cert = "/etc/c.pem"
+		}, "nats.tls.key: empty while nats.tls.cert is set: set both (a certificate and its key), or neither\n" +
+			`nats.listen: "0.0.0.0:4222" is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1`},
+		{"nats: a key without its certificate", func(c *Config) { c.NATS.TLS.Key = "/etc/k.pem" },
+			"nats.tls.cert: empty while nats.tls.key is set: set both (a certificate and its key), or neither"},
+		{"nats: a relative certificate path", func(c *Config) { c.NATS.TLS = TLS{Cert: "c.pem", Key: "/etc/k.pem"} },
+			`nats.tls.cert: "c.pem" is not allowed: want an absolute path to a PEM file, or empty`},
+		{"nats: listen without a port", func(c *Config) { c.NATS.Listen = "127.0.0.1" },
+			`nats.listen: "127.0.0.1" is not allowed: want host:port, or empty`},
+		{"nats: listen on a port out of range", func(c *Config) { c.NATS.Listen = "127.0.0.1:70000" },
+			`nats.listen: "127.0.0.1:70000" is not allowed: want host:port, or empty`},
+		{"nats: an external server and a listener", func(c *Config) {
+			c.NATS.URL = "nats://nats.example:4222"
+			c.NATS.Listen = "127.0.0.1:4222"
+		}, `nats.url: "nats://nats.example:4222" names a server of its own, so the embedded server's nats.listen and nats.tls are not used: remove one or the other`},
 		{"every problem", func(c *Config) { c.Agent.Command = ""; c.Budget.SessionUSD = -1 },
 			"agent.command: \"\" is not allowed: want a program name on PATH or a path to it, not empty\n" +
 				`budget.session_usd: "-1" is not allowed: want a number >= 0`},
@@ -842,10 +879,19 @@ func TestRegistryCoversConfig(t *testing.T) {
 		envs[k.envName()] = k.name
 	}
 
-	// Setting each key through a layer changes that key and no other.
+	// Setting each key through a layer changes that key and no other
+	// (and its companions: keys that are valid only together).
+	companions := map[string]map[string]string{
+		"nats.tls.cert": {"nats.tls.key": "/x/key.pem"},
+		"nats.tls.key":  {"nats.tls.cert": "/x/cert.pem"},
+	}
 	for _, k := range registry {
 		v := nonDefault(k)
-		cfg, prov, err := Load(Sources{UserFile: "-", Env: []string{}, Flags: map[string]string{k.name: v}})
+		flags := map[string]string{k.name: v}
+		for name, cv := range companions[k.name] {
+			flags[name] = cv
+		}
+		cfg, prov, err := Load(Sources{UserFile: "-", Env: []string{}, Flags: flags})
 		if err != nil {
 			t.Errorf("--set %s=%s: %v", k.name, v, err)
 			continue
@@ -854,6 +900,9 @@ func TestRegistryCoversConfig(t *testing.T) {
 			t.Errorf("after --set %s=%s the key reads %q", k.name, v, got)
 		}
 		k.set(cfg, k.get(Default()))
+		for name := range companions[k.name] {
+			byName[name].set(cfg, byName[name].get(Default()))
+		}
 		if !reflect.DeepEqual(cfg, Default()) {
 			t.Errorf("--set %s changed other keys: %+v", k.name, cfg)
 		}
@@ -866,7 +915,7 @@ func TestRegistryCoversConfig(t *testing.T) {
 // nonDefault returns a valid raw value of k that differs from its default.
 func nonDefault(k *key) string {
 	def := raw(k.get(Default()))
-	for _, v := range []string{"x-other", "7m0s", "7", "2048", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh", "https://hooks.example/x"} {
+	for _, v := range []string{"x-other", "7m0s", "7", "2048", "true", "false", "2.5", "warn", "debug", "json", "/x/other", "x/**,y/*.sh", "https://hooks.example/x", "nats", "nats://nats.example:4222", "127.0.0.1:4222"} {
 		if _, err := k.parse(v); err == nil && v != def {
 			return v
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -168,6 +169,16 @@ func buildRegistry() []*key {
 			help: "largest file an agent run or a test run may write, in MiB; 0: no bound", access: field(func(c *Config) *int { return &c.Sandbox.MaxFileMB })},
 		&key{name: "git.commit", kind: kindBool,
 			help: "commit exactly the tested tree for each tested feature", access: field(func(c *Config) *bool { return &c.Git.Commit })},
+		&key{name: "executor", kind: kindEnum, enum: []string{ExecutorLocal, ExecutorNATS},
+			help: "where lanes run: local, on this machine; nats, on workers over NATS JetStream (being built: lanes do not yet run on workers)", access: field(func(c *Config) *string { return &c.Executor })},
+		&key{name: "nats.url", kind: kindString, what: "a nats:// or tls:// URL, or empty", check: validNATSURL,
+			help: "the NATS server of executor nats; \"\": the server embedded in the daemon", access: field(func(c *Config) *string { return &c.NATS.URL })},
+		&key{name: "nats.listen", kind: kindString, what: "host:port, or empty", check: validListen,
+			help: "where the embedded NATS server listens for workers; \"\": 127.0.0.1 only, on a port of the system's choosing; an address other machines reach needs nats.tls.cert and nats.tls.key", access: field(func(c *Config) *string { return &c.NATS.Listen })},
+		&key{name: "nats.tls.cert", kind: kindString, what: "an absolute path to a PEM file, or empty", check: emptyOrAbs,
+			help: "the embedded NATS server's TLS certificate (with its chain), PEM; with nats.tls.key, workers must connect with TLS", access: field(func(c *Config) *string { return &c.NATS.TLS.Cert })},
+		&key{name: "nats.tls.key", kind: kindString, what: "an absolute path to a PEM file, or empty", check: emptyOrAbs,
+			help: "the private key of nats.tls.cert, PEM", access: field(func(c *Config) *string { return &c.NATS.TLS.Key })},
 		&key{name: "notify.webhook", kind: kindString, what: "an http or https URL, or empty", check: validWebhook,
 			help: "POST each event (feature tested or blocked, session done, stopped or waiting) as JSON here", access: field(func(c *Config) *string { return &c.Notify.Webhook })},
 		&key{name: "notify.command", kind: kindString, what: "a shell command, or empty",
@@ -363,6 +374,48 @@ func validWebhook(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
+// validNATSURL accepts a nats:// or tls:// URL with a host, or nothing.
+func validNATSURL(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "nats" || u.Scheme == "tls") && u.Host != ""
+}
+
+// validListen accepts host:port with a port number (0: the system's
+// choice), or nothing. An empty host is every interface.
+func validListen(s string) bool {
+	if s == "" {
+		return true
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= math.MaxUint16
+}
+
+func emptyOrAbs(s string) bool { return s == "" || filepath.IsAbs(s) }
+
+// ListenIsLoopback says whether a nats.listen address is reachable from
+// this machine only: empty (the default, 127.0.0.1), or a loopback IP.
+// Only a literal address counts: a name such as localhost is whatever the
+// resolver says at start-up. Anything else needs TLS, since a worker's
+// lanes, hooks and bundles would otherwise cross the network in clear.
+func ListenIsLoopback(listen string) bool {
+	if listen == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // MinMemoryMB is the least sandbox.max_memory_mb that is not 0 or -1: the
 // bound is on each process's address space, and Claude Code's Node runtime
 // reserves some 640 MiB of it at start, so that a lower bound kills every
@@ -512,5 +565,25 @@ func (c *Config) Validate() error {
 	if l := c.Limits; l.Backoff > 0 && l.BackoffMax < l.Backoff {
 		errs = append(errs, fmt.Errorf("limits.backoff_max: %s is shorter than limits.backoff (%s): raise limits.backoff_max or lower limits.backoff", l.BackoffMax, l.Backoff))
 	}
+	errs = append(errs, c.NATS.validate()...)
 	return errors.Join(errs...)
+}
+
+// validate holds the rules between the nats keys.
+func (n NATS) validate() []error {
+	var errs []error
+	switch {
+	case n.TLS.Cert != "" && n.TLS.Key == "":
+		errs = append(errs, errors.New("nats.tls.key: empty while nats.tls.cert is set: set both (a certificate and its key), or neither"))
+	case n.TLS.Key != "" && n.TLS.Cert == "":
+		errs = append(errs, errors.New("nats.tls.cert: empty while nats.tls.key is set: set both (a certificate and its key), or neither"))
+	}
+	// A listen address that is not host:port has its own error already.
+	if validListen(n.Listen) && !ListenIsLoopback(n.Listen) && (n.TLS.Cert == "" || n.TLS.Key == "") {
+		errs = append(errs, fmt.Errorf("nats.listen: %q is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1", n.Listen))
+	}
+	if n.URL != "" && (n.Listen != "" || n.TLS.Cert != "" || n.TLS.Key != "") {
+		errs = append(errs, fmt.Errorf("nats.url: %q names a server of its own, so the embedded server's nats.listen and nats.tls are not used: remove one or the other", n.URL))
+	}
+	return errs
 }
