@@ -1,0 +1,296 @@
+// Package fleet is the daemon's side of running lanes on workers over NATS
+// JetStream (issue 27): the NATS server embedded in the daemon, the
+// subjects, streams and object stores of a project's fleet and what each
+// worker may do with them (subjects.go, the one place), and the workers'
+// credentials, issued, listed and revoked by the daemon.
+//
+// The server has one client listener: 127.0.0.1 on a port of the system's
+// choosing unless the daemon configures one (nats.listen), and with TLS
+// when configured (nats.tls.*), which an address other machines reach
+// requires. It has no monitoring port, no cluster, gateway or leaf node
+// listener. The daemon itself connects in process, not over the listener.
+//
+// Every connection over the listener is a worker with a user of its own
+// (an NKey), allowed only its own subjects: nothing else connects.
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/config"
+)
+
+// Config is what the daemon gives its fleet's server.
+type Config struct {
+	// Dir holds the fleet's state: the JetStream store and the workers'
+	// credentials. It is a directory of the project's state dir, absolute.
+	Dir string
+	// Project names the project's subjects, streams and buckets
+	// (Subjects); several projects can share one NATS server.
+	Project string
+	// Listen is the client listener's host:port (nats.listen); "":
+	// 127.0.0.1 on a port of the system's choosing.
+	Listen string
+	// TLSCert and TLSKey are PEM files (nats.tls.cert, nats.tls.key):
+	// when set, the listener speaks TLS only. A Listen that is not
+	// loopback needs them.
+	TLSCert, TLSKey string
+	// Log receives the server's notices, warnings and errors; nil drops them.
+	Log *zap.Logger
+}
+
+// Server is the NATS server embedded in the daemon, with JetStream, and
+// the daemon's own connection to it.
+type Server struct {
+	subjects Subjects
+	dir      string
+	ns       *server.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+
+	// opts are the options the server started with, but its users: every
+	// change of the workers reloads the server with these and the users
+	// of the moment.
+	opts      server.Options
+	daemonKey string // the daemon's own user, a public NKey
+
+	mu sync.Mutex // serialises changes of the workers and their reloads
+}
+
+// startTimeout bounds how long the server may take to accept connections.
+const startTimeout = 10 * time.Second
+
+// Start starts the fleet's server, with JetStream storing in cfg.Dir, and
+// makes the work queue, its consumer and the object stores the workers
+// use. Shutdown stops it.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	subjects, err := NewSubjects(cfg.Project)
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(cfg.Dir) {
+		return nil, fmt.Errorf("fleet: the state directory %q is not absolute", cfg.Dir)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("fleet: TLS needs both a certificate and its key (nats.tls.cert, nats.tls.key)")
+	}
+	if !config.ListenIsLoopback(cfg.Listen) && cfg.TLSCert == "" {
+		return nil, fmt.Errorf("fleet: listen address %q is reachable from other machines and needs TLS: set nats.tls.cert and nats.tls.key, or listen on 127.0.0.1", cfg.Listen)
+	}
+	host, port := "127.0.0.1", server.RANDOM_PORT
+	if cfg.Listen != "" {
+		h, p, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: listen address %q: want host:port: %w", cfg.Listen, err)
+		}
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: listen address %q: want a port number from 0 to 65535", cfg.Listen)
+		}
+		// An empty host is every interface, as net.Listen reads it; the
+		// server would read it as its default, 0.0.0.0, the same.
+		host, port = h, int(n)
+		if host == "" {
+			host = "0.0.0.0"
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT
+		}
+	}
+	for _, d := range []string{storeDir(cfg.Dir), workersDir(cfg.Dir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+	}
+
+	// The daemon's user lives as long as this server: a new key at every
+	// start, never on disk.
+	daemon, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: the daemon's key: %w", err)
+	}
+	daemonKey, err := daemon.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: the daemon's key: %w", err)
+	}
+	s := &Server{subjects: subjects, dir: cfg.Dir, daemonKey: daemonKey}
+	s.opts = server.Options{
+		ServerName: "ctxgraphd-" + cfg.Project,
+		Host:       host,
+		Port:       port,
+		// 0 is "no monitoring port" (the server's own default, said
+		// here since a monitoring port would be a second listener).
+		HTTPPort:  0,
+		NoSigs:    true, // the daemon owns the signals
+		NoLog:     cfg.Log == nil,
+		JetStream: true,
+		StoreDir:  storeDir(cfg.Dir),
+	}
+	if cfg.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return nil, fmt.Errorf("fleet: TLS (nats.tls.cert %s, nats.tls.key %s): %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		s.opts.TLS, s.opts.TLSConfig = true, tc
+	}
+	opts, err := s.options()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if cfg.Log != nil {
+		ns.SetLoggerV2(zapLogger{cfg.Log.Named("nats").Sugar()}, false, false, false)
+	}
+	ns.Start()
+	s.ns = ns
+	if !ns.ReadyForConnections(startTimeout) {
+		s.Shutdown()
+		return nil, fmt.Errorf("fleet: the NATS server did not accept connections within %s (is %s:%d free?)", startTimeout, host, port)
+	}
+	s.nc, err = nats.Connect("", nats.InProcessServer(ns), nats.Name("ctxgraphd daemon"),
+		nats.Nkey(daemonKey, daemon.Sign), nats.MaxReconnects(-1))
+	if err != nil {
+		s.Shutdown()
+		return nil, fmt.Errorf("fleet: the daemon's connection: %w", err)
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		s.Shutdown()
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if err := s.provision(ctx); err != nil {
+		s.Shutdown()
+		return nil, err
+	}
+	return s, nil
+}
+
+func storeDir(dir string) string   { return filepath.Join(dir, "jetstream") }
+func workersDir(dir string) string { return filepath.Join(dir, "workers") }
+
+// laneAckWait is how long a pulled lane stays a worker's without a word
+// from it before JetStream gives it to another worker.
+const laneAckWait = time.Minute
+
+// provision makes (or keeps, on a restart) the work queue, its consumer,
+// the base bundles' bucket and each worker's results bucket.
+func (s *Server) provision(ctx context.Context) error {
+	_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:      s.subjects.LanesStream(),
+		Subjects:  []string{s.subjects.Lanes()},
+		Retention: jetstream.WorkQueuePolicy,
+		Storage:   jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: the work queue %s: %w", s.subjects.LanesStream(), err)
+	}
+	_, err = s.js.CreateOrUpdateConsumer(ctx, s.subjects.LanesStream(), jetstream.ConsumerConfig{
+		Durable:    s.subjects.LanesConsumer(),
+		AckPolicy:  jetstream.AckExplicitPolicy,
+		AckWait:    laneAckWait,
+		MaxDeliver: -1,
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: the work queue's consumer: %w", err)
+	}
+	if err := s.bucket(ctx, s.subjects.BaseBucket()); err != nil {
+		return err
+	}
+	names, err := s.workerNames()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := s.bucket(ctx, s.subjects.ResultsBucket(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucket makes an object store, or keeps the one there is.
+func (s *Server) bucket(ctx context.Context, name string) error {
+	_, err := s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, Storage: jetstream.FileStorage})
+	if err != nil {
+		return fmt.Errorf("fleet: object store %s: %w", name, err)
+	}
+	return nil
+}
+
+// options are the server's options with the users of the moment: the
+// daemon, allowed everything, and each worker whose credentials are in
+// the workers directory, allowed its own things (workerPermissions).
+func (s *Server) options() (*server.Options, error) {
+	workers, err := s.workers()
+	if err != nil {
+		return nil, err
+	}
+	opts := s.opts
+	opts.Nkeys = []*server.NkeyUser{{Nkey: s.daemonKey}}
+	for _, w := range workers {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: w.PublicKey, Permissions: s.subjects.workerPermissions(w.Name)})
+	}
+	return &opts, nil
+}
+
+// reload gives the running server the users of the moment. The server
+// closes the connections of a user that is gone at once.
+func (s *Server) reload() error {
+	opts, err := s.options()
+	if err != nil {
+		return err
+	}
+	if err := s.ns.ReloadOptions(opts); err != nil {
+		return fmt.Errorf("fleet: reloading the NATS server's users: %w", err)
+	}
+	return nil
+}
+
+// Subjects returns the names of the fleet's subjects, streams and buckets.
+func (s *Server) Subjects() Subjects { return s.subjects }
+
+// ClientURL is the URL workers connect to: nats:// or, with TLS, tls://.
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// Conn is the daemon's own connection, in process and allowed everything.
+// It stays the server's: Shutdown closes it.
+func (s *Server) Conn() *nats.Conn { return s.nc }
+
+// Shutdown closes the daemon's connection and stops the server, waiting
+// until it has.
+func (s *Server) Shutdown() {
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.ns != nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	}
+}
+
+// zapLogger is the server's log in the daemon's.
+type zapLogger struct{ l *zap.SugaredLogger }
+
+func (z zapLogger) Noticef(format string, v ...any) { z.l.Infof(format, v...) }
+func (z zapLogger) Warnf(format string, v ...any)   { z.l.Warnf(format, v...) }
+func (z zapLogger) Fatalf(format string, v ...any)  { z.l.Errorf(format, v...) }
+func (z zapLogger) Errorf(format string, v ...any)  { z.l.Errorf(format, v...) }
+func (z zapLogger) Debugf(format string, v ...any)  { z.l.Debugf(format, v...) }
+func (z zapLogger) Tracef(format string, v ...any)  { z.l.Debugf(format, v...) }

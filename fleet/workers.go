@@ -1,0 +1,224 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// A worker's credentials are a file the daemon writes in its state dir
+// (<Dir>/workers/NAME.creds, 0600) and a person copies to the worker's
+// machine: an NKey user seed, with the project and the worker's name on
+// comment lines above it.
+//
+// Why an NKey seed and not a NATS .creds file (a user JWT and its seed):
+// a JWT is signed by an account of an operator, which would make the
+// daemon an operator with its signing keys and an account resolver, and
+// put each worker's permissions in a token that outlives the daemon's
+// decision until revoked on its own. With NKey users the server's
+// configuration is the one place a worker's permissions live (built from
+// subjects.go), revoking is removing the user, and nats.go loads the file
+// as it is (nats.NkeyOptionFromSeed, which reads the seed line and skips
+// the comments), as the nats CLI does (--nkey FILE).
+
+const credsExt = ".creds"
+
+// Worker is a worker the daemon issued credentials to.
+type Worker struct {
+	Name      string
+	PublicKey string // the worker's NKey user, as the server knows it
+	Path      string // its credentials file
+}
+
+// AddWorker issues credentials to a new worker, makes its results bucket
+// and lets it connect, without a restart. It returns the worker; its
+// credentials file is the worker's to load (LoadCredentials).
+func (s *Server) AddWorker(ctx context.Context, name string) (Worker, error) {
+	if err := checkName("worker", name); err != nil {
+		return Worker{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return Worker{}, fmt.Errorf("fleet: worker %s's key: %w", name, err)
+	}
+	defer kp.Wipe()
+	seed, err := kp.Seed()
+	if err != nil {
+		return Worker{}, fmt.Errorf("fleet: worker %s's key: %w", name, err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return Worker{}, fmt.Errorf("fleet: worker %s's key: %w", name, err)
+	}
+	if err := s.bucket(ctx, s.subjects.ResultsBucket(name)); err != nil {
+		return Worker{}, err
+	}
+	path := filepath.Join(workersDir(s.dir), name+credsExt)
+	// O_EXCL: a name is one worker; a second would share its subjects.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return Worker{}, fmt.Errorf("fleet: worker %q exists: revoke it first to issue new credentials, or pick another name", name)
+	}
+	if err != nil {
+		return Worker{}, fmt.Errorf("fleet: %w", err)
+	}
+	_, err = f.Write(credentialsFile(s.subjects.project, name, seed))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.reload()
+	}
+	if err != nil {
+		os.Remove(path)
+		return Worker{}, fmt.Errorf("fleet: worker %s: %w", name, err)
+	}
+	return Worker{Name: name, PublicKey: pub, Path: path}, nil
+}
+
+// RevokeWorker removes a worker's credentials and user: the server closes
+// its connections at once, and the credentials connect no more. Its
+// results bucket stays, for the daemon to read what it had sent.
+func (s *Server) RevokeWorker(name string) error {
+	if err := checkName("worker", name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := filepath.Join(workersDir(s.dir), name+credsExt)
+	if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("fleet: no worker %q: the workers are those Workers lists", name)
+	} else if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	return s.reload()
+}
+
+// Workers lists the workers with credentials, by name.
+func (s *Server) Workers() ([]Worker, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers()
+}
+
+// workers lists the workers; the caller holds s.mu, or is Start.
+func (s *Server) workers() ([]Worker, error) {
+	names, err := s.workerNames()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Worker, 0, len(names))
+	for _, name := range names {
+		path := filepath.Join(workersDir(s.dir), name+credsExt)
+		c, err := LoadCredentials(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Worker{Name: name, PublicKey: c.PublicKey, Path: path})
+	}
+	return out, nil
+}
+
+// workerNames are the names of the credentials files, sorted.
+func (s *Server) workerNames() ([]string, error) {
+	entries, err := os.ReadDir(workersDir(s.dir))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), credsExt); ok && e.Type().IsRegular() && checkName("worker", name) == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// credentialsFile is the text of a worker's credentials file.
+func credentialsFile(project, worker string, seed []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# ctxgraphd worker credentials: keep this file secret; whoever holds it is this worker.\n")
+	fmt.Fprintf(&b, "# The daemon revokes it with: ctxgraphd ctl worker revoke %s\n", worker)
+	fmt.Fprintf(&b, "%s%s\n%s%s\n", projectLine, project, workerLine, worker)
+	b.Write(seed)
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+const (
+	projectLine = "# project: "
+	workerLine  = "# worker: "
+)
+
+// Credentials are a worker's, as read from its file.
+type Credentials struct {
+	Project   string
+	Worker    string
+	PublicKey string
+	path      string
+}
+
+// LoadCredentials reads a worker's credentials file.
+func LoadCredentials(path string) (Credentials, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("fleet: credentials: %w", err)
+	}
+	c := Credentials{path: path}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, projectLine); ok {
+			c.Project = v
+		}
+		if v, ok := strings.CutPrefix(line, workerLine); ok {
+			c.Worker = v
+		}
+	}
+	if err := checkName("project", c.Project); err != nil {
+		return Credentials{}, fmt.Errorf("fleet: credentials %s: the line %q…: %w", path, projectLine, err)
+	}
+	if err := checkName("worker", c.Worker); err != nil {
+		return Credentials{}, fmt.Errorf("fleet: credentials %s: the line %q…: %w", path, workerLine, err)
+	}
+	kp, err := nkeys.ParseDecoratedUserNKey(data)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("fleet: credentials %s: no NKey user seed: %w", path, err)
+	}
+	defer kp.Wipe()
+	if c.PublicKey, err = kp.PublicKey(); err != nil {
+		return Credentials{}, fmt.Errorf("fleet: credentials %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Options are the connection options of the worker: its NKey, and the
+// inbox it may receive replies on (the server refuses it any other).
+func (c Credentials) Options() ([]nats.Option, error) {
+	nkey, err := nats.NkeyOptionFromSeed(c.path)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: credentials %s: %w", c.path, err)
+	}
+	subjects, err := NewSubjects(c.Project)
+	if err != nil {
+		return nil, err
+	}
+	return []nats.Option{
+		nkey,
+		nats.CustomInboxPrefix(subjects.Worker(c.Worker).Inbox),
+		nats.Name("ctxgraphd worker " + c.Worker),
+	}, nil
+}
