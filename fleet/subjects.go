@@ -117,18 +117,16 @@ const jsAPI = "$JS.API."
 // object store names it.
 func objectStream(bucket string) string { return "OBJ_" + bucket }
 
-// readObjects are the API calls that open a bucket and read its objects:
-// the stream's info (opening), a direct or stored message get (an
-// object's metadata), and an ordered push consumer on its chunks, created,
-// flow-controlled and deleted.
+// readObjects are the API calls that open a bucket and read its objects
+// as nats.go's object store does: the stream's info (opening), a direct
+// get of the last message of a subject (an object's metadata; object
+// stores allow direct gets), and an ordered push consumer on its chunks,
+// created, flow-controlled (a large object) and deleted.
 func readObjects(bucket string) []string {
 	st := objectStream(bucket)
 	return []string{
 		jsAPI + "STREAM.INFO." + st,
-		jsAPI + "STREAM.MSG.GET." + st,
 		jsAPI + "DIRECT.GET." + st + ".>",
-		jsAPI + "DIRECT.GET." + st,
-		jsAPI + "CONSUMER.CREATE." + st,
 		jsAPI + "CONSUMER.CREATE." + st + ".>",
 		jsAPI + "CONSUMER.DELETE." + st + ".*",
 		"$JS.FC." + st + ".>",

@@ -1,0 +1,545 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// violations connects as a worker and collects the errors the server
+// sends it asynchronously: permission violations among them.
+func violations(t *testing.T, s *Server, path string) (*nats.Conn, <-chan error) {
+	t.Helper()
+	errs := make(chan error, 16)
+	nc, err := connect(t, s, path, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return nc, errs
+}
+
+// baseBundle is the base bundle of fleetOf, several MiB.
+var baseBundle = bytes.Repeat([]byte("base bundle "), 1<<19)
+
+// fleetOf starts a server with workers a and b, a base bundle and a
+// result bundle of b's.
+func fleetOf(t *testing.T) *Server {
+	t.Helper()
+	s := start(t, Config{})
+	addWorker(t, s, "a")
+	addWorker(t, s, "b")
+	ctx := context.Background()
+	js, err := jetstream.New(s.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := js.ObjectStore(ctx, s.Subjects().BaseBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Large enough that the ordered consumer reading it is flow-controlled.
+	if _, err := base.PutBytes(ctx, "c0ffee", baseBundle); err != nil {
+		t.Fatal(err)
+	}
+	// b's result, put by the daemon for brevity: b's own writes are a's
+	// in the table, mirrored.
+	res, err := js.ObjectStore(ctx, s.Subjects().ResultsBucket("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.PutBytes(ctx, "lane-1", []byte("b's result")); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestWorkerCan holds what a worker needs: each of its things works, with
+// no permission violation on the way.
+func TestWorkerCan(t *testing.T) {
+	s := fleetOf(t)
+	sub := s.Subjects()
+	a := sub.Worker("a")
+	daemon := s.Conn()
+	djs, err := jetstream.New(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		do   func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
+	}{
+		{"pull a lane from the work queue and acknowledge it", func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			if _, err := djs.Publish(ctx, sub.Lanes(), []byte("lane 1")); err != nil {
+				return err
+			}
+			cons, err := js.Consumer(ctx, sub.LanesStream(), sub.LanesConsumer())
+			if err != nil {
+				return err
+			}
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				return err
+			}
+			var got []string
+			for m := range batch.Messages() {
+				got = append(got, string(m.Data()))
+				if err := m.InProgress(); err != nil {
+					return err
+				}
+				if err := m.DoubleAck(ctx); err != nil {
+					return err
+				}
+			}
+			if batch.Error() != nil {
+				return batch.Error()
+			}
+			if len(got) != 1 || got[0] != "lane 1" {
+				return errors.New("pulled " + strings.Join(got, ", ") + ", want lane 1")
+			}
+			// Work-queue retention: the acknowledged lane is gone.
+			st, err := djs.Stream(ctx, sub.LanesStream())
+			if err != nil {
+				return err
+			}
+			if n := st.CachedInfo().State.Msgs; n != 0 {
+				return errors.New("the work queue still holds the acknowledged lane")
+			}
+			return nil
+		}},
+		{"ask the daemon on its hook subject", func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			hooks, err := daemon.Subscribe(sub.Workers("hook"), func(m *nats.Msg) { m.Respond([]byte("allow " + m.Subject)) })
+			if err != nil {
+				return err
+			}
+			defer hooks.Unsubscribe()
+			if err := daemon.Flush(); err != nil {
+				return err
+			}
+			reply, err := nc.RequestWithContext(ctx, a.Hook, []byte("PreToolUse"))
+			if err != nil {
+				return err
+			}
+			if got := string(reply.Data); got != "allow "+a.Hook {
+				return errors.New("reply " + got)
+			}
+			return nil
+		}},
+		{"post its result, events and heartbeats", func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			for _, subj := range []string{a.Result, a.Events, a.Heartbeat} {
+				in, err := daemon.SubscribeSync(subj)
+				if err != nil {
+					return err
+				}
+				if err := daemon.Flush(); err != nil {
+					return err
+				}
+				if err := nc.Publish(subj, []byte("x")); err != nil {
+					return err
+				}
+				if _, err := in.NextMsgWithContext(ctx); err != nil {
+					return errors.New(subj + ": " + err.Error())
+				}
+				in.Unsubscribe()
+			}
+			return nil
+		}},
+		{"hear the daemon on its control subject", func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			in, err := nc.SubscribeSync(a.Control)
+			if err != nil {
+				return err
+			}
+			if err := nc.Flush(); err != nil {
+				return err
+			}
+			if err := daemon.Publish(a.Control, []byte("stop")); err != nil {
+				return err
+			}
+			_, err = in.NextMsgWithContext(ctx)
+			return err
+		}},
+		{"read a base bundle", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			base, err := js.ObjectStore(ctx, sub.BaseBucket())
+			if err != nil {
+				return err
+			}
+			got, err := base.GetBytes(ctx, "c0ffee")
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(got, baseBundle) {
+				return errors.New("read " + strconv.Itoa(len(got)) + " bytes that are not the base bundle")
+			}
+			return nil
+		}},
+		{"write its result bundles, and replace one", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			res, err := js.ObjectStore(ctx, sub.ResultsBucket("a"))
+			if err != nil {
+				return err
+			}
+			big := bytes.Repeat([]byte("r"), 300<<10) // several chunks
+			for _, data := range [][]byte{big, []byte("a's result")} {
+				if _, err := res.PutBytes(ctx, "lane-1", data); err != nil {
+					return err
+				}
+			}
+			dres, err := djs.ObjectStore(ctx, sub.ResultsBucket("a"))
+			if err != nil {
+				return err
+			}
+			got, err := dres.GetBytes(ctx, "lane-1")
+			if err != nil {
+				return err
+			}
+			if string(got) != "a's result" {
+				return errors.New("the daemon read " + string(got[:min(len(got), 20)]))
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, errs := violations(t, s, filepath.Join(s.dir, "workers", "a.creds"))
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := tt.do(ctx, nc, js); err != nil {
+				t.Errorf("worker a: %v", err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Error(err)
+			}
+			select {
+			case err := <-errs:
+				t.Errorf("worker a was refused: %v", err)
+			default:
+			}
+		})
+	}
+}
+
+// TestWorkerCannot holds what a worker must not do: each is refused by the
+// server with a permissions violation naming the subject (not left to
+// time out).
+func TestWorkerCannot(t *testing.T) {
+	s := fleetOf(t)
+	sub := s.Subjects()
+	b := sub.Worker("b")
+	noop := func(*nats.Msg) {}
+	tests := []struct {
+		name    string
+		subject string // what the violation names
+		do      func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
+	}{
+		{"hear b's control", b.Control, func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(b.Control, noop)
+			return err
+		}},
+		{"read b's hook requests", b.Hook, func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(b.Hook, noop)
+			return err
+		}},
+		{"read b's replies", b.Inbox + ".>", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(b.Inbox+".>", noop)
+			return err
+		}},
+		{"read every worker's hooks", sub.Workers("hook"), func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(sub.Workers("hook"), noop)
+			return err
+		}},
+		{"ask the daemon as b", b.Hook, func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, b.Hook, []byte("PreToolUse"))
+			return err
+		}},
+		{"post b's result", b.Result, func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish(b.Result, []byte("tested"))
+		}},
+		{"post b's events", b.Events, func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish(b.Events, []byte("{}"))
+		}},
+		{"post b's heartbeat", b.Heartbeat, func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish(b.Heartbeat, nil)
+		}},
+		{"read b's result bundles", "$JS.API.STREAM.INFO.OBJ_" + sub.ResultsBucket("b"), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.ObjectStore(ctx, sub.ResultsBucket("b"))
+			return err
+		}},
+		{"read b's result chunks directly", "$JS.API.DIRECT.GET.OBJ_" + sub.ResultsBucket("b"), func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET.OBJ_"+sub.ResultsBucket("b"), []byte(`{"seq":1}`))
+			return err
+		}},
+		{"write b's result bundles", "$O." + sub.ResultsBucket("b") + ".C.x", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish("$O."+sub.ResultsBucket("b")+".C.x", []byte("forged"))
+		}},
+		{"write a base bundle", "$O." + sub.BaseBucket() + ".C.x", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish("$O."+sub.BaseBucket()+".C.x", []byte("forged"))
+		}},
+		{"purge the base bundles", "$JS.API.STREAM.PURGE.OBJ_" + sub.BaseBucket(), func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE.OBJ_"+sub.BaseBucket(), nil)
+			return err
+		}},
+		{"publish a lane", sub.Lanes(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, sub.Lanes(), []byte("a lane of its own"))
+			return err
+		}},
+		{"delete the work queue", "$JS.API.STREAM.DELETE." + sub.LanesStream(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, sub.LanesStream())
+		}},
+		{"delete the work queue's consumer", "$JS.API.CONSUMER.DELETE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			return js.DeleteConsumer(ctx, sub.LanesStream(), sub.LanesConsumer())
+		}},
+		{"make a consumer of its own on the work queue", "$JS.API.CONSUMER.CREATE." + sub.LanesStream() + ".mine", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.CreateConsumer(ctx, sub.LanesStream(), jetstream.ConsumerConfig{Durable: "mine"})
+			return err
+		}},
+		{"make a stream", "$JS.API.STREAM.CREATE.mine", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "mine", Subjects: []string{"mine"}})
+			return err
+		}},
+		{"list the streams", "$JS.API.STREAM.NAMES", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			names := js.StreamNames(ctx)
+			for range names.Name() {
+			}
+			return names.Err()
+		}},
+		{"read the daemon's subjects", sub.Prefix() + ".daemon.>", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(sub.Prefix()+".daemon.>", noop)
+			return err
+		}},
+		{"post on the daemon's subjects", sub.Prefix() + ".daemon.status", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish(sub.Prefix()+".daemon.status", nil)
+		}},
+		{"read another project's lanes", "ctxgraphd.other.lanes", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe("ctxgraphd.other.lanes", noop)
+			return err
+		}},
+		{"read everything", ">", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			_, err := nc.Subscribe(">", noop)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, errs := violations(t, s, filepath.Join(s.dir, "workers", "a.creds"))
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The action runs until the violation arrives: a refused
+			// request has no reply, and must not be mistaken for one.
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tt.do(ctx, nc, js) }()
+			var got error
+			select {
+			case got = <-errs:
+			case <-time.After(10 * time.Second):
+			}
+			cancel()
+			doErr := <-done
+			switch {
+			case got == nil:
+				t.Fatalf("worker a was not refused (the action returned %v)", doErr)
+			case !errors.Is(got, nats.ErrPermissionViolation):
+				t.Fatalf("worker a got %v, want a permissions violation", got)
+			case !strings.Contains(got.Error(), `"`+tt.subject):
+				t.Fatalf("worker a got %v, want it to name %s", got, tt.subject)
+			}
+		})
+	}
+}
+
+func TestAddWorker(t *testing.T) {
+	s := start(t, Config{})
+	w := addWorker(t, s, "build-1")
+	fi, err := os.Stat(w.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", w.Path, perm)
+	}
+	if dir := filepath.Dir(w.Path); dir != filepath.Join(s.dir, "workers") {
+		t.Errorf("credentials in %s, want the state dir's workers/", dir)
+	}
+	c, err := LoadCredentials(w.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Project != testProject || c.Worker != "build-1" || c.PublicKey != w.PublicKey {
+		t.Errorf("LoadCredentials = %+v, want project %s, worker build-1, key %s", c, testProject, w.PublicKey)
+	}
+	// nats.go loads the file as it is.
+	if _, err := nats.NkeyOptionFromSeed(w.Path); err != nil {
+		t.Errorf("nats.NkeyOptionFromSeed(%s): %v", w.Path, err)
+	}
+	if _, err := connect(t, s, w.Path); err != nil {
+		t.Errorf("the new worker connects: %v", err)
+	}
+
+	if _, err := s.AddWorker(context.Background(), "build-1"); err == nil || !strings.Contains(err.Error(), `worker "build-1" exists: revoke it first`) {
+		t.Errorf("AddWorker of an existing name = %v, want it refused", err)
+	}
+	for _, name := range []string{"", "Build", "a.b", "a_b", "a*", "a>", "../x", "-a", "a b", strings.Repeat("x", 64)} {
+		_, err := s.AddWorker(context.Background(), name)
+		if err == nil || !strings.Contains(err.Error(), "worker name "+strconvQuote(name)+" is not allowed: want 1 to 63 lower-case letters") {
+			t.Errorf("AddWorker(%q) = %v, want a refusal saying what a name may be", name, err)
+		}
+	}
+	addWorker(t, s, "b")
+	ws, err := s.Workers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range ws {
+		names = append(names, w.Name)
+	}
+	if strings.Join(names, ",") != "b,build-1" {
+		t.Errorf("Workers() = %v, want b, build-1", names)
+	}
+}
+
+func strconvQuote(s string) string { return `"` + s + `"` }
+
+// TestWorkersOutliveARestart: the daemon's server finds its workers'
+// credentials in its state dir again, and its queue.
+func TestWorkersOutliveARestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Start(ctx, Config{Dir: dir, Project: testProject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.AddWorker(ctx, "a")
+	if err != nil {
+		s.Shutdown()
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(s.Conn())
+	if err == nil {
+		_, err = js.Publish(ctx, s.Subjects().Lanes(), []byte("lane 1"))
+	}
+	s.Shutdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s = start(t, Config{Dir: dir})
+	nc, err := connect(t, s, w.Path)
+	if err != nil {
+		t.Fatalf("a worker's credentials after a restart: %v", err)
+	}
+	wjs, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := wjs.Consumer(ctx, s.Subjects().LanesStream(), s.Subjects().LanesConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatalf("the lane queued before the restart: %v", err)
+	}
+	if string(m.Data()) != "lane 1" {
+		t.Errorf("pulled %q, want lane 1", m.Data())
+	}
+}
+
+func TestRevokeWorker(t *testing.T) {
+	s := start(t, Config{})
+	a := addWorker(t, s, "a")
+	b := addWorker(t, s, "b")
+	// a connects from a copy of its credentials, as a worker on another
+	// machine would: its reconnects present a valid key.
+	copyPath := filepath.Join(t.TempDir(), "a.creds")
+	data, err := os.ReadFile(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	var refusals []string // the server's words to a, in order
+	ncA, err := connect(t, s, copyPath,
+		nats.ReconnectWait(10*time.Millisecond), nats.MaxReconnects(3),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refusals = append(refusals, err.Error()) }),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncB, err := connect(t, s, b.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.RevokeWorker("a"); err != nil {
+		t.Fatalf("RevokeWorker: %v", err)
+	}
+	// At once: the server closes a's connection, and its reconnects are
+	// refused until nats.go gives up.
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker a's connection is still open 10s after its revocation")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a's connection closed %s after its revocation, want at once", d)
+	}
+	if len(refusals) == 0 || !strings.Contains(strings.ToLower(refusals[0]), "authorization violation") {
+		t.Errorf("the server told a %q, want an authorization violation", refusals)
+	}
+	if err := ncA.LastError(); !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("a's last reconnect: %v, want %v", err, nats.ErrAuthorization)
+	}
+	if _, err := os.Stat(a.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a's credentials are still in the state dir: %v", err)
+	}
+	// A copy of the credentials kept elsewhere does not connect either.
+	if _, err := connect(t, s, copyPath); !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("a's credentials after its revocation: Connect = %v, want %v", err, nats.ErrAuthorization)
+	}
+
+	// b goes on.
+	if !ncB.IsConnected() {
+		t.Error("revoking a disconnected b")
+	}
+	if err := ncB.Publish(s.Subjects().Worker("b").Heartbeat, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ncB.Flush(); err != nil {
+		t.Errorf("b after a's revocation: %v", err)
+	}
+	ws, err := s.Workers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 || ws[0].Name != "b" {
+		t.Errorf("Workers() after revoking a = %+v, want b alone", ws)
+	}
+
+	if err := s.RevokeWorker("a"); err == nil || !strings.Contains(err.Error(), `no worker "a"`) {
+		t.Errorf("revoking a again = %v, want no worker", err)
+	}
+	if err := s.RevokeWorker("../b"); err == nil || !strings.Contains(err.Error(), `worker name "../b" is not allowed`) {
+		t.Errorf("RevokeWorker(../b) = %v, want the name refused", err)
+	}
+}
