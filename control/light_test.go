@@ -24,6 +24,7 @@ func TestControlStaysLight(t *testing.T) {
 			mod + "statemachine/...":           "the session's state machine is the daemon's; its states arrive as Status",
 			mod + "agents/...":                 "clients start no agent",
 			mod + "control/server/...":         "the server is the daemon's side of the socket",
+			"github.com/nats-io/...":           "clients of the socket speak no NATS: the fleet is the daemon's (package fleet), and the hook links control",
 			"net/http":                         "the hook links control: the client speaks HTTP/1.1 itself (transport.go), since net/http's client was a third of the hook's start-up",
 		},
 	}.Check(t)

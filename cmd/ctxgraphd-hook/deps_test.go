@@ -33,6 +33,8 @@ func TestHookDeps(t *testing.T) {
 			mod + "agents":                     "the agents package supervises processes and logs; the hook needs only the role names (agents/role)",
 			"net/http":                         "one request on a local socket: control speaks HTTP/1.1 itself, and net/http's client (TLS, HTTP/2, proxies) was a third of the hook's start-up",
 			mod + "internal/dev/...":           "the tools for developing ctxgraphd never ship",
+			"github.com/nats-io/...":           "NATS's client, server and keys are start-up cost on every tool call: a hook on a worker asks its worker, which speaks NATS to the daemon (issue 27)",
+			mod + "fleet/...":                  "the fleet's server and credentials are the daemon's; a hook on a worker asks its worker",
 		},
 		WantDeps: map[string]string{
 			mod + "cmd/ctxgraphd-hook":         "the binary itself",

@@ -33,6 +33,8 @@ var ctlBanned = map[string]string{
 	"github.com/ctxgraphd/ctxgraphd/control/server/...":  "ctl is the client side of the socket",
 	"github.com/fsnotify/fsnotify/...":                   "ctl watches nothing on disk; `ctl watch` follows the daemon's stream",
 	"go.uber.org/zap/...":                                "ctl prints for people; it keeps no log",
+	"github.com/ctxgraphd/ctxgraphd/fleet/...":           "workers' credentials are issued, listed and revoked by the daemon; ctl asks it over the socket",
+	"github.com/nats-io/...":                             "ctl speaks to the daemon's socket, never to its NATS server",
 }
 
 // TestCtlImportsOnlyTheWire holds the `ctl` commands (cmd/ctxgraphd/ctl*.go)
