@@ -151,7 +151,7 @@ func (s *Server) workerNames() ([]string, error) {
 func credentialsFile(project, worker string, seed []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# ctxgraphd worker credentials: keep this file secret; whoever holds it is this worker.\n")
-	fmt.Fprintf(&b, "# The daemon revokes it with: ctxgraphd ctl worker revoke %s\n", worker)
+	fmt.Fprintf(&b, "# Revoking the worker on the daemon makes it worthless (docs/operations.md, workers over NATS).\n")
 	fmt.Fprintf(&b, "%s%s\n%s%s\n", projectLine, project, workerLine, worker)
 	b.Write(seed)
 	b.WriteByte('\n')
