@@ -62,22 +62,13 @@ func (s *Server) AddWorker(ctx context.Context, name string) (Worker, error) {
 	if err != nil {
 		return Worker{}, fmt.Errorf("fleet: worker %s's key: %w", name, err)
 	}
-	if err := s.bucket(ctx, s.subjects.ResultsBucket(name)); err != nil {
-		return Worker{}, err
-	}
 	path := filepath.Join(workersDir(s.dir), name+credsExt)
-	// O_EXCL: a name is one worker; a second would share its subjects.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
+	if err := writeNew(path, credentialsFile(s.subjects.project, name, seed)); errors.Is(err, fs.ErrExist) {
 		return Worker{}, fmt.Errorf("fleet: worker %q exists: revoke it first to issue new credentials, or pick another name", name)
+	} else if err != nil {
+		return Worker{}, fmt.Errorf("fleet: worker %s: %w", name, err)
 	}
-	if err != nil {
-		return Worker{}, fmt.Errorf("fleet: %w", err)
-	}
-	_, err = f.Write(credentialsFile(s.subjects.project, name, seed))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = s.bucket(ctx, s.subjects.ResultsBucket(name))
 	if err == nil {
 		err = s.reload()
 	}
@@ -86,6 +77,28 @@ func (s *Server) AddWorker(ctx context.Context, name string) (Worker, error) {
 		return Worker{}, fmt.Errorf("fleet: worker %s: %w", name, err)
 	}
 	return Worker{Name: name, PublicKey: pub, Path: path}, nil
+}
+
+// writeNew writes a file that must not exist yet, mode 0600, whole or not
+// at all: a crash leaves no half-written credentials, which would stop
+// every later reload. The temporary name is not a worker's (a leading
+// dot), and a link fails with fs.ErrExist where a rename would replace.
+func writeNew(path string, data []byte) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	f, err := os.Open(tmp)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return err
+	}
+	return os.Link(tmp, path)
 }
 
 // RevokeWorker removes a worker's credentials and user: the server closes
@@ -125,6 +138,9 @@ func (s *Server) workers() ([]Worker, error) {
 		c, err := LoadCredentials(path)
 		if err != nil {
 			return nil, err
+		}
+		if c.Worker != name || c.Project != s.subjects.project {
+			return nil, fmt.Errorf("fleet: credentials %s are worker %s's of project %s, not %s's of %s: the file was moved; revoke the worker and add it again", path, c.Worker, c.Project, name, s.subjects.project)
 		}
 		out = append(out, Worker{Name: name, PublicKey: c.PublicKey, Path: path})
 	}
@@ -188,11 +204,10 @@ func LoadCredentials(path string) (Credentials, error) {
 			c.Worker = v
 		}
 	}
-	if err := checkName("project", c.Project); err != nil {
-		return Credentials{}, fmt.Errorf("fleet: credentials %s: the line %q…: %w", path, projectLine, err)
-	}
-	if err := checkName("worker", c.Worker); err != nil {
-		return Credentials{}, fmt.Errorf("fleet: credentials %s: the line %q…: %w", path, workerLine, err)
+	for _, l := range []struct{ line, value string }{{projectLine, c.Project}, {workerLine, c.Worker}} {
+		if !nameRE.MatchString(l.value) {
+			return Credentials{}, fmt.Errorf("fleet: credentials %s: want a line %q with a name of lower-case letters, digits and '-', found %q: use the file the daemon wrote", path, l.line+"NAME", l.value)
+		}
 	}
 	kp, err := nkeys.ParseDecoratedUserNKey(data)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // violations connects as a worker and collects the errors the server
@@ -541,5 +542,64 @@ func TestRevokeWorker(t *testing.T) {
 	}
 	if err := s.RevokeWorker("../b"); err == nil || !strings.Contains(err.Error(), `worker name "../b" is not allowed`) {
 		t.Errorf("RevokeWorker(../b) = %v, want the name refused", err)
+	}
+}
+
+func TestLoadCredentials(t *testing.T) {
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	userSeed, _ := user.Seed()
+	account, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accountSeed, _ := account.Seed()
+	tests := []struct {
+		name string
+		file string
+		want string // "" = loads
+	}{
+		{"as the daemon writes it", string(credentialsFile("proj", "a", userSeed)), ""},
+		{"no seed", projectLine + "proj\n" + workerLine + "a\n", "no NKey user seed"},
+		{"an account's seed, not a user's", string(credentialsFile("proj", "a", accountSeed)), "no NKey user seed"},
+		{"no project", workerLine + "a\n" + string(userSeed) + "\n", `want a line "# project: NAME" with a name of lower-case letters, digits and '-', found ""`},
+		{"a worker name that is not one", projectLine + "proj\n" + workerLine + "A/b\n" + string(userSeed) + "\n", `want a line "# worker: NAME" with a name of lower-case letters, digits and '-', found "A/b"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "w.creds")
+			if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadCredentials(path)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("LoadCredentials: %v", err)
+			case tt.want == "":
+				if pub, _ := user.PublicKey(); c.PublicKey != pub || c.Project != "proj" || c.Worker != "a" {
+					t.Errorf("LoadCredentials = %+v, want proj, a, %s", c, pub)
+				}
+			case err == nil || !strings.Contains(err.Error(), tt.want):
+				t.Errorf("LoadCredentials = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestMovedCredentialsAreRefused: a file renamed in the state dir would
+// give its key another worker's permissions; the daemon refuses it.
+func TestMovedCredentialsAreRefused(t *testing.T) {
+	s := start(t, Config{})
+	a := addWorker(t, s, "a")
+	if err := os.Rename(a.Path, filepath.Join(filepath.Dir(a.Path), "b.creds")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Workers(); err == nil || !strings.Contains(err.Error(), "are worker a's of project proj, not b's of proj: the file was moved") {
+		t.Errorf("Workers() with a's file as b's = %v, want it refused", err)
+	}
+	if _, err := s.AddWorker(context.Background(), "c"); err == nil {
+		t.Error("AddWorker reloaded the server with a moved file's key as another worker")
 	}
 }
