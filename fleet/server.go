@@ -266,7 +266,9 @@ func (s *Server) reload() error {
 // Subjects returns the names of the fleet's subjects, streams and buckets.
 func (s *Server) Subjects() Subjects { return s.subjects }
 
-// ClientURL is the URL workers connect to: nats:// or, with TLS, tls://.
+// ClientURL is the URL of the listener: nats:// or, with TLS, tls://.
+// Listening on every interface, its host is 0.0.0.0: workers on other
+// machines use the machine's name, which the certificate names.
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
 // Conn is the daemon's own connection, in process and allowed everything.
@@ -285,7 +287,8 @@ func (s *Server) Shutdown() {
 	}
 }
 
-// zapLogger is the server's log in the daemon's.
+// zapLogger is the server's log in the daemon's. Fatalf logs an error
+// and does not exit: ending the process is the daemon's decision.
 type zapLogger struct{ l *zap.SugaredLogger }
 
 func (z zapLogger) Noticef(format string, v ...any) { z.l.Infof(format, v...) }
