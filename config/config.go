@@ -116,8 +116,9 @@ type Git struct {
 	Commit bool `yaml:"commit"`
 }
 
-// Executors: where a lane runs (issue 27). ExecutorNATS is being built:
-// its transport exists (package fleet), lanes do not yet run on workers.
+// Executors: where a lane runs. ExecutorNATS is being built: its
+// transport exists (package fleet), lanes do not yet run on workers, and
+// the daemon refuses to start with it rather than run them locally.
 const (
 	ExecutorLocal = "local" // in clones on the daemon's machine
 	ExecutorNATS  = "nats"  // on workers that pull lanes over NATS JetStream

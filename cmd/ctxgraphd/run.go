@@ -425,10 +425,21 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	add(noGit)
 	add(toolchains)
 	add(checkGoal(p))
+	add(checkExecutor(cfg))
 	if len(problems) == 0 {
 		return nil
 	}
 	return fmt.Errorf("ctxgraphd cannot start on %s:\n  - %s", p.Dir, strings.Join(problems, "\n  - "))
+}
+
+// checkExecutor refuses an executor this build cannot run lanes on, rather
+// than run them elsewhere than the person asked: executor nats has its
+// transport (package fleet) but no lane runs on a worker yet.
+func checkExecutor(cfg *config.Config) error {
+	if cfg.Executor == config.ExecutorNATS {
+		return errors.New("executor is nats, and this version runs lanes only on the daemon's machine: lanes on workers over NATS JetStream are being built; set executor: local (the default)")
+	}
+	return nil
 }
 
 // checkGoal makes sure an initializer, if one is needed, has a goal: a
