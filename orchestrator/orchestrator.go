@@ -118,9 +118,6 @@ type Orchestrator struct {
 	stopAfter bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
-	// recent is the work tree as recorded while the loop handles the
-	// event in flight, if it was (see startTree); nil between events.
-	recent *recentTree
 
 	requests  chan request
 	runEvents chan any
