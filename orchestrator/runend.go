@@ -166,8 +166,8 @@ func (o *Orchestrator) listOrEmpty() *progress.List {
 // runEnd is what the end of a run comes to, as its handlers decided it
 // (onRunEnded, onRunJudged and the verdict), for finishRun to apply: the
 // run and its result, the outcome the rules decide on, the verdict on its
-// tester's claim (nil when none was judged), and whether its coder's
-// completed status is taken back.
+// tester's claim (nil when none was judged), whether its coder's
+// completed status is taken back, and why it could not be judged at all.
 type runEnd struct {
 	act *activeRun
 	res agents.Result
@@ -178,6 +178,9 @@ type runEnd struct {
 	// recode: the coder's change set was refused, so its feature is not
 	// completed on terms the gates accept and goes back to in progress.
 	recode bool
+	// unjudged is why the run could not be judged at all: it is recorded
+	// as interrupted, nothing of it is counted, and the session stops.
+	unjudged string
 }
 
 // finishRun applies end, the end of l's run: the verdict on its claim
@@ -186,6 +189,13 @@ type runEnd struct {
 // the session.
 func (o *Orchestrator) finishRun(l *lane, end runEnd) {
 	act, res, out := end.act, end.res, end.out
+	if end.unjudged != "" {
+		o.finishRunRecord(&act.run, res, "interrupted")
+		o.pending.Runs = append(o.pending.Runs, act.run)
+		l.setRunRecord(nil)
+		o.transition(l, statemachine.Stop, act.run.Feature, end.unjudged)
+		return
+	}
 	if v := end.claim; v != nil {
 		o.settle(l, act.run, *v)
 		out.Verdict, out.Reason = v.accepted, v.why

@@ -61,10 +61,8 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	if jd.Err != nil {
 		o.opts.Log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
 		o.dropUnjudgedClaim(l)
-		o.finishRunRecord(&act.run, ev.res, "interrupted")
-		o.pending.Runs = append(o.pending.Runs, act.run)
-		l.setRunRecord(nil)
-		o.transition(l, statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
+		o.finishRun(l, runEnd{act: act, res: ev.res, out: out,
+			unjudged: fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err)})
 		return
 	}
 	// The run that comes next (or the check of the next feature's test)
