@@ -433,3 +433,44 @@ func TestABrokenListThatIsGoneHoldsNothing(t *testing.T) {
 		t.Errorf("runs = %s, want the initializer again once the broken file was gone", got)
 	}
 }
+
+// TestARunThatCannotBeJudgedStopsTheSession: when the repository fails
+// the judging of a run's work, nothing the run did is taken: the run is
+// recorded as interrupted, the session stops for a person with the cause,
+// and nothing is charged. A run that is judged is the other side (every
+// other test of the loop).
+func TestARunThatCannotBeJudgedStopsTheSession(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := coderCompletes(ctx, spec, h)
+		// The repository's objects become unwritable: the snapshot of the
+		// run's tree fails.
+		objects := filepath.Join(h.proj.Dir, ".git", "objects")
+		if err := os.Rename(objects, objects+".gone"); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(objects, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+		return res
+	}
+	err := h.runToEnd()
+	if !errors.Is(err, ErrSessionStopped) || !strings.Contains(err.Error(), "could not be judged, so nothing it did is trusted") {
+		t.Fatalf("loop = %v, want the session stopped: the run could not be judged", err)
+	}
+	runs, rerr := h.st.Runs()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	last := runs[len(runs)-1]
+	if last.Role != string(role.Coder) || last.Outcome != "interrupted" {
+		t.Errorf("last run = %s %s, want the coder's, interrupted", last.Role, last.Outcome)
+	}
+	st := h.session()
+	if st.Session.Run != nil {
+		t.Errorf("the session still records run %s in flight", st.Session.Run.ID)
+	}
+	if c := st.Counters["F-001"]; c.Failures != 0 {
+		t.Errorf("F-001 charged %d failures for a run that could not be judged", c.Failures)
+	}
+}

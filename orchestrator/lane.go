@@ -83,6 +83,11 @@ type lane struct {
 	// daemon's other work, unlike the jobs that judge and move the
 	// branch (laneSet.job).
 	check *job
+	// recent is its work tree as recorded while the loop handles the
+	// event in flight, if it was (see Orchestrator.startTree); nil
+	// between events. Only the project's own lane's is ever held: a
+	// clone is closed and opened anew under the handler.
+	recent *recentTree
 }
 
 type activeRun struct {

@@ -326,7 +326,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 		}
 		c.Base, c.BaseHead = "", ""
 	} else if c.Base != "" {
-		o.recent = nil // Preserve puts files back: what comes next records the tree anew
+		o.lanes.home.recent = nil // Preserve puts files back: what comes next records the tree anew
 		commit, restored, err := branch.Preserve(context.Background(), o.opts.Repo, id, reason, gitrepo.Tree(c.Base), c.BaseHead)
 		switch {
 		case err != nil:

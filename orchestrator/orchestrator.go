@@ -7,9 +7,11 @@
 // One goroutine, the loop in Run, owns the state machine, the session and the
 // canonical feature list. Everything else (the watcher, the running agent,
 // the daemon's own slow work such as re-running a test, control requests)
-// talks to it over channels. Every change is committed to the store before
-// its side effect starts, so that a crash at any point is resumed from the
-// store without losing or repeating a transition.
+// talks to it over channels. The handlers of a run's end decide and return
+// what it comes to (runEnd, with the verdict on a claim, claimOutcome);
+// the loop applies it in one place (finishRun). Every change is committed
+// to the store before its side effect starts, so that a crash at any point
+// is resumed from the store without losing or repeating a transition.
 package orchestrator
 
 import (
@@ -118,9 +120,6 @@ type Orchestrator struct {
 	stopAfter bool // ctl stop: stop the session once the run is down
 	// hooksSilent counts runs in a row whose hooks never checked in.
 	hooksSilent int
-	// recent is the work tree as recorded while the loop handles the
-	// event in flight, if it was (see startTree); nil between events.
-	recent *recentTree
 
 	requests  chan request
 	runEvents chan any

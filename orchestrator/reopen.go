@@ -34,13 +34,28 @@ const (
 	codeNotCharged = "not_charged"
 )
 
-// reopenTested takes back tested: true from each feature of broken (not
+// reopening is a feature tested before whose verdict a claim's sweep
+// found no longer holds, for the loop to apply (reopenTested): its counters as
+// they are to be (the failure charged, unless the machine was at fault,
+// and its diagnosis), the traces of both sides, and why it is blocked
+// instead when its retries are used up ("": it goes back to pending).
+type reopening struct {
+	feature  string
+	counters store.FeatureCounters
+	traces   []control.Trace
+	code     string // the code of its trace, for the log
+	block    string
+}
+
+// reopenings takes back tested: true from each feature of broken (not
 // the claim's doing: judge.Judgement.Reopen), found by claimant's run. Its
 // failure is its own attempt's (statemachine.Reopen): it goes back to
 // pending and is coded again, told why, or is blocked once its retries
-// are used up. Both sides are traced: ctl why and the report say it.
-func (o *Orchestrator) reopenTested(l *lane, claimant string, run store.Run, broken []judge.Regression) {
-	changed := false
+// are used up. Both sides are traced: ctl why and the report say it. The
+// tests' output is kept as the feature's evidence; the rest is returned
+// for the loop to apply (reopenTested).
+func (o *Orchestrator) reopenings(l *lane, claimant string, run store.Run, broken []judge.Regression) []reopening {
+	var out []reopening
 	for _, b := range broken {
 		f := o.canonical.Feature(b.Feature)
 		if f == nil || !f.Tested {
@@ -82,21 +97,40 @@ func (o *Orchestrator) reopenTested(l *lane, claimant string, run store.Run, bro
 		// Tested names a commit; this one's verdict no longer holds. The
 		// commit stays in the history and under its tested ref.
 		c.Commit, c.Branch, c.OffBranch = "", "", ""
-		o.setCounters(b.Feature, c)
-		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: code,
+		r := reopening{feature: b.Feature, counters: c, code: code}
+		r.traces = append(r.traces, control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: code,
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: b.Feature},
 			Event: control.TraceEvent{WhatHappened: why + note,
 				WhatWasCorrect: "a tested feature's frozen test passes on the branch, whenever and however often it runs",
 				Why:            "tested must mean tested on the branch a person reads, not only at its verdict"}})
-		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: codeNotCharged,
+		r.traces = append(r.traces, control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: codeNotCharged,
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: claimant, Run: run.ID},
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
 				Why: "a claim is charged only with what its own change broke"}})
-		o.opts.Log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", b.Feature), zap.String("found_by", claimant), zap.String("code", code))
 		if a.Kind == statemachine.BlockFeature && !machine {
-			o.block(b.Feature, a.Reason, true)
+			r.block = a.Reason
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// reopenTested applies the reopenings of claimant's verdict (settle), in
+// order: each feature's counters and traces, then its block, or its
+// tested: true taken back and the list written.
+func (o *Orchestrator) reopenTested(claimant string, rs []reopening) {
+	changed := false
+	for _, r := range rs {
+		o.setCounters(r.feature, r.counters)
+		for _, t := range r.traces {
+			o.trace(t)
+		}
+		o.opts.Log.Warn("a tested feature's verdict did not hold; reopened", zap.String("feature", r.feature), zap.String("found_by", claimant), zap.String("code", r.code))
+		if r.block != "" {
+			o.block(r.feature, r.block, true)
 			continue
 		}
+		f := o.canonical.Feature(r.feature)
 		f.Tested, f.Status = false, progress.Pending
 		changed = true
 	}

@@ -57,7 +57,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		// the rules.
 		o.setAsideUnjudgedList(act.run)
 		act.controls = o.judgeLeftovers(l, act.run)
-		o.finishRun(l, act, res, statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why})
+		o.finishRun(l, runEnd{act: act, res: res, out: statemachine.Outcome{Role: statemachine.Role(act.run.Role), Feature: act.run.Feature, Interrupted: true, Reason: why}})
 		return
 	}
 	out := o.prejudge(act, res)
@@ -66,7 +66,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 			o.setAsideUnjudgedList(act.run)
 		}
 		act.controls = o.judgeLeftovers(l, act.run)
-		o.finishRun(l, act, res, out)
+		o.finishRun(l, runEnd{act: act, res: res, out: out})
 		return
 	}
 
@@ -163,8 +163,50 @@ func (o *Orchestrator) listOrEmpty() *progress.List {
 	return o.canonical.Clone()
 }
 
-// finishRun records the end of l's run and decides what comes next.
-func (o *Orchestrator) finishRun(l *lane, act *activeRun, res agents.Result, out statemachine.Outcome) {
+// runEnd is what the end of a run comes to, as its handlers decided it
+// (onRunEnded, onRunJudged and the verdict), for finishRun to apply: the
+// run and its result, the outcome the rules decide on, the verdict on its
+// tester's claim (nil when none was judged), whether its coder's
+// completed status is taken back, and why it could not be judged at all.
+type runEnd struct {
+	act *activeRun
+	res agents.Result
+	out statemachine.Outcome
+	// claim is the verdict on the tester's claim; its acceptance and
+	// reason are the outcome's Verdict and Reason.
+	claim *claimOutcome
+	// recode: the coder's change set was refused, so its feature is not
+	// completed on terms the gates accept and goes back to in progress.
+	recode bool
+	// unjudged is why the run could not be judged at all: it is recorded
+	// as interrupted, nothing of it is counted, and the session stops.
+	unjudged string
+}
+
+// finishRun applies end, the end of l's run: the verdict on its claim
+// (settle), the list, the run's record, the tally and the counters, then
+// decides what comes next. It is the one place where a run's end changes
+// the session.
+func (o *Orchestrator) finishRun(l *lane, end runEnd) {
+	act, res, out := end.act, end.res, end.out
+	if end.unjudged != "" {
+		o.finishRunRecord(&act.run, res, "interrupted")
+		o.pending.Runs = append(o.pending.Runs, act.run)
+		l.setRunRecord(nil)
+		o.transition(l, statemachine.Stop, act.run.Feature, end.unjudged)
+		return
+	}
+	if v := end.claim; v != nil {
+		o.settle(l, act.run, *v)
+		out.Verdict, out.Reason = v.accepted, v.why
+	}
+	if end.recode {
+		if f := o.canonical.Feature(act.run.Feature); f != nil && f.Status == progress.Completed {
+			f.Status = progress.InProgress
+			o.pending.FeatureList = o.canonical.Marshal()
+			o.writeFeatureList()
+		}
+	}
 	o.dropUnjudgedClaim(l)
 	if o.opts.Judge.IsLive(act.run.ID) {
 		o.hooksSilent = 0

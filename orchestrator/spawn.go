@@ -190,13 +190,13 @@ type recentTree struct {
 // holdRecent makes tree, recorded at at in l, the tree the next run or
 // test check of the event in flight starts from; the returned func,
 // deferred by the event's handler, forgets it, so that no later event
-// starts from it. Only the project's own tree is held: a lane's clone is
-// closed and opened anew under the handler.
+// starts from it. Only the project's own tree is held (lane.recent).
 func (o *Orchestrator) holdRecent(l *lane, tree gitrepo.Tree, at time.Time) func() {
+	home := o.lanes.home
 	if tree != "" && !at.IsZero() && o.testsKeepOut() && l.project {
-		o.recent = &recentTree{tree: tree, at: at}
+		home.recent = &recentTree{tree: tree, at: at}
 	}
-	return func() { o.recent = nil }
+	return func() { home.recent = nil }
 }
 
 // testsKeepOut reports whether the daemon's own test runs (a verdict's, a
@@ -234,12 +234,13 @@ func (o *Orchestrator) startTree(l *lane, ctx context.Context) (gitrepo.Tree, er
 }
 
 // takeRecent is the recent tree if there is one young enough to start
-// from (see startTree), nil otherwise; either way it is then forgotten:
-// what starts from it may change the tree. It is the project's own
-// tree's: l, where the start is, must be the project's own lane.
+// from (see startTree), nil otherwise; either way it is then forgotten,
+// whichever lane starts: what starts from it may change the tree. It is
+// the project's own tree's: l, where the start is, must be the project's
+// own lane.
 func (o *Orchestrator) takeRecent(l *lane) *recentTree {
-	r := o.recent
-	o.recent = nil
+	r := o.lanes.home.recent
+	o.lanes.home.recent = nil
 	if r == nil || time.Since(r.at) > recentMaxAge || !l.project {
 		return nil
 	}

@@ -33,7 +33,7 @@ func TestARunStartsFromARecentTreeOnlyWhereNothingCanHaveChangedIt(t *testing.T)
 	forget()
 
 	o.holdRecent(o.lanes.home, tree, time.Now())()
-	if o.recent != nil {
+	if o.lanes.home.recent != nil {
 		t.Errorf("the recorded tree outlived the event that recorded it")
 	}
 
@@ -49,7 +49,7 @@ func TestARunStartsFromARecentTreeOnlyWhereNothingCanHaveChangedIt(t *testing.T)
 	} {
 		o := newO(mod)
 		o.holdRecent(o.lanes.home, tree, time.Now())
-		if o.recent != nil {
+		if o.lanes.home.recent != nil {
 			t.Errorf("%s: the daemon's test runs may have written the work tree, yet the tree recorded before them was kept", name)
 		}
 	}
@@ -57,7 +57,7 @@ func TestARunStartsFromARecentTreeOnlyWhereNothingCanHaveChangedIt(t *testing.T)
 		c.Sandbox.AllowWrite = []string{filepath.Join(filepath.Dir(dir), "elsewhere"), dir + "-sibling"}
 	})
 	o.holdRecent(o.lanes.home, tree, time.Now())
-	if o.recent == nil {
+	if o.lanes.home.recent == nil {
 		t.Errorf("directories outside the project made writable kept the recorded tree from being used")
 	}
 }

@@ -7,6 +7,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,7 +41,9 @@ type runJudged struct {
 	interrupted string
 }
 
-// onRunJudged takes the outcome of a run of l as the judge found it.
+// onRunJudged takes the outcome of a run of l as the judge found it, and
+// decides what the run's end comes to (for a tester, the verdict on its
+// claim), for finishRun to apply.
 func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	jb := o.lanes.job
 	o.lanes.job = nil
@@ -51,17 +54,15 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 			act.interrupt = jb.interrupt
 		}
 		o.dropUnjudgedClaim(l)
-		o.finishRun(l, act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"})
+		o.finishRun(l, runEnd{act: act, res: ev.res, out: statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: "the judging of the run was stopped"}})
 		return
 	}
 	jd := ev.jd
 	if jd.Err != nil {
 		o.opts.Log.Error("a run could not be judged", zap.String("run", ev.run.ID), zap.Error(jd.Err))
 		o.dropUnjudgedClaim(l)
-		o.finishRunRecord(&act.run, ev.res, "interrupted")
-		o.pending.Runs = append(o.pending.Runs, act.run)
-		l.setRunRecord(nil)
-		o.transition(l, statemachine.Stop, ev.run.Feature, fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err))
+		o.finishRun(l, runEnd{act: act, res: ev.res, out: out,
+			unjudged: fmt.Sprintf("the outcome of %s could not be judged, so nothing it did is trusted: %v (is the project's git repository in order?)", ev.run.ID, jd.Err)})
 		return
 	}
 	// The run that comes next (or the check of the next feature's test)
@@ -73,7 +74,7 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 		// resume redoes it, not charged.
 		act.controls = why
 		o.dropUnjudgedClaim(l)
-		o.finishRun(l, act, ev.res, statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: why})
+		o.finishRun(l, runEnd{act: act, res: ev.res, out: statemachine.Outcome{Role: out.Role, Feature: out.Feature, Interrupted: true, Reason: why}})
 		return
 	}
 	if err := o.proposeGuards(); err != nil { // what the run did may complete a pattern
@@ -82,6 +83,7 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	if l.project {
 		o.session.LastTree = string(jd.Tree) // the project's own tree's, not a lane's
 	}
+	end := runEnd{act: act, res: ev.res}
 	switch out.Role {
 	case statemachine.Initializer:
 		if o.canonical != nil {
@@ -90,13 +92,9 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 	case statemachine.Coder:
 		if jd.Blocks() {
 			out.Reason = firstNonEmpty(findingsReason(jd), out.Reason)
-			if f := o.canonical.Feature(ev.run.Feature); f != nil && f.Status == progress.Completed {
-				// Not completed on terms the gates accept: the retry
-				// starts from the report.
-				f.Status = progress.InProgress
-				o.pending.FeatureList = o.canonical.Marshal()
-				o.writeFeatureList()
-			}
+			// Not completed on terms the gates accept: the retry starts
+			// from the report.
+			end.recode = true
 		}
 	case statemachine.Tester:
 		if e := o.testEnvironment(ev, jd); e != nil {
@@ -106,38 +104,86 @@ func (o *Orchestrator) onRunJudged(l *lane, ev runJudged) {
 			out.Reason = o.environmentStop(ev.run, e, jd.Test)
 			break
 		}
-		out.Verdict, out.Reason = o.verdict(l, ev, jd)
+		v := o.verdict(l, ev, jd)
+		end.claim = &v
 	}
-	o.finishRun(l, act, ev.res, out)
+	end.out = out
+	o.finishRun(l, end)
+}
+
+// claimOutcome is the verdict on a tester's claim and everything it
+// changes, decided by the verdict without touching the session and
+// applied by the loop in one place (Orchestrator.settle, from finishRun):
+// accepted or refused and why, the counters it leaves, the traces it
+// writes, the features tested before that it reopens, the lane it starts
+// again from the branch, and the refusal or the acceptance (with its
+// commit) to apply.
+type claimOutcome struct {
+	accepted bool
+	why      string // the verdict's reason: "" when accepted, or when nothing was judged
+	// counters are the claim's feature's counters as the verdict leaves
+	// them (its diagnosis), by feature; the reopened features' are in
+	// reopened.
+	counters map[string]store.FeatureCounters
+	// traces are written first, in order: the diagnosis, a claim let
+	// through in warn mode.
+	traces []control.Trace
+	// reopened are the features tested before whose verdict the claim's
+	// sweep found no longer holds (reopenings).
+	reopened []reopening
+	// rebase, when set, is why the claim's lane starts again from the
+	// branch, its work kept (rebaseLane).
+	rebase string
+	// refused is the refusal to apply (refusal), nil unless refused by
+	// a gate; accept the acceptance, nil unless accepted.
+	refused *refusal
+	accept  *acceptance
+}
+
+// setCounters stages id's counters as the verdict leaves them.
+func (v *claimOutcome) setCounters(id string, c store.FeatureCounters) {
+	if v.counters == nil {
+		v.counters = map[string]store.FeatureCounters{}
+	}
+	v.counters[id] = c
+}
+
+// refuse makes v a refusal: r is applied (logged, traced, the list
+// written back) and r.why is the verdict's reason.
+func (v *claimOutcome) refuse(r refusal) claimOutcome {
+	v.refused, v.why = &r, r.why
+	return *v
 }
 
 // verdict accepts a tester's tested: true only when the run's own record
 // holds (its test ran and passed, evidence left), its change set broke no
 // rule, and the daemon, running the feature's test itself on exactly the
 // tree it then commits, sees it pass. A rejected claim is taken off the
-// disk.
-func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool, string) {
+// disk. It decides and keeps the daemon's test output as evidence; what
+// the verdict comes to, the loop applies (settle).
+func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimOutcome {
 	id, run := ev.run.Feature, ev.run
+	var v claimOutcome
 	f := o.canonical.Feature(id)
 	if f == nil || f.Status == progress.Blocked {
-		l.claim = ""
-		return false, "" // gone, or set aside by a person meanwhile: nothing to judge
+		return v // gone, or set aside by a person meanwhile: nothing to judge
 	}
-	l.claim = ""
-	o.diagnose(id, run, failing(jd))
-	if c := o.counters[id]; c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
+	c := o.diagnose(&v, id, run, failing(jd))
+	if c.Diagnosis != nil && jd.Test != nil && jd.Test.Passed() && len(jd.Regressions) > 0 {
 		c.Diagnosis.Message = fmt.Sprintf("%s's own test passes, but the change breaks the frozen test of %s, a feature tested before it; keep that feature working: %s",
 			id, jd.Regressions[0].Feature, firstNonEmpty(c.Diagnosis.Message, jd.Regressions[0].Test.Summary()))
-		o.setCounters(id, c)
 	}
+	v.setCounters(id, c)
 	if !ev.claimed {
 		if jd.Blocks() {
-			return false, findingsReason(jd)
+			v.why = findingsReason(jd)
+			return v
 		}
-		return false, firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
+		v.why = firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
+		return v
 	}
-	reject := func(why, output string) (bool, string) {
-		return o.refuse(run, refusal{why: why, code: "verdict_rejected", happened: why + output,
+	reject := func(why, output string) claimOutcome {
+		return v.refuse(refusal{why: why, code: "verdict_rejected", happened: why + output,
 			correct: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run",
 			because: "tested must mean tested",
 			log:     "tested:true rejected", logged: []zap.Field{zap.String("feature", id), zap.String("why", why)}})
@@ -152,23 +198,22 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 		// is, in a fresh lane, and is told where.
 		why := fmt.Sprintf("%s's change conflicts with what the branch took since its work began, in %s; its work is kept at %s, and the next attempt starts from the branch as it is now: make the change again on top of it",
 			id, firstN(jd.Conflicts, 5), branch.LaneRef(id))
-		o.rebaseLane(l, why)
-		c := o.counters[id]
+		v.rebase = why
 		c.Diagnosis = &diagnose.Diagnosis{Message: why}
-		o.setCounters(id, c)
+		v.setCounters(id, c)
 		return reject(why, "")
 	}
 	if ev.refused != "" {
 		if mode == gates.Enforce {
 			return reject(ev.refused, "")
 		}
-		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
+		v.traces = append(v.traces, control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
 			Event:   control.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
-		return o.accept(l, f, run, jd, nil, ev.onto)
+		return v.approve(f, run, jd, "", ev.onto, o.opts.Config.Git.Commit)
 	}
 	if mode == gates.Off {
-		return o.accept(l, f, run, jd, nil, ev.onto)
+		return v.approve(f, run, jd, "", ev.onto, o.opts.Config.Git.Commit)
 	}
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
@@ -182,7 +227,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 	}
 	// An earlier feature whose test fails without this claim's change too,
 	// or is flaky, is reopened: the claim is judged without it.
-	o.reopenTested(l, id, run, jd.Reopen)
+	v.reopened = o.reopenings(l, id, run, jd.Reopen)
 	if len(jd.Regressions) > 0 {
 		// The next attempt starts in a fresh lane from the branch as it
 		// is, whether or not the branch moved meanwhile: one rule, not a
@@ -193,15 +238,15 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) (bool,
 		if ev.onto != "" && ev.onto != l.baseHead {
 			why = fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id)
 		}
-		o.rebaseLane(l, why)
-		return o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))
+		v.rebase = why
+		return v.refuse(o.rejectRegressions(id, run, jd.Regressions))
 	}
-	return o.accept(l, f, run, jd, &log, ev.onto)
+	return v.approve(f, run, jd, log, ev.onto, o.opts.Config.Git.Commit)
 }
 
-// refusal is a claim the verdict refused, for the loop to apply
-// (refuse): the reason the run is told, the trace of gate
-// tested-needs-evidence it leaves, and the warning logged.
+// refusal is a claim the verdict refused, for the loop to apply (settle):
+// the reason the run is told, the trace of gate tested-needs-evidence it
+// leaves, and the warning logged.
 type refusal struct {
 	why                        string // the verdict's reason
 	code                       string // the trace's code
@@ -210,16 +255,48 @@ type refusal struct {
 	logged                     []zap.Field
 }
 
-// refuse applies r, a refusal of run's claim: it is logged and traced,
-// and the list written back, since the canonical copy still says
-// tested: false. It returns the verdict (refused, and why).
-func (o *Orchestrator) refuse(run store.Run, r refusal) (bool, string) {
-	o.opts.Log.Warn(r.log, r.logged...)
-	o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: r.code,
-		Context: control.TraceContext{Agent: string(role.Tester), Feature: run.Feature, Run: run.ID},
-		Event:   control.TraceEvent{WhatHappened: r.happened, WhatWasCorrect: r.correct, Why: r.because}})
-	o.writeFeatureList()
-	return false, r.why
+// acceptance is a claim the verdict accepted, for the loop to apply
+// (settle): the trace of its approval, the commit of exactly the tree the
+// daemon's test ran on (nil when git.commit is off, or no tree was
+// recorded), and the evidence the verdict kept.
+type acceptance struct {
+	approval control.Trace
+	commit   *branch.Verdict // its Trace is the approval's, once written
+	jd       judge.Judgement
+	onto     string // the branch's head a lane's candidate was judged on
+	evidence string // the daemon's test output, "" when not kept
+}
+
+// settle applies v, the verdict on the claim of run, l's tester's: the
+// claim is taken off the lane, the counters and traces written, the
+// features it reopened reopened (or blocked), the lane started again from
+// the branch, and the refusal or the acceptance applied. It is the one
+// place where a verdict changes the session; it runs on the loop, from
+// finishRun.
+func (o *Orchestrator) settle(l *lane, run store.Run, v claimOutcome) {
+	l.claim = ""
+	for _, id := range slices.Sorted(maps.Keys(v.counters)) {
+		o.setCounters(id, v.counters[id])
+	}
+	for _, t := range v.traces {
+		o.trace(t)
+	}
+	o.reopenTested(run.Feature, v.reopened)
+	if v.rebase != "" {
+		o.rebaseLane(l, v.rebase)
+	}
+	switch r := v.refused; {
+	case r != nil:
+		// The canonical copy still says tested: false: the list is
+		// written back.
+		o.opts.Log.Warn(r.log, r.logged...)
+		o.trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: r.code,
+			Context: control.TraceContext{Agent: string(role.Tester), Feature: run.Feature, Run: run.ID},
+			Event:   control.TraceEvent{WhatHappened: r.happened, WhatWasCorrect: r.correct, Why: r.because}})
+		o.writeFeatureList()
+	case v.accept != nil:
+		o.accept(l, run, *v.accept)
+	}
 }
 
 // rejectRegressions refuses a claim whose own test passed on a tree where
@@ -255,16 +332,18 @@ func failing(jd judge.Judgement) *judge.TestResult {
 	return jd.Test
 }
 
-// diagnose keeps, for the feature's next coding attempt, what the
-// daemon's own run of its test said when it failed (the retry's
-// reflexion), with what the attempt's coding agent believed; a test that
-// passed, or did not run, leaves nothing to diagnose.
-func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
+// diagnose is feature id's counters as the verdict leaves them for its
+// next coding attempt: with what the daemon's own run of its test said
+// when it failed (the retry's reflexion) and what the attempt's coding
+// agent believed, whose trace it adds to v; a test that passed, or did not
+// run, leaves nothing to diagnose. The failing test's output is kept as
+// evidence.
+func (o *Orchestrator) diagnose(v *claimOutcome, id string, run store.Run, r *judge.TestResult) store.FeatureCounters {
 	attempt := run.Attempt
 	c := o.counters[id]
 	c.Diagnosis = nil
 	if r != nil && !r.Passed() && !r.Interrupted {
-		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
+		v.traces = append(v.traces, control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: run.Role, Feature: id, Run: run.ID},
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s attempt %d failed its test: %s", id, attempt, r.Summary()), Why: "the daemon ran the feature's test itself after its tester's run"}})
 		d := diagnose.Read(r.Command, r.ExitCode, r.Output)
 		switch {
@@ -281,7 +360,7 @@ func (o *Orchestrator) diagnose(id string, run store.Run, r *judge.TestResult) {
 		}
 		c.Diagnosis = &d
 	}
-	o.setCounters(id, c)
+	return c
 }
 
 // coderSummary is what the coding agent of a feature's attempt said at
@@ -300,13 +379,6 @@ func (o *Orchestrator) coderSummary(id string, attempt int) string {
 	return ""
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 func evidenceNote(log string) string {
 	if log == "" {
 		return ""
@@ -314,56 +386,73 @@ func evidenceNote(log string) string {
 	return " (output in " + log + ")"
 }
 
-// accept makes a verdict of l's canonical and, unless git.commit is off,
-// commits exactly the tree the daemon's test ran on.
-func (o *Orchestrator) accept(l *lane, f *progress.Feature, run store.Run, jd judge.Judgement, log *string, onto string) (bool, string) {
+// approve makes v the acceptance of f's claim, judged as jd, with log the
+// daemon's test output kept as its evidence ("" when none was); commit:
+// git.commit is on, so its tree is committed.
+func (v *claimOutcome) approve(f *progress.Feature, run store.Run, jd judge.Judgement, log, onto string, commit bool) claimOutcome {
 	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
 	if jd.Test != nil {
 		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
 	}
-	tr := o.trace(control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
-		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(deref(log))), Why: why}})
-	c := o.counters[f.ID]
+	a := &acceptance{jd: jd, onto: onto, evidence: log,
+		approval: control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(log)), Why: why}}}
+	if commit && jd.Tree != "" {
+		c := v.counters[f.ID]
+		a.commit = &branch.Verdict{
+			Feature: f, Attempt: run.Attempt, Run: run.ID, Tree: jd.Tree,
+			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
+		}
+	}
+	v.accepted, v.accept = true, a
+	return *v
+}
+
+// accept applies a, the acceptance of l's claim of run (settle): its
+// approval traced, its tree committed (in the lane's way, lane.commit),
+// then its feature made tested, in the same write as the commit's record;
+// a clone's evidence is copied into the project and the lane closed.
+func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
+	id := run.Feature
+	tr := o.trace(a.approval)
+	c := o.counters[id]
 	if !l.project {
 		defer func() {
-			l.copyEvidence(f.ID)
+			l.copyEvidence(id)
 			o.closeLane(l, "")
 		}()
 	}
-	if o.opts.Config.Git.Commit && jd.Tree != "" {
-		v := branch.Verdict{
-			Feature: f, Attempt: run.Attempt, Run: run.ID, Trace: tr.ID, Tree: jd.Tree,
-			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
-		}
-		done, err := l.commit(context.Background(), v, jd, onto)
+	if v := a.commit; v != nil {
+		v.Trace = tr.ID
+		done, err := l.commit(context.Background(), *v, a.jd, a.onto)
 		switch {
 		case err != nil:
-			o.opts.Log.Error("could not commit a tested feature", zap.String("feature", f.ID), zap.Error(err))
+			o.opts.Log.Error("could not commit a tested feature", zap.String("feature", id), zap.Error(err))
 		default:
 			c.Commit, c.Branch, c.OffBranch = done.Commit, done.Branch, done.OffBranch
 			where := "on " + done.Branch
 			if done.Branch == "" {
 				where = "under " + done.Ref + " only: " + done.OffBranch
 			}
-			o.opts.Log.Info("tested feature committed", zap.String("feature", f.ID), zap.String("commit", done.Commit), zap.String("where", where))
-			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
-				Parent: tr.ID, Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", f.ID, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+			o.opts.Log.Info("tested feature committed", zap.String("feature", id), zap.String("commit", done.Commit), zap.String("where", where))
+			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
+				Parent: tr.ID, Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", id, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
 		}
 	}
 	// Tested once its commit is made, in the same write as the commit's
 	// record: with lanes the commit is where its code then is, and a
 	// crash before this point has the feature worked again, never tested
 	// with its code gone.
+	f := o.canonical.Feature(id)
 	f.Tested = true
-	if log != nil && *log != "" && !slices.Contains(f.Evidence, *log) {
-		f.Evidence = append(f.Evidence, *log)
+	if a.evidence != "" && !slices.Contains(f.Evidence, a.evidence) {
+		f.Evidence = append(f.Evidence, a.evidence)
 	}
 	c.Base, c.BaseHead = "", ""
-	o.setCounters(f.ID, c)
+	o.setCounters(id, c)
 	o.pending.FeatureList = o.canonical.Marshal()
 	o.persist()
 	o.writeFeatureList()
-	return true, ""
 }
 
 // afterInitializer freezes the acceptance tests the initializer wrote with

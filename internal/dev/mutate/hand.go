@@ -28,7 +28,7 @@ type Hand struct {
 // Hands are the guarantees of the loop, the gates and the verdicts.
 var Hands = []Hand{
 	{"after a claim the sweep refused, the next attempt starts in a fresh lane from the branch, whether or not the branch moved",
-		"orchestrator/verdict.go", "\t\to.rebaseLane(l, why)\n\t\treturn o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))", "\t\tif ev.onto != \"\" && ev.onto != l.baseHead {\n\t\t\to.rebaseLane(l, why)\n\t\t}\n\t\treturn o.refuse(run, o.rejectRegressions(id, run, jd.Regressions))",
+		"orchestrator/verdict.go", "\t\tv.rebase = why\n\t\treturn v.refuse(o.rejectRegressions(id, run, jd.Regressions))", "\t\tif ev.onto != \"\" && ev.onto != l.baseHead {\n\t\t\tv.rebase = why\n\t\t}\n\t\treturn v.refuse(o.rejectRegressions(id, run, jd.Regressions))",
 		"orchestrator", "TestARefusedClaimStartsAgainInAFreshLane"},
 	{"a test run's logged CPU time is its processes' (make bench reads it)",
 		"judge/testrun.go", "cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()", "cpu += cmd.ProcessState.SystemTime()",
@@ -72,6 +72,9 @@ var Hands = []Hand{
 	{"a claim is accepted only when the daemon's run of the test passed",
 		"orchestrator/verdict.go", "if !jd.Test.Passed() {", "if false {",
 		"orchestrator", "TestDaemonRerunDecidesTheVerdict"},
+	{"a run whose work cannot be judged stops the session: nothing of it is taken, nothing charged",
+		"orchestrator/runend.go", "\tif end.unjudged != \"\" {", "\tif false {",
+		"orchestrator", "TestARunThatCannotBeJudgedStopsTheSession"},
 	{"after the store refused a move, the loop tries it again by itself (a full disk sends no event when it is freed)",
 		"orchestrator/loop.go", "\tif o.timers.persist == nil {\n\t\to.timers.persist = time.NewTimer(persistRetry)\n\t}\n", "",
 		"orchestrator", "TestAFailedStoreWriteHoldsAndRetries/initializer"},
@@ -435,7 +438,7 @@ var Hands = []Hand{
 		"orchestrator/reopen.go", "machine := b.Test.Env != nil || (b.Alone != nil && b.Alone.Env != nil)", "machine := false",
 		"orchestrator", "TestAReopeningForTheMachineChargesNoOne"},
 	{"a reopening is traced against the earlier feature, for ctl why and the report",
-		"orchestrator/reopen.go", "o.trace(control.Trace{Type: control.TraceViolation", "_ = (control.Trace{Type: control.TraceViolation",
+		"orchestrator/reopen.go", "r.traces = append(r.traces, control.Trace{Type: control.TraceViolation", "_ = append(r.traces, control.Trace{Type: control.TraceViolation",
 		"orchestrator", "TestBlameTheRightFeature/bomb/parallel-1/earlier-first-true"},
 	{"a run that ends while the session is paused has its outcome counted",
 		"orchestrator/loop.go", "if state == statemachine.Stopped || state == statemachine.Waiting || (holding && out == nil) {", "if state == statemachine.Stopped || state == statemachine.Waiting || holding {",
