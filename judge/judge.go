@@ -49,7 +49,14 @@ import (
 // and the traces of its decisions. *store.Store is one.
 type Records interface {
 	AppendCommand(control.CommandRecord) error
+	// AppendTraces stores traces and returns them with their ids.
 	AppendTraces(...control.Trace) ([]control.Trace, error)
+	// QueueTraces stores traces after it returns, in the order of the
+	// calls (of both methods), and tells done the outcome; whatever
+	// reads the records after it returned finds them, and closing the
+	// records stores them first (store.Store.QueueTraces). What the hooks
+	// saw is queued: a hook's answer does not wait for the disk.
+	QueueTraces(done func(error), ts ...control.Trace)
 }
 
 // Options configure a Judge.
@@ -545,7 +552,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 		j.recordDecision(actor, p, g, file)
 	}
 	if p.Event == "StopFailure" {
-		j.Trace(control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Context: TraceContext(actor),
+		j.record(control.Trace{Type: control.TraceDecision, Source: control.SourceHook, Context: TraceContext(actor),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("the turn ended on an API error: %s", p.Error)}})
 	}
 	if d == nil {
@@ -564,7 +571,7 @@ func (j *Judge) recordDecision(a gates.Actor, p *gates.Payload, d *control.HookD
 	case d.Mode == gates.Warn:
 		what = fmt.Sprintf("%s %s broke %s (warn mode, let through): %s", p.Event, p.ToolName, d.Gate, d.Message)
 	}
-	j.Trace(control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
+	j.record(control.Trace{Type: control.TraceViolation, Source: control.SourceHook, Context: TraceContext(a), Gate: d.Gate, Code: d.Code,
 		Path: file, Tool: ToolCall(p), Event: control.TraceEvent{WhatHappened: what, WhatWasCorrect: d.Suggestion, Why: "gate " + d.Gate}})
 	j.log.Info("gate", zap.String("gate", d.Gate), zap.String("code", d.Code), zap.String("mode", d.Mode),
 		zap.String("role", a.Role), zap.String("feature", a.Feature), zap.String("run", a.Run))
@@ -595,7 +602,7 @@ func (j *Judge) recordRefusal(a gates.Actor, p *gates.Payload, r refusal, s gate
 	default:
 		return // a refusal no rule of ours names: the sandbox's own business
 	}
-	j.Trace(t)
+	j.record(t)
 	j.log.Info("sandbox refusal", zap.String("gate", t.Gate), zap.String("code", t.Code), zap.String("run", a.Run), zap.String("path", r.Path), zap.String("host", r.Host))
 }
 
@@ -622,6 +629,33 @@ const maxToolInput = 200
 // is elsewhere. What is traced of a run hangs from the run's node in the
 // context graph and belongs to its attempt, unless it says otherwise.
 func (j *Judge) Trace(t control.Trace) control.Trace {
+	t = j.complete(t)
+	out, err := j.opts.Records.AppendTraces(t)
+	if err != nil || len(out) == 0 {
+		j.log.Warn("could not store a trace", zap.Error(err))
+		return t
+	}
+	return out[0]
+}
+
+// record is Trace for what the hooks saw: the trace is queued, and
+// stored after the hook is answered (Records.QueueTraces). A violation's
+// commit, its fsync above all, cost a denied call several times what
+// deciding it does; queued, the trace is still found by everything that
+// reads the records after the answer, in the order it came, and stored
+// at a clean shutdown. Only a crash of the daemon between the answer and
+// the commit, a few milliseconds, loses it: the refusal itself was made.
+func (j *Judge) record(t control.Trace) {
+	j.opts.Records.QueueTraces(func(err error) {
+		if err != nil {
+			j.log.Warn("could not store a trace", zap.Error(err))
+		}
+	}, j.complete(t))
+}
+
+// complete gives t what every trace of the judge's carries: the project,
+// the run's node and attempt, the time.
+func (j *Judge) complete(t control.Trace) control.Trace {
 	t.Project = j.opts.Project.ID
 	if t.Context.Run != "" {
 		j.mu.Lock()
@@ -637,10 +671,5 @@ func (j *Judge) Trace(t control.Trace) control.Trace {
 	if t.Timestamp.IsZero() {
 		t.Timestamp = j.opts.Now().UTC()
 	}
-	out, err := j.opts.Records.AppendTraces(t)
-	if err != nil || len(out) == 0 {
-		j.log.Warn("could not store a trace", zap.Error(err))
-		return t
-	}
-	return out[0]
+	return t
 }

@@ -476,6 +476,14 @@ func (b brokenRecords) AppendTraces(...control.Trace) ([]control.Trace, error) {
 	return nil, errors.New("disk full")
 }
 
+func (b brokenRecords) QueueTraces(done func(error), _ ...control.Trace) {
+	if b.silent {
+		done(nil)
+		return
+	}
+	done(errors.New("disk full"))
+}
+
 // observed is a logger that keeps its warnings for the test to read.
 func observed() (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.WarnLevel)

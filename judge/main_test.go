@@ -86,6 +86,13 @@ func (r *fakeRecords) AppendTraces(ts ...control.Trace) ([]control.Trace, error)
 	return out, nil
 }
 
+// QueueTraces stores at once: the store's order and settling are the
+// store's to test.
+func (r *fakeRecords) QueueTraces(done func(error), ts ...control.Trace) {
+	_, err := r.AppendTraces(ts...)
+	done(err)
+}
+
 func (r *fakeRecords) Commands() []control.CommandRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -136,6 +136,16 @@ func (f *faultyStore) AppendTraces(ts ...control.Trace) ([]control.Trace, error)
 	return f.Store.AppendTraces(ts...)
 }
 
+func (f *faultyStore) QueueTraces(done func(error), ts ...control.Trace) {
+	if err := f.fault(writeTraces, nil); err != nil {
+		if done != nil {
+			done(err)
+		}
+		return
+	}
+	f.Store.QueueTraces(done, ts...)
+}
+
 func (f *faultyStore) AppendCommand(c control.CommandRecord) error {
 	if err := f.fault(writeCommand, nil); err != nil {
 		return err

@@ -17,7 +17,7 @@ var bucketGuards = []byte("guards")
 // Guards returns every stored guard, by id.
 func (s *Store) Guards() ([]guards.Rule, error) {
 	var out []guards.Rule
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketGuards)
 		if b == nil {
 			return nil
@@ -37,7 +37,7 @@ func (s *Store) Guards() ([]guards.Rule, error) {
 // PutGuards stores guards, replacing those with the same ids, in one
 // transaction.
 func (s *Store) PutGuards(rs ...guards.Rule) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketGuards)
 		if err != nil {
 			return err

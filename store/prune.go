@@ -52,7 +52,7 @@ func (s *Store) Prune(o PruneOptions) (control.PruneResult, error) {
 		if f == "" {
 			continue
 		}
-		err := s.db.Update(func(tx *bolt.Tx) error { return pruneFeature(tx, f, o.Before, nodes, ended, &res, s.part) })
+		err := s.update(func(tx *bolt.Tx) error { return pruneFeature(tx, f, o.Before, nodes, ended, &res, s.part) })
 		if err != nil {
 			return res, fmt.Errorf("store: prune traces of %s: %w", f, err)
 		}
@@ -61,7 +61,7 @@ func (s *Store) Prune(o PruneOptions) (control.PruneResult, error) {
 	for _, f := range o.Finished {
 		finished[f] = true
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error { return pruneCommands(tx, o.Before, finished, ended, &res, s.part) })
+	err = s.update(func(tx *bolt.Tx) error { return pruneCommands(tx, o.Before, finished, ended, &res, s.part) })
 	return res, err
 }
 
@@ -69,7 +69,7 @@ func (s *Store) Prune(o PruneOptions) (control.PruneResult, error) {
 // the runs that ended.
 func (s *Store) graphNodes() (nodes, ended map[string]bool, err error) {
 	nodes, ended = map[string]bool{}, map[string]bool{}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
 			var r Run
 			if err := json.Unmarshal(v, &r); err != nil {

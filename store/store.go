@@ -292,8 +292,26 @@ func OpenReadOnly(dir string, timeout time.Duration) (*Store, error) {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stores what is queued (QueueTraces) and closes the database.
+func (s *Store) Close() error {
+	s.appends.settle()
+	return s.db.Close()
+}
+
+// view and update are the store's transactions. Each begins once the
+// traces queued before it are stored (QueueTraces): a read finds every
+// trace queued before it, and a write comes after them. Only the writer
+// of the queue (appendTraces) and the migration at Open use the database
+// directly.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.appends.settle()
+	return s.db.View(fn)
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	s.appends.settle()
+	return s.db.Update(fn)
+}
 
 // migrations[i] brings a database from schema i to i+1. Schema 0 is a file
 // without a schema key: a database that was created but never initialised.
@@ -337,7 +355,7 @@ func (s *Store) migrate() error {
 // Schema returns the schema version on disk.
 func (s *Store) Schema() (int, error) {
 	var v int
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return errors.New("no schema: the database was never initialised")
@@ -352,7 +370,7 @@ func (s *Store) Schema() (int, error) {
 // Load reads the whole state of record.
 func (s *Store) Load() (State, error) {
 	st := State{Counters: map[string]FeatureCounters{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketSession).Get(keySession); v != nil {
 			if err := json.Unmarshal(v, &st.Session); err != nil {
 				return fmt.Errorf("store: session record: %w", err)
@@ -410,7 +428,7 @@ type Batch struct {
 
 // Apply writes c in one transaction, synced to disk before it returns.
 func (s *Store) Apply(c Batch) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if c.Session != nil {
 			if err := putJSON(tx.Bucket(bucketSession), keySession, c.Session); err != nil {
 				return err
@@ -473,7 +491,7 @@ func (s *Store) Apply(c Batch) error {
 // Runs returns every run, oldest first.
 func (s *Store) Runs() ([]Run, error) {
 	var runs []Run
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
 			var r Run
 			if err := json.Unmarshal(v, &r); err != nil {
@@ -489,7 +507,7 @@ func (s *Store) Runs() ([]Run, error) {
 // Transitions returns every transition, oldest first.
 func (s *Store) Transitions() ([]Transition, error) {
 	var ts []Transition
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTransitions).ForEach(func(_, v []byte) error {
 			var t Transition
 			if err := json.Unmarshal(v, &t); err != nil {

@@ -389,7 +389,7 @@ func stamp(v []byte) uint64 {
 // A text filter is checked on each candidate.
 func (s *Store) Traces(f TraceFilter) ([]control.Trace, error) {
 	var out []control.Trace
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b, idx := tx.Bucket(bucketTraces), tx.Bucket(bucketTraceIndex)
 		if b == nil || idx == nil {
 			return nil
@@ -575,7 +575,7 @@ func (s *Store) Mistakes(role, except string) ([]MistakeKind, error) {
 	var out []MistakeKind
 	var where [][]seen
 	byKind := map[string]int{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTraceMistakes)
 		if b == nil {
 			return nil
@@ -647,7 +647,7 @@ type Collection struct {
 // postings.
 func (s *Store) Postings(ts []string, visit func(term string, p Posting) bool) (Collection, error) {
 	col := Collection{DF: map[string]int{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		post, df, stats := tx.Bucket(bucketTraceTerms), tx.Bucket(bucketTraceTermDF), tx.Bucket(bucketTraceStats)
 		if post == nil || df == nil || stats == nil {
 			return nil

@@ -223,7 +223,7 @@ func TestConcurrentAppendsShareCommits(t *testing.T) {
 	// The first append commits alone; the others queue behind it.
 	release := make(chan struct{})
 	queued := make(chan struct{}, n)
-	s.appends.queued = func() { queued <- struct{}{} }
+	s.appends.onQueue = func() { queued <- struct{}{} }
 	var wg sync.WaitGroup
 	first := make(chan struct{})
 	wg.Go(func() {

@@ -26,10 +26,37 @@ func (s *Store) AppendTraces(ts ...control.Trace) ([]control.Trace, error) {
 	if len(ts) == 0 {
 		return ts, nil
 	}
-	return ts, s.appends.do(s, ts)
+	return ts, s.appends.append(s, ts)
 }
 
-// appendTraces writes every batch in one transaction.
+// QueueTraces stores traces after it returns: it queues them behind every
+// append queued before, and a writer commits them. It is for a caller that
+// must not wait for the disk and does not need the ids: the hook's
+// answer, which a violation's commit (its fsync) would hold up several
+// times over.
+//
+// Nothing queued is lost but to a crash: every transaction of the store,
+// a read or a write, begins once the traces queued before it are stored,
+// so that whatever comes after QueueTraces returned (the next hook, a
+// run's judging, `ctl why`) finds them, in the order they were queued;
+// and Close stores them before it closes. A crash of the process between
+// QueueTraces and the commit loses what was queued.
+//
+// done, if not nil, is told the outcome once the commit ended. It runs on
+// the writer and must not use the store.
+func (s *Store) QueueTraces(done func(error), ts ...control.Trace) {
+	if len(ts) == 0 {
+		if done != nil {
+			done(nil)
+		}
+		return
+	}
+	s.appends.queue(s, ts, done)
+}
+
+// appendTraces writes every batch in one transaction. It is the writer's
+// own transaction: it does not wait for the queue (settle), which waits
+// for it.
 func (s *Store) appendTraces(batches [][]control.Trace) error {
 	s.commits.Add(1)
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -67,45 +94,78 @@ func (s *Store) appendTraces(batches [][]control.Trace) error {
 	})
 }
 
-// appendQueue is a group commit. The first appender commits at once; the
-// appenders that come while it commits queue, and the next of them
-// commits all that queued in one transaction. A lone append never waits
-// (bbolt's DB.Batch would hold it up to its MaxBatchDelay, 10 ms, on a
-// hook's answer), and a burst costs one fsync, not one each.
+// appendQueue is a group commit, in the order the appends came. When no
+// commit is under way, a waiting append (AppendTraces) commits at once in
+// its caller's goroutine, and a queued one (QueueTraces) starts a writer
+// goroutine that commits it. The appends that come while a commit is under
+// way queue, and the next commit, the writer's, takes all of them in one
+// transaction. A lone append never waits for company (bbolt's DB.Batch
+// would hold it up to its MaxBatchDelay, 10 ms, on a hook's answer), and a
+// burst costs one fsync, not one each.
+//
+// One commit at a time (busy) keeps the order: ids are given in the order
+// the appends were queued.
 type appendQueue struct {
 	mu      sync.Mutex
 	busy    bool
 	pending []*appendReq
-	// queued, when set (tests), is told of each append that queues.
-	queued func()
+	// queued and stored count the appends ever queued and those whose
+	// commit ended (stored or failed): a transaction waits until stored
+	// reaches what queued was when it began (settle).
+	queued, stored uint64
+	// moved, when made, is closed when stored moves.
+	moved chan struct{}
+	// onQueue, when set (tests), is told of each append that queues behind
+	// a commit under way.
+	onQueue func()
 }
 
 type appendReq struct {
 	ts   []control.Trace
-	done chan error    // the append's outcome
-	lead chan struct{} // or: commit what is queued
+	done func(error) // told the commit's outcome
 }
 
-func (q *appendQueue) do(s *Store, ts []control.Trace) error {
-	q.mu.Lock()
-	if q.busy {
-		r := &appendReq{ts: ts, done: make(chan error, 1), lead: make(chan struct{}, 1)}
-		q.pending = append(q.pending, r)
-		if q.queued != nil {
-			q.queued()
-		}
-		q.mu.Unlock()
-		select {
-		case err := <-r.done:
-			return err
-		case <-r.lead:
-		}
-		q.mu.Lock()
-		// r leads: it is first in pending and commits the queue.
-	} else {
-		q.busy = true
-		q.pending = append(q.pending, &appendReq{ts: ts})
+// append commits ts and returns once it is stored.
+func (q *appendQueue) append(s *Store, ts []control.Trace) error {
+	outcome := make(chan error, 1)
+	if q.enqueue(&appendReq{ts: ts, done: func(err error) { outcome <- err }}) {
+		q.commit(s)
 	}
+	return <-outcome
+}
+
+// queue has ts committed, and returns at once.
+func (q *appendQueue) queue(s *Store, ts []control.Trace, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if q.enqueue(&appendReq{ts: ts, done: done}) {
+		go q.commit(s)
+	}
+}
+
+// enqueue adds r behind what is queued and says whether its caller must
+// start the commit: none is under way.
+func (q *appendQueue) enqueue(r *appendReq) (lead bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, r)
+	q.queued++
+	if q.busy {
+		if q.onQueue != nil {
+			q.onQueue()
+		}
+		return false
+	}
+	q.busy = true
+	return true
+}
+
+// commit commits what is queued, in one transaction. What queued meanwhile
+// is committed next by a writer goroutine: the caller of a waiting append
+// does not wait for others' traces.
+func (q *appendQueue) commit(s *Store) {
+	q.mu.Lock()
 	batch := q.pending
 	q.pending = nil
 	q.mu.Unlock()
@@ -115,18 +175,39 @@ func (q *appendQueue) do(s *Store, ts []control.Trace) error {
 		all[i] = r.ts
 	}
 	err := s.appendTraces(all)
-	for _, r := range batch[1:] {
-		r.done <- err
-	}
 
 	q.mu.Lock()
-	if len(q.pending) > 0 {
-		q.pending[0].lead <- struct{}{} // the next leader; busy stays
-	} else {
-		q.busy = false
+	q.stored += uint64(len(batch))
+	if q.moved != nil {
+		close(q.moved)
+		q.moved = nil
+	}
+	more := len(q.pending) > 0
+	q.busy = more // the writer below takes over
+	q.mu.Unlock()
+	for _, r := range batch {
+		r.done(err)
+	}
+	if more {
+		go q.commit(s)
+	}
+}
+
+// settle returns once every append queued before it began is stored (or
+// failed).
+func (q *appendQueue) settle() {
+	q.mu.Lock()
+	want := q.queued
+	for q.stored < want {
+		if q.moved == nil {
+			q.moved = make(chan struct{})
+		}
+		moved := q.moved
+		q.mu.Unlock()
+		<-moved
+		q.mu.Lock()
 	}
 	q.mu.Unlock()
-	return err
 }
 
 // TraceFilter selects traces; zero fields match everything.
@@ -182,7 +263,7 @@ func (s *Store) Trace(id string) (control.Trace, bool, error) {
 	}
 	var t control.Trace
 	found := false
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTraces)
 		if b == nil {
 			return nil
@@ -199,7 +280,7 @@ func (s *Store) Trace(id string) (control.Trace, bool, error) {
 
 // AppendCommand records a command an agent ran.
 func (s *Store) AppendCommand(c control.CommandRecord) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketCommands)
 		if err != nil {
 			return err
@@ -212,7 +293,7 @@ func (s *Store) AppendCommand(c control.CommandRecord) error {
 // Commands returns the commands of a run, oldest first ("" for all).
 func (s *Store) Commands(run string) ([]control.CommandRecord, error) {
 	var out []control.CommandRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCommands)
 		if b == nil {
 			return nil
