@@ -302,7 +302,10 @@ func (s *Store) Close() error {
 // traces queued before it are stored (QueueTraces): a read finds every
 // trace queued before it, and a write comes after them. Only the writer
 // of the queue (appendTraces) and the migration at Open use the database
-// directly.
+// directly. fn (and a callback it calls, as Postings' visit) must not call
+// the Store: a transaction begun inside another would wait for the
+// writer, which may be waiting for the open one to end (bbolt remaps the
+// file under no reader).
 func (s *Store) view(fn func(*bolt.Tx) error) error {
 	s.appends.settle()
 	return s.db.View(fn)
