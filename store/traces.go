@@ -97,9 +97,9 @@ func (s *Store) appendTraces(batches [][]control.Trace) error {
 // appendQueue is a group commit, in the order the appends came. When no
 // commit is under way, a waiting append (AppendTraces) commits at once in
 // its caller's goroutine, and a queued one (QueueTraces) starts a writer
-// goroutine that commits it. The appends that come while a commit is under
-// way queue, and the next commit, the writer's, takes all of them in one
-// transaction. A lone append never waits for company (bbolt's DB.Batch
+// goroutine that commits it after queueDelay. The appends that come while a
+// commit is under way, or the writer waits, queue, and the next commit,
+// the writer's, takes all of them in one transaction. A lone append never waits for company (bbolt's DB.Batch
 // would hold it up to its MaxBatchDelay, 10 ms, on a hook's answer), and a
 // burst costs one fsync, not one each.
 //
@@ -115,10 +115,21 @@ type appendQueue struct {
 	queued, stored uint64
 	// moved, when made, is closed when stored moves.
 	moved chan struct{}
+	// hurry tells a writer waiting out queueDelay that someone waits for
+	// what is queued: commit now.
+	hurry chan struct{}
 	// onQueue, when set (tests), is told of each append that queues behind
 	// a commit under way.
 	onQueue func()
 }
+
+// queueDelay is how long a queued append's commit waits, unless someone
+// waits for it. The hook that queued it has its answer: the commit's work
+// (some 0.7 ms of CPU, then the fsync) is better done once the hook's
+// process has printed it and exited than beside it, on a machine whose
+// cores the runs keep busy; and the calls that follow a denial (a run's
+// next try, concurrent tool calls) share its commit.
+const queueDelay = 2 * time.Millisecond
 
 type appendReq struct {
 	ts   []control.Trace
@@ -130,6 +141,8 @@ func (q *appendQueue) append(s *Store, ts []control.Trace) error {
 	outcome := make(chan error, 1)
 	if q.enqueue(&appendReq{ts: ts, done: func(err error) { outcome <- err }}) {
 		q.commit(s)
+	} else {
+		q.hasten()
 	}
 	return <-outcome
 }
@@ -140,7 +153,7 @@ func (q *appendQueue) queue(s *Store, ts []control.Trace, done func(error)) {
 		done = func(error) {}
 	}
 	if q.enqueue(&appendReq{ts: ts, done: done}) {
-		go q.commit(s)
+		go q.commitSoon(s)
 	}
 }
 
@@ -151,6 +164,9 @@ func (q *appendQueue) enqueue(r *appendReq) (lead bool) {
 	defer q.mu.Unlock()
 	q.pending = append(q.pending, r)
 	q.queued++
+	if q.hurry == nil {
+		q.hurry = make(chan struct{}, 1)
+	}
 	if q.busy {
 		if q.onQueue != nil {
 			q.onQueue()
@@ -193,11 +209,44 @@ func (q *appendQueue) commit(s *Store) {
 	}
 }
 
+// commitSoon commits what is queued after queueDelay, or as soon as
+// someone waits for it (hasten).
+func (q *appendQueue) commitSoon(s *Store) {
+	q.mu.Lock()
+	hurry := q.hurry
+	q.mu.Unlock()
+	t := time.NewTimer(queueDelay)
+	select {
+	case <-t.C:
+	case <-hurry:
+		t.Stop()
+	}
+	q.commit(s)
+}
+
+// hasten has a writer waiting out queueDelay commit now. A hurry no
+// writer takes is left for the next one, which then commits at once.
+func (q *appendQueue) hasten() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.hastenLocked()
+}
+
+func (q *appendQueue) hastenLocked() {
+	select {
+	case q.hurry <- struct{}{}:
+	default: // one is already there
+	}
+}
+
 // settle returns once every append queued before it began is stored (or
 // failed).
 func (q *appendQueue) settle() {
 	q.mu.Lock()
 	want := q.queued
+	if q.stored < want {
+		q.hastenLocked()
+	}
 	for q.stored < want {
 		if q.moved == nil {
 			q.moved = make(chan struct{})
