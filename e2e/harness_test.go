@@ -164,14 +164,8 @@ func warmGoCaches() ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for name, text := range map[string]string{
-		"go.mod":       "module warm\n\ngo 1.21\n",
-		"warm.go":      "package warm\n\nfunc Warm() string { return \"warm\" }\n",
-		"warm_test.go": "package warm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {\n\tif Warm() != \"warm\" {\n\t\tt.Fatal(Warm())\n\t}\n}\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			return nil, err
-		}
+	if err := writeWarmModule(dir); err != nil {
+		return nil, err
 	}
 	// As an agent or the daemon runs a Go feature's test: not race-enabled,
 	// vetted, with the test binary linked.
@@ -200,55 +194,96 @@ func sideBySide[C any](t *testing.T, cases []C, name func(C) string, run func(*t
 }
 
 // verdictCacheOnce builds, once per test run, what a Go project's verdict
-// build cache holds after its first warm-up, for withGoCaches.
-var verdictCacheOnce = sync.OnceValues(warmVerdictCache)
+// build cache holds after its first warm-up, for warmVerdictCache.
+var verdictCacheOnce = sync.OnceValues(warmVerdictCacheTemplate)
 
 // withGoCaches hands the project's daemon and agents the machine's Go
 // caches (goCaches), and lays in its verdict's own build cache what that
-// cache's first warm-up would compile whatever the project: the standard
-// library and the testing package's dependencies (about 35 CPU-seconds on
-// a cold cache, repeated by every Go project). The daemon's warm-up still
-// runs before each tree's first test, for the project's own packages; the
-// cache stays the verdict's, read-only to the tests. The honest nights on
-// a fresh home keep theirs cold: they show what a first night costs.
+// cache's first warm-up would compile whatever the project
+// (warmVerdictCache). The honest nights on a fresh home keep their module
+// caches empty: they show what fetching costs (warmGoBuildCache).
 func (p *project) withGoCaches() {
 	p.t.Helper()
 	p.env = append(p.env, goCaches(p.t)...)
+	p.warmVerdictCache()
+}
+
+// warmVerdictCache lays in the project's verdict build cache what its
+// first warm-up would compile whatever the project: the standard library
+// and the testing package's dependencies (about 35 CPU-seconds on a cold
+// cache, repeated by every Go project). The daemon's warm-up still runs
+// before each tree's first test, for the project's own packages; the cache
+// stays the verdict's, read-only to the tests.
+func (p *project) warmVerdictCache() {
+	p.t.Helper()
 	template, err := verdictCacheOnce()
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	// Where cmd/ctxgraphd's testJail keeps the verdict's build cache.
-	dst := filepath.Join(p.paths.StateDir, "verdict-cache", "go-build")
-	if err := os.MkdirAll(dst, 0o700); err != nil {
+	copyTree(p.t, template, filepath.Join(p.paths.StateDir, "verdict-cache", "go-build"))
+}
+
+// warmGoBuildCache, on a fresh home (freshHome), lays in the home's Go
+// build cache, where go keeps it by default, what the verdict's first
+// warm-up compiles whatever the project (the same standard library and
+// testing dependencies an agent's first go test compiles: the keys match),
+// and as much in the verdict's own (warmVerdictCache): about 80
+// CPU-seconds that every Go night on a fresh home would repeat. The module
+// cache, npm's and pip's stay empty, and the agents still write the build
+// cache below the home, through their sandbox: only the first night of a
+// machine, which TestHonestNightWithAGoDependency runs at parallel 1,
+// starts with it cold.
+func (p *project) warmGoBuildCache() {
+	p.t.Helper()
+	template, err := verdictCacheOnce()
+	if err != nil {
 		p.t.Fatal(err)
 	}
-	if out, err := exec.Command("cp", "-R", template+"/.", dst).CombinedOutput(); err != nil {
-		p.t.Fatalf("copying the verdict's build cache: %v\n%s", err, out)
+	copyTree(p.t, template, filepath.Join(getenvIn(p.env)("HOME"), ".cache", "go-build"))
+	p.warmVerdictCache()
+}
+
+// copyTree copies the directory src to dst, which it makes.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-R", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copying the build cache %s to %s: %v\n%s", src, dst, err, out)
 	}
 }
 
-// warmVerdictCache runs the Go toolchain's warm-up (toolchain.Go's Warm, as
-// the daemon runs it) on a project of one package with its test, into a
-// build cache of its own, and returns that cache's directory: beside the
-// binaries, which TestMain removes at the end of the run.
-func warmVerdictCache() (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(binary), "verdictwarm-")
-	if err != nil {
-		return "", err
-	}
-	cache, module := filepath.Join(dir, "go-build"), filepath.Join(dir, "m")
-	if err := os.MkdirAll(module, 0o755); err != nil {
-		return "", err
+// writeWarmModule writes a module of one package with its test in dir.
+func writeWarmModule(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	for name, text := range map[string]string{
 		"go.mod":       "module warm\n\ngo 1.21\n",
 		"warm.go":      "package warm\n\nfunc Warm() string { return \"warm\" }\n",
 		"warm_test.go": "package warm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {\n\tif Warm() != \"warm\" {\n\t\tt.Fatal(Warm())\n\t}\n}\n",
 	} {
-		if err := os.WriteFile(filepath.Join(module, name), []byte(text), 0o644); err != nil {
-			return "", err
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// warmVerdictCacheTemplate runs the Go toolchain's warm-up (toolchain.Go's Warm, as
+// the daemon runs it) on a project of one package with its test, into a
+// build cache of its own, and returns that cache's directory: beside the
+// binaries, which TestMain removes at the end of the run.
+func warmVerdictCacheTemplate() (string, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(binary), "verdictwarm-")
+	if err != nil {
+		return "", err
+	}
+	cache, module := filepath.Join(dir, "go-build"), filepath.Join(dir, "m")
+	if err := writeWarmModule(module); err != nil {
+		return "", err
 	}
 	warm := ""
 	for _, tc := range toolchain.All {

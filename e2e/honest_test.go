@@ -27,7 +27,8 @@ var machineCaches = []string{
 }
 
 // TestHonestNight: an honest team over Go, Node, Python and shell
-// features, on a fresh home with no cache of any toolchain, its testers
+// features, on a fresh home with no module, npm or pip cache (Go's build
+// cache holds what any first go test compiles: warmGoBuildCache), its testers
 // running the test in the forms models really write (redirections, pipes
 // into tail and head, cd and mkdir before it, timeout, bash for sh, an
 // evidence log written with > and tee). Three coding agents get their
@@ -94,6 +95,7 @@ func TestHonestNight(t *testing.T) {
 
 	p := newProject(t, sc)
 	p.freshHome()
+	p.warmGoBuildCache()
 
 	o := p.runMisbehaving()
 	want := make([]string, len(sc.Features))
@@ -204,7 +206,8 @@ func (p *project) freshHome() {
 
 // TestHonestNightWithANodeDependency, …Go…, …Python…: an honest team whose
 // two features each need a real third-party dependency, on a fresh home
-// with empty caches, in parallel 1 and 2. The person commits what
+// with empty caches, in parallel 1 and 2 (Go's at parallel 2 with its
+// build cache warm: warmGoBuildCache). The person commits what
 // docs/operations.md asks of them (a .gitignore, and for Node the
 // package.json, for Go the go.mod the initializer writes, for Python a
 // .venv); each coding agent writes its code, then fetches the dependency
@@ -268,6 +271,11 @@ func dependencyNight(t *testing.T, k scriptedmodel.Kind, parallel int) {
 	}
 	p := newProject(t, sc)
 	p.freshHome()
+	if k == scriptedmodel.GoDep && parallel > 1 {
+		// The first night of a machine, its Go build caches cold, is
+		// parallel 1's; this one fetches into an empty module cache.
+		p.warmGoBuildCache()
+	}
 	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
 	// What the person commits before the night (docs/operations.md).
 	person := map[string]string{".gitignore": "node_modules/\n.venv/\n"}
