@@ -17,14 +17,17 @@ GREMLINS      := $(TOOLS)/bin/gremlins
 # version is in the file's name, so that changing the pin installs it.
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM     := $(TOOLS)/bin/gotestsum-$(GOTESTSUM_VERSION)
-# Where `make test` keeps the test events of its last run (one file per
-# step), for `$(GOTESTSUM) tool slowest` and for a person.
+# Where `make test` keeps the test events of its last run (tests.json),
+# for `$(GOTESTSUM) tool slowest` and for a person.
 TESTRUN       := $(CURDIR)/.testrun
 # How many end-to-end tests run at once (go test -parallel). One test alone
 # keeps about one of the 2 cores busy (its CLI, race-enabled daemon and
 # hooks take turns): 3 at once keep both busy with room for their waits, 4
 # only make every CLI start slower (docs/DEVELOPING.md has the measures).
 E2E_PARALLEL  ?= 3
+# What `make test` says it takes, measured on a fresh clone on a quiet
+# 2-core machine (docs/DEVELOPING.md).
+TEST_MINUTES  := 25
 # go test's usual lines (ok, FAIL, ? for packages without tests), each
 # failed test's output, and a closing DONE line; gotestsum runs $(GO) as
 # given.
@@ -111,26 +114,23 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
-# The packages' own tests first (about 5 minutes), then the end-to-end
-# tests, which drive the real CLI and are most of the time (about 25
-# minutes on a quiet 2-core machine, measured on a fresh clone:
-# docs/DEVELOPING.md): each step says so.
-# Both print go test's usual lines (ok, FAIL, the failures with their
-# output, a closing DONE line); the end says which ten tests took longest,
-# so that a suite growing slower is seen. The exit status is the tests'.
+# Every package's tests and the end-to-end tests, which drive the real CLI
+# and are most of the time, in one `go test`: it runs two packages' tests at
+# a time, so the end-to-end tests start as soon as they are built and the
+# other packages' tests use the cores their waits leave (docs/DEVELOPING.md
+# has the measures). It prints go test's usual lines (ok, FAIL, the
+# failures with their output, a closing DONE line); the end says which ten
+# tests took longest, so that a suite growing slower is seen. The exit
+# status is the tests'.
 test: deps claude sandbox viewers vet $(GOTESTSUM)
 	@rm -rf $(TESTRUN) && mkdir -p $(TESTRUN)
-	@echo "== package tests, with -race (about 5 minutes on a quiet 2-core machine)"
-	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/packages.json -- \
-		$(GO) test -json -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$') || \
-	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/packages.json; exit $$status; }
-	@echo "== end-to-end tests: the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, with -race, $(E2E_PARALLEL) at a time (about 25 minutes on a quiet 2-core machine)"
+	@echo "== every package's tests and the end-to-end tests (the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, $(E2E_PARALLEL) at a time), with -race: about $(TEST_MINUTES) minutes on a quiet 2-core machine; each package's line comes when it ends, the end-to-end tests' last"
 	@status=0; \
-	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/e2e.json -- \
-		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./e2e || \
-	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/e2e.json; }; \
-	echo "== the ten slowest tests (all of them: $(TESTRUN))"; \
-	cat $(TESTRUN)/packages.json $(TESTRUN)/e2e.json | $(GOTESTSUM) tool slowest --num 10; \
+	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/tests.json -- \
+		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./... || \
+	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/tests.json; }; \
+	echo "== the ten slowest tests (all of them: $(TESTRUN)/tests.json)"; \
+	$(GOTESTSUM) tool slowest --num 10 --jsonfile $(TESTRUN)/tests.json; \
 	exit $$status
 
 $(GOTESTSUM):
