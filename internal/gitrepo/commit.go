@@ -170,6 +170,29 @@ func (r *Repo) updateRef(ctx context.Context, ref, commit, old, reason string) e
 	return fmt.Errorf("gitrepo: update %s to %s: %w: it holds %s, not %s", ref, commit, ErrRefChanged, now, old)
 }
 
+// DeleteRef deletes ref (a full name, "refs/…"), only if it still holds
+// old; when it holds something else the error wraps ErrRefChanged and the
+// ref is left as it is.
+func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
+	if !strings.HasPrefix(ref, "refs/") {
+		return fmt.Errorf("gitrepo: delete ref %q: give a full ref name (refs/heads/…)", ref)
+	}
+	if err := checkID("old value", old); err != nil {
+		return err
+	}
+	_, err := r.git(ctx, nil, nil, "update-ref", "-m", "ctxgraphd: delete-ref", "-d", ref, old)
+	if err == nil {
+		return nil
+	}
+	if now, exists, rerr := r.revParse(ctx, ref); rerr == nil && now != old {
+		if !exists {
+			now = "nothing"
+		}
+		return fmt.Errorf("gitrepo: delete %s: %w: it holds %s, not %s", ref, ErrRefChanged, now, old)
+	}
+	return err
+}
+
 // AdvanceBranch moves the branch HEAD is on from old ("" before the first
 // commit) to commit, so that the user sees the daemon's commit as the next
 // one on their branch.
