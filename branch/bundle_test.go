@@ -2,13 +2,16 @@ package branch
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -272,7 +275,9 @@ func TestImportResultRefusesForgedResults(t *testing.T) {
 		{name: "two tips", bundle: l.gitBundle("^"+l.base, LaneBranch("F-001"), "second"), why: "2 tips"},
 		{name: "another prerequisite the daemon has", bundle: l.forged([]string{"-" + l.base, "-" + l.parent, tip + " HEAD"}, tip, "^"+l.base), why: "needs commit " + l.parent},
 		{name: "a prerequisite only the worker has", bundle: l.gitBundle(LaneBranch("F-001") + "..second"), why: "needs commit " + tip},
-		{name: "not a bundle", bundle: []byte("PACK\x00\x00\x00\x02"), why: "not a git bundle"},
+		{name: "a pack, not a bundle", bundle: []byte("PACK\x00\x00\x00\x02"), why: "starts with \"PACK"},
+		{name: "an empty file", bundle: nil, why: "not a git bundle"},
+		{name: "a header cut short", bundle: honest[:20], why: "truncated"},
 		{name: "a partial bundle", bundle: []byte("# v3 git bundle\n@filter=blob:none\n" + tip + " HEAD\n\n"), why: "capability"},
 		{name: "truncated", bundle: truncated, why: "reading the bundle's objects"},
 		{name: "corrupt", bundle: corrupt, why: "reading the bundle's objects"},
@@ -296,7 +301,6 @@ func TestImportResultRefusesForgedResults(t *testing.T) {
 			if !errors.As(err, &refused) || !errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, want a refusal", err)
 			}
-			t.Log(err)
 			if refused.Run != "run-forged" || refused.Path != c.path || !strings.Contains(refused.Why, c.why) {
 				t.Errorf("refused run %q path %q: %q; want run-forged, path %q, a reason with %q", refused.Run, refused.Path, refused.Why, c.path, c.why)
 			}
@@ -319,4 +323,209 @@ func (l *remoteLane) bundleOf(base, tip string) []byte {
 		l.t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// TestImportResultMovesNoRefTheBundleNames: the one tip's name, whatever
+// it is, moves nothing; a bundle of exactly the bound is taken.
+func TestImportResultMovesNoRefTheBundleNames(t *testing.T) {
+	for _, name := range []string{"refs/heads/main", TestedRef("X"), "HEAD", QuarantineRef("run-other")} {
+		t.Run(name, func(t *testing.T) {
+			l := newRemoteLane(t)
+			tip := l.commit("work", map[string]string{"src/a.go": "package a // worked\n"})
+			bundle := l.forged([]string{"-" + l.base, tip + " " + name}, tip, "^"+l.base)
+			before := l.refs()
+			res := l.rules("run-1")
+			res.MaxBytes = int64(len(bundle))
+			got, err := ImportResult(t.Context(), l.repo, bytes.NewReader(bundle), res)
+			if err != nil || got.Commit != tip {
+				t.Fatalf("got %+v, %v; want %s imported", got, err, tip)
+			}
+			if after := l.refs(); strings.Replace(after, QuarantineRef("run-1")+" "+tip+"\n", "", 1) != before {
+				t.Errorf("refs moved besides the quarantine ref:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// TestImportResultWarnsWhereAGateWarns: a gate in warn mode lets the
+// change through, as it does a local lane's, and says so.
+func TestImportResultWarnsWhereAGateWarns(t *testing.T) {
+	l := newRemoteLane(t)
+	tip := l.commit("rules", map[string]string{".gitattributes": "* -text\n", "src/a.go": "package a // worked\n"})
+	res := l.rules("run-1")
+	res.Modes = gates.Modes{gates.RoleWritePolicy: gates.Warn}
+	got, err := ImportResult(t.Context(), l.repo, bytes.NewReader(l.result(tip)), res)
+	if err != nil {
+		t.Fatalf("a result a gate in warn mode finds against: %v, want it imported", err)
+	}
+	if len(got.Warnings) != 1 || got.Warnings[0].Path != ".gitattributes" || got.Warnings[0].Code != "git_rules" {
+		t.Errorf("warnings %+v, want git_rules on .gitattributes", got.Warnings)
+	}
+}
+
+// TestImportResultRefusesARequestTheDaemonGotWrong: a result request the
+// daemon itself got wrong is an error, not a worker's refusal, and reads
+// nothing.
+func TestImportResultRefusesARequestTheDaemonGotWrong(t *testing.T) {
+	l := newRemoteLane(t)
+	tip := l.commit("work", map[string]string{"src/a.go": "package a // worked\n"})
+	bundle := l.result(tip)
+	for _, c := range []struct {
+		name string
+		edit func(*Result)
+		want string
+	}{
+		{"no run", func(r *Result) { r.Run = "" }, "is not a run's id"},
+		{"a run with a slash", func(r *Result) { r.Run = "a/b" }, "is not a run's id"},
+		{"a run with ..", func(r *Result) { r.Run = "a..b" }, "is not a run's id"},
+		{"a run starting with a dot", func(r *Result) { r.Run = ".a" }, "is not a run's id"},
+		{"a run ending in .lock", func(r *Result) { r.Run = "a.lock" }, "is not a run's id"},
+		{"a run with a space", func(r *Result) { r.Run = "a b" }, "is not a run's id"},
+		{"no bound", func(r *Result) { r.MaxBytes = 0 }, "MaxBytes is 0"},
+		{"a person's", func(r *Result) { r.Actor.Role = "" }, "no actor role"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := l.rules("run-1")
+			c.edit(&res)
+			rd := bytes.NewReader(bundle)
+			_, err := ImportResult(t.Context(), l.repo, rd, res)
+			if err == nil || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error with %q that is no refusal", err, c.want)
+			}
+			if rd.Len() != len(bundle) {
+				t.Errorf("read %d bytes of the bundle, want none", len(bundle)-rd.Len())
+			}
+		})
+	}
+	res := l.rules("Run_2.a-b")
+	if _, err := ImportResult(t.Context(), l.repo, bytes.NewReader(bundle), res); err != nil {
+		t.Errorf("run Run_2.a-b: %v", err)
+	}
+}
+
+// TestImportResultStoppedIsNoRefusal: an import its context stopped
+// midway is the daemon's failure, not the worker's.
+func TestImportResultStoppedIsNoRefusal(t *testing.T) {
+	l := newRemoteLane(t)
+	tip := l.commit("work", map[string]string{"src/a.go": "package a // worked\n"})
+	bundle := l.result(tip)
+	header := bytes.Index(bundle, []byte("\n\n")) + 2
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rd := io.MultiReader(bytes.NewReader(bundle[:header]), &cancelling{cancel: cancel, rest: bytes.NewReader(bundle[header:])})
+	_, err := ImportResult(ctx, l.repo, rd, l.rules("run-1"))
+	if err == nil || errors.Is(err, ErrRefused) {
+		t.Errorf("got %v, want an error that is no refusal", err)
+	}
+	if held := l.git("for-each-ref", QuarantineRef("run-1")); held != "" {
+		t.Errorf("quarantine ref left: %s", held)
+	}
+}
+
+// cancelling cancels its context when its pack is first read, and then
+// waits for the reader to be stopped.
+type cancelling struct {
+	cancel func()
+	rest   io.Reader
+}
+
+func (c *cancelling) Read(p []byte) (int, error) {
+	c.cancel()
+	time.Sleep(50 * time.Millisecond)
+	return c.rest.Read(p)
+}
+
+// TestCloneBaseIsTheBaseByteForByte: the worker's clone holds the base's
+// files as its tree has them, whatever .gitattributes asks of a checkout,
+// on the lane's branch, with no attributes of the daemon's left behind.
+func TestCloneBaseIsTheBaseByteForByte(t *testing.T) {
+	f := newFixture(t)
+	f.write(map[string]string{".gitattributes": "* text eol=crlf\n*.txt ident\n", "a.txt": "$Id$\nline\n", "crlf.md": "one\r\ntwo\n"})
+	base := f.commitAll("base")
+	var out bytes.Buffer
+	if err := WriteBase(t.Context(), f.repo, &out, base); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "lane")
+	if err := CloneBase(t.Context(), bytes.NewReader(out.Bytes()), int64(out.Len()), dir, "F-001", base); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".gitattributes", "a.txt", "crlf.md"} {
+		want := f.git("cat-file", "blob", base+":"+p)
+		have, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil || strings.TrimSpace(string(have)) != want {
+			t.Errorf("%s: %q (%v), want the commit's %q", p, have, err, want)
+		}
+	}
+	if head := gitOut(t, dir, nil, "symbolic-ref", "HEAD"); head != "refs/heads/"+LaneBranch("F-001") {
+		t.Errorf("HEAD on %s, want %s", head, LaneBranch("F-001"))
+	}
+	if at := gitOut(t, dir, nil, "rev-parse", "HEAD"); at != base {
+		t.Errorf("HEAD at %s, want %s", at, base)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "info", "attributes")); !os.IsNotExist(err) {
+		t.Errorf("info/attributes left in the clone: %v", err)
+	}
+	if status := gitOut(t, dir, nil, "status", "--porcelain"); status != "" {
+		t.Errorf("the clone differs from its HEAD: %s", status)
+	}
+}
+
+// TestCloneBaseRefusesAnotherBundle: a clone is made only from a bundle
+// of the whole history of the commit asked for, within its bound, in a
+// new directory; a refused clone leaves no directory behind.
+func TestCloneBaseRefusesAnotherBundle(t *testing.T) {
+	l := newRemoteLane(t)
+	tip := l.commit("work", map[string]string{"src/a.go": "package a // worked\n"})
+	var whole bytes.Buffer
+	if err := WriteBase(t.Context(), l.repo, &whole, l.base); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	if err := os.MkdirAll(full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(full, "here"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		bundle []byte
+		limit  int64
+		commit string
+		dir    string
+		want   string
+	}{
+		{"another commit", whole.Bytes(), 0, l.parent, "", "want " + l.parent},
+		{"a bundle needing a commit", l.result(tip), 0, tip, "", "needs commits it does not carry"},
+		{"past its bound", whole.Bytes(), int64(whole.Len()) - 1, l.base, "", "bundle too large"},
+		{"a directory in use", whole.Bytes(), 0, l.base, full, "not empty"},
+		{"a bad branch", whole.Bytes(), 0, l.base, "", "is not a branch name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := c.dir
+			if dir == "" {
+				dir = filepath.Join(t.TempDir(), "lane")
+			}
+			limit := c.limit
+			if limit == 0 {
+				limit = int64(len(c.bundle))
+			}
+			feature := "F-001"
+			if c.name == "a bad branch" {
+				feature = "bad..name"
+			}
+			err := CloneBase(t.Context(), bytes.NewReader(c.bundle), limit, dir, feature, c.commit)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+			if c.dir == "" {
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					t.Errorf("%s left behind: %v", dir, err)
+				}
+			} else if _, err := os.Stat(filepath.Join(dir, "here")); err != nil {
+				t.Errorf("a directory in use was touched: %v", err)
+			}
+		})
+	}
 }

@@ -134,8 +134,11 @@ func ReadBundle(rd io.Reader, limit int64) (*Bundle, error) {
 		}
 		return nil, fmt.Errorf("gitrepo: not a git bundle: %w", err)
 	}
-	first, err := line()
-	if err != nil {
+	// The first line is read whole only if it is one: a pack, or any
+	// file without a newline, is not a bundle either.
+	first, err := b.pack.ReadString('\n')
+	first = strings.TrimSuffix(first, "\n")
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fail(err)
 	}
 	idLen := 40
@@ -160,7 +163,7 @@ func ReadBundle(rd io.Reader, limit int64) (*Bundle, error) {
 			}
 		}
 	default:
-		return fail(fmt.Errorf("its first line is %.40q, want %q or %q", first, strings.TrimSpace(bundleV2), strings.TrimSpace(bundleV3)))
+		return fail(fmt.Errorf("it starts with %.40q, not %q or %q", first, strings.TrimSpace(bundleV2), strings.TrimSpace(bundleV3)))
 	}
 	for {
 		l, err := line()
@@ -279,6 +282,9 @@ func CloneBundle(ctx context.Context, b *Bundle, dir, branch, commit string) err
 	if len(b.Tips) != 1 || b.Tips[0].Commit != commit {
 		return fmt.Errorf("gitrepo: clone %s: the bundle's tips are %v, want %s alone", dir, b.Tips, commit)
 	}
+	if _, err := runGit(ctx, ".", nil, nil, "check-ref-format", "refs/heads/"+branch); err != nil || strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("gitrepo: clone %s: %q is not a branch name git allows (see git check-ref-format)", dir, branch)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("gitrepo: clone %s: %w", dir, err)
@@ -308,9 +314,6 @@ func CloneBundle(ctx context.Context, b *Bundle, dir, branch, commit string) err
 	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + abs}
 	if err := unpack(ctx, abs, env, b); err != nil {
 		return fail("reading the bundle", err)
-	}
-	if _, err := runGit(ctx, abs, env, nil, "check-ref-format", "--branch", branch); err != nil || strings.HasPrefix(branch, "-") {
-		return fail("its branch", fmt.Errorf("%q is not a branch name git allows", branch))
 	}
 	if _, err := runGit(ctx, abs, env, nil, "update-ref", "refs/heads/"+branch, commit); err != nil {
 		return fail("making its branch", err)
