@@ -258,6 +258,8 @@ func TestImportResultRefusesForgedResults(t *testing.T) {
 	rulesTip := l.commit("rules", map[string]string{".gitattributes": "* -text\n"})
 	l.work("checkout", "-q", LaneBranch("F-001"))
 
+	l.work("tag", "-a", "-m", "a tag", "v1", tip)
+	tag := l.work("rev-parse", "v1")
 	truncated := honest[:len(honest)/2]
 	corrupt := bytes.Clone(honest)
 	corrupt[len(corrupt)-30] ^= 0xff
@@ -281,7 +283,9 @@ func TestImportResultRefusesForgedResults(t *testing.T) {
 		{name: "a partial bundle", bundle: []byte("# v3 git bundle\n@filter=blob:none\n" + tip + " HEAD\n\n"), why: "capability"},
 		{name: "truncated", bundle: truncated, why: "reading the bundle's objects"},
 		{name: "corrupt", bundle: corrupt, why: "reading the bundle's objects"},
-		{name: "a tip the bundle does not carry", bundle: l.forged([]string{"-" + l.base, second + " HEAD"}, tip, "^"+l.base), why: "incomplete"},
+		{name: "a tip the bundle does not carry", bundle: l.forged([]string{"-" + l.base, second + " HEAD"}, tip, "^"+l.base), why: "a commit of neither its pack nor the repository"},
+		{name: "a blob the bundle does not carry", bundle: l.forgedObjects([]string{"-" + l.base, big + " HEAD"}, big, l.work("rev-parse", big+"^{tree}"), l.work("rev-parse", big+":data")), why: "did not receive expected object"},
+		{name: "a tag for a tip", bundle: l.forged([]string{"-" + l.base, tag + " HEAD"}, tag, "^"+l.base), why: "a commit of neither its pack nor the repository"},
 		{name: "oversized", bundle: honest, limit: int64(len(honest)) - 1, why: "bundle too large"},
 		{name: "a .GIT/config", bundle: l.bundleOf(l.base, evil), why: "reading the bundle's objects"},
 		{name: "a nested repository (gitlink)", bundle: l.bundleOf(l.base, gitlink), path: "vendor/nested", why: "a nested repository"},
@@ -440,8 +444,11 @@ func (c *cancelling) Read(p []byte) (int, error) {
 // on the lane's branch, with no attributes of the daemon's left behind.
 func TestCloneBaseIsTheBaseByteForByte(t *testing.T) {
 	f := newFixture(t)
-	f.write(map[string]string{".gitattributes": "* text eol=crlf\n*.txt ident\n", "a.txt": "$Id$\nline\n", "crlf.md": "one\r\ntwo\n"})
-	base := f.commitAll("base")
+	files := map[string]string{".gitattributes": "* text eol=crlf\n*.txt ident\n", "a.txt": "$Id$\nline\n", "lf.md": "one\ntwo\n"}
+	f.write(files)
+	f.git("add", "-A")
+	f.git("-c", "core.autocrlf=false", "commit", "-q", "-m", "base")
+	base := f.git("rev-parse", "HEAD")
 	var out bytes.Buffer
 	if err := WriteBase(t.Context(), f.repo, &out, base); err != nil {
 		t.Fatal(err)
@@ -450,10 +457,12 @@ func TestCloneBaseIsTheBaseByteForByte(t *testing.T) {
 	if err := CloneBase(t.Context(), bytes.NewReader(out.Bytes()), int64(out.Len()), dir, "F-001", base); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{".gitattributes", "a.txt", "crlf.md"} {
-		want := f.git("cat-file", "blob", base+":"+p)
+	for p, want := range files {
+		if blob, err := f.repo.Blob(t.Context(), f.git("rev-parse", base+":"+p)); err != nil || string(blob) != want {
+			t.Fatalf("%s is committed as %q (%v), want %q", p, blob, err, want)
+		}
 		have, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil || strings.TrimSpace(string(have)) != want {
+		if err != nil || string(have) != want {
 			t.Errorf("%s: %q (%v), want the commit's %q", p, have, err, want)
 		}
 	}
@@ -528,4 +537,12 @@ func TestCloneBaseRefusesAnotherBundle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forgedObjects is a bundle of the header lines given, then a pack of
+// exactly the objects named.
+func (l *remoteLane) forgedObjects(header []string, objects ...string) []byte {
+	l.t.Helper()
+	pack := gitOut(l.t, l.clone, []byte(strings.Join(objects, "\n")+"\n"), "pack-objects", "--stdout", "-q")
+	return []byte("# v2 git bundle\n" + strings.Join(header, "\n") + "\n\n" + pack)
 }
