@@ -62,6 +62,13 @@ func (l *remoteLane) work(args ...string) string {
 
 func gitOut(t testing.TB, dir string, stdin []byte, args ...string) string {
 	t.Helper()
+	return strings.TrimSpace(string(gitRaw(t, dir, stdin, args...)))
+}
+
+// gitRaw is gitOut's output as git wrote it: a pack's last bytes may be
+// white space.
+func gitRaw(t testing.TB, dir string, stdin []byte, args ...string) []byte {
+	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -74,7 +81,7 @@ func gitOut(t testing.TB, dir string, stdin []byte, args ...string) string {
 	if err != nil {
 		t.Fatalf("git %q in %s: %v: %s", args, dir, err, stderr.String())
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 // commit writes files (content "" removes the file) in the worker's clone
@@ -127,8 +134,8 @@ func (l *remoteLane) gitBundle(revs ...string) []byte {
 // pack-objects --revs takes them) from the worker's clone.
 func (l *remoteLane) forged(header []string, revs ...string) []byte {
 	l.t.Helper()
-	pack := gitOut(l.t, l.clone, []byte(strings.Join(revs, "\n")+"\n"), "pack-objects", "--stdout", "--revs", "--thin", "-q")
-	return []byte("# v2 git bundle\n" + strings.Join(header, "\n") + "\n\n" + pack)
+	pack := gitRaw(l.t, l.clone, []byte(strings.Join(revs, "\n")+"\n"), "pack-objects", "--stdout", "--revs", "--thin", "-q")
+	return append([]byte("# v2 git bundle\n"+strings.Join(header, "\n")+"\n\n"), pack...)
 }
 
 // rules are a coder's, as a local lane's change set meets them.
@@ -204,8 +211,12 @@ func TestImportResultTakesAnHonestResultByteForByte(t *testing.T) {
 		t.Errorf("src/link: %q %v, want the worker's link", target, err)
 	}
 
-	if _, err := ImportResult(t.Context(), l.repo, bytes.NewReader(l.result(tip)), l.rules("run-1")); err == nil || errors.Is(err, ErrRefused) {
+	again := bytes.NewReader(l.result(tip))
+	if _, err := ImportResult(t.Context(), l.repo, again, l.rules("run-1")); err == nil || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "already holds") {
 		t.Errorf("a second import for a run whose result is still held: %v, want an error that is not a refusal", err)
+	}
+	if again.Len() != int(again.Size()) {
+		t.Errorf("a second import read %d bytes of its bundle, want none", int(again.Size())-again.Len())
 	}
 	if err := ReleaseResult(t.Context(), l.repo, "run-1", l.base); !errors.Is(err, gitrepo.ErrRefChanged) {
 		t.Errorf("release at another commit: %v, want ErrRefChanged", err)
@@ -543,6 +554,6 @@ func TestCloneBaseRefusesAnotherBundle(t *testing.T) {
 // exactly the objects named.
 func (l *remoteLane) forgedObjects(header []string, objects ...string) []byte {
 	l.t.Helper()
-	pack := gitOut(l.t, l.clone, []byte(strings.Join(objects, "\n")+"\n"), "pack-objects", "--stdout", "-q")
-	return []byte("# v2 git bundle\n" + strings.Join(header, "\n") + "\n\n" + pack)
+	pack := gitRaw(l.t, l.clone, []byte(strings.Join(objects, "\n")+"\n"), "pack-objects", "--stdout", "-q")
+	return append([]byte("# v2 git bundle\n"+strings.Join(header, "\n")+"\n\n"), pack...)
 }

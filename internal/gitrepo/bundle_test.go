@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func TestReadBundleHeader(t *testing.T) {
 		{name: "a tip without a name", header: "# v2 git bundle\n" + b + "\n\n", err: "is not an object id and a name"},
 		{name: "a tip with an empty name", header: "# v2 git bundle\n" + b + " \n\n", err: "is not an object id and a name"},
 		{name: "a tip that is no id", header: "# v2 git bundle\n" + strings.Repeat("g", 40) + " HEAD\n\n", err: "is not an object id and a name"},
+		{name: "a sha256 prerequisite in a sha1 bundle", header: "# v2 git bundle\n-" + long + "\n" + b + " HEAD\n\n", err: "does not start with an object id"},
 		{name: "a prerequisite that is no id", header: "# v2 git bundle\n-" + a[:39] + " x\n" + b + " HEAD\n\n", err: "does not start with an object id"},
 		{name: "no tip", header: "# v2 git bundle\n-" + a + "\n\n", err: "names no tip"},
 		{name: "cut short", header: "# v2 git bundle\n" + b + " HEAD\n", err: "truncated"},
@@ -72,8 +74,8 @@ func equalStrings(a, b []string) bool {
 func TestReadBundleBound(t *testing.T) {
 	header := "# v2 git bundle\n" + strings.Repeat("b", 40) + " HEAD\n\n"
 	bundle := header + "PACK-and-more"
-	if _, err := ReadBundle(strings.NewReader(bundle), 0); err == nil {
-		t.Error("a bound of 0: no error")
+	if _, err := ReadBundle(strings.NewReader(bundle), 0); err == nil || !strings.Contains(err.Error(), "give a positive bound") {
+		t.Errorf("a bound of 0: %v, want give a positive bound", err)
 	}
 	// A header past the bound.
 	if _, err := ReadBundle(strings.NewReader(bundle), int64(len(header))-1); !errors.Is(err, ErrBundleTooLarge) {
@@ -180,6 +182,9 @@ func TestDeleteRef(t *testing.T) {
 	if err := r.DeleteRef(ctx, "x/held", second); err == nil || !strings.Contains(err.Error(), "full ref name") {
 		t.Errorf("a short name: %v", err)
 	}
+	if err := r.DeleteRef(ctx, "refs/x/held", ""); err == nil || !strings.Contains(err.Error(), "not an object id") {
+		t.Errorf("from no value: %v, want not an object id", err)
+	}
 	if err := r.DeleteRef(ctx, "refs/x/held", first); !errors.Is(err, ErrRefChanged) {
 		t.Errorf("from another value: %v, want ErrRefChanged", err)
 	}
@@ -224,5 +229,26 @@ func TestObjectSizesAndUnowned(t *testing.T) {
 	got, err := r.Unowned(ctx, from, to)
 	if err != nil || strings.Join(got, ",") != "other.txt,proj/keep/x" {
 		t.Errorf("unowned %v %v, want other.txt and proj/keep/x", got, err)
+	}
+}
+
+// TestWriteBundleIsThin: a bundle since a base carries what changed, as
+// deltas against the base's objects, not the changed files whole.
+func TestWriteBundleIsThin(t *testing.T) {
+	dir := newRepo(t)
+	var big strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&big, "line %d %x\n", i, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	write(t, dir, map[string]string{"big.txt": big.String()})
+	base := commitAll(t, dir)
+	write(t, dir, map[string]string{"big.txt": big.String() + "one more line\n"})
+	tip := commitAll(t, dir)
+	var out bytes.Buffer
+	if err := openRepo(t, dir).WriteBundle(t.Context(), &out, base, tip); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() > 2048 {
+		t.Errorf("a one-line change to a file of %d bytes makes a bundle of %d bytes, want a thin one", big.Len(), out.Len())
 	}
 }
