@@ -113,10 +113,16 @@ func (e *RefusedError) Unwrap() error { return ErrRefused }
 //
 // A refused result is a *RefusedError and leaves no quarantine ref; an
 // accepted one keeps the ref at its tip until ReleaseResult. A failure of
-// the daemon's own (its repository, ctx) is another error.
+// the daemon's own (a Result it got wrong, its repository, ctx) is another
+// error, except that git failing to read the bundle is a refusal: a pack
+// git cannot read is not told from a bad one.
 func ImportResult(ctx context.Context, repo *gitrepo.Repo, rd io.Reader, res Result) (Imported, error) {
 	if err := checkResult(res); err != nil {
 		return Imported{}, err
+	}
+	base, baseTree, err := repo.Resolve(ctx, res.Base)
+	if err != nil || base != res.Base {
+		return Imported{}, fmt.Errorf("importing %s's result: its base %q is not a commit id of the project (%v)", res.Run, res.Base, err)
 	}
 	ref := QuarantineRef(res.Run)
 	if held, err := repo.Ref(ctx, ref); err != nil {
@@ -153,7 +159,7 @@ func ImportResult(ctx context.Context, repo *gitrepo.Repo, rd io.Reader, res Res
 	if err := repo.UpdateRef(ctx, ref, tip, ""); err != nil {
 		return Imported{}, err
 	}
-	out, refused, err := checkTip(ctx, repo, res, tip)
+	out, refused, err := checkTip(ctx, repo, res, baseTree, tip)
 	if refused == nil && err == nil {
 		out.Commit, out.Ref = tip, ref
 		return out, nil
@@ -195,7 +201,7 @@ func isRunName(run string) bool {
 
 // checkTip checks the result's tip, in the repository now, against its
 // base: refused is why it may not stand, err a failure of the daemon's.
-func checkTip(ctx context.Context, repo *gitrepo.Repo, res Result, tip string) (out Imported, refused *RefusedError, err error) {
+func checkTip(ctx context.Context, repo *gitrepo.Repo, res Result, baseTree gitrepo.Tree, tip string) (out Imported, refused *RefusedError, err error) {
 	refuse := func(path, why string, findings ...gates.Finding) (Imported, *RefusedError, error) {
 		return Imported{}, &RefusedError{Run: res.Run, Path: path, Why: why, Findings: findings}, nil
 	}
@@ -203,10 +209,6 @@ func checkTip(ctx context.Context, repo *gitrepo.Repo, res Result, tip string) (
 		return Imported{}, nil, err
 	} else if !ok {
 		return refuse("", fmt.Sprintf("its tip %s does not descend from the lane's base %s", gitrepo.Short(tip), gitrepo.Short(res.Base)))
-	}
-	_, baseTree, err := repo.Resolve(ctx, res.Base)
-	if err != nil {
-		return Imported{}, nil, err
 	}
 	_, tree, err := repo.Resolve(ctx, tip)
 	if err != nil {

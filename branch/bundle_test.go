@@ -397,6 +397,9 @@ func TestImportResultRefusesARequestTheDaemonGotWrong(t *testing.T) {
 		{"a run ending in .lock", func(r *Result) { r.Run = "a.lock" }, "is not a run's id"},
 		{"a run with a space", func(r *Result) { r.Run = "a b" }, "is not a run's id"},
 		{"no bound", func(r *Result) { r.MaxBytes = 0 }, "MaxBytes is 0"},
+		{"no base", func(r *Result) { r.Base = "" }, "is not a commit id of the project"},
+		{"a base by name", func(r *Result) { r.Base = "main" }, "is not a commit id of the project"},
+		{"a base the project lacks", func(r *Result) { r.Base = strings.Repeat("0", 40) }, "is not a commit id of the project"},
 		{"a person's", func(r *Result) { r.Actor.Role = "" }, "no actor role"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -485,6 +488,9 @@ func TestCloneBaseIsTheBaseByteForByte(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".git", "info", "attributes")); !os.IsNotExist(err) {
 		t.Errorf("info/attributes left in the clone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "hooks")); !os.IsNotExist(err) {
+		t.Errorf("a template's hooks in the clone: %v", err)
 	}
 	if status := gitOut(t, dir, nil, "status", "--porcelain"); status != "" {
 		t.Errorf("the clone differs from its HEAD: %s", status)

@@ -294,7 +294,8 @@ func CloneBundle(ctx context.Context, b *Bundle, dir, branch, commit string) err
 	if len(commit) == 64 {
 		format = "sha256"
 	}
-	if _, err := runGit(ctx, abs, nil, nil, "init", "-q", "--object-format="+format, "--", abs); err != nil {
+	// No template: hooks a template would copy are no part of a clone.
+	if _, err := runGit(ctx, abs, nil, nil, "init", "-q", "--template=", "--object-format="+format, "--", abs); err != nil {
 		return fail("git init", err)
 	}
 	gitDir := filepath.Join(abs, ".git")
