@@ -415,9 +415,17 @@ func TestImportResultRefusesARequestTheDaemonGotWrong(t *testing.T) {
 			}
 		})
 	}
-	res := l.rules("Run_2.a-b")
-	if _, err := ImportResult(t.Context(), l.repo, bytes.NewReader(bundle), res); err != nil {
-		t.Errorf("run Run_2.a-b: %v", err)
+	// Every letter and digit, the first and last of each range included.
+	for _, run := range []string{"az-AZ_09.x", "run-1.b_Y8"} {
+		res := l.rules(run)
+		got, err := ImportResult(t.Context(), l.repo, bytes.NewReader(bundle), res)
+		if err != nil {
+			t.Errorf("run %s: %v", run, err)
+			continue
+		}
+		if err := ReleaseResult(t.Context(), l.repo, run, got.Commit); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
