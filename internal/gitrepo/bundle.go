@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -276,12 +275,8 @@ func CloneBundle(ctx context.Context, b *Bundle, dir, branch, commit string) err
 	if err != nil {
 		return fmt.Errorf("gitrepo: clone %s: %w", dir, err)
 	}
-	switch entries, err := os.ReadDir(abs); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)
-	case len(entries) > 0:
-		return fmt.Errorf("gitrepo: clone %s: the directory is not empty; give a new directory, or remove the old clone first", abs)
+	if err := newCloneDir(abs); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)

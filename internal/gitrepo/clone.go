@@ -36,12 +36,8 @@ func (r *Repo) AddClone(ctx context.Context, dir, branch, commit string) error {
 	if err := r.checkOutside(ctx, abs); err != nil {
 		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)
 	}
-	switch entries, err := os.ReadDir(abs); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)
-	case len(entries) > 0:
-		return fmt.Errorf("gitrepo: clone %s: the directory is not empty; give a new directory, or remove the old clone first", abs)
+	if err := newCloneDir(abs); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)
@@ -71,6 +67,20 @@ func (r *Repo) AddClone(ctx context.Context, dir, branch, commit string) error {
 	}
 	if _, err := runGit(ctx, abs, env, nil, "read-tree", "--reset", "-u", commit); err != nil {
 		return fail("checking out", err)
+	}
+	return nil
+}
+
+// newCloneDir refuses a clone's directory that holds anything: a clone
+// goes into a new or empty directory, never over another's files.
+func newCloneDir(abs string) error {
+	switch entries, err := os.ReadDir(abs); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("gitrepo: clone %s: %w", abs, err)
+	case len(entries) > 0:
+		return fmt.Errorf("gitrepo: clone %s: the directory is not empty; give a new directory, or remove the old clone first", abs)
 	}
 	return nil
 }
