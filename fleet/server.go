@@ -1,5 +1,5 @@
 // Package fleet is the daemon's side of running lanes on workers over NATS
-// JetStream (issue 27): the NATS server embedded in the daemon, the
+// JetStream: the NATS server embedded in the daemon, the
 // subjects, streams and object stores of a project's fleet and what each
 // worker may do with them (subjects.go, the one place), and the workers'
 // credentials, issued, listed and revoked by the daemon.
