@@ -16,8 +16,9 @@ import (
 //
 //	ctxgraphd.P.lanes                  the work queue's subject: the daemon publishes lanes
 //	stream ctxgraphd_P_lanes           work-queue retention; consumer "workers" is pulled by all workers
+//	ctxgraphd.P.worker.W.claim         W asks for a lane it pulled: its run's token and spec (request-reply)
 //	ctxgraphd.P.worker.W.hook          W's hooks ask the daemon (request-reply)
-//	ctxgraphd.P.worker.W.result        W says a lane ended
+//	ctxgraphd.P.worker.W.result        W says a lane's run ended (request-reply)
 //	ctxgraphd.P.worker.W.events        W's traces and the run's stream events
 //	ctxgraphd.P.worker.W.heartbeat     W is alive while a lane runs
 //	ctxgraphd.P.worker.W.control       the daemon tells W (stop, pause); W only listens
@@ -82,6 +83,7 @@ func (s Subjects) Daemon() string { return s.Prefix() + ".daemon.>" }
 func (s Subjects) Worker(name string) WorkerSubjects {
 	w := s.Prefix() + ".worker." + name
 	return WorkerSubjects{
+		Claim:     w + ".claim",
 		Hook:      w + ".hook",
 		Result:    w + ".result",
 		Events:    w + ".events",
@@ -96,10 +98,11 @@ func (s Subjects) Worker(name string) WorkerSubjects {
 func (s Subjects) Workers(kind string) string { return s.Prefix() + ".worker.*." + kind }
 
 // WorkerSubjects are one worker's subjects. The server lets only that
-// worker publish on Hook, Result, Events and Heartbeat, and only it
+// worker publish on Claim, Hook, Result, Events and Heartbeat, and only it
 // receive Control and its Inbox.
 type WorkerSubjects struct {
-	Hook      string // requests to the daemon
+	Claim     string // asks for a pulled lane's run
+	Hook      string // the run's hooks, to the daemon
 	Result    string // a lane ended
 	Events    string // traces and stream events
 	Heartbeat string // alive while a lane runs
@@ -149,7 +152,7 @@ func (s Subjects) workerPermissions(name string) *server.Permissions {
 	w := s.Worker(name)
 	lanes, consumer := s.LanesStream(), s.LanesConsumer()
 	pub := []string{
-		w.Hook, w.Result, w.Events, w.Heartbeat,
+		w.Claim, w.Hook, w.Result, w.Events, w.Heartbeat,
 		// Pull lanes and acknowledge them (ack, nak, in progress, term).
 		jsAPI + "CONSUMER.INFO." + lanes + "." + consumer,
 		jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + consumer,
