@@ -80,6 +80,15 @@ type Spec struct {
 	Token        string
 	ExtraEnv     []string
 	MaxBudgetUSD float64 // overrides Options.MaxBudgetUSD when > 0
+
+	// What Settings was made of, for an executor that runs the process on
+	// another machine and remakes the settings there with its own paths
+	// (fleet): the sandbox's policy (nil when the run is not confined),
+	// and whether ctxgraphd's hooks are installed, with the PreToolUse
+	// hook's matcher (gates.PreToolUseMatcher).
+	Policy      *sandbox.Policy
+	Hooks       bool
+	HookMatcher string
 }
 
 // EndReason says why a run's process ended.

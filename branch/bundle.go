@@ -176,7 +176,7 @@ func ImportResult(ctx context.Context, repo *gitrepo.Repo, rd io.Reader, res Res
 // checkResult refuses a Result the daemon itself got wrong.
 func checkResult(res Result) error {
 	switch {
-	case !isRunName(res.Run):
+	case !IsRunName(res.Run):
 		return fmt.Errorf("importing a result: run %q is not a run's id (letters, digits, '.', '_', '-')", res.Run)
 	case res.MaxBytes <= 0:
 		return fmt.Errorf("importing %s's result: MaxBytes is %d; give the bound on a result bundle", res.Run, res.MaxBytes)
@@ -186,8 +186,9 @@ func checkResult(res Result) error {
 	return nil
 }
 
-// isRunName reports whether run makes a quarantine ref of one component.
-func isRunName(run string) bool {
+// IsRunName reports whether run makes a quarantine ref of one component
+// (and a file name): letters, digits, '.', '_' and '-', no "..".
+func IsRunName(run string) bool {
 	if run == "" || strings.HasPrefix(run, ".") || strings.HasSuffix(run, ".lock") || strings.Contains(run, "..") {
 		return false
 	}

@@ -101,6 +101,22 @@ func RunHooks(cmd HookCommand, role, preToolUse string) map[string]any {
 	return t
 }
 
+// RunSettings is the --settings of a daemon's run: its hooks (nil:
+// none), the tools no run may use (DeniedTools), and the "sandbox" value
+// of its confinement (nil: none; sandbox.Policy.Settings). The daemon
+// and a worker make a run's settings here alike, each with its own paths.
+func RunSettings(hooks, sandbox map[string]any) (string, error) {
+	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": DeniedTools}}
+	if sandbox != nil {
+		settings["sandbox"] = sandbox
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		return "", fmt.Errorf("the settings of a run: %w", err)
+	}
+	return string(data), nil
+}
+
 // Gating reports whether event (kebab case) is one whose hook decides
 // whether an action goes ahead: a hook that cannot judge it must block.
 func Gating(event string) bool {

@@ -5,7 +5,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -109,7 +108,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		return
 	}
 	matcher := gates.PreToolUseMatcher(o.opts.Judge.Guards())
-	settings, denied, err := o.runSettingsDenied(l, who, a.Feature, matcher)
+	settings, denied, policy, err := o.runSettingsDenied(l, who, a.Feature, matcher)
 	if err != nil {
 		o.tally.lastRun--
 		o.transition(l, statemachine.Stop, a.Feature, err.Error())
@@ -157,6 +156,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,
 		Dir: l.dir, Settings: settings, Token: token, MaxBudgetUSD: capUSD,
 		MCPConfig: o.mcpConfig(token),
+		Policy:    policy, Hooks: o.opts.Hook.Path != "", HookMatcher: matcher,
 	}
 	o.opts.Log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.opts.Config.Sandbox.Enabled))
@@ -251,37 +251,33 @@ func (o *Orchestrator) takeRecent(l *lane) *recentTree {
 // user turned confinement off, the sandbox that holds every program the
 // agent runs to what it may touch.
 func (o *Orchestrator) runSettings(who role.Role, feature string) (string, error) {
-	s, _, err := o.runSettingsDenied(o.lanes.home, who, feature, gates.PreToolUseMatcher(o.opts.Judge.Guards()))
+	s, _, _, err := o.runSettingsDenied(o.lanes.home, who, feature, gates.PreToolUseMatcher(o.opts.Judge.Guards()))
 	return s, err
 }
 
-// runSettingsDenied is runSettings and what the run's sandbox denies it
-// (empty when confinement is off): the hooks believe a refusal the run's
-// commands print only there. Claude Code's sandbox holds .claude/ read
-// only by itself. The directories the run may write besides the project
-// are made here, once per run (sandbox.Policy.Prepare). matcher is the
-// PreToolUse hook's (gates.PreToolUseMatcher). The run works in l.
-func (o *Orchestrator) runSettingsDenied(l *lane, who role.Role, feature, matcher string) (string, []string, error) {
-	var hooks map[string]any
+// runSettingsDenied is runSettings, what the run's sandbox denies it
+// (empty when confinement is off: the hooks believe a refusal the run's
+// commands print only there) and its policy (nil then). The directories
+// the run may write besides the project are made here, once per run
+// (sandbox.Policy.Prepare). matcher is the PreToolUse hook's
+// (gates.PreToolUseMatcher). The run works in l.
+func (o *Orchestrator) runSettingsDenied(l *lane, who role.Role, feature, matcher string) (string, []string, *sandbox.Policy, error) {
+	var hooks, confined map[string]any
 	if o.opts.Hook.Path != "" {
 		hooks = gates.RunHooks(o.opts.Hook, string(who), matcher)
 	}
-	settings := map[string]any{"hooks": hooks, "permissions": map[string]any{"deny": gates.DeniedTools}}
 	denied := []string{}
+	var pol *sandbox.Policy
 	if o.opts.Config.Sandbox.Enabled {
-		pol := o.policy(l, who, feature)
+		p := o.policy(l, who, feature)
 		// Made before the run, or the sandbox holds them read-only.
-		if err := pol.Prepare(); err != nil {
+		if err := p.Prepare(); err != nil {
 			o.opts.Log.Warn("a directory runs may write could not be made; the tools that need it fail in the sandbox", zap.Error(err))
 		}
-		settings["sandbox"] = pol.Settings()
-		denied = append(slices.Clone(pol.DenyWrite), filepath.Join(l.dir, ".claude"))
+		confined, denied, pol = p.Settings(), p.Denied(), &p
 	}
-	data, err := json.Marshal(settings)
-	if err != nil {
-		return "", nil, fmt.Errorf("the settings of a run: %w", err)
-	}
-	return string(data), denied, nil
+	settings, err := gates.RunSettings(hooks, confined)
+	return settings, denied, pol, err
 }
 
 // policy is what a run's programs may touch: the project but for what is

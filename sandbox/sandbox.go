@@ -60,6 +60,14 @@ type Policy struct {
 	AllowedDomains []string
 }
 
+// Denied is every path p keeps its run from writing: DenyWrite, and the
+// project's .claude/, which Claude Code's sandbox holds read-only by
+// itself. The hooks believe a refusal a run's command prints only for
+// these.
+func (p Policy) Denied() []string {
+	return append(slices.Clone(p.DenyWrite), filepath.Join(p.ProjectDir, ".claude"))
+}
+
 // DefaultAllowedDomains are the package registries an honest build needs to
 // fetch its dependencies, and nothing else: an agent has no business
 // talking to any other host. Each serves one toolchain (toolchain.All says

@@ -103,14 +103,10 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	// Claude Code gives every sandboxed command a temp directory that all
 	// of a user's sessions share; one per project keeps projects out of
 	// each other's scratch files. Short: the CLI binds sockets below it.
-	tmp := agentTempDir(o.Project)
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return fmt.Errorf("the agents' temp directory: %w", err)
+	env, err := withAgentTemp(env, agentTempDir(o.Project))
+	if err != nil {
+		return err
 	}
-	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
-	// What Python and pytest write beside the code goes there too, not in
-	// the project, where an honest test run would change what it judges.
-	env = append(env, sandbox.ByproductEnv(env, sandbox.TempDir(env))...)
 	if err := carryOver(o.Project, log); err != nil {
 		return err
 	}
@@ -268,6 +264,18 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 // agentTempDir is the project's own CLAUDE_CODE_TMPDIR: Claude Code gives
 // every sandboxed command a temp directory below it, writable by every run
 // of the project.
+// withAgentTemp is env for agents' runs with tmp (made here) as Claude
+// Code's temp directory, where what Python and pytest write beside the
+// code goes too: not in the project, where an honest test run would
+// change what it judges.
+func withAgentTemp(env []string, tmp string) ([]string, error) {
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("the agents' temp directory: %w", err)
+	}
+	env = append(slices.Clip(env), "CLAUDE_CODE_TMPDIR="+tmp)
+	return append(env, sandbox.ByproductEnv(env, sandbox.TempDir(env))...), nil
+}
+
 func agentTempDir(p paths.Project) string {
 	return filepath.Join(os.TempDir(), "cgt-"+p.ID[strings.LastIndexByte(p.ID, '-')+1:])
 }

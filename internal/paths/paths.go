@@ -61,7 +61,7 @@ func ForProjectEnv(dir string, getenv func(string) string) (Project, error) {
 		return Project{}, fmt.Errorf("project directory %q: %w", dir, err)
 	}
 	id := projectID(real)
-	state, err := stateHome(getenv)
+	state, err := StateHome(getenv)
 	if err != nil {
 		return Project{}, err
 	}
@@ -82,7 +82,7 @@ func Former(dir string) (Project, error) {
 	}
 	dir = filepath.Clean(dir)
 	id := projectID(dir)
-	state, err := stateHome(os.Getenv)
+	state, err := StateHome(os.Getenv)
 	if err != nil {
 		return Project{}, err
 	}
@@ -151,7 +151,7 @@ func safeName(name string) string {
 	return b.String()
 }
 
-func stateHome(getenv func(string) string) (string, error) {
+func StateHome(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return d, nil
 	}

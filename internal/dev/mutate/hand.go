@@ -462,7 +462,7 @@ var Hands = []Hand{
 		"gates/gates.go", "\t\tnames = append(names, tools...)\n", "\t\t_ = tools\n",
 		"gates", "TestPreToolUseMatcher"},
 	{"a run is not given Claude Code's tools that run beside its calls",
-		"orchestrator/spawn.go", `"permissions": map[string]any{"deny": gates.DeniedTools}`, `"permissions": map[string]any{"deny": []string{}}`,
+		"gates/settings.go", `"permissions": map[string]any{"deny": DeniedTools}`, `"permissions": map[string]any{"deny": []string{}}`,
 		"orchestrator", "TestRunSettingsDenyToolsThatRunBeside"},
 	{"Monitor and Workflow are refused as running beside the agent's calls",
 		"gates/beside.go", `var besideTools = map[string]bool{"Monitor": true, "Workflow": true}`, `var besideTools = map[string]bool{}`,

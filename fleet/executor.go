@@ -1,0 +1,750 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/branch"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// Gates is what the executor needs of the daemon's gates (the judge): to
+// answer a worker's hooks as the socket would, and to follow a run whose
+// files are on another machine.
+type Gates interface {
+	Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error)
+	// Relocate reads the run's hooks against its worker's clone.
+	Relocate(token, dir string, denied []string)
+	// Reissue gives the run a new token; the old one is refused from now.
+	Reissue(token string) (string, bool)
+	// ChangeRules are the rules the run's returned change set is held to.
+	ChangeRules(token string) (gates.Modes, gates.Actor, gates.State, bool)
+	// Trace records what happened.
+	Trace(t control.Trace) control.Trace
+}
+
+// ExecutorOptions configure an Executor.
+type ExecutorOptions struct {
+	Gates Gates
+	// OpenRepo opens the repository of a run's work tree (agents.Spec.Dir),
+	// with the daemon's private index.
+	OpenRepo func(ctx context.Context, dir string) (*gitrepo.Repo, error)
+	// Run are the agent options every run is held to.
+	Run RunOptions
+	// Heartbeat is how often a worker says it is alive; 0: DefaultHeartbeat.
+	Heartbeat time.Duration
+	// MaxBundleBytes bounds a base or a result bundle; 0: DefaultMaxBundle.
+	MaxBundleBytes int64
+	// CancelGrace is how long a cancelled attempt's worker has to send
+	// its outcome; 0: DefaultCancelGrace.
+	CancelGrace time.Duration
+	// Spool takes in what a run's hooks decided alone on a worker.
+	Spool func([]spool.Record)
+	Log   *zap.Logger
+}
+
+// Defaults of ExecutorOptions.
+const (
+	DefaultHeartbeat   = 2 * time.Second
+	DefaultMaxBundle   = 1 << 30
+	DefaultCancelGrace = 15 * time.Second
+	// waitingNotice is how often a run no worker has taken says so.
+	waitingNotice = 30 * time.Second
+	// maxProgressBytes bounds the .claude/progress files that cross.
+	maxProgressBytes = 16 << 20
+)
+
+// Executor runs agents' runs on workers: the daemon's side of the fleet.
+// It is an orchestrator.AgentRunner, so that a lane run by a worker is the
+// same lane as a local one: the loop spawns, the executor ships the run
+// and brings its tree back into the lane's work tree, and the loop judges
+// it there as it judges any run.
+type Executor struct {
+	opts     ExecutorOptions
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	subjects Subjects
+	log      *zap.Logger
+
+	mu     sync.Mutex
+	runs   map[string]*remote // by run id
+	tokens map[string]*remote // by token
+	subs   []*nats.Subscription
+}
+
+// remote is a run shipped to the fleet.
+type remote struct {
+	spec    RemoteRun
+	dir     string // the lane's work tree, here
+	base    string
+	attempt int
+	token   string
+	worker  string // "" until an attempt is claimed
+	msgs    chan any
+}
+
+// claimed, beat and the messages of protocol.go are what reach a run's
+// loop from the subscriptions.
+type claimed struct{ worker, dir string }
+type beat struct{}
+
+// NewExecutor starts serving the fleet on nc (the daemon's connection):
+// claims, hooks, heartbeats, events and outcomes. What the work queue
+// held from a daemon before this one is dropped: its runs' tokens died
+// with it, and its workers are told to stop them at their next heartbeat.
+func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts ExecutorOptions) (*Executor, error) {
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.MaxBundleBytes <= 0 {
+		opts.MaxBundleBytes = DefaultMaxBundle
+	}
+	if opts.CancelGrace <= 0 {
+		opts.CancelGrace = DefaultCancelGrace
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	e := &Executor{opts: opts, nc: nc, js: js, subjects: subjects, log: opts.Log.Named("fleet"),
+		runs: map[string]*remote{}, tokens: map[string]*remote{}}
+	if st, err := js.Stream(ctx, subjects.LanesStream()); err == nil {
+		if err := st.Purge(ctx); err != nil {
+			return nil, fmt.Errorf("fleet: dropping the lanes of an earlier daemon: %w", err)
+		}
+	} else {
+		return nil, fmt.Errorf("fleet: the work queue %s: %w", subjects.LanesStream(), err)
+	}
+	for kind, h := range map[string]nats.MsgHandler{
+		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
+	} {
+		sub, err := nc.Subscribe(subjects.Workers(kind), h)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("fleet: subscribing to the workers' %s: %w", kind, err)
+		}
+		e.subs = append(e.subs, sub)
+	}
+	if err := nc.Flush(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	return e, nil
+}
+
+// Close stops serving the fleet. Runs in flight end with their contexts.
+func (e *Executor) Close() {
+	e.mu.Lock()
+	subs := e.subs
+	e.subs = nil
+	e.mu.Unlock()
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
+}
+
+// Run ships one run to the fleet and waits for its end, which it puts in
+// spec.Dir, the lane's work tree: the tree the run left, once checked
+// (branch.ImportResult), and the files of .claude/progress it may write.
+// A worker lost on the way costs the run a new attempt on another worker,
+// with a new token; the loop sees only a longer run. onStart is never
+// called: a worker's process is no process of this machine.
+func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid int), onEvent func(agents.Event)) agents.Result {
+	res := agents.Result{RunID: spec.RunID, SessionID: spec.SessionID, StartedAt: time.Now(), ExitCode: -1, Ended: agents.EndExited}
+	fail := func(err error) agents.Result {
+		res.Err, res.EndedAt = fmt.Errorf("running %s on a worker: %w", spec.RunID, err), time.Now()
+		return res
+	}
+	repo, err := e.opts.OpenRepo(ctx, spec.Dir)
+	if err != nil {
+		return fail(err)
+	}
+	base, baseTree, err := e.commitBase(ctx, repo, spec.RunID)
+	if err != nil {
+		return fail(err)
+	}
+	defer repo.DeleteRef(context.WithoutCancel(ctx), baseRef(spec.RunID), base)
+	if err := e.putBase(ctx, repo, base); err != nil {
+		return fail(err)
+	}
+	rr, err := e.remoteRun(spec)
+	if err != nil {
+		return fail(err)
+	}
+	r := &remote{spec: rr, dir: spec.Dir, base: base, attempt: 1, token: spec.Token, msgs: make(chan any, 256)}
+	e.mu.Lock()
+	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
+	e.mu.Unlock()
+	defer e.forget(r)
+	if err := e.publish(ctx, r); err != nil {
+		return fail(err)
+	}
+
+	lost := time.NewTimer(time.Hour)
+	lost.Stop()
+	notice := time.NewTicker(waitingNotice)
+	defer notice.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return e.cancel(ctx, repo, r, baseTree, res)
+		case <-notice.C:
+			if e.workerOf(r) == "" {
+				e.log.Warn("no worker has taken the run yet: the session waits for one (start `ctxgraphd worker` on a machine)",
+					zap.String("run", spec.RunID), zap.Int("attempt", r.attempt))
+			}
+		case <-lost.C:
+			if err := e.redeliver(ctx, r, "its worker stopped sending heartbeats"); err != nil {
+				return fail(err)
+			}
+		case m := <-r.msgs:
+			switch m := m.(type) {
+			case claimed:
+				e.log.Info("a worker took the run", zap.String("run", spec.RunID), zap.String("worker", m.worker), zap.Int("attempt", r.attempt))
+				onEvent(agents.Event{Time: time.Now(), RunID: spec.RunID, Kind: "worker", Detail: m.worker})
+				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
+			case beat:
+				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
+			case Event:
+				if m.Event != nil {
+					ev := *m.Event
+					ev.RunID = spec.RunID
+					onEvent(ev)
+				}
+			case Outcome:
+				lost.Stop()
+				return e.land(ctx, repo, r, baseTree, m)
+			}
+		}
+	}
+}
+
+// baseRef holds a run's base commit while the run is out.
+func baseRef(run string) string { return "refs/ctxgraphd/base/" + run }
+
+// commitBase commits the work tree as it is, on HEAD, as the run's base:
+// what the worker clones, and what its result must descend from.
+func (e *Executor) commitBase(ctx context.Context, repo *gitrepo.Repo, run string) (string, gitrepo.Tree, error) {
+	tree, err := repo.Snapshot(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	head, _, _, err := repo.Head(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	var parents []string
+	if head != "" {
+		parents = []string{head}
+	}
+	commit, err := repo.Commit(ctx, tree, parents, "ctxgraphd: the work tree as "+run+" starts from", gitrepo.Signature{Name: "ctxgraphd", Email: "ctxgraphd@localhost"})
+	if err != nil {
+		return "", "", err
+	}
+	if err := repo.UpdateRef(ctx, baseRef(run), commit, ""); err != nil {
+		return "", "", err
+	}
+	return commit, tree, nil
+}
+
+// putBase puts base's bundle in the base bucket, unless it is there.
+func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base string) error {
+	os, err := e.js.ObjectStore(ctx, e.subjects.BaseBucket())
+	if err != nil {
+		return err
+	}
+	if _, err := os.GetInfo(ctx, base); err == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := branch.WriteBase(ctx, repo, &buf, base); err != nil {
+		return err
+	}
+	if int64(buf.Len()) > e.opts.MaxBundleBytes {
+		return fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
+	}
+	_, err = os.PutBytes(ctx, base, buf.Bytes())
+	return err
+}
+
+// remoteRun is spec as it crosses: no path of this machine.
+func (e *Executor) remoteRun(spec agents.Spec) (RemoteRun, error) {
+	rr := RemoteRun{
+		RunID: spec.RunID, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt,
+		SessionID: spec.SessionID, Resume: spec.Resume, Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt,
+		MaxBudgetUSD: spec.MaxBudgetUSD, Hooks: spec.Hooks, HookMatcher: spec.HookMatcher, Options: e.opts.Run,
+	}
+	if spec.Policy != nil {
+		p := Relative(*spec.Policy, spec.Dir)
+		rr.Policy = &p
+	}
+	progress, err := readProgress(spec.Dir, func(string) bool { return true })
+	if err != nil {
+		return RemoteRun{}, err
+	}
+	rr.Progress = progress
+	return rr, nil
+}
+
+// Relative is p with its paths relative to dir, slash-separated; paths
+// outside dir are dropped (they are this machine's).
+func Relative(p sandbox.Policy, dir string) sandbox.Policy {
+	rel := func(ps []string) []string {
+		var out []string
+		for _, x := range ps {
+			r, err := filepath.Rel(dir, x)
+			if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+				continue
+			}
+			out = append(out, filepath.ToSlash(r))
+		}
+		return out
+	}
+	return sandbox.Policy{DenyWrite: rel(p.DenyWrite), DenyRead: rel(p.DenyRead), AllowWrite: rel(p.AllowWrite), AllowedDomains: p.AllowedDomains}
+}
+
+// Rooted is a Relative policy made absolute again in dir.
+func Rooted(p sandbox.Policy, dir string) sandbox.Policy {
+	abs := func(ps []string) []string {
+		out := make([]string, 0, len(ps))
+		for _, x := range ps {
+			if c := path.Clean("/" + x); c != "/" {
+				out = append(out, filepath.Join(dir, filepath.FromSlash(c)))
+			}
+		}
+		return out
+	}
+	return sandbox.Policy{ProjectDir: dir, DenyWrite: abs(p.DenyWrite), DenyRead: abs(p.DenyRead), AllowWrite: abs(p.AllowWrite), AllowedDomains: p.AllowedDomains}
+}
+
+// readProgress reads the regular files of dir's .claude/progress that
+// keep accepts, by slash path in it, at most maxProgressBytes in all.
+func readProgress(dir string, keep func(rel string) bool) (map[string][]byte, error) {
+	root := filepath.Join(dir, paths.ProgressDir)
+	out := map[string][]byte{}
+	total := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if !keep(rel) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if total += len(data); total > maxProgressBytes {
+			return fmt.Errorf("the files of %s are over %d bytes", paths.ProgressDir, maxProgressBytes)
+		}
+		out[rel] = data
+		return nil
+	})
+	return out, err
+}
+
+// writeProgress writes files (readProgress's) into dir's
+// .claude/progress, each only if it changed; a path that is not a plain
+// relative path in it is refused.
+func writeProgress(dir string, files map[string][]byte) error {
+	root := filepath.Join(dir, paths.ProgressDir)
+	for rel, data := range files {
+		if !fs.ValidPath(rel) || rel == "." || strings.Contains(rel, "\\") {
+			return fmt.Errorf("%s: %q is not a path inside it", paths.ProgressDir, rel)
+		}
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err := refuseLinks(root, rel); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseLinks refuses rel when a directory on its way in root, or rel
+// itself, is a symbolic link: a write must not leave root.
+func refuseLinks(root, rel string) error {
+	p := root
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %s is a symbolic link; nothing is written through one", paths.ProgressDir, rel)
+		}
+	}
+	return nil
+}
+
+// mayReturn are the files of .claude/progress a run may change: the
+// feature list (its tester's claim, read as a local run's write of it
+// is) and evidence.
+func mayReturn(rel string) bool {
+	return rel == "feature_list.json" || strings.HasPrefix(rel, paths.EvidenceDir+"/")
+}
+
+// publish puts r's current attempt on the work queue.
+func (e *Executor) publish(ctx context.Context, r *remote) error {
+	e.mu.Lock()
+	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base}
+	e.mu.Unlock()
+	data, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	_, err = e.js.Publish(ctx, e.subjects.Lanes(), data, jetstream.WithMsgID(ResultKey(job.Run, job.Attempt)))
+	return err
+}
+
+// redeliver gives r's attempt up and publishes the next, with a new token.
+func (e *Executor) redeliver(ctx context.Context, r *remote, why string) error {
+	e.mu.Lock()
+	old, oldAttempt := r.worker, r.attempt
+	token, ok := e.opts.Gates.Reissue(r.token)
+	if ok {
+		delete(e.tokens, r.token)
+		r.token = token
+		e.tokens[token] = r
+	}
+	r.attempt++
+	r.worker = ""
+	e.mu.Unlock()
+	e.log.Warn("a worker was lost; the run goes to the next worker, not charged to its feature",
+		zap.String("run", r.spec.RunID), zap.String("worker", old), zap.Int("attempt", oldAttempt), zap.String("why", why))
+	e.opts.Gates.Trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto,
+		Context: control.TraceContext{Agent: string(r.spec.Role), Feature: r.spec.FeatureID, Run: r.spec.RunID},
+		Event:   control.TraceEvent{WhatHappened: fmt.Sprintf("worker %s was lost (%s) during attempt %d; the run is given to another worker", old, why, oldAttempt)}})
+	if old != "" {
+		e.tell(old, Control{Run: r.spec.RunID, Attempt: oldAttempt, Cancel: "the daemon gave this attempt to another worker: " + why})
+	}
+	return e.publish(ctx, r)
+}
+
+// cancel ends r's run when the loop asks: its worker is told, and has
+// CancelGrace to send the outcome, which lands as any other (what an
+// interrupted run left is judged, as a local one's is).
+func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, baseTree gitrepo.Tree, res agents.Result) agents.Result {
+	res.Ended, res.EndedAt = agents.EndCancelled, time.Now()
+	worker, attempt := e.workerAndAttempt(r)
+	if worker == "" {
+		return res
+	}
+	e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Cancel: "the daemon cancelled the run"})
+	wait := time.NewTimer(e.opts.CancelGrace)
+	defer wait.Stop()
+	for {
+		select {
+		case <-wait.C:
+			e.log.Warn("a cancelled run's worker did not answer in time; what it did is dropped", zap.String("run", r.spec.RunID), zap.String("worker", worker))
+			return res
+		case m := <-r.msgs:
+			if o, ok := m.(Outcome); ok {
+				out := e.land(context.WithoutCancel(ctx), repo, r, baseTree, o)
+				out.Ended = agents.EndCancelled
+				return out
+			}
+		}
+	}
+}
+
+// land takes an outcome in: the result bundle from the worker's bucket
+// into a quarantine ref, checked, then its tree into the lane's work tree,
+// and the progress files the run may write.
+func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, baseTree gitrepo.Tree, o Outcome) agents.Result {
+	res := o.Result
+	res.RunID, res.PID, res.Err = r.spec.RunID, 0, nil
+	if o.Err != "" {
+		res.Err = errors.New(o.Err)
+	}
+	if len(o.Spooled) > 0 && e.opts.Spool != nil {
+		e.opts.Spool(o.Spooled)
+	}
+	worker, attempt := e.workerAndAttempt(r)
+	if o.Tip == "" {
+		return res
+	}
+	refuse := func(why string) agents.Result {
+		e.log.Warn("a worker's result was refused", zap.String("run", r.spec.RunID), zap.String("worker", worker), zap.String("why", why))
+		e.opts.Gates.Trace(control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: "worker_result",
+			Context: control.TraceContext{Agent: string(r.spec.Role), Feature: r.spec.FeatureID, Run: r.spec.RunID},
+			Event:   control.TraceEvent{WhatHappened: fmt.Sprintf("the result worker %s returned was refused, and nothing of it was kept: %s", worker, why)}})
+		res.IsError, res.Text, res.Summary = true, "the worker's result was refused: "+why, "result refused: "+why
+		return res
+	}
+	bucket, err := e.js.ObjectStore(ctx, e.subjects.ResultsBucket(worker))
+	if err != nil {
+		return refuse(fmt.Sprintf("its results bucket: %v", err))
+	}
+	key := ResultKey(r.spec.RunID, attempt)
+	obj, err := bucket.Get(ctx, key)
+	if err != nil {
+		return refuse(fmt.Sprintf("its bundle %s: %v", key, err))
+	}
+	defer func() {
+		obj.Close()
+		bucket.Delete(context.WithoutCancel(ctx), key)
+	}()
+	modes, actor, state, ok := e.opts.Gates.ChangeRules(e.tokenOf(r))
+	if !ok {
+		return refuse("the run is no longer known to the gates")
+	}
+	imp, err := branch.ImportResult(ctx, repo, obj, branch.Result{
+		Run: key, Base: r.base, MaxBytes: e.opts.MaxBundleBytes, Modes: modes, Actor: actor, State: state,
+	})
+	if err != nil {
+		if errors.Is(err, branch.ErrRefused) {
+			return refuse(err.Error())
+		}
+		res.Err = err
+		return res
+	}
+	defer branch.ReleaseResult(context.WithoutCancel(ctx), repo, key, imp.Commit)
+	if imp.Commit != o.Tip {
+		return refuse(fmt.Sprintf("its bundle's tip %s is not the tip %s its outcome names", gitrepo.Short(imp.Commit), gitrepo.Short(o.Tip)))
+	}
+	changed, err := repo.ChangedPaths(ctx, baseTree, imp.Tree)
+	if err == nil {
+		err = repo.Restore(ctx, imp.Tree, changed)
+	}
+	if err == nil {
+		returned := map[string][]byte{}
+		for rel, data := range o.Progress {
+			if mayReturn(rel) {
+				returned[rel] = data
+			}
+		}
+		err = writeProgress(r.dir, returned)
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("putting worker %s's result in the lane's work tree: %w", worker, err)
+	}
+	return res
+}
+
+func (e *Executor) forget(r *remote) {
+	e.mu.Lock()
+	delete(e.runs, r.spec.RunID)
+	delete(e.tokens, r.token)
+	worker, attempt := r.worker, r.attempt
+	r.worker = ""
+	e.mu.Unlock()
+	if worker != "" {
+		e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Cancel: "the run is over"})
+	}
+}
+
+func (e *Executor) workerOf(r *remote) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.worker
+}
+
+func (e *Executor) workerAndAttempt(r *remote) (string, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.worker, r.attempt
+}
+
+func (e *Executor) tokenOf(r *remote) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.token
+}
+
+// tell sends worker the daemon's word.
+func (e *Executor) tell(worker string, c Control) {
+	data, _ := json.Marshal(c)
+	if err := e.nc.Publish(e.subjects.Worker(worker).Control, data); err != nil {
+		e.log.Warn("could not tell a worker", zap.String("worker", worker), zap.Error(err))
+	}
+}
+
+// workerName is the worker a subject of Subjects.Workers names; the
+// server lets only that worker publish on it.
+func (e *Executor) workerName(subject string) string {
+	rest := strings.TrimPrefix(subject, e.subjects.Prefix()+".worker.")
+	name, _, _ := strings.Cut(rest, ".")
+	return name
+}
+
+func reply(m *nats.Msg, v any) {
+	data, err := json.Marshal(v)
+	if err == nil {
+		m.Respond(data)
+	}
+}
+
+// onClaim binds a run's attempt to the worker that claims it first.
+func (e *Executor) onClaim(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
+	var c Claim
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		reply(m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
+		return
+	}
+	e.mu.Lock()
+	r := e.runs[c.Run]
+	switch {
+	case r == nil:
+		e.mu.Unlock()
+		reply(m, Assignment{Refused: "no such run in flight (over, or of a daemon before this one)"})
+		return
+	case r.attempt != c.Attempt || r.worker != "":
+		e.mu.Unlock()
+		reply(m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
+		return
+	case !filepath.IsAbs(c.Dir):
+		e.mu.Unlock()
+		reply(m, Assignment{Refused: fmt.Sprintf("the clone's directory %q is not absolute", c.Dir)})
+		return
+	}
+	r.worker = worker
+	var denied []string
+	if r.spec.Policy != nil {
+		denied = Rooted(*r.spec.Policy, c.Dir).DenyWrite
+	}
+	e.opts.Gates.Relocate(r.token, c.Dir, denied)
+	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes}
+	e.mu.Unlock()
+	reply(m, a)
+	r.msgs <- claimed{worker: worker, dir: c.Dir}
+}
+
+// bound is the run of token if it is bound to worker.
+func (e *Executor) bound(worker, run string, attempt int) *remote {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.runs[run]
+	if r == nil || r.worker != worker || r.attempt != attempt {
+		return nil
+	}
+	return r
+}
+
+// onHook answers a worker's hook as the socket would, for a token bound
+// to that worker only: a worker cannot ask as another's run.
+func (e *Executor) onHook(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
+	go func() {
+		var call HookCall
+		if err := json.Unmarshal(m.Data, &call); err != nil {
+			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})
+			return
+		}
+		e.mu.Lock()
+		r := e.tokens[call.Token]
+		ok := r != nil && r.worker == worker
+		e.mu.Unlock()
+		if !ok {
+			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
+				Message: "the run token is no run's of this worker (the attempt was given to another worker, or is over)"}})
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := e.opts.Gates.Hook(ctx, call.Token, call.Request)
+		if err != nil {
+			var api *control.APIError
+			if !errors.As(err, &api) {
+				api = &control.APIError{HTTPStatus: http.StatusInternalServerError, Code: control.CodeInternal, Message: err.Error()}
+			}
+			reply(m, HookAnswer{Error: api})
+			return
+		}
+		reply(m, HookAnswer{Response: resp})
+	}()
+}
+
+// onHeartbeat keeps an attempt alive, or tells its worker to stop it.
+func (e *Executor) onHeartbeat(m *nats.Msg) {
+	var h Heartbeat
+	if json.Unmarshal(m.Data, &h) != nil {
+		return
+	}
+	r := e.bound(e.workerName(m.Subject), h.Run, h.Attempt)
+	if r == nil {
+		reply(m, Control{Run: h.Run, Attempt: h.Attempt, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		return
+	}
+	reply(m, Control{Run: h.Run, Attempt: h.Attempt})
+	select {
+	case r.msgs <- beat{}:
+	default:
+	}
+}
+
+// onEvent passes a bound attempt's events to its run.
+func (e *Executor) onEvent(m *nats.Msg) {
+	var ev Event
+	if json.Unmarshal(m.Data, &ev) != nil {
+		return
+	}
+	if r := e.bound(e.workerName(m.Subject), ev.Run, ev.Attempt); r != nil {
+		select {
+		case r.msgs <- ev:
+		default:
+			e.log.Debug("a run's event was dropped: its run is behind", zap.String("run", ev.Run))
+		}
+	}
+}
+
+// onOutcome takes a bound attempt's end to its run.
+func (e *Executor) onOutcome(m *nats.Msg) {
+	var o Outcome
+	if err := json.Unmarshal(m.Data, &o); err != nil {
+		reply(m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})
+		return
+	}
+	r := e.bound(e.workerName(m.Subject), o.Run, o.Attempt)
+	if r == nil {
+		reply(m, OutcomeAnswer{Refused: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		return
+	}
+	reply(m, OutcomeAnswer{})
+	r.msgs <- o
+}

@@ -1,0 +1,420 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/branch"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+)
+
+// These tests run the executor and workers over a real embedded server,
+// with a stand-in for claude: a shell script that does what its run's
+// prompt says to the files and prints the two lines of stream-json a run
+// needs. The end-to-end night (e2e) runs the real CLI.
+
+// fakeClaude writes a claude that runs the prompt as a shell command in
+// its working directory, then reports success.
+func fakeClaude(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	script := `#!/bin/sh
+prompt="$2"
+sh -c "$prompt" >/dev/null 2>&1
+echo '{"type":"system","subtype":"init","session_id":"s-1","tools":[],"model":"m"}'
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"result":"done","session_id":"s-1"}'
+`
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gatesRecord is the daemon's gates as the executor sees them, recording
+// what it is asked.
+type gatesRecord struct {
+	mu        sync.Mutex
+	tokens    map[string]string // token → run
+	relocated map[string]string // run → dir
+	hooks     []string          // runs whose hooks were answered
+	traces    []control.Trace
+	modes     gates.Modes
+	issued    int
+}
+
+func newGates() *gatesRecord {
+	return &gatesRecord{tokens: map[string]string{}, relocated: map[string]string{}, modes: gates.Modes{}}
+}
+
+func (g *gatesRecord) register(run string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.issued++
+	tok := "tok-" + run + "-" + fmt.Sprint(g.issued)
+	g.tokens[tok] = run
+	return tok
+}
+
+func (g *gatesRecord) Hook(_ context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	run, ok := g.tokens[token]
+	if !ok {
+		return control.HookResponse{}, &control.APIError{HTTPStatus: 403, Code: control.CodeUnknownRun, Message: "unknown run"}
+	}
+	g.hooks = append(g.hooks, run)
+	return control.HookResponse{}, nil
+}
+
+func (g *gatesRecord) Relocate(token, dir string, _ []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.relocated[g.tokens[token]] = dir
+}
+
+func (g *gatesRecord) Reissue(token string) (string, bool) {
+	g.mu.Lock()
+	run, ok := g.tokens[token]
+	if ok {
+		delete(g.tokens, token)
+	}
+	g.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	return g.register(run), true
+}
+
+func (g *gatesRecord) ChangeRules(token string) (gates.Modes, gates.Actor, gates.State, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	run, ok := g.tokens[token]
+	return g.modes, gates.Actor{Role: "coder", Run: run}, gates.State{ProjectDir: "/nonexistent", MaxFileSize: 1 << 20}, ok
+}
+
+func (g *gatesRecord) Trace(t control.Trace) control.Trace {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.traces = append(g.traces, t)
+	return t
+}
+
+func (g *gatesRecord) traceTexts() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var b strings.Builder
+	for _, t := range g.traces {
+		b.WriteString(t.Event.WhatHappened + "\n")
+	}
+	return b.String()
+}
+
+// lane is a work tree with one commit, as a lane's clone is.
+func lane(t *testing.T) (string, *gitrepo.Repo) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, ".claude/progress"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude/progress/feature_list.json"), []byte(`{"features":[]}`), 0o644)
+	repo, err := gitrepo.Open(context.Background(), gitrepo.Options{Dir: dir, Index: filepath.Join(t.TempDir(), "index"), Exclude: []string{".claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, repo
+}
+
+// fleetRig is a server, an executor on it and workers' credentials.
+type fleetRig struct {
+	s     *Server
+	e     *Executor
+	g     *gatesRecord
+	creds map[string]string
+}
+
+func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *fleetRig {
+	t.Helper()
+	s := start(t, Config{})
+	r := &fleetRig{s: s, g: newGates(), creds: map[string]string{}}
+	for _, w := range workers {
+		r.creds[w] = addWorker(t, s, w).Path
+	}
+	e, err := NewExecutor(context.Background(), s.Conn(), s.Subjects(), ExecutorOptions{
+		Gates: r.g, OpenRepo: func(_ context.Context, dir string) (*gitrepo.Repo, error) { return repo(dir), nil },
+		Heartbeat: 100 * time.Millisecond, CancelGrace: 5 * time.Second, Log: zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	r.e = e
+	return r
+}
+
+// worker runs a worker until the test ends; stop stops it (SIGTERM's way).
+func (r *fleetRig) worker(t *testing.T, name, claude string) (stop func()) {
+	t.Helper()
+	c, err := LoadCredentials(r.creds[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWorker(ctx, WorkerOptions{URL: r.s.ClientURL(), Credentials: c, Slots: 1, Dir: t.TempDir(), Claude: claude,
+			Env: append(os.Environ(), "HOME="+t.TempDir()), Log: zaptest.NewLogger(t).Named(name)})
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func spec(run, dir, prompt, token string) agents.Spec {
+	return agents.Spec{RunID: run, Role: role.Coder, FeatureID: "F-001", Attempt: 1, SessionID: "s-1", Prompt: prompt, Dir: dir, Token: token}
+}
+
+func TestAWorkersRunLandsInTheLanesWorkTree(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	var events []agents.Event
+	res := rig.e.Run(context.Background(),
+		spec("run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log`, tok),
+		func(int) { t.Error("onStart called for a worker's process") },
+		func(ev agents.Event) { events = append(events, ev) })
+	if res.Err != nil || !res.OK() {
+		t.Fatalf("run: err %v, ok %v: %+v", res.Err, res.OK(), res)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "made.txt")); err != nil || string(got) != "made\n" {
+		t.Errorf("made.txt in the lane = %q, %v; want the worker's file", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "main.go")); !os.IsNotExist(err) {
+		t.Errorf("main.go, removed by the run, is still in the lane: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, ".claude/progress/evidence/F-001/log")); err != nil || string(got) != "ok\n" {
+		t.Errorf("the run's evidence in the lane = %q, %v", got, err)
+	}
+	if d := rig.g.relocated["run-0001"]; d == "" || strings.HasPrefix(d, dir) {
+		t.Errorf("the run's hooks were read against %q; want the worker's clone", d)
+	}
+	if len(events) == 0 || events[0].Kind != "worker" || events[0].Detail != "a" {
+		t.Errorf("first event %+v; want which worker took the run", events)
+	}
+	refs, _ := exec.Command("git", "-C", dir, "for-each-ref", "refs/ctxgraphd/").CombinedOutput()
+	if len(refs) != 0 {
+		t.Errorf("refs left behind:\n%s", refs)
+	}
+}
+
+// silentWorker claims the next job as worker name and then says nothing,
+// as a worker killed with -9 after its claim does.
+func (r *fleetRig) silentWorker(t *testing.T, name string) (Job, Assignment, *nats.Conn) {
+	t.Helper()
+	nc, err := connect(t, r.s, r.creds[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cons, err := js.Consumer(ctx, r.s.Subjects().LanesStream(), r.s.Subjects().LanesConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cons.Next(jetstream.FetchMaxWait(15 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job Job
+	json.Unmarshal(msg.Data(), &job)
+	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: "/worker/" + name})
+	m, err := nc.Request(r.s.Subjects().Worker(name).Claim, data, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a Assignment
+	json.Unmarshal(m.Data, &a)
+	if a.Refused != "" {
+		t.Fatalf("claim refused: %s", a.Refused)
+	}
+	msg.Ack()
+	return job, a, nc
+}
+
+func TestALostWorkersRunGoesToAnotherWorkerWithANewToken(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `echo b > b.txt`, tok), nil, func(agents.Event) {})
+	}()
+	job, a, nc := rig.silentWorker(t, "a")
+	if job.Attempt != 1 || a.Token != tok {
+		t.Fatalf("a's claim: attempt %d token %q", job.Attempt, a.Token)
+	}
+	// a falls silent; b comes and takes the next attempt.
+	rig.worker(t, "b", fakeClaude(t))
+	var res agents.Result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end on worker b")
+	}
+	if res.Err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", res.Err, res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
+		t.Errorf("b's work is not in the lane: %v", err)
+	}
+	if !strings.Contains(rig.g.traceTexts(), "worker a was lost") {
+		t.Errorf("no trace says worker a was lost:\n%s", rig.g.traceTexts())
+	}
+	// a comes back late: its token, hooks and outcome are refused.
+	rig.g.mu.Lock()
+	_, known := rig.g.tokens[a.Token]
+	rig.g.mu.Unlock()
+	if known {
+		t.Error("a's token is still known after its attempt was given up")
+	}
+	call, _ := json.Marshal(HookCall{Token: a.Token, Request: control.HookRequest{Event: "pre-tool-use", Payload: []byte(`{}`)}})
+	m, err := nc.Request(rig.s.Subjects().Worker("a").Hook, call, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans HookAnswer
+	json.Unmarshal(m.Data, &ans)
+	if ans.Error == nil || ans.Error.Code != control.CodeUnknownRun {
+		t.Errorf("a's late hook answered %+v; want unknown run", ans)
+	}
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Tip: strings.Repeat("0", 40)})
+	m, err = nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oa OutcomeAnswer
+	json.Unmarshal(m.Data, &oa)
+	if oa.Refused == "" {
+		t.Error("a's late outcome was taken")
+	}
+}
+
+func TestAWorkerCannotAskAsAnotherWorkersRun(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	tok := rig.g.register("run-0001")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan agents.Result, 1)
+	go func() { done <- rig.e.Run(ctx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+	_, a, _ := rig.silentWorker(t, "a")
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, _ := json.Marshal(HookCall{Token: a.Token, Request: control.HookRequest{Event: "pre-tool-use", Payload: []byte(`{}`)}})
+	m, err := nb.Request(rig.s.Subjects().Worker("b").Hook, call, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans HookAnswer
+	json.Unmarshal(m.Data, &ans)
+	if ans.Error == nil || ans.Error.Code != control.CodeUnknownRun {
+		t.Errorf("b asking with a's token answered %+v; want unknown run", ans)
+	}
+	cancel()
+	<-done
+}
+
+// forge claims the run as a silent worker, puts bundle as its result and
+// sends the outcome naming tip.
+func (r *fleetRig) forge(t *testing.T, name string, bundle []byte, tip string) {
+	t.Helper()
+	job, _, nc := r.silentWorker(t, name)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	bucket, err := js.ObjectStore(ctx, r.s.Subjects().ResultsBucket(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bucket.PutBytes(ctx, ResultKey(job.Run, job.Attempt), bundle); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Tip: tip,
+		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", Text: "all tests pass"}})
+	if _, err := nc.Request(r.s.Subjects().Worker(name).Result, out, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAForgedResultIsRefusedAndNothingOfItLands(t *testing.T) {
+	dir, repo := lane(t)
+	// A commit of another history: it does not descend from the base.
+	other := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+	} {
+		exec.Command("git", append([]string{"-C", other}, args...)...).Run()
+	}
+	os.WriteFile(filepath.Join(other, "evil.txt"), []byte("evil"), 0o644)
+	exec.Command("git", "-C", other, "add", ".").Run()
+	exec.Command("git", "-C", other, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "evil").Run()
+	otherRepo, err := gitrepo.Open(context.Background(), gitrepo.Options{Dir: other, Index: filepath.Join(t.TempDir(), "i")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip, _, _, _ := otherRepo.Head(context.Background())
+	var bundle bytes.Buffer
+	if err := branch.WriteBase(context.Background(), otherRepo, &bundle, tip); err != nil {
+		t.Fatal(err)
+	}
+
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() { done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+	rig.forge(t, "a", bundle.Bytes(), tip)
+	res := <-done
+	if res.OK() || !strings.Contains(res.Text, "refused") {
+		t.Errorf("a forged result ended the run as %+v; want it refused", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil.txt")); !os.IsNotExist(err) {
+		t.Errorf("the forged result's file is in the lane: %v", err)
+	}
+	if !strings.Contains(rig.g.traceTexts(), "was refused") {
+		t.Errorf("no violation trace of the refusal:\n%s", rig.g.traceTexts())
+	}
+}

@@ -1,0 +1,498 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/branch"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// WorkerOptions configure a worker (`ctxgraphd worker`).
+type WorkerOptions struct {
+	// URL is the daemon's NATS server (or the cluster it uses).
+	URL string
+	// Credentials are the worker's, as the daemon issued them.
+	Credentials Credentials
+	// NATS are further connection options (a TLS root, say).
+	NATS []nats.Option
+	// Slots is how many lanes the worker runs at once; 0: 1.
+	Slots int
+	// Dir holds the worker's clones and their state while they run.
+	Dir string
+	// Claude is the claude binary (looked up on PATH without a slash).
+	Claude string
+	// Hook is this binary's hook command, which the runs' settings call.
+	Hook gates.HookCommand
+	// Env is the environment runs start from (nil: the worker's), with
+	// the worker's own Claude Code login.
+	Env []string
+	// AllowRoot opts in to running agents as root (agent.allow_root).
+	AllowRoot bool
+	// Prlimit is util-linux's prlimit, which bounds a run's processes
+	// (sandbox.max_*); "": runs are not bounded.
+	Prlimit string
+	Log     *zap.Logger
+}
+
+// worker pulls lanes' runs from the fleet's work queue and runs them, each
+// in a clone of its own, with its own Claude Code and sandbox.
+type worker struct {
+	opts     WorkerOptions
+	fleet    Subjects
+	subjects WorkerSubjects
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	relay    *Relay
+	// relaySock is the relay's socket, the runs' CTXGRAPH_SOCKET.
+	relaySock string
+	log      *zap.Logger
+
+	mu   sync.Mutex
+	runs map[string]context.CancelCauseFunc // by ResultKey
+}
+
+// fetchWait bounds one pull of the work queue, so that a stopping worker
+// notices its context.
+const fetchWait = 2 * time.Second
+
+// errShutdown is why a worker's runs end when it stops.
+var errShutdown = errors.New("the worker is shutting down")
+
+// RunWorker connects to the fleet and runs lanes until ctx ends; the runs
+// in flight are then stopped and given back, for another worker.
+func RunWorker(ctx context.Context, opts WorkerOptions) error {
+	if opts.Slots <= 0 {
+		opts.Slots = 1
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if !filepath.IsAbs(opts.Dir) {
+		return fmt.Errorf("worker: its directory %q is not absolute", opts.Dir)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	subjects, err := NewSubjects(opts.Credentials.Project)
+	if err != nil {
+		return err
+	}
+	copts, err := opts.Credentials.Options()
+	if err != nil {
+		return err
+	}
+	log := opts.Log
+	copts = append(copts, opts.NATS...)
+	copts = append(copts, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("lost the connection to the daemon's NATS server; reconnecting", zap.Error(err))
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("reconnected to the daemon's NATS server") }))
+	nc, err := nats.Connect(opts.URL, copts...)
+	if err != nil {
+		return fmt.Errorf("worker: connecting to %s: %w", opts.URL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w := &worker{opts: opts, fleet: subjects, subjects: subjects.Worker(opts.Credentials.Worker), nc: nc, js: js, log: log, runs: map[string]context.CancelCauseFunc{}}
+	sockDir, err := os.MkdirTemp("", "ctxgraphd-worker-")
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer os.RemoveAll(sockDir)
+	w.relaySock = filepath.Join(sockDir, "hook.sock")
+	w.relay, err = ListenRelay(w.relaySock, nc, w.subjects.Hook)
+	if err != nil {
+		return err
+	}
+	defer w.relay.Close()
+	ctl, err := nc.Subscribe(w.subjects.Control, w.onControl)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer ctl.Unsubscribe()
+
+	var consumer jetstream.Consumer
+	for {
+		consumer, err = js.Consumer(ctx, subjects.LanesStream(), subjects.LanesConsumer())
+		if err == nil {
+			break
+		}
+		log.Warn("the work queue cannot be reached yet; trying again", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(fetchWait):
+		}
+	}
+	log.Info("worker ready", zap.String("worker", opts.Credentials.Worker), zap.String("project", opts.Credentials.Project), zap.Int("slots", opts.Slots))
+
+	slots := make(chan struct{}, opts.Slots)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		batch, err := consumer.Fetch(1, jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			<-slots
+			if ctx.Err() == nil {
+				log.Warn("pulling from the work queue failed", zap.Error(err))
+				time.Sleep(fetchWait)
+			}
+			continue
+		}
+		took := false
+		for msg := range batch.Messages() {
+			a, job, ok := w.claim(ctx, msg)
+			if !ok {
+				continue
+			}
+			took = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				w.run(ctx, job, a)
+			}()
+		}
+		if !took {
+			<-slots
+		}
+	}
+	return nil
+}
+
+// clone is where an attempt works.
+func (w *worker) clone(job Job) string {
+	return filepath.Join(w.opts.Dir, "lanes", ResultKey(job.Run, job.Attempt))
+}
+
+// claim asks the daemon for a pulled job; a job it refuses is dropped.
+func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job, bool) {
+	var job Job
+	if err := json.Unmarshal(msg.Data(), &job); err != nil || !branch.IsRunName(job.Run) {
+		w.log.Warn("dropped a job that cannot be read", zap.Error(err))
+		msg.Term()
+		return Assignment{}, Job{}, false
+	}
+	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: w.clone(job)})
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := w.nc.RequestWithContext(rctx, w.subjects.Claim, data)
+	if err != nil {
+		// The daemon is away: the job goes back to the queue.
+		msg.Nak()
+		return Assignment{}, Job{}, false
+	}
+	var a Assignment
+	if err := json.Unmarshal(m.Data, &a); err != nil || a.Refused != "" {
+		w.log.Info("the daemon refused a job", zap.String("run", job.Run), zap.Int("attempt", job.Attempt), zap.String("why", a.Refused))
+		msg.Term()
+		return Assignment{}, Job{}, false
+	}
+	msg.Ack()
+	return a, job, true
+}
+
+// onControl stops an attempt when the daemon says so.
+func (w *worker) onControl(m *nats.Msg) {
+	var c Control
+	if json.Unmarshal(m.Data, &c) != nil || c.Cancel == "" {
+		return
+	}
+	w.stop(ResultKey(c.Run, c.Attempt), errors.New(c.Cancel))
+}
+
+func (w *worker) stop(key string, why error) {
+	w.mu.Lock()
+	cancel := w.runs[key]
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel(why)
+	}
+}
+
+// run runs one attempt to its end and sends its outcome; its clone and
+// state are gone when it returns.
+func (w *worker) run(parent context.Context, job Job, a Assignment) {
+	key := ResultKey(job.Run, job.Attempt)
+	log := w.log.With(zap.String("run", job.Run), zap.Int("attempt", job.Attempt))
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	defer cancel(nil)
+	stopOnShutdown := context.AfterFunc(parent, func() { cancel(errShutdown) })
+	defer stopOnShutdown()
+	w.mu.Lock()
+	w.runs[key] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.runs, key)
+		w.mu.Unlock()
+	}()
+	go w.heartbeat(ctx, job, a.Heartbeat, cancel)
+
+	dir := w.clone(job)
+	proj := paths.Project{}
+	defer func() {
+		os.RemoveAll(dir)
+		if proj.StateDir != "" {
+			os.RemoveAll(proj.StateDir)
+		}
+		os.Remove(w.indexOf(key))
+	}()
+	log.Info("running a lane's run", zap.String("feature", job.Feature), zap.String("role", string(a.Spec.Role)))
+	out := Outcome{Run: job.Run, Attempt: job.Attempt}
+	repo, err := w.prepare(ctx, job, a, dir)
+	if err == nil {
+		proj, err = paths.ForProjectEnv(dir, w.getenv)
+	}
+	var res agents.Result
+	if err == nil {
+		res, err = w.agent(ctx, job, a, dir, proj)
+	}
+	if errors.Is(context.Cause(ctx), errShutdown) {
+		// Given back at once, rather than waiting for missed heartbeats.
+		log.Info("the worker stops: its run is given back")
+		return
+	}
+	if err != nil {
+		out.Err = err.Error()
+		out.Result = agents.Result{RunID: job.Run, ExitCode: -1, Ended: agents.EndExited}
+	} else {
+		res.Err = nil
+		out.Result = res
+		out.Tip, err = w.putResult(ctx, repo, job, key)
+		if err != nil {
+			out.Err = fmt.Sprintf("the worker could not send the tree the run left: %v", err)
+		}
+		if out.Progress, err = readProgress(dir, mayReturn); err != nil {
+			log.Warn("could not read the run's progress files", zap.Error(err))
+		}
+		if out.Spooled, err = spool.Read(proj.StateDir); err != nil {
+			log.Warn("could not read what the run's hooks spooled", zap.Error(err))
+		}
+	}
+	w.send(ctx, out, log)
+}
+
+// getenv reads the runs' environment.
+func (w *worker) getenv(k string) string {
+	env := w.opts.Env
+	if env == nil {
+		return os.Getenv(k)
+	}
+	v := ""
+	for _, kv := range env {
+		if len(kv) > len(k) && kv[:len(k)] == k && kv[len(k)] == '=' {
+			v = kv[len(k)+1:]
+		}
+	}
+	return v
+}
+
+// indexOf is the private index of an attempt's clone.
+func (w *worker) indexOf(key string) string {
+	return filepath.Join(w.opts.Dir, "index", key)
+}
+
+// prepare makes the attempt's clone: the base from the bucket, the
+// progress files, the hooks' offline record.
+func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string) (*gitrepo.Repo, error) {
+	bases, err := w.js.ObjectStore(ctx, w.fleet.BaseBucket())
+	if err != nil {
+		return nil, fmt.Errorf("the base bundles: %w", err)
+	}
+	obj, err := bases.Get(ctx, job.Base)
+	if err != nil {
+		return nil, fmt.Errorf("the base bundle %s: %w", job.Base, err)
+	}
+	defer obj.Close()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
+	}
+	if err := branch.CloneBase(ctx, obj, a.MaxBundleBytes, dir, job.Feature, job.Base); err != nil {
+		return nil, err
+	}
+	if err := writeProgress(dir, a.Spec.Progress); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(w.indexOf("x")), 0o700); err != nil {
+		return nil, err
+	}
+	return gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: w.indexOf(ResultKey(job.Run, job.Attempt)), Exclude: []string{".claude"}})
+}
+
+// agent runs the attempt's claude -p in dir, with settings made here.
+func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, proj paths.Project) (agents.Result, error) {
+	spec := a.Spec
+	if len(spec.Offline) > 0 {
+		var o gates.Offline
+		if err := json.Unmarshal(spec.Offline, &o); err != nil {
+			return agents.Result{}, fmt.Errorf("the hooks' offline record: %w", err)
+		}
+		if err := gates.SaveOffline(proj.StateDir, o); err != nil {
+			return agents.Result{}, err
+		}
+	}
+	var hooks, confined map[string]any
+	if spec.Hooks {
+		hooks = gates.RunHooks(w.opts.Hook, string(spec.Role), spec.HookMatcher)
+	}
+	if spec.Policy != nil {
+		pol := Rooted(*spec.Policy, dir)
+		// The worker's own: its state, its credentials, the relay's socket
+		// and the other clones are no run's to read or write.
+		mine := []string{proj.StateDir, w.opts.Credentials.path, filepath.Dir(w.relaySock)}
+		pol.DenyWrite = append(pol.DenyWrite, mine...)
+		pol.DenyRead = append(pol.DenyRead, mine...)
+		writable, _ := sandbox.AgentWritable(w.env(), nil, w.opts.Dir, filepath.Dir(proj.StateDir), filepath.Dir(w.relaySock), os.TempDir(), w.getenv("HOME"))
+		pol.AllowWrite = append(pol.AllowWrite, writable...)
+		if err := pol.Prepare(); err != nil {
+			w.log.Warn("a directory runs may write could not be made", zap.Error(err))
+		}
+		confined = pol.Settings()
+	}
+	settings, err := gates.RunSettings(hooks, confined)
+	if err != nil {
+		return agents.Result{}, err
+	}
+	o := spec.Options
+	runner := agents.NewRunner(agents.Options{
+		Command: w.opts.Claude, Model: o.Model, Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxTurns: o.MaxTurns,
+		MaxBudgetUSD: o.MaxBudgetUSD, AllowRoot: w.opts.AllowRoot, StuckAfter: o.StuckAfter,
+		SocketPath: w.relaySock, BaseEnv: w.env(), Limits: sandbox.NewLimits(o.Processes, o.MemoryMB, o.FileMB), Prlimit: w.opts.Prlimit,
+	}, w.log.Named("agents"))
+	run, attempt := job.Run, job.Attempt
+	res := runner.Run(ctx, agents.Spec{
+		RunID: run, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt, SessionID: spec.SessionID, Resume: spec.Resume,
+		Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt, Dir: dir, Settings: settings, Token: a.Token, MaxBudgetUSD: spec.MaxBudgetUSD,
+	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, PID: pid}) },
+		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Event: &ev}) })
+	return res, nil
+}
+
+// env is the runs' base environment.
+func (w *worker) env() []string {
+	if w.opts.Env != nil {
+		return w.opts.Env
+	}
+	return os.Environ()
+}
+
+// publish sends an event of a run; a lost one is only a line of ctl watch.
+func (w *worker) publish(ev Event) {
+	data, _ := json.Marshal(ev)
+	w.nc.Publish(w.subjects.Events, data)
+}
+
+// heartbeat says the attempt is alive until ctx ends; the daemon's answer
+// that it is no longer this worker's stops it.
+func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, stop context.CancelCauseFunc) {
+	if every <= 0 {
+		every = DefaultHeartbeat
+	}
+	data, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt})
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, every)
+		m, err := w.nc.RequestWithContext(rctx, w.subjects.Heartbeat, data)
+		cancel()
+		if err == nil {
+			var c Control
+			if json.Unmarshal(m.Data, &c) == nil && c.Cancel != "" {
+				stop(errors.New(c.Cancel))
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// putResult commits the tree the run left on the base and puts the bundle
+// of base..tip in the worker's results bucket.
+func (w *worker) putResult(ctx context.Context, repo *gitrepo.Repo, job Job, key string) (string, error) {
+	ctx = context.WithoutCancel(ctx)
+	tree, err := repo.Snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	tip, err := repo.Commit(ctx, tree, []string{job.Base}, "ctxgraphd: what "+job.Run+" left", gitrepo.Signature{Name: "ctxgraphd worker", Email: "ctxgraphd@localhost"})
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := branch.WriteResult(ctx, repo, &buf, job.Base, tip); err != nil {
+		return "", err
+	}
+	bucket, err := w.js.ObjectStore(ctx, w.fleet.ResultsBucket(w.opts.Credentials.Worker))
+	if err != nil {
+		return "", err
+	}
+	if _, err := bucket.PutBytes(ctx, key, buf.Bytes()); err != nil {
+		return "", err
+	}
+	return tip, nil
+}
+
+// send gives the daemon the outcome, trying again while it is away, for
+// as long as a run may wait for one (sendFor).
+func (w *worker) send(ctx context.Context, out Outcome, log *zap.Logger) {
+	data, err := json.Marshal(out)
+	if err != nil {
+		log.Error("could not encode an outcome", zap.Error(err))
+		return
+	}
+	deadline := time.Now().Add(sendFor)
+	for {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m, err := w.nc.RequestWithContext(rctx, w.subjects.Result, data)
+		cancel()
+		if err == nil {
+			var ans OutcomeAnswer
+			json.Unmarshal(m.Data, &ans)
+			if ans.Refused != "" {
+				log.Info("the daemon refused the run's outcome", zap.String("why", ans.Refused))
+			} else {
+				log.Info("the run's outcome was taken", zap.Bool("ok", out.Result.OK()))
+			}
+			return
+		}
+		if time.Now().After(deadline) || errors.Is(context.Cause(ctx), errShutdown) {
+			log.Warn("gave up sending the run's outcome: the daemon did not answer", zap.Error(err))
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// sendFor bounds the tries to send an outcome.
+const sendFor = 2 * time.Minute
