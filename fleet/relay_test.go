@@ -162,10 +162,13 @@ func TestRelayServesOnlyTheHookRoute(t *testing.T) {
 	})
 	c := control.NewClient(socket)
 	for name, call := range map[string]func() error{
-		"GET /v1/status":   func() error { _, err := c.Status(context.Background()); return err },
-		"POST /v1/pause":   func() error { return c.Pause(context.Background()) },
-		"GET /v1/traces":   func() error { _, err := c.Traces(context.Background(), control.TraceQuery{}); return err },
-		"POST /v1/traces":  func() error { _, err := c.StoreTrace(context.Background(), control.TraceRequest{Type: "decision"}); return err },
+		"GET /v1/status": func() error { _, err := c.Status(context.Background()); return err },
+		"POST /v1/pause": func() error { return c.Pause(context.Background()) },
+		"GET /v1/traces": func() error { _, err := c.Traces(context.Background(), control.TraceQuery{}); return err },
+		"POST /v1/traces": func() error {
+			_, err := c.StoreTrace(context.Background(), control.TraceRequest{Type: "decision"})
+			return err
+		},
 		"POST /v1/lessons": func() error { _, err := c.AddLesson(context.Background(), "x"); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
