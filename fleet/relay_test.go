@@ -324,3 +324,22 @@ func TestRelayCloseEndsQuestionsInFlight(t *testing.T) {
 		t.Errorf("the question in flight at Close got %v, want no answer (a transport error)", err)
 	}
 }
+
+// TestRelayCarriesLargePayloads: a Write of a file of a few MiB, which the
+// daemon's socket takes, crosses to the daemon whole.
+func TestRelayCarriesLargePayloads(t *testing.T) {
+	_, socket, _, s := relayOf(t)
+	got := make(chan int, 1)
+	respond(t, s.Conn(), s.Subjects().Worker("a").Hook, func(c HookCall) HookAnswer {
+		got <- len(c.Request.Payload)
+		return HookAnswer{}
+	})
+	payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": "/w", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_input": map[string]any{"file_path": "/w/big.txt", "content": strings.Repeat("x", 3<<20)}})
+	if _, err := control.NewClient(socket).Hook(context.Background(), control.HookRequest{Event: "pre-tool-use", Payload: payload}); err != nil {
+		t.Fatalf("Hook of a %d-byte payload: %v", len(payload), err)
+	}
+	if n := <-got; n != len(payload) {
+		t.Errorf("the daemon got %d bytes of payload, want %d", n, len(payload))
+	}
+}
