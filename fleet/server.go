@@ -72,6 +72,9 @@ type Server struct {
 	mu sync.Mutex // serialises changes of the workers and their reloads
 }
 
+// maxPayload is the largest message the server takes.
+const maxPayload = 8 << 20
+
 // startTimeout bounds how long the server may take to accept connections.
 const startTimeout = 10 * time.Second
 
@@ -140,6 +143,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		NoLog:     cfg.Log == nil,
 		JetStream: true,
 		StoreDir:  storeDir(cfg.Dir),
+		// A hook's question crosses whole (a Write of a large file is
+		// in its payload): as large as the daemon's socket takes (4 MiB,
+		// server.ReadJSON) with room for the call around it. The
+		// server's default, 1 MiB, would refuse a Write the socket takes.
+		MaxPayload: maxPayload,
 	}
 	if cfg.TLSCert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, MinVersion: tls.VersionTLS12})

@@ -55,7 +55,7 @@ const testProject = "proj"
 
 // start starts a fleet server in a fresh directory, shut down at the end
 // of the test.
-func start(t *testing.T, cfg Config) *Server {
+func start(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
@@ -75,7 +75,7 @@ func start(t *testing.T, cfg Config) *Server {
 
 // connect connects as the worker whose credentials are at path, with
 // extra options, closed at the end of the test.
-func connect(t *testing.T, s *Server, path string, extra ...nats.Option) (*nats.Conn, error) {
+func connect(t testing.TB, s *Server, path string, extra ...nats.Option) (*nats.Conn, error) {
 	t.Helper()
 	c, err := LoadCredentials(path)
 	if err != nil {
@@ -92,7 +92,7 @@ func connect(t *testing.T, s *Server, path string, extra ...nats.Option) (*nats.
 	return nc, err
 }
 
-func addWorker(t *testing.T, s *Server, name string) Worker {
+func addWorker(t testing.TB, s *Server, name string) Worker {
 	t.Helper()
 	w, err := s.AddWorker(context.Background(), name)
 	if err != nil {

@@ -33,7 +33,7 @@ func judgeBash(m Modes, a Actor, s State, cmd string) *control.HookDecision {
 			}
 		}
 	}
-	if mm := catRe.FindStringSubmatch(cmd); mm != nil {
+	if mm := catRe.FindStringSubmatch(cmd); mm != nil && !s.Remote { // Remote: the file's size is not known here
 		path := s.resolve(mm[1])
 		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Size() > s.maxRead() {
 			return decide(m, LogReadLimit, "file_too_large",

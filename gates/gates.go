@@ -8,6 +8,7 @@
 package gates
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -115,9 +116,20 @@ type State struct {
 	// set's file past it is a finding (it is never committed), whatever
 	// wrote it.
 	MaxFileSize int64
-	// ReadFile reads a file of the project; nil means os.ReadFile.
+	// ReadFile reads a file of the project; nil means os.ReadFile, or,
+	// Remote, that no file of the project can be read.
 	ReadFile func(string) ([]byte, error)
+	// Remote: the run's files are on another machine (a worker's clone,
+	// at ProjectDir there). The gates reason about its paths as they are
+	// written, and never look this machine's disk up by them: no link is
+	// followed, no size read, no file read but through ReadFile. What is
+	// at such a path here is another file, or an attacker's: a run must
+	// not be judged by it, nor learn of it by the decision.
+	Remote bool
 }
+
+// errRemoteFile is the read of a file of a Remote run without a ReadFile.
+var errRemoteFile = errors.New("the run's files are on another machine")
 
 // MaxStopBlocks is how often tester-must-test blocks a Stop before it lets
 // the run end (Claude Code gives up after 8 consecutive blocks itself; the
@@ -295,8 +307,8 @@ func judgeRead(m Modes, a Actor, s State, in ToolInput) *control.HookDecision {
 	if d := s.touchesDaemon(m, path); d != nil && a.Role != "" {
 		return d
 	}
-	if in.Limit != nil || in.Offset != nil {
-		return nil
+	if in.Limit != nil || in.Offset != nil || s.Remote {
+		return nil // Remote: the file's size is not known here
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.IsDir() || fi.Size() <= s.maxRead() {
@@ -315,8 +327,11 @@ func (s State) feature(id string) *progress.Feature {
 }
 
 func (s State) read(p string) ([]byte, error) {
-	if s.ReadFile != nil {
+	switch {
+	case s.ReadFile != nil:
 		return s.ReadFile(p)
+	case s.Remote:
+		return nil, errRemoteFile
 	}
 	return os.ReadFile(p)
 }

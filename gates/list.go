@@ -22,6 +22,9 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 		next = []byte(in.Content)
 	case "Edit", "MultiEdit":
 		cur, err := s.read(path)
+		if err != nil && s.Remote {
+			return listUnseen(m)
+		}
 		if err != nil {
 			return nil // the tool will fail by itself
 		}
@@ -36,6 +39,11 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 		}
 		for _, e := range edits {
 			if e.OldString == "" || !strings.Contains(text, e.OldString) {
+				if s.Remote {
+					// The list as the daemon knows it, not the run's
+					// file: the tool may well find what is not here.
+					return listUnseen(m)
+				}
 				return nil // the tool will refuse it
 			}
 			if e.ReplaceAll {
@@ -66,6 +74,16 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 		}
 	}
 	return nil
+}
+
+// listUnseen refuses an Edit of the feature list of a Remote run that
+// the gates cannot apply to the list as they know it: what the edit would
+// leave is unknown, and a change of the list is let through only when it
+// is known. A Write says it all.
+func listUnseen(m Modes) *control.HookDecision {
+	return decide(m, RoleWritePolicy, "feature_list_unseen",
+		"this run's feature list is on a worker, and this edit does not apply to the list as the daemon knows it, so what it would leave cannot be checked",
+		"Read the feature list, then Write it whole, changing only your feature's fields")
 }
 
 // judgeFirstList judges the list that starts a project: the initializer's

@@ -37,6 +37,9 @@ func (s State) resolveHops(p string, hops int) string {
 		p = filepath.Join(s.ProjectDir, p)
 	}
 	p = filepath.Clean(p)
+	if s.Remote {
+		return p // the links are on the run's machine, not here
+	}
 	// Walk up to the longest prefix that exists, resolve it, and put the
 	// rest back. A loop of links, or a permission error, leaves the path
 	// as written, which the rules then judge as it reads.

@@ -155,7 +155,9 @@ type run struct {
 	token string
 	// root is the work tree the run works in: its hooks' paths and
 	// commands mean what they mean there.
-	root       Root
+	root Root
+	// remote: root.Dir is on a worker (Relocate), not on this machine.
+	remote     bool
 	pid        int
 	commands   []control.CommandRecord
 	stopBlocks int
@@ -231,9 +233,7 @@ func (j *Judge) RegisterIn(a gates.Actor, root Root) string {
 				zap.String("run", a.Run), zap.String("dir", root.Dir), zap.String("protected", d))
 		}
 	}
-	b := make([]byte, 32)
-	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
-	token := hex.EncodeToString(b)
+	token := newToken()
 	rg := &run{actor: a, token: token, root: root}
 	if root.Repo != nil {
 		// The repository's hooks and configuration as the run finds them:
@@ -248,6 +248,57 @@ func (j *Judge) RegisterIn(a gates.Actor, root Root) string {
 	j.runs[token] = rg
 	j.mu.Unlock()
 	return token
+}
+
+// newToken is a run's secret: 32 random bytes, in hex.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
+	return hex.EncodeToString(b)
+}
+
+// Reissue gives the run of token a new token and returns it: the old one
+// opens nothing from now on (its hooks are refused as an unknown run's),
+// and everything known of the run (its commands, its Stop blocks, its
+// list, its confinement, its root) is the new token's. A run that moves to
+// another worker gets a new token so: whatever the worker it leaves still
+// sends in its name is refused. false when token is no run's.
+func (j *Judge) Reissue(token string) (string, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	rg := j.runs[token]
+	if rg == nil {
+		return "", false
+	}
+	next := newToken()
+	delete(j.runs, token)
+	rg.token = next
+	j.runs[next] = rg
+	return next, true
+}
+
+// Relocate says that the run of token works on another machine: in dir
+// there (a worker's clone of the lane), where its hooks' paths point, and
+// confined by a sandbox that denies it denied (as Confine). Its hooks are
+// judged against dir, by their paths alone (gates.State.Remote): nothing
+// of this machine's disk is read by a path of the run's. The run's
+// repository stays the lane's, where its result is judged. dir must be an
+// absolute, clean path.
+func (j *Judge) Relocate(token, dir string, denied []string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("judge: a run's directory on its worker must be an absolute, clean path, not %q", dir)
+	}
+	if denied == nil {
+		denied = []string{}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	rg := j.runs[token]
+	if rg == nil {
+		return errUnknownRun
+	}
+	rg.root.Dir, rg.remote, rg.denied = dir, true, denied
+	return nil
 }
 
 // within reports whether path is dir or below it.
@@ -357,8 +408,32 @@ func (j *Judge) state(rg *run) gates.State {
 		if rg.list != nil {
 			s.List = rg.list
 		}
+		if rg.remote {
+			s.Remote, s.ReadFile = true, remoteFiles(rg, s.List)
+		}
 	}
 	return s
+}
+
+// remoteFiles is what the gates may read of a run on a worker, whose files
+// are not here: its feature list as the daemon knows the run has it (what
+// its last Write of it put there, or the list it was given, as the daemon
+// writes a list), for an Edit of it to be judged. Any other file of the
+// run is unknown.
+func remoteFiles(rg *run, l *progress.List) func(string) ([]byte, error) {
+	listPath := filepath.Join(rg.root.Dir, paths.ProgressDir, progress.FeatureListFile)
+	written := rg.listWrite
+	return func(p string) ([]byte, error) {
+		switch {
+		case p != listPath:
+			return nil, fmt.Errorf("%s is on the run's worker", p)
+		case written != nil:
+			return written, nil
+		case l != nil:
+			return l.Marshal(), nil
+		}
+		return nil, fmt.Errorf("%s is on the run's worker, and the run was given no feature list", p)
+	}
 }
 
 // StopFailure is the API error (the CLI's name for it) that a run's
