@@ -35,7 +35,7 @@ import (
 type Gates interface {
 	Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error)
 	// Relocate reads the run's hooks against its worker's clone.
-	Relocate(token, dir string, denied []string)
+	Relocate(token, dir string, denied []string) error
 	// Reissue gives the run a new token; the old one is refused from now.
 	Reissue(token string) (string, bool)
 	// ChangeRules are the rules the run's returned change set is held to.
@@ -638,17 +638,17 @@ func (e *Executor) onClaim(m *nats.Msg) {
 		e.mu.Unlock()
 		reply(m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
 		return
-	case !filepath.IsAbs(c.Dir):
+	}
+	var denied []string
+	if r.spec.Policy != nil {
+		denied = Rooted(*r.spec.Policy, c.Dir).Denied()
+	}
+	if err := e.opts.Gates.Relocate(r.token, c.Dir, denied); err != nil {
 		e.mu.Unlock()
-		reply(m, Assignment{Refused: fmt.Sprintf("the clone's directory %q is not absolute", c.Dir)})
+		reply(m, Assignment{Refused: err.Error()})
 		return
 	}
 	r.worker = worker
-	var denied []string
-	if r.spec.Policy != nil {
-		denied = Rooted(*r.spec.Policy, c.Dir).DenyWrite
-	}
-	e.opts.Gates.Relocate(r.token, c.Dir, denied)
 	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes}
 	e.mu.Unlock()
 	reply(m, a)

@@ -83,10 +83,14 @@ func (g *gatesRecord) Hook(_ context.Context, token string, _ control.HookReques
 	return control.HookResponse{}, nil
 }
 
-func (g *gatesRecord) Relocate(token, dir string, _ []string) {
+func (g *gatesRecord) Relocate(token, dir string, _ []string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%q is not absolute", dir)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.relocated[g.tokens[token]] = dir
+	return nil
 }
 
 func (g *gatesRecord) Reissue(token string) (string, bool) {
