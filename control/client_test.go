@@ -196,6 +196,19 @@ func TestClientSendsWhatEachRouteWants(t *testing.T) {
 			call:   func() (any, error) { return c.Patterns(ctx, 3) },
 			want:   received{Method: "GET", URI: "/v1/patterns?min=3"},
 			result: []control.Pattern{{Kind: "refusal", What: "w", Count: 3, Features: []string{"F-001"}, Examples: []string{"tr-1"}}}},
+		{name: "workers", answer: `{"url":"nats://127.0.0.1:4222","workers":[{"name":"build-1","public_key":"UA","credentials":"/s/fleet/workers/build-1.creds"}]}`,
+			call: func() (any, error) { return c.Workers(ctx) },
+			want: received{Method: "GET", URI: "/v1/workers"},
+			result: control.WorkerList{URL: "nats://127.0.0.1:4222",
+				Workers: []control.Worker{{Name: "build-1", PublicKey: "UA", Credentials: "/s/fleet/workers/build-1.creds"}}}},
+		{name: "a worker added", answer: `{"name":"build-1","public_key":"UA","credentials":"/s/build-1.creds","url":"nats://127.0.0.1:4222"}`,
+			call: func() (any, error) { return c.AddWorker(ctx, "build-1") },
+			want: received{Method: "POST", URI: "/v1/workers", ContentType: "application/json", Body: `{"name":"build-1"}`},
+			result: control.NewWorker{Worker: control.Worker{Name: "build-1", PublicKey: "UA", Credentials: "/s/build-1.creds"},
+				URL: "nats://127.0.0.1:4222"}},
+		{name: "a worker revoked, a name that needs escaping", answer: `{"ok":true}`,
+			call: func() (any, error) { return nil, c.RevokeWorker(ctx, "b 1/x") },
+			want: received{Method: "DELETE", URI: "/v1/workers/b%201%2Fx"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,8 +490,8 @@ func TestClientWithoutDaemon(t *testing.T) {
 	}
 }
 
-// A feature action without a feature id is refused before anything is
-// sent.
+// A feature action without a feature id, or a revocation without a
+// worker's name, is refused before anything is sent.
 func TestClientRefusesAnEmptyFeatureID(t *testing.T) {
 	rc := &recorder{answer: `{"ok":true}`}
 	c := control.NewClient(fakeDaemon(t, rc.serve))
@@ -492,6 +505,11 @@ func TestClientRefusesAnEmptyFeatureID(t *testing.T) {
 		if !errors.As(err, &ae) || ae.HTTPStatus != http.StatusBadRequest || ae.Code != control.CodeBadRequest || !strings.Contains(ae.Message, "feature id") {
 			t.Errorf("%s without an id = %v, want a 400 bad_request asking for the id", name, err)
 		}
+	}
+	// DELETE /v1/workers/ would be no route: the name is asked for.
+	var ae *control.APIError
+	if err := c.RevokeWorker(t.Context(), ""); !errors.As(err, &ae) || ae.HTTPStatus != http.StatusBadRequest || !strings.Contains(ae.Message, "worker's name") {
+		t.Errorf("revoke without a name = %v, want a 400 bad_request asking for the name", err)
 	}
 	if got := rc.take(); len(got) != 0 {
 		t.Errorf("the daemon received %+v", got)

@@ -183,6 +183,8 @@ const (
 	CodeClaudeMD      = "claude_md"       // CLAUDE.md cannot take the lesson
 	CodeUnknownRun    = "unknown_run"     // a hook's request with no known run's token
 	CodeBadPayload    = "bad_payload"     // a hook's payload that cannot be read
+	CodeNoFleet       = "no_fleet"        // a workers route of a daemon that runs its lanes itself (executor: local)
+	CodeUnknownWorker = "unknown_worker"  // no such worker
 )
 
 // APIError is an error with an HTTP status. The loop, the gates or the
@@ -243,11 +245,12 @@ func statusText(status int) string {
 	return ""
 }
 
-// The server serves three parts of the daemon, each through an interface
+// The server serves four parts of the daemon, each through an interface
 // of its own, all of them required: the loop's commands (Loop), the gates
-// that answer hooks (Gates) and the project's records (Records). In the
-// daemon they are the orchestrator, the judge and the records service
-// (package records); in tests, controltest's fake.
+// that answer hooks (Gates), the project's records (Records) and the
+// workers (Fleet, fleet.go). In the daemon they are the orchestrator, the
+// judge, the records service (package records) and the fleet (package
+// fleet); in tests, controltest's fake.
 
 // Loop is the session: what the loop owns and only the loop changes.
 type Loop interface {

@@ -39,7 +39,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // saying what is allowed.
 func checkName(what, name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("fleet: %s name %q is not allowed: want 1 to 63 lower-case letters, digits and '-', starting with a letter or digit (such as build-1)", what, name)
+		return &kindError{kind: ErrBadName, msg: fmt.Sprintf("fleet: %s name %q is not allowed: want 1 to 63 lower-case letters, digits and '-', starting with a letter or digit (such as build-1)", what, name)}
 	}
 	return nil
 }

@@ -33,6 +33,24 @@ import (
 
 const credsExt = ".creds"
 
+// The kinds of the errors of AddWorker and RevokeWorker (errors.Is), for
+// a caller that answers each its own way: the control API's 400, 409 and
+// 404. The errors' messages say more.
+var (
+	ErrBadName       = errors.New("fleet: name not allowed")
+	ErrWorkerExists  = errors.New("fleet: worker exists")
+	ErrUnknownWorker = errors.New("fleet: no such worker")
+)
+
+// kindError is an error of one of those kinds, with a message of its own.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
 // Worker is a worker the daemon issued credentials to.
 type Worker struct {
 	Name      string
@@ -64,7 +82,7 @@ func (s *Server) AddWorker(ctx context.Context, name string) (Worker, error) {
 	}
 	path := filepath.Join(workersDir(s.dir), name+credsExt)
 	if err := writeNew(path, credentialsFile(s.subjects.project, name, seed)); errors.Is(err, fs.ErrExist) {
-		return Worker{}, fmt.Errorf("fleet: worker %q exists: revoke it first to issue new credentials, or pick another name", name)
+		return Worker{}, &kindError{kind: ErrWorkerExists, msg: fmt.Sprintf("fleet: worker %q exists: revoke it first to issue new credentials, or pick another name", name)}
 	} else if err != nil {
 		return Worker{}, fmt.Errorf("fleet: worker %s: %w", name, err)
 	}
@@ -112,7 +130,7 @@ func (s *Server) RevokeWorker(name string) error {
 	defer s.mu.Unlock()
 	path := filepath.Join(workersDir(s.dir), name+credsExt)
 	if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("fleet: no worker %q: the workers are those Workers lists", name)
+		return &kindError{kind: ErrUnknownWorker, msg: fmt.Sprintf("fleet: no worker %q: the workers are those Workers lists", name)}
 	} else if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}

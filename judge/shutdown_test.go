@@ -47,7 +47,7 @@ func TestEveryDenialOutlivesACleanShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	others := &controltest.Backend{}
-	srv := server.New(others, f.j, others, zaptest.NewLogger(t))
+	srv := server.New(others, f.j, others, others, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -90,7 +90,7 @@ or failed, 2 bad usage, 3 no daemon runs for the project.`,
 	)
 	cmd.AddCommand(ctlWatchCmd(f), ctlCostCmd(f), ctlWhyCmd(f))
 	cmd.AddCommand(ctlTraceCmds(f)...)
-	cmd.AddCommand(ctlLessonsCmd(f), ctlPatternsCmd(f), ctlGuardsCmd(f))
+	cmd.AddCommand(ctlLessonsCmd(f), ctlPatternsCmd(f), ctlGuardsCmd(f), ctlWorkersCmd(f))
 	return cmd
 }
 

@@ -26,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ctxgraphd/ctxgraphd/control/server"
+	"github.com/ctxgraphd/ctxgraphd/fleet"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
 	"github.com/ctxgraphd/ctxgraphd/records"
@@ -184,7 +185,7 @@ func TestPackageMap(t *testing.T) {
 // interfaces the backend has, so a nil orchestrator does.
 func daemonRoutes(t *testing.T) []string {
 	t.Helper()
-	routes := server.New((*orchestrator.Orchestrator)(nil), (*judge.Judge)(nil), (*records.Service)(nil), nil).Routes()
+	routes := server.New((*orchestrator.Orchestrator)(nil), (*judge.Judge)(nil), (*records.Service)(nil), fleet.Local, nil).Routes()
 	if len(routes) < 10 {
 		t.Fatalf("the daemon's server has %d routes: the check would hold for nothing", len(routes))
 	}

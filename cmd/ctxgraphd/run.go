@@ -184,6 +184,16 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		return err
 	}
 	notifier := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Command: cfg.Notify.Command, Log: log.Named("notify")})
+	// The fleet's NATS server, with executor nats (nil with local): it
+	// stops after the loop, which hands it lanes, and the socket.
+	fleetSrv, err := startFleet(ctx, o.Project, cfg, log)
+	if err != nil {
+		closeListeners()
+		return err
+	}
+	if fleetSrv != nil {
+		defer fleetSrv.Shutdown()
+	}
 	orch, err := orchestrator.New(orchestrator.Options{
 		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
 		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPURL: "http://" + mcpLn.Addr().String() + "/mcp",
@@ -198,7 +208,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	// records, read from the store beside the loop.
 	recs := records.New(records.Options{Store: st, Project: o.Project, Judge: j, Features: orch,
 		Retention: cfg.Graph.Retention, Log: log.Named("records")})
-	srv := server.New(orch, j, recs, log.Named("control"))
+	srv := server.New(orch, j, recs, fleetControl(fleetSrv), log.Named("control"))
 
 	var g run.Group
 	loopCtx, stopLoop := context.WithCancel(ctx)
@@ -441,11 +451,12 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 }
 
 // checkExecutor refuses an executor this build cannot run lanes on, rather
-// than run them elsewhere than the person asked: executor nats has its
-// transport (package fleet) but no lane runs on a worker yet.
+// than run them elsewhere than the person asked: executor nats runs its
+// fleet on the server embedded in the daemon, not yet on a NATS server of
+// the person's own (nats.url).
 func checkExecutor(cfg *config.Config) error {
-	if cfg.Executor == config.ExecutorNATS {
-		return errors.New("executor is nats, and this version runs lanes only on the daemon's machine: lanes on workers over NATS JetStream are being built; set executor: local (the default)")
+	if cfg.Executor == config.ExecutorNATS && cfg.NATS.URL != "" {
+		return fmt.Errorf("nats.url is %q, and this version runs its fleet only on the NATS server embedded in the daemon: remove nats.url (workers then connect to the daemon's own server, nats.listen)", cfg.NATS.URL)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package controltest helps test code that talks to the daemon: a fake
-// Backend that plays the loop, the gates and the records at once and
+// Backend that plays the loop, the gates, the records and the fleet at once and
 // records its calls, and a real control server on a real socket to serve
 // it.
 package controltest
@@ -25,8 +25,8 @@ type Call struct {
 	Note   string
 }
 
-// Backend is a fake daemon: a control.Loop, control.Gates and
-// control.Records in one. Set its fields before serving it; Fail may be
+// Backend is a fake daemon: a control.Loop, control.Gates,
+// control.Records and control.Fleet in one. Set its fields before serving it; Fail may be
 // called at any time. A test that needs one part to answer otherwise
 // embeds it and overrides that part's methods.
 type Backend struct {
@@ -39,18 +39,22 @@ type Backend struct {
 	// Pruned answers PruneTraces; ReportValue, Report.
 	Pruned      control.PruneResult
 	ReportValue control.Report
+	// WorkerList answers Workers; AddWorker answers with a worker of
+	// that name and WorkerList.URL.
+	WorkerList control.WorkerList
 
 	mu    sync.Mutex
 	errs  map[string]error
 	calls []Call
 }
 
-// Daemon is what Serve serves: the three parts of the daemon the control
+// Daemon is what Serve serves: the four parts of the daemon the control
 // server takes, in one value (a Backend, or a test's type embedding one).
 type Daemon interface {
 	control.Loop
 	control.Gates
 	control.Records
+	control.Fleet
 }
 
 var _ Daemon = (*Backend)(nil)
@@ -145,7 +149,7 @@ func Serve(t testing.TB, socketPath string, d Daemon) *server.Server {
 	if err != nil {
 		t.Fatalf("server.Listen: %v", err)
 	}
-	srv := server.New(d, d, d, zaptest.NewLogger(t))
+	srv := server.New(d, d, d, d, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -218,4 +222,21 @@ func (b *Backend) StoreTrace(_ context.Context, _ string, req control.TraceReque
 // Report implements control.Records: ReportValue.
 func (b *Backend) Report(context.Context) (control.Report, error) {
 	return b.ReportValue, b.record(Call{Method: "Report"})
+}
+
+// Workers implements control.Fleet: WorkerList.
+func (b *Backend) Workers(context.Context) (control.WorkerList, error) {
+	return b.WorkerList, b.record(Call{Method: "Workers"})
+}
+
+// AddWorker implements control.Fleet: a worker of that name, with
+// credentials under /fleet/workers.
+func (b *Backend) AddWorker(_ context.Context, name string) (control.NewWorker, error) {
+	w := control.Worker{Name: name, PublicKey: "UFAKE" + name, Credentials: "/fleet/workers/" + name + ".creds"}
+	return control.NewWorker{Worker: w, URL: b.WorkerList.URL}, b.record(Call{Method: "AddWorker", ID: name})
+}
+
+// RevokeWorker implements control.Fleet.
+func (b *Backend) RevokeWorker(_ context.Context, name string) error {
+	return b.record(Call{Method: "RevokeWorker", ID: name})
 }

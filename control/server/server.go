@@ -1,6 +1,7 @@
 // Package server is the daemon's side of the control socket: the HTTP/JSON
-// server that serves the loop (control.Loop), the gates (control.Gates) and
-// the records (control.Records), and Listen, which owns the socket file.
+// server that serves the loop (control.Loop), the gates (control.Gates),
+// the records (control.Records) and the workers (control.Fleet), and
+// Listen, which owns the socket file.
 //
 // It is apart from package control, which holds the wire types and the
 // client, so that the ctl, hook and mcp paths link no server code and no
@@ -36,6 +37,7 @@ type Server struct {
 	loop    control.Loop
 	gates   control.Gates
 	records control.Records
+	fleet   control.Fleet
 	log     *zap.Logger
 	mux     *http.ServeMux
 	http    *http.Server
@@ -54,9 +56,9 @@ type Server struct {
 }
 
 // New returns a server for the loop's commands, the gates' answers to
-// hooks and the project's records: every route is served, whoever serves
-// them. A nil log discards the log.
-func New(loop control.Loop, gates control.Gates, records control.Records, log *zap.Logger) *Server {
+// hooks, the project's records and its workers: every route is served,
+// whoever serves them. A nil log discards the log.
+func New(loop control.Loop, gates control.Gates, records control.Records, fleet control.Fleet, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -65,6 +67,7 @@ func New(loop control.Loop, gates control.Gates, records control.Records, log *z
 		loop:      loop,
 		gates:     gates,
 		records:   records,
+		fleet:     fleet,
 		log:       log,
 		mux:       http.NewServeMux(),
 		ctx:       ctx,
@@ -120,6 +123,7 @@ func New(loop control.Loop, gates control.Gates, records control.Records, log *z
 	}))
 	s.guardRoutes()
 	s.pruneRoutes()
+	s.fleetRoutes()
 	s.Handle("GET /v1/report", Endpoint(func(r *http.Request) (control.Report, error) { return s.records.Report(r.Context()) }))
 	return s
 }
@@ -160,12 +164,12 @@ func (s *Server) peopleOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(control.RunTokenHeader) != "" {
 			WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-				Message: "this request carries an agent run's credentials; what changes the session, the guards or the lessons is for people"})
+				Message: "this request carries an agent run's credentials; what changes the session, the guards, the lessons or the workers is for people"})
 			return
 		}
 		if p, _ := r.Context().Value(peerKey{}).(peer); p.pid > 0 && s.gates.IsRunProcess(p.pid) {
 			WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-				Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards or the lessons is for people", p.pid)})
+				Message: fmt.Sprintf("process %d belongs to an agent's run; what changes the session, the guards, the lessons or the workers is for people", p.pid)})
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -60,7 +60,7 @@ func serve(t *testing.T, sock string, b controltest.Daemon, configure func(*serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(b, b, b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, b, zaptest.NewLogger(t))
 	if configure != nil {
 		configure(srv)
 	}
@@ -81,7 +81,7 @@ func serve(t *testing.T, sock string, b controltest.Daemon, configure func(*serv
 // look at.
 func newServer(log *zap.Logger) *server.Server {
 	b := &controltest.Backend{}
-	return server.New(b, b, b, log)
+	return server.New(b, b, b, b, log)
 }
 
 // rawAnswer is an answer to a request sent without the Client.
@@ -448,7 +448,7 @@ func TestShutdownEndsRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := blockingPause{Backend: &controltest.Backend{}, entered: make(chan struct{})}
-	srv := server.New(b, b, b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -687,7 +687,7 @@ func call(s *server.Server, method, path, body string, uid, pid int, known bool,
 // is held to the peer rule.
 func TestPeerCredentialsAreChecked(t *testing.T) {
 	b := &controltest.Backend{}
-	s := server.New(b, b, b, zaptest.NewLogger(t))
+	s := server.New(b, b, b, b, zaptest.NewLogger(t))
 	server.SetAllowPeer(s, func(uid int) bool { return uid == 1000 })
 	refused := func(msg string) string {
 		e, _ := json.Marshal(control.Error{Error: msg, Code: control.CodeForbidden})
@@ -746,7 +746,7 @@ func (b *everyPIDIsARun) IsRunProcess(pid int) bool { b.asked = append(b.asked, 
 // person's unless it carries a token.
 func TestPeopleOnlyAsksAboutRealPIDs(t *testing.T) {
 	b := &everyPIDIsARun{}
-	s := server.New(b, b, b, zaptest.NewLogger(t))
+	s := server.New(b, b, b, b, zaptest.NewLogger(t))
 	self := os.Geteuid()
 	if a := call(s, "POST", "/v1/stop", "", self, 0, true, nil); a.status != 200 {
 		t.Errorf("stop from pid 0 = %d %s, want 200", a.status, a.body)
@@ -768,7 +768,7 @@ func TestPeopleOnlyAsksAboutRealPIDs(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	b := &controltest.Backend{}
-	s := server.New(b, b, b, zap.New(core))
+	s := server.New(b, b, b, b, zap.New(core))
 	s.Handle("GET /v1/late-status", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "body first\n")
 		w.WriteHeader(http.StatusInternalServerError) // too late: the client got 200
@@ -971,7 +971,7 @@ func TestServeRefusesConnectionsThatAreNotUnix(t *testing.T) {
 		t.Skipf("no TCP loopback: %v", err)
 	}
 	b := &controltest.Backend{}
-	srv := server.New(b, b, b, zaptest.NewLogger(t))
+	srv := server.New(b, b, b, b, zaptest.NewLogger(t))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer func() {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/control/controltest"
+	"github.com/ctxgraphd/ctxgraphd/fleet"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+)
+
+// TestFleetProjectNamesEveryProject: whatever a project's directory is
+// called, its fleet's name is one the fleet takes, and two directories
+// are two names, those that differ only in case or punctuation too.
+func TestFleetProjectNamesEveryProject(t *testing.T) {
+	root := t.TempDir()
+	seen := map[string]string{}
+	for _, dir := range []string{
+		"shop", "Shop", "My Project", "my_project", "my.project", "_x_", ".hidden", "-dash-", "...",
+		"ÜBER café", "日本", "a..b", strings.Repeat("Long-Name_", 10), "v1.2.3", "UPPER",
+	} {
+		path := filepath.Join(root, dir)
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p, err := paths.ForProjectEnv(path, func(k string) string { return map[string]string{"XDG_STATE_HOME": root}[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fleetProject(p.ID)
+		if _, err := fleet.NewSubjects(name); err != nil {
+			t.Errorf("directory %q (id %s): %v", dir, p.ID, err)
+		}
+		if other, ok := seen[name]; ok {
+			t.Errorf("directories %q and %q are both fleet %s", other, dir, name)
+		}
+		seen[name] = dir
+	}
+}
+
+// TestCtlWorkers: ctl workers lists the workers with the URL they connect
+// to, add says the credentials and the command that starts the worker,
+// revoke says it is done, and a daemon without a fleet's refusal is said
+// as it is, with exit 1.
+func TestCtlWorkers(t *testing.T) {
+	proj := ctlProject(t)
+	b := &controltest.Backend{WorkerList: control.WorkerList{URL: "nats://127.0.0.1:4222",
+		Workers: []control.Worker{{Name: "build-1", PublicKey: "UABC", Credentials: "/s/fleet/workers/build-1.creds"}}}}
+	controltest.Serve(t, proj.Socket, b)
+
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"workers"}, []string{"workers connect to nats://127.0.0.1:4222\n", "NAME", "build-1  UABC", "/s/fleet/workers/build-1.creds"}},
+		{[]string{"workers", "add", "gpu-2"}, []string{
+			"worker gpu-2: credentials in /fleet/workers/gpu-2.creds (keep them secret",
+			"  ctxgraphd worker --nats nats://127.0.0.1:4222 --creds /fleet/workers/gpu-2.creds\n"}},
+		{[]string{"workers", "revoke", "gpu-2"}, []string{"worker gpu-2: revoked"}},
+	} {
+		out, errOut, code := ctl(t, append([]string{"ctl", "--project", proj.Dir}, tt.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+	calls := b.Calls()
+	if len(calls) != 3 || calls[1] != (controltest.Call{Method: "AddWorker", ID: "gpu-2"}) || calls[2] != (controltest.Call{Method: "RevokeWorker", ID: "gpu-2"}) {
+		t.Errorf("the daemon received %+v", calls)
+	}
+
+	b.WorkerList.Workers = nil
+	if out, _, _ := ctl(t, "ctl", "--project", proj.Dir, "workers", "--json"); !strings.Contains(out, `"workers": []`) {
+		t.Errorf("workers --json with none:\n%s", out)
+	}
+	if _, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "workers", "add"); code != exitUsage {
+		t.Errorf("workers add without a name: exit %d, want %d: %s", code, exitUsage, errOut)
+	}
+
+	b.Fail("AddWorker", fleetLocalError(t))
+	_, errOut, code := ctl(t, "ctl", "--project", proj.Dir, "workers", "add", "w")
+	if code != exitFailure || !strings.Contains(errOut, "set executor: nats in .claude/ctxgraphd.yaml") {
+		t.Errorf("workers add without a fleet: exit %d: %s", code, errOut)
+	}
+}
+
+// fleetLocalError is what fleet.Local answers.
+func fleetLocalError(t *testing.T) error {
+	t.Helper()
+	_, err := fleet.Local.AddWorker(t.Context(), "w")
+	if err == nil {
+		t.Fatal("fleet.Local added a worker")
+	}
+	return err
+}
