@@ -44,7 +44,7 @@ func BenchmarkHookRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := server.New(&controltest.Backend{}, allowAll{}, &controltest.Backend{}, nil)
+		srv := server.New(&controltest.Backend{}, allowAll{}, &controltest.Backend{}, Local, nil)
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
 		b.Cleanup(func() {
