@@ -112,13 +112,17 @@ const (
 type Event struct {
 	Time      time.Time
 	RunID     string
-	Kind      string // init, text, tool_use, tool_result, hook, api_retry, result, stream_error
+	Kind      string // init, text, tool_use, tool_result, hook, api_retry, result, stream_error, worker
 	Tool      string
 	ToolUseID string // of a tool_use, and of the call a tool_result answers
 	Detail    string
 	IsError   bool
 	SessionID string
 }
+
+// EventWorker is the kind of event that says which worker (Detail) runs
+// the run, when an executor runs it on another machine.
+const EventWorker = "worker"
 
 // Result is what a run came to, read from its exit and its stream.
 type Result struct {

@@ -91,6 +91,9 @@ type RunInfo struct {
 	// what the agent is doing now.
 	ToolCalls int    `json:"tool_calls"`
 	LastTool  string `json:"last_tool,omitempty"`
+	// Worker is the worker that runs it (executor: nats), "" on the
+	// daemon's own machine.
+	Worker string `json:"worker,omitempty"`
 }
 
 // Status is the answer of GET /v1/status and of `ctxgraphd ctl status

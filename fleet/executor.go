@@ -59,6 +59,9 @@ type ExecutorOptions struct {
 	// CancelGrace is how long a cancelled attempt's worker has to send
 	// its outcome; 0: DefaultCancelGrace.
 	CancelGrace time.Duration
+	// Offline reads the record the hooks decide from when the daemon
+	// cannot be reached (gates.OfflineFile), shipped with every run.
+	Offline func() ([]byte, error)
 	// Spool takes in what a run's hooks decided alone on a worker.
 	Spool func([]spool.Record)
 	Log   *zap.Logger
@@ -225,7 +228,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 			switch m := m.(type) {
 			case claimed:
 				e.log.Info("a worker took the run", zap.String("run", spec.RunID), zap.String("worker", m.worker), zap.Int("attempt", r.attempt))
-				onEvent(agents.Event{Time: time.Now(), RunID: spec.RunID, Kind: "worker", Detail: m.worker})
+				onEvent(agents.Event{Time: time.Now(), RunID: spec.RunID, Kind: agents.EventWorker, Detail: m.worker})
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
 			case beat:
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
@@ -307,6 +310,15 @@ func (e *Executor) remoteRun(spec agents.Spec) (RemoteRun, error) {
 		return RemoteRun{}, err
 	}
 	rr.Progress = progress
+	if e.opts.Offline != nil {
+		data, err := e.opts.Offline()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return RemoteRun{}, fmt.Errorf("the hooks' offline record: %w", err)
+		}
+		if json.Valid(data) {
+			rr.Offline = data
+		}
+	}
 	return rr, nil
 }
 

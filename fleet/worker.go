@@ -343,7 +343,7 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err := os.MkdirAll(filepath.Dir(w.indexOf("x")), 0o700); err != nil {
 		return nil, err
 	}
-	return gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: w.indexOf(ResultKey(job.Run, job.Attempt)), Exclude: []string{".claude"}})
+	return gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: w.indexOf(ResultKey(job.Run, job.Attempt)), Exclude: []string{paths.ProgressDir}})
 }
 
 // agent runs the attempt's claude -p in dir, with settings made here.

@@ -90,19 +90,27 @@ type liveRun struct {
 	run       string
 	toolCalls int
 	lastTool  string
+	worker    string // the worker running it (fleet), "" here
 }
 
 // onRunEvent follows a run's stream, on the run's goroutine.
 func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
-	if ev.Kind != "tool_use" {
-		return
-	}
-	l := liveRun{run: runID, toolCalls: 1, lastTool: ev.Tool}
-	if ev.Detail != "" {
-		l.lastTool += ": " + ev.Detail
-	}
+	var l liveRun
 	if prev, ok := o.view.lives.Load(runID); ok {
-		l.toolCalls = prev.(*liveRun).toolCalls + 1
+		l = *prev.(*liveRun)
+	}
+	l.run = runID
+	switch ev.Kind {
+	case "tool_use":
+		l.toolCalls++
+		l.lastTool = ev.Tool
+		if ev.Detail != "" {
+			l.lastTool += ": " + ev.Detail
+		}
+	case agents.EventWorker:
+		l.worker = ev.Detail
+	default:
+		return
 	}
 	o.view.lives.Store(runID, &l)
 	o.signalChange()
@@ -170,7 +178,7 @@ func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 	st := *o.view.snap.Load()
 	withLive := func(r control.RunInfo) control.RunInfo {
 		if l, ok := o.view.lives.Load(r.ID); ok {
-			r.ToolCalls, r.LastTool = l.(*liveRun).toolCalls, l.(*liveRun).lastTool
+			r.ToolCalls, r.LastTool, r.Worker = l.(*liveRun).toolCalls, l.(*liveRun).lastTool, l.(*liveRun).worker
 		}
 		return r
 	}

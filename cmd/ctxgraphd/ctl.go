@@ -301,6 +301,9 @@ func runLine(r *control.RunInfo, now time.Time) string {
 	if r.PID > 0 {
 		details = append(details, fmt.Sprintf("pid %d", r.PID))
 	}
+	if r.Worker != "" {
+		details = append(details, "on worker "+r.Worker)
+	}
 	if !r.StartedAt.IsZero() {
 		details = append(details, "for "+durationText(now.Sub(r.StartedAt)))
 	}

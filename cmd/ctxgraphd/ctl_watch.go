@@ -135,6 +135,9 @@ func renderWatch(st control.Status, now time.Time) string {
 		if r.Attempt > 0 {
 			what += fmt.Sprintf(" attempt %d", r.Attempt)
 		}
+		if r.Worker != "" {
+			what += " on worker " + r.Worker
+		}
 		fmt.Fprintf(tw, "%s\t%s  %s  %s  %s\n", label, r.ID, what, durationText(now.Sub(r.StartedAt)), plural(r.ToolCalls, "tool call"))
 		if r.LastTool != "" {
 			fmt.Fprintf(tw, "last tool\t%s\n", textcut.Runes(textcut.Fold(r.LastTool), 90))

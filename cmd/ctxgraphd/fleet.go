@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -10,7 +13,11 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/fleet"
+	"github.com/ctxgraphd/ctxgraphd/gates"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/judge"
 )
 
 // startFleet starts the NATS server embedded in the daemon when lanes run
@@ -68,4 +75,40 @@ func fleetProject(id string) string {
 		dash = true
 	}
 	return b.String()
+}
+
+// newExecutor is the runner of a daemon whose lanes run on the fleet of
+// srv: each run shipped to a worker, its result landed in the lane's work
+// tree for the loop to judge. repo is the project's repository; a lane's
+// clone is opened as the loop opens it (its objects the project's).
+func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg *config.Config, j *judge.Judge, repo *gitrepo.Repo, log *zap.Logger) (*fleet.Executor, error) {
+	indexes := filepath.Join(proj.StateDir, "fleet", "index")
+	if err := os.MkdirAll(indexes, 0o700); err != nil {
+		return nil, err
+	}
+	return fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
+		Gates: j,
+		OpenRepo: func(ctx context.Context, dir string) (*gitrepo.Repo, error) {
+			sum := sha256.Sum256([]byte(dir))
+			opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: []string{paths.ProgressDir}, Objects: repo.ObjectsDir()}
+			if dir == proj.Dir {
+				opts.Exclude, opts.Objects = []string{".claude"}, ""
+			}
+			return gitrepo.Open(ctx, opts)
+		},
+		Run: fleet.RunOptions{
+			Model: cfg.Agent.Model, Timeout: cfg.Agent.Timeout, IdleTimeout: cfg.Agent.IdleTimeout, MaxTurns: cfg.Agent.MaxTurns,
+			MaxBudgetUSD: cfg.Budget.RunUSD, StuckAfter: cfg.Agent.StuckAfter,
+			Processes: cfg.Sandbox.MaxProcesses, MemoryMB: cfg.Sandbox.MaxMemoryMB, FileMB: cfg.Sandbox.MaxFileMB,
+		},
+		Offline: func() ([]byte, error) { return os.ReadFile(filepath.Join(proj.StateDir, gates.OfflineFile)) },
+		Spool: func(recs []spool.Record) {
+			for _, r := range recs {
+				if err := spool.Append(proj.StateDir, r); err != nil {
+					log.Warn("could not keep what a worker's hooks decided alone", zap.Error(err))
+				}
+			}
+		},
+		Log: log,
+	})
 }

@@ -191,11 +191,19 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		closeListeners()
 		return err
 	}
+	var lanesRunner orchestrator.AgentRunner = runner
 	if fleetSrv != nil {
 		defer fleetSrv.Shutdown()
+		ex, err := newExecutor(ctx, fleetSrv, o.Project, cfg, j, repo, log)
+		if err != nil {
+			closeListeners()
+			return err
+		}
+		defer ex.Close()
+		lanesRunner = ex
 	}
 	orch, err := orchestrator.New(orchestrator.Options{
-		Project: o.Project, Config: cfg, Store: st, Runner: runner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
+		Project: o.Project, Config: cfg, Store: st, Runner: lanesRunner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
 		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPURL: "http://" + mcpLn.Addr().String() + "/mcp",
 		Notify: notifier.Notify,
 	})
