@@ -409,7 +409,9 @@ func TestAForgedResultIsRefusedAndNothingOfItLands(t *testing.T) {
 	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
 	tok := rig.g.register("run-0001")
 	done := make(chan agents.Result, 1)
-	go func() { done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+	}()
 	rig.forge(t, "a", bundle.Bytes(), tip)
 	res := <-done
 	if res.OK() || !strings.Contains(res.Text, "refused") {

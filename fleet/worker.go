@@ -62,7 +62,7 @@ type worker struct {
 	relay    *Relay
 	// relaySock is the relay's socket, the runs' CTXGRAPH_SOCKET.
 	relaySock string
-	log      *zap.Logger
+	log       *zap.Logger
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc // by ResultKey
