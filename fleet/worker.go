@@ -3,11 +3,15 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,12 +119,21 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	w := &worker{opts: opts, fleet: subjects, subjects: subjects.Worker(opts.Credentials.Worker), nc: nc, js: js, log: log, runs: map[string]context.CancelCauseFunc{}}
-	sockDir, err := os.MkdirTemp("", "ctxgraphd-worker-")
+	unlock, err := lockDir(opts.Dir)
 	if err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return err
 	}
-	defer os.RemoveAll(sockDir)
-	w.relaySock = filepath.Join(sockDir, "hook.sock")
+	defer unlock()
+	// What a worker killed before this one left: its clones, their state
+	// and its relay's socket. Its runs' processes died with it
+	// (agents.Runner's Pdeathsig).
+	w.relaySock = RelaySocket(opts.Dir)
+	for _, d := range []string{w.lanesDir(), w.stateDir(), filepath.Join(opts.Dir, "index"), filepath.Dir(w.relaySock)} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("worker: removing what an earlier worker left: %w", err)
+		}
+	}
+	defer os.RemoveAll(filepath.Dir(w.relaySock))
 	w.relay, err = ListenRelay(w.relaySock, nc, w.subjects.Hook)
 	if err != nil {
 		return err
@@ -188,7 +201,22 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 
 // clone is where an attempt works.
 func (w *worker) clone(job Job) string {
-	return filepath.Join(w.opts.Dir, "lanes", ResultKey(job.Run, job.Attempt))
+	return filepath.Join(w.lanesDir(), ResultKey(job.Run, job.Attempt))
+}
+
+func (w *worker) lanesDir() string { return filepath.Join(w.opts.Dir, "lanes") }
+
+// stateDir is the XDG_STATE_HOME of the worker's runs, where their hooks
+// find their project's state (paths.ForProject): the offline record, the
+// spool.
+func (w *worker) stateDir() string { return filepath.Join(w.opts.Dir, "state") }
+
+// RelaySocket is the socket of the hooks' relay of the worker whose
+// directory is dir: in the system's temp directory, short enough for a
+// socket's path, the same for every start of that worker.
+func RelaySocket(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "ctxgraphd-worker-"+hex.EncodeToString(sum[:6]), "hook.sock")
 }
 
 // claim asks the daemon for a pulled job; a job it refuses is dropped.
@@ -299,19 +327,16 @@ func (w *worker) run(parent context.Context, job Job, a Assignment) {
 	w.send(ctx, out, log)
 }
 
-// getenv reads the runs' environment.
+// getenv reads the runs' environment: the last value of a key wins, as
+// in exec.Cmd.
 func (w *worker) getenv(k string) string {
-	env := w.opts.Env
-	if env == nil {
-		return os.Getenv(k)
-	}
-	v := ""
-	for _, kv := range env {
-		if len(kv) > len(k) && kv[:len(k)] == k && kv[len(k)] == '=' {
-			v = kv[len(k)+1:]
+	env := w.env()
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
 		}
 	}
-	return v
+	return ""
 }
 
 // indexOf is the private index of an attempt's clone.
@@ -366,10 +391,10 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 		pol := Rooted(*spec.Policy, dir)
 		// The worker's own: its state, its credentials, the relay's socket
 		// and the other clones are no run's to read or write.
-		mine := []string{proj.StateDir, w.opts.Credentials.path, filepath.Dir(w.relaySock)}
+		mine := []string{w.stateDir(), w.opts.Credentials.path, filepath.Dir(w.relaySock)}
 		pol.DenyWrite = append(pol.DenyWrite, mine...)
 		pol.DenyRead = append(pol.DenyRead, mine...)
-		writable, _ := sandbox.AgentWritable(w.env(), nil, w.opts.Dir, filepath.Dir(proj.StateDir), filepath.Dir(w.relaySock), os.TempDir(), w.getenv("HOME"))
+		writable, _ := sandbox.AgentWritable(w.env(), nil, w.opts.Dir, filepath.Dir(w.relaySock), os.TempDir(), w.getenv("HOME"))
 		pol.AllowWrite = append(pol.AllowWrite, writable...)
 		if err := pol.Prepare(); err != nil {
 			w.log.Warn("a directory runs may write could not be made", zap.Error(err))
@@ -395,12 +420,14 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	return res, nil
 }
 
-// env is the runs' base environment.
+// env is the runs' base environment, with the worker's state directory
+// for their hooks.
 func (w *worker) env() []string {
-	if w.opts.Env != nil {
-		return w.opts.Env
+	env := w.opts.Env
+	if env == nil {
+		env = os.Environ()
 	}
-	return os.Environ()
+	return append(slices.Clip(env), "XDG_STATE_HOME="+w.stateDir())
 }
 
 // publish sends an event of a run; a lost one is only a line of ctl watch.
