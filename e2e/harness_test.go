@@ -82,7 +82,9 @@ type project struct {
 	env   []string
 	sc    scriptedmodel.Scenario
 	model *scriptedmodel.Server
-	paths paths.Project
+	// modelURL is the scripted model's address (ANTHROPIC_BASE_URL).
+	modelURL string
+	paths    paths.Project
 }
 
 func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
@@ -119,7 +121,7 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 		// second at exit by default; every ctl command runs it too.
 		"GORACE=atexit_sleep_ms=0",
 	)
-	p := &project{t: t, dir: dir, env: env, sc: sc, model: model}
+	p := &project{t: t, dir: dir, env: env, sc: sc, model: model, modelURL: url}
 	p.mustRun("init", "--project", dir, "--goal", "the "+sc.Name+" scenario")
 	// Resolve the project's paths the way the binary does, under the same
 	// environment: the project's, not the process's, which the tests
@@ -595,9 +597,11 @@ func (p *project) checkNoLeftovers() {
 
 // leftovers lists the live processes that still carry this project's
 // CTXGRAPH_SOCKET: agents, or what they started, that outlived their run.
-func (p *project) leftovers() []int {
-	p.t.Helper()
-	want := []byte("CTXGRAPH_SOCKET=" + p.paths.Socket + "\x00")
+func (p *project) leftovers() []int { return carrying(p.paths.Socket) }
+
+// carrying lists the live processes whose CTXGRAPH_SOCKET is socket.
+func carrying(socket string) []int {
+	want := []byte("CTXGRAPH_SOCKET=" + socket + "\x00")
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {

@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/fleet"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
+)
+
+// workerProc is a `ctxgraphd worker` process of a test, with a home and
+// a directory of its own and no path of the project's.
+type workerProc struct {
+	name, dir string
+	cmd       *exec.Cmd
+	log       *bytes.Buffer
+}
+
+// addWorker issues credentials to a worker of p's daemon, returning the
+// daemon's NATS URL and the credentials file.
+func (p *project) addWorker(name string) (url, creds string) {
+	p.t.Helper()
+	out := p.mustRun("ctl", "workers", "add", name)
+	m := regexp.MustCompile(`ctxgraphd worker --nats (\S+) --creds (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		p.t.Fatalf("ctl workers add %s said no worker command:\n%s", name, out)
+	}
+	return m[1], m[2]
+}
+
+// startWorker starts a worker with its own home (its own Claude Code
+// login: the scripted model's key) and directories.
+func (p *project) startWorker(name, url, creds, dir string) *workerProc {
+	p.t.Helper()
+	home := p.t.TempDir()
+	env := append(claudetest.Env(p.t, p.modelURL),
+		"PATH="+os.Getenv("PATH"),
+		"HOME="+home,
+		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
+		"XDG_RUNTIME_DIR="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"GORACE=atexit_sleep_ms=0",
+	)
+	cmd := exec.Command(binary, "worker", "--nats", url, "--creds", creds, "--slots", "1", "--dir", dir, "--claude", claudetest.Binary(p.t))
+	cmd.Dir, cmd.Env = home, env
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.WaitDelay = leftoverDelay
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	w := &workerProc{name: name, dir: dir, cmd: cmd, log: &log}
+	p.t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop stops the worker as systemd does (SIGTERM), if it still runs.
+func (w *workerProc) stop() {
+	if w.cmd.ProcessState != nil {
+		return
+	}
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { w.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(leftoverDelay):
+		w.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// TestWorkersNightWithAWorkerKilled: with executor nats, the daemon's
+// lanes run on two `ctxgraphd worker` processes of this machine, each with
+// its own home and directory. One is killed with -9 while it codes a
+// lane: its run is given to the other worker, uncharged, and the night
+// ends as a local one does. Every feature is tested on the branch, no
+// process of the killed worker's runs is left, and a restarted worker
+// clears the clone the kill left.
+func TestWorkersNightWithAWorkerKilled(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, scenario("workers",
+		feature("F-001", scriptedmodel.Pass),
+		feature("F-002", scriptedmodel.Pass),
+		feature("F-003", scriptedmodel.Pass),
+	))
+	p.env = append(p.env, "CTXGRAPHD_EXECUTOR=nats", "CTXGRAPHD_LIMITS_PARALLEL=2")
+	daemon, log := p.start("--exit-when-done")
+	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
+
+	url, c1 := p.addWorker("w1")
+	_, c2 := p.addWorker("w2")
+	d1, d2 := filepath.Join(p.t.TempDir(), "w1"), filepath.Join(p.t.TempDir(), "w2")
+	w1 := p.startWorker("w1", url, c1, d1)
+
+	// w1 alone takes the first lane; once it codes there, w2 comes, and
+	// w1 is killed mid-lane.
+	var victim string
+	p.waitFor("w1 to code a lane", agentsWait, func() bool {
+		st, ok := p.status()
+		if !ok {
+			return false
+		}
+		for _, l := range append(asList(st["lanes"]), st["current"]) {
+			m, _ := l.(map[string]any)
+			if m["worker"] == "w1" && m["role"] == "coding-agent" {
+				victim, _ = m["feature"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	w2 := p.startWorker("w2", url, c2, d2)
+	w1.cmd.Process.Signal(syscall.SIGKILL)
+	w1.cmd.Wait()
+	relay1 := fleet.RelaySocket(d1)
+	p.waitFor("the killed worker's runs to die with it", 30*time.Second, func() bool { return len(carrying(relay1)) == 0 })
+
+	done := make(chan error, 1)
+	go func() { done <- daemon.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("daemon: %v\n%s\nw2:\n%s", err, log, w2.log)
+		}
+	case <-time.After(agentsWait):
+		t.Fatalf("the night did not end\n%s\nw2:\n%s", log, w2.log)
+	}
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested F-003=tested"; got != want {
+		t.Fatalf("final states %q, want %q\ndaemon:\n%s\nw2:\n%s", got, want, log, w2.log)
+	}
+	// The killed attempt is no attempt of the feature's: one coder and
+	// one tester run each, all ok.
+	for _, id := range []string{"F-001", "F-002", "F-003"} {
+		var roles []string
+		for _, r := range p.runs() {
+			if r.Feature == id {
+				roles = append(roles, r.Role)
+				if r.Outcome != "ok" {
+					t.Errorf("run %s (%s %s) outcome %q: %s", r.ID, r.Role, r.Feature, r.Outcome, r.Summary)
+				}
+			}
+		}
+		if strings.Join(roles, " ") != "coding-agent testing-agent" {
+			t.Errorf("%s's runs: %v; want one coder and one tester (a lost worker is not charged)", id, roles)
+		}
+		got := strings.TrimSpace(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: "+id+"$", "HEAD"))
+		if got == "" || got != strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)) {
+			t.Errorf("%s's commit on the branch: %q", id, got)
+		}
+	}
+	if !strings.Contains(log.String(), "a worker was lost") || !strings.Contains(log.String(), victim) {
+		t.Errorf("the daemon's log does not say w1 was lost while on %s:\n%s", victim, log)
+	}
+	p.checkNoLeftovers()
+	if left := carrying(fleet.RelaySocket(d2)); len(left) > 0 {
+		t.Errorf("processes of w2's runs outlived the night: %v", left)
+	}
+	if left, _ := os.ReadDir(filepath.Join(d2, "lanes")); len(left) > 0 {
+		t.Errorf("clones left on w2: %v", left)
+	}
+	// The kill left w1's clone; w1 started again clears it.
+	if left, _ := os.ReadDir(filepath.Join(d1, "lanes")); len(left) == 0 {
+		t.Log("the kill left no clone on w1 (it was between steps)")
+	}
+	again := p.startWorker("w1", url, c1, d1)
+	p.waitFor("w1 started again to clear what the kill left", startWait, func() bool {
+		left, err := os.ReadDir(filepath.Join(d1, "lanes"))
+		return (err != nil || len(left) == 0) && strings.Contains(again.log.String(), "worker ready")
+	})
+	var coders []store.Run
+	for _, r := range p.runs() {
+		if r.Role == "coding-agent" {
+			coders = append(coders, r)
+		}
+	}
+	if len(coders) != 3 {
+		t.Errorf("%d coding runs, want 3", len(coders))
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
