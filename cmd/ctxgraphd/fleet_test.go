@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 	"github.com/ctxgraphd/ctxgraphd/fleet"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
-	"go.uber.org/zap/zaptest"
 )
 
 // TestFleetProjectNamesEveryProject: whatever a project's directory is
