@@ -116,9 +116,9 @@ type Git struct {
 	Commit bool `yaml:"commit"`
 }
 
-// Executors: where a lane runs. ExecutorNATS is being built: its
-// transport exists (package fleet), lanes do not yet run on workers, and
-// the daemon refuses to start with it rather than run them locally.
+// Executors: where a lane runs. With ExecutorNATS the daemon starts its
+// fleet's server (package fleet); a server of the person's own (NATS.URL)
+// is refused at start.
 const (
 	ExecutorLocal = "local" // in clones on the daemon's machine
 	ExecutorNATS  = "nats"  // on workers that pull lanes over NATS JetStream

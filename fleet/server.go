@@ -2,7 +2,8 @@
 // JetStream: the NATS server embedded in the daemon, the
 // subjects, streams and object stores of a project's fleet and what each
 // worker may do with them (subjects.go, the one place), and the workers'
-// credentials, issued, listed and revoked by the daemon.
+// credentials, issued, listed and revoked by the daemon, on its control
+// socket too (control.go).
 //
 // The server has one client listener: 127.0.0.1 on a port of the system's
 // choosing unless the daemon configures one (nats.listen), and with TLS

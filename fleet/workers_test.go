@@ -394,12 +394,12 @@ func TestAddWorker(t *testing.T) {
 		t.Errorf("the new worker connects: %v", err)
 	}
 
-	if _, err := s.AddWorker(context.Background(), "build-1"); err == nil || !strings.Contains(err.Error(), `worker "build-1" exists: revoke it first`) {
+	if _, err := s.AddWorker(context.Background(), "build-1"); !errors.Is(err, ErrWorkerExists) || !strings.Contains(err.Error(), `worker "build-1" exists: revoke it first`) {
 		t.Errorf("AddWorker of an existing name = %v, want it refused", err)
 	}
 	for _, name := range []string{"", "Build", "a.b", "a_b", "a*", "a>", "../x", "-a", "a b", strings.Repeat("x", 64)} {
 		_, err := s.AddWorker(context.Background(), name)
-		if err == nil || !strings.Contains(err.Error(), "worker name "+strconvQuote(name)+" is not allowed: want 1 to 63 lower-case letters") {
+		if !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), "worker name "+strconvQuote(name)+" is not allowed: want 1 to 63 lower-case letters") {
 			t.Errorf("AddWorker(%q) = %v, want a refusal saying what a name may be", name, err)
 		}
 	}
@@ -537,10 +537,10 @@ func TestRevokeWorker(t *testing.T) {
 		t.Errorf("Workers() after revoking a = %+v, want b alone", ws)
 	}
 
-	if err := s.RevokeWorker("a"); err == nil || !strings.Contains(err.Error(), `no worker "a"`) {
+	if err := s.RevokeWorker("a"); !errors.Is(err, ErrUnknownWorker) || !strings.Contains(err.Error(), `no worker "a"`) {
 		t.Errorf("revoking a again = %v, want no worker", err)
 	}
-	if err := s.RevokeWorker("../b"); err == nil || !strings.Contains(err.Error(), `worker name "../b" is not allowed`) {
+	if err := s.RevokeWorker("../b"); !errors.Is(err, ErrBadName) || errors.Is(err, ErrUnknownWorker) || !strings.Contains(err.Error(), `worker name "../b" is not allowed`) {
 		t.Errorf("RevokeWorker(../b) = %v, want the name refused", err)
 	}
 }

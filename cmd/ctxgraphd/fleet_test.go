@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 	"github.com/ctxgraphd/ctxgraphd/fleet"
@@ -99,4 +103,49 @@ func fleetLocalError(t *testing.T) error {
 		t.Fatal("fleet.Local added a worker")
 	}
 	return err
+}
+
+// TestStartFleet: the daemon starts its fleet's server with executor nats
+// on the embedded server, its state in the project's state dir and its
+// name the project's; with executor local, or a server of the person's
+// own, it starts none, and the control API's fleet says so.
+func TestStartFleet(t *testing.T) {
+	proj := ctlProject(t)
+	log := zaptest.NewLogger(t)
+	for _, tt := range []struct {
+		name     string
+		executor string
+		url      string
+	}{
+		{"local", config.ExecutorLocal, ""},
+		{"nats on a server of one's own", config.ExecutorNATS, "nats://nats.example.com:4222"},
+	} {
+		cfg := config.Default()
+		cfg.Executor, cfg.NATS.URL = tt.executor, tt.url
+		srv, err := startFleet(t.Context(), proj, cfg, log)
+		if srv != nil || err != nil {
+			t.Errorf("%s: startFleet = %v, %v; want no server", tt.name, srv, err)
+		}
+		if _, err := fleetControl(srv).Workers(t.Context()); err == nil || !strings.Contains(err.Error(), "executor: nats") {
+			t.Errorf("%s: the control API's workers = %v, want how to have workers", tt.name, err)
+		}
+	}
+
+	cfg := config.Default()
+	cfg.Executor = config.ExecutorNATS
+	srv, err := startFleet(t.Context(), proj, cfg, log)
+	if err != nil || srv == nil {
+		t.Fatalf("startFleet with executor nats = %v, %v", srv, err)
+	}
+	defer srv.Shutdown()
+	if want := "ctxgraphd." + fleetProject(proj.ID); srv.Subjects().Prefix() != want {
+		t.Errorf("the fleet's subjects are under %s, want %s", srv.Subjects().Prefix(), want)
+	}
+	w, err := fleetControl(srv).AddWorker(context.Background(), "build-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(proj.StateDir, "fleet", "workers", "build-1.creds"); w.Credentials != want || !strings.HasPrefix(w.URL, "nats://127.0.0.1:") {
+		t.Errorf("AddWorker = %+v, want credentials %s and a loopback URL", w, want)
+	}
 }
