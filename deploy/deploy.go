@@ -130,7 +130,7 @@ func WorkerSystemdUnit(w Worker) ([]byte, error) {
 func (w Worker) validate() error {
 	var errs []error
 	if !idRe.MatchString(w.Name) {
-		errs = append(errs, fmt.Errorf("worker name %q: want letters, digits, '.', '_' and '-' only, as `ctxgraphd ctl workers add NAME` takes it", w.Name))
+		errs = append(errs, fmt.Errorf("worker name %q: want the name its credentials were issued to (`ctxgraphd ctl workers add NAME`), of letters, digits, '.', '_' and '-' only", w.Name))
 	}
 	switch {
 	case w.NATSURL == "":
