@@ -84,6 +84,15 @@ func checkWorkerFiles(f workerFiles) []string {
 	if err := json.Unmarshal([]byte(entry), &entrypoint); err != nil || !slices.Equal(entrypoint, []string{"ctxgraphd", "worker"}) {
 		fail(`Containerfile's ENTRYPOINT %s: want ["ctxgraphd", "worker"], which the Deployment's args follow`, entry)
 	}
+	// What a lane's run needs beside the worker: git for the clones and
+	// bundles, bubblewrap and socat for Claude Code's sandbox, Node.js and
+	// npm for the CLI's install (and the projects that build with them).
+	install := regexp.MustCompile(`apt-get install[^\n]*\\\n([^\n]*)`).FindStringSubmatch(f.containerfile)
+	for _, pkg := range []string{"git", "bubblewrap", "socat", "nodejs", "npm"} {
+		if install == nil || !slices.Contains(strings.Fields(install[1]), pkg) {
+			fail("Containerfile's apt-get install does not install %s: a worker's runs need it", pkg)
+		}
+	}
 	uid, _, _ := strings.Cut(containerInstruction(f.containerfile, "USER"), ":")
 	home := regexp.MustCompile(`--home-dir (\S+)`).FindStringSubmatch(f.containerfile)
 
@@ -223,6 +232,7 @@ func TestWorkerFilesAgreeRefusesDrift(t *testing.T) {
 		{"the Makefile's CLI", func(f *workerFiles) *string { return &f.makefile }, "CLAUDE_VERSION := ", "CLAUDE_VERSION := 9", "ARG CLAUDE_VERSION"},
 		{"the image's CLI", func(f *workerFiles) *string { return &f.containerfile }, "ARG CLAUDE_VERSION=", "ARG CLAUDE_VERSION=9", "ARG CLAUDE_VERSION"},
 		{"go.mod's Go", func(f *workerFiles) *string { return &f.goMod }, "\ngo ", "\ngo 9", "ARG GO_VERSION"},
+		{"no sandbox", func(f *workerFiles) *string { return &f.containerfile }, " bubblewrap ", " ", "does not install bubblewrap"},
 		{"the entrypoint", func(f *workerFiles) *string { return &f.containerfile }, `"worker"]`, `"run"]`, "ENTRYPOINT"},
 		{"the image run", func(f *workerFiles) *string { return &f.deployment }, "ctxgraphd-worker:latest", "ctxgraphd-worker:other", "does not build"},
 		{"a command", func(f *workerFiles) *string { return &f.deployment }, "          args:", "          command: [ctxgraphd, worker]\n          args:", "replaces the image's entrypoint"},
