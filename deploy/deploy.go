@@ -87,7 +87,7 @@ func LaunchdPlist(s Service) ([]byte, error) {
 
 // Worker is one worker of a daemon's fleet as a service manager runs it:
 // `Binary worker --nats NATSURL --creds CredsFile --slots Slots`, with
-// `--dir Dir` and `--claude Claude` when set, and Env.
+// `--ca CAFile`, `--dir Dir` and `--claude Claude` when set, and Env.
 type Worker struct {
 	// Name is the worker's name, as `ctxgraphd ctl workers add NAME`
 	// issued its credentials; it names the unit and its environment file,
@@ -95,19 +95,23 @@ type Worker struct {
 	Name string
 	// Binary is the absolute path of the ctxgraphd binary.
 	Binary string
-	// NATSURL is where the worker meets its daemon: the daemon's NATS
-	// listener, or the NATS server named by its nats.url.
+	// NATSURL is the daemon's NATS listener, as `ctxgraphd ctl workers`
+	// shows it.
 	NATSURL string
 	// CredsFile is the absolute path of the worker's credentials, the
 	// NAME.creds file copied from the daemon's machine.
 	CredsFile string
+	// CAFile is the absolute path of the CA that signed the daemon's
+	// nats.tls.cert, when the system does not trust it; empty: the
+	// system's.
+	CAFile string
 	// Slots is how many lanes the worker runs at once.
 	Slots int
-	// Dir is where the worker makes its clones; empty leaves it to the
-	// worker.
+	// Dir is where the worker makes its clones; empty: the worker's
+	// default, in the user's state directory.
 	Dir string
-	// Claude is the absolute path of the Claude Code CLI; empty leaves it
-	// to the worker.
+	// Claude is the absolute path of the Claude Code CLI; empty: claude,
+	// found on PATH.
 	Claude string
 	// Env is set in the worker's environment, in this order.
 	Env []EnvVar
@@ -142,7 +146,7 @@ func (w Worker) validate() error {
 		errs = append(errs, fmt.Errorf("slots %d: want 1 or more lanes at once", w.Slots))
 	}
 	errs = append(errs, checkPath("binary", w.Binary, false), checkPath("credentials file", w.CredsFile, false),
-		checkPath("work directory", w.Dir, true), checkPath("Claude Code CLI", w.Claude, true))
+		checkPath("CA file", w.CAFile, true), checkPath("work directory", w.Dir, true), checkPath("Claude Code CLI", w.Claude, true))
 	errs = append(errs, checkEnv(w.Env)...)
 	return errors.Join(errs...)
 }

@@ -304,11 +304,11 @@ func TestWorkerSystemdUnit(t *testing.T) {
 			argv: []string{"/usr/bin/ctxgraphd", "worker", "--nats", "nats://127.0.0.1:4222", "--creds", "/c/w.creds", "--slots", "1"},
 		},
 		{
-			name: "the CLI's path",
-			w: Worker{Name: "w", Binary: "/usr/bin/ctxgraphd", NATSURL: "nats://127.0.0.1:4222", CredsFile: "/c/w.creds", Slots: 3,
-				Claude: "/home/bob/.local/bin/claude"},
-			argv: []string{"/usr/bin/ctxgraphd", "worker", "--nats", "nats://127.0.0.1:4222", "--creds", "/c/w.creds", "--slots", "3",
-				"--claude", "/home/bob/.local/bin/claude"},
+			name: "a CA of its own and the CLI's path",
+			w: Worker{Name: "w", Binary: "/usr/bin/ctxgraphd", NATSURL: "tls://daemon:4222", CredsFile: "/c/w.creds", Slots: 3,
+				CAFile: "/c/ca.pem", Claude: "/home/bob/.local/bin/claude"},
+			argv: []string{"/usr/bin/ctxgraphd", "worker", "--nats", "tls://daemon:4222", "--creds", "/c/w.creds", "--slots", "3",
+				"--ca", "/c/ca.pem", "--claude", "/home/bob/.local/bin/claude"},
 		},
 		{
 			name: "spaces, specifiers, variables and quotes are escaped",
@@ -359,6 +359,7 @@ func TestWorkerRenderRefuses(t *testing.T) {
 		{"no credentials", func(w *Worker) { w.CredsFile = "" }, `credentials file "": want an absolute path`},
 		{"no slot", func(w *Worker) { w.Slots = 0 }, "slots 0: want 1 or more"},
 		{"negative slots", func(w *Worker) { w.Slots = -2 }, "slots -2"},
+		{"relative CA", func(w *Worker) { w.CAFile = "ca.pem" }, `CA file "ca.pem": want an absolute path`},
 		{"relative directory", func(w *Worker) { w.Dir = "work" }, `work directory "work": want an absolute path`},
 		{"relative CLI", func(w *Worker) { w.Claude = "claude" }, `Claude Code CLI "claude": want an absolute path`},
 		{"newline in the directory", func(w *Worker) { w.Dir = "/a\nb" }, "control characters"},
@@ -375,9 +376,9 @@ func TestWorkerRenderRefuses(t *testing.T) {
 	}
 	// The honest side: every optional field may be empty.
 	w := exampleWorker
-	w.Dir, w.Claude, w.Env = "", "", nil
+	w.CAFile, w.Dir, w.Claude, w.Env = "", "", "", nil
 	if _, err := WorkerSystemdUnit(w); err != nil {
-		t.Errorf("a worker without directory, CLI or environment: %v", err)
+		t.Errorf("a worker without CA, directory, CLI or environment: %v", err)
 	}
 }
 

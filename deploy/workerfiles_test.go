@@ -28,7 +28,7 @@ import (
 
 // workerFiles are the texts the checks read, by what they are.
 type workerFiles struct {
-	makefile, goMod, containerfile, deployment, scaledObject, readme string
+	makefile, goMod, workerCmd, containerfile, deployment, scaledObject, readme string
 }
 
 func readWorkerFiles(t *testing.T) workerFiles {
@@ -43,6 +43,7 @@ func readWorkerFiles(t *testing.T) workerFiles {
 	return workerFiles{
 		makefile:      read("../Makefile"),
 		goMod:         read("../go.mod"),
+		workerCmd:     read("../cmd/ctxgraphd/worker.go"),
 		containerfile: read("container/Containerfile"),
 		deployment:    read("kubernetes/worker.yaml"),
 		scaledObject:  read("kubernetes/scaledobject.yaml"),
@@ -54,12 +55,25 @@ func readWorkerFiles(t *testing.T) workerFiles {
 // examples' project (its fleet name is its id, already lower case).
 const fleetProject = "shop-4f1c2a9b7d3e"
 
-// workerFlags are the flags of `ctxgraphd worker`, and whether each
-// takes a value; required are those it cannot start without.
-var (
-	workerFlags         = map[string]bool{"--nats": true, "--creds": true, "--slots": true, "--dir": true, "--claude": true}
-	requiredWorkerFlags = []string{"--nats", "--creds", "--slots"}
-)
+// requiredWorkerFlags are the flags the Kubernetes files must give: the
+// two the worker cannot start without, and --slots, which the scaling
+// follows.
+var requiredWorkerFlags = []string{"--nats", "--creds", "--slots"}
+
+// workerFlagRE finds a flag in the worker command's source, as
+// `cmd.Flags().StringVar(&url, "nats", …)`.
+var workerFlagRE = regexp.MustCompile(`cmd\.Flags\(\)\.(\w+)Var\(&\w+, "([a-z-]+)"`)
+
+// workerFlags are the flags of `ctxgraphd worker`, read from its source
+// (a main package, which a test cannot import), and whether each takes a
+// value.
+func workerFlags(source string) map[string]bool {
+	flags := map[string]bool{}
+	for _, m := range workerFlagRE.FindAllStringSubmatch(source, -1) {
+		flags["--"+m[2]] = m[1] != "Bool"
+	}
+	return flags
+}
 
 // kedaJetStreamFields are the metadata of KEDA's nats-jetstream trigger
 // (keda.sh, scalers, NATS JetStream): any other key is a typo KEDA would
@@ -121,7 +135,11 @@ func checkWorkerFiles(f workerFiles) []string {
 	if len(c.Command) > 0 {
 		fail("worker.yaml sets command %q, which replaces the image's entrypoint: give the worker's flags as args", c.Command)
 	}
-	args, err := parseWorkerArgs(c.Args)
+	flags := workerFlags(f.workerCmd)
+	if len(flags) < len(requiredWorkerFlags) || !flags["--nats"] {
+		return append(problems, fmt.Sprintf("cmd/ctxgraphd/worker.go: found flags %v, not the worker's: update workerFlagRE", flags))
+	}
+	args, err := parseWorkerArgs(c.Args, flags)
 	if err != nil {
 		fail("worker.yaml's args: %v", err)
 	}
@@ -236,6 +254,7 @@ func TestWorkerFilesAgreeRefusesDrift(t *testing.T) {
 		{"the entrypoint", func(f *workerFiles) *string { return &f.containerfile }, `"worker"]`, `"run"]`, "ENTRYPOINT"},
 		{"the image run", func(f *workerFiles) *string { return &f.deployment }, "ctxgraphd-worker:latest", "ctxgraphd-worker:other", "does not build"},
 		{"a command", func(f *workerFiles) *string { return &f.deployment }, "          args:", "          command: [ctxgraphd, worker]\n          args:", "replaces the image's entrypoint"},
+		{"a flag the worker renamed", func(f *workerFiles) *string { return &f.workerCmd }, `"dir"`, `"clones"`, `unknown flag "--dir"`},
 		{"an unknown flag", func(f *workerFiles) *string { return &f.deployment }, "- --dir", "- --workdir", `unknown flag "--workdir"`},
 		{"no credentials", func(f *workerFiles) *string { return &f.deployment }, "            - --creds\n            - /etc/ctxgraphd/worker.creds\n", "", `missing "--creds"`},
 		{"credentials off the Secret", func(f *workerFiles) *string { return &f.deployment }, "- /etc/ctxgraphd/worker.creds", "- /home/ctxgraphd/worker.creds", "no file of a mounted Secret"},
@@ -427,13 +446,13 @@ func mapsSubset(sub, of map[string]string) bool {
 }
 
 // parseWorkerArgs reads `ctxgraphd worker`'s flags, each "--flag value".
-func parseWorkerArgs(args []string) (map[string]string, error) {
+func parseWorkerArgs(args []string, flags map[string]bool) (map[string]string, error) {
 	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
-		takesValue, known := workerFlags[args[i]]
+		takesValue, known := flags[args[i]]
 		switch {
 		case !known:
-			return out, fmt.Errorf("unknown flag %q (the worker's are %s)", args[i], strings.Join(slices.Sorted(maps.Keys(workerFlags)), ", "))
+			return out, fmt.Errorf("unknown flag %q (the worker's are %s)", args[i], strings.Join(slices.Sorted(maps.Keys(flags)), ", "))
 		case takesValue && i+1 == len(args):
 			return out, fmt.Errorf("%s without its value", args[i])
 		case takesValue:
