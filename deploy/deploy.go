@@ -1,11 +1,18 @@
-// Package deploy renders the files that run one project's daemon as a
-// service: a systemd user unit on Linux, a launchd agent on macOS.
+// Package deploy renders the files that run ctxgraphd as a service: one
+// project's daemon as a systemd user unit on Linux or a launchd agent on
+// macOS, and a worker of a daemon that runs lanes on workers (executor:
+// nats) as a systemd user unit.
 //
 // The templates are the .tmpl files beside this one, embedded, so that what
 // `ctxgraphd service install` writes and the examples in deploy/examples,
 // for people who install by hand, come from one source (a test keeps the
-// examples current). Rendering is a pure function of a Service: it reads no
-// environment and touches no file, so that it can be tested to the byte.
+// examples current). Rendering is a pure function of a Service or a
+// Worker: it reads no environment and touches no file, so that it can be
+// tested to the byte.
+//
+// The worker's image recipe (container/) and its Kubernetes files
+// (kubernetes/) are not rendered; this package's tests hold them to the
+// Makefile's Claude Code version, to each other and to the fleet's names.
 package deploy
 
 import (
@@ -20,7 +27,7 @@ import (
 	"text/template"
 )
 
-//go:embed systemd.service.tmpl launchd.plist.tmpl
+//go:embed systemd.service.tmpl launchd.plist.tmpl systemd-worker.service.tmpl
 var templateFS embed.FS
 
 var templates = template.Must(template.New("deploy").Funcs(template.FuncMap{
@@ -78,12 +85,78 @@ func LaunchdPlist(s Service) ([]byte, error) {
 	return render("launchd.plist.tmpl", s)
 }
 
-func render(name string, s Service) ([]byte, error) {
-	if err := s.validate(); err != nil {
+// Worker is one worker of a daemon's fleet as a service manager runs it:
+// `Binary worker --nats NATSURL --creds CredsFile --slots Slots`, with
+// `--ca CAFile`, `--dir Dir` and `--claude Claude` when set, and Env.
+type Worker struct {
+	// Name is the worker's name, as `ctxgraphd ctl workers add NAME`
+	// issued its credentials; it names the unit and its environment file,
+	// so that one machine can run workers of several daemons.
+	Name string
+	// Binary is the absolute path of the ctxgraphd binary.
+	Binary string
+	// NATSURL is the daemon's NATS listener, as `ctxgraphd ctl workers`
+	// shows it.
+	NATSURL string
+	// CredsFile is the absolute path of the worker's credentials, the
+	// NAME.creds file copied from the daemon's machine.
+	CredsFile string
+	// CAFile is the absolute path of the CA that signed the daemon's
+	// nats.tls.cert, when the system does not trust it; empty: the
+	// system's.
+	CAFile string
+	// Slots is how many lanes the worker runs at once.
+	Slots int
+	// Dir is where the worker makes its clones; empty: the worker's
+	// default, in the user's state directory.
+	Dir string
+	// Claude is the absolute path of the Claude Code CLI; empty: claude,
+	// found on PATH.
+	Claude string
+	// Env is set in the worker's environment, in this order.
+	Env []EnvVar
+}
+
+// WorkerUnitName returns the systemd unit of a worker, e.g.
+// "ctxgraphd-worker-build-1.service".
+func WorkerUnitName(name string) string { return "ctxgraphd-worker-" + name + ".service" }
+
+// UnitName is WorkerUnitName(w.Name), for the template.
+func (w Worker) UnitName() string { return WorkerUnitName(w.Name) }
+
+// WorkerSystemdUnit renders w as a systemd user unit.
+func WorkerSystemdUnit(w Worker) ([]byte, error) {
+	return render("systemd-worker.service.tmpl", w)
+}
+
+// validate refuses what a unit file cannot carry, as Service.validate
+// does, and a worker with no lane to run.
+func (w Worker) validate() error {
+	var errs []error
+	if !idRe.MatchString(w.Name) {
+		errs = append(errs, fmt.Errorf("worker name %q: want the name its credentials were issued to (`ctxgraphd ctl workers add NAME`), of letters, digits, '.', '_' and '-' only", w.Name))
+	}
+	switch {
+	case w.NATSURL == "":
+		errs = append(errs, errors.New(`NATS URL "": want the URL the worker connects to, such as tls://daemon.example.com:4222`))
+	case hasControl(w.NATSURL):
+		errs = append(errs, fmt.Errorf("NATS URL %q: a value with control characters cannot be written in a unit file", w.NATSURL))
+	}
+	if w.Slots < 1 {
+		errs = append(errs, fmt.Errorf("slots %d: want 1 or more lanes at once", w.Slots))
+	}
+	errs = append(errs, checkPath("binary", w.Binary, false), checkPath("credentials file", w.CredsFile, false),
+		checkPath("CA file", w.CAFile, true), checkPath("work directory", w.Dir, true), checkPath("Claude Code CLI", w.Claude, true))
+	errs = append(errs, checkEnv(w.Env)...)
+	return errors.Join(errs...)
+}
+
+func render(name string, data interface{ validate() error }) ([]byte, error) {
+	if err := data.validate(); err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, name, s); err != nil {
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", name, err)
 	}
 	return b.Bytes(), nil
@@ -102,17 +175,30 @@ func (s Service) validate() error {
 	if !idRe.MatchString(s.ProjectID) {
 		errs = append(errs, fmt.Errorf("project id %q: want letters, digits, '.', '_' and '-' only", s.ProjectID))
 	}
-	for _, p := range []struct{ what, path string }{{"project directory", s.ProjectDir}, {"binary", s.Binary}, {"log file", s.LogFile}} {
-		if p.what == "log file" && p.path == "" {
-			continue
-		}
-		if !filepath.IsAbs(p.path) {
-			errs = append(errs, fmt.Errorf("%s %q: want an absolute path", p.what, p.path))
-		} else if hasControl(p.path) {
-			errs = append(errs, fmt.Errorf("%s %q: a path with control characters (a newline, …) cannot be written in a unit file", p.what, p.path))
-		}
+	errs = append(errs, checkPath("project directory", s.ProjectDir, false), checkPath("binary", s.Binary, false),
+		checkPath("log file", s.LogFile, true))
+	errs = append(errs, checkEnv(s.Env)...)
+	return errors.Join(errs...)
+}
+
+// checkPath refuses a path that is relative or that a unit file cannot
+// carry; an optional path may be empty.
+func checkPath(what, path string, optional bool) error {
+	switch {
+	case optional && path == "":
+		return nil
+	case !filepath.IsAbs(path):
+		return fmt.Errorf("%s %q: want an absolute path", what, path)
+	case hasControl(path):
+		return fmt.Errorf("%s %q: a path with control characters (a newline, …) cannot be written in a unit file", what, path)
 	}
-	for _, e := range s.Env {
+	return nil
+}
+
+// checkEnv refuses variables that a service's environment cannot carry.
+func checkEnv(env []EnvVar) []error {
+	var errs []error
+	for _, e := range env {
 		if !envNameRe.MatchString(e.Name) {
 			errs = append(errs, fmt.Errorf("environment variable %q: not a valid name", e.Name))
 		}
@@ -120,7 +206,7 @@ func (s Service) validate() error {
 			errs = append(errs, fmt.Errorf("environment variable %s: a value with control characters cannot be written in a unit file", e.Name))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func hasControl(s string) bool {

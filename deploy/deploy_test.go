@@ -31,18 +31,29 @@ var (
 		Env:        []EnvVar{{"PATH", "/Users/alice/.local/bin:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}},
 		LogFile:    "/Users/alice/Library/Application Support/ctxgraphd/shop-4f1c2a9b7d3e/daemon.log",
 	}
+	// A worker of exampleLinux's daemon on another machine, as the
+	// README's walkthrough starts it.
+	exampleWorker = Worker{
+		Name:      "build-1",
+		Binary:    "/usr/local/bin/ctxgraphd",
+		NATSURL:   "tls://daemon.example.com:4222",
+		CredsFile: "/home/bob/.config/ctxgraphd/build-1.creds",
+		Slots:     2,
+		Dir:       "/home/bob/ctxgraphd-work",
+		Env:       []EnvVar{{"PATH", "/home/bob/.local/bin:/usr/local/bin:/usr/bin:/bin"}},
+	}
 )
 
 func TestExamplesAreCurrent(t *testing.T) {
 	for _, ex := range []struct {
 		file   string
-		render func(Service) ([]byte, error)
-		s      Service
+		render func() ([]byte, error)
 	}{
-		{UnitName(exampleLinux.ProjectID), SystemdUnit, exampleLinux},
-		{Label(exampleMac.ProjectID) + ".plist", LaunchdPlist, exampleMac},
+		{UnitName(exampleLinux.ProjectID), func() ([]byte, error) { return SystemdUnit(exampleLinux) }},
+		{Label(exampleMac.ProjectID) + ".plist", func() ([]byte, error) { return LaunchdPlist(exampleMac) }},
+		{WorkerUnitName(exampleWorker.Name), func() ([]byte, error) { return WorkerSystemdUnit(exampleWorker) }},
 	} {
-		got, err := ex.render(ex.s)
+		got, err := ex.render()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,6 +80,9 @@ func TestNames(t *testing.T) {
 	}
 	if got, want := Label("shop-4f1c2a9b7d3e"), "com.github.ctxgraphd.shop-4f1c2a9b7d3e"; got != want {
 		t.Errorf("Label = %q, want %q", got, want)
+	}
+	if got, want := WorkerUnitName("build-1"), "ctxgraphd-worker-build-1.service"; got != want {
+		t.Errorf("WorkerUnitName = %q, want %q", got, want)
 	}
 }
 
@@ -148,24 +162,39 @@ func TestSystemdUnit(t *testing.T) {
 	}
 }
 
-// TestSystemdHardening pins what the unit promises operations.md: hardening
-// that works in any user manager, and none of the settings that would hide
-// the socket directory, the project or the toolchains from the daemon.
+// TestSystemdHardening pins what the units promise operations.md, the
+// daemon's and the worker's alike: hardening that works in any user
+// manager and under which Claude Code's sandbox (bubblewrap, user
+// namespaces made without privileges) still runs, and none of the settings
+// that would hide the socket directory, the project or the toolchains, or
+// refuse the sandbox its namespaces.
 func TestSystemdHardening(t *testing.T) {
-	data, err := SystemdUnit(exampleLinux)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := unitDirectives(t, data)
-	for _, k := range []string{"NoNewPrivileges", "LockPersonality", "RestrictRealtime", "RestrictSUIDSGID"} {
-		if v := got["Service."+k]; !reflect.DeepEqual(v, []string{"yes"}) {
-			t.Errorf("Service.%s = %q, want yes", k, v)
-		}
-	}
-	for _, k := range []string{"PrivateTmp", "ProtectHome", "ProtectSystem", "MemoryDenyWriteExecute", "PrivateUsers", "RestrictNamespaces", "ReadOnlyPaths", "DynamicUser"} {
-		if v, ok := got["Service."+k]; ok {
-			t.Errorf("Service.%s = %q: it breaks the daemon or its agents (see the template's comment)", k, v)
-		}
+	for name, render := range map[string]func() ([]byte, error){
+		"daemon": func() ([]byte, error) { return SystemdUnit(exampleLinux) },
+		"worker": func() ([]byte, error) { return WorkerSystemdUnit(exampleWorker) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, err := render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := unitDirectives(t, data)
+			for k, want := range map[string]string{
+				"NoNewPrivileges": "yes", "LockPersonality": "yes", "RestrictRealtime": "yes", "RestrictSUIDSGID": "yes",
+				// SIGTERM to the main process alone, which ends its
+				// runs itself; the cgroup is killed after the timeout.
+				"KillMode": "mixed", "Restart": "on-failure",
+			} {
+				if v := got["Service."+k]; !reflect.DeepEqual(v, []string{want}) {
+					t.Errorf("Service.%s = %q, want %s", k, v, want)
+				}
+			}
+			for _, k := range []string{"PrivateTmp", "ProtectHome", "ProtectSystem", "MemoryDenyWriteExecute", "PrivateUsers", "RestrictNamespaces", "ReadOnlyPaths", "DynamicUser", "User"} {
+				if v, ok := got["Service."+k]; ok {
+					t.Errorf("Service.%s = %q: it breaks the daemon, the worker or their agents (see the template's comment)", k, v)
+				}
+			}
+		})
 	}
 }
 
@@ -238,6 +267,118 @@ func TestLaunchdPlist(t *testing.T) {
 				t.Errorf("plist reads back as\n%#v\nwant\n%#v\n%s", got, want, data)
 			}
 		})
+	}
+}
+
+func TestWorkerSystemdUnit(t *testing.T) {
+	tests := []struct {
+		name string
+		w    Worker
+		// want are directives the unit must hold, as in TestSystemdUnit.
+		want map[string][]string
+		// argv is the command line systemd must read back from ExecStart.
+		argv []string
+	}{
+		{
+			name: "example",
+			w:    exampleWorker,
+			want: map[string][]string{
+				"Service.Type":            {"exec"},
+				"Service.ExecStart":       {"/usr/local/bin/ctxgraphd worker --nats tls://daemon.example.com:4222 --creds /home/bob/.config/ctxgraphd/build-1.creds --slots 2 --dir /home/bob/ctxgraphd-work"},
+				"Service.Environment":     {`"PATH=/home/bob/.local/bin:/usr/local/bin:/usr/bin:/bin"`},
+				"Service.EnvironmentFile": {"-%E/ctxgraphd/env", "-%E/ctxgraphd/worker-build-1.env"},
+				"Service.TimeoutStopSec":  {"30s"},
+				"Unit.Description":        {"ctxgraphd worker build-1: lanes from tls://daemon.example.com:4222"},
+				"Install.WantedBy":        {"default.target"},
+			},
+			argv: []string{"/usr/local/bin/ctxgraphd", "worker", "--nats", "tls://daemon.example.com:4222",
+				"--creds", "/home/bob/.config/ctxgraphd/build-1.creds", "--slots", "2", "--dir", "/home/bob/ctxgraphd-work"},
+		},
+		{
+			name: "no directory, no CLI: the worker's own defaults",
+			w:    Worker{Name: "w", Binary: "/usr/bin/ctxgraphd", NATSURL: "nats://127.0.0.1:4222", CredsFile: "/c/w.creds", Slots: 1},
+			want: map[string][]string{
+				"Service.ExecStart":   {"/usr/bin/ctxgraphd worker --nats nats://127.0.0.1:4222 --creds /c/w.creds --slots 1"},
+				"Service.Environment": nil,
+			},
+			argv: []string{"/usr/bin/ctxgraphd", "worker", "--nats", "nats://127.0.0.1:4222", "--creds", "/c/w.creds", "--slots", "1"},
+		},
+		{
+			name: "a CA of its own and the CLI's path",
+			w: Worker{Name: "w", Binary: "/usr/bin/ctxgraphd", NATSURL: "tls://daemon:4222", CredsFile: "/c/w.creds", Slots: 3,
+				CAFile: "/c/ca.pem", Claude: "/home/bob/.local/bin/claude"},
+			argv: []string{"/usr/bin/ctxgraphd", "worker", "--nats", "tls://daemon:4222", "--creds", "/c/w.creds", "--slots", "3",
+				"--ca", "/c/ca.pem", "--claude", "/home/bob/.local/bin/claude"},
+		},
+		{
+			name: "spaces, specifiers, variables and quotes are escaped",
+			w: Worker{Name: "w", Binary: "/opt/my tools/ctxgraphd", NATSURL: "tls://h:4222/?a=100%", CredsFile: `/home/b"o\b/$HOME.creds`,
+				Slots: 2, Dir: "/work dir/%h", Claude: "/c/claude"},
+			want: map[string][]string{
+				"Unit.Description": {"ctxgraphd worker w: lanes from tls://h:4222/?a=100%%"},
+			},
+			argv: []string{"/opt/my tools/ctxgraphd", "worker", "--nats", "tls://h:4222/?a=100%", "--creds", `/home/b"o\b/$HOME.creds`,
+				"--slots", "2", "--dir", "/work dir/%h", "--claude", "/c/claude"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := WorkerSystemdUnit(tt.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := unitDirectives(t, data)
+			for k, want := range tt.want {
+				if !reflect.DeepEqual(got[k], want) {
+					t.Errorf("%s = %q, want %q\n%s", k, got[k], want, data)
+				}
+			}
+			words, err := splitExecStart(got["Service.ExecStart"][0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(words, tt.argv) {
+				t.Errorf("ExecStart reads back as %q, want %q", words, tt.argv)
+			}
+		})
+	}
+}
+
+func TestWorkerRenderRefuses(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Worker)
+		want   string
+	}{
+		{"empty name", func(w *Worker) { w.Name = "" }, `worker name ""`},
+		{"name with a slash", func(w *Worker) { w.Name = "../x" }, `worker name "../x"`},
+		{"relative binary", func(w *Worker) { w.Binary = "ctxgraphd" }, `binary "ctxgraphd": want an absolute path`},
+		{"no URL", func(w *Worker) { w.NATSURL = "" }, `NATS URL "": want the URL`},
+		{"newline in the URL", func(w *Worker) { w.NATSURL = "tls://h:4222\nExecStartPre=/bin/sh" }, "NATS URL"},
+		{"relative credentials", func(w *Worker) { w.CredsFile = "build-1.creds" }, `credentials file "build-1.creds": want an absolute path`},
+		{"no credentials", func(w *Worker) { w.CredsFile = "" }, `credentials file "": want an absolute path`},
+		{"no slot", func(w *Worker) { w.Slots = 0 }, "slots 0: want 1 or more"},
+		{"negative slots", func(w *Worker) { w.Slots = -2 }, "slots -2"},
+		{"relative CA", func(w *Worker) { w.CAFile = "ca.pem" }, `CA file "ca.pem": want an absolute path`},
+		{"relative directory", func(w *Worker) { w.Dir = "work" }, `work directory "work": want an absolute path`},
+		{"relative CLI", func(w *Worker) { w.Claude = "claude" }, `Claude Code CLI "claude": want an absolute path`},
+		{"newline in the directory", func(w *Worker) { w.Dir = "/a\nb" }, "control characters"},
+		{"bad variable name", func(w *Worker) { w.Env = []EnvVar{{"A-B", "x"}} }, `environment variable "A-B"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := exampleWorker
+			tt.change(&w)
+			if _, err := WorkerSystemdUnit(w); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	// The honest side: every optional field may be empty.
+	w := exampleWorker
+	w.CAFile, w.Dir, w.Claude, w.Env = "", "", "", nil
+	if _, err := WorkerSystemdUnit(w); err != nil {
+		t.Errorf("a worker without CA, directory, CLI or environment: %v", err)
 	}
 }
 
