@@ -240,6 +240,12 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				}
 			case Outcome:
 				lost.Stop()
+				if m.GivenBack != "" {
+					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack); err != nil {
+						return fail(err)
+					}
+					continue
+				}
 				return e.land(ctx, repo, r, baseTree, m)
 			}
 		}
@@ -495,7 +501,7 @@ func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, ba
 			e.log.Warn("a cancelled run's worker did not answer in time; what it did is dropped", zap.String("run", r.spec.RunID), zap.String("worker", worker))
 			return res
 		case m := <-r.msgs:
-			if o, ok := m.(Outcome); ok {
+			if o, ok := m.(Outcome); ok && o.GivenBack == "" {
 				out := e.land(context.WithoutCancel(ctx), repo, r, baseTree, o)
 				out.Ended = agents.EndCancelled
 				return out

@@ -180,7 +180,7 @@ func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *f
 }
 
 // worker runs a worker until the test ends; stop stops it (SIGTERM's way).
-func (r *fleetRig) worker(t *testing.T, name, claude string) (stop func()) {
+func (r *fleetRig) worker(t *testing.T, name, claude string, env ...string) (stop func()) {
 	t.Helper()
 	c, err := LoadCredentials(r.creds[name])
 	if err != nil {
@@ -190,7 +190,7 @@ func (r *fleetRig) worker(t *testing.T, name, claude string) (stop func()) {
 	done := make(chan error, 1)
 	go func() {
 		done <- RunWorker(ctx, WorkerOptions{URL: r.s.ClientURL(), Credentials: c, Slots: 1, Dir: t.TempDir(), Claude: claude,
-			Env: append(os.Environ(), "HOME="+t.TempDir()), Log: zaptest.NewLogger(t).Named(name)})
+			Env: append(append(os.Environ(), "HOME="+t.TempDir()), env...), Log: zaptest.NewLogger(t).Named(name)})
 	}()
 	var once sync.Once
 	stop = func() {
@@ -422,5 +422,45 @@ func TestAForgedResultIsRefusedAndNothingOfItLands(t *testing.T) {
 	}
 	if !strings.Contains(rig.g.traceTexts(), "was refused") {
 		t.Errorf("no violation trace of the refusal:\n%s", rig.g.traceTexts())
+	}
+}
+
+func TestAStoppingWorkerGivesItsRunBackAtOnce(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	// Heartbeats so slow that only the worker's word can hand the run on
+	// within the test's wait.
+	rig.e.opts.Heartbeat = time.Minute
+	claude := fakeClaude(t)
+	stopA := rig.worker(t, "a", claude, "NAP=60")
+	tok := rig.g.register("run-0001")
+	took := make(chan string, 4)
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `sleep ${NAP:-0}; echo done > done.txt`, tok), nil,
+			func(ev agents.Event) {
+				if ev.Kind == agents.EventWorker {
+					took <- ev.Detail
+				}
+			})
+	}()
+	if w := <-took; w != "a" {
+		t.Fatalf("first taken by %q, want a", w)
+	}
+	stopA()
+	rig.worker(t, "b", claude)
+	select {
+	case w := <-took:
+		if w != "b" {
+			t.Fatalf("then taken by %q, want b", w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run a gave back was not taken by b within 30s (well under the heartbeats' 4 minutes)")
+	}
+	if res := <-done; !res.OK() {
+		t.Fatalf("run on b: %+v", res)
+	}
+	if !strings.Contains(rig.g.traceTexts(), "gave the run back") {
+		t.Errorf("no trace says a gave the run back:\n%s", rig.g.traceTexts())
 	}
 }

@@ -158,6 +158,11 @@ type HookAnswer struct {
 type Outcome struct {
 	Run     string `json:"run"`
 	Attempt int    `json:"attempt"`
+	// GivenBack says why the worker gives the attempt back without an
+	// end (it is stopping): the daemon gives the run to another worker
+	// at once, as it would after missed heartbeats, and nothing else of
+	// the outcome counts.
+	GivenBack string `json:"given_back,omitempty"`
 	// Tip is the commit of the tree the run left, on the base; its bundle
 	// (base..tip) is in the worker's results bucket under ResultKey. ""
 	// when the run left no tree (its clone could not be made or read):

@@ -189,7 +189,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				w.run(ctx, job, a)
+				w.run(ctx, job, a, msg)
 			}()
 		}
 		if !took {
@@ -228,7 +228,9 @@ func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job,
 		return Assignment{}, Job{}, false
 	}
 	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: w.clone(job)})
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Not the worker's context: a claim the daemon granted as the worker
+	// began to stop must still be known here, to be given back (run).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	m, err := w.nc.RequestWithContext(rctx, w.subjects.Claim, data)
 	if err != nil {
@@ -242,7 +244,6 @@ func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job,
 		msg.Term()
 		return Assignment{}, Job{}, false
 	}
-	msg.Ack()
 	return a, job, true
 }
 
@@ -266,7 +267,16 @@ func (w *worker) stop(key string, why error) {
 
 // run runs one attempt to its end and sends its outcome; its clone and
 // state are gone when it returns.
-func (w *worker) run(parent context.Context, job Job, a Assignment) {
+//
+// The job stays unacknowledged while the attempt runs (each heartbeat
+// tells JetStream it is in progress), so that the queue counts running
+// lanes as well as waiting ones: what a scaler of workers reads (KEDA's
+// nats-jetstream scaler counts both). It is acknowledged when the attempt
+// ends, whatever its end; a worker killed leaves it to come back after
+// the consumer's AckWait, when the daemon has long given the attempt to
+// another worker and refuses it.
+func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstream.Msg) {
+	defer msg.Ack()
 	key := ResultKey(job.Run, job.Attempt)
 	log := w.log.With(zap.String("run", job.Run), zap.Int("attempt", job.Attempt))
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
@@ -281,7 +291,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment) {
 		delete(w.runs, key)
 		w.mu.Unlock()
 	}()
-	go w.heartbeat(ctx, job, a.Heartbeat, cancel)
+	go w.heartbeat(ctx, job, a.Heartbeat, cancel, msg)
 
 	dir := w.clone(job)
 	proj := paths.Project{}
@@ -303,8 +313,9 @@ func (w *worker) run(parent context.Context, job Job, a Assignment) {
 		res, err = w.agent(ctx, job, a, dir, proj)
 	}
 	if errors.Is(context.Cause(ctx), errShutdown) {
-		// Given back at once, rather than waiting for missed heartbeats.
+		// Given back at once, rather than after missed heartbeats.
 		log.Info("the worker stops: its run is given back")
+		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, GivenBack: errShutdown.Error()}, log)
 		return
 	}
 	if err != nil {
@@ -438,7 +449,7 @@ func (w *worker) publish(ev Event) {
 
 // heartbeat says the attempt is alive until ctx ends; the daemon's answer
 // that it is no longer this worker's stops it.
-func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, stop context.CancelCauseFunc) {
+func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
@@ -446,6 +457,7 @@ func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, st
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		msg.InProgress()
 		rctx, cancel := context.WithTimeout(ctx, every)
 		m, err := w.nc.RequestWithContext(rctx, w.subjects.Heartbeat, data)
 		cancel()
