@@ -170,7 +170,7 @@ func buildRegistry() []*key {
 		&key{name: "git.commit", kind: kindBool,
 			help: "commit exactly the tested tree for each tested feature", access: field(func(c *Config) *bool { return &c.Git.Commit })},
 		&key{name: "executor", kind: kindEnum, enum: []string{ExecutorLocal, ExecutorNATS},
-			help: "where lanes run: local, on this machine; nats, on workers over NATS JetStream (being built: lanes do not yet run on workers)", access: field(func(c *Config) *string { return &c.Executor })},
+			help: "where lanes run: local, on this machine; nats, on workers over NATS JetStream (`ctxgraphd worker`)", access: field(func(c *Config) *string { return &c.Executor })},
 		&key{name: "nats.url", kind: kindString, what: "a nats:// or tls:// URL, or empty", check: validNATSURL,
 			help: "the NATS server of executor nats; \"\": the server embedded in the daemon", access: field(func(c *Config) *string { return &c.NATS.URL })},
 		&key{name: "nats.listen", kind: kindString, what: "host:port, or empty", check: validListen,

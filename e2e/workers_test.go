@@ -59,7 +59,12 @@ func (p *project) startWorker(name, url, creds, dir string) *workerProc {
 		p.t.Fatal(err)
 	}
 	w := &workerProc{name: name, dir: dir, cmd: cmd, log: &log}
-	p.t.Cleanup(func() { w.stop() })
+	p.t.Cleanup(func() {
+		w.stop()
+		if p.t.Failed() {
+			p.t.Logf("worker %s's log:\n%s", name, log.String())
+		}
+	})
 	return w
 }
 
@@ -95,6 +100,11 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	))
 	p.env = append(p.env, "CTXGRAPHD_EXECUTOR=nats", "CTXGRAPHD_LIMITS_PARALLEL=2")
 	daemon, log := p.start("--exit-when-done")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", log)
+		}
+	})
 	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
 
 	url, c1 := p.addWorker("w1")
@@ -105,7 +115,7 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	// w1 alone takes the first lane; once it codes there, w2 comes, and
 	// w1 is killed mid-lane.
 	var victim string
-	p.waitFor("w1 to code a lane", agentsWait, func() bool {
+	p.waitFor("w1 to code a lane", 4*time.Minute, func() bool {
 		st, ok := p.status()
 		if !ok {
 			return false

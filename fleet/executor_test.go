@@ -206,17 +206,27 @@ func (r *fleetRig) worker(t *testing.T, name, claude string, env ...string) (sto
 }
 
 func spec(run, dir, prompt, token string) agents.Spec {
-	return agents.Spec{RunID: run, Role: role.Coder, FeatureID: "F-001", Attempt: 1, SessionID: "s-1", Prompt: prompt, Dir: dir, Token: token}
+	return featureSpec("F-001", run, dir, prompt, token)
+}
+
+func featureSpec(feature, run, dir, prompt, token string) agents.Spec {
+	return agents.Spec{RunID: run, Role: role.Coder, FeatureID: feature, Attempt: 1, SessionID: "s-1", Prompt: prompt, Dir: dir, Token: token}
 }
 
 func TestAWorkersRunLandsInTheLanesWorkTree(t *testing.T) {
+	for _, feature := range []string{"F-001", ""} { // "": the initializer's run
+		t.Run("feature="+feature, func(t *testing.T) { testAWorkersRunLands(t, feature) })
+	}
+}
+
+func testAWorkersRunLands(t *testing.T, feature string) {
 	dir, repo := lane(t)
 	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
 	rig.worker(t, "a", fakeClaude(t))
 	tok := rig.g.register("run-0001")
 	var events []agents.Event
 	res := rig.e.Run(context.Background(),
-		spec("run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log`, tok),
+		featureSpec(feature, "run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log`, tok),
 		func(int) { t.Error("onStart called for a worker's process") },
 		func(ev agents.Event) { events = append(events, ev) })
 	if res.Err != nil || !res.OK() {

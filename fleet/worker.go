@@ -370,7 +370,12 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	if err := branch.CloneBase(ctx, obj, a.MaxBundleBytes, dir, job.Feature, job.Base); err != nil {
+	// A run of no feature (the initializer's) still needs a branch name.
+	lane := job.Feature
+	if lane == "" {
+		lane = job.Run
+	}
+	if err := branch.CloneBase(ctx, obj, a.MaxBundleBytes, dir, lane, job.Base); err != nil {
 		return nil, err
 	}
 	if err := writeProgress(dir, a.Spec.Progress); err != nil {
@@ -521,7 +526,7 @@ func (w *worker) send(ctx context.Context, out Outcome, log *zap.Logger) {
 			if ans.Refused != "" {
 				log.Info("the daemon refused the run's outcome", zap.String("why", ans.Refused))
 			} else {
-				log.Info("the run's outcome was taken", zap.Bool("ok", out.Result.OK()))
+				log.Info("the run's outcome was taken", zap.Bool("ok", out.Result.OK()), zap.String("error", out.Err))
 			}
 			return
 		}
