@@ -30,15 +30,21 @@ import (
 // prompt says to the files and prints the two lines of stream-json a run
 // needs. The end-to-end night (e2e) runs the real CLI.
 
-// fakeClaude writes a claude that runs the prompt as a shell command in
-// its working directory, then reports success.
+// fakeClaude writes a claude that runs the prompt as shell commands in
+// its working directory, then reports success. A prompt "A;;B" runs A
+// before the session's init line and B after it, so that a test that
+// sees the run's init event knows A is done.
 func fakeClaude(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "claude")
 	script := `#!/bin/sh
 prompt="$2"
-sh -c "$prompt" >/dev/null 2>&1
+before="${prompt%%;;*}"
+after=""
+case "$prompt" in *";;"*) after="${prompt#*;;}" ;; esac
+sh -c "$before" >/dev/null 2>&1
 echo '{"type":"system","subtype":"init","session_id":"s-1","tools":[],"model":"m"}'
+sh -c "$after" >/dev/null 2>&1
 echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"result":"done","session_id":"s-1"}'
 `
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
@@ -472,5 +478,35 @@ func TestAStoppingWorkerGivesItsRunBackAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(rig.g.traceTexts(), "gave the run back") {
 		t.Errorf("no trace says a gave the run back:\n%s", rig.g.traceTexts())
+	}
+}
+
+func TestCancellingARunStopsItOnItsWorkerAndLandsWhatItLeft(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	ctx, cancel := context.WithCancel(context.Background())
+	began := make(chan struct{}, 1)
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(ctx, spec("run-0001", dir, `echo started > started.txt;; sleep 600`, tok), nil,
+			func(ev agents.Event) {
+				if ev.Kind == "init" {
+					began <- struct{}{}
+				}
+			})
+	}()
+	<-began // started.txt is written in the worker's clone
+	cancel()
+	res := <-done
+	if res.Ended != agents.EndCancelled {
+		t.Errorf("ended %q, want cancelled", res.Ended)
+	}
+	// Only the worker's outcome brings the file: without the word to stop,
+	// the run sleeps on, and the executor gives up after CancelGrace with
+	// nothing landed.
+	if _, err := os.Stat(filepath.Join(dir, "started.txt")); err != nil {
+		t.Errorf("what the cancelled run left did not land: %v", err)
 	}
 }
