@@ -26,6 +26,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -443,7 +444,7 @@ func refuseLinks(root, rel string) error {
 // feature list (its tester's claim, read as a local run's write of it
 // is) and evidence.
 func mayReturn(rel string) bool {
-	return rel == "feature_list.json" || strings.HasPrefix(rel, paths.EvidenceDir+"/")
+	return rel == progress.FeatureListFile || strings.HasPrefix(rel, progress.EvidenceDir+"/")
 }
 
 // publish puts r's current attempt on the work queue.

@@ -233,7 +233,7 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	tok := rig.g.register("run-0001")
 	var events []agents.Event
 	res := rig.e.Run(context.Background(),
-		featureSpec(feature, "run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log`, tok),
+		featureSpec(feature, "run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log && echo claimed > .claude/progress/feature-list.json && echo mine > .claude/progress/goal.md`, tok),
 		func(int) { t.Error("onStart called for a worker's process") },
 		func(ev agents.Event) { events = append(events, ev) })
 	if res.Err != nil || !res.OK() {
@@ -247,6 +247,12 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, ".claude/progress/evidence/F-001/log")); err != nil || string(got) != "ok\n" {
 		t.Errorf("the run's evidence in the lane = %q, %v", got, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, ".claude/progress/feature-list.json")); string(got) != "claimed\n" {
+		t.Errorf("the feature list the run wrote did not land: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude/progress/goal.md")); !os.IsNotExist(err) {
+		t.Errorf("a goal the run wrote landed (%v); only the feature list and evidence may", err)
 	}
 	if d := rig.g.relocated["run-0001"]; d == "" || strings.HasPrefix(d, dir) {
 		t.Errorf("the run's hooks were read against %q; want the worker's clone", d)
