@@ -76,6 +76,7 @@ func ListenRelay(socket string, nc *nats.Conn, subject string) (*Relay, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       server.ConnContext, // who connects, for CheckRequest
 	}
 	go func() {
 		defer close(r.served)
@@ -110,6 +111,12 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	defer r.inFlight.Done()
 
+	// The socket's modes keep other users out; this holds as the
+	// daemon's socket holds, whatever the modes.
+	if err := server.CheckRequest(req); err != nil {
+		server.WriteError(w, err)
+		return
+	}
 	if req.Method != http.MethodPost || req.URL.Path != hookRoute {
 		server.WriteError(w, &control.APIError{HTTPStatus: http.StatusNotFound, Code: control.CodeForStatus(http.StatusNotFound),
 			Message: fmt.Sprintf("no such endpoint: %s %s (a worker's hook relay serves only POST %s)", req.Method, req.URL.Path, hookRoute)})

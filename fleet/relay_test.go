@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -341,5 +342,34 @@ func TestRelayCarriesLargePayloads(t *testing.T) {
 	}
 	if n := <-got; n != len(payload) {
 		t.Errorf("the daemon got %d bytes of payload, want %d", n, len(payload))
+	}
+}
+
+// TestRelayRefusesWebPages: as the daemon's socket, the relay refuses a
+// request with an Origin or a Referer, before the daemon is asked.
+func TestRelayRefusesWebPages(t *testing.T) {
+	_, socket, _, s := relayOf(t)
+	respond(t, s.Conn(), s.Subjects().Worker("a").Hook, func(c HookCall) HookAnswer {
+		t.Errorf("the daemon was asked %+v", c)
+		return HookAnswer{}
+	})
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	defer client.CloseIdleConnections()
+	for _, header := range []string{"Origin", "Referer"} {
+		t.Run(header, func(t *testing.T) {
+			body, _ := json.Marshal(preToolUse("/w/src/x.go"))
+			req, _ := http.NewRequest(http.MethodPost, "http://ctxgraphd"+hookRoute, bytes.NewReader(body))
+			req.Header.Set(header, "https://example.com")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("a request with %s: %s, want 403", header, resp.Status)
+			}
+		})
 	}
 }

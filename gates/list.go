@@ -28,29 +28,14 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 		if err != nil {
 			return nil // the tool will fail by itself
 		}
-		text := string(cur)
-		edits := in.Edits
-		if tool == "Edit" {
-			edits = append(edits[:0:0], struct {
-				OldString  string `json:"old_string"`
-				NewString  string `json:"new_string"`
-				ReplaceAll bool   `json:"replace_all"`
-			}{in.OldString, in.NewString, in.ReplaceAll})
+		text, ok := applyEdits(string(cur), tool, in)
+		if !ok && s.Remote {
+			// The list as the daemon knows it, not the run's file: the
+			// tool may well find what is not here.
+			return listUnseen(m)
 		}
-		for _, e := range edits {
-			if e.OldString == "" || !strings.Contains(text, e.OldString) {
-				if s.Remote {
-					// The list as the daemon knows it, not the run's
-					// file: the tool may well find what is not here.
-					return listUnseen(m)
-				}
-				return nil // the tool will refuse it
-			}
-			if e.ReplaceAll {
-				text = strings.ReplaceAll(text, e.OldString, e.NewString)
-			} else {
-				text = strings.Replace(text, e.OldString, e.NewString, 1)
-			}
+		if !ok {
+			return nil // the tool will refuse it
 		}
 		next = []byte(text)
 	default:
@@ -74,6 +59,50 @@ func judgeFeatureList(m Modes, a Actor, s State, tool, path string, in ToolInput
 		}
 	}
 	return nil
+}
+
+// applyEdits is text as an Edit or a MultiEdit with input in leaves it;
+// false when the tool would refuse the edit (a string it does not find).
+func applyEdits(text, tool string, in ToolInput) (string, bool) {
+	edits := in.Edits
+	if tool == "Edit" {
+		edits = append(edits[:0:0], struct {
+			OldString  string `json:"old_string"`
+			NewString  string `json:"new_string"`
+			ReplaceAll bool   `json:"replace_all"`
+		}{in.OldString, in.NewString, in.ReplaceAll})
+	}
+	for _, e := range edits {
+		if e.OldString == "" || !strings.Contains(text, e.OldString) {
+			return "", false
+		}
+		if e.ReplaceAll {
+			text = strings.ReplaceAll(text, e.OldString, e.NewString)
+		} else {
+			text = strings.Replace(text, e.OldString, e.NewString, 1)
+		}
+	}
+	return text, true
+}
+
+// ListAfter is the feature list as p, a Write or an Edit of it, leaves
+// it, read through s (ReadFile, for a Remote run); false when that cannot
+// be known. The daemon keeps it for a run on a worker, whose file it
+// cannot read, to judge the run's next Edit of the list against.
+func ListAfter(s State, p *Payload) ([]byte, bool) {
+	in := p.Input()
+	switch p.ToolName {
+	case "Write":
+		return []byte(in.Content), true
+	case "Edit", "MultiEdit":
+		cur, err := s.read(s.resolve(toolPath(p.ToolName, in)))
+		if err != nil {
+			return nil, false
+		}
+		text, ok := applyEdits(string(cur), p.ToolName, in)
+		return []byte(text), ok
+	}
+	return nil, false
 }
 
 // listUnseen refuses an Edit of the feature list of a Remote run that

@@ -417,18 +417,21 @@ func (j *Judge) state(rg *run) gates.State {
 
 // remoteFiles is what the gates may read of a run on a worker, whose files
 // are not here: its feature list as the daemon knows the run has it (what
-// its last Write of it put there, or the list it was given, as the daemon
-// writes a list), for an Edit of it to be judged. Any other file of the
-// run is unknown.
+// its last Write or Edit of it left there, or the list it was given, as
+// the daemon writes a list), for an Edit of it to be judged. Any other
+// file of the run, or the list after an edit the daemon could not apply
+// (let through in warn mode), is unknown.
 func remoteFiles(rg *run, l *progress.List) func(string) ([]byte, error) {
 	listPath := filepath.Join(rg.root.Dir, paths.ProgressDir, progress.FeatureListFile)
-	written := rg.listWrite
+	written, edited := rg.listWrite, rg.listEdited
 	return func(p string) ([]byte, error) {
 		switch {
 		case p != listPath:
 			return nil, fmt.Errorf("%s is on the run's worker", p)
 		case written != nil:
 			return written, nil
+		case edited:
+			return nil, fmt.Errorf("%s is on the run's worker, and the daemon does not know what an edit left in it", p)
 		case l != nil:
 			return l.Marshal(), nil
 		}
@@ -563,9 +566,15 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 			rg.subagents++
 		}
 		if rg != nil && !d.Blocks() && gates.WritesFeatureList(state, p) {
-			if p.ToolName == "Write" {
+			switch {
+			case p.ToolName == "Write":
 				rg.listWrite = []byte(p.Input().Content)
-			} else {
+			case rg.remote:
+				// The run's list is on its worker: what the edit leaves
+				// is what its next Edit is judged against.
+				rg.listEdited = true
+				rg.listWrite, _ = gates.ListAfter(state, p)
+			default:
 				rg.listEdited = true
 			}
 		}

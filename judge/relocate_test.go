@@ -155,3 +155,50 @@ func TestReissue(t *testing.T) {
 		t.Errorf("ActorOf(new) = %+v, %v; want the tester", a, ok)
 	}
 }
+
+// The feature list of a run on a worker is not on this machine: its Edits
+// are judged against the list as the daemon knows the run has it (the
+// list it was given, then what each edit let through left), and an edit
+// that does not apply to that is refused, for a Write of the whole list.
+func TestRelocatedRunsListEdits(t *testing.T) {
+	f := newFixture(t, nil)
+	f.j.SetList(twoFeatures())
+	clone := "/w/clones/lane-1" // nothing of it is on this machine
+	token := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	if err := f.j.Relocate(token, clone, nil); err != nil {
+		t.Fatal(err)
+	}
+	listPath := filepath.Join(clone, ".claude/progress", progress.FeatureListFile)
+	edit := func(old, new string) map[string]any {
+		return map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Edit", "session_id": "s-1", "cwd": clone,
+			"tool_input": map[string]any{"file_path": listPath, "old_string": old, "new_string": new}}
+	}
+	// In order: each step's list is what the steps before it left.
+	steps := []struct {
+		name     string
+		old, new string
+		code     string // "" when the edit is let through
+	}{
+		{"its own feature in progress (the first pending)", `"status": "pending"`, `"status": "in_progress"`, ""},
+		{"the first pending is now the other feature's", `"status": "pending"`, `"status": "in_progress"`, "not_your_feature"},
+		{"its feature, as the first edit left it, completed", `"status": "in_progress"`, `"status": "completed"`, ""},
+		{"what is not in the list as known", `"status": "blocked"`, `"status": "completed"`, "feature_list_unseen"},
+		{"a write of the whole list, as the last edit left it", "", "", ""},
+	}
+	for _, st := range steps {
+		p := edit(st.old, st.new)
+		if st.old == "" {
+			l := twoFeatures()
+			l.Features[0].Status = progress.Completed
+			p = writePayload(listPath)
+			p["tool_input"].(map[string]any)["content"] = string(l.Marshal())
+		}
+		d := f.mustHook(token, "pre-tool-use", p)
+		switch {
+		case st.code == "" && d != nil:
+			t.Fatalf("%s: refused %+v", st.name, d)
+		case st.code != "" && (d == nil || d.Code != st.code):
+			t.Fatalf("%s: decision %+v, want %s", st.name, d, st.code)
+		}
+	}
+}

@@ -13,7 +13,7 @@ func SetAllowPeer(s *Server, allow func(uid int) bool) { s.allowPeer = allow }
 // SameUserOrRoot is the default peer rule.
 var SameUserOrRoot = sameUserOrRoot
 
-// ServeAs serves r as a connection whose peer connContext described so:
+// ServeAs serves r as a connection whose peer ConnContext described so:
 // uid and pid as the kernel said (pid 0 where the platform does not say),
 // known false where the platform cannot tell, err when reading failed.
 // It plays platforms and failures a test cannot produce on Linux.
@@ -21,7 +21,7 @@ func ServeAs(s *Server, w http.ResponseWriter, r *http.Request, uid, pid int, kn
 	s.serveHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, peer{uid: uid, pid: pid, known: known, err: err})))
 }
 
-// ServeWithoutPeer serves r as a connection connContext never saw.
+// ServeWithoutPeer serves r as a connection ConnContext never saw.
 func ServeWithoutPeer(s *Server, w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r) }
 
 // HeaderTimeout is how long the server waits for a request's headers.

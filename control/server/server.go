@@ -82,7 +82,7 @@ func New(loop control.Loop, gates control.Gates, records control.Records, fleet 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       connContext,
+		ConnContext:       ConnContext,
 		ErrorLog:          errLog,
 	}
 	s.loopRoutes()
@@ -226,15 +226,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	// A web page can make a browser send requests to local HTTP servers; it
-	// cannot reach a Unix socket today, but a proxy or a future browser
-	// might. Nothing legitimate here sends these headers.
-	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
-		WriteError(w, &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
-			Message: "requests with an Origin or Referer header are refused: the control socket is not for web pages"})
-		return
-	}
-	if err := s.checkPeer(r.Context()); err != nil {
+	if err := checkRequest(r, s.allowPeer); err != nil {
 		WriteError(w, err)
 		return
 	}
@@ -265,6 +257,27 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	WriteError(w, e)
 }
 
+// CheckRequest refuses what no socket of the daemon's serves, before any
+// route: a request of a web page, and one of another user (of the
+// process's own user and root alone; see checkPeer). The connection's
+// server must read its peers with ConnContext. A worker's hook relay
+// holds its socket to this, as the daemon holds its own.
+func CheckRequest(r *http.Request) error {
+	return checkRequest(r, sameUserOrRoot(os.Geteuid()))
+}
+
+// checkRequest is CheckRequest with allowPeer as the rule of who may ask.
+func checkRequest(r *http.Request, allowPeer func(uid int) bool) error {
+	// A web page can make a browser send requests to local HTTP servers; it
+	// cannot reach a Unix socket today, but a proxy or a future browser
+	// might. Nothing legitimate here sends these headers.
+	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
+			Message: "requests with an Origin or Referer header are refused: the control socket is not for web pages"}
+	}
+	return checkPeer(r.Context(), allowPeer)
+}
+
 type peerKey struct{}
 
 // peer is what ConnContext learned about the connecting process.
@@ -275,9 +288,10 @@ type peer struct {
 	err   error
 }
 
-// connContext reads the peer credentials once per connection, when the
-// kernel can still vouch for them, for checkPeer to use on each request.
-func connContext(ctx context.Context, c net.Conn) context.Context {
+// ConnContext reads the peer credentials once per connection, when the
+// kernel can still vouch for them, for checkPeer to use on each request:
+// an http.Server's ConnContext on a Unix socket.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	uid, pid, known, err := peerCred(c)
 	return context.WithValue(ctx, peerKey{}, peer{uid: uid, pid: pid, known: known, err: err})
 }
@@ -285,14 +299,14 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // checkPeer refuses other users. The socket's modes already keep them out;
 // this holds even when the socket sits in a shared directory or its mode
 // was loosened by hand.
-func (s *Server) checkPeer(ctx context.Context) error {
+func checkPeer(ctx context.Context, allowPeer func(uid int) bool) error {
 	p, ok := ctx.Value(peerKey{}).(peer)
 	switch {
 	case !ok:
 		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden, Message: "connection without peer credentials"}
 	case p.err != nil:
 		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden, Message: "cannot read the credentials of the connecting process: " + p.err.Error()}
-	case p.known && !s.allowPeer(p.uid):
+	case p.known && !allowPeer(p.uid):
 		return &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeForbidden,
 			Message: fmt.Sprintf("uid %d may not control this daemon, which runs as uid %d", p.uid, os.Geteuid())}
 	}
