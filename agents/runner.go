@@ -121,7 +121,8 @@ type Event struct {
 }
 
 // EventWorker is the kind of event that says which worker (Detail) runs
-// the run, when an executor runs it on another machine.
+// the run, when an executor runs it on another machine; "" when it waits
+// for one.
 const EventWorker = "worker"
 
 // Result is what a run came to, read from its exit and its stream.

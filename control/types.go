@@ -92,8 +92,10 @@ type RunInfo struct {
 	ToolCalls int    `json:"tool_calls"`
 	LastTool  string `json:"last_tool,omitempty"`
 	// Worker is the worker that runs it (executor: nats), "" on the
-	// daemon's own machine.
-	Worker string `json:"worker,omitempty"`
+	// daemon's own machine; WaitingForWorker, that it is on the fleet's
+	// queue and no worker has taken it (yet, or again after one was lost).
+	Worker           string `json:"worker,omitempty"`
+	WaitingForWorker bool   `json:"waiting_for_worker,omitempty"`
 }
 
 // Status is the answer of GET /v1/status and of `ctxgraphd ctl status

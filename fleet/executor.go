@@ -204,7 +204,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
 	e.mu.Unlock()
 	defer e.forget(r)
-	if err := e.publish(ctx, r); err != nil {
+	if err := e.publish(ctx, r, onEvent); err != nil {
 		return fail(err)
 	}
 
@@ -222,7 +222,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 					zap.String("run", spec.RunID), zap.Int("attempt", r.attempt))
 			}
 		case <-lost.C:
-			if err := e.redeliver(ctx, r, "its worker stopped sending heartbeats"); err != nil {
+			if err := e.redeliver(ctx, r, "its worker stopped sending heartbeats", onEvent); err != nil {
 				return fail(err)
 			}
 		case m := <-r.msgs:
@@ -242,7 +242,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 			case Outcome:
 				lost.Stop()
 				if m.GivenBack != "" {
-					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack); err != nil {
+					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack, onEvent); err != nil {
 						return fail(err)
 					}
 					continue
@@ -447,8 +447,10 @@ func mayReturn(rel string) bool {
 	return rel == progress.FeatureListFile || strings.HasPrefix(rel, progress.EvidenceDir+"/")
 }
 
-// publish puts r's current attempt on the work queue.
-func (e *Executor) publish(ctx context.Context, r *remote) error {
+// publish puts r's current attempt on the work queue, and says that the
+// run waits for a worker.
+func (e *Executor) publish(ctx context.Context, r *remote, onEvent func(agents.Event)) error {
+	onEvent(agents.Event{Time: time.Now(), RunID: r.spec.RunID, Kind: agents.EventWorker})
 	e.mu.Lock()
 	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base}
 	e.mu.Unlock()
@@ -461,7 +463,7 @@ func (e *Executor) publish(ctx context.Context, r *remote) error {
 }
 
 // redeliver gives r's attempt up and publishes the next, with a new token.
-func (e *Executor) redeliver(ctx context.Context, r *remote, why string) error {
+func (e *Executor) redeliver(ctx context.Context, r *remote, why string, onEvent func(agents.Event)) error {
 	e.mu.Lock()
 	old, oldAttempt := r.worker, r.attempt
 	token, ok := e.opts.Gates.Reissue(r.token)
@@ -481,7 +483,7 @@ func (e *Executor) redeliver(ctx context.Context, r *remote, why string) error {
 	if old != "" {
 		e.tell(old, Control{Run: r.spec.RunID, Attempt: oldAttempt, Cancel: "the daemon gave this attempt to another worker: " + why})
 	}
-	return e.publish(ctx, r)
+	return e.publish(ctx, r, onEvent)
 }
 
 // cancel ends r's run when the loop asks: its worker is told, and has

@@ -257,8 +257,8 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	if d := rig.g.relocated["run-0001"]; d == "" || strings.HasPrefix(d, dir) {
 		t.Errorf("the run's hooks were read against %q; want the worker's clone", d)
 	}
-	if len(events) == 0 || events[0].Kind != "worker" || events[0].Detail != "a" {
-		t.Errorf("first event %+v; want which worker took the run", events)
+	if len(events) < 2 || events[0].Kind != agents.EventWorker || events[0].Detail != "" || events[1].Kind != agents.EventWorker || events[1].Detail != "a" {
+		t.Errorf("first events %+v; want that the run waits for a worker, then which worker took it", events)
 	}
 	refs, _ := exec.Command("git", "-C", dir, "for-each-ref", "refs/ctxgraphd/").CombinedOutput()
 	if len(refs) != 0 {
@@ -465,7 +465,7 @@ func TestAStoppingWorkerGivesItsRunBackAtOnce(t *testing.T) {
 	go func() {
 		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `sleep ${NAP:-0}; echo done > done.txt`, tok), nil,
 			func(ev agents.Event) {
-				if ev.Kind == agents.EventWorker {
+				if ev.Kind == agents.EventWorker && ev.Detail != "" {
 					took <- ev.Detail
 				}
 			})

@@ -91,6 +91,7 @@ type liveRun struct {
 	toolCalls int
 	lastTool  string
 	worker    string // the worker running it (fleet), "" here
+	waiting   bool   // on the fleet's queue, taken by no worker
 }
 
 // onRunEvent follows a run's stream, on the run's goroutine.
@@ -108,7 +109,7 @@ func (o *Orchestrator) onRunEvent(runID string, ev agents.Event) {
 			l.lastTool += ": " + ev.Detail
 		}
 	case agents.EventWorker:
-		l.worker = ev.Detail
+		l.worker, l.waiting = ev.Detail, ev.Detail == ""
 	default:
 		return
 	}
@@ -178,7 +179,8 @@ func (o *Orchestrator) Status(context.Context) (control.Status, error) {
 	st := *o.view.snap.Load()
 	withLive := func(r control.RunInfo) control.RunInfo {
 		if l, ok := o.view.lives.Load(r.ID); ok {
-			r.ToolCalls, r.LastTool, r.Worker = l.(*liveRun).toolCalls, l.(*liveRun).lastTool, l.(*liveRun).worker
+			lr := l.(*liveRun)
+			r.ToolCalls, r.LastTool, r.Worker, r.WaitingForWorker = lr.toolCalls, lr.lastTool, lr.worker, lr.waiting
 		}
 		return r
 	}

@@ -304,6 +304,9 @@ func runLine(r *control.RunInfo, now time.Time) string {
 	if r.Worker != "" {
 		details = append(details, "on worker "+r.Worker)
 	}
+	if r.WaitingForWorker {
+		details = append(details, "waiting for a worker")
+	}
 	if !r.StartedAt.IsZero() {
 		details = append(details, "for "+durationText(now.Sub(r.StartedAt)))
 	}

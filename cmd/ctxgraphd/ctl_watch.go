@@ -138,6 +138,9 @@ func renderWatch(st control.Status, now time.Time) string {
 		if r.Worker != "" {
 			what += " on worker " + r.Worker
 		}
+		if r.WaitingForWorker {
+			what += " waiting for a worker"
+		}
 		fmt.Fprintf(tw, "%s\t%s  %s  %s  %s\n", label, r.ID, what, durationText(now.Sub(r.StartedAt)), plural(r.ToolCalls, "tool call"))
 		if r.LastTool != "" {
 			fmt.Fprintf(tw, "last tool\t%s\n", textcut.Runes(textcut.Fold(r.LastTool), 90))

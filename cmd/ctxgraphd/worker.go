@@ -90,7 +90,7 @@ back to the daemon, which hands them to another worker.`,
 		},
 	}
 	cmd.Flags().StringVar(&url, "nats", "", "the daemon's NATS server, e.g. nats://daemon-host:4222 (tls:// with nats.tls)")
-	cmd.Flags().StringVar(&creds, "creds", "", "this worker's credentials file, from `ctxgraphd ctl workers add NAME`")
+	cmd.Flags().StringVar(&creds, "creds", "", "this worker's credentials FILE, as ctxgraphd ctl workers add NAME wrote it")
 	cmd.Flags().IntVar(&slots, "slots", 1, "lanes this machine runs at once")
 	cmd.Flags().StringVar(&dir, "dir", "", "where the lanes' clones are made (default: $XDG_STATE_HOME/ctxgraphd/worker-PROJECT-NAME)")
 	cmd.Flags().StringVar(&claude, "claude", "claude", "the Claude Code CLI, with this machine's login")
