@@ -122,7 +122,8 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 		}
 		for _, l := range append(asList(st["lanes"]), st["current"]) {
 			m, _ := l.(map[string]any)
-			if m["worker"] == "w1" && m["role"] == "coding-agent" {
+			// Mid-lane: the agent works in w1's clone (a tool call seen).
+			if calls, _ := m["tool_calls"].(float64); m["worker"] == "w1" && m["role"] == "coding-agent" && calls > 0 {
 				victim, _ = m["feature"].(string)
 				return true
 			}

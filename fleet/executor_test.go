@@ -165,12 +165,13 @@ type fleetRig struct {
 	e     *Executor
 	g     *gatesRecord
 	creds map[string]string
+	dirs  map[string]string // the workers' directories, by name
 }
 
 func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *fleetRig {
 	t.Helper()
 	s := start(t, Config{})
-	r := &fleetRig{s: s, g: newGates(), creds: map[string]string{}}
+	r := &fleetRig{s: s, g: newGates(), creds: map[string]string{}, dirs: map[string]string{}}
 	for _, w := range workers {
 		r.creds[w] = addWorker(t, s, w).Path
 	}
@@ -195,8 +196,10 @@ func (r *fleetRig) worker(t *testing.T, name, claude string, env ...string) (sto
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	dir := t.TempDir()
+	r.dirs[name] = dir
 	go func() {
-		done <- RunWorker(ctx, WorkerOptions{URL: r.s.ClientURL(), Credentials: c, Slots: 1, Dir: t.TempDir(), Claude: claude,
+		done <- RunWorker(ctx, WorkerOptions{URL: r.s.ClientURL(), Credentials: c, Slots: 1, Dir: dir, Claude: claude,
 			Env: append(append(os.Environ(), "HOME="+t.TempDir()), env...), Log: zaptest.NewLogger(t).Named(name)})
 	}()
 	var once sync.Once
@@ -519,4 +522,60 @@ func TestCancellingARunStopsItOnItsWorkerAndLandsWhatItLeft(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "started.txt")); err != nil {
 		t.Errorf("what the cancelled run left did not land: %v", err)
 	}
+}
+
+func TestARestartedDaemonsWorkersDropTheRunsOfTheOneBefore(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.e.Close()
+	// The daemon before: an executor on a connection of its own, which
+	// dies with it.
+	nc, err := rig.s.connectAsDaemon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := ExecutorOptions{
+		Gates: rig.g, OpenRepo: func(context.Context, string) (*gitrepo.Repo, error) { return repo, nil },
+		Heartbeat: 100 * time.Millisecond, Log: zaptest.NewLogger(t),
+	}
+	before, err := NewExecutor(context.Background(), nc, rig.s.Subjects(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	began := make(chan struct{}, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		before.Run(context.Background(), spec("run-0001", dir, `true;; sleep 600`, tok), nil, func(ev agents.Event) {
+			if ev.Kind == "init" {
+				began <- struct{}{}
+			}
+		})
+	}()
+	<-began
+	nc.Close() // the daemon is killed: it says nothing more
+	after, err := NewExecutor(context.Background(), rig.s.Conn(), rig.s.Subjects(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	lanes := filepath.Join(rig.dirs["a"], "lanes")
+	if !eventually.Within(30*time.Second, func() bool {
+		left, err := os.ReadDir(lanes)
+		return err == nil && len(left) == 0
+	}) {
+		t.Fatal("the worker still runs the run of the daemon before")
+	}
+	// The worker is free for the new daemon's runs.
+	tok2 := rig.g.register("run-0002")
+	res := after.Run(context.Background(), spec("run-0002", dir, `echo again > again.txt`, tok2), nil, func(agents.Event) {})
+	if !res.OK() {
+		t.Fatalf("a run of the new daemon: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "again.txt")); err != nil {
+		t.Error(err)
+	}
+	<-ended // the dead daemon's Run gives up (its connection is closed)
 }

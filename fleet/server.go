@@ -69,6 +69,8 @@ type Server struct {
 	// of the moment.
 	opts      server.Options
 	daemonKey string // the daemon's own user, a public NKey
+	// daemonSign signs the daemon's connections' challenges with its key.
+	daemonSign func([]byte) ([]byte, error)
 
 	mu sync.Mutex // serialises changes of the workers and their reloads
 }
@@ -132,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: the daemon's key: %w", err)
 	}
-	s := &Server{subjects: subjects, dir: cfg.Dir, daemonKey: daemonKey}
+	s := &Server{subjects: subjects, dir: cfg.Dir, daemonKey: daemonKey, daemonSign: daemon.Sign}
 	s.opts = server.Options{
 		ServerName: "ctxgraphd-" + cfg.Project,
 		Host:       host,
@@ -174,8 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.Shutdown()
 		return nil, fmt.Errorf("fleet: the NATS server did not accept connections within %s (is %s:%d free?)", startTimeout, host, port)
 	}
-	s.nc, err = nats.Connect("", nats.InProcessServer(ns), nats.Name("ctxgraphd daemon"),
-		nats.Nkey(daemonKey, daemon.Sign), nats.MaxReconnects(-1))
+	s.nc, err = s.connectAsDaemon()
 	if err != nil {
 		s.Shutdown()
 		return nil, fmt.Errorf("fleet: the daemon's connection: %w", err)
@@ -189,6 +190,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// connectAsDaemon opens a connection of the daemon's own user, in process.
+func (s *Server) connectAsDaemon() (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(s.ns), nats.Name("ctxgraphd daemon"),
+		nats.Nkey(s.daemonKey, s.daemonSign), nats.MaxReconnects(-1))
 }
 
 func storeDir(dir string) string   { return filepath.Join(dir, "jetstream") }
