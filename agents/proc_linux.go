@@ -51,7 +51,8 @@ func KillGroup(pgid int, runID, socket string) error {
 }
 
 // carriesRun reports whether process pid belongs to the run: it carries
-// both CTXGRAPH_RUN=runID and CTXGRAPH_SOCKET=socket. The run id alone is
+// both CTXGRAPH_RUN=runID (any run's, when runID is "") and
+// CTXGRAPH_SOCKET=socket. The run id alone is
 // not enough: ids count from run-000001 in every project, and the daemon
 // of one project must never kill another project's runs (or a hook a
 // person started by hand with such an id); the socket names the daemon.
@@ -62,11 +63,17 @@ func carriesRun(pid int, runID, socket string) bool {
 	}
 	var run, sock bool
 	for _, kv := range bytes.Split(env, []byte{0}) {
-		run = run || string(kv) == "CTXGRAPH_RUN="+runID
+		run = run || string(kv) == "CTXGRAPH_RUN="+runID || (runID == "" && bytes.HasPrefix(kv, []byte("CTXGRAPH_RUN=")))
 		sock = sock || string(kv) == "CTXGRAPH_SOCKET="+socket
 	}
 	return run && sock
 }
+
+// KillRuns kills every process of a run whose hooks ask on socket,
+// whatever its run: what the runs of a worker killed with -9 left, which
+// the worker started again finds by its relay's socket. It returns how
+// many it killed.
+func KillRuns(socket string) int { return killEscapees("", socket) }
 
 // killEscapees kills the processes that carry the run's identity but left
 // the run's process group (setsid, a daemonising double fork, bwrap's own

@@ -52,3 +52,26 @@ func groupExists(pgid int) bool {
 // killEscapees cannot read other processes' environments here (no /proc):
 // the run's process group is what is killed.
 func killEscapees(string, string) int { return 0 }
+
+// KillRuns kills every process of a run whose hooks ask on socket (see
+// proc_linux.go), read with ps: each process whose command line carries
+// CTXGRAPH_SOCKET=socket and a CTXGRAPH_RUN. It returns how many it
+// killed.
+func KillRuns(socket string) int {
+	out, err := exec.Command("ps", "-E", "-ww", "-A", "-o", "pid=,command=").Output()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || !slices.Contains(fields, "CTXGRAPH_SOCKET="+socket) ||
+			!slices.ContainsFunc(fields, func(f string) bool { return strings.HasPrefix(f, "CTXGRAPH_RUN=") }) {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[0]); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}

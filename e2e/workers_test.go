@@ -133,16 +133,17 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	w2 := p.startWorker("w2", url, c2, d2)
 	w1.cmd.Process.Signal(syscall.SIGKILL)
 	w1.cmd.Wait()
-	relay1 := fleet.RelaySocket(d1)
-	p.waitFor("the killed worker's runs to die with it", 30*time.Second, func() bool { return len(carrying(relay1)) == 0 })
 	// The kill left w1's clone; w1 started again (as systemd restarts it)
-	// clears it before it takes a lane.
+	// kills what its runs left running and clears the clone before it
+	// takes a lane.
 	left, _ := os.ReadDir(filepath.Join(d1, "lanes"))
 	if len(left) == 0 {
 		t.Fatal("the kill mid-lane left no clone on w1")
 	}
 	again := p.startWorker("w1", url, c1, d1)
 	p.waitFor("w1 started again", startWait, func() bool { return strings.Contains(again.log.String(), "worker ready") })
+	relay1 := fleet.RelaySocket(d1)
+	p.waitFor("the killed worker's runs to be gone", 30*time.Second, func() bool { return len(carrying(relay1)) == 0 })
 	for _, e := range left {
 		if _, err := os.Stat(filepath.Join(d1, "lanes", e.Name())); !os.IsNotExist(err) {
 			t.Errorf("the clone %s the kill left is still there after w1's restart (%v)", e.Name(), err)

@@ -124,10 +124,13 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 		return err
 	}
 	defer unlock()
-	// What a worker killed before this one left: its clones, their state
-	// and its relay's socket. Its runs' processes died with it
-	// (agents.Runner's Pdeathsig).
+	// What a worker killed before this one left: its runs' processes
+	// (claude dies with its worker, what it started in a sandbox of its own
+	// may not), its clones, their state and its relay's socket.
 	w.relaySock = RelaySocket(opts.Dir)
+	if n := agents.KillRuns(w.relaySock); n > 0 {
+		log.Info("killed what the runs of a worker killed before this one left", zap.Int("processes", n))
+	}
 	for _, d := range []string{w.lanesDir(), w.stateDir(), filepath.Join(opts.Dir, "index"), filepath.Dir(w.relaySock)} {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("worker: removing what an earlier worker left: %w", err)
