@@ -134,6 +134,11 @@ type NATS struct {
 	// machines can reach needs TLS (ListenIsLoopback).
 	Listen string `yaml:"listen"`
 	TLS    TLS    `yaml:"tls"`
+	// Monitor is the embedded server's monitoring listener (HTTP,
+	// /jsz and the like: the queue's depth for a scaler of workers),
+	// host:port; "": none. It has no authentication: it shows stream,
+	// consumer and connection figures, never a message or a credential.
+	Monitor string `yaml:"monitor"`
 }
 
 // TLS is the embedded server's certificate: PEM files, both or neither.

@@ -179,6 +179,8 @@ func buildRegistry() []*key {
 			help: "the embedded NATS server's TLS certificate (with its chain), PEM; with nats.tls.key, workers must connect with TLS", access: field(func(c *Config) *string { return &c.NATS.TLS.Cert })},
 		&key{name: "nats.tls.key", kind: kindString, what: "an absolute path to a PEM file, or empty", check: emptyOrAbs,
 			help: "the private key of nats.tls.cert, PEM", access: field(func(c *Config) *string { return &c.NATS.TLS.Key })},
+		&key{name: "nats.monitor", kind: kindString, what: "host:port, or empty", check: validListen,
+			help: "the embedded NATS server's monitoring listener (HTTP, unauthenticated: figures of the queue, for a scaler of workers such as KEDA); \"\": none", access: field(func(c *Config) *string { return &c.NATS.Monitor })},
 		&key{name: "notify.webhook", kind: kindString, what: "an http or https URL, or empty", check: validWebhook,
 			help: "POST each event (feature tested or blocked, session done, stopped or waiting) as JSON here", access: field(func(c *Config) *string { return &c.Notify.Webhook })},
 		&key{name: "notify.command", kind: kindString, what: "a shell command, or empty",

@@ -51,6 +51,11 @@ type Config struct {
 	// when set, the listener speaks TLS only. A Listen that is not
 	// loopback needs them.
 	TLSCert, TLSKey string
+	// Monitor is the server's monitoring listener, host:port (nats.monitor;
+	// port 0: one of the system's choosing); "": none. It serves the
+	// server's figures (/jsz: the work queue's depth, for a scaler of
+	// workers) without authentication, and never a message.
+	Monitor string
 	// Log receives the server's notices, warnings and errors; nil drops them.
 	Log *zap.Logger
 }
@@ -140,7 +145,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Host:       host,
 		Port:       port,
 		// 0 is "no monitoring port" (the server's own default, said
-		// here since a monitoring port would be a second listener).
+		// here since a monitoring port is a second listener), unless
+		// Monitor asks for one (below).
 		HTTPPort:  0,
 		NoSigs:    true, // the daemon owns the signals
 		NoLog:     cfg.Log == nil,
@@ -151,6 +157,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// server.ReadJSON) with room for the call around it. The
 		// server's default, 1 MiB, would refuse a Write the socket takes.
 		MaxPayload: maxPayload,
+	}
+	if cfg.Monitor != "" {
+		h, p, err := net.SplitHostPort(cfg.Monitor)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: monitor address %q: want host:port: %w", cfg.Monitor, err)
+		}
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: monitor address %q: want a port number from 0 to 65535", cfg.Monitor)
+		}
+		s.opts.HTTPHost, s.opts.HTTPPort = h, int(n)
+		if n == 0 {
+			s.opts.HTTPPort = server.RANDOM_PORT
+		}
 	}
 	if cfg.TLSCert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, MinVersion: tls.VersionTLS12})
@@ -286,6 +306,14 @@ func (s *Server) Subjects() Subjects { return s.subjects }
 // Listening on every interface, its host is 0.0.0.0: workers on other
 // machines use the machine's name, which the certificate names.
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// MonitorAddr is the monitoring listener's address, nil without one.
+func (s *Server) MonitorAddr() net.Addr {
+	if a := s.ns.MonitorAddr(); a != nil { // a nil *net.TCPAddr is no nil net.Addr
+		return a
+	}
+	return nil
+}
 
 // Conn is the daemon's own connection, in process and allowed everything.
 // It stays the server's: Shutdown closes it.

@@ -13,8 +13,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -354,5 +356,30 @@ func TestTLSListenerRefusesPlainConnections(t *testing.T) {
 	// And nats.go, asked for no TLS, does not get a connection.
 	if _, err := nats.Connect("nats://"+u.Host, nats.UserInfo("x", "y")); err == nil {
 		t.Error("a plain connection to the TLS listener was accepted")
+	}
+}
+
+// TestMonitorServesTheQueueForAScaler: with Monitor, the server's figures
+// (/jsz) show the work queue and its consumer, as KEDA's nats-jetstream
+// scaler reads them; without it, no HTTP listener at all (TestListens…).
+func TestMonitorServesTheQueueForAScaler(t *testing.T) {
+	s := start(t, Config{Monitor: "127.0.0.1:0"})
+	a := s.MonitorAddr()
+	if a == nil {
+		t.Fatal("no monitoring listener")
+	}
+	resp, err := http.Get("http://" + a.String() + "/jsz?consumers=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{s.Subjects().LanesStream(), `"` + s.Subjects().LanesConsumer() + `"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/jsz does not show %s:\n%.2000s", want, body)
+		}
+	}
+	if plain := start(t, Config{}); plain.MonitorAddr() != nil {
+		t.Errorf("a server without Monitor listens for HTTP on %v", plain.MonitorAddr())
 	}
 }

@@ -35,6 +35,7 @@ func startFleet(ctx context.Context, proj paths.Project, cfg *config.Config, log
 		Listen:  cfg.NATS.Listen,
 		TLSCert: cfg.NATS.TLS.Cert,
 		TLSKey:  cfg.NATS.TLS.Key,
+		Monitor: cfg.NATS.Monitor,
 		Log:     log.Named("fleet"),
 	})
 	if err != nil {
@@ -44,6 +45,9 @@ func startFleet(ctx context.Context, proj paths.Project, cfg *config.Config, log
 	// says it too.
 	log.Info("fleet started: workers connect to "+srv.ClientURL(), zap.String("url", srv.ClientURL()),
 		zap.String("fleet", name))
+	if a := srv.MonitorAddr(); a != nil {
+		log.Info("the fleet's figures are served on http://"+a.String()+"/jsz (nats.monitor)", zap.Stringer("monitor", a))
+	}
 	return srv, nil
 }
 
