@@ -97,6 +97,9 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.Pass),
 		feature("F-003", scriptedmodel.Pass),
+		// A coder that makes its test pass by rewriting it, with a
+		// redirection, sed, python3 and a script, on its worker.
+		feature("F-004", scriptedmodel.RewritesTest),
 	))
 	p.env = append(p.env, "CTXGRAPHD_EXECUTOR=nats", "CTXGRAPHD_LIMITS_PARALLEL=2")
 	daemon, log := p.start("--exit-when-done")
@@ -160,7 +163,7 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	case <-time.After(agentsWait):
 		t.Fatalf("the night did not end\n%s\nw2:\n%s", log, w2.log)
 	}
-	if got, want := states(p.featureList()), "F-001=tested F-002=tested F-003=tested"; got != want {
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested F-003=tested F-004=tested"; got != want {
 		t.Fatalf("final states %q, want %q\ndaemon:\n%s\nw2:\n%s", got, want, log, w2.log)
 	}
 	// The killed attempt is no attempt of the feature's: one coder and
@@ -181,6 +184,18 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 		got := strings.TrimSpace(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: "+id+"$", "HEAD"))
 		if got == "" || got != strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)) {
 			t.Errorf("%s's commit on the branch: %q", id, got)
+		}
+	}
+	// F-004's rewrite of its test never reached the branch: the worker's
+	// sandbox and hooks refused it, and attempt 1's tester found the test
+	// failing on the broken code; attempt 2, honest, was tested.
+	added := strings.TrimSpace(p.git("log", "--format=%H", "--diff-filter=A", "--", "tests/F-004.sh"))
+	if diff := p.git("diff", added, "HEAD", "--", "tests/F-004.sh"); added == "" || diff != "" {
+		t.Errorf("F-004's test changed on the branch since it was written (%s):\n%s", added, diff)
+	}
+	for _, r := range p.runs() {
+		if r.Feature == "F-004" && r.Role == "tester-agent" && r.Attempt == 1 && r.Outcome != "failed" {
+			t.Errorf("F-004's first tester %s ended %s: %s; want its test failing on the broken code", r.ID, r.Outcome, r.Summary)
 		}
 	}
 	if !strings.Contains(log.String(), "a worker was lost") || !strings.Contains(log.String(), victim) {
@@ -205,8 +220,8 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 			coders = append(coders, r)
 		}
 	}
-	if len(coders) != 3 {
-		t.Errorf("%d coding runs, want 3", len(coders))
+	if len(coders) != 5 {
+		t.Errorf("%d coding runs, want 5 (one a feature, two of F-004's)", len(coders))
 	}
 }
 

@@ -105,22 +105,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	host, port := "127.0.0.1", server.RANDOM_PORT
 	if cfg.Listen != "" {
-		h, p, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: listen address %q: want host:port: %w", cfg.Listen, err)
-		}
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: listen address %q: want a port number from 0 to 65535", cfg.Listen)
-		}
-		// An empty host is every interface, as net.Listen reads it; the
-		// server would read it as its default, 0.0.0.0, the same.
-		host, port = h, int(n)
-		if host == "" {
-			host = "0.0.0.0"
-		}
-		if port == 0 {
-			port = server.RANDOM_PORT
+		var err error
+		if host, port, err = listenAddr("listen", cfg.Listen); err != nil {
+			return nil, err
 		}
 	}
 	for _, d := range []string{storeDir(cfg.Dir), workersDir(cfg.Dir)} {
@@ -159,17 +146,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		MaxPayload: maxPayload,
 	}
 	if cfg.Monitor != "" {
-		h, p, err := net.SplitHostPort(cfg.Monitor)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: monitor address %q: want host:port: %w", cfg.Monitor, err)
-		}
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: monitor address %q: want a port number from 0 to 65535", cfg.Monitor)
-		}
-		s.opts.HTTPHost, s.opts.HTTPPort = h, int(n)
-		if n == 0 {
-			s.opts.HTTPPort = server.RANDOM_PORT
+		if s.opts.HTTPHost, s.opts.HTTPPort, err = listenAddr("monitor", cfg.Monitor); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.TLSCert != "" {
@@ -210,6 +188,29 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// listenAddr reads a listener's host:port (what names it in errors) as
+// the server takes it: an empty host is every interface, as net.Listen
+// reads it (the server would read it as its default, 0.0.0.0, the same),
+// and port 0 one of the system's choosing.
+func listenAddr(what, addr string) (host string, port int, err error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("fleet: %s address %q: want host:port: %w", what, addr, err)
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("fleet: %s address %q: want a port number from 0 to 65535", what, addr)
+	}
+	host, port = h, int(n)
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
 }
 
 // connectAsDaemon opens a connection of the daemon's own user, in process.
