@@ -36,7 +36,7 @@ import (
 type Gates interface {
 	Hook(ctx context.Context, token string, req control.HookRequest) (control.HookResponse, error)
 	// Relocate reads the run's hooks against its worker's clone.
-	Relocate(token, dir string, denied []string) error
+	Relocate(token, dir string, denied, writable []string) error
 	// Reissue gives the run a new token; the old one is refused from now.
 	Reissue(token string) (string, bool)
 	// ChangeRules are the rules the run's returned change set is held to.
@@ -303,9 +303,14 @@ func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base string)
 
 // remoteRun is spec as it crosses: no path of this machine.
 func (e *Executor) remoteRun(spec agents.Spec) (RemoteRun, error) {
+	// A conversation does not cross machines, nor clones: Claude Code keeps
+	// it by the working directory, which is the attempt's own clone, and on
+	// the machine that ran it. A resumed coder starts a new conversation
+	// under the same id instead; its command object carries what the
+	// attempts before it left (the precedent), as a fresh run's does.
 	rr := RemoteRun{
 		RunID: spec.RunID, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt,
-		SessionID: spec.SessionID, Resume: spec.Resume, Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt,
+		SessionID: spec.SessionID, Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt,
 		MaxBudgetUSD: spec.MaxBudgetUSD, Hooks: spec.Hooks, HookMatcher: spec.HookMatcher, Options: e.opts.Run,
 	}
 	if spec.Policy != nil {
@@ -664,7 +669,7 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	if r.spec.Policy != nil {
 		denied = Rooted(*r.spec.Policy, c.Dir).Denied()
 	}
-	if err := e.opts.Gates.Relocate(r.token, c.Dir, denied); err != nil {
+	if err := e.opts.Gates.Relocate(r.token, c.Dir, denied, c.Writable); err != nil {
 		e.mu.Unlock()
 		reply(m, Assignment{Refused: err.Error()})
 		return

@@ -90,7 +90,7 @@ func (g *gatesRecord) Hook(_ context.Context, token string, _ control.HookReques
 	return control.HookResponse{}, nil
 }
 
-func (g *gatesRecord) Relocate(token, dir string, _ []string) error {
+func (g *gatesRecord) Relocate(token, dir string, _, _ []string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("%q is not absolute", dir)
 	}

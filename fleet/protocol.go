@@ -56,6 +56,10 @@ type Claim struct {
 	// Dir is the worker's clone, where the run will work: the hooks' paths
 	// are read against it.
 	Dir string `json:"dir"`
+	// Writable are the directories outside Dir the run may write there:
+	// the worker's temp and caches, which its sandbox lets it write and
+	// its hooks' file tools then may too.
+	Writable []string `json:"writable,omitempty"`
 }
 
 // Assignment answers a Claim: the run is the worker's, or Refused says
@@ -81,15 +85,16 @@ const HeartbeatsMissed = 4
 // and no path of the daemon's machine. The worker remakes the settings,
 // the hooks and the sandbox, in its own clone and with its own paths.
 type RemoteRun struct {
-	RunID        string    `json:"run_id"`
-	Role         role.Role `json:"role"`
-	FeatureID    string    `json:"feature,omitempty"`
-	Attempt      int       `json:"attempt"`
-	SessionID    string    `json:"session_id"`
-	Resume       bool      `json:"resume,omitempty"`
-	Prompt       string    `json:"prompt"`
-	SystemPrompt string    `json:"system_prompt"`
-	MaxBudgetUSD float64   `json:"max_budget_usd,omitempty"`
+	RunID     string    `json:"run_id"`
+	Role      role.Role `json:"role"`
+	FeatureID string    `json:"feature,omitempty"`
+	Attempt   int       `json:"attempt"`
+	// SessionID is the conversation's id; a run on a worker never resumes
+	// one (Executor.remoteRun).
+	SessionID    string  `json:"session_id"`
+	Prompt       string  `json:"prompt"`
+	SystemPrompt string  `json:"system_prompt"`
+	MaxBudgetUSD float64 `json:"max_budget_usd,omitempty"`
 	// Hooks: the run's hooks are installed (HookMatcher is their
 	// PreToolUse matcher, gates.PreToolUseMatcher).
 	Hooks       bool   `json:"hooks"`

@@ -230,7 +230,7 @@ func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job,
 		msg.Term()
 		return Assignment{}, Job{}, false
 	}
-	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: w.clone(job)})
+	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: w.clone(job), Writable: w.writable()})
 	// Not the worker's context: a claim the daemon granted as the worker
 	// began to stop must still be known here, to be given back (run).
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -413,8 +413,7 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 		mine := []string{w.stateDir(), w.opts.Credentials.path, filepath.Dir(w.relaySock)}
 		pol.DenyWrite = append(pol.DenyWrite, mine...)
 		pol.DenyRead = append(pol.DenyRead, mine...)
-		writable, _ := sandbox.AgentWritable(w.env(), nil, w.opts.Dir, filepath.Dir(w.relaySock), os.TempDir(), w.getenv("HOME"))
-		pol.AllowWrite = append(pol.AllowWrite, writable...)
+		pol.AllowWrite = append(pol.AllowWrite, w.writable()...)
 		if err := pol.Prepare(); err != nil {
 			w.log.Warn("a directory runs may write could not be made", zap.Error(err))
 		}
@@ -432,11 +431,21 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	}, w.log.Named("agents"))
 	run, attempt := job.Run, job.Attempt
 	res := runner.Run(ctx, agents.Spec{
-		RunID: run, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt, SessionID: spec.SessionID, Resume: spec.Resume,
+		RunID: run, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt, SessionID: spec.SessionID,
 		Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt, Dir: dir, Settings: settings, Token: a.Token, MaxBudgetUSD: spec.MaxBudgetUSD,
 	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, PID: pid}) },
 		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Event: &ev}) })
 	return res, nil
+}
+
+// writable are the directories outside its clone a run may write on this
+// worker (its temp directory and the toolchains' caches): what its sandbox
+// lets it write, and what the daemon's hooks then let its file tools
+// write (Claim.Writable). Kept out: the worker's own directory, its
+// relay's, the system's temp directory and the home, which hold them.
+func (w *worker) writable() []string {
+	dirs, _ := sandbox.AgentWritable(w.env(), nil, w.opts.Dir, filepath.Dir(w.relaySock), os.TempDir(), w.getenv("HOME"))
+	return dirs
 }
 
 // env is the runs' base environment, with the worker's state directory

@@ -156,8 +156,12 @@ type run struct {
 	// root is the work tree the run works in: its hooks' paths and
 	// commands mean what they mean there.
 	root Root
-	// remote: root.Dir is on a worker (Relocate), not on this machine.
+	// remote: root.Dir is on a worker (Relocate), not on this machine;
+	// writable are then the directories outside it that the run may
+	// write there (its worker's temp and caches), in place of this
+	// machine's (Options.Writable).
 	remote     bool
+	writable   []string
 	pid        int
 	commands   []control.CommandRecord
 	stopBlocks int
@@ -279,12 +283,13 @@ func (j *Judge) Reissue(token string) (string, bool) {
 
 // Relocate says that the run of token works on another machine: in dir
 // there (a worker's clone of the lane), where its hooks' paths point, and
-// confined by a sandbox that denies it denied (as Confine). Its hooks are
+// confined by a sandbox that denies it denied (as Confine) and lets it
+// write writable outside dir (the worker's temp and caches). Its hooks are
 // judged against dir, by their paths alone (gates.State.Remote): nothing
 // of this machine's disk is read by a path of the run's. The run's
 // repository stays the lane's, where its result is judged. dir must be an
 // absolute, clean path.
-func (j *Judge) Relocate(token, dir string, denied []string) error {
+func (j *Judge) Relocate(token, dir string, denied, writable []string) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return fmt.Errorf("judge: a run's directory on its worker must be an absolute, clean path, not %q", dir)
 	}
@@ -297,7 +302,12 @@ func (j *Judge) Relocate(token, dir string, denied []string) error {
 	if rg == nil {
 		return errUnknownRun
 	}
-	rg.root.Dir, rg.remote, rg.denied = dir, true, denied
+	for _, w := range writable {
+		if !filepath.IsAbs(w) {
+			return fmt.Errorf("judge: a directory a run may write on its worker must be an absolute path, not %q", w)
+		}
+	}
+	rg.root.Dir, rg.remote, rg.denied, rg.writable = dir, true, denied, slices.Clone(writable)
 	return nil
 }
 
@@ -409,7 +419,7 @@ func (j *Judge) state(rg *run) gates.State {
 			s.List = rg.list
 		}
 		if rg.remote {
-			s.Remote, s.ReadFile = true, remoteFiles(rg, s.List)
+			s.Remote, s.ReadFile, s.Writable = true, remoteFiles(rg, s.List), rg.writable
 		}
 	}
 	return s

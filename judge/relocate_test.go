@@ -37,7 +37,8 @@ func TestRelocatedRunIsJudgedInItsClone(t *testing.T) {
 	}
 	coder := gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"}
 	relocated := f.j.RegisterIn(coder, lane)
-	if err := f.j.Relocate(relocated, clone, []string{filepath.Join(clone, "tests")}); err != nil {
+	workerTmp := "/worker/tmp/cgw-w1" // the worker's temp: its sandbox lets the run write there
+	if err := f.j.Relocate(relocated, clone, []string{filepath.Join(clone, "tests")}, []string{workerTmp}); err != nil {
 		t.Fatal(err)
 	}
 	inLane := f.j.RegisterIn(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-2"}, lane)
@@ -54,6 +55,9 @@ func TestRelocatedRunIsJudgedInItsClone(t *testing.T) {
 		{"its scope's path in the lane here", relocated, filepath.Join(lane.Dir, "src/x.go"), "outside_project"},
 		{"the frozen test in the lane here", relocated, filepath.Join(lane.Dir, "tests/frozen_test.go"), "outside_project"},
 		{"the daemon's files", relocated, filepath.Join(f.proj.StateDir, "x"), "daemon_files"},
+		{"its worker's temp directory", relocated, filepath.Join(workerTmp, "scratch.txt"), ""},
+		{"a near miss of its worker's temp directory", relocated, workerTmp + "x/scratch.txt", "outside_project"},
+		{"this machine's temp directory, not its worker's", relocated, filepath.Join(os.TempDir(), "scratch.txt"), "outside_project"},
 		// The same lane's run that stayed is judged as before.
 		{"a local run in the lane", inLane, filepath.Join(lane.Dir, "src/x.go"), ""},
 		{"a local run, the clone's path", inLane, filepath.Join(clone, "docs/x.md"), "outside_project"},
@@ -84,11 +88,11 @@ func TestRelocateRefuses(t *testing.T) {
 		{token, ""},
 		{"not-a-token", "/w/clone"},
 	} {
-		if err := f.j.Relocate(tt.token, tt.dir, nil); err == nil {
+		if err := f.j.Relocate(tt.token, tt.dir, nil, nil); err == nil {
 			t.Errorf("Relocate(%q, %q) = nil, want an error", tt.token, tt.dir)
 		}
 	}
-	if err := f.j.Relocate(token, "/w/clone", nil); err != nil {
+	if err := f.j.Relocate(token, "/w/clone", nil, nil); err != nil {
 		t.Errorf("Relocate of a known run to /w/clone: %v", err)
 	}
 }
@@ -165,7 +169,7 @@ func TestRelocatedRunsListEdits(t *testing.T) {
 	f.j.SetList(twoFeatures())
 	clone := "/w/clones/lane-1" // nothing of it is on this machine
 	token := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
-	if err := f.j.Relocate(token, clone, nil); err != nil {
+	if err := f.j.Relocate(token, clone, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	listPath := filepath.Join(clone, ".claude/progress", progress.FeatureListFile)
