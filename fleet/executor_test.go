@@ -24,6 +24,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 )
 
 // These tests run the executor and workers over a real embedded server,
@@ -578,4 +579,38 @@ func TestARestartedDaemonsWorkersDropTheRunsOfTheOneBefore(t *testing.T) {
 		t.Error(err)
 	}
 	<-ended // the dead daemon's Run gives up (its connection is closed)
+}
+
+// TestWhatAWorkersHooksDecidedAloneReachesTheDaemon: the records a run's
+// hooks spooled on its worker while the daemon was out of reach come
+// with its outcome and go to the daemon's spool, which it takes in as its
+// own hooks' (orchestrator.ingestSpool).
+func TestWhatAWorkersHooksDecidedAloneReachesTheDaemon(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	var mu sync.Mutex
+	var spooled []spool.Record
+	rig.e.opts.Spool = func(recs []spool.Record) {
+		mu.Lock()
+		spooled = append(spooled, recs...)
+		mu.Unlock()
+	}
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+	}()
+	job, _, nc := rig.silentWorker(t, "a")
+	rec := spool.Record{Event: "pre-tool-use", Run: job.Run, TokenHash: control.TokenHash(tok), Payload: json.RawMessage(`{"tool_name":"Write"}`)}
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Spooled: []spool.Record{rec},
+		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}})
+	if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(spooled) != 1 || spooled[0].TokenHash != rec.TokenHash || string(spooled[0].Payload) != string(rec.Payload) {
+		t.Errorf("the daemon's spool got %+v, want the worker's record", spooled)
+	}
 }
