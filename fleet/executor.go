@@ -192,9 +192,11 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 		return fail(err)
 	}
 	defer repo.DeleteRef(context.WithoutCancel(ctx), baseRef(spec.RunID), base)
-	if err := e.putBase(ctx, repo, base); err != nil {
+	dropBase, err := e.putBase(ctx, repo, base, spec.RunID)
+	if err != nil {
 		return fail(err)
 	}
+	defer dropBase()
 	rr, err := e.remoteRun(spec)
 	if err != nil {
 		return fail(err)
@@ -281,24 +283,30 @@ func (e *Executor) commitBase(ctx context.Context, repo *gitrepo.Repo, run strin
 	return commit, tree, nil
 }
 
-// putBase puts base's bundle in the base bucket, unless it is there.
-func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base string) error {
-	os, err := e.js.ObjectStore(ctx, e.subjects.BaseBucket())
+// putBase puts base's bundle in the base bucket under the run's id, and
+// returns the func that removes it once the run is over. A base is a
+// run's own (its commit holds the time it was made), and the bucket would
+// otherwise grow by a whole history a run.
+func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run string) (func(), error) {
+	bucket, err := e.js.ObjectStore(ctx, e.subjects.BaseBucket())
 	if err != nil {
-		return err
-	}
-	if _, err := os.GetInfo(ctx, base); err == nil {
-		return nil
+		return nil, err
 	}
 	var buf bytes.Buffer
 	if err := branch.WriteBase(ctx, repo, &buf, base); err != nil {
-		return err
+		return nil, err
 	}
 	if int64(buf.Len()) > e.opts.MaxBundleBytes {
-		return fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
+		return nil, fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
 	}
-	_, err = os.PutBytes(ctx, base, buf.Bytes())
-	return err
+	if _, err := bucket.PutBytes(ctx, run, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := bucket.Delete(context.WithoutCancel(ctx), run); err != nil {
+			e.log.Warn("could not remove a run's base bundle", zap.String("run", run), zap.Error(err))
+		}
+	}, nil
 }
 
 // remoteRun is spec as it crosses: no path of this machine.
@@ -457,11 +465,16 @@ func mayReturn(rel string) bool {
 func (e *Executor) publish(ctx context.Context, r *remote, onEvent func(agents.Event)) error {
 	onEvent(agents.Event{Time: time.Now(), RunID: r.spec.RunID, Kind: agents.EventWorker})
 	e.mu.Lock()
-	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base}
+	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base, Bundle: r.spec.RunID}
 	e.mu.Unlock()
 	data, err := json.Marshal(job)
 	if err != nil {
 		return err
+	}
+	if e.nc.IsClosed() {
+		// nats.go's JetStream publish on a closed connection leaves a
+		// goroutine of its own waiting forever (v1.55.0): say it here.
+		return nats.ErrConnectionClosed
 	}
 	_, err = e.js.Publish(ctx, e.subjects.Lanes(), data, jetstream.WithMsgID(ResultKey(job.Run, job.Attempt)))
 	return err

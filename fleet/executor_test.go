@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -267,6 +268,17 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	refs, _ := exec.Command("git", "-C", dir, "for-each-ref", "refs/ctxgraphd/").CombinedOutput()
 	if len(refs) != 0 {
 		t.Errorf("refs left behind:\n%s", refs)
+	}
+	// Nor bundles: the base's and the result's go with the run.
+	js, _ := jetstream.New(rig.s.Conn())
+	for _, b := range []string{rig.s.Subjects().BaseBucket(), rig.s.Subjects().ResultsBucket("a")} {
+		bucket, err := js.ObjectStore(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, err := bucket.List(context.Background()); !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			t.Errorf("bundles left in %s: %v (%v)", b, left, err)
+		}
 	}
 }
 

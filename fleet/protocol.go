@@ -43,7 +43,8 @@ type Job struct {
 	Run     string `json:"run"`
 	Attempt int    `json:"attempt"` // 1, then one more for every worker lost
 	Feature string `json:"feature,omitempty"`
-	Base    string `json:"base"` // the commit the worker clones, from the base bucket
+	Base    string `json:"base"`   // the commit the worker clones
+	Bundle  string `json:"bundle"` // its bundle's key in the base bucket
 	// Deadline: a Job still unclaimed then is stale (the daemon gave the
 	// attempt up, or restarted since).
 	Deadline time.Time `json:"deadline"`

@@ -365,9 +365,9 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err != nil {
 		return nil, fmt.Errorf("the base bundles: %w", err)
 	}
-	obj, err := bases.Get(ctx, job.Base)
+	obj, err := bases.Get(ctx, job.Bundle)
 	if err != nil {
-		return nil, fmt.Errorf("the base bundle %s: %w", job.Base, err)
+		return nil, fmt.Errorf("the base bundle %s: %w", job.Bundle, err)
 	}
 	defer obj.Close()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
@@ -537,6 +537,12 @@ func (w *worker) send(ctx context.Context, out Outcome, log *zap.Logger) {
 			json.Unmarshal(m.Data, &ans)
 			if ans.Refused != "" {
 				log.Info("the daemon refused the run's outcome", zap.String("why", ans.Refused))
+				if out.Tip != "" {
+					// No one will read it: the bucket is the worker's to keep.
+					if b, err := w.js.ObjectStore(ctx, w.fleet.ResultsBucket(w.opts.Credentials.Worker)); err == nil {
+						b.Delete(context.WithoutCancel(ctx), ResultKey(out.Run, out.Attempt))
+					}
+				}
 			} else {
 				log.Info("the run's outcome was taken", zap.Bool("ok", out.Result.OK()), zap.String("error", out.Err))
 			}
