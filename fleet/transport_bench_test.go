@@ -58,9 +58,11 @@ func writeFiles(tb testing.TB, dir string, files map[string][]byte) {
 	}
 }
 
-// transportProject makes the project, with its history, and returns it
-// and its head.
-func transportProject(b *testing.B) (*gitrepo.Repo, string, string) {
+// transportProject makes the project, with its history, and returns it,
+// its directory and its head. Packed, its objects are in a pack (`git
+// gc`), as a project's cloned or long used are; otherwise each is a loose
+// object, as commits leave them until git packs them.
+func transportProject(b *testing.B, packed bool) (*gitrepo.Repo, string, string) {
 	b.Helper()
 	ctx := b.Context()
 	dir, err := filepath.EvalSymlinks(b.TempDir())
@@ -94,6 +96,9 @@ func transportProject(b *testing.B) (*gitrepo.Repo, string, string) {
 		writeFiles(b, dir, changed)
 		git("add", "-A")
 		git("commit", "-q", "-m", fmt.Sprintf("change %d", c))
+	}
+	if packed {
+		git("gc", "-q")
 	}
 	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: filepath.Join(b.TempDir(), "index"), Exclude: []string{paths.ProgressDir}})
 	if err != nil {
@@ -140,7 +145,8 @@ func ms(d time.Duration, n int) float64 { return float64(d) / float64(n) / 1e6 }
 // the local lane's equivalent, timed apart, so that both see the same
 // machine.
 //
-// base: NATS, the daemon writes the base bundle (branch.WriteBase) and
+// base (of the project's objects loose, then packed: git reuses a pack's
+// deltas): NATS, the daemon writes the base bundle (branch.WriteBase) and
 // puts it in the base bucket (as Executor.putBase), the worker gets it and
 // clones it (branch.CloneBase, as its prepare); local, the lane's clone
 // the daemon makes (branch.Clone, gitrepo.AddClone: shared objects).
@@ -157,13 +163,14 @@ func ms(d time.Duration, n int) float64 { return float64(d) / float64(n) / 1e6 }
 // object is streamed into the clone or the import), and, of a result,
 // commit-ms (the snapshot and commit, the same work as local-ms).
 func BenchmarkLaneTransport(b *testing.B) {
-	b.Run("base", benchBaseTransport)
+	b.Run("base/loose", func(b *testing.B) { benchBaseTransport(b, false) })
+	b.Run("base/packed", func(b *testing.B) { benchBaseTransport(b, true) })
 	b.Run("result", benchResultTransport)
 }
 
-func benchBaseTransport(b *testing.B) {
+func benchBaseTransport(b *testing.B, packed bool) {
 	ctx := b.Context()
-	repo, _, head := transportProject(b)
+	repo, _, head := transportProject(b, packed)
 	s, daemon, worker := transportFleet(b)
 	put := bucket(b, daemon, s.Subjects().BaseBucket())
 	got := bucket(b, worker, s.Subjects().BaseBucket())
@@ -223,7 +230,7 @@ func benchBaseTransport(b *testing.B) {
 
 func benchResultTransport(b *testing.B) {
 	ctx := b.Context()
-	repo, projectDir, head := transportProject(b)
+	repo, projectDir, head := transportProject(b, false)
 	s, daemon, worker := transportFleet(b)
 	put := bucket(b, worker, s.Subjects().ResultsBucket("a"))
 	got := bucket(b, daemon, s.Subjects().ResultsBucket("a"))
