@@ -185,8 +185,10 @@ func runWorkersNight(b *testing.B, modelURL string, sc scriptedmodel.Scenario, o
 		b.Fatalf("the night on workers had %d runs, the workers took %d (%s)\n%s", len(runs), taken, strings.Join(perWorker, ", "), &log)
 	}
 	r := workersNight{wall: wall, inFlight: spans.Seconds() / wall.Seconds(), runs: len(runs)}
-	b.Logf("%s: %.1f s, %d runs, %.2f in flight on average; runs taken by worker: %s",
-		where, wall.Seconds(), r.runs, r.inFlight, strings.Join(perWorker, ", "))
+	b.Logf("%s: %.1f s, %d runs, %.2f in flight on average", where, wall.Seconds(), r.runs, r.inFlight)
+	if onWorkers {
+		b.Logf("runs taken by worker: %s", strings.Join(perWorker, ", "))
+	}
 	return r
 }
 
