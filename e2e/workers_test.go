@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,20 +30,35 @@ type workerProc struct {
 // daemon's NATS URL and the credentials file.
 func (p *project) addWorker(name string) (url, creds string) {
 	p.t.Helper()
+	return addWorker(p.t, p, name)
+}
+
+// startWorker starts a worker of slots slots with its own home (its own
+// Claude Code login: the scripted model's key) and directories.
+func (p *project) startWorker(name, url, creds, dir string, slots int) *workerProc {
+	p.t.Helper()
+	return startWorker(p.t, p.modelURL, name, url, creds, dir, slots)
+}
+
+// addWorker runs `ctl workers add name` in p, a test's or a benchmark's
+// project whose daemon is up, and reads the worker command it prints.
+func addWorker(tb testing.TB, p interface{ mustRun(...string) string }, name string) (url, creds string) {
+	tb.Helper()
 	out := p.mustRun("ctl", "workers", "add", name)
 	m := regexp.MustCompile(`ctxgraphd worker --nats (\S+) --creds (\S+)`).FindStringSubmatch(out)
 	if m == nil {
-		p.t.Fatalf("ctl workers add %s said no worker command:\n%s", name, out)
+		tb.Fatalf("ctl workers add %s said no worker command:\n%s", name, out)
 	}
 	return m[1], m[2]
 }
 
-// startWorker starts a worker with its own home (its own Claude Code
-// login: the scripted model's key) and directories.
-func (p *project) startWorker(name, url, creds, dir string) *workerProc {
-	p.t.Helper()
-	home := p.t.TempDir()
-	env := append(claudetest.Env(p.t, p.modelURL),
+// startWorker starts `ctxgraphd worker` with slots slots, its own home
+// and Claude Code login for the scripted model at modelURL, and dir; it
+// is stopped at the end of tb, its log shown if tb failed.
+func startWorker(tb testing.TB, modelURL, name, url, creds, dir string, slots int) *workerProc {
+	tb.Helper()
+	home := tb.TempDir()
+	env := append(claudetest.Env(tb, modelURL),
 		"PATH="+os.Getenv("PATH"),
 		"HOME="+home,
 		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
@@ -50,19 +66,19 @@ func (p *project) startWorker(name, url, creds, dir string) *workerProc {
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"GORACE=atexit_sleep_ms=0",
 	)
-	cmd := exec.Command(binary, "worker", "--nats", url, "--creds", creds, "--slots", "1", "--dir", dir, "--claude", claudetest.Binary(p.t))
+	cmd := exec.Command(binary, "worker", "--nats", url, "--creds", creds, "--slots", strconv.Itoa(slots), "--dir", dir, "--claude", claudetest.Binary(tb))
 	cmd.Dir, cmd.Env = home, env
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.WaitDelay = leftoverDelay
 	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	w := &workerProc{name: name, dir: dir, cmd: cmd, log: &log}
-	p.t.Cleanup(func() {
+	tb.Cleanup(func() {
 		w.stop()
-		if p.t.Failed() {
-			p.t.Logf("worker %s's log:\n%s", name, log.String())
+		if tb.Failed() {
+			tb.Logf("worker %s's log:\n%s", name, log.String())
 		}
 	})
 	return w
@@ -113,7 +129,7 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	url, c1 := p.addWorker("w1")
 	_, c2 := p.addWorker("w2")
 	d1, d2 := filepath.Join(p.t.TempDir(), "w1"), filepath.Join(p.t.TempDir(), "w2")
-	w1 := p.startWorker("w1", url, c1, d1)
+	w1 := p.startWorker("w1", url, c1, d1, 1)
 
 	// w1 alone takes the first lane; once it codes there, w2 comes, and
 	// w1 is killed mid-lane.
@@ -133,7 +149,7 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 		}
 		return false
 	})
-	w2 := p.startWorker("w2", url, c2, d2)
+	w2 := p.startWorker("w2", url, c2, d2, 1)
 	w1.cmd.Process.Signal(syscall.SIGKILL)
 	w1.cmd.Wait()
 	// The kill left w1's clone; w1 started again (as systemd restarts it)
@@ -143,7 +159,7 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	if len(left) == 0 {
 		t.Fatal("the kill mid-lane left no clone on w1")
 	}
-	again := p.startWorker("w1", url, c1, d1)
+	again := p.startWorker("w1", url, c1, d1, 1)
 	p.waitFor("w1 started again", startWait, func() bool { return strings.Contains(again.log.String(), "worker ready") })
 	relay1 := fleet.RelaySocket(d1)
 	p.waitFor("the killed worker's runs to be gone", 30*time.Second, func() bool { return len(carrying(relay1)) == 0 })
