@@ -567,6 +567,9 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	defer func() {
 		obj.Close()
 		bucket.Delete(context.WithoutCancel(ctx), key)
+		if len(o.Deps) > 0 {
+			bucket.Delete(context.WithoutCancel(ctx), DepsKey(r.spec.RunID, attempt))
+		}
 	}()
 	modes, actor, state, ok := e.opts.Gates.ChangeRules(e.tokenOf(r))
 	if !ok {
@@ -586,6 +589,13 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	if imp.Commit != o.Tip {
 		return refuse(fmt.Sprintf("its bundle's tip %s is not the tip %s its outcome names", gitrepo.Short(imp.Commit), gitrepo.Short(o.Tip)))
 	}
+	if len(o.Deps) > 0 {
+		// Before the tree: an archive that would write outside its
+		// directories refuses the result whole.
+		if err := e.landDeps(ctx, bucket, r, attempt, o.Deps); err != nil {
+			return refuse(err.Error())
+		}
+	}
 	changed, err := repo.ChangedPaths(ctx, baseTree, imp.Tree)
 	if err == nil {
 		err = repo.Restore(ctx, imp.Tree, changed)
@@ -603,6 +613,19 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 		res.Err = fmt.Errorf("putting worker %s's result in the lane's work tree: %w", worker, err)
 	}
 	return res
+}
+
+// landDeps unpacks the run's dependency directories into the lane's work
+// tree (unpackDeps), where the daemon's test run is lent them as a local
+// lane's.
+func (e *Executor) landDeps(ctx context.Context, bucket jetstream.ObjectStore, r *remote, attempt int, names []string) error {
+	key := DepsKey(r.spec.RunID, attempt)
+	obj, err := bucket.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("the run's dependencies %s: %w", key, err)
+	}
+	defer obj.Close()
+	return unpackDeps(r.dir, obj, names, e.opts.MaxBundleBytes)
 }
 
 func (e *Executor) forget(r *remote) {

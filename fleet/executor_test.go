@@ -238,7 +238,7 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	tok := rig.g.register("run-0001")
 	var events []agents.Event
 	res := rig.e.Run(context.Background(),
-		featureSpec(feature, "run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log && echo claimed > .claude/progress/feature-list.json && echo mine > .claude/progress/goal.md`, tok),
+		featureSpec(feature, "run-0001", dir, `echo made > made.txt && rm main.go && mkdir -p .claude/progress/evidence/F-001 && echo ok > .claude/progress/evidence/F-001/log && echo claimed > .claude/progress/feature-list.json && echo mine > .claude/progress/goal.md && mkdir -p node_modules/left-pad node_modules/.bin && echo pad > node_modules/left-pad/index.js && ln -s ../left-pad/index.js node_modules/.bin/left-pad`, tok),
 		func(int) { t.Error("onStart called for a worker's process") },
 		func(ev agents.Event) { events = append(events, ev) })
 	if res.Err != nil || !res.OK() {
@@ -258,6 +258,11 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".claude/progress/goal.md")); !os.IsNotExist(err) {
 		t.Errorf("a goal the run wrote landed (%v); only the feature list and evidence may", err)
+	}
+	// The dependencies the run installed came back, for the daemon's test
+	// run to be lent them.
+	if got, err := os.ReadFile(filepath.Join(dir, "node_modules/.bin/left-pad")); err != nil || string(got) != "pad\n" {
+		t.Errorf("the run's node_modules in the lane: %q, %v", got, err)
 	}
 	if d := rig.g.relocated["run-0001"]; d == "" || strings.HasPrefix(d, dir) {
 		t.Errorf("the run's hooks were read against %q; want the worker's clone", d)

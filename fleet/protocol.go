@@ -180,6 +180,10 @@ type Outcome struct {
 	// Progress are the files of .claude/progress that the run may write
 	// (the feature list, its evidence), as it left them.
 	Progress map[string][]byte `json:"progress,omitempty"`
+	// Deps name the dependency directories the run left in its clone
+	// (toolchain.DependencyDirs), whose archive is in the worker's results
+	// bucket under DepsKey.
+	Deps []string `json:"deps,omitempty"`
 	// Spooled are what the run's hooks decided alone while the daemon was
 	// out of reach, for the daemon to take in as it takes its own spool.
 	Spooled []spool.Record `json:"spooled,omitempty"`
@@ -199,6 +203,9 @@ type Control struct {
 	// an attempt given up), with why.
 	Cancel string `json:"cancel,omitempty"`
 }
+
+// DepsKey names an attempt's dependencies' archive in the worker's bucket.
+func DepsKey(run string, attempt int) string { return ResultKey(run, attempt) + ".deps" }
 
 // ResultKey names an attempt's result bundle in the worker's bucket.
 func ResultKey(run string, attempt int) string {

@@ -330,6 +330,8 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		out.Tip, err = w.putResult(ctx, repo, job, key)
 		if err != nil {
 			out.Err = fmt.Sprintf("the worker could not send the tree the run left: %v", err)
+		} else if out.Deps, err = w.putDeps(ctx, dir, job, a.MaxBundleBytes); err != nil {
+			out.Err = fmt.Sprintf("the worker could not send the run's dependencies: %v", err)
 		}
 		if out.Progress, err = readProgress(dir, mayReturn); err != nil {
 			log.Warn("could not read the run's progress files", zap.Error(err))
@@ -519,6 +521,24 @@ func (w *worker) putResult(ctx context.Context, repo *gitrepo.Repo, job Job, key
 	return tip, nil
 }
 
+// putDeps puts the archive of the dependency directories the run left in
+// dir, if any, in the worker's results bucket, and names them.
+func (w *worker) putDeps(ctx context.Context, dir string, job Job, limit int64) ([]string, error) {
+	var buf bytes.Buffer
+	names, err := packDeps(dir, &buf, limit)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	bucket, err := w.js.ObjectStore(ctx, w.fleet.ResultsBucket(w.opts.Credentials.Worker))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bucket.PutBytes(context.WithoutCancel(ctx), DepsKey(job.Run, job.Attempt), buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
 // send gives the daemon the outcome, trying again while it is away, for
 // as long as a run may wait for one (sendFor).
 func (w *worker) send(ctx context.Context, out Outcome, log *zap.Logger) {
@@ -541,6 +561,9 @@ func (w *worker) send(ctx context.Context, out Outcome, log *zap.Logger) {
 					// No one will read it: the bucket is the worker's to keep.
 					if b, err := w.js.ObjectStore(ctx, w.fleet.ResultsBucket(w.opts.Credentials.Worker)); err == nil {
 						b.Delete(context.WithoutCancel(ctx), ResultKey(out.Run, out.Attempt))
+						if len(out.Deps) > 0 {
+							b.Delete(context.WithoutCancel(ctx), DepsKey(out.Run, out.Attempt))
+						}
 					}
 				}
 			} else {

@@ -122,7 +122,7 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 //
 // The checkout is seen at the project's path whatever root is, so that a
 // test sees the same paths in every lane; the dependencies git does not
-// carry (depDirs) are root's, lent at the same place: a green run must
+// carry (toolchain.DependencyDirs) are root's, lent at the same place: a green run must
 // never have verified another tree's dependencies.
 func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, test string) TestResult {
 	root = j.root(root)
@@ -180,7 +180,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		jail.Env = append(jail.Env, toolchain.CgoTreeEnv(jail.Env, string(tree))...)
 	}
 	jail.DepsFrom = root.Dir
-	for _, d := range depDirs {
+	for _, d := range toolchain.DependencyDirs {
 		if lent, ok := deps[d]; ok {
 			jail.Deps = append(jail.Deps, lent)
 		}
@@ -335,12 +335,7 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
-// depDirs are the directories at the project's top that hold what a
-// build installs and git does not carry: where the tree has none, the
-// run's work tree's is lent to the test, read-only.
-var depDirs = []string{"node_modules", ".venv", "venv"}
-
-// lentDeps are the dependency directories (depDirs) a test run on
+// lentDeps are the dependency directories (toolchain.DependencyDirs) a test run on
 // checkout is lent, by name: those the checkout lacks, from root's work
 // tree; or, where a lane's work tree has none of its own (its agents
 // installed nothing yet, as before any code), from the project's own
@@ -348,7 +343,7 @@ var depDirs = []string{"node_modules", ".venv", "venv"}
 // runs it with. A checkout that carries one keeps its own.
 func (j *Judge) lentDeps(root Root, checkout string) map[string]string {
 	out := map[string]string{}
-	for _, d := range depDirs {
+	for _, d := range toolchain.DependencyDirs {
 		if _, err := os.Lstat(filepath.Join(checkout, d)); !errors.Is(err, os.ErrNotExist) {
 			continue
 		}

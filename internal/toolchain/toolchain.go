@@ -210,3 +210,9 @@ func CgoTreeEnv(env []string, tree string) []string {
 		"CGO_LDFLAGS=" + strings.TrimSpace(get("CGO_LDFLAGS", "-O2 -g")+" -L/"+salt),
 	}
 }
+
+// DependencyDirs are the directories at a project's top that hold what a
+// build installs and git does not carry: where a tree the daemon tests has
+// none, the run's work tree's is lent to the test, read-only (judge); a
+// run on a worker sends its own back with its result (fleet).
+var DependencyDirs = []string{"node_modules", ".venv", "venv"}
