@@ -38,7 +38,9 @@ func archive(t *testing.T, entries ...tar.Header) []byte {
 func TestUnpackDepsRefusesWhatLeavesItsDirectories(t *testing.T) {
 	dir := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
 	file := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg} }
-	link := func(name, to string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: to} }
+	link := func(name, to string) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: to}
+	}
 	tests := []struct {
 		name    string
 		names   []string
