@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 type workerProc struct {
 	name, dir string
 	cmd       *exec.Cmd
-	log       *bytes.Buffer
+	log       *lockedBuffer // read while the worker writes it
 }
 
 // addWorker issues credentials to a worker of p's daemon, returning the
@@ -38,6 +39,24 @@ func (p *project) addWorker(name string) (url, creds string) {
 func (p *project) startWorker(name, url, creds, dir string, slots int) *workerProc {
 	p.t.Helper()
 	return startWorker(p.t, p.modelURL, name, url, creds, dir, slots)
+}
+
+// lockedBuffer is a process's output that a test reads while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // addWorker runs `ctl workers add name` in p, a test's or a benchmark's
@@ -68,13 +87,13 @@ func startWorker(tb testing.TB, modelURL, name, url, creds, dir string, slots in
 	)
 	cmd := exec.Command(binary, "worker", "--nats", url, "--creds", creds, "--slots", strconv.Itoa(slots), "--dir", dir, "--claude", claudetest.Binary(tb))
 	cmd.Dir, cmd.Env = home, env
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(lockedBuffer)
+	cmd.Stdout, cmd.Stderr = log, log
 	cmd.WaitDelay = leftoverDelay
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	w := &workerProc{name: name, dir: dir, cmd: cmd, log: &log}
+	w := &workerProc{name: name, dir: dir, cmd: cmd, log: log}
 	tb.Cleanup(func() {
 		w.stop()
 		if tb.Failed() {
