@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -235,6 +236,26 @@ func TestHonestNightWithAPythonVenv(t *testing.T) {
 	dependencyNights(t, scriptedmodel.PythonVenv, "/usr/bin/python3")
 }
 
+// TestHonestNightWithANodeDependencyOnWorkers: the Node night at
+// parallel 2 with executor nats, on two workers of one slot each, each
+// with its own fresh home: every coder's `npm install` runs on a worker,
+// and what it installed comes back with its result, so that the daemon's
+// own test run of the feature finds the dependency as a local lane's
+// does. Everything else is the local night's: tested at the first attempt,
+// no refusal, nothing charged.
+func TestHonestNightWithANodeDependencyOnWorkers(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is required in CI", tool)
+			}
+			t.Skipf("skipping: %s is not installed", tool)
+		}
+	}
+	dependencyNightOn(t, scriptedmodel.NodeDep, 2, true)
+}
+
 // dependencyNights runs the night of kind k at parallel 1 and at 2, side
 // by side.
 func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
@@ -255,11 +276,13 @@ func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
 		}
 	}
 	sideBySide(t, []int{1, 2}, func(parallel int) string { return fmt.Sprintf("parallel %d", parallel) }, func(t *testing.T, parallel int) {
-		dependencyNight(t, k, parallel)
+		dependencyNightOn(t, k, parallel, false)
 	})
 }
 
-func dependencyNight(t *testing.T, k scriptedmodel.Kind, parallel int) {
+// dependencyNightOn is the night of kind k at parallel, its lanes run on
+// two workers (executor nats) when onWorkers.
+func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorkers bool) {
 	in := func(f scriptedmodel.FeatureScript) scriptedmodel.FeatureScript {
 		f.Kind = k
 		return f
@@ -307,7 +330,29 @@ func dependencyNight(t *testing.T, k scriptedmodel.Kind, parallel int) {
 	}
 	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
 
-	o := p.runMisbehaving()
+	var o *outcome
+	if onWorkers {
+		p.env = append(p.env, "CTXGRAPHD_EXECUTOR=nats")
+		daemon, log := p.start("--exit-when-done")
+		p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
+		for _, name := range []string{"w1", "w2"} {
+			url, creds := p.addWorker(name)
+			p.startWorker(name, url, creds, filepath.Join(t.TempDir(), name), 1)
+		}
+		done := make(chan error, 1)
+		go func() { done <- daemon.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("daemon: %v\n%s", err, log)
+			}
+		case <-time.After(agentsWait):
+			t.Fatalf("the night did not end\n%s", log)
+		}
+		o = p.outcome(log.String(), nil)
+	} else {
+		o = p.runMisbehaving()
+	}
 	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
 	}
