@@ -161,7 +161,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 		case <-time.After(fetchWait):
 		}
 	}
-	log.Info("worker ready", zap.String("worker", opts.Credentials.Worker), zap.String("project", opts.Credentials.Project), zap.Int("slots", opts.Slots))
+	log.Info("worker ready", zap.Int("slots", opts.Slots))
 
 	slots := make(chan struct{}, opts.Slots)
 	var wg sync.WaitGroup
