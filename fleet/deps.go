@@ -18,19 +18,25 @@ import (
 
 // A run's dependencies (node_modules, a venv: toolchain.DependencyDirs)
 // are what a build installs and git does not carry, so neither its base
-// nor its result bundle holds them. A local lane's are lent to the
-// daemon's test run from its work tree; a run on a worker sends its own
-// back beside its result, as a gzipped tar, which the daemon unpacks into
-// the lane's work tree, where they are lent alike.
+// nor its result bundle holds them. A local lane's runs find them in its
+// work tree, and the daemon's test run is lent them from there. A run on
+// a worker gets them beside its base, as a gzipped tar (the lane's own,
+// or the project's where the lane has none, as the judge lends them), and
+// sends its own back beside its result, which the daemon unpacks into
+// the lane's work tree, where the next run and the test run find them.
 
-// packDeps writes to w the dependency directories of dir that are
-// directories (not links), and returns their names; it fails past limit
-// bytes of files.
-func packDeps(dir string, w io.Writer, limit int64) ([]string, error) {
+// packDeps writes to w the dependency directories (directories, not
+// links) of the first of dirs that has each, and returns their names; it
+// fails past limit bytes of files.
+func packDeps(w io.Writer, limit int64, dirs ...string) ([]string, error) {
 	var names []string
+	from := map[string]string{}
 	for _, d := range toolchain.DependencyDirs {
-		if fi, err := os.Lstat(filepath.Join(dir, d)); err == nil && fi.IsDir() {
-			names = append(names, d)
+		for _, dir := range dirs {
+			if fi, err := os.Lstat(filepath.Join(dir, d)); dir != "" && err == nil && fi.IsDir() {
+				names, from[d] = append(names, d), dir
+				break
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -40,6 +46,7 @@ func packDeps(dir string, w io.Writer, limit int64) ([]string, error) {
 	tw := tar.NewWriter(gz)
 	var total int64
 	for _, name := range names {
+		dir := from[name]
 		err := filepath.WalkDir(filepath.Join(dir, name), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -86,7 +86,7 @@ func TestPackDepsRoundTrips(t *testing.T) {
 	os.Symlink("../a/index.js", filepath.Join(from, "node_modules/a/link.js"))
 	os.MkdirAll(filepath.Join(to, "node_modules/old"), 0o755) // replaced whole
 	var buf bytes.Buffer
-	names, err := packDeps(from, &buf, 1<<20)
+	names, err := packDeps(&buf, 1<<20, from)
 	if err != nil || strings.Join(names, " ") != "node_modules .venv" {
 		t.Fatalf("packDeps: %v %v", names, err)
 	}
@@ -104,7 +104,7 @@ func TestPackDepsRoundTrips(t *testing.T) {
 		}
 	}
 	// A bound smaller than the files refuses.
-	if _, err := packDeps(from, &bytes.Buffer{}, 1); err == nil {
+	if _, err := packDeps(&bytes.Buffer{}, 1, from); err == nil {
 		t.Error("packDeps past its bound")
 	}
 }

@@ -48,6 +48,9 @@ type Gates interface {
 // ExecutorOptions configure an Executor.
 type ExecutorOptions struct {
 	Gates Gates
+	// ProjectDir is the project's own work tree, whose dependency
+	// directories a lane without its own ships to its runs.
+	ProjectDir string
 	// OpenRepo opens the repository of a run's work tree (agents.Spec.Dir),
 	// with the daemon's private index.
 	OpenRepo func(ctx context.Context, dir string) (*gitrepo.Repo, error)
@@ -102,6 +105,7 @@ type remote struct {
 	spec    RemoteRun
 	dir     string // the lane's work tree, here
 	base    string
+	deps    []string // the dependency directories beside the base
 	attempt int
 	token   string
 	worker  string // "" until an attempt is claimed
@@ -192,7 +196,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 		return fail(err)
 	}
 	defer repo.DeleteRef(context.WithoutCancel(ctx), baseRef(spec.RunID), base)
-	dropBase, err := e.putBase(ctx, repo, base, spec.RunID)
+	deps, dropBase, err := e.putBase(ctx, repo, base, spec.RunID, spec.Dir)
 	if err != nil {
 		return fail(err)
 	}
@@ -201,7 +205,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 	if err != nil {
 		return fail(err)
 	}
-	r := &remote{spec: rr, dir: spec.Dir, base: base, attempt: 1, token: spec.Token, msgs: make(chan any, 256)}
+	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, attempt: 1, token: spec.Token, msgs: make(chan any, 256)}
 	e.mu.Lock()
 	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
 	e.mu.Unlock()
@@ -283,30 +287,44 @@ func (e *Executor) commitBase(ctx context.Context, repo *gitrepo.Repo, run strin
 	return commit, tree, nil
 }
 
-// putBase puts base's bundle in the base bucket under the run's id, and
-// returns the func that removes it once the run is over. A base is a
+// putBase puts base's bundle in the base bucket under the run's id, with
+// the archive of the lane's dependencies beside it (or the project's
+// where the lane has none, as the judge lends them), and returns their
+// names and the func that removes both once the run is over. A base is a
 // run's own (its commit holds the time it was made), and the bucket would
 // otherwise grow by a whole history a run.
-func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run string) (func(), error) {
+func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, dir string) ([]string, func(), error) {
 	bucket, err := e.js.ObjectStore(ctx, e.subjects.BaseBucket())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var buf bytes.Buffer
 	if err := branch.WriteBase(ctx, repo, &buf, base); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(buf.Len()) > e.opts.MaxBundleBytes {
-		return nil, fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
+		return nil, nil, fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
 	}
 	if _, err := bucket.PutBytes(ctx, run, buf.Bytes()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
-		if err := bucket.Delete(context.WithoutCancel(ctx), run); err != nil {
-			e.log.Warn("could not remove a run's base bundle", zap.String("run", run), zap.Error(err))
+	drop := func() {
+		for _, key := range []string{run, run + depsSuffix} {
+			if err := bucket.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				e.log.Warn("could not remove a run's base", zap.String("key", key), zap.Error(err))
+			}
 		}
-	}, nil
+	}
+	buf.Reset()
+	deps, err := packDeps(&buf, e.opts.MaxBundleBytes, dir, e.opts.ProjectDir)
+	if err == nil && len(deps) > 0 {
+		_, err = bucket.PutBytes(ctx, run+depsSuffix, buf.Bytes())
+	}
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("the lane's dependencies: %w", err)
+	}
+	return deps, drop, nil
 }
 
 // remoteRun is spec as it crosses: no path of this machine.
@@ -465,7 +483,7 @@ func mayReturn(rel string) bool {
 func (e *Executor) publish(ctx context.Context, r *remote, onEvent func(agents.Event)) error {
 	onEvent(agents.Event{Time: time.Now(), RunID: r.spec.RunID, Kind: agents.EventWorker})
 	e.mu.Lock()
-	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base, Bundle: r.spec.RunID}
+	job := Job{Run: r.spec.RunID, Attempt: r.attempt, Feature: r.spec.FeatureID, Base: r.base, Bundle: r.spec.RunID, Deps: r.deps}
 	e.mu.Unlock()
 	data, err := json.Marshal(job)
 	if err != nil {

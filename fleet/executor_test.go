@@ -631,3 +631,25 @@ func TestWhatAWorkersHooksDecidedAloneReachesTheDaemon(t *testing.T) {
 		t.Errorf("the daemon's spool got %+v, want the worker's record", spooled)
 	}
 }
+
+// TestAWorkersRunFindsTheLanesDependencies: what an earlier run of the
+// lane installed (node_modules, which no bundle carries) is in the
+// worker's clone when the next run starts there, as in a local lane's
+// work tree.
+func TestAWorkersRunFindsTheLanesDependencies(t *testing.T) {
+	dir, repo := lane(t)
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules/is-number"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "node_modules/is-number/index.js"), []byte("module.exports = 1\n"), 0o644)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	res := rig.e.Run(context.Background(), spec("run-0001", dir, `test -f node_modules/is-number/index.js && echo seen > seen.txt`, tok), nil, func(agents.Event) {})
+	if !res.OK() {
+		t.Fatalf("run: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seen.txt")); err != nil {
+		t.Errorf("the run on the worker did not find the lane's node_modules: %v", err)
+	}
+}

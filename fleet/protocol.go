@@ -45,6 +45,9 @@ type Job struct {
 	Feature string `json:"feature,omitempty"`
 	Base    string `json:"base"`   // the commit the worker clones
 	Bundle  string `json:"bundle"` // its bundle's key in the base bucket
+	// Deps name the lane's dependency directories, whose archive is in
+	// the base bucket under Bundle+".deps".
+	Deps []string `json:"deps,omitempty"`
 	// Deadline: a Job still unclaimed then is stale (the daemon gave the
 	// attempt up, or restarted since).
 	Deadline time.Time `json:"deadline"`
@@ -204,8 +207,11 @@ type Control struct {
 	Cancel string `json:"cancel,omitempty"`
 }
 
+// depsSuffix follows a bundle's key for the dependencies beside it.
+const depsSuffix = ".deps"
+
 // DepsKey names an attempt's dependencies' archive in the worker's bucket.
-func DepsKey(run string, attempt int) string { return ResultKey(run, attempt) + ".deps" }
+func DepsKey(run string, attempt int) string { return ResultKey(run, attempt) + depsSuffix }
 
 // ResultKey names an attempt's result bundle in the worker's bucket.
 func ResultKey(run string, attempt int) string {

@@ -386,6 +386,17 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err := writeProgress(dir, a.Spec.Progress); err != nil {
 		return nil, err
 	}
+	if len(job.Deps) > 0 {
+		deps, err := bases.Get(ctx, job.Bundle+depsSuffix)
+		if err != nil {
+			return nil, fmt.Errorf("the lane's dependencies: %w", err)
+		}
+		err = unpackDeps(dir, deps, job.Deps, a.MaxBundleBytes)
+		deps.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(w.indexOf("x")), 0o700); err != nil {
 		return nil, err
 	}
@@ -525,7 +536,7 @@ func (w *worker) putResult(ctx context.Context, repo *gitrepo.Repo, job Job, key
 // dir, if any, in the worker's results bucket, and names them.
 func (w *worker) putDeps(ctx context.Context, dir string, job Job, limit int64) ([]string, error) {
 	var buf bytes.Buffer
-	names, err := packDeps(dir, &buf, limit)
+	names, err := packDeps(&buf, limit, dir)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}

@@ -91,7 +91,8 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 		return nil, err
 	}
 	return fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
-		Gates: j,
+		Gates:      j,
+		ProjectDir: proj.Dir,
 		OpenRepo: func(ctx context.Context, dir string) (*gitrepo.Repo, error) {
 			sum := sha256.Sum256([]byte(dir))
 			opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: []string{paths.ProgressDir}, Objects: repo.ObjectsDir()}
