@@ -143,9 +143,15 @@ func (g *gatesRecord) traceTexts() string {
 func lane(t *testing.T) (string, *gitrepo.Repo) {
 	t.Helper()
 	dir := t.TempDir()
+	// A project ignores its dependencies, as real ones do: no bundle
+	// carries them.
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("node_modules/\n.venv/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start"},
+		{"add", ".gitignore"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start"},
 	} {
 		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
