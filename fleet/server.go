@@ -1,15 +1,20 @@
-// Package fleet is the daemon's side of running lanes on workers over NATS
-// JetStream: the NATS server embedded in the daemon, the
+// Package fleet runs lanes on workers over NATS JetStream, both sides of
+// it: on the daemon, the NATS server embedded in it (server.go), the
 // subjects, streams and object stores of a project's fleet and what each
-// worker may do with them (subjects.go, the one place), and the workers'
-// credentials, issued, listed and revoked by the daemon, on its control
-// socket too (control.go).
+// worker may do with them (subjects.go, the one place), the workers'
+// credentials, issued, listed and revoked by the daemon (workers.go,
+// control.go), and the Executor, the runner that ships a lane's run to a
+// worker and lands what comes back (executor.go); on a worker, the loop
+// of `ctxgraphd worker` (worker.go) and the relay of its runs' hooks
+// (relay.go). The messages between the two are in protocol.go, the
+// dependencies that cross beside the bundles in deps.go.
 //
 // The server has one client listener: 127.0.0.1 on a port of the system's
 // choosing unless the daemon configures one (nats.listen), and with TLS
 // when configured (nats.tls.*), which an address other machines reach
-// requires. It has no monitoring port, no cluster, gateway or leaf node
-// listener. The daemon itself connects in process, not over the listener.
+// requires. It has no cluster, gateway or leaf node listener, and a
+// monitoring one only when asked (nats.monitor). The daemon itself
+// connects in process, not over the listener.
 //
 // Every connection over the listener is a worker with a user of its own
 // (an NKey), allowed only its own subjects: nothing else connects.
