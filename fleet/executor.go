@@ -240,12 +240,16 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 			case beat:
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
 			case Event:
-				if m.Event != nil {
+				if _, attempt := e.workerAndAttempt(r); m.Event != nil && m.Attempt == attempt {
 					ev := *m.Event
 					ev.RunID = spec.RunID
 					onEvent(ev)
 				}
 			case Outcome:
+				if _, attempt := e.workerAndAttempt(r); m.Attempt != attempt {
+					// Queued before its attempt was given up: it counts no more.
+					continue
+				}
 				lost.Stop()
 				if m.GivenBack != "" {
 					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack, onEvent); err != nil {
@@ -540,7 +544,7 @@ func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, ba
 			e.log.Warn("a cancelled run's worker did not answer in time; what it did is dropped", zap.String("run", r.spec.RunID), zap.String("worker", worker))
 			return res
 		case m := <-r.msgs:
-			if o, ok := m.(Outcome); ok && o.GivenBack == "" {
+			if o, ok := m.(Outcome); ok && o.GivenBack == "" && o.Attempt == attempt {
 				out := e.land(context.WithoutCancel(ctx), repo, r, baseTree, o)
 				out.Ended = agents.EndCancelled
 				return out
