@@ -17,6 +17,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // lanesTurns are how long the scripted model of BenchmarkLanes thinks a
@@ -255,25 +256,10 @@ watch:
 	if err != nil {
 		b.Fatalf("daemon at parallel %d: %v\n%s", parallel, err, &log)
 	}
-	l, _, err := progress.ReadFeatureList(p.paths.Progress())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if got, want := states(l), wantStates(sc); got != want {
-		b.Fatalf("the night at parallel %d ended with %q, want %q\n%s", parallel, got, want, &log)
-	}
-	runs, err := p.openStore().Runs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var spans time.Duration
+	runs, spans := p.nightEnded(b, sc, fmt.Sprintf("at parallel %d", parallel), &log)
 	for _, run := range runs {
-		spans += run.EndedAt.Sub(run.StartedAt)
 		r.agent += run.AgentWall
 		r.agentCPU += run.AgentCPU
-		if run.Outcome != "ok" {
-			b.Logf("parallel %d: run %s (%s %s, attempt %d) %s: %s", parallel, run.ID, run.Role, run.Feature, run.Attempt, run.Outcome, run.Summary)
-		}
 	}
 	r.around = spans - r.agent
 	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
@@ -355,4 +341,31 @@ func diskUsage(dir string) uint64 {
 		return nil
 	})
 	return total
+}
+
+// nightEnded checks that p's night (where: which, for the messages) ended
+// with every feature of sc as sc wants it, logs each run that did not
+// end ok, and returns the runs and their spans summed. log is the
+// daemon's, shown when it did not.
+func (p *benchProject) nightEnded(b *testing.B, sc scriptedmodel.Scenario, where string, log fmt.Stringer) ([]store.Run, time.Duration) {
+	b.Helper()
+	l, _, err := progress.ReadFeatureList(p.paths.Progress())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, want := states(l), wantStates(sc); got != want {
+		b.Fatalf("the night %s ended with %q, want %q\n%s", where, got, want, log)
+	}
+	runs, err := p.openStore().Runs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var spans time.Duration
+	for _, run := range runs {
+		spans += run.EndedAt.Sub(run.StartedAt)
+		if run.Outcome != "ok" {
+			b.Logf("%s: run %s (%s %s, attempt %d) %s: %s", where, run.ID, run.Role, run.Feature, run.Attempt, run.Outcome, run.Summary)
+		}
+	}
+	return runs, spans
 }

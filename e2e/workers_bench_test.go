@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
-	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -163,24 +162,7 @@ func runWorkersNight(b *testing.B, modelURL string, sc scriptedmodel.Scenario, o
 	if err != nil {
 		b.Fatalf("the daemon %s: %v\n%s", where, err, &log)
 	}
-	l, _, err := progress.ReadFeatureList(p.paths.Progress())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if got, want := states(l), wantStates(sc); got != want {
-		b.Fatalf("the night %s ended with %q, want %q\n%s", where, got, want, &log)
-	}
-	runs, err := p.openStore().Runs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var spans time.Duration
-	for _, run := range runs {
-		spans += run.EndedAt.Sub(run.StartedAt)
-		if run.Outcome != "ok" {
-			b.Logf("%s: run %s (%s %s, attempt %d) %s: %s", where, run.ID, run.Role, run.Feature, run.Attempt, run.Outcome, run.Summary)
-		}
-	}
+	runs, spans := p.nightEnded(b, sc, where, &log)
 	if onWorkers && taken < len(runs) {
 		b.Fatalf("the night on workers had %d runs, the workers took %d (%s)\n%s", len(runs), taken, strings.Join(perWorker, ", "), &log)
 	}
