@@ -142,9 +142,6 @@ func TestDependenciesAreImplementedFirst(t *testing.T) {
 	}
 }
 
-// TestKill9ThenRestartFinishesLikeAnUninterruptedRun kills the daemon while
-// an agent runs, checks nothing of the run survives it, restarts, and
-// compares the outcome with what an uninterrupted run gives.
 // A person who commits in the project while a feature is worked on keeps
 // their commit as they made it, and the night's features still land on
 // the branch, on top of it: the feature worked on then, and every one
@@ -210,17 +207,24 @@ func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
 	}
 }
 
+// TestKill9ThenRestartFinishesLikeAnUninterruptedRun: one night whose
+// daemon is killed with -9 twice, once while a coding agent works on F-002
+// and, after a restart, once while a tester checks F-002. Each time the
+// orphaned agent dies with the daemon; the last restart finishes the night
+// as an uninterrupted one would: the same states, no run done twice to its
+// end, the retry and blocked counters kept across both kills, and the
+// transitions one unbroken chain.
 func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 	t.Parallel()
-	sc := scenario("kill9",
+	p := newProject(t, scenario("kill9",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
 		feature("F-003", scriptedmodel.NeverPass),
-	)
+	))
 	const want = "F-001=tested F-002=tested F-003=blocked"
 
-	sideBySide(t, []string{"coding-agent", "tester-agent"}, func(target string) string { return "during " + target }, func(t *testing.T, target string) {
-		p := newProject(t, sc)
+	var logs []string
+	for _, target := range []string{"coding-agent", "tester-agent"} {
 		daemon, log := p.start()
 		var agentPID int
 		p.waitFor("a "+target+" run on F-002", agentsWait, func() bool {
@@ -238,38 +242,46 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 		})
 		daemon.Process.Signal(syscall.SIGKILL)
 		daemon.Wait()
-		p.waitFor("the orphaned agent to die with the daemon", 30*time.Second, func() bool { return !alive(agentPID) })
+		p.waitFor("the orphaned "+target+" to die with the daemon", 30*time.Second, func() bool { return !alive(agentPID) })
+		logs = append(logs, "daemon killed during a "+target+" run:\n"+log.String())
+	}
 
-		p.runToEnd()
-		if got := states(p.featureList()); got != want {
-			t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
+	p.runToEnd()
+	if got := states(p.featureList()); got != want {
+		t.Fatalf("after two kill -9 and restarts: %q, want %q\n%s", got, want, strings.Join(logs, "\n"))
+	}
+	p.checkNoLeftovers()
+	// Nothing done twice: one finished run per role, feature and attempt.
+	seen := map[string]string{}
+	interrupted := map[string]int{}
+	for _, r := range p.runs() {
+		if r.Outcome == "interrupted" {
+			interrupted[r.Role]++
 		}
-		p.checkNoLeftovers()
-		// Nothing done twice: one finished run per role, feature and attempt.
-		seen := map[string]string{}
-		for _, r := range p.runs() {
-			if r.Outcome == "interrupted" || r.Role == "initializer-agent" {
-				continue
-			}
-			key := r.Role + " " + r.Feature + " attempt " + string(rune('0'+r.Attempt))
-			if prev, dup := seen[key]; dup {
-				t.Fatalf("%s ran twice to its end (%s and %s)", key, prev, r.ID)
-			}
-			seen[key] = r.ID
+		if r.Outcome == "interrupted" || r.Role == "initializer-agent" {
+			continue
 		}
-		if n := len(codingRuns(p.runs(), "F-003")); n != 3 {
-			t.Fatalf("F-003 had %d finished coding runs, want 3: the counters were not kept", n)
+		key := r.Role + " " + r.Feature + " attempt " + string(rune('0'+r.Attempt))
+		if prev, dup := seen[key]; dup {
+			t.Fatalf("%s ran twice to its end (%s and %s)", key, prev, r.ID)
 		}
-		ts := p.transitions()
-		for i := 1; i < len(ts); i++ {
-			if ts[i].Seq != ts[i-1].Seq+1 {
-				t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
-			}
-			if ts[i].From != ts[i-1].To {
-				t.Fatalf("transition %d starts from %s, but %d ended in %s", ts[i].Seq, ts[i].From, ts[i-1].Seq, ts[i-1].To)
-			}
+		seen[key] = r.ID
+	}
+	if interrupted["coding-agent"] != 1 || interrupted["tester-agent"] != 1 {
+		t.Errorf("interrupted runs by role %v, want one coder's and one tester's: one per kill", interrupted)
+	}
+	if n := len(codingRuns(p.runs(), "F-003")); n != 3 {
+		t.Fatalf("F-003 had %d finished coding runs, want 3: the counters were not kept", n)
+	}
+	ts := p.transitions()
+	for i := 1; i < len(ts); i++ {
+		if ts[i].Seq != ts[i-1].Seq+1 {
+			t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
 		}
-	})
+		if ts[i].From != ts[i-1].To {
+			t.Fatalf("transition %d starts from %s, but %d ended in %s", ts[i].Seq, ts[i].From, ts[i-1].Seq, ts[i-1].To)
+		}
+	}
 }
 
 func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
