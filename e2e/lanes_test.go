@@ -63,14 +63,14 @@ func TestLanesWorkFeaturesAtOnce(t *testing.T) {
 	}
 }
 
-// TestLanesKill9ThenRestart: kill -9 of the daemon at moments of a night
-// with lanes (both lanes coding; one testing while the other codes; the
-// daemon judging a lane's claim, its sweep and the branch's move in the
-// balance), then a restart: the orphaned agents die, the lanes go, their
-// features are worked again from fresh lanes, no integration is half-done
-// (a feature tested is on the branch, and the branch holds only tested
-// features' commits), and the night ends as an uninterrupted one does,
-// with no transition lost or repeated.
+// TestLanesKill9ThenRestart: kill -9 of the daemon at three moments of one
+// night with lanes, each followed by a restart (both lanes coding; one
+// testing while the other codes; the daemon judging a lane's claim, its
+// sweep and the branch's move in the balance): each time the orphaned
+// agents die, the lanes go and their features are worked again from fresh
+// lanes; no integration is half-done (a feature tested is on the branch,
+// and the branch holds only tested features' commits), and the night ends
+// as an uninterrupted one does, with no transition lost or repeated.
 func TestLanesKill9ThenRestart(t *testing.T) {
 	t.Parallel()
 	// F-002's coder waits, on its first attempt, for F-001's verdict
@@ -78,7 +78,9 @@ func TestLanesKill9ThenRestart(t *testing.T) {
 	// step, and "one lane tests while the other codes" might never come.
 	waits := feature("F-002", scriptedmodel.FailOnce)
 	waits.After = "F-001"
-	sc := scenario("lanes-kill9", feature("F-001", scriptedmodel.Pass), waits)
+	p := newProject(t, scenario("lanes-kill9", feature("F-001", scriptedmodel.Pass), waits))
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
+	var logs []string
 	roles := func(st map[string]any) (out []string, pids []int) {
 		lanes, _ := st["lanes"].([]any)
 		for _, l := range lanes {
@@ -108,55 +110,51 @@ func TestLanesKill9ThenRestart(t *testing.T) {
 			return strings.Contains(w, "to judge its tester's claim")
 		}},
 	} {
-		t.Run(moment.name, func(t *testing.T) {
-			t.Parallel()
-			p := newProject(t, sc)
-			p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
-			daemon, log := p.start()
-			var pids []int
-			p.waitFor(moment.name, agentsWait, func() bool {
-				st, ok := p.status()
-				if !ok || !moment.now(st) {
-					return false
-				}
-				_, pids = roles(st)
-				return true
-			})
-			daemon.Process.Signal(syscall.SIGKILL)
-			daemon.Wait()
-			for _, pid := range pids {
-				p.waitFor("the orphaned agents to die with the daemon", 30*time.Second, func() bool { return !alive(pid) })
+		daemon, log := p.start()
+		var pids []int
+		p.waitFor(moment.name, agentsWait, func() bool {
+			st, ok := p.status()
+			if !ok || !moment.now(st) {
+				return false
 			}
-
-			p.runToEnd()
-			if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
-				t.Fatalf("after kill -9 and restart: %q, want %q\nfirst daemon's log:\n%s", got, want, log)
-			}
-			p.checkNoLeftovers()
-			if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
-				t.Errorf("lanes left behind: %v", left)
-			}
-			// No integration half-done: each tested feature's verdict is
-			// on the branch, and every feature commit of the branch is a
-			// tested feature's verdict.
-			for _, id := range []string{"F-001", "F-002"} {
-				ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id))
-				if _, err := p.gitTry("merge-base", "--is-ancestor", ref, "HEAD"); err != nil {
-					t.Errorf("%s's verdict %s is not on the branch: %v", id, ref, err)
-				}
-			}
-			for _, c := range strings.Fields(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: ", "HEAD")) {
-				id := strings.TrimSpace(p.git("log", "-1", "--format=%(trailers:key=ctxgraphd-feature,valueonly)", c))
-				if ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)); ref != c {
-					t.Errorf("the branch holds %s, a commit of %s that is not its verdict (%s)", c, id, ref)
-				}
-			}
-			ts := p.transitions()
-			for i := 1; i < len(ts); i++ {
-				if ts[i].Seq != ts[i-1].Seq+1 {
-					t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
-				}
-			}
+			_, pids = roles(st)
+			return true
 		})
+		daemon.Process.Signal(syscall.SIGKILL)
+		daemon.Wait()
+		for _, pid := range pids {
+			p.waitFor("the orphaned agents to die with the daemon", 30*time.Second, func() bool { return !alive(pid) })
+		}
+		logs = append(logs, "daemon killed "+moment.name+":\n"+log.String())
+	}
+
+	p.runToEnd()
+	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {
+		t.Fatalf("after three kill -9 and restarts: %q, want %q\n%s", got, want, strings.Join(logs, "\n"))
+	}
+	p.checkNoLeftovers()
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
+		t.Errorf("lanes left behind: %v", left)
+	}
+	// No integration half-done: each tested feature's verdict is on the
+	// branch, and every feature commit of the branch is a tested
+	// feature's verdict.
+	for _, id := range []string{"F-001", "F-002"} {
+		ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id))
+		if _, err := p.gitTry("merge-base", "--is-ancestor", ref, "HEAD"); err != nil {
+			t.Errorf("%s's verdict %s is not on the branch: %v", id, ref, err)
+		}
+	}
+	for _, c := range strings.Fields(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: ", "HEAD")) {
+		id := strings.TrimSpace(p.git("log", "-1", "--format=%(trailers:key=ctxgraphd-feature,valueonly)", c))
+		if ref := strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+id)); ref != c {
+			t.Errorf("the branch holds %s, a commit of %s that is not its verdict (%s)", c, id, ref)
+		}
+	}
+	ts := p.transitions()
+	for i := 1; i < len(ts); i++ {
+		if ts[i].Seq != ts[i-1].Seq+1 {
+			t.Fatalf("transition %d follows %d: one was lost", ts[i].Seq, ts[i-1].Seq)
+		}
 	}
 }
