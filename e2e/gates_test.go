@@ -580,13 +580,21 @@ func TestGateTesterMustTest(t *testing.T) {
 	o.testedOnlyAfterPassingTest(t, "F-001", true)
 }
 
-// Honest agents meet no gate: the demo's scenario (a pass, a pass on retry,
-// a dependency, a feature that never passes) runs without one denial,
+// TestHonestAgentsAreNeverBlocked: honest agents meet no gate. The night is
+// the demo's scenario (a pass, a pass on retry, a dependency, a feature
+// that never passes) with its first feature made to wait for its third, so
+// that the dependencies reorder the list. It runs without one denial,
 // refusal of the sandbox or violation, and the failures it has are test
-// failures, not gate ones.
+// failures, not gate ones. The same night holds the loop's rules: features
+// are coded dependencies first; a failed test is retried on the coding
+// agent's resumed session; a feature that never passes ends blocked after
+// 1 + limits.max_retries (2) attempts, and the night goes on with the
+// others.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	t.Parallel()
-	p := newProject(t, scriptedmodel.DefaultScenario())
+	sc := scriptedmodel.DefaultScenario()
+	sc.Features[0].DependsOn = []string{"F-003"}
+	p := newProject(t, sc)
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=blocked"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
@@ -603,4 +611,34 @@ func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	for _, f := range o.list.Features {
 		o.testedOnlyAfterPassingTest(t, f.ID, true)
 	}
+
+	t.Run("dependencies are implemented first", func(t *testing.T) {
+		var order []string
+		for _, r := range o.runs {
+			if r.Role == "coding-agent" && r.Attempt == 1 && r.Feature != "F-004" {
+				order = append(order, r.Feature)
+			}
+		}
+		// F-001 waits for F-003, and F-002 for F-001.
+		if got := strings.Join(order, " "); got != "F-003 F-001 F-002" {
+			t.Errorf("coding order %q, want dependencies first: F-003 F-001 F-002", got)
+		}
+	})
+	t.Run("a failed test is retried on the resumed session", func(t *testing.T) {
+		coding := codingRuns(o.runs, "F-002")
+		if len(coding) != 2 {
+			t.Fatalf("%d coding runs, want 2 (one failed attempt, one retry)", len(coding))
+		}
+		if coding[0].Attempt != 1 || coding[1].Attempt != 2 {
+			t.Fatalf("attempts %d, %d", coding[0].Attempt, coding[1].Attempt)
+		}
+		if !coding[1].Resume || coding[1].SessionID != coding[0].SessionID {
+			t.Fatalf("the retry did not resume the coding session: %+v", coding[1])
+		}
+	})
+	t.Run("a feature that never passes ends blocked", func(t *testing.T) {
+		if n := len(codingRuns(o.runs, "F-004")); n != 3 {
+			t.Errorf("F-004 had %d coding runs; max_retries 2 means 3 attempts", n)
+		}
+	})
 }

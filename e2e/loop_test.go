@@ -67,42 +67,6 @@ func TestHappyPathTestsEveryFeature(t *testing.T) {
 	}
 }
 
-func TestFailedTestIsRetriedOnTheResumedSession(t *testing.T) {
-	t.Parallel()
-	p := newProject(t, scenario("retry", feature("F-001", scriptedmodel.FailOnce)))
-	p.runToEnd()
-
-	if got := states(p.featureList()); got != "F-001=tested" {
-		t.Fatalf("final states %q", got)
-	}
-	coding := codingRuns(p.runs(), "F-001")
-	if len(coding) != 2 {
-		t.Fatalf("%d coding runs, want 2 (one failed attempt, one retry)", len(coding))
-	}
-	if coding[0].Attempt != 1 || coding[1].Attempt != 2 {
-		t.Fatalf("attempts %d, %d", coding[0].Attempt, coding[1].Attempt)
-	}
-	if !coding[1].Resume || coding[1].SessionID != coding[0].SessionID {
-		t.Fatalf("the retry did not resume the coding session: %+v", coding[1])
-	}
-}
-
-func TestFeatureThatNeverPassesEndsBlocked(t *testing.T) {
-	t.Parallel()
-	p := newProject(t, scenario("blocked",
-		feature("F-001", scriptedmodel.NeverPass),
-		feature("F-002", scriptedmodel.Pass),
-	))
-	p.runToEnd()
-
-	if got, want := states(p.featureList()), "F-001=blocked F-002=tested"; got != want {
-		t.Fatalf("final states %q, want %q", got, want)
-	}
-	if n := len(codingRuns(p.runs(), "F-001")); n != 3 {
-		t.Fatalf("F-001 had %d coding runs; max_retries 2 means 3 attempts", n)
-	}
-}
-
 func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, scenario("stop",
@@ -116,29 +80,6 @@ func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
 	}
 	if got, want := states(p.featureList()), "F-001=blocked F-002=blocked F-003=pending"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
-	}
-}
-
-func TestDependenciesAreImplementedFirst(t *testing.T) {
-	t.Parallel()
-	p := newProject(t, scenario("deps",
-		feature("F-001", scriptedmodel.Pass, "F-003"),
-		feature("F-002", scriptedmodel.Pass, "F-001"),
-		feature("F-003", scriptedmodel.Pass),
-	))
-	p.runToEnd()
-
-	var order []string
-	for _, r := range p.runs() {
-		if r.Role == "coding-agent" {
-			order = append(order, r.Feature)
-		}
-	}
-	if got := strings.Join(order, " "); got != "F-003 F-001 F-002" {
-		t.Fatalf("coding order %q, want dependencies first: F-003 F-001 F-002", got)
-	}
-	if got := states(p.featureList()); got != "F-001=tested F-002=tested F-003=tested" {
-		t.Fatalf("final states %q", got)
 	}
 }
 
