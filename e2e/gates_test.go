@@ -589,7 +589,8 @@ func TestGateTesterMustTest(t *testing.T) {
 // are coded dependencies first; a failed test is retried on the coding
 // agent's resumed session; a feature that never passes ends blocked after
 // 1 + limits.max_retries (2) attempts, and the night goes on with the
-// others.
+// others. Starting the daemon again on the finished night changes nothing:
+// the tested features stay tested, no run starts, no one is blamed.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	t.Parallel()
 	sc := scriptedmodel.DefaultScenario()
@@ -639,6 +640,21 @@ func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	t.Run("a feature that never passes ends blocked", func(t *testing.T) {
 		if n := len(codingRuns(o.runs, "F-004")); n != 3 {
 			t.Errorf("F-004 had %d coding runs; max_retries 2 means 3 attempts", n)
+		}
+	})
+	t.Run("a restart after the night is done keeps the night", func(t *testing.T) {
+		before, runs, traces := states(p.featureList()), len(p.runs()), len(p.traces(store.TraceFilter{}))
+		p.runToEnd()
+		if got := states(p.featureList()); got != before {
+			t.Errorf("after a restart: %q, before: %q", got, before)
+		}
+		if n := len(p.runs()); n != runs {
+			t.Errorf("%d runs after the restart, %d before", n, runs)
+		}
+		if n := len(p.traces(store.TraceFilter{})); n != traces {
+			for _, tr := range p.traces(store.TraceFilter{})[traces:] {
+				t.Errorf("new trace after the restart: %s %s/%s %s", tr.Type, tr.Gate, tr.Code, tr.Event.WhatHappened)
+			}
 		}
 	})
 }

@@ -175,27 +175,6 @@ func TestLongGoal(t *testing.T) {
 	}
 }
 
-// Starting the daemon again on a finished night changes nothing: the
-// tested features stay tested, no run starts, no one is blamed.
-func TestRestartAfterDoneKeepsTheNight(t *testing.T) {
-	t.Parallel()
-	p := newProject(t, scenario("restart-after-done", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.NeverPass)))
-	p.runToEnd()
-	before, runs, traces := states(p.featureList()), len(p.runs()), len(p.traces(store.TraceFilter{}))
-	p.runToEnd()
-	if got := states(p.featureList()); got != before || got != "F-001=tested F-002=blocked" {
-		t.Errorf("after a restart: %q, before: %q", got, before)
-	}
-	if n := len(p.runs()); n != runs {
-		t.Errorf("%d runs after the restart, %d before", n, runs)
-	}
-	if n := len(p.traces(store.TraceFilter{})); n != traces {
-		for _, tr := range p.traces(store.TraceFilter{})[traces:] {
-			t.Errorf("new trace after the restart: %s %s/%s %s", tr.Type, tr.Gate, tr.Code, tr.Event.WhatHappened)
-		}
-	}
-}
-
 // Features that depend on each other are said to, and the night does not
 // end as a success.
 func TestDependencyCycleEndsUnfinished(t *testing.T) {
