@@ -57,33 +57,31 @@ func TestHonestNight(t *testing.T) {
 	sc := scenario("honest night",
 		in(feature("F-001", scriptedmodel.Pass), scriptedmodel.Text,
 			test+" 2>&1",
-			test+" 2>&1 | tail -20"),
+			test+" 2>&1 | tail -20",
+			"timeout 120 "+test,
+			"bash ./"+script,
+			"FOO=1 timeout 60 bash "+script+" > "+ev+"/out.log 2>&1; echo exit=$?"),
 		// The exit status tells the tester of attempt 1 that the code is
 		// wrong; attempt 2's keeps its log the natural way.
 		in(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.Text,
 			"cd "+project+" && "+test+" 2>&1",
 			"mkdir -p "+ev+" && "+test+" > "+ev+"/run.log 2>&1; cat "+ev+"/run.log"),
-		in(feature("F-003", scriptedmodel.Pass), scriptedmodel.Text,
-			"timeout 120 "+test,
-			"bash ./"+script),
-		in(feature("F-004", scriptedmodel.Pass), scriptedmodel.GoPackage,
+		in(feature("F-003", scriptedmodel.Pass), scriptedmodel.GoPackage,
 			"go test -v ./"+pkg+"/ 2>&1 | tail -30",
 			"set -o pipefail; go test ./"+pkg+" 2>&1 | tee "+ev+"/go-test.log"),
 		// go test's FAIL, through tail, tells the tester of attempt 1.
-		in(feature("F-005", scriptedmodel.FailOnce), scriptedmodel.Go,
+		in(feature("F-004", scriptedmodel.FailOnce), scriptedmodel.Go,
 			"cd "+project+" && go test ./"+pkg+"/... 2>&1 | tail -40"),
-		in(feature("F-006", scriptedmodel.Pass), scriptedmodel.Node,
+		in(feature("F-005", scriptedmodel.Pass), scriptedmodel.Node,
 			"node --test --test-reporter=spec test/"),
-		// npm test is node --test over the whole project: after F-006.
-		in(feature("F-007", scriptedmodel.Pass, "F-006"), scriptedmodel.NPM,
+		// npm test is node --test over the whole project: after F-005.
+		in(feature("F-006", scriptedmodel.Pass, "F-005"), scriptedmodel.NPM,
 			"npm test 2>&1 | tail -40"),
 		// pytest's "1 failed", through head, tells the tester of attempt 1.
-		in(feature("F-008", scriptedmodel.FailOnce), scriptedmodel.Python,
+		in(feature("F-007", scriptedmodel.FailOnce), scriptedmodel.Python,
 			"pytest -xvs "+script+" 2>&1 | head -100"),
-		in(feature("F-009", scriptedmodel.Pass), scriptedmodel.Text,
-			"FOO=1 timeout 60 bash "+script+" > "+ev+"/out.log 2>&1; echo exit=$?"),
 	)
-	retried := map[string]bool{"F-002": true, "F-005": true, "F-008": true}
+	retried := map[string]bool{"F-002": true, "F-004": true, "F-007": true}
 	// What the daemon's own run of each test must say of its runner.
 	report := map[scriptedmodel.Kind]string{
 		scriptedmodel.Text:      "unknown runner: judged by exit status alone",
