@@ -22,12 +22,23 @@ func feature(id string, b scriptedmodel.Behavior, deps ...string) scriptedmodel.
 	return scriptedmodel.FeatureScript{ID: id, Title: "feature " + id, Behavior: b, DependsOn: deps}
 }
 
+// TestHappyPathTestsEveryFeature: a night of features that pass runs the
+// initializer, then each feature's coder and tester once, in order, and
+// ends done, each feature tested with its evidence. Its goal is larger than
+// one command-line argument may be (128 KiB on Linux): it reaches the real
+// CLI as its beginning and the file that holds it all, and the night goes
+// on.
 func TestHappyPathTestsEveryFeature(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, scenario("happy",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.Pass),
 	))
+	goal := filepath.Join(t.TempDir(), "goal.md")
+	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.mustRun("init", "--project", p.dir, "--goal-file", goal)
 	p.runToEnd()
 
 	l := p.featureList()

@@ -158,23 +158,6 @@ func TestNotLoggedInIsSaidAtStart(t *testing.T) {
 	}
 }
 
-// A goal larger than one command-line argument may be (128 KiB on Linux)
-// reaches the real CLI as its beginning and the file that holds it all, and
-// the night goes on.
-func TestLongGoal(t *testing.T) {
-	t.Parallel()
-	p := newProject(t, scenario("long-goal", feature("F-001", scriptedmodel.Pass)))
-	goal := filepath.Join(t.TempDir(), "goal.md")
-	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p.mustRun("init", "--project", p.dir, "--goal-file", goal)
-	p.runToEnd()
-	if got, want := states(p.featureList()), "F-001=tested"; got != want {
-		t.Errorf("final states %q, want %q", got, want)
-	}
-}
-
 // Features that depend on each other are said to, and the night does not
 // end as a success.
 func TestDependencyCycleEndsUnfinished(t *testing.T) {
