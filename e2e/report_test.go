@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
@@ -48,16 +49,24 @@ func browse(t *testing.T, browser string, args ...string) []byte {
 	return out
 }
 
-// The morning: the daemon has exited, and `ctxgraphd report` says what
-// happened, in Markdown, JSON and a page that a browser shows with its
-// chart. While a daemon runs, the report is the same, asked of it.
+// TestMorningReport: a night as a person sees it. While it runs, they
+// follow it in a terminal (watchTheNight). In the morning, the daemon
+// stopped, `ctxgraphd report` says what happened, in Markdown, JSON and a
+// page that a browser shows with its chart. While a daemon runs, the
+// report is the same, asked of it.
 func TestMorningReport(t *testing.T) {
 	t.Parallel()
+	term := newTerminal(t)
 	p := newProject(t, scenario("morning",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
 		feature("F-003", scriptedmodel.NeverPass)))
-	p.runToEnd("--set", "limits.max_retries=1")
+	daemon, night := p.start("--set", "limits.max_retries=1")
+	watchTheNight(t, term, p, night)
+	daemon.Process.Signal(syscall.SIGTERM)
+	if err := daemon.Wait(); err != nil {
+		t.Fatalf("daemon: %v\n%s", err, night)
+	}
 	runs := p.runs()
 
 	// Nothing runs: every ctl exits 3 and says where to look instead.

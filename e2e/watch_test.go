@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
-	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
 // terminal is a tmux server of the test's own, with one window of a given
@@ -103,15 +103,14 @@ func (term *terminal) processes() string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// A person follows the night in a terminal: the view shows the session's
-// state, a progress bar, the run in flight with its role, feature, attempt,
-// time and latest tool, and ends with the features done; Ctrl-C leaves it
-// and the daemon goes on.
-func TestWatchInATerminal(t *testing.T) {
-	t.Parallel()
-	term := newTerminal(t)
-	p := newProject(t, scenario("watch", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.FailOnce)))
-	_, log := p.start()
+// watchTheNight is a person following the morning night (F-001 passes,
+// F-002 passes on its retry, F-003 never does) in a terminal: the view
+// shows the session's state, a progress bar, the run in flight with its
+// role, feature, attempt, time and latest tool, and ends with the features
+// done; Ctrl-C leaves it and the daemon goes on. Then they ask why F-002
+// is tested, and follow its verdict in the graph.
+func watchTheNight(t *testing.T, term *terminal, p *project, log fmt.Stringer) {
+	t.Helper()
 	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
 	term.run(p.env, binary, "ctl", "watch", "--project", p.dir)
 
@@ -123,12 +122,12 @@ func TestWatchInATerminal(t *testing.T) {
 	term.waitFor(regexp.MustCompile(`(?m)^last tool\s+\S+`), agentsWait)
 	done := term.waitFor(regexp.MustCompile(`(?m)^state\s+done$`), agentsWait)
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^features\s+\[#{30}\]  2 tested of 2$`),
+		regexp.MustCompile(`(?m)^features\s+\[#{20}x{10}\]  2 tested, 1 blocked of 3$`),
 		regexp.MustCompile(`(?m)^run\s+none$`),
 		regexp.MustCompile(`(?m)^cost\s+\$\d+\.\d\d over \d+ runs$`),
 	} {
 		if !want.MatchString(done) {
-			t.Errorf("at the end, the view does not match %s:\n%s\ndaemon log:\n%s", want, done, log)
+			t.Errorf("at the end, the view does not match %s:\n%s\ndaemon log:\n%s", want, done, log.String())
 		}
 	}
 	// Ctrl-C interrupts the window's whole foreground group, as in any
