@@ -234,8 +234,8 @@ func (p *project) warmVerdictCache() {
 // CPU-seconds that every Go night on a fresh home would repeat. The module
 // cache, npm's and pip's stay empty, and the agents still write the build
 // cache below the home, through their sandbox: only the first night of a
-// machine, which TestHonestNightWithAGoDependency runs at parallel 1,
-// starts with it cold.
+// machine, which TestHonestNightWithThirdPartyDependencies runs at
+// parallel 1, starts with it cold.
 func (p *project) warmGoBuildCache() {
 	p.t.Helper()
 	template, err := verdictCacheOnce()

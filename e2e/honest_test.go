@@ -203,35 +203,46 @@ func (p *project) freshHome() {
 	}
 }
 
-// TestHonestNightWithANodeDependency, …Go…, …Python…: an honest team whose
-// two features each need a real third-party dependency, on a fresh home
-// with empty caches, in parallel 1 and 2 (Go's at parallel 2 with its
-// build cache warm: warmGoBuildCache). The person commits what
-// docs/operations.md asks of them (a .gitignore, and for Node the
-// package.json, for Go the go.mod the initializer writes, for Python a
-// .venv); each coding agent writes its code, then fetches the dependency
-// as a model writes it, `cd <project> && npm install is-number && node
-// --test 2>&1 | tail -40`, through the sandbox's proxy from the registry
-// this machine reaches (npm's, the Go module proxy; for Python, whose
-// index it cannot reach, a wheel offered through pip's --find-links,
+// TestHonestNightWithThirdPartyDependencies: an honest team whose
+// features each need a real third-party dependency (Node's is-number, Go's
+// github.com/google/uuid, Python's greeting), on a fresh home with empty
+// caches. At parallel 1 one night has a feature of each kind, Go's build
+// cache cold as on a machine's first night; at parallel 2, beside it, each
+// kind has a night of two features, Go's build cache warm
+// (warmGoBuildCache), the two lanes adding the same dependency to the same
+// manifests and locks. (A lane's node_modules and .venv are its own: a
+// lane of another kind, which has none, is lent the person's, which holds
+// nothing the night added, and its regression sweep would find the
+// earlier features broken.) The person commits what docs/operations.md
+// asks of them (a .gitignore, the package.json, a .venv; the initializer
+// writes the go.mod); each coding agent writes its code, then fetches its
+// dependency as a model writes it, `cd <project> && npm install is-number
+// && node --test 2>&1 | tail -40`, through the sandbox's proxy from the
+// registry this machine reaches (npm's, the Go module proxy; for Python,
+// whose index it cannot reach, a wheel offered through pip's --find-links,
 // installed into .venv). The manifests and locks it changes lie outside
-// every feature's scope, and are shared. The night ends with both
-// features tested at their first attempt, with no refusal, denial or
+// every feature's scope, and are shared. Each night ends with every
+// feature tested at its first attempt, with no refusal, denial or
 // violation, nothing charged to the environment, and the branch holding
-// the dependency in its manifest.
-func TestHonestNightWithANodeDependency(t *testing.T) {
+// the dependencies in its manifests.
+func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
 	t.Parallel()
-	dependencyNights(t, scriptedmodel.NodeDep, "node", "npm")
-}
-
-func TestHonestNightWithAGoDependency(t *testing.T) {
-	t.Parallel()
-	dependencyNights(t, scriptedmodel.GoDep, "go")
-}
-
-func TestHonestNightWithAPythonVenv(t *testing.T) {
-	t.Parallel()
-	dependencyNights(t, scriptedmodel.PythonVenv, "/usr/bin/python3")
+	node, gomod, venv := scriptedmodel.NodeDep, scriptedmodel.GoDep, scriptedmodel.PythonVenv
+	needDependencyTools(t, node, gomod, venv)
+	type night struct {
+		parallel int
+		kinds    []scriptedmodel.Kind // a feature of each
+	}
+	nights := []night{{1, []scriptedmodel.Kind{node, gomod, venv}}, {2, []scriptedmodel.Kind{node, node}}, {2, []scriptedmodel.Kind{gomod, gomod}}, {2, []scriptedmodel.Kind{venv, venv}}}
+	name := func(n night) string {
+		if n.parallel == 1 {
+			return "parallel 1"
+		}
+		return fmt.Sprintf("parallel %d %s", n.parallel, n.kinds[0])
+	}
+	sideBySide(t, nights, name, func(t *testing.T, n night) {
+		dependencyNightOn(t, n.parallel, false, n.kinds...)
+	})
 }
 
 // TestHonestNightWithANodeDependencyOnWorkers: the Node night at
@@ -243,29 +254,28 @@ func TestHonestNightWithAPythonVenv(t *testing.T) {
 // no refusal, nothing charged.
 func TestHonestNightWithANodeDependencyOnWorkers(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is required in CI", tool)
-			}
-			t.Skipf("skipping: %s is not installed", tool)
-		}
-	}
-	dependencyNightOn(t, scriptedmodel.NodeDep, 2, true)
+	needDependencyTools(t, scriptedmodel.NodeDep)
+	dependencyNightOn(t, 2, true, scriptedmodel.NodeDep, scriptedmodel.NodeDep)
 }
 
-// dependencyNights runs the night of kind k at parallel 1 and at 2, side
-// by side.
-func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is required in CI", tool)
+// needDependencyTools skips t, or fails it in CI, when a tool the features
+// of kinds need is missing.
+func needDependencyTools(t *testing.T, kinds ...scriptedmodel.Kind) {
+	t.Helper()
+	tools := map[scriptedmodel.Kind][]string{
+		scriptedmodel.NodeDep: {"node", "npm"}, scriptedmodel.GoDep: {"go"}, scriptedmodel.PythonVenv: {"/usr/bin/python3"},
+	}
+	for _, k := range kinds {
+		for _, tool := range tools[k] {
+			if _, err := exec.LookPath(tool); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is required in CI", tool)
+				}
+				t.Skipf("skipping: %s is not installed", tool)
 			}
-			t.Skipf("skipping: %s is not installed", tool)
 		}
 	}
-	if k == scriptedmodel.PythonVenv {
+	if slices.Contains(kinds, scriptedmodel.PythonVenv) {
 		if out, err := exec.Command("/usr/bin/python3", "-c", "import pytest, venv, ensurepip").CombinedOutput(); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("/usr/bin/python3 needs pytest and venv in CI (python3-pytest, python3-venv): %v\n%s", err, out)
@@ -273,26 +283,31 @@ func dependencyNights(t *testing.T, k scriptedmodel.Kind, tools ...string) {
 			t.Skipf("skipping: /usr/bin/python3 lacks pytest or venv: %s", out)
 		}
 	}
-	sideBySide(t, []int{1, 2}, func(parallel int) string { return fmt.Sprintf("parallel %d", parallel) }, func(t *testing.T, parallel int) {
-		dependencyNightOn(t, k, parallel, false)
-	})
 }
 
-// dependencyNightOn is the night of kind k at parallel, its lanes run on
-// two workers (executor nats) when onWorkers.
-func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorkers bool) {
-	in := func(f scriptedmodel.FeatureScript) scriptedmodel.FeatureScript {
+// dependencyNightOn is the night at parallel of a feature of each of
+// kinds, in order (F-001, F-002, …), its lanes run on two workers
+// (executor nats) when onWorkers. The person's project is what every kind
+// of the night asks of them.
+func dependencyNightOn(t *testing.T, parallel int, onWorkers bool, kinds ...scriptedmodel.Kind) {
+	var features []scriptedmodel.FeatureScript
+	var distinct []string
+	for i, k := range kinds {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
 		f.Kind = k
-		return f
+		features = append(features, f)
+		if !slices.Contains(distinct, string(k)) {
+			distinct = append(distinct, string(k))
+		}
 	}
-	sc := scenario(fmt.Sprintf("%s night at parallel %d", k, parallel),
-		in(feature("F-001", scriptedmodel.Pass)), in(feature("F-002", scriptedmodel.Pass)))
-	if k == scriptedmodel.PythonVenv {
+	has := func(k scriptedmodel.Kind) bool { return slices.Contains(kinds, k) }
+	sc := scenario(fmt.Sprintf("%s night at parallel %d", strings.Join(distinct, "+"), parallel), features...)
+	if has(scriptedmodel.PythonVenv) {
 		sc.FindLinks = pythonWheel(t)
 	}
 	p := newProject(t, sc)
 	p.freshHome()
-	if k == scriptedmodel.GoDep && parallel > 1 {
+	if has(scriptedmodel.GoDep) && parallel > 1 {
 		// The first night of a machine, its Go build caches cold, is
 		// parallel 1's; this one fetches into an empty module cache.
 		p.warmGoBuildCache()
@@ -300,8 +315,7 @@ func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorke
 	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
 	// What the person commits before the night (docs/operations.md).
 	person := map[string]string{".gitignore": "node_modules/\n.venv/\n"}
-	switch k {
-	case scriptedmodel.NodeDep:
+	if has(scriptedmodel.NodeDep) {
 		person["package.json"] = `{
   "name": "scripted",
   "version": "1.0.0",
@@ -311,7 +325,8 @@ func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorke
   }
 }
 `
-	case scriptedmodel.PythonVenv:
+	}
+	if has(scriptedmodel.PythonVenv) {
 		// The system's python3, which has pytest: a venv that sees its
 		// packages runs the tests, and the agents' python3 is the same.
 		p.env = append(p.env, "PATH=/usr/bin:"+getenvIn(p.env)("PATH"))
@@ -351,8 +366,12 @@ func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorke
 	} else {
 		o = p.runMisbehaving()
 	}
-	if got, want := states(o.list), "F-001=tested F-002=tested"; got != want {
-		t.Fatalf("final states %q, want %q", got, want)
+	want := make([]string, len(sc.Features))
+	for i, f := range sc.Features {
+		want[i] = f.ID + "=tested"
+	}
+	if got := states(o.list); got != strings.Join(want, " ") {
+		t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
 	}
 	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
 		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
@@ -371,7 +390,7 @@ func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorke
 			// (Claude Code records `cd <its working directory> && X` as X.)
 			if strings.Contains(c.Command, map[scriptedmodel.Kind]string{
 				scriptedmodel.NodeDep: "npm install", scriptedmodel.GoDep: "go get", scriptedmodel.PythonVenv: ".venv/bin/pip install",
-			}[k]) && c.ExitCode == 0 {
+			}[f.Kind]) && c.ExitCode == 0 {
 				fetched = true
 			}
 		}
@@ -379,12 +398,15 @@ func dependencyNightOn(t *testing.T, k scriptedmodel.Kind, parallel int, onWorke
 			t.Errorf("%s's coder did not fetch its dependency (commands: %v)", f.ID, p.commands(coder.ID))
 		}
 	}
-	// The branch holds the dependency where the person's next clone reads it.
-	want := map[scriptedmodel.Kind][2]string{
+	// The branch holds the dependencies where the person's next clone
+	// reads them.
+	for k, w := range map[scriptedmodel.Kind][2]string{
 		scriptedmodel.NodeDep: {"package-lock.json", `"node_modules/` + scriptedmodel.NodeDependency + `"`},
 		scriptedmodel.GoDep:   {"go.sum", scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + " h1:"},
-	}
-	if w, ok := want[k]; ok {
+	} {
+		if !has(k) {
+			continue
+		}
 		if got := p.git("show", "HEAD:"+w[0]); !strings.Contains(got, w[1]) {
 			t.Errorf("the branch's %s lacks %s:\n%s", w[0], w[1], got)
 		}
