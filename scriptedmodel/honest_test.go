@@ -129,3 +129,42 @@ func TestTestRunsAreAnHonestTesters(t *testing.T) {
 		t.Errorf("validate: %v", err)
 	}
 }
+
+// TestMixedDependencyKinds: a night of features of each dependency kind,
+// two of each, as the end-to-end dependency night writes it. The
+// initializer makes every directory, writes the go.mod once and each
+// feature's test; no two features share a source or test file; each coder
+// fetches its own kind's dependency, the Python one from the scenario's
+// wheels.
+func TestMixedDependencyKinds(t *testing.T) {
+	var features []FeatureScript
+	for i, k := range []Kind{NodeDep, NodeDep, GoDep, GoDep, PythonVenv, PythonVenv} {
+		features = append(features, FeatureScript{ID: fmt.Sprintf("F-%03d", i+1), Title: "A", Behavior: Pass, Kind: k})
+	}
+	sc := Scenario{Name: "mixed", Features: features, FindLinks: "/wheels"}
+	script := New(sc, nil).testScripts()
+	if n := strings.Count(script, "cat > go.mod <<'EOF'\n"+goModule+"EOF\n"); n != 1 {
+		t.Errorf("the go.mod is written %d times:\n%s", n, script)
+	}
+	if mkdir, _, _ := strings.Cut(script, "\n"); mkdir != "mkdir -p test lib f003 f004 tests src" {
+		t.Errorf("%q, want the directories of every kind", mkdir)
+	}
+	seen := map[string]string{}
+	for _, f := range features {
+		files := f.Files()
+		for _, p := range []string{files.Source, files.Test} {
+			if other, ok := seen[p]; ok {
+				t.Errorf("%s and %s both have %s", other, f.ID, p)
+			}
+			seen[p] = f.ID
+		}
+		if !strings.Contains(script, fmt.Sprintf("cat > %s <<'EOF'\n%sEOF", files.Test, testBody(f.ID, f.Kind))) {
+			t.Errorf("%s's test %s is not written:\n%s", f.ID, files.Test, script)
+		}
+		install := sc.Install(f.Kind, "/p")
+		if want := map[Kind]string{NodeDep: "npm install " + NodeDependency, GoDep: "go get " + GoDependency + "@" + GoDependencyAt,
+			PythonVenv: ".venv/bin/pip install --no-index --find-links /wheels " + PythonDependency}[f.Kind]; !strings.Contains(install, want) {
+			t.Errorf("%s's coder runs %q, want %q in it", f.ID, install, want)
+		}
+	}
+}
