@@ -224,7 +224,9 @@ func (p *project) freshHome() {
 // every feature's scope, and are shared. Each night ends with every
 // feature tested at its first attempt, with no refusal, denial or
 // violation, nothing charged to the environment, and the branch holding
-// the dependencies in its manifests.
+// the dependencies in its manifests; at parallel 2, two coders worked at
+// once, each feature has one commit on the branch, its verdict's, and no
+// lane is left (workedAtOnce).
 func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
 	t.Parallel()
 	node, gomod, venv := scriptedmodel.NodeDep, scriptedmodel.GoDep, scriptedmodel.PythonVenv
@@ -410,6 +412,9 @@ func dependencyNightOn(t *testing.T, parallel int, onWorkers bool, kinds ...scri
 		if got := p.git("show", "HEAD:"+w[0]); !strings.Contains(got, w[1]) {
 			t.Errorf("the branch's %s lacks %s:\n%s", w[0], w[1], got)
 		}
+	}
+	if parallel > 1 && !onWorkers {
+		p.workedAtOnce(o)
 	}
 	o.agree(t)
 }
