@@ -36,11 +36,21 @@ import (
 // machine they may take longer to run than one goleak.Find waits (about
 // two seconds; a run of the package once failed so), so the check is
 // repeated for up to leakWait; a goroutine that leaked stays past it.
+//
+// One goroutine is nats.go's own leak and is ignored by name: each
+// ObjectStore.Put makes a JetStream context of its own, whose first
+// asynchronous publish starts resetPendingAcksOnReconnect, and clears the
+// context's status channel (cleanupReplySub) when the put ends. When the
+// goroutine is first scheduled after that (a small object, a loaded
+// machine), it reads the cleared channel, nil, and waits on it forever
+// (nats.go v1.55.0, jetstream/publish.go and object.go; a CI run failed
+// so). It holds nothing of ours, and no connection of ours outlives a test.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
 		deadline := time.Now().Add(leakWait)
-		for err := goleak.Find(); err != nil; err = goleak.Find() {
+		natsPutLeak := goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")
+		for err := goleak.Find(natsPutLeak); err != nil; err = goleak.Find(natsPutLeak) {
 			if time.Now().After(deadline) {
 				fmt.Fprintln(os.Stderr, "goleak:", err)
 				code = 1
