@@ -26,6 +26,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -320,7 +321,7 @@ func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, d
 		}
 	}
 	buf.Reset()
-	deps, err := packDeps(&buf, e.opts.MaxBundleBytes, dir, e.opts.ProjectDir)
+	deps, err := toolchain.PackDeps(&buf, e.opts.MaxBundleBytes, dir, e.opts.ProjectDir)
 	if err == nil && len(deps) > 0 {
 		_, err = bucket.PutBytes(ctx, run+depsSuffix, buf.Bytes())
 	}
@@ -638,7 +639,7 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 }
 
 // landDeps unpacks the run's dependency directories into the lane's work
-// tree (unpackDeps), where the daemon's test run is lent them as a local
+// tree (toolchain.UnpackDeps), where the daemon's test run is lent them as a local
 // lane's.
 func (e *Executor) landDeps(ctx context.Context, bucket jetstream.ObjectStore, r *remote, attempt int, names []string) error {
 	key := DepsKey(r.spec.RunID, attempt)
@@ -647,7 +648,7 @@ func (e *Executor) landDeps(ctx context.Context, bucket jetstream.ObjectStore, r
 		return fmt.Errorf("the run's dependencies %s: %w", key, err)
 	}
 	defer obj.Close()
-	return unpackDeps(r.dir, obj, names, e.opts.MaxBundleBytes)
+	return toolchain.UnpackDeps(r.dir, obj, names, e.opts.MaxBundleBytes)
 }
 
 func (e *Executor) forget(r *remote) {

@@ -25,6 +25,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -391,7 +392,7 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 		if err != nil {
 			return nil, fmt.Errorf("the lane's dependencies: %w", err)
 		}
-		err = unpackDeps(dir, deps, job.Deps, a.MaxBundleBytes)
+		err = toolchain.UnpackDeps(dir, deps, job.Deps, a.MaxBundleBytes)
 		deps.Close()
 		if err != nil {
 			return nil, err
@@ -536,7 +537,7 @@ func (w *worker) putResult(ctx context.Context, repo *gitrepo.Repo, job Job, key
 // dir, if any, in the worker's results bucket, and names them.
 func (w *worker) putDeps(ctx context.Context, dir string, job Job, limit int64) ([]string, error) {
 	var buf bytes.Buffer
-	names, err := packDeps(&buf, limit, dir)
+	names, err := toolchain.PackDeps(&buf, limit, dir)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}

@@ -597,3 +597,60 @@ func TestLanesACheckThatEndsDuringAVerdictGoesOn(t *testing.T) {
 	}
 	noLanesLeft(t, h)
 }
+
+// TestLanesLandTheirDependenciesInTheProject: what a lane installed
+// (node_modules, which git does not carry) goes with its work into the
+// project's work tree when it lands, so that a later claim's regression
+// sweep, in a lane that installed nothing, finds the earlier feature's
+// dependency and does not reopen it; and the person's tree holds it in
+// the morning.
+func TestLanesLandTheirDependenciesInTheProject(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.Parallel = 2
+	// The person's .gitignore names node_modules, committed before the
+	// night (docs/operations.md).
+	h.write(".gitignore", "node_modules/\n")
+	mustGit(t, h, "add", ".gitignore")
+	mustGit(t, h, "-c", "user.name=person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "ignore node_modules")
+	h.runner.script[role.Initializer] = initializerWith(map[string]string{
+		"tests/F-001.sh": "grep -qx 'F-001 works' src/F-001.txt && grep -qx dep node_modules/dep/index.js\n",
+		"tests/F-002.sh": "grep -qx 'F-002 works' src/F-002.txt\n",
+	}, progress.Feature{ID: "F-001", Test: "sh tests/F-001.sh", Scope: []string{"src/F-001.txt"}},
+		progress.Feature{ID: "F-002", Test: "sh tests/F-002.sh", Scope: []string{"src/F-002.txt"}})
+	h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == "F-001" {
+			h.writeIn(spec, "node_modules/dep/index.js", "dep\n") // as npm install writes it
+		}
+		return coderCompletes(ctx, spec, h)
+	}
+	h.runner.script[role.Tester] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		if spec.FeatureID == "F-002" {
+			// F-001 is on the branch before F-002's claim is judged, its
+			// frozen test swept on F-002's tree.
+			eventually.Within(20*time.Second, func() bool {
+				f := h.list().Feature("F-001")
+				return f != nil && f.Tested
+			})
+		}
+		return testerClaims(true)(ctx, spec, h)
+	}
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	st := h.session()
+	for _, id := range []string{"F-001", "F-002"} {
+		if c := st.Counters[id]; c.Failures != 0 || c.Runs != 2 {
+			t.Errorf("%s counters %+v: want tested at its first attempt (a coder, a tester), nothing reopened", id, c)
+		}
+	}
+	if got := strings.TrimSpace(h.read("node_modules/dep/index.js")); got != "dep" {
+		t.Errorf("the project's work tree holds node_modules/dep/index.js = %q, want what F-001's lane installed", got)
+	}
+	if out := mustGit(t, h, "status", "--porcelain", "--", ".", ":!.claude"); out != "" {
+		t.Errorf("the project's work tree is not the branch's last commit:\n%s", out)
+	}
+	noLanesLeft(t, h)
+}

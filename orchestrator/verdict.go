@@ -19,6 +19,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -437,6 +438,9 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 			o.opts.Log.Info("tested feature committed", zap.String("feature", id), zap.String("commit", done.Commit), zap.String("where", where))
 			o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
 				Parent: tr.ID, Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s committed as %s, %s (verdict %s)", id, done.Commit, where, tr.ID), Why: "tested names a commit: exactly the tree the daemon's test ran on"}})
+			if !l.project && done.Branch != "" {
+				o.landDeps(l)
+			}
 		}
 	}
 	// Tested once its commit is made, in the same write as the commit's
@@ -453,6 +457,21 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 	o.pending.FeatureList = o.canonical.Marshal()
 	o.persist()
 	o.writeFeatureList()
+}
+
+// landDeps gives the project's work tree, just brought forward to l's
+// landed commit, the dependency directories l's claim was judged with
+// (toolchain.LandDeps): a later lane that installs nothing is lent them,
+// and the person finds the branch's tests ready to run. A failure leaves
+// the project's as they were, and is said.
+func (o *Orchestrator) landDeps(l *lane) {
+	landed, err := toolchain.LandDeps(l.dir, o.opts.Project.Dir)
+	if err != nil {
+		o.opts.Log.Warn("could not bring a lane's dependencies into the project's work tree; later lanes are lent the project's own", zap.String("feature", l.feature), zap.Error(err))
+	}
+	if len(landed) > 0 {
+		o.opts.Log.Info("dependencies landed in the project's work tree", zap.String("feature", l.feature), zap.Strings("dirs", landed))
+	}
 }
 
 // afterInitializer freezes the acceptance tests the initializer wrote with
