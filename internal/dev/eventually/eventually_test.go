@@ -44,6 +44,26 @@ func TestWithin(t *testing.T) {
 	})
 }
 
+// A condition that costs to ask (it takes 100ms, as starting a process
+// does) is asked at most a fifth of the time: never back to back, however
+// long the wait; a cheap one still at the short pauses. (synctest: the
+// clock is the bubble's.)
+func TestWithinAsksACostlyConditionLessOften(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const cost, bound = 100 * time.Millisecond, 10 * time.Second
+		asks := 0
+		Within(bound, func() bool { asks++; time.Sleep(cost); return false })
+		if most := 2 + int(bound/((1+costFactor)*cost)); asks > most {
+			t.Errorf("a condition that takes %s was asked %d times in %s, want at most %d", cost, asks, bound, most)
+		}
+		cheap := 0
+		Within(bound, func() bool { cheap++; return false })
+		if least := int(bound / maxPause); cheap < least {
+			t.Errorf("a condition that costs nothing was asked %d times in %s, want at least %d", cheap, bound, least)
+		}
+	})
+}
+
 // A condition that holds at once costs no wait.
 func TestWithinHoldingAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
