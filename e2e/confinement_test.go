@@ -735,56 +735,6 @@ func TestUnconfinedDefenseInDepth(t *testing.T) {
 	o.agree(t)
 }
 
-// TestHonestAgentsInRealToolchains: honest agents that write Go and Node
-// code and run real test runners inside the sandbox meet no refusal, no
-// denial and no violation; each feature is tested by one commit on the
-// branch that holds its code.
-func TestHonestAgentsInRealToolchains(t *testing.T) {
-	t.Parallel()
-	in := func(f scriptedmodel.FeatureScript, k scriptedmodel.Kind) scriptedmodel.FeatureScript {
-		f.Kind = k
-		return f
-	}
-	sc := scenario("toolchains",
-		in(feature("F-001", scriptedmodel.Pass), scriptedmodel.Go),
-		in(feature("F-002", scriptedmodel.Pass, "F-001"), scriptedmodel.Go),
-		in(feature("F-003", scriptedmodel.Pass), scriptedmodel.Node),
-		in(feature("F-004", scriptedmodel.Pass), scriptedmodel.Node),
-	)
-	p := newProject(t, sc)
-	p.withGoCaches()
-	o := p.runMisbehaving()
-	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=tested"; got != want {
-		t.Fatalf("final states %q, want %q", got, want)
-	}
-	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
-		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
-	}
-	// One commit per feature on the branch, each holding its feature's code.
-	var byFeature []string
-	for _, c := range strings.Fields(p.git("log", "--format=%H", "HEAD")) {
-		msg := p.git("log", "-1", "--format=%B", c)
-		_, after, ok := strings.Cut(msg, "ctxgraphd-feature: ")
-		if !ok {
-			continue
-		}
-		id := strings.Fields(after)[0]
-		byFeature = append(byFeature, id)
-		files := p.files(id)
-		if got := p.git("cat-file", "blob", c+":"+files.Source); got != files.Working {
-			t.Errorf("%s's commit %s holds %s = %q, want %q", id, c, files.Source, got, files.Working)
-		}
-		if ref := strings.TrimSpace(p.git("rev-parse", branch.TestedRef(id))); ref != c {
-			t.Errorf("%s's commit on the branch is %s, its ref %s", id, c, ref)
-		}
-	}
-	slices.Sort(byFeature)
-	if got := strings.Join(byFeature, " "); got != "F-001 F-002 F-003 F-004" {
-		t.Errorf("commits on the branch are the features' %q, want one each", got)
-	}
-	o.agree(t)
-}
-
 // execOutput runs a program and returns its output, trimmed.
 func execOutput(name string, args ...string) (string, error) {
 	var out bytes.Buffer

@@ -35,8 +35,10 @@ var machineCaches = []string{
 // evidence log written with > and tee). Three coding agents get their
 // feature wrong once. The night ends with every feature tested, retried
 // exactly where the code was wrong, with no refusal, no denial and no
-// violation, no attempt charged to the environment, and each verdict's
-// evidence carrying its runner's report.
+// violation, no attempt charged to the environment, each verdict's
+// evidence carrying its runner's report, one commit a feature on the
+// branch (oneCommitEach), and every test passing in the person's work tree
+// in the morning (greenForThePerson).
 func TestHonestNight(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"go", "node", "npm", "pytest"} {
@@ -169,6 +171,8 @@ func TestHonestNight(t *testing.T) {
 	for _, f := range o.list.Features {
 		o.testedOnlyAfterPassingTest(t, f.ID, true)
 	}
+	p.oneCommitEach(o)
+	p.greenForThePerson(o)
 	o.agree(t)
 }
 
@@ -207,13 +211,14 @@ func (p *project) freshHome() {
 // features each need a real third-party dependency (Node's is-number, Go's
 // github.com/google/uuid, Python's greeting), on a fresh home with empty
 // caches. At parallel 1 one night has a feature of each kind, Go's build
-// cache cold as on a machine's first night; at parallel 2, beside it, each
-// kind has a night of two features, Go's build cache warm
-// (warmGoBuildCache), the two lanes adding the same dependency to the same
-// manifests and locks. (A lane's node_modules and .venv are its own: a
-// lane of another kind, which has none, is lent the person's, which holds
-// nothing the night added, and its regression sweep would find the
-// earlier features broken.) The person commits what docs/operations.md
+// cache cold as on a machine's first night; at parallel 2, beside it, a
+// night has two features of each kind, Go's build cache warm
+// (warmGoBuildCache), two lanes of a kind adding the same dependency to
+// the same manifests and locks, and lanes of one kind landing between
+// those of another: a lane's node_modules and .venv go into the project's
+// work tree when it lands, so a later lane, which installed none of them,
+// is lent them and its regression sweep finds the earlier features
+// passing. The person commits what docs/operations.md
 // asks of them (a .gitignore, the package.json, a .venv; the initializer
 // writes the go.mod); each coding agent writes its code, then fetches its
 // dependency as a model writes it, `cd <project> && npm install is-number
@@ -223,10 +228,12 @@ func (p *project) freshHome() {
 // installed into .venv). The manifests and locks it changes lie outside
 // every feature's scope, and are shared. Each night ends with every
 // feature tested at its first attempt, with no refusal, denial or
-// violation, nothing charged to the environment, and the branch holding
-// the dependencies in its manifests; at parallel 2, two coders worked at
-// once, each feature has one commit on the branch, its verdict's, and no
-// lane is left (workedAtOnce).
+// violation, nothing charged to the environment, the branch holding the
+// dependencies in its manifests, and every feature's test passing in the
+// person's own work tree as it is in the morning, with nothing installed
+// first and no network (greenForThePerson); at parallel 2, two coders
+// worked at once, each feature has one commit on the branch, its
+// verdict's, and no lane is left (workedAtOnce).
 func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
 	t.Parallel()
 	node, gomod, venv := scriptedmodel.NodeDep, scriptedmodel.GoDep, scriptedmodel.PythonVenv
@@ -235,13 +242,8 @@ func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
 		parallel int
 		kinds    []scriptedmodel.Kind // a feature of each
 	}
-	nights := []night{{1, []scriptedmodel.Kind{node, gomod, venv}}, {2, []scriptedmodel.Kind{node, node}}, {2, []scriptedmodel.Kind{gomod, gomod}}, {2, []scriptedmodel.Kind{venv, venv}}}
-	name := func(n night) string {
-		if n.parallel == 1 {
-			return "parallel 1"
-		}
-		return fmt.Sprintf("parallel %d %s", n.parallel, n.kinds[0])
-	}
+	nights := []night{{1, []scriptedmodel.Kind{node, gomod, venv}}, {2, []scriptedmodel.Kind{node, node, gomod, gomod, venv, venv}}}
+	name := func(n night) string { return fmt.Sprintf("parallel %d", n.parallel) }
 	sideBySide(t, nights, name, func(t *testing.T, n night) {
 		dependencyNightOn(t, n.parallel, false, n.kinds...)
 	})
@@ -413,10 +415,30 @@ func dependencyNightOn(t *testing.T, parallel int, onWorkers bool, kinds ...scri
 			t.Errorf("the branch's %s lacks %s:\n%s", w[0], w[1], got)
 		}
 	}
+	p.greenForThePerson(o)
 	if parallel > 1 && !onWorkers {
 		p.workedAtOnce(o)
 	}
 	o.agree(t)
+}
+
+// greenForThePerson checks the promise of the morning: every tested
+// feature's test, as written, passes in the person's own work tree as the
+// night left it, run by the person (the project's home, its caches), with
+// nothing installed first and no network.
+func (p *project) greenForThePerson(o *outcome) {
+	p.t.Helper()
+	for _, f := range o.list.Features {
+		if !f.Tested {
+			continue
+		}
+		cmd := exec.Command("sh", "-c", f.Test)
+		cmd.Dir = p.dir
+		cmd.Env = append(slices.Clone(p.env), "GOPROXY=off", "GOFLAGS=-mod=readonly", "npm_config_offline=true", "PIP_NO_INDEX=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			p.t.Errorf("%s is tested, but its test fails in the person's work tree in the morning (`%s`: %v):\n%s", f.ID, f.Test, err, out)
+		}
+	}
 }
 
 // pythonWheel builds the wheel of greeting 1.0.0 (pure Python, one module,

@@ -41,19 +41,27 @@ func (p *project) workedAtOnce(o *outcome) {
 		}
 		t.Errorf("no two coders worked at once: %s", strings.Join(when, ", "))
 	}
+	p.oneCommitEach(o)
+	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
+		t.Errorf("lanes left behind in %s: %v", filepath.Dir(p.paths.StateDir), left)
+	}
+}
+
+// oneCommitEach checks that the branch holds every feature of a night
+// tested whole: each feature's working code, and one commit a feature,
+// its verdict's (the commit its tested ref names).
+func (p *project) oneCommitEach(o *outcome) {
+	t := p.t
+	t.Helper()
 	for _, f := range o.list.Features {
 		files := p.files(f.ID)
 		if got, err := p.gitTry("show", "HEAD:"+files.Source); err != nil || got != files.Working {
 			t.Errorf("the branch holds %q as %s's code %s (%v), want %q", got, f.ID, files.Source, err, files.Working)
 		}
-		// One commit a feature on the branch, its verdict's.
 		got := strings.TrimSpace(p.git("log", "--format=%H", "--grep", "^ctxgraphd-feature: "+f.ID+"$", "HEAD"))
 		if got == "" || strings.Contains(got, "\n") || got != strings.TrimSpace(p.git("rev-parse", "refs/ctxgraphd/tested/"+f.ID)) {
 			t.Errorf("%s's commits on the branch: %q, want its verdict's alone\n%s", f.ID, got, p.git("log", "--format=%h %s", "HEAD"))
 		}
-	}
-	if left, _ := os.ReadDir(filepath.Join(filepath.Dir(p.paths.StateDir), "lanes", p.paths.ID)); len(left) > 0 {
-		t.Errorf("lanes left behind in %s: %v", filepath.Dir(p.paths.StateDir), left)
 	}
 }
 
