@@ -231,3 +231,30 @@ func TestRolePromptSizeLimit(t *testing.T) {
 		}
 	}
 }
+
+// A file where the overrides' directory would be (the empty file Claude
+// Code's sandbox leaves where it denied .claude/ctxgraphd, which was not
+// there) is no override: the embedded prompt, not a stop. An override
+// that is there and cannot be read is still an error.
+func TestRolePromptUnderAFileIsTheEmbeddedOne(t *testing.T) {
+	dir := t.TempDir()
+	over := filepath.Join(dir, filepath.FromSlash(PromptOverrideDir))
+	if err := os.MkdirAll(filepath.Dir(filepath.Dir(over)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Dir(over), nil, 0o644); err != nil { // .claude/ctxgraphd, a file
+		t.Fatal(err)
+	}
+	if text, src, err := RolePrompt(dir, role.Coder); err != nil || src != "embedded" || text == "" {
+		t.Errorf("with a file where %s would be: %d bytes from %q, %v; want the embedded prompt", PromptOverrideDir, len(text), src, err)
+	}
+
+	dir = t.TempDir()
+	over = filepath.Join(dir, filepath.FromSlash(PromptOverrideDir))
+	if err := os.MkdirAll(filepath.Join(over, string(role.Coder)+".md"), 0o755); err != nil { // a directory where the file would be
+		t.Fatal(err)
+	}
+	if _, src, err := RolePrompt(dir, role.Coder); err == nil {
+		t.Errorf("with a directory where the override would be: from %q, no error; want one", src)
+	}
+}

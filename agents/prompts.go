@@ -2,15 +2,13 @@ package agents
 
 import (
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
 //go:embed prompts/*.md
@@ -44,10 +42,7 @@ func RolePrompt(projectDir string, who role.Role) (text, source string, err erro
 				return "", "", fmt.Errorf("%s is empty: write the role prompt in it, or delete it to use the default", path)
 			}
 			return string(b), path, nil
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			// ENOTDIR: a file stands where the overrides' directory
-			// would be (the empty mount point a sandbox killed while it
-			// set up can leave for a denied path), so there is none.
+		case !paths.Absent(err):
 			return "", "", fmt.Errorf("role prompt override: %w", err)
 		}
 	}

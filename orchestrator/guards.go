@@ -24,6 +24,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/graph"
 	"github.com/ctxgraphd/ctxgraphd/guards/rulefile"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
@@ -51,7 +52,7 @@ func (o *Orchestrator) guardsFile() string {
 func (o *Orchestrator) loadGuardFile() {
 	name := o.guardsFile()
 	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	if paths.Absent(err) {
 		data, err = nil, nil
 	}
 	if err == nil && o.guards.read && bytes.Equal(data, o.guards.data) {

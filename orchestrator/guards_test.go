@@ -165,6 +165,23 @@ func TestGuardsFile(t *testing.T) {
 	}
 }
 
+// A file where guards.yaml's directory would be (the empty file Claude
+// Code's sandbox leaves where it denied .claude/ctxgraphd, which was not
+// there) is no guards file, not a broken one.
+func TestGuardsFileUnderAFileIsNone(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Dir(filepath.Join(h.proj.Dir, filepath.FromSlash(rulefile.Path)))
+	os.MkdirAll(filepath.Dir(dir), 0o755)
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := h.orchestrator(false)
+	o.loadGuardFile()
+	if !o.guards.read || o.guards.problem != "" || len(o.guards.file) != 0 {
+		t.Errorf("guards read %v, problem %q, rules %+v; want no file, no problem", o.guards.read, o.guards.problem, o.guards.file)
+	}
+}
+
 // TestRunPolicyHoldsTheGuardsOfAFile: the sandbox of a run denies what the
 // project's enforced deny guards on a file name for its role, read
 // against the tree as the run starts: a glob of one path, the directory

@@ -11,11 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/ctxgraphd/ctxgraphd/guards"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"gopkg.in/yaml.v3"
 )
 
@@ -33,11 +33,12 @@ type file struct {
 	Guards []guards.Rule `yaml:"guards"`
 }
 
-// Load reads the project's guards file. A missing file is no guards.
+// Load reads the project's guards file. A missing file is no guards
+// (paths.Absent: a file where its directory would be too).
 func Load(projectDir string) ([]guards.Rule, error) {
 	name := filepath.Join(projectDir, filepath.FromSlash(Path))
 	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	if paths.Absent(err) {
 		return nil, nil
 	}
 	if err != nil {

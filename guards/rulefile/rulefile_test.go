@@ -83,6 +83,22 @@ func TestLoad(t *testing.T) {
 	if rules, err := Load(dir); err != nil || len(rules) != 2 {
 		t.Fatalf("Load() = %v, %v", rules, err)
 	}
+
+	// A file where the guards' directory would be (the empty file the
+	// sandbox leaves where it denied .claude/ctxgraphd, which was not
+	// there) is no file: no guards, not an error.
+	under := t.TempDir()
+	os.MkdirAll(filepath.Join(under, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(under, ".claude", "ctxgraphd"), nil, 0o644)
+	if rules, err := Load(under); err != nil || rules != nil {
+		t.Errorf("Load(a file where the directory would be) = %v, %v; want nothing", rules, err)
+	}
+	// A file that is there and cannot be read is an error.
+	unreadable := t.TempDir()
+	os.MkdirAll(filepath.Join(unreadable, filepath.FromSlash(Path)), 0o755)
+	if rules, err := Load(unreadable); err == nil {
+		t.Errorf("Load(a directory where the file would be) = %v, no error; want one", rules)
+	}
 }
 
 // FuzzParse: whatever the file holds, Parse returns guards that validate,

@@ -12,10 +12,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 )
 
 // ProgressDir is the project-relative directory of the feature list and
@@ -215,4 +217,15 @@ func LookPath(file, path string) (string, bool) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// Absent reports whether err says that a path is not there: it does not
+// exist (fs.ErrNotExist), or a directory on the way to it is a file
+// (ENOTDIR). The second is absent too, not a failure: Claude Code's
+// sandbox denies a path that does not exist by mounting over an empty file
+// it makes there, and where that path is a directory the daemon reads
+// from (.claude/ctxgraphd), the file left behind stands where the
+// directory would be. An optional file read through it is none.
+func Absent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

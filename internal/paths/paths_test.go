@@ -1,12 +1,15 @@
 package paths
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -186,5 +189,41 @@ func TestSafeNameIsTheRegexpItReplaced(t *testing.T) {
 		if got, want := safeName(name), was.ReplaceAllString(name, "-"); got != want {
 			t.Errorf("safeName(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// A path is absent when it does not exist, and when a file stands where a
+// directory on the way to it would be (the empty file the sandbox leaves
+// where it denied a path that was not there); any other failure to read
+// it is a failure.
+func TestAbsent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, missing := os.ReadFile(filepath.Join(dir, "missing", "guards.yaml"))
+	_, underAFile := os.ReadFile(filepath.Join(dir, "file", "guards.yaml"))
+	_, aDirectory := os.ReadFile(dir)
+	tests := []struct {
+		name   string
+		err    error
+		absent bool
+	}{
+		{"no error", nil, false},
+		{"a missing file", missing, true},
+		{"a file where a directory on the way would be", underAFile, true},
+		{"ENOTDIR, wrapped", fmt.Errorf("reading: %w", syscall.ENOTDIR), true},
+		{"fs.ErrNotExist, wrapped", fmt.Errorf("reading: %w", fs.ErrNotExist), true},
+		{"a directory read as a file", aDirectory, false},
+		{"no permission", &fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, false},
+		{"another error", errors.New("disk on fire"), false},
+	}
+	for _, tt := range tests {
+		if got := Absent(tt.err); got != tt.absent {
+			t.Errorf("%s: Absent(%v) = %v, want %v", tt.name, tt.err, got, tt.absent)
+		}
+	}
+	if !errors.Is(underAFile, syscall.ENOTDIR) {
+		t.Fatalf("reading below a file gave %v, not ENOTDIR: the case above tests nothing", underAFile)
 	}
 }
