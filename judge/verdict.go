@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -187,6 +188,63 @@ func runsRefused(repo *gitrepo.Repo, base gitrepo.Tree, now []gitrepo.Refused) [
 	return out
 }
 
+// dropSandboxLeftovers removes from the work tree at dir what the run's
+// sandbox left there, not the run, and returns the paths it removed.
+// Bubblewrap denies a path by mounting over it, and where the path does
+// not exist it first makes an empty file there to mount on, which outlives
+// the run: an added, empty, regular file at exactly a path denied to the
+// run (denied: slash paths relative to dir, deniedIn) is that, and
+// charging it would fail an attempt that did nothing. Anything else at a
+// denied path is the run's and is judged as ever: a file with content, a
+// link, a file that was there before the run, a path below a denied
+// directory. A leftover that cannot be removed stays, and is judged too.
+func dropSandboxLeftovers(dir string, changes []gitrepo.Change, denied []string) (removed []string, err error) {
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var errs []error
+	for _, c := range changes {
+		if c.Kind != gitrepo.Added || !slices.Contains(denied, c.Path) {
+			continue
+		}
+		rel := filepath.FromSlash(c.Path)
+		if fi, err := root.Lstat(rel); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			continue
+		}
+		if err := root.Remove(rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, c.Path)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// deniedIn is what the sandbox of run denies it (Confine, Relocate), as
+// slash paths relative to the work tree it runs in, there or on its
+// worker; nil when that is not known (a run of a daemon that restarted
+// since, or one that is not confined).
+func (j *Judge) deniedIn(runID string) []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.byRun(runID)
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, d := range r.denied {
+		if rel, err := filepath.Rel(r.root.Dir, d); err == nil && rel != "." && within(d, r.root.Dir) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out
+}
+
 // evidenceNotFiles are the links and special files in feature's evidence
 // directory of the work tree at dir, which is in no change set: the
 // daemon reads and copies evidence, and a link there would lead it to a
@@ -263,12 +321,14 @@ func (j *Judge) holdControls(repo *gitrepo.Repo, runID string) (changed, held []
 }
 
 // JudgeRun judges what a run produced. Every process of the run must be
-// gone: what the tree holds now is all the run did. The run's change set
-// (its base to now) meets the rules for its role (gates.JudgeChanges); what
-// an enforced gate refuses is restored as it was at the run's start; then,
-// when asked, the daemon runs the feature's test on the tree as it is. All
-// of it happens in the run's work tree (in.Root), and its tests are lent
-// that tree's dependencies (RunTestIn).
+// gone: what the tree holds now is all the run did, but for the empty
+// files its sandbox left where it denied a path (dropSandboxLeftovers),
+// which go first. The run's change set (its base to now) meets the rules
+// for its role (gates.JudgeChanges); what an enforced gate refuses is
+// restored as it was at the run's start; then, when asked, the daemon runs
+// the feature's test on the tree as it is. All of it happens in the run's
+// work tree (in.Root), and its tests are lent that tree's dependencies
+// (RunTestIn).
 func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 	var jd Judgement
 	root := j.root(in.Root)
@@ -282,15 +342,32 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		jd.Err = err
 		return jd
 	}
-	after, refused, err := repo.SnapshotRefused(ctx)
-	if err != nil {
-		jd.Err = fmt.Errorf("snapshot after %s: %w", in.Actor.Run, err)
+	var after gitrepo.Tree
+	var refused []gitrepo.Refused
+	outcome := func() error {
+		if after, refused, err = repo.SnapshotRefused(ctx); err != nil {
+			return fmt.Errorf("snapshot after %s: %w", in.Actor.Run, err)
+		}
+		jd.TreeAt = time.Now()
+		if jd.Changes, err = repo.Changes(ctx, in.Base, after); err != nil {
+			return fmt.Errorf("changes of %s: %w", in.Actor.Run, err)
+		}
+		return nil
+	}
+	if jd.Err = outcome(); jd.Err != nil {
 		return jd
 	}
-	jd.TreeAt = time.Now()
-	if jd.Changes, err = repo.Changes(ctx, in.Base, after); err != nil {
-		jd.Err = fmt.Errorf("changes of %s: %w", in.Actor.Run, err)
-		return jd
+	// The empty files the run's sandbox left are not the run's: they go
+	// before anything is judged, and the outcome is taken again without.
+	left, err := dropSandboxLeftovers(root.Dir, jd.Changes, j.deniedIn(in.Actor.Run))
+	if err != nil {
+		j.log.Warn("an empty file the sandbox left where it denied a path could not be removed; it is judged as the run's", zap.String("run", in.Actor.Run), zap.Error(err))
+	}
+	if len(left) > 0 {
+		j.log.Info("removed the empty files the sandbox left where it denied a path that was not there", zap.String("run", in.Actor.Run), zap.Strings("paths", left))
+		if jd.Err = outcome(); jd.Err != nil {
+			return jd
+		}
 	}
 	j.mu.Lock()
 	state := j.state(nil)
