@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/claudetest"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -512,21 +514,35 @@ func (p *project) transitions() []store.Transition {
 	return ts
 }
 
-// status asks the daemon for ctl status --json; ok is false when none runs.
+// status asks the daemon for its status, as `ctl status --json` prints it
+// (the same JSON, read as a map); ok is false when none runs. It asks the
+// socket itself rather than through `ctxgraphd ctl`, whose output is
+// tested on its own (cmd/ctxgraphd): tests ask it while
+// they wait for a moment of a night, and an ask that costs a millisecond
+// instead of a race-enabled binary's start (0.2 CPU-s) is asked often
+// enough not to miss a moment that lasts a few hundred milliseconds,
+// such as the daemon's verdict on a claim, and leaves the cores to the
+// night.
 func (p *project) status() (map[string]any, bool) {
 	p.t.Helper()
-	out, errOut, code := p.ctxgraphd("ctl", "status", "--json")
-	if code == 3 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := control.NewClient(p.paths.Socket).Status(ctx)
+	if errors.Is(err, control.ErrNoDaemon) {
 		return nil, false
 	}
-	if code != 0 {
-		p.t.Fatalf("ctl status exited %d: %s", code, errOut)
+	if err != nil {
+		p.t.Fatalf("the daemon's status: %v", err)
 	}
-	var st map[string]any
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		p.t.Fatalf("ctl status --json: %v\n%s", err, out)
+	b, err := json.Marshal(st)
+	if err != nil {
+		p.t.Fatal(err)
 	}
-	return st, true
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		p.t.Fatal(err)
+	}
+	return m, true
 }
 
 // waitFor polls cond until it holds or the deadline passes. It waits for a
