@@ -97,7 +97,18 @@ func newProject(t *testing.T, sc scriptedmodel.Scenario) *project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { model.Close() })
+	t.Cleanup(func() {
+		model.Close()
+		// The suite's time is its number of agent runs (docs/DEVELOPING.md):
+		// each test's count is in its log (make test keeps them all in
+		// .testrun/tests.json).
+		st := model.Stats()
+		n := 0
+		for _, c := range st.Runs {
+			n += c
+		}
+		t.Logf("agent runs of %s: %d %v", sc.Name, n, st.Runs)
+	})
 
 	dir := t.TempDir()
 	runtime, err := os.MkdirTemp("", "cgrt") // short: socket paths have a length limit
