@@ -45,6 +45,10 @@ func (o *Orchestrator) publish() {
 	if o.listFile.problem != "" {
 		st.Message = "feature-list.json: " + o.listFile.problem
 	}
+	if o.timers.unsaved != nil {
+		// First: nothing else moves until the state is saved.
+		st.Message = holdingMessage(o.timers.unsaved)
+	}
 	if !o.session.WaitingUntil.IsZero() {
 		t := o.session.WaitingUntil
 		st.WaitingUntil = &t

@@ -273,10 +273,14 @@ func (o *Orchestrator) persistFailed(err error) {
 	if o.timers.persist == nil {
 		o.timers.persist = time.NewTimer(persistRetry)
 	}
-	snap := *o.view.snap.Load()
-	snap.Message = fmt.Sprintf("the daemon cannot save its state, so it is holding: %v (a full disk? free some space; it tries again every %s)", err, persistRetry)
-	o.view.snap.Store(&snap)
-	o.signalChange()
+	o.timers.unsaved = err
+	o.publish()
+}
+
+// holdingMessage is what the status says while the loop holds because the
+// store refused a move (timers.unsaved).
+func holdingMessage(err error) string {
+	return fmt.Sprintf("the daemon cannot save its state, so it is holding: %v (a full disk? free some space; it tries again every %s)", err, persistRetry)
 }
 
 func (o *Orchestrator) persistC() <-chan time.Time {
@@ -294,6 +298,9 @@ func (o *Orchestrator) persistErr() error {
 	c.Session = &sess
 	if err := o.opts.Store.Apply(c); err != nil {
 		return err
+	}
+	if len(c.Transitions) > 0 {
+		o.timers.unsaved = nil // the move that was held is made
 	}
 	o.pending = store.Batch{}
 	o.writeMirror()

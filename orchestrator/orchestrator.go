@@ -182,6 +182,10 @@ type timers struct {
 	waitFor agents.Failure
 	wait    *time.Timer
 	persist *time.Timer
+	// unsaved is why the store refused the last move, while persist is
+	// armed to try it again: the loop holds, and the status says so
+	// whatever else is published meanwhile.
+	unsaved error
 }
 
 // New loads the state of record and prepares the loop.
@@ -300,7 +304,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		case r := <-o.requests:
 			r.done <- r.fn()
 		case <-o.persistC():
-			o.timers.persist = nil
+			o.timers.persist, o.timers.unsaved = nil, nil
 			o.opts.Log.Info("trying again to save the state")
 			o.step(o.lanes.home, nil)
 		case <-o.waitC():

@@ -228,6 +228,44 @@ func record(t *testing.T, st *store.Store) []string {
 	return append(out, fmt.Sprintf("session %s: %d runs, $%.2f: %s", s.Session.State, s.RunCount, s.TotalCostUSD, s.Session.Message))
 }
 
+// While the loop holds because the store refused a move, its status says
+// so whatever else is published meanwhile (a save the store takes, a
+// problem with the list, a run's end), until the move is saved. Once the
+// status said so only until the next publish: a save that rode on another
+// event wiped it, and a person saw a session that seemed to be moving.
+func TestTheStatusSaysItHoldsUntilTheMoveIsSaved(t *testing.T) {
+	h := newHarness(t)
+	h.faults = &faultyStore{}
+	h.faults.fail(writeTransition, "", forever)
+	o := h.orchestrator(true)
+	const holding = "the daemon cannot save its state, so it is holding"
+	says := func(when string, want bool) {
+		t.Helper()
+		s, _ := o.Status(t.Context())
+		if got := strings.Contains(s.Message, holding) && strings.Contains(s.Message, errNoSpace.Error()); got != want {
+			t.Errorf("%s: the status says %q; holding: %t, want %t", when, s.Message, got, want)
+		}
+	}
+	if o.transition(o.lanes.home, statemachine.Initialize, "", "spawn initializer: no feature list yet") {
+		t.Fatal("the loop moved although the store refused the move")
+	}
+	says("the move refused", true)
+	o.publish()
+	says("published again", true)
+	o.persist()
+	says("a save the store took", true)
+	o.setProblem("not JSON")
+	says("a problem with the list", true)
+	o.setProblem("")
+	says("the list fixed", true)
+
+	h.faults.heal()
+	if !o.transition(o.lanes.home, statemachine.Initialize, "", "spawn initializer: no feature list yet") {
+		t.Fatal("the loop did not move once the store took writes")
+	}
+	says("the move saved", false)
+}
+
 // The loop's reaction to a store that refuses a write, for each kind of
 // write it makes, once or until the disk is freed: a move that is not
 // saved is not made, the session holds and says why in the status, and
