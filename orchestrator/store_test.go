@@ -228,6 +228,9 @@ func record(t *testing.T, st *store.Store) []string {
 	return append(out, fmt.Sprintf("session %s: %d runs, $%.2f: %s", s.Session.State, s.RunCount, s.TotalCostUSD, s.Session.Message))
 }
 
+// holding is what the status says while the loop holds (holdingMessage).
+const holding = "the daemon cannot save its state, so it is holding"
+
 // While the loop holds because the store refused a move, its status says
 // so whatever else is published meanwhile (a save the store takes, a
 // problem with the list, a run's end), until the move is saved. Once the
@@ -238,7 +241,6 @@ func TestTheStatusSaysItHoldsUntilTheMoveIsSaved(t *testing.T) {
 	h.faults = &faultyStore{}
 	h.faults.fail(writeTransition, "", forever)
 	o := h.orchestrator(true)
-	const holding = "the daemon cannot save its state, so it is holding"
 	says := func(when string, want bool) {
 		t.Helper()
 		s, _ := o.Status(t.Context())
@@ -288,7 +290,6 @@ func TestAFailedStoreWriteHoldsAndRetries(t *testing.T) {
 	}
 	want := record(t, clean.st)
 
-	const holding = "the daemon cannot save its state, so it is holding"
 	for _, tc := range []struct {
 		name  string
 		kind  writeKind
