@@ -527,13 +527,14 @@ func (p *project) transitions() []store.Transition {
 
 // status asks the daemon for its status, as `ctl status --json` prints it
 // (the same JSON, read as a map); ok is false when none runs. It asks the
-// socket itself rather than through `ctxgraphd ctl`, whose output is
-// tested on its own (cmd/ctxgraphd): tests ask it while
-// they wait for a moment of a night, and an ask that costs a millisecond
-// instead of a race-enabled binary's start (0.2 CPU-s) is asked often
-// enough not to miss a moment that lasts a few hundred milliseconds,
-// such as the daemon's verdict on a claim, and leaves the cores to the
-// night.
+// socket itself rather than through `ctxgraphd ctl` (whose answers are
+// tested in cmd/ctxgraphd, and against a real daemon once in
+// TestAPersonsCommitDuringTheNightStaysUnderTheFeatures): tests ask it
+// while they wait for a moment of a night, and an ask that costs a
+// millisecond instead of a race-enabled binary's start (0.2 CPU-s) is
+// asked often enough not to miss a moment that lasts a few hundred
+// milliseconds, such as the daemon's verdict on a claim, and leaves the
+// cores to the night.
 func (p *project) status() (map[string]any, bool) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

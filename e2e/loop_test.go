@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,6 +117,18 @@ func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
 		st, ok := p.status()
 		return ok && st["state"] == "paused"
 	})
+	// The tests ask the socket (project.status); a person asks `ctl
+	// status`, which says the same of a real daemon, in JSON and in words.
+	var said map[string]any
+	if err := json.Unmarshal([]byte(p.mustRun("ctl", "status", "--json")), &said); err != nil {
+		t.Fatal(err)
+	}
+	if asked, _ := p.status(); said["state"] != "paused" || said["pid"] != asked["pid"] || fmt.Sprint(said["features"]) != fmt.Sprint(asked["features"]) {
+		t.Errorf("ctl status --json says %v, the socket %v", said, asked)
+	}
+	if words := p.mustRun("ctl", "status"); !regexp.MustCompile(`(?m)^state: +paused$`).MatchString(words) {
+		t.Errorf("ctl status says:\n%s\nwant the state paused", words)
+	}
 	if err := os.WriteFile(filepath.Join(p.dir, "NOTES.md"), []byte("a person's notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
