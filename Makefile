@@ -1,9 +1,11 @@
 # ctxgraphd build, test and benchmark entry points.
 #
-# `make test` is the one command CI runs: it installs everything the tests need
-# (Go modules, the pinned Claude Code CLI from the npm registry, and, as root
-# with apt, the Debian packages of the sandbox) and runs the whole suite with
-# -race. Nothing here downloads anything else.
+# `make test` installs everything the tests need (Go modules, the pinned
+# Claude Code CLI from the npm registry, and, as root with apt, the Debian
+# packages of the sandbox and the viewers) and runs every package's tests
+# and the core end-to-end nights with -race; `make test-all`, which CI runs,
+# runs `make test` and then every other night. Nothing here downloads
+# anything else.
 
 GO            ?= go
 CLAUDE_VERSION := 2.1.330
@@ -17,7 +19,8 @@ GREMLINS      := $(TOOLS)/bin/gremlins
 # version is in the file's name, so that changing the pin installs it.
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM     := $(TOOLS)/bin/gotestsum-$(GOTESTSUM_VERSION)
-# Where `make test` keeps the test events of its last run (tests.json),
+# Where `make test` keeps the test events of its last run (tests.json, and
+# extended.json for the nights `make test-all` adds),
 # for `$(GOTESTSUM) tool slowest` and for a person.
 TESTRUN       := $(CURDIR)/.testrun
 # How many end-to-end tests run at once (go test -parallel). One test alone
@@ -25,9 +28,11 @@ TESTRUN       := $(CURDIR)/.testrun
 # hooks take turns): 3 at once keep both busy with room for their waits, 4
 # only make every CLI start slower (docs/DEVELOPING.md has the measures).
 E2E_PARALLEL  ?= 3
-# What `make test` says it takes, measured on a fresh clone on a quiet
-# 2-core machine (docs/DEVELOPING.md).
-TEST_MINUTES  := 40
+# What `make test` and the extended nights of `make test-all` say they
+# take, measured on a fresh clone on a quiet 2-core machine
+# (docs/DEVELOPING.md).
+TEST_MINUTES  := 7
+EXTENDED_MINUTES := 6
 # go test's usual lines (ok, FAIL, ? for packages without tests), each
 # failed test's output, and a closing DONE line; gotestsum runs $(GO) as
 # given.
@@ -47,7 +52,7 @@ HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
 
-.PHONY: all build test test-short bench demo claude deps fuzz vet clean sandbox viewers mutate audit
+.PHONY: all build test test-all test-short bench demo claude deps fuzz vet clean sandbox viewers mutate audit
 
 all: build
 
@@ -114,24 +119,38 @@ $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 vet: deps
 	$(GO) vet ./...
 
-# Every package's tests and the end-to-end tests, which drive the real CLI
-# and are most of the time, in one `go test`: it runs two packages' tests at
-# a time, so the end-to-end tests start as soon as they are built and the
-# other packages' tests use the cores their waits leave (docs/DEVELOPING.md
-# has the measures). It prints go test's usual lines (ok, FAIL, the
-# failures with their output, a closing DONE line); the end says which ten
-# tests took longest, so that a suite growing slower is seen. The exit
-# status is the tests'.
+# go test under gotestsum, for `make test` and `make test-all`: $(1) the
+# tier of the end-to-end nights (e2e/tier_test.go), $(2) the file the test
+# events are kept in, $(3) the packages. It prints go test's usual lines
+# (ok, FAIL, the failures with their output, a closing DONE line) and ends
+# with the ten slowest tests, so that a suite growing slower is seen; its
+# exit status is the tests'.
+define run_tests
+	@status=0; \
+	CTXGRAPHD_TEST_TIER=$(1) $(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(2) -- \
+		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) $(3) || \
+	{ status=$$?; $(FAIL_LINES) $(2); }; \
+	echo "== the ten slowest tests (all of them: $(2))"; \
+	$(GOTESTSUM) tool slowest --num 10 --jsonfile $(2); \
+	exit $$status
+endef
+
+# Every package's tests and the core end-to-end nights, which drive the
+# real CLI and are most of the time, in one `go test`: it runs two
+# packages' tests at a time, so the nights start as soon as they are built
+# and the other packages' tests use the cores their waits leave
+# (docs/DEVELOPING.md has the measures).
 test: deps claude sandbox viewers vet $(GOTESTSUM)
 	@rm -rf $(TESTRUN) && mkdir -p $(TESTRUN)
-	@echo "== every package's tests and the end-to-end tests (the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, $(E2E_PARALLEL) at a time), with -race: about $(TEST_MINUTES) minutes on a quiet 2-core machine; each package's line comes when it ends, the end-to-end tests' last"
-	@status=0; \
-	$(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(TESTRUN)/tests.json -- \
-		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./... || \
-	{ status=$$?; $(FAIL_LINES) $(TESTRUN)/tests.json; }; \
-	echo "== the ten slowest tests (all of them: $(TESTRUN)/tests.json)"; \
-	$(GOTESTSUM) tool slowest --num 10 --jsonfile $(TESTRUN)/tests.json; \
-	exit $$status
+	@echo "== every package's tests and the core end-to-end nights (the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, $(E2E_PARALLEL) at a time), with -race: about $(TEST_MINUTES) minutes on a quiet 2-core machine; each package's line comes when it ends, the end-to-end tests' last"
+	$(call run_tests,core,$(TESTRUN)/tests.json,./...)
+
+# `make test`, then the extended nights: further routes of the guarantees
+# the core nights hold, and the nights too costly for `make test`. This is
+# what CI runs on every landing.
+test-all: test
+	@echo "== the extended end-to-end nights, with -race: about $(EXTENDED_MINUTES) minutes more on a quiet 2-core machine"
+	$(call run_tests,extended,$(TESTRUN)/extended.json,./e2e)
 
 $(GOTESTSUM):
 	GOBIN=$(TOOLS)/bin $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)

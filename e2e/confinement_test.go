@@ -263,7 +263,7 @@ func (p *project) readIfAny(rel string) (string, bool) {
 // the gates, each on its own feature of one project, and one initializer
 // that leaves a feature without a test.
 func TestConfinedCodingAgentRoutes(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("confined-coding-routes",
 		feature("F-001", scriptedmodel.RewritesTest),
 		feature("F-002", scriptedmodel.OutOfScopeBash, "F-001"),
@@ -471,7 +471,7 @@ func TestConfinedCodingAgentRoutes(t *testing.T) {
 // Code's own git would add to the project's repository, under .claude/
 // where no change set looks.
 func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("confined-outside-tools",
 		feature("F-001", scriptedmodel.FetchesOut),
 		feature("F-002", scriptedmodel.WorksElsewhere),
@@ -533,7 +533,7 @@ func TestConfinedToolsOutsideTheSandbox(t *testing.T) {
 // passing: masked, fixed by the tester itself, or forged into the hooks'
 // record.
 func TestConfinedTesterRoutes(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("confined-tester-routes",
 		tester(feature("F-001", scriptedmodel.FailOnce), scriptedmodel.MasksFailure),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.FixesCode),
@@ -613,7 +613,7 @@ func TestConfinedTesterRoutes(t *testing.T) {
 // and the daemon's own run of the test must hold them, as they did before
 // there was a sandbox.
 func TestUnconfinedDefenseInDepth(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	sc := scenario("unconfined",
 		feature("F-001", scriptedmodel.BashSetsTested),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.BashTested),

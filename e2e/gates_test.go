@@ -350,7 +350,7 @@ func (o *outcome) testedOnlyAfterPassingTest(t *testing.T, id string, strict boo
 }
 
 func TestGateCodingAgentMisbehaviors(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("coding-misbehaviors",
 		feature("F-001", scriptedmodel.SetsTested),
 		feature("F-002", scriptedmodel.WritesSessionState),
@@ -473,7 +473,7 @@ func TestGateCodingAgentMisbehaviors(t *testing.T) {
 }
 
 func TestGateTesterMisbehaviors(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("tester-misbehaviors",
 		tester(feature("F-001", scriptedmodel.Pass), scriptedmodel.TestedFirst),
 		tester(feature("F-002", scriptedmodel.FailOnce), scriptedmodel.BashTested),
@@ -544,7 +544,7 @@ func TestGateTesterMisbehaviors(t *testing.T) {
 // Code's own cap, the attempt fails without a verdict, and the feature goes
 // back to its coding agent. On attempt 2 it complies at the first block.
 func TestGateTesterMustTest(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("tester-must-test",
 		tester(feature("F-001", scriptedmodel.Pass), scriptedmodel.SkipsTest),
 	))
@@ -592,7 +592,7 @@ func TestGateTesterMustTest(t *testing.T) {
 // others. Starting the daemon again on the finished night changes nothing:
 // the tested features stay tested, no run starts, no one is blamed.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scriptedmodel.DefaultScenario()
 	sc.Features[0].DependsOn = []string{"F-003"}
 	p := newProject(t, sc)

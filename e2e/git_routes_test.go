@@ -195,7 +195,7 @@ func (p *project) gitlinks() []string {
 // .git, which git cannot record, is a finding of its own, removed. No
 // commit holds a gitlink.
 func TestGitRouteNestedRepository(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := routeProject(t, "nested-repository", feature("", scriptedmodel.CommitsInNestedRepo))
 	o := p.runRoute(t, 2, nil)
 	copied := scriptedmodel.NestedRepo + "/F-001.txt"
@@ -261,7 +261,7 @@ func (p *project) testedSource(id string) (mode, content string) {
 // and its claim refused. The tested commit holds the coder's bytes as
 // they are, the stamp not expanded.
 func TestGitRouteIdentAttributes(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := routeProject(t, "ident-attributes", tester(feature("", scriptedmodel.WritesIdentAttributes), scriptedmodel.StampsIdent))
 	o := p.runRoute(t, 3, nil)
 	if d := o.denied(t, "F-001", gates.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || d[0].Attempt != 1 {
@@ -297,7 +297,7 @@ func TestGitRouteIdentAttributes(t *testing.T) {
 // code, written by python3, in the run's change set, where it is put back.
 // The tested commit holds the code.
 func TestGitRouteHidingIgnore(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := routeProject(t, "hiding-ignore", feature("", scriptedmodel.HidesCodeWithIgnore))
 	o := p.runRoute(t, 2, nil)
 	if d := o.denied(t, "F-001", gates.RoleWritePolicy, "git_rules"); len(d) != 1 || d[0].Tool != "Bash" || !strings.Contains(d[0].Target, "> .gitignore") {
@@ -321,7 +321,7 @@ func TestGitRouteHidingIgnore(t *testing.T) {
 // answer stays in the agents' temp directory, the only place outside the
 // project where the route wrote.
 func TestGitRouteTempAnswer(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := routeProject(t, "temp-answer", tester(feature("", scriptedmodel.LinksTempAnswer), scriptedmodel.WritesTempAnswer))
 	answer := fmt.Sprintf("claude-%d/F-001-answer", os.Getuid())
 	o := p.runRoute(t, 2, []string{answer})
@@ -357,7 +357,7 @@ func TestGitRouteTempAnswer(t *testing.T) {
 // finding against the run, never a stop of the session: removed, the
 // attempt failed, and the session goes on.
 func TestGitRouteRefusedPaths(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := routeProject(t, "refused-paths", feature("", scriptedmodel.MakesRefusedPaths))
 	o := p.runRoute(t, 2, nil)
 	refused := scriptedmodel.RefusedPaths("F-001")
@@ -385,7 +385,7 @@ func TestGitRouteRefusedPaths(t *testing.T) {
 // runs under the same bounds: below about 640 MB of data it does not
 // start, hence 1024 here.
 func TestGitRouteLimits(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	const fileMB = 10
 	p := routeProject(t, "limits", feature("", scriptedmodel.ExceedsLimits))
 	o := p.runRoute(t, 2, nil, "--set", "sandbox.max_processes=200", "--set", "sandbox.max_memory_mb=1024", "--set", fmt.Sprintf("sandbox.max_file_mb=%d", fileMB))
@@ -487,7 +487,7 @@ func (p *project) largestObject() int64 {
 // shows in their precedent only inside `agent wrote: "…"`, and the line
 // break before it starts no line.
 func TestGitRouteNoteInRefusedPath(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := routeProject(t, "note-in-refused-path", feature("", scriptedmodel.WritesNoteForOthers))
 	o := p.runRoute(t, 2, nil)
 	d := o.denied(t, "F-001", gates.FrozenTests, "protected_test")

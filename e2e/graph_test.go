@@ -22,7 +22,7 @@ import (
 // their command's precedent tells of it, as a model that reads its
 // precedent would.
 func TestRepeatedMistakeRate(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	const features = 3
 	var mu sync.Mutex // the modes run side by side
 	rate := map[string]float64{}
@@ -84,7 +84,7 @@ func TestRepeatedMistakeRate(t *testing.T) {
 // tells of its failed attempt; what it then stores is attributed to its
 // run and marked source agent.
 func TestRetryAsksTheGraphThroughMCP(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("mcp", feature("F-001", scriptedmodel.QueriesGraph)))
 	p.runToEnd()
 	if f := p.featureList().Feature("F-001"); f == nil || !f.Tested {

@@ -37,7 +37,7 @@ const guardsYAML = `guards:
 // recorded. The honest agent meets no guard, and the file's guard cannot
 // be promoted from the command line.
 func TestGuards(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("guards",
 		feature("F-001", scriptedmodel.RunsForbidden),
 		feature("F-002", scriptedmodel.FailsToDeploy),
@@ -173,7 +173,7 @@ const fileGuardYAML = `guards:
 // violation of guard:<id> too, and the attempt fails. The honest agent
 // meets no guard.
 func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("file-guard",
 		feature("F-001", scriptedmodel.WritesGuarded),
 		feature("F-002", scriptedmodel.WritesGuarded),
@@ -232,7 +232,7 @@ func TestGuardHoldsAFileWhateverProgramWrites(t *testing.T) {
 // create (.claude/settings.local.json, which would turn every hook off),
 // not the link's own path in the agent's scope, and denies it.
 func TestWriteThroughADanglingLinkIsJudgedWhereItLands(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("dangling-link",
 		feature("F-001", scriptedmodel.WritesThroughDanglingLink),
 		feature("F-002", scriptedmodel.Pass),

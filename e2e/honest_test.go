@@ -40,7 +40,7 @@ var machineCaches = []string{
 // branch (oneCommitEach), and every test passing in the person's work tree
 // in the morning (greenForThePerson).
 func TestHonestNight(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	for _, tool := range []string{"go", "node", "npm", "pytest"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
@@ -210,15 +210,13 @@ func (p *project) freshHome() {
 // TestHonestNightWithThirdPartyDependencies: an honest team whose
 // features each need a real third-party dependency (Node's is-number, Go's
 // github.com/google/uuid, Python's greeting), on a fresh home with empty
-// caches. At parallel 1 one night has a feature of each kind, Go's build
-// cache cold as on a machine's first night; at parallel 2, beside it, a
-// night has two features of each kind, Go's build cache warm
-// (warmGoBuildCache), two lanes of a kind adding the same dependency to
-// the same manifests and locks, and lanes of one kind landing between
-// those of another: a lane's node_modules and .venv go into the project's
-// work tree when it lands, so a later lane, which installed none of them,
-// is lent them and its regression sweep finds the earlier features
-// passing. The person commits what docs/operations.md
+// module, npm and pip caches, at parallel 2: two features of each kind, Go's
+// build cache warm (warmGoBuildCache), two lanes of a kind adding the same
+// dependency to the same manifests and locks, and lanes of one kind
+// landing between those of another: a lane's node_modules and .venv go
+// into the project's work tree when it lands, so a later lane, which
+// installed none of them, is lent them and its regression sweep finds the
+// earlier features passing. The person commits what docs/operations.md
 // asks of them (a .gitignore, the package.json, a .venv; the initializer
 // writes the go.mod); each coding agent writes its code, then fetches its
 // dependency as a model writes it, `cd <project> && npm install is-number
@@ -226,27 +224,31 @@ func (p *project) freshHome() {
 // registry this machine reaches (npm's, the Go module proxy; for Python,
 // whose index it cannot reach, a wheel offered through pip's --find-links,
 // installed into .venv). The manifests and locks it changes lie outside
-// every feature's scope, and are shared. Each night ends with every
+// every feature's scope, and are shared. The night ends with every
 // feature tested at its first attempt, with no refusal, denial or
 // violation, nothing charged to the environment, the branch holding the
-// dependencies in its manifests, and every feature's test passing in the
+// dependencies in its manifests, every feature's test passing in the
 // person's own work tree as it is in the morning, with nothing installed
-// first and no network (greenForThePerson); at parallel 2, two coders
-// worked at once, each feature has one commit on the branch, its
-// verdict's, and no lane is left (workedAtOnce).
+// first and no network (greenForThePerson), two coders at work at once,
+// each feature with one commit on the branch, its verdict's, and no lane
+// left (workedAtOnce).
 func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	node, gomod, venv := scriptedmodel.NodeDep, scriptedmodel.GoDep, scriptedmodel.PythonVenv
 	needDependencyTools(t, node, gomod, venv)
-	type night struct {
-		parallel int
-		kinds    []scriptedmodel.Kind // a feature of each
-	}
-	nights := []night{{1, []scriptedmodel.Kind{node, gomod, venv}}, {2, []scriptedmodel.Kind{node, node, gomod, gomod, venv, venv}}}
-	name := func(n night) string { return fmt.Sprintf("parallel %d", n.parallel) }
-	sideBySide(t, nights, name, func(t *testing.T, n night) {
-		dependencyNightOn(t, n.parallel, false, n.kinds...)
-	})
+	dependencyNightOn(t, 2, false, node, node, gomod, gomod, venv, venv)
+}
+
+// TestHonestNightWithThirdPartyDependenciesOnAColdMachine: the night of
+// TestHonestNightWithThirdPartyDependencies as a machine's first, at
+// parallel 1, with a feature of each kind and every cache cold, Go's build
+// cache too: what the first `go test` of a person's first night compiles
+// and fetches is no failure of anyone's, and charges no one.
+func TestHonestNightWithThirdPartyDependenciesOnAColdMachine(t *testing.T) {
+	night(t, extended)
+	node, gomod, venv := scriptedmodel.NodeDep, scriptedmodel.GoDep, scriptedmodel.PythonVenv
+	needDependencyTools(t, node, gomod, venv)
+	dependencyNightOn(t, 1, false, node, gomod, venv)
 }
 
 // TestHonestNightWithANodeDependencyOnWorkers: the Node night at
@@ -257,7 +259,7 @@ func TestHonestNightWithThirdPartyDependencies(t *testing.T) {
 // does. Everything else is the local night's: tested at the first attempt,
 // no refusal, nothing charged.
 func TestHonestNightWithANodeDependencyOnWorkers(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	needDependencyTools(t, scriptedmodel.NodeDep)
 	dependencyNightOn(t, 2, true, scriptedmodel.NodeDep, scriptedmodel.NodeDep)
 }

@@ -15,7 +15,7 @@ import (
 // tools the hooks gate while no hook of theirs checks in, kills those
 // runs, and stops the session rather than trust work done without gates.
 func TestRunsWithoutHooksAreNotTrusted(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("no-hooks", feature("F-001", scriptedmodel.Pass)))
 	settings := filepath.Join(p.dir, ".claude", "settings.json")
 	if err := os.WriteFile(settings, []byte(`{"disableAllHooks": true}`+"\n"), 0o644); err != nil {

@@ -30,7 +30,7 @@ import (
 // and the retry's diagnosis then do not say the override broke F-001, and
 // this test fails.
 func TestLanesTwoFeaturesThatBreakEachOther(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	breaker := feature("F-002", scriptedmodel.BreaksAnother)
 	breaker.After = "F-001"
 	p := newProject(t, scenario("lanes-break", feature("F-001", scriptedmodel.Pass), breaker))
@@ -152,7 +152,7 @@ func TestLanesTwoFeaturesThatBreakEachOther(t *testing.T) {
 // were it to close or rebase the other lanes with it, F-002's coder,
 // waiting in its lane, would lose its work.
 func TestLanesABlockedLaneLetsTheOthersGoOn(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	after := feature("F-002", scriptedmodel.Pass)
 	after.After = "F-001"
 	p := newProject(t, scenario("lanes-blocked", feature("F-001", scriptedmodel.NeverPass), after))

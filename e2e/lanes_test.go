@@ -74,7 +74,7 @@ func (p *project) oneCommitEach(o *outcome) {
 // and the branch holds only tested features' commits), and the night ends
 // as an uninterrupted one does, with no transition lost or repeated.
 func TestLanesKill9ThenRestart(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	// F-002's coder waits, on its first attempt, for F-001's verdict
 	// (After): lanes that start at once would otherwise code and test in
 	// step, and "one lane tests while the other codes" might never come.

@@ -28,7 +28,7 @@ import (
 // Without the run on the branch head alone, F-002 is charged with the
 // bomb (breaks_tested, three attempts, blocked) and this test fails.
 func TestLanesATimeBombIsNotChargedToTheNextFeature(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	bomb := feature("F-001", scriptedmodel.TimeBomb)
 	bomb.Kind = scriptedmodel.Shell
 	honest := feature("F-002", scriptedmodel.Pass)

@@ -31,7 +31,7 @@ func feature(id string, b scriptedmodel.Behavior, deps ...string) scriptedmodel.
 // CLI as its beginning and the file that holds it all, and the night goes
 // on.
 func TestHappyPathTestsEveryFeature(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("happy",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.Pass),
@@ -81,7 +81,7 @@ func TestHappyPathTestsEveryFeature(t *testing.T) {
 }
 
 func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("stop",
 		feature("F-001", scriptedmodel.NeverPass),
 		feature("F-002", scriptedmodel.NeverPass),
@@ -102,7 +102,7 @@ func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
 // after it (which a feature left off the branch would keep off, its
 // tested code being changes the branch does not hold).
 func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("persons-commit", feature("F-001", scriptedmodel.FailOnce), feature("F-002", scriptedmodel.Pass)))
 	daemon, log := p.start("--exit-when-done")
 	// F-001 is worked on from its first coding run to its second test:
@@ -181,7 +181,7 @@ func TestAPersonsCommitDuringTheNightStaysUnderTheFeatures(t *testing.T) {
 // end, the retry and blocked counters kept across both kills, and the
 // transitions one unbroken chain.
 func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("kill9",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.FailOnce),
@@ -251,7 +251,7 @@ func TestKill9ThenRestartFinishesLikeAnUninterruptedRun(t *testing.T) {
 }
 
 func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("malformed", feature("F-001", scriptedmodel.Pass)))
 	// A person's half-written list: the daemon must neither crash nor let
 	// an initializer overwrite it.
@@ -316,7 +316,7 @@ func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
 }
 
 func TestSecondDaemonForTheSameProjectIsRefused(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("twice", feature("F-001", scriptedmodel.Pass)))
 	p.start()
 	p.waitFor("the first daemon", startWait, func() bool { _, ok := p.status(); return ok })

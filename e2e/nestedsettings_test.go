@@ -30,7 +30,7 @@ import (
 // answers here) and its sandbox; the Write is refused, and the hook it
 // carried (which writes .git/hooks/post-checkout) never runs.
 func TestNestedClaudeSettingsAreNoAgentsToWrite(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	claude := os.Getenv("CTXGRAPHD_TEST_CLAUDE")
 	if claude == "" {
 		t.Skip("CTXGRAPHD_TEST_CLAUDE not set")

@@ -37,7 +37,7 @@ func (p *project) session() store.State {
 // real CLI meets them: each run that hits one ends, the session waits the
 // configured backoff and redoes it, and none of it is charged to anyone.
 func TestAPIOutagesAreWaitedOut(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("outages", feature("F-001", scriptedmodel.Pass), feature("F-002", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Status: 429, Count: 1, RetryAfter: 1}, {Status: 529, Count: 1}, {Status: 500, Count: 1}}
 	p := newProject(t, sc)
@@ -110,7 +110,7 @@ func TestAPIOutagesAreWaitedOut(t *testing.T) {
 // to do, charging no one; once a person has fixed it, the next start goes
 // on where it stopped.
 func TestRefusedKeyStopsTheSession(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("refused-key", feature("F-001", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Status: 401, Count: 1}}
 	p := newProject(t, sc)
@@ -138,7 +138,7 @@ func TestRefusedKeyStopsTheSession(t *testing.T) {
 // asking the real CLI, and said with what to do; no run is spent on it and
 // no one is blamed.
 func TestNotLoggedInIsSaidAtStart(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("not-logged-in", feature("F-001", scriptedmodel.Pass)))
 	p.env = slices.DeleteFunc(p.env, func(kv string) bool { return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") })
 	out, log, code := p.ctxgraphd("run", "--exit-when-done")
@@ -161,7 +161,7 @@ func TestNotLoggedInIsSaidAtStart(t *testing.T) {
 // Features that depend on each other are said to, and the night does not
 // end as a success.
 func TestDependencyCycleEndsUnfinished(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("cycle", feature("F-001", scriptedmodel.Pass, "F-002"), feature("F-002", scriptedmodel.Pass, "F-001"), feature("F-003", scriptedmodel.Pass)))
 	_, log, code := p.ctxgraphd("run", "--exit-when-done")
 	if code != 1 || !strings.Contains(log, "session stopped: dependency cycle in feature-list.json: F-001 -> F-002 -> F-001") {
@@ -176,7 +176,7 @@ func TestDependencyCycleEndsUnfinished(t *testing.T) {
 // of its processes, and counted against the initializer as a run that went
 // nowhere; the next one completes the night.
 func TestHungRunIsKilled(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	sc := scenario("hung", feature("F-001", scriptedmodel.Pass))
 	sc.Outages = []scriptedmodel.Outage{{Stall: true, Count: 1}}
 	p := newProject(t, sc)

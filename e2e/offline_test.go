@@ -26,7 +26,7 @@ import (
 // comes back, which believes a record to be a run's only by a token it
 // issued itself.
 func TestHooksHoldWhileTheDaemonIsDown(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("offline", feature("F-001", scriptedmodel.NeverPass)))
 	p.env = append(p.env, "CTXGRAPHD_LIMITS_MAX_RETRIES=0")
 	p.runToEnd()

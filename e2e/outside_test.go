@@ -103,7 +103,7 @@ func (p *project) notRegular(rel string) []string {
 // follows them: ~/.bashrc takes the evidence's bytes and ~/.ssh a new
 // file), and F-002 is tested by the attempt that made them.
 func TestEvidenceLinksAreNeverFollowed(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	p := newProject(t, scenario("evidence-links",
 		tester(feature("F-001", scriptedmodel.FailOnce), scriptedmodel.LinksEvidence),
 		tester(feature("F-002", scriptedmodel.Pass), scriptedmodel.LinksEvidence),
@@ -265,7 +265,7 @@ func TestEvidenceLinksAreNeverFollowed(t *testing.T) {
 // directory, where the sandbox lets the run's programs write only its own,
 // every one of those writes would land.
 func TestALanesFileToolsWriteOnlyInItsTree(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	verify, err := os.MkdirTemp("", "ctxgraphd-verify-") // as ctxgraphd verify makes it
 	if err != nil {
 		t.Fatal(err)

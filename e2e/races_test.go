@@ -41,7 +41,7 @@ func (p *project) racers(id string) []int {
 // every write lands where its hook judged it, nothing reaches .git/hooks,
 // and no flipper is left.
 func TestNothingRunsBesideTheGates(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	const id = "F-001"
 	p := newProject(t, scenario("races", feature(id, scriptedmodel.RacesTheWrite)))
 	hooks := filepath.Join(p.dir, ".git", "hooks")
@@ -122,7 +122,7 @@ func TestNothingRunsBesideTheGates(t *testing.T) {
 // feature's test in the foreground. Nothing is refused: one subagent at a
 // time, in the foreground, is what the gates allow.
 func TestForegroundHelpersAreNotRefused(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	const id = "F-001"
 	p := newProject(t, scenario("foreground-helpers", feature(id, scriptedmodel.DelegatesInForeground)))
 	o := p.runMisbehaving()

@@ -55,7 +55,7 @@ func browse(t *testing.T, browser string, args ...string) []byte {
 // page that a browser shows with its chart. While a daemon runs, the
 // report is the same, asked of it.
 func TestMorningReport(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	term := newTerminal(t)
 	p := newProject(t, scenario("morning",
 		feature("F-001", scriptedmodel.Pass),

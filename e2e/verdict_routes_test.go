@@ -187,7 +187,7 @@ func (o *outcome) secretNowhere(t *testing.T, secret string) {
 // run fails; the daemon runs the test itself for the diagnosis, where the
 // code finds itself confined and does nothing. Attempt 2 is honest.
 func TestVerdictRouteCodeTheTestRuns(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	sc := scenario("verdict-route-code",
 		feature("F-001", scriptedmodel.Pass),
 		escapeShell(feature("F-002", scriptedmodel.EscapesVerdict)),
@@ -263,7 +263,7 @@ func TestVerdictRouteCodeTheTestRuns(t *testing.T) {
 // another feature tested (what a person may do while paused) and resume.
 // Confined, it ends with the check's pid namespace.
 func TestVerdictRouteHelperLeftByTheTest(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	sc := scenario("verdict-route-helper",
 		escapePlanted(feature("F-001", scriptedmodel.Pass)),
 		feature("F-002", scriptedmodel.Pass),
@@ -302,7 +302,7 @@ func TestVerdictRouteHelperLeftByTheTest(t *testing.T) {
 // framing (testreport's guard), finds no test ran, and refuses the
 // claim. Attempt 2 is honest.
 func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	f := feature("F-001", scriptedmodel.EndsTestEarly)
 	f.Kind = scriptedmodel.Go
 	sc := scenario("verdict-route-go", f, feature("F-002", scriptedmodel.Pass))
@@ -352,7 +352,7 @@ func TestVerdictRouteTestBinaryEndsEarly(t *testing.T) {
 // code: F-002's broken code fails there every time, and F-002 is blocked,
 // never tested.
 func TestVerdictRoutePoisonedBuildCache(t *testing.T) {
-	t.Parallel()
+	night(t, extended)
 	f1, f2 := feature("F-001", scriptedmodel.PoisonsBuildCache), feature("F-002", scriptedmodel.NeverPass)
 	f1.Kind, f2.Kind = scriptedmodel.Go, scriptedmodel.Go
 	sc := scenario("verdict-route-cache", f1, f2)

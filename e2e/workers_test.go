@@ -127,7 +127,7 @@ func (w *workerProc) stop() {
 // process of the killed worker's runs is left, and a restarted worker
 // clears the clone the kill left.
 func TestWorkersNightWithAWorkerKilled(t *testing.T) {
-	t.Parallel()
+	night(t, core)
 	p := newProject(t, scenario("workers",
 		feature("F-001", scriptedmodel.Pass),
 		feature("F-002", scriptedmodel.Pass),
