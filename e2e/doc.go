@@ -2,15 +2,23 @@
 // binary, built for the test run, drives the real Claude Code CLI against the
 // scripted model on loopback. Nothing of the CLI is faked.
 //
-// # Tests run side by side
+// # Two tiers, side by side
 //
-// Every test calls t.Parallel() as its first statement, and `make test`
-// runs them E2E_PARALLEL at a time (go test -parallel; see the Makefile
-// for the number and docs/DEVELOPING.md for why): one test alone keeps
-// about one of the two cores busy, its CLI, daemon and hooks taking turns.
-// TestEveryTestRunsInParallel fails for a test that does not,
-// unless a line of its doc comment starts "Serial:" and says why it must
-// run alone. A test that runs beside the others:
+// Every test's first statement is night(t, core) or night(t, extended)
+// (tier_test.go): its tier, and t.Parallel(). `make test` runs the core
+// nights, at least one real-CLI night for each guarantee; `make test-all`,
+// which CI runs, runs `make test` and then the extended ones
+// (CTXGRAPHD_TEST_TIER; unset, as in `go test ./e2e -run TestX` by hand,
+// every night runs). TestEveryNightStatesItsTier fails for a test that
+// does not start so. A night goes in the core tier when it is the one
+// night of a guarantee; a further route of a guarantee that a core night
+// or a package's test already holds goes in the extended tier, and
+// docs/DEVELOPING.md names, for each, the test that holds it in the core.
+//
+// The Makefile runs the nights E2E_PARALLEL at a time (go test -parallel;
+// see the Makefile for the number and docs/DEVELOPING.md for why): one
+// test alone keeps about one of the two cores busy, its CLI, daemon and
+// hooks taking turns. A test that runs beside the others:
 //
 //   - gets everything from newProject, which makes it a project of its
 //     own: its directory, state and runtime directories (so its socket),

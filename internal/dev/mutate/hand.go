@@ -728,6 +728,15 @@ var Hands = []Hand{
 	{"the daemon reads a file where guards.yaml's directory would be as no guards file, not a broken one",
 		"orchestrator/guards.go", "\tif paths.Absent(err) {\n\t\tdata, err = nil, nil", "\tif paths.Absent(err) && errors.Is(err, fs.ErrNotExist) {\n\t\tdata, err = nil, nil",
 		"orchestrator", "TestGuardsFileUnderAFileIsNone"},
+	{"a night of one tier never runs in a run of the other (make test holds the core nights only)",
+		"e2e/tier_test.go", "return selected == \"\" || tr == selected", "return true",
+		"e2e", "TestTiers"},
+	{"a misspelt tier stops the test binary rather than run nothing or everything",
+		"e2e/tier_test.go", "\tcase \"\", core, extended:\n\t\treturn t, nil", "\tdefault:\n\t\treturn t, nil",
+		"e2e", "TestTiers"},
+	{"an end-to-end test that states no tier fails the suite",
+		"e2e/parallel_test.go", "return ok && (tr.Name == string(core) || tr.Name == string(extended))", "return ok",
+		"e2e", "TestNightsWithoutTier"},
 }
 
 // handTimeout bounds one audit run: a guarantee's test fails in seconds.
