@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -74,9 +79,30 @@ func night(t *testing.T, tr tier) {
 }
 
 // Each tier runs in its own run and in a run of every tier, never in the
-// other's; a tier the variable misspells is refused, naming the variable.
+// other's, and night skips or runs a test as this run's tier says; a tier
+// the variable misspells is refused, naming the variable.
 func TestTiers(t *testing.T) {
 	night(t, core)
+	// night itself, on a test of each tier: each subtest waits for its
+	// turn (t.Parallel) after this function returns, and the cleanup runs
+	// once both have ended.
+	runs := map[tier]string{"": "core extended", core: "core", extended: "extended"}[selectedTier]
+	var mu sync.Mutex
+	var ran []string
+	for _, tr := range []tier{core, extended} {
+		t.Run(string(tr), func(t *testing.T) {
+			night(t, tr)
+			mu.Lock()
+			ran = append(ran, string(tr))
+			mu.Unlock()
+		})
+	}
+	t.Cleanup(func() {
+		slices.Sort(ran)
+		if got := strings.Join(ran, " "); got != runs {
+			t.Errorf("in a run of %s=%q, night ran the nights of %q, want %q", tierVar, selectedTier, got, runs)
+		}
+	})
 	for _, c := range []struct {
 		night, selected tier
 		runs            bool
@@ -100,5 +126,62 @@ func TestTiers(t *testing.T) {
 		} else if msg := err.Error(); !strings.Contains(msg, tierVar) || !strings.Contains(msg, fmt.Sprintf("%q", v)) || !strings.Contains(msg, `"extended"`) {
 			t.Errorf("parseTier(%q): %q does not name the variable, the value and the tiers", v, msg)
 		}
+	}
+}
+
+// The Makefile runs the tiers as the README says: `make test` one go test
+// of every package with the core nights, `make test-all` that same go test
+// and then one of ./e2e with the extended nights, in that order; and CI
+// runs `make test-all`. Read from `make -n`, which prints the commands
+// without running them.
+// A misspelt tier stops the test binary before anything runs, with what
+// the variable may be, rather than run nothing or everything.
+func TestAMisspeltTierStopsTheTests(t *testing.T) {
+	night(t, core)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTiers$")
+	cmd.Env = append(os.Environ(), tierVar+"=Core")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tierVar+`="Core"`) {
+		t.Errorf("the tests with %s=Core: %v, want exit status 2 naming the value:\n%s", tierVar, err, out)
+	}
+}
+
+func TestMakeRunsEachTier(t *testing.T) {
+	night(t, core)
+	goTests := func(target string) []string {
+		t.Helper()
+		cmd := exec.Command("make", "-n", "-C", "..", target)
+		cmd.Env = append(os.Environ(), "MAKEFLAGS=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n %s: %v", target, err)
+		}
+		var runs []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if !strings.Contains(line, " test -json ") {
+				continue
+			}
+			tierSet := regexp.MustCompile(tierVar + `=(\S*)`).FindStringSubmatch(line)
+			pkgs := regexp.MustCompile(` -parallel \S+ (\S+)`).FindStringSubmatch(line)
+			if tierSet == nil || pkgs == nil {
+				t.Fatalf("make -n %s: a go test without %s or packages: %s", target, tierVar, line)
+			}
+			runs = append(runs, tierSet[1]+" "+pkgs[1])
+		}
+		return runs
+	}
+	if got, want := strings.Join(goTests("test"), "; "), "core ./..."; got != want {
+		t.Errorf("make test runs go test with %q, want %q", got, want)
+	}
+	if got, want := strings.Join(goTests("test-all"), "; "), "core ./...; extended ./e2e"; got != want {
+		t.Errorf("make test-all runs go test with %q, want %q", got, want)
+	}
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^make test-all$`).Match(ci) {
+		t.Errorf(".ci/run does not run make test-all:\n%s", ci)
 	}
 }
