@@ -5,7 +5,7 @@
 // # Two tiers, side by side
 //
 // Every test's first statement is night(t, core) or night(t, extended)
-// (tier_test.go): its tier, and t.Parallel(). `make test` runs the core
+// (tier_test.go, internal/dev/tier): its tier, and t.Parallel(). `make test` runs the core
 // nights, at least one real-CLI night for each guarantee; `make test-all`,
 // which CI runs, runs `make test` and then the extended ones
 // (CTXGRAPHD_TEST_TIER; unset, as in `go test ./e2e -run TestX` by hand,

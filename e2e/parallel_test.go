@@ -73,7 +73,7 @@ func statesTierFirst(fn *ast.FuncDecl) bool {
 		return false
 	}
 	tr, ok := call.Args[1].(*ast.Ident)
-	return ok && (tr.Name == string(core) || tr.Name == string(extended))
+	return ok && (tr.Name == "core" || tr.Name == "extended")
 }
 
 // The check itself, against the ways a test can miss its tier.
