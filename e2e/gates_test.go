@@ -589,13 +589,23 @@ func TestGateTesterMustTest(t *testing.T) {
 // are coded dependencies first; a failed test is retried on the coding
 // agent's resumed session; a feature that never passes ends blocked after
 // 1 + limits.max_retries (2) attempts, and the night goes on with the
-// others. Starting the daemon again on the finished night changes nothing:
-// the tested features stay tested, no run starts, no one is blamed.
+// others. Every run leaves its record, every tested feature its evidence,
+// and session-state.json mirrors the end; with --exit-when-done no daemon
+// is left. Its goal is larger than one command-line argument may be (128
+// KiB on Linux): it reaches the real CLI as its beginning and the file
+// that holds it all, and the night goes on. Starting the daemon again on
+// the finished night changes nothing: the tested features stay tested, no
+// run starts, no one is blamed.
 func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	night(t, core)
 	sc := scriptedmodel.DefaultScenario()
 	sc.Features[0].DependsOn = []string{"F-003"}
 	p := newProject(t, sc)
+	goal := filepath.Join(t.TempDir(), "goal.md")
+	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.mustRun("init", "--project", p.dir, "--goal-file", goal)
 	o := p.runMisbehaving()
 	if got, want := states(o.list), "F-001=tested F-002=tested F-003=tested F-004=blocked"; got != want {
 		t.Fatalf("final states %q, want %q", got, want)
@@ -640,6 +650,30 @@ func TestHonestAgentsAreNeverBlocked(t *testing.T) {
 	t.Run("a feature that never passes ends blocked", func(t *testing.T) {
 		if n := len(codingRuns(o.runs, "F-004")); n != 3 {
 			t.Errorf("F-004 had %d coding runs; max_retries 2 means 3 attempts", n)
+		}
+	})
+	t.Run("the night leaves its record", func(t *testing.T) {
+		for _, r := range o.runs {
+			if r.SessionID == "" || r.EndedAt.IsZero() || r.NumTurns == 0 {
+				t.Errorf("run %s (%s %s) is missing its record: %+v", r.ID, r.Role, r.Feature, r)
+			}
+		}
+		for _, f := range o.list.Features {
+			if f.Tested && len(f.Evidence) == 0 {
+				t.Errorf("%s is tested without evidence", f.ID)
+			}
+			for _, e := range f.Evidence {
+				if _, err := os.Stat(filepath.Join(p.dir, e)); err != nil {
+					t.Errorf("%s evidence %s: %v", f.ID, e, err)
+				}
+			}
+		}
+		mirror, err := os.ReadFile(p.paths.Progress("session-state.json"))
+		if err != nil || !strings.Contains(string(mirror), `"state": "done"`) {
+			t.Errorf("session-state.json does not mirror done: %v\n%s", err, mirror)
+		}
+		if _, ok := p.status(); ok {
+			t.Error("ctl status found a daemon after --exit-when-done")
 		}
 	})
 	t.Run("a restart after the night is done keeps the night", func(t *testing.T) {

@@ -24,62 +24,6 @@ func feature(id string, b scriptedmodel.Behavior, deps ...string) scriptedmodel.
 	return scriptedmodel.FeatureScript{ID: id, Title: "feature " + id, Behavior: b, DependsOn: deps}
 }
 
-// TestHappyPathTestsEveryFeature: a night of features that pass runs the
-// initializer, then each feature's coder and tester once, in order, and
-// ends done, each feature tested with its evidence. Its goal is larger than
-// one command-line argument may be (128 KiB on Linux): it reaches the real
-// CLI as its beginning and the file that holds it all, and the night goes
-// on.
-func TestHappyPathTestsEveryFeature(t *testing.T) {
-	night(t, extended)
-	p := newProject(t, scenario("happy",
-		feature("F-001", scriptedmodel.Pass),
-		feature("F-002", scriptedmodel.Pass),
-	))
-	goal := filepath.Join(t.TempDir(), "goal.md")
-	if err := os.WriteFile(goal, []byte(strings.Repeat("The app does one more small thing, and does it well.\n", 4000)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p.mustRun("init", "--project", p.dir, "--goal-file", goal)
-	p.runToEnd()
-
-	l := p.featureList()
-	if got, want := states(l), "F-001=tested F-002=tested"; got != want {
-		t.Fatalf("final states %q, want %q", got, want)
-	}
-	for _, f := range l.Features {
-		if len(f.Evidence) == 0 {
-			t.Errorf("%s is tested without evidence", f.ID)
-		}
-		for _, e := range f.Evidence {
-			if _, err := os.Stat(filepath.Join(p.dir, e)); err != nil {
-				t.Errorf("%s evidence %s: %v", f.ID, e, err)
-			}
-		}
-	}
-	runs := p.runs()
-	var roles []string
-	for _, r := range runs {
-		roles = append(roles, r.Role+":"+r.Feature)
-		if r.Outcome != "ok" {
-			t.Errorf("run %s (%s %s) outcome %q: %s", r.ID, r.Role, r.Feature, r.Outcome, r.Summary)
-		}
-		if r.SessionID == "" || r.EndedAt.IsZero() || r.NumTurns == 0 {
-			t.Errorf("run %s is missing its record: %+v", r.ID, r)
-		}
-	}
-	if got, want := strings.Join(roles, " "), "initializer-agent: coding-agent:F-001 tester-agent:F-001 coding-agent:F-002 tester-agent:F-002"; got != want {
-		t.Fatalf("runs\n got  %s\n want %s", got, want)
-	}
-	mirror, err := os.ReadFile(p.paths.Progress("session-state.json"))
-	if err != nil || !strings.Contains(string(mirror), `"state": "done"`) {
-		t.Fatalf("session-state.json does not mirror done: %v\n%s", err, mirror)
-	}
-	if _, ok := p.status(); ok {
-		t.Fatal("ctl status found a daemon after --exit-when-done")
-	}
-}
-
 func TestTooManyBlockedFeaturesStopTheSession(t *testing.T) {
 	night(t, extended)
 	p := newProject(t, scenario("stop",
