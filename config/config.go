@@ -175,6 +175,11 @@ type Limits struct {
 	// failure in a row doubles it, up to BackoffMax.
 	Backoff    time.Duration `yaml:"backoff"`
 	BackoffMax time.Duration `yaml:"backoff_max"`
+	// ApprovePlan holds the session once the initializer's feature list
+	// is accepted and its tests frozen, until a person approves the plan
+	// (ctxgraphd ctl approve): nothing is coded, and nothing paid for,
+	// before they have read it.
+	ApprovePlan bool `yaml:"approve_plan"`
 }
 
 // Budget caps spending in USD; 0 means no limit.

@@ -138,6 +138,8 @@ func buildRegistry() []*key {
 			help: "first wait after a failure that waiting cures (429, 529, 5xx, no network); doubles up to limits.backoff_max", access: field(func(c *Config) *time.Duration { return &c.Limits.Backoff })},
 		{name: "limits.backoff_max", kind: kindDuration, positive: true,
 			help: "longest wait of the backoff (a usage limit's reset time is waited for whatever it is)", access: field(func(c *Config) *time.Duration { return &c.Limits.BackoffMax })},
+		{name: "limits.approve_plan", kind: kindBool,
+			help: "once the initializer's feature list is accepted and its tests frozen, wait for a person's `ctxgraphd ctl approve` before any feature is worked", access: field(func(c *Config) *bool { return &c.Limits.ApprovePlan })},
 		{name: "budget.run_usd", kind: kindFloat,
 			help: "USD per run, passed as --max-budget-usd (lowered to what is left of the session's and the feature's budgets); 0: no limit", access: field(func(c *Config) *float64 { return &c.Budget.RunUSD })},
 		{name: "budget.feature_usd", kind: kindFloat,

@@ -131,6 +131,10 @@ func (c *Client) Pause(ctx context.Context) error { return c.post(ctx, "/v1/paus
 // Resume asks a paused, waiting or stopped daemon to go on.
 func (c *Client) Resume(ctx context.Context) error { return c.post(ctx, "/v1/resume", nil, nil) }
 
+// Approve approves the plan a daemon with limits.approve_plan waits on,
+// and lets it go on.
+func (c *Client) Approve(ctx context.Context) error { return c.post(ctx, "/v1/approve", nil, nil) }
+
 // Stop asks the daemon to stop the session and wait for a person.
 func (c *Client) Stop(ctx context.Context) error { return c.post(ctx, "/v1/stop", nil, nil) }
 

@@ -266,6 +266,9 @@ type Loop interface {
 	Changes() <-chan struct{}
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
+	// Approve approves the plan that limits.approve_plan holds the session
+	// for, and goes on as Resume does.
+	Approve(ctx context.Context) error
 	Stop(ctx context.Context) error
 	Retry(ctx context.Context, id string) error
 	Unblock(ctx context.Context, id, note string) error

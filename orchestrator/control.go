@@ -228,6 +228,10 @@ func (o *Orchestrator) Pause(ctx context.Context) error {
 // Resume implements control.Loop.
 func (o *Orchestrator) Resume(ctx context.Context) error {
 	return o.do(ctx, func() error {
+		if o.waitsForApproval() {
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState,
+				Message: "the plan waits for a person's approval, which resume does not give: read it, then `ctxgraphd ctl approve`"}
+		}
 		o.session.PauseRequested = false
 		switch statemachine.State(o.session.State) {
 		case statemachine.Paused, statemachine.Waiting:
@@ -248,6 +252,43 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 		o.refreeze("", "resumed by ctl")
 		o.transition(o.lanes.home, statemachine.Advance, "", "resumed by ctl")
 		o.step(o.lanes.home, nil)
+		return nil
+	})
+}
+
+// Approve implements control.Loop: the plan that limits.approve_plan
+// holds the session for is approved, once for the session's life, and the
+// session goes on as after a resume, taking what a person changed in the
+// list meanwhile (while paused, most often). The approval is a decision
+// trace of a person's.
+func (o *Orchestrator) Approve(ctx context.Context) error {
+	return o.do(ctx, func() error {
+		switch {
+		case !o.opts.Config.Limits.ApprovePlan:
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState,
+				Message: "limits.approve_plan is off: no plan waits for approval"}
+		case o.session.PlanApproved:
+			return nil
+		case o.canonical == nil:
+			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState,
+				Message: "there is no plan yet: the initializer has not written an accepted feature list"}
+		}
+		o.session.PlanApproved = true
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Context: control.TraceContext{Task: "approve"},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("a person approved the plan of %d features", len(o.canonical.Features)), Why: "limits.approve_plan"}})
+		o.persist()
+		switch statemachine.State(o.session.State) {
+		case statemachine.Waiting, statemachine.Paused:
+			o.session.PauseRequested = false
+			if o.timers.wait != nil {
+				o.timers.wait.Stop()
+				o.timers.wait = nil
+			}
+			o.syncList(o.lanes.home, false)
+			o.refreeze("", "plan approved by ctl")
+			o.transition(o.lanes.home, statemachine.Advance, "", "plan approved by ctl")
+			o.step(o.lanes.home, nil)
+		}
 		return nil
 	})
 }

@@ -129,6 +129,13 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 		case statemachine.WaitAndRetry:
 			o.wait(l, a)
 			return
+		case statemachine.AwaitApproval:
+			// A wait with no end: ctl approve ends it (Approve).
+			if state != statemachine.Waiting || o.session.Message != a.Reason {
+				o.transition(l, statemachine.Wait, "", a.Reason)
+				o.opts.Log.Info("the plan waits for a person's approval", zap.String("how", "ctxgraphd ctl approve"))
+			}
+			return
 		default:
 			return
 		}
@@ -167,8 +174,21 @@ func (o *Orchestrator) decisionInput(l *lane, out *statemachine.Outcome) statema
 		SessionCostUSD:   o.tally.totalCost,
 		CheckTests:       red != gates.Off,
 		TestsMustFail:    red == gates.Enforce,
+		AwaitApproval:    o.awaitingApproval(),
 		Outcome:          out,
 	}
+}
+
+// awaitingApproval reports whether the plan waits for a person's approval
+// (limits.approve_plan) before any feature's work starts.
+func (o *Orchestrator) awaitingApproval() bool {
+	return o.opts.Config.Limits.ApprovePlan && !o.session.PlanApproved
+}
+
+// waitsForApproval reports whether the session is in the wait for the
+// plan's approval: waiting, with no end, while the plan awaits it.
+func (o *Orchestrator) waitsForApproval() bool {
+	return statemachine.State(o.session.State) == statemachine.Waiting && o.session.WaitingUntil.IsZero() && o.awaitingApproval()
 }
 
 // count applies the counter changes of an action; they are committed with

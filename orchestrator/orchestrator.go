@@ -432,6 +432,11 @@ func (o *Orchestrator) recover() {
 		o.session.BlockedInSession = 0
 		o.transition(o.lanes.home, statemachine.Advance, "", "daemon started")
 	case statemachine.Waiting:
+		if o.waitsForApproval() {
+			// The plan still waits for a person: nothing to redo.
+			o.persist()
+			return
+		}
 		if d := o.session.WaitingUntil.Sub(o.opts.Now()); d > 0 {
 			o.timers.wait = time.NewTimer(d)
 			o.persist()

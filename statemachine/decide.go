@@ -96,6 +96,10 @@ type Input struct {
 	// passes then, or cannot run, blocks the feature (the gate enforced).
 	CheckTests    bool
 	TestsMustFail bool
+	// AwaitApproval: the plan (the feature list, its tests frozen) waits
+	// for a person's approval (limits.approve_plan, not approved yet):
+	// no feature's work starts, not even the check of its test.
+	AwaitApproval bool
 	// Outcome is the run that just ended, nil when deciding afresh (at
 	// start, after a feature-list change, after ctl resume).
 	Outcome *Outcome
@@ -132,13 +136,16 @@ const (
 	// decide again when one is. Only ever with a lane in flight, and no
 	// event: the session stays in the state of the runs in flight.
 	WaitForLanes
+	// AwaitApproval → waiting, with no end: a feature's work would
+	// start, and the plan waits for a person's approval (ctl approve).
+	AwaitApproval
 )
 
 var kindNames = map[Kind]string{
 	Nothing: "nothing", SpawnInitializer: "spawn initializer", SpawnCoder: "spawn coder",
 	SpawnTester: "spawn tester", BlockFeature: "block feature", FinishAll: "finish",
 	StopSession: "stop session", WaitAndRetry: "wait and retry", CheckTest: "check test",
-	WaitForLanes: "wait for lanes",
+	WaitForLanes: "wait for lanes", AwaitApproval: "await approval",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -179,7 +186,7 @@ func (a Action) Event() Event {
 		return Finish
 	case StopSession:
 		return Stop
-	case WaitAndRetry:
+	case WaitAndRetry, AwaitApproval:
 		return Wait
 	}
 	return ""
@@ -210,10 +217,26 @@ func (a Action) String() string {
 func Decide(in Input) Action {
 	if o := in.Outcome; o != nil {
 		if a, decided := afterRun(in, *o); decided {
-			return withinBudget(in, a)
+			return awaitingApproval(in, withinBudget(in, a))
 		}
 	}
-	return withinBudget(in, selectNext(in))
+	return awaitingApproval(in, withinBudget(in, selectNext(in)))
+}
+
+// awaitingApproval holds a feature's work while the plan waits for a
+// person: what would start (a check of a test, a coder, a tester) becomes
+// the wait, which says what is waited for. Blocking, finishing and
+// stopping go on: they start nothing.
+func awaitingApproval(in Input, a Action) Action {
+	if !in.AwaitApproval || (a.Kind != CheckTest && a.Kind != SpawnCoder && a.Kind != SpawnTester) {
+		return a
+	}
+	n := 0
+	if in.List != nil {
+		n = len(in.List.Features)
+	}
+	return Action{Kind: AwaitApproval, CountFailure: a.CountFailure, Feature: failedFeature(a),
+		Reason: fmt.Sprintf("the plan waits for a person: `ctxgraphd ctl approve` once you have read its %d features in .claude/progress/feature-list.json (to change it, ctl pause and edit it first; limits.approve_plan)", n)}
 }
 
 // withinBudget turns a run the budgets cannot pay for into the outcome a

@@ -661,3 +661,43 @@ func TestRunCapNamesTheBudgetThatLowersIt(t *testing.T) {
 		}
 	}
 }
+
+// TestAPlanAwaitingApprovalStartsNothing: while the plan waits for a
+// person's approval, every start of a feature's work (the check of its
+// test, a coder, a tester, a retry) is the wait instead, which goes to
+// waiting and says how to approve; what starts nothing (the initializer
+// when there is no list, blocking, finishing, stopping) is decided as
+// ever. Once approved, the same inputs start the same work.
+func TestAPlanAwaitingApprovalStartsNothing(t *testing.T) {
+	starts := runStarts(Input{})
+	check := Input{List: list("F-1:pending"), CheckTests: true, Counters: map[string]Counters{"F-1": {Red: RedDue}}}
+	starts["a test checked before any code"] = check
+	for name, in := range starts {
+		before := Decide(in)
+		if before.Kind != CheckTest && before.Kind != SpawnCoder && before.Kind != SpawnTester {
+			t.Fatalf("%s: %+v, want the start of a feature's work", name, before)
+		}
+		in.AwaitApproval = true
+		a := Decide(in)
+		if a.Kind != AwaitApproval || a.Event() != Wait || !strings.Contains(a.Reason, "ctxgraphd ctl approve") || !strings.Contains(a.Reason, "limits.approve_plan") {
+			t.Errorf("%s, awaiting approval: %+v, want the wait for ctl approve", name, a)
+		}
+		// A retry's failure is still counted, against its feature.
+		if a.CountFailure != before.CountFailure || (before.CountFailure && a.Feature != before.Feature) {
+			t.Errorf("%s, awaiting approval: %+v lost the failure of %+v", name, a, before)
+		}
+	}
+	for name, in := range map[string]Input{
+		"no list yet":          {},
+		"too many blocked":     {List: list("F-1:pending", "F-2:blocked"), MaxBlocked: 1, BlockedInSession: 1},
+		"every feature tested": {List: list("F-1:completed:tested")},
+		"a test that passes before any code": {List: list("F-1:pending"), CheckTests: true, TestsMustFail: true,
+			Counters: map[string]Counters{"F-1": {Red: RedPasses}}},
+	} {
+		want := Decide(in)
+		in.AwaitApproval = true
+		if got := Decide(in); got.Kind != want.Kind || got.Kind == AwaitApproval {
+			t.Errorf("%s, awaiting approval: %+v, want %+v as without", name, got, want)
+		}
+	}
+}

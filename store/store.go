@@ -96,7 +96,11 @@ type Session struct {
 	Backoffs int `json:"backoffs,omitempty"`
 	// BudgetWarned: a person was warned that the session's budget is
 	// nearly spent (once a session).
-	BudgetWarned bool   `json:"budget_warned,omitempty"`
+	BudgetWarned bool `json:"budget_warned,omitempty"`
+	// PlanApproved: a person approved the plan (ctl approve), which
+	// limits.approve_plan waits for before any feature's work; once for
+	// the session's life.
+	PlanApproved bool   `json:"plan_approved,omitempty"`
 	Message      string `json:"message,omitempty"`
 	// LastTree is the project's work tree (a git tree) as the last judged
 	// run left it: what changed between it and the next run's start was

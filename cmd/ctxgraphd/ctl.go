@@ -30,7 +30,7 @@ func newCtlCmd() *cobra.Command {
 	f := &ctlFlags{}
 	cmd := &cobra.Command{
 		Use:   "ctl COMMAND",
-		Short: "Talk to the project's daemon: status, watch, features, cost, pause, resume, stop, retry, unblock, skip",
+		Short: "Talk to the project's daemon: status, watch, features, cost, pause, resume, approve, stop, retry, unblock, skip",
 		Long: `Talk to the daemon of the project around the current directory (or --project).
 
 Every command takes --json for scripts. Exit codes: 0 done, 1 the daemon refused
@@ -80,6 +80,8 @@ or failed, 2 bad usage, 3 no daemon runs for the project.`,
 			"paused: no new run starts (a run in flight finishes first)"),
 		ctlAction(f, "resume", "Go on after pause, stop, or a wait", (*control.Client).Resume,
 			"resumed"),
+		ctlAction(f, "approve", "Approve the plan the daemon waits on (limits.approve_plan), and go on", (*control.Client).Approve,
+			"approved: the features of the plan are worked from now on"),
 		ctlAction(f, "stop", "Stop the run in flight and the session; it waits for `ctl resume`", (*control.Client).Stop,
 			"stopped: the session waits for `ctxgraphd ctl resume`"),
 		ctlFeatureAction(f, "retry", "Start a feature's attempts over", (*control.Client).Retry,

@@ -270,6 +270,7 @@ func TestCtlActions(t *testing.T) {
 	}{
 		{[]string{"pause"}, controltest.Call{Method: "Pause"}, "paused: no new run starts (a run in flight finishes first)\n"},
 		{[]string{"resume"}, controltest.Call{Method: "Resume"}, "resumed\n"},
+		{[]string{"approve"}, controltest.Call{Method: "Approve"}, "approved: the features of the plan are worked from now on\n"},
 		{[]string{"stop"}, controltest.Call{Method: "Stop"}, "stopped: the session waits for `ctxgraphd ctl resume`\n"},
 		{[]string{"retry", "F-002"}, controltest.Call{Method: "Retry", ID: "F-002"}, "F-002: its attempts start over\n"},
 		{[]string{"unblock", "F-002"}, controltest.Call{Method: "Unblock", ID: "F-002"}, "F-002: unblocked\n"},

@@ -106,6 +106,9 @@ func (b *Backend) Pause(context.Context) error { return b.record(Call{Method: "P
 // Resume implements control.Loop.
 func (b *Backend) Resume(context.Context) error { return b.record(Call{Method: "Resume"}) }
 
+// Approve implements control.Loop.
+func (b *Backend) Approve(context.Context) error { return b.record(Call{Method: "Approve"}) }
+
 // Stop implements control.Loop.
 func (b *Backend) Stop(context.Context) error { return b.record(Call{Method: "Stop"}) }
 

@@ -96,6 +96,8 @@ func TestPeopleRoutesRefuseRuns(t *testing.T) {
 	}{
 		{"pause", func(ctx context.Context, c *control.Client) error { return c.Pause(ctx) }},
 		{"resume", func(ctx context.Context, c *control.Client) error { return c.Resume(ctx) }},
+		// An initializer that approved its own plan would skip the person.
+		{"approve", func(ctx context.Context, c *control.Client) error { return c.Approve(ctx) }},
 		{"stop", func(ctx context.Context, c *control.Client) error { return c.Stop(ctx) }},
 		{"retry", func(ctx context.Context, c *control.Client) error { return c.Retry(ctx, "F-001") }},
 		{"skip", func(ctx context.Context, c *control.Client) error { return c.Skip(ctx, "F-002") }},

@@ -145,6 +145,7 @@ func (s *Server) loopRoutes() {
 	// edit its own verdict, or skip another feature.
 	s.Handle("POST /v1/pause", s.peopleOnly(action(s.loop.Pause)))
 	s.Handle("POST /v1/resume", s.peopleOnly(action(s.loop.Resume)))
+	s.Handle("POST /v1/approve", s.peopleOnly(action(s.loop.Approve)))
 	s.Handle("POST /v1/stop", s.peopleOnly(action(s.loop.Stop)))
 	s.Handle("POST /v1/features/{id}/retry", s.peopleOnly(featureAction(s.loop.Retry)))
 	s.Handle("POST /v1/features/{id}/skip", s.peopleOnly(featureAction(s.loop.Skip)))

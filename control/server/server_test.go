@@ -185,6 +185,7 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{"pause", func() error { return c.Pause(ctx) }, controltest.Call{Method: "Pause"}},
 		{"resume", func() error { return c.Resume(ctx) }, controltest.Call{Method: "Resume"}},
+		{"approve", func() error { return c.Approve(ctx) }, controltest.Call{Method: "Approve"}},
 		{"stop", func() error { return c.Stop(ctx) }, controltest.Call{Method: "Stop"}},
 		{"retry", func() error { return c.Retry(ctx, "F-001") }, controltest.Call{Method: "Retry", ID: "F-001"}},
 		{"unblock with note", func() error { return c.Unblock(ctx, "F-002", "use the v2 API") },
