@@ -14,8 +14,8 @@ import (
 )
 
 // TestAPlanIsApprovedBeforeAnyCode: with limits.approve_plan, the real
-// initializer writes the plan and the night waits, as `ctl status` tells a
-// person, with nothing of any feature worked; `ctl resume` says to approve
+// initializer writes the plan and the night waits, as `ctl status` and the
+// report tell a person, with nothing of any feature worked; `ctl resume` says to approve
 // instead. The person pauses, edits the list and approves: the night goes
 // on from there with their edit, every coding run after the approval, and
 // the approval is their decision on the record.
@@ -37,6 +37,9 @@ func TestAPlanIsApprovedBeforeAnyCode(t *testing.T) {
 	}
 	if words := p.mustRun("ctl", "status"); !strings.Contains(words, "waiting") || !strings.Contains(words, "ctxgraphd ctl approve") {
 		t.Errorf("ctl status while the plan waits says:\n%s", words)
+	}
+	if report := p.mustRun("report"); !strings.Contains(report, "waiting") || !strings.Contains(report, "ctxgraphd ctl approve") {
+		t.Errorf("the report while the plan waits says:\n%s", report)
 	}
 	if out, errOut, code := p.ctxgraphd("ctl", "resume"); code == 0 || !strings.Contains(errOut, "ctxgraphd ctl approve") {
 		t.Errorf("ctl resume while the plan waits: exit %d, %q %q; want a refusal that says to approve", code, out, errOut)
