@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
 func TestProgressBar(t *testing.T) {
@@ -85,5 +88,22 @@ func TestRenderWatchShowsEveryLane(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)^run\s`).MatchString(got) {
 		t.Errorf("the view shows a single run beside the lanes:\n%s", got)
+	}
+}
+
+// The wait for the plan's approval shows in the view with how to end it,
+// within the message's cut, however many features the plan has.
+func TestRenderWatchShowsHowToApproveThePlan(t *testing.T) {
+	now := time.Date(2026, 11, 23, 23, 0, 0, 0, time.Local)
+	for _, n := range []int{1, 12, 100000} {
+		l := &progress.List{Version: 1}
+		for i := range n {
+			l.Features = append(l.Features, progress.Feature{ID: fmt.Sprintf("F-%06d", i), Title: "t", Status: progress.Pending})
+		}
+		a := statemachine.Decide(statemachine.Input{List: l, AwaitApproval: true})
+		st := control.Status{State: "waiting", Project: "/home/me/todo", Confined: true, Message: a.Reason, Features: control.FeatureCounts{Total: n, Pending: n}}
+		if got := renderWatch(st, now); !strings.Contains(got, "ctxgraphd ctl approve") || !strings.Contains(got, fmt.Sprintf("its %d features", n)) {
+			t.Errorf("the view of a plan of %d features waiting does not say how to approve it:\n%s", n, got)
+		}
 	}
 }
