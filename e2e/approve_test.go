@@ -56,8 +56,15 @@ func TestAPlanIsApprovedBeforeAnyCode(t *testing.T) {
 	if out := p.mustRun("ctl", "approve"); !strings.Contains(out, "approved") {
 		t.Errorf("ctl approve: %q", out)
 	}
-	if err := daemon.Wait(); err != nil {
-		t.Fatalf("daemon: %v\n%s", err, log)
+	ended := make(chan error, 1)
+	go func() { ended <- daemon.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("daemon: %v\n%s", err, log)
+		}
+	case <-time.After(agentsWait):
+		t.Fatalf("the night did not end after the approval; log:\n%s", log)
 	}
 
 	l = p.featureList()

@@ -11,6 +11,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -159,5 +160,47 @@ func TestApproveWithoutTheSettingSaysSo(t *testing.T) {
 	<-ended
 	if h.session().Session.PlanApproved {
 		t.Error("the refused approval is in the store")
+	}
+}
+
+// A person who pauses while the plan waits, edits the list and approves
+// gets the night going on from the pause, with their edit: approve is the
+// go-ahead from paused as from waiting.
+func TestAnApprovalWhilePausedTakesTheEdits(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.ApprovePlan = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := h.orchestrator(true)
+	ended := make(chan error, 1)
+	go func() { ended <- o.Run(ctx) }()
+	if !statusWithin(o, 20*time.Second, awaitsApproval) {
+		t.Fatal("the plan did not wait for its approval")
+	}
+	if err := o.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !statusWithin(o, 20*time.Second, func(st control.Status) bool { return st.State == string(statemachine.Paused) }) {
+		t.Fatal("the session did not pause")
+	}
+	h.edit(func(l *progress.List) { l.Feature("F-002").Title = "as the person wants it" })
+	if err := o.Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		st, _ := o.Status(context.Background())
+		t.Fatalf("the night did not end after the approval while paused: %+v", st)
+	}
+	l := h.list()
+	if got := summary(l); got != "F-001=tested F-002=tested" {
+		t.Errorf("features = %s", got)
+	}
+	if title := l.Feature("F-002").Title; title != "as the person wants it" {
+		t.Errorf("F-002's title = %q, want the edit made while paused", title)
 	}
 }

@@ -231,12 +231,9 @@ func awaitingApproval(in Input, a Action) Action {
 	if !in.AwaitApproval || (a.Kind != CheckTest && a.Kind != SpawnCoder && a.Kind != SpawnTester) {
 		return a
 	}
-	n := 0
-	if in.List != nil {
-		n = len(in.List.Features)
-	}
+	// A feature's work is only ever decided on a list.
 	return Action{Kind: AwaitApproval, CountFailure: a.CountFailure, Feature: failedFeature(a),
-		Reason: fmt.Sprintf("the plan waits for a person: `ctxgraphd ctl approve` once you have read its %d features in .claude/progress/feature-list.json (to change it, ctl pause and edit it first; limits.approve_plan)", n)}
+		Reason: fmt.Sprintf("the plan waits for a person: `ctxgraphd ctl approve` once you have read its %d features in .claude/progress/feature-list.json (to change it, ctl pause and edit it first; limits.approve_plan)", len(in.List.Features))}
 }
 
 // withinBudget turns a run the budgets cannot pay for into the outcome a

@@ -679,7 +679,8 @@ func TestAPlanAwaitingApprovalStartsNothing(t *testing.T) {
 		}
 		in.AwaitApproval = true
 		a := Decide(in)
-		if a.Kind != AwaitApproval || a.Event() != Wait || !strings.Contains(a.Reason, "ctxgraphd ctl approve") || !strings.Contains(a.Reason, "limits.approve_plan") {
+		n := fmt.Sprintf("its %d features", len(in.List.Features))
+		if a.Kind != AwaitApproval || a.Event() != Wait || !strings.Contains(a.Reason, "ctxgraphd ctl approve") || !strings.Contains(a.Reason, "limits.approve_plan") || !strings.Contains(a.Reason, n) {
 			t.Errorf("%s, awaiting approval: %+v, want the wait for ctl approve", name, a)
 		}
 		// A retry's failure is still counted, against its feature.
