@@ -15,10 +15,10 @@ import (
 
 // TestAPlanIsApprovedBeforeAnyCode: with limits.approve_plan, the real
 // initializer writes the plan and the night waits, as `ctl status` and the
-// report tell a person, with nothing of any feature worked; `ctl resume` says to approve
-// instead. The person pauses, edits the list and approves: the night goes
-// on from there with their edit, every coding run after the approval, and
-// the approval is their decision on the record.
+// report tell a person, with nothing of any feature worked; `ctl resume`
+// says to approve instead. The person pauses, edits the list and approves:
+// the night goes on from there with their edit, every coding run after the
+// approval, and the approval is their decision on the record.
 func TestAPlanIsApprovedBeforeAnyCode(t *testing.T) {
 	night(t, core)
 	p := newProject(t, scenario("approve-plan",

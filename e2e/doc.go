@@ -5,12 +5,12 @@
 // # Two tiers, side by side
 //
 // Every test's first statement is night(t, core) or night(t, extended)
-// (tier_test.go, internal/dev/tier): its tier, and t.Parallel(). `make test` runs the core
-// nights, at least one real-CLI night for each guarantee; `make test-all`,
-// which CI runs, runs `make test` and then the extended ones
-// (CTXGRAPHD_TEST_TIER; unset, as in `go test ./e2e -run TestX` by hand,
-// every night runs). TestEveryNightStatesItsTier fails for a test that
-// does not start so. A night goes in the core tier when it is the one
+// (tier_test.go, internal/dev/tier): its tier, and t.Parallel(). `make
+// test` runs the core nights, at least one real-CLI night for each
+// guarantee; `make test-all`, which CI runs, runs `make test` and then the
+// extended ones (CTXGRAPHD_TEST_TIER; unset, as in `go test ./e2e -run
+// TestX` by hand, every night runs). TestEveryNightStatesItsTier fails for
+// a test that does not start so. A night goes in the core tier when it is the one
 // night of a guarantee; a further route of a guarantee that a core night
 // or a package's test already holds goes in the extended tier, and
 // docs/DEVELOPING.md names, for each, the test that holds it in the core.

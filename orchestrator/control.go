@@ -242,18 +242,29 @@ func (o *Orchestrator) Resume(ctx context.Context) error {
 			o.persist()
 			return nil
 		}
-		if o.timers.wait != nil {
-			o.timers.wait.Stop()
-			o.timers.wait = nil
-		}
-		// Edits made while paused are taken now, tests included: the
-		// record of the frozen tests follows a person.
-		o.syncList(o.lanes.home, false)
-		o.refreeze("", "resumed by ctl")
-		o.transition(o.lanes.home, statemachine.Advance, "", "resumed by ctl")
-		o.step(o.lanes.home, nil)
+		o.takeEdits("resumed by ctl")
+		o.goOn("resumed by ctl")
 		return nil
 	})
+}
+
+// takeEdits takes what a person changed in the list while the session
+// held (paused, most often), tests included: the record of the frozen
+// tests follows a person.
+func (o *Orchestrator) takeEdits(why string) {
+	o.syncList(o.lanes.home, false)
+	o.refreeze("", why)
+}
+
+// goOn ends a hold (a pause, a wait, a stop) on a person's word: the
+// wait's timer is dropped, and the session decides again.
+func (o *Orchestrator) goOn(why string) {
+	if o.timers.wait != nil {
+		o.timers.wait.Stop()
+		o.timers.wait = nil
+	}
+	o.transition(o.lanes.home, statemachine.Advance, "", why)
+	o.step(o.lanes.home, nil)
 }
 
 // Approve implements control.Loop: the plan that limits.approve_plan
@@ -273,21 +284,19 @@ func (o *Orchestrator) Approve(ctx context.Context) error {
 			return &control.APIError{HTTPStatus: http.StatusConflict, Code: control.CodeBadState,
 				Message: "there is no plan yet: the initializer has not written an accepted feature list"}
 		}
+		state := statemachine.State(o.session.State)
+		holding := state == statemachine.Waiting || state == statemachine.Paused
+		if holding {
+			// The plan approved is the list as the person left it.
+			o.takeEdits("plan approved by ctl")
+		}
 		o.session.PlanApproved = true
 		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceUser, Context: control.TraceContext{Task: "approve"},
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("a person approved the plan of %d features", len(o.canonical.Features)), Why: "limits.approve_plan"}})
 		o.persist()
-		switch statemachine.State(o.session.State) {
-		case statemachine.Waiting, statemachine.Paused:
+		if holding {
 			o.session.PauseRequested = false
-			if o.timers.wait != nil {
-				o.timers.wait.Stop()
-				o.timers.wait = nil
-			}
-			o.syncList(o.lanes.home, false)
-			o.refreeze("", "plan approved by ctl")
-			o.transition(o.lanes.home, statemachine.Advance, "", "plan approved by ctl")
-			o.step(o.lanes.home, nil)
+			o.goOn("plan approved by ctl")
 		}
 		return nil
 	})

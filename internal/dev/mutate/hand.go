@@ -741,7 +741,7 @@ var Hands = []Hand{
 		"orchestrator/loop.go", "AwaitApproval:    o.awaitingApproval(),", "AwaitApproval:    o.waitsForApproval(),",
 		"orchestrator", "TestAPlanWaitsForItsApproval"},
 	{"an approval while paused goes on, with the edits made while paused",
-		"orchestrator/control.go", "\t\tcase statemachine.Waiting, statemachine.Paused:\n\t\t\to.session.PauseRequested = false", "\t\tcase statemachine.Waiting:\n\t\t\to.session.PauseRequested = false",
+		"orchestrator/control.go", "holding := state == statemachine.Waiting || state == statemachine.Paused", "holding := state == statemachine.Waiting",
 		"orchestrator", "TestAnApprovalWhilePausedTakesTheEdits"},
 	{"a person's approval ends the plan's wait",
 		"orchestrator/loop.go", "return o.opts.Config.Limits.ApprovePlan && !o.session.PlanApproved", "return o.opts.Config.Limits.ApprovePlan",
