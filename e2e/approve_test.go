@@ -56,16 +56,7 @@ func TestAPlanIsApprovedBeforeAnyCode(t *testing.T) {
 	if out := p.mustRun("ctl", "approve"); !strings.Contains(out, "approved") {
 		t.Errorf("ctl approve: %q", out)
 	}
-	ended := make(chan error, 1)
-	go func() { ended <- daemon.Wait() }()
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatalf("daemon: %v\n%s", err, log)
-		}
-	case <-time.After(agentsWait):
-		t.Fatalf("the night did not end after the approval; log:\n%s", log)
-	}
+	p.waitForExit(daemon, log)
 
 	l = p.featureList()
 	if got, want := states(l), "F-001=tested F-002=tested"; got != want {

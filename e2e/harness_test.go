@@ -379,6 +379,23 @@ func (p *project) runToEnd(extra ...string) string {
 	return errOut
 }
 
+// waitForExit waits, within agentsWait, for a daemon started by start to
+// exit by itself (--exit-when-done), and fails the test with its log when
+// it exits with an error or does not exit.
+func (p *project) waitForExit(daemon *exec.Cmd, log *bytes.Buffer) {
+	p.t.Helper()
+	ended := make(chan error, 1)
+	go func() { ended <- daemon.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil {
+			p.t.Fatalf("daemon: %v\n%s", err, log)
+		}
+	case <-time.After(agentsWait):
+		p.t.Fatalf("the night did not end\n%s", log)
+	}
+}
+
 // start starts the daemon in the background; the caller waits or kills it.
 func (p *project) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	p.t.Helper()

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
@@ -358,16 +357,7 @@ func dependencyNightOn(t *testing.T, parallel int, onWorkers bool, kinds ...scri
 			url, creds := p.addWorker(name)
 			p.startWorker(name, url, creds, filepath.Join(t.TempDir(), name), 1)
 		}
-		done := make(chan error, 1)
-		go func() { done <- daemon.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("daemon: %v\n%s", err, log)
-			}
-		case <-time.After(agentsWait):
-			t.Fatalf("the night did not end\n%s", log)
-		}
+		p.waitForExit(daemon, log)
 		o = p.outcome(log.String(), nil)
 	} else {
 		o = p.runMisbehaving()
