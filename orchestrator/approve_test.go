@@ -204,3 +204,41 @@ func TestAnApprovalWhilePausedTakesTheEdits(t *testing.T) {
 		t.Errorf("F-002's title = %q, want the edit made while paused", title)
 	}
 }
+
+// With lanes the plan waits the same: no lane starts before the approval,
+// and after it the features are worked in lanes to the end.
+func TestAPlanWaitsForItsApprovalWithLanes(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Limits.ApprovePlan = true
+	h.cfg.Limits.Parallel = 2
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := h.orchestrator(true)
+	ended := make(chan error, 1)
+	go func() { ended <- o.Run(ctx) }()
+	if !statusWithin(o, 20*time.Second, func(st control.Status) bool { return awaitsApproval(st) && len(st.Lanes) == 0 }) {
+		st, _ := o.Status(ctx)
+		t.Fatalf("status %+v, want the wait for ctl approve with no lane", st)
+	}
+	h.runner.mu.Lock()
+	runs := len(h.runner.specs)
+	h.runner.mu.Unlock()
+	if runs != 1 {
+		t.Errorf("%d runs before the approval, want the initializer's alone", runs)
+	}
+	if err := o.Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		st, _ := o.Status(context.Background())
+		t.Fatalf("the night did not end after the approval: %+v", st)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Errorf("features = %s", got)
+	}
+}
