@@ -555,7 +555,7 @@ var Hands = []Hand{
 		"cmd/ctxgraphd/verify.go", "\tif unconfined {\n\t\t// As a person or CI runs them", "\tif false {\n\t\t// As a person or CI runs them",
 		"cmd/ctxgraphd", "TestScripts/verify_unconfined"},
 	{"every verify run is recorded in the state directory for the report",
-		"cmd/ctxgraphd/verify.go", "if err := report.RecordVerify(proj.StateDir, res.record(time.Now())); err != nil {", "if err := error(nil); err != nil {",
+		"cmd/ctxgraphd/verify.go", "if err := report.RecordVerify(proj.StateDir, res.record(time.Now())); err != nil {", "if err := func() error { _ = report.RecordVerify; return nil }(); err != nil {",
 		"cmd/ctxgraphd", "TestScripts/verify_unconfined|TestReportSaysWhenVerifyRan"},
 	{"ctxgraphd report says when verify last ran and what it found, with or without a daemon",
 		"cmd/ctxgraphd/report.go", "r.Verify = report.ReadVerify(proj.StateDir)", "r.Verify = control.ReportVerify{}",
