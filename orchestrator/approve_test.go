@@ -23,6 +23,34 @@ func awaitsApproval(st control.Status) bool {
 		strings.Contains(st.Message, "ctxgraphd ctl approve")
 }
 
+// loopInBackground runs a loop of h with ExitWhenDone in the background,
+// for at most a minute, telling a person through tell (nil: nobody).
+// ended waits for it to end by itself and fails the test, with the status,
+// when it does not; stop shuts it down.
+func loopInBackground(t *testing.T, h *harness, tell func(notify.Event)) (o *Orchestrator, ended func(), stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	o = h.orchestrator(true)
+	o.opts.Notify = tell
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	ended = func() {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			st, _ := o.Status(context.Background())
+			t.Fatalf("the night did not end: %+v", st)
+		}
+	}
+	stop = func() error { cancel(); return <-done }
+	t.Cleanup(func() { cancel() })
+	return o, ended, stop
+}
+
 // With limits.approve_plan, the session waits once the initializer's list
 // is accepted, saying so, and nothing of any feature is worked: no coder,
 // no tester, no check of a test. The wait outlives a restart without a
@@ -51,12 +79,8 @@ func TestAPlanWaitsForItsApproval(t *testing.T) {
 	}
 	tl := &told{}
 	start := func() (*Orchestrator, func() error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		o := h.orchestrator(true)
-		o.opts.Notify = tl.notify
-		ended := make(chan error, 1)
-		go func() { ended <- o.Run(ctx) }()
-		return o, func() error { cancel(); return <-ended }
+		o, _, stop := loopInBackground(t, h, tl.notify)
+		return o, stop
 	}
 
 	o, stop := start()
@@ -169,11 +193,8 @@ func TestApproveWithoutTheSettingSaysSo(t *testing.T) {
 func TestAnApprovalWhilePausedTakesTheEdits(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.ApprovePlan = true
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	o := h.orchestrator(true)
-	ended := make(chan error, 1)
-	go func() { ended <- o.Run(ctx) }()
+	ctx := t.Context()
+	o, ended, _ := loopInBackground(t, h, nil)
 	if !statusWithin(o, 20*time.Second, awaitsApproval) {
 		t.Fatal("the plan did not wait for its approval")
 	}
@@ -187,15 +208,7 @@ func TestAnApprovalWhilePausedTakesTheEdits(t *testing.T) {
 	if err := o.Approve(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		st, _ := o.Status(context.Background())
-		t.Fatalf("the night did not end after the approval while paused: %+v", st)
-	}
+	ended()
 	l := h.list()
 	if got := summary(l); got != "F-001=tested F-002=tested" {
 		t.Errorf("features = %s", got)
@@ -211,11 +224,8 @@ func TestAPlanWaitsForItsApprovalWithLanes(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.ApprovePlan = true
 	h.cfg.Limits.Parallel = 2
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	o := h.orchestrator(true)
-	ended := make(chan error, 1)
-	go func() { ended <- o.Run(ctx) }()
+	ctx := t.Context()
+	o, ended, _ := loopInBackground(t, h, nil)
 	if !statusWithin(o, 20*time.Second, func(st control.Status) bool { return awaitsApproval(st) && len(st.Lanes) == 0 }) {
 		st, _ := o.Status(ctx)
 		t.Fatalf("status %+v, want the wait for ctl approve with no lane", st)
@@ -229,15 +239,7 @@ func TestAPlanWaitsForItsApprovalWithLanes(t *testing.T) {
 	if err := o.Approve(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		st, _ := o.Status(context.Background())
-		t.Fatalf("the night did not end after the approval: %+v", st)
-	}
+	ended()
 	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
 		t.Errorf("features = %s", got)
 	}
