@@ -61,10 +61,17 @@ type Config struct {
 	Git       Git      `yaml:"git"`
 	// Executor is where lanes run: ExecutorLocal or ExecutorNATS.
 	Executor string `yaml:"executor"`
-	NATS     NATS   `yaml:"nats"`
-	Notify   Notify `yaml:"notify"`
-	Graph    Graph  `yaml:"graph"`
-	Log      Log    `yaml:"log"`
+	// Setup is the command that prepares a tree's environment (its
+	// dependencies, a venv), run by the daemon in every tree it works in
+	// before the first check of a test there; "": the daemon fetches what
+	// the committed manifests name where that runs no project code
+	// (toolchain.SafeSetup).
+	Setup  string `yaml:"setup"`
+	Lanes  Lanes  `yaml:"lanes"`
+	NATS   NATS   `yaml:"nats"`
+	Notify Notify `yaml:"notify"`
+	Graph  Graph  `yaml:"graph"`
+	Log    Log    `yaml:"log"`
 }
 
 // Graph configures the context graph.
@@ -108,6 +115,19 @@ type Sandbox struct {
 	MaxProcesses int `yaml:"max_processes"`
 	MaxMemoryMB  int `yaml:"max_memory_mb"`
 	MaxFileMB    int `yaml:"max_file_mb"`
+	// Runtime is Anthropic's sandbox runtime (srt, the sandbox of Claude
+	// Code as a program of its own), which confines the setup step as
+	// agents' commands are confined.
+	Runtime string `yaml:"runtime"`
+}
+
+// Lanes configures what a lane holds besides its clone.
+type Lanes struct {
+	// Copy are untracked paths of the person's tree (.env, local
+	// settings), relative to the project, copied into every lane and lent
+	// to every test run of the daemon; never snapshotted, so never
+	// committed, judged or reported.
+	Copy []string `yaml:"copy"`
 }
 
 // Git configures what the daemon does with the project's repository.
@@ -215,7 +235,7 @@ func Default() *Config {
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains), FetchDomains: toolchain.DocHosts(),
-			MaxProcesses: 4096, MaxFileMB: 100},
+			MaxProcesses: 4096, MaxFileMB: 100, Runtime: "srt"},
 		Git:      Git{Commit: true},
 		Executor: ExecutorLocal,
 		// About a screen of text: a model reads it on every turn.

@@ -66,7 +66,7 @@ func TestDefault(t *testing.T) {
 			"frozen-tests": Enforce, "red-before-green": Enforce,
 		},
 		Protected: DefaultProtected,
-		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, FetchDomains: toolchain.DocHosts(), MaxProcesses: 4096, MaxFileMB: 100},
+		Sandbox:   Sandbox{Enabled: true, AllowedDomains: sandbox.DefaultAllowedDomains, FetchDomains: toolchain.DocHosts(), MaxProcesses: 4096, MaxFileMB: 100, Runtime: "srt"},
 		Git:       Git{Commit: true},
 		Executor:  ExecutorLocal,
 		Graph:     Graph{PrecedentTokens: 600, GuardThreshold: 3},
@@ -307,7 +307,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"unknown key far from any", "agent:\n  colour: blue\n",
 			`FILE:2: unknown key "agent.colour"; the keys under agent: are command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after`},
 		{"unknown section far from any", "telemetry:\n  on: true\n",
-			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, executor, nats, notify, graph, log`},
+			`FILE:1: unknown key "telemetry"; the sections are agent, limits, budget, gates, sandbox, git, executor, setup, lanes, nats, notify, graph, log`},
 		{"value where a section goes", "agent: claude\n",
 			`FILE:1: agent: want a mapping of keys (command, model, timeout, idle_timeout, max_turns, allow_root, hooks_live_timeout, stuck_after), found the value "claude"`},
 		{"mapping where a value goes", "agent:\n  timeout:\n    run: 5m\n",
@@ -1070,5 +1070,38 @@ func TestListElementWithACommaInAFile(t *testing.T) {
 	cfg.Sandbox.AllowWrite = []string{"relative,dir"}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "sandbox.allow_write") {
 		t.Errorf("Validate() with a relative element = %v; want it refused naming sandbox.allow_write", err)
+	}
+}
+
+// TestValidCopyPath: lanes.copy takes the person's own files, named from
+// the project's top, and never a path that leaves it or that the daemon
+// and git hold (whatever their place in the path).
+func TestValidCopyPath(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{".env", true},
+		{"config/local.yaml", true},
+		{".envrc", true},
+		{".claude-notes", true}, // a near miss of .claude
+		{".github/x", true},     // a near miss of .git
+		{"sub/.git", true},      // not the project's own .git
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"../secrets/.env", false},
+		{"/etc/passwd", false},
+		{"./.env", false},
+		{"a//b", false},
+		{"a/../b", false},
+		{".git", false},
+		{".git/config", false},
+		{".claude", false},
+		{".claude/ctxgraphd.yaml", false},
+	} {
+		if got := validCopyPath(tc.path); got != tc.ok {
+			t.Errorf("validCopyPath(%q) = %v, want %v", tc.path, got, tc.ok)
+		}
 	}
 }
