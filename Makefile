@@ -12,6 +12,11 @@ CLAUDE_VERSION := 2.1.330
 TOOLS         := $(CURDIR)/.tools
 CLAUDE_PKG    := $(TOOLS)/node_modules/@anthropic-ai/claude-code
 CLAUDE        := $(TOOLS)/node_modules/.bin/claude
+# Anthropic's sandbox runtime (srt): Claude Code's sandbox as a program of
+# its own, which confines the setup step of a project (sandbox/setup.go).
+SRT_VERSION   := 0.0.83
+SRT_PKG       := $(TOOLS)/node_modules/@anthropic-ai/sandbox-runtime
+SRT           := $(TOOLS)/node_modules/.bin/srt
 GREMLINS_VERSION := v0.6.0
 GREMLINS      := $(TOOLS)/bin/gremlins
 # gotestsum runs `go test -json`, prints go test's usual lines and keeps the
@@ -51,6 +56,9 @@ HOOK_BIN      := $(CURDIR)/bin/ctxgraphd-hook
 # The end-to-end tests find the real CLI through this variable; in CI
 # (CI=true) they fail, rather than skip, when it is missing.
 export CTXGRAPHD_TEST_CLAUDE := $(CLAUDE)
+# srt sits beside claude, on the nights' PATH; the sandbox package's tests
+# of the setup step find it through this variable.
+export CTXGRAPHD_TEST_SRT := $(SRT)
 
 .PHONY: all build test test-all test-short bench demo claude deps fuzz vet clean sandbox viewers mutate audit
 
@@ -68,13 +76,15 @@ build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(HOOK_BIN) ./cmd/ctxgraphd-hook
 
 # Agents run confined by Claude Code's sandbox: on Linux it needs bubblewrap
-# and socat. Installed here where they are missing and we are root with apt;
+# and socat; the sandbox runtime that confines the setup step needs ripgrep
+# too. Installed here where they are missing and we are root with apt;
 # otherwise this says what to install and stops.
 sandbox:
 	@if [ "$$(uname -s)" != Linux ]; then exit 0; fi; \
 	missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
+	command -v rg >/dev/null 2>&1 || missing="$$missing ripgrep"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing the sandbox's packages:$$missing"; \
@@ -107,7 +117,12 @@ viewers:
 
 # The npm package ships a stub launcher; its postinstall (which npm does not run
 # here by itself) puts the native binary in place. The version check proves it.
-claude: $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION)
+claude: $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION) $(SRT_PKG)/.installed-$(SRT_VERSION)
+
+$(SRT_PKG)/.installed-$(SRT_VERSION): $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION)
+	npm install --no-audit --no-fund --save-exact --prefix $(TOOLS) @anthropic-ai/sandbox-runtime@$(SRT_VERSION)
+	$(SRT) --version | grep -qx '$(SRT_VERSION)'
+	touch $@
 
 $(CLAUDE_PKG)/.installed-$(CLAUDE_VERSION):
 	mkdir -p $(TOOLS)

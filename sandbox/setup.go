@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
+)
+
+// Setup runs a project's setup step (its `setup:`, or what the daemon
+// fetches by itself: toolchain.SafeSetupOf) in a tree, confined as an
+// agent's command is: by Anthropic's sandbox runtime (srt), the sandbox of
+// Claude Code as a program of its own, given the policy of an agent's run
+// in that tree. It writes the tree and the toolchains' caches, reaches the
+// hosts of sandbox.allowed_domains (the registries) through the runtime's
+// proxy and nothing else, and cannot read the daemon's state or socket;
+// it can do no more than an agent could, so what it makes (node_modules,
+// a .venv, the agents' module cache) is what the test runs may be lent.
+// With the sandbox off it runs with sh, as agents then run.
+type Setup struct {
+	// Runtime is srt's program (sandbox.runtime): a name looked up on
+	// Env's PATH, or a path.
+	Runtime string
+	// Off runs the step unconfined (sandbox.enabled false).
+	Off bool
+	// Env is the agents' environment, which the step runs with.
+	Env []string
+	// Timeout bounds one run of the step; 0: none.
+	Timeout time.Duration
+	// SettingsDir is where the runtime's settings are written, a
+	// directory of the daemon's that no agent can read.
+	SettingsDir string
+}
+
+// ErrNoRuntime is what Run's error wraps when srt cannot be found.
+var ErrNoRuntime = errors.New("the sandbox runtime (srt) was not found")
+
+// RuntimeSettings returns p as the settings file of Anthropic's sandbox
+// runtime: what Settings gives Claude Code, in the runtime's own shape.
+func (p Policy) RuntimeSettings() map[string]any {
+	allow := p.AllowWrite
+	if p.ProjectDir != "" {
+		allow = append([]string{p.ProjectDir}, allow...)
+	}
+	return map[string]any{
+		"filesystem": map[string]any{
+			"allowWrite": cleanPaths(allow),
+			"denyWrite":  cleanPaths(p.DenyWrite),
+			"denyRead":   cleanPaths(p.DenyRead),
+		},
+		"network": map[string]any{
+			"allowedDomains": sorted(p.AllowedDomains),
+			"deniedDomains":  []string{},
+		},
+	}
+}
+
+// Run runs script with sh in p.ProjectDir, confined by p, its output
+// (stdout and stderr as they came) to out. A cancellation of ctx, or the
+// timeout, ends its whole process group. The error names what failed: the
+// runtime missing, the step's exit status, its time.
+func (s Setup) Run(ctx context.Context, p Policy, script string, out io.Writer) error {
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	var cmd *exec.Cmd
+	if s.Off {
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	} else {
+		runtime := s.Runtime
+		if filepath.Base(runtime) == runtime {
+			found, ok := paths.LookPath(runtime, lookup(s.Env)("PATH"))
+			if !ok {
+				return fmt.Errorf("%w on PATH as %q: install it (npm install -g @anthropic-ai/sandbox-runtime, and ripgrep, which it needs) or set sandbox.runtime to its path", ErrNoRuntime, runtime)
+			}
+			runtime = found
+		}
+		if err := p.Prepare(); err != nil {
+			fmt.Fprintf(out, "ctxgraphd: %v\n", err)
+		}
+		data, err := json.Marshal(p.RuntimeSettings())
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(s.SettingsDir, 0o700); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(s.SettingsDir, "setup-*.json")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		cmd = exec.CommandContext(ctx, runtime, "--settings", f.Name(), "-c", script)
+	}
+	cmd.Dir, cmd.Env = p.ProjectDir, s.Env
+	cmd.Stdout, cmd.Stderr = out, out
+	procgroup.Prepare(cmd)
+	began := time.Now()
+	err := cmd.Run()
+	if cmd.Process != nil {
+		procgroup.KillAndWait(cmd.Process.Pid, procgroup.WaitDelay)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("it did not finish within %s", time.Since(began).Round(time.Second))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &ee):
+		return fmt.Errorf("it exited %d", ee.ExitCode())
+	}
+	return err
+}
