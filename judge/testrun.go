@@ -37,6 +37,10 @@ type TestResult struct {
 	// is missing, its program is not found or not executable); "" when
 	// it ran.
 	CannotRun string
+	// NotSetUp names the dependency directory (toolchain.DependencyDirs)
+	// that holds the test's program and is not there (.venv of
+	// .venv/bin/python): a tree nothing set up yet. CannotRun says it too.
+	NotSetUp string
 	// Interrupted: the daemon stopped it (ctl stop, a shutdown) before it
 	// ended. It says nothing about the feature.
 	Interrupted bool
@@ -157,11 +161,15 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		// node_modules/.bin/jest) is looked for where the run will
 		// see it: in the directory lent, not in the checkout.
 		at := filepath.Join(checkout, filepath.FromSlash(p))
-		if top, rest, _ := strings.Cut(p, "/"); deps[top] != "" {
+		top, rest, _ := strings.Cut(p, "/")
+		if deps[top] != "" {
 			at = filepath.Join(deps[top], filepath.FromSlash(rest))
 		}
 		if _, err := os.Lstat(at); errors.Is(err, os.ErrNotExist) {
 			res.CannotRun = fmt.Sprintf("%s does not exist", p)
+			if _, err := os.Lstat(filepath.Join(checkout, top)); rest != "" && deps[top] == "" && errors.Is(err, os.ErrNotExist) && slices.Contains(toolchain.DependencyDirs, top) {
+				res.NotSetUp = top // neither lent nor in the tree
+			}
 			return res
 		}
 	}

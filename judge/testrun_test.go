@@ -742,3 +742,37 @@ func TestTimedOutWatchModeSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestATestNotSetUpYetIsToldFromOneThatCannotRun: a test's program in a
+// dependency directory that neither the tree nor any lent tree has is
+// "not set up yet" (NotSetUp names the directory); a program missing
+// elsewhere, or missing inside a dependency directory that is there, is
+// one the test cannot run, and nothing else.
+func TestATestNotSetUpYetIsToldFromOneThatCannotRun(t *testing.T) {
+	f := newFixture(t, nil)
+	if f.j.opts.Jail.Off || !sandbox.Confines {
+		t.Skip("unconfined")
+	}
+	f.write(map[string]string{".gitignore": ".venv/\nnode_modules/\nvenv/\n", "tests/t.txt": "x\n", "bin/.keep": ""})
+	f.commitAll("base")
+	for _, tc := range []struct{ test, notSetUp string }{
+		{".venv/bin/python -m unittest", ".venv"},
+		{"node_modules/.bin/jest", "node_modules"},
+		{"venv/bin/pytest -x", "venv"},
+		{"cd . && .venv/bin/python -m pytest 2>&1 | tail -5", ".venv"},
+		{"bin/run-tests", ""},         // not a dependency directory
+		{"venvs/bin/python -V", ""},   // a near miss of venv
+		{".venv2/bin/python -V", ""},  // a near miss of .venv
+		{"node_module/.bin/jest", ""}, // a near miss of node_modules
+	} {
+		r := f.runTest(t.Context(), tc.test)
+		if r.NotSetUp != tc.notSetUp || r.CannotRun == "" {
+			t.Errorf("%s: NotSetUp %q, CannotRun %q; want NotSetUp %q and cannot run", tc.test, r.NotSetUp, r.CannotRun, tc.notSetUp)
+		}
+	}
+	// The setup made the directory, but not the program: cannot run.
+	f.write(map[string]string{".venv/bin/other": "x"})
+	if r := f.runTest(t.Context(), ".venv/bin/python -m unittest"); r.NotSetUp != "" || r.CannotRun != ".venv/bin/python does not exist" {
+		t.Errorf("with .venv there: NotSetUp %q, CannotRun %q", r.NotSetUp, r.CannotRun)
+	}
+}

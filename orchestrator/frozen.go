@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -95,6 +96,7 @@ func (o *Orchestrator) adoptFrozenDrift(base gitrepo.Tree) {
 // and the work tree it ran on (recorded at at; "" if it could not be).
 type testChecked struct {
 	feature string
+	setup   setupRun // the tree's setup step, run before the test
 	result  judge.TestResult
 	tree    gitrepo.Tree
 	at      time.Time
@@ -120,6 +122,8 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 	o.opts.Log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
 	j, repo, root, events, id := o.opts.Judge, l.repo, l.root(), o.runEvents, a.Feature
+	// The tree is set up first, as the coder that follows will find it.
+	step, pol, done, setup, log := o.setupFor(l.dir), o.policy(l, role.Coder, ""), l.setupDone, o.opts.Setup, o.opts.Log
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
@@ -129,6 +133,12 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 		ev.tree, ev.at = r.tree, r.at
 	}
 	go func() {
+		ev.setup = runSetup(ctx, setup, log, step, pol, l.dir, done)
+		if ev.setup.failed != "" {
+			cancel()
+			events <- ev
+			return
+		}
 		if ev.tree == "" {
 			var err error
 			if ev.tree, err = repo.Snapshot(ctx); err != nil {
@@ -149,6 +159,14 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 // onTestChecked takes the result of the check of l's feature's test.
 func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 	jb := o.lanes.checkDone(l)
+	o.setupTaken(l, ev.setup)
+	if ev.setup.failed != "" {
+		// The check is still due, and a resume sets the tree up again.
+		o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "setup_failed", Context: control.TraceContext{Feature: ev.feature},
+			Event: control.TraceEvent{WhatHappened: ev.setup.failed, WhatWasCorrect: "a tree is set up before its tests run", Why: "no attempt can fix how the project is prepared: a person must"}})
+		o.transition(l, statemachine.Stop, ev.feature, ev.setup.failed)
+		return
+	}
 	r := ev.result
 	if r.Interrupted {
 		if jb != nil && jb.interrupt != "" && o.stopAfter {
@@ -162,7 +180,7 @@ func (o *Orchestrator) onTestChecked(l *lane, ev testChecked) {
 	// The coding run decided on below starts from the tree the test ran
 	// on (startTree).
 	defer o.holdRecent(l, ev.tree, ev.at)()
-	found := l.checked(ev.feature, r, o.canonical)
+	found := l.checked(ev.feature, r, o.canonical, l.setupDone != "")
 	if r.Env != nil {
 		// The machine, not the test, failed: the check is still due, and
 		// a resume runs it again.
@@ -196,7 +214,12 @@ type redCheck struct {
 // checked takes r, the result of the check of feature's test before its
 // code in l's tree: its output is kept as evidence, and what it found
 // returned. list is the canonical list (nil before the initializer).
-func (l *lane) checked(feature string, r judge.TestResult, list *progress.List) (found redCheck) {
+//
+// A test whose program lies in a dependency directory that is not there
+// (judge.TestResult.NotSetUp) is not set up yet where no setup ran in the
+// tree: the coder's environment makes it, and the test is failing, as it
+// should be, until then. Where a setup ran, it cannot run, as any other.
+func (l *lane) checked(feature string, r judge.TestResult, list *progress.List, setUp bool) (found redCheck) {
 	if _, err := l.deps.judge.WriteEvidence(feature, 0, "before-code", r); err != nil {
 		l.deps.log.Warn("could not keep the test's output", zap.Error(err))
 	}
@@ -204,9 +227,15 @@ func (l *lane) checked(feature string, r judge.TestResult, list *progress.List) 
 	case r.Passed():
 		found.red, found.code = statemachine.RedPasses, "vacuous_test"
 		found.detail = fmt.Sprintf("%s's test `%s` passes before any code was written for it: it tests nothing the feature adds (or the feature is already there). Make the test fail until the feature exists, then `ctxgraphd ctl retry %s`", feature, r.Command, feature)
+	case r.NotSetUp != "" && !setUp:
+		found.red = statemachine.RedFailing
+		found.detail = fmt.Sprintf("%s's test `%s` is not set up yet: %s; the project has no setup that makes %s, so its coder's work does (a setup: in .claude/ctxgraphd.yaml would make it before any code)", feature, r.Command, r.CannotRun, r.NotSetUp)
 	case r.CannotRun != "":
 		found.red, found.code = statemachine.RedCannotRun, "test_cannot_run"
 		found.detail = cannotRunDetail(feature, r, list)
+		if r.NotSetUp != "" {
+			found.detail += fmt.Sprintf(" (the project's setup ran, and did not make %s)", r.NotSetUp)
+		}
 	default:
 		found.red = statemachine.RedFailing
 		found.detail = r.Summary()

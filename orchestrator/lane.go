@@ -88,6 +88,9 @@ type lane struct {
 	// between events. Only the project's own lane's is ever held: a
 	// clone is closed and opened anew under the handler.
 	recent *recentTree
+	// setupDone is the fingerprint of the setup that last succeeded in
+	// its tree (setupPrint), "" before any.
+	setupDone string
 }
 
 type activeRun struct {

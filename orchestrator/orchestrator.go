@@ -36,6 +36,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 	"github.com/ctxgraphd/ctxgraphd/store"
 )
@@ -73,6 +74,10 @@ type Options struct {
 	ExitWhenDone bool
 	// Notify tells a person what happened (internal/notify); nil: no one.
 	Notify func(notify.Event)
+	// Setup runs the project's setup step in a tree before the first check
+	// of a test there (setup:, or the fetches of toolchain.SafeSetupOf);
+	// nil: no tree is set up.
+	Setup *sandbox.Setup
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -108,6 +113,9 @@ type Orchestrator struct {
 	machine   *statemachine.Machine
 	session   store.Session
 	canonical *progress.List // nil before the initializer
+	// askedSetup: the session said once what the daemon would not fetch
+	// by itself (setupTaken).
+	askedSetup bool
 	counters  map[string]store.FeatureCounters
 	tally     tally
 	pending   store.Batch // changes that ride with the next persist

@@ -193,7 +193,7 @@ func (s *Server) testScripts() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s\n", strings.Join(unique(dirs), " "))
-	if goMod {
+	if goMod && !s.sc.PersonsManifests {
 		fmt.Fprintf(&b, "cat > go.mod <<'EOF'\n%sEOF\n", goModule)
 	}
 	b.WriteString(kindSetup(s.sc))

@@ -293,6 +293,10 @@ type Scenario struct {
 	// FindLinks is the directory of wheels a PythonVenv coder installs
 	// from (pip's --find-links), where no package index is reached.
 	FindLinks string `json:"find_links,omitempty"`
+	// PersonsManifests: the person committed the project's manifests
+	// (go.mod and go.sum naming the dependencies), and the initializer
+	// keeps them rather than write a go.mod of its own.
+	PersonsManifests bool `json:"persons_manifests,omitempty"`
 	// Ctxgraphd is the ctxgraphd binary the daemon of the project runs;
 	// its hook, ctxgraphd-hook, is beside it. Agents that attack the
 	// daemon call them; without it they call them from PATH.

@@ -27,6 +27,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -206,6 +207,8 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Project: o.Project, Config: cfg, Store: st, Runner: lanesRunner, Judge: j, Repo: repo, Log: log.Named("orchestrator"),
 		ExitWhenDone: o.ExitWhenDone, Hook: hook, HookCommand: hook.String(), Writable: writable, MCPURL: "http://" + mcpLn.Addr().String() + "/mcp",
 		Notify: notifier.Notify,
+		Setup: &sandbox.Setup{Runtime: cfg.Sandbox.Runtime, Off: !cfg.Sandbox.Enabled, Env: env, Timeout: cfg.Agent.Timeout,
+			SettingsDir: filepath.Join(o.Project.StateDir, "setup")},
 	})
 	if err != nil {
 		closeListeners()
@@ -410,6 +413,30 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 	}
 }
 
+// checkSetupRuntime makes sure that the sandbox runtime which confines the
+// project's setup step is there, where a step will run: a setup: was
+// given, or the committed manifests name what the daemon fetches.
+func checkSetupRuntime(p paths.Project, cfg *config.Config, env []string) error {
+	if !cfg.Sandbox.Enabled || (strings.TrimSpace(cfg.Setup) == "" && toolchain.SafeSetupOf(p.Dir).Script == "") {
+		return nil
+	}
+	rt := cfg.Sandbox.Runtime
+	if filepath.Base(rt) == rt {
+		path := ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+		if _, ok := paths.LookPath(rt, path); ok {
+			return nil
+		}
+	} else if fi, err := os.Stat(rt); err == nil && !fi.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("the project's setup step runs confined by Anthropic's sandbox runtime, and %q (sandbox.runtime) was not found: install it (npm install -g @anthropic-ai/sandbox-runtime; it needs ripgrep: apt install ripgrep) or set sandbox.runtime to its path", rt)
+}
+
 // initGoBuildCache lays out an empty Go build cache at dir as Go would on
 // its first use (a directory for each first byte of a key): Go cannot
 // start with a cache it may neither write nor lay out, and the verdict's
@@ -452,6 +479,7 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	add(toolchains)
 	add(checkGoal(p))
 	add(checkExecutor(cfg))
+	add(checkSetupRuntime(p, cfg, env))
 	if len(problems) == 0 {
 		return nil
 	}

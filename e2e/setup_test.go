@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+)
+
+// The go.sum lines of the Go dependency of scriptedmodel.GoDep: what a
+// person who ran `go mod tidy` on their own machine commits.
+const goDepSum = scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + " h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=\n" +
+	scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + "/go.mod h1:TIyPZe4MgqvfeYDBFedMoGGpEw/LqOeaOT+nhxU+yHo=\n"
+
+// TestANightOnThePersonsCommittedGoModule: the person committed go.mod,
+// requiring a module no cache of this machine holds, and its go.sum, and
+// never ran `go mod download` here (a fresh home). Before the first check
+// of a test in each tree (the project's, each lane), the daemon fetches
+// what go.mod names, verified by go.sum, confined as an agent, so that the
+// check finds the test failing for want of the feature, not for want of
+// the module; every feature ends tested at its first attempt, nothing is
+// charged, no refusal, and in the morning each test passes in the
+// person's own tree.
+func TestANightOnThePersonsCommittedGoModule(t *testing.T) {
+	night(t, core)
+	needDependencyTools(t, scriptedmodel.GoDep)
+	for _, parallel := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
+			t.Parallel()
+			committedGoModuleNight(t, parallel)
+		})
+	}
+}
+
+func committedGoModuleNight(t *testing.T, parallel int) {
+	var features []scriptedmodel.FeatureScript
+	for i := range parallel + 1 {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+		f.Kind = scriptedmodel.GoDep
+		features = append(features, f)
+	}
+	sc := scenario(fmt.Sprintf("the person's go.mod at parallel %d", parallel), features...)
+	sc.PersonsManifests = true
+	p := newProject(t, sc)
+	p.freshHome()
+	p.warmGoBuildCache()
+	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
+	person := map[string]string{
+		".gitignore": "node_modules/\n.venv/\n",
+		"go.mod":     "module example.com/scripted\n\ngo 1.21\n\nrequire " + scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + "\n",
+		"go.sum":     goDepSum,
+	}
+	for name, text := range person {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.git("add", name)
+	}
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+	home := getenvIn(p.env)("HOME")
+
+	log := p.runToEnd()
+	o := p.outcome(log, nil)
+	want := make([]string, len(sc.Features))
+	for i, f := range sc.Features {
+		want[i] = f.ID + "=tested"
+	}
+	if got := states(o.list); got != strings.Join(want, " ") {
+		t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
+	}
+	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
+		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
+	}
+	for _, r := range o.runs {
+		if r.Failure != "" || r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
+		}
+	}
+	for _, f := range sc.Features {
+		o.testedBy(t, f.ID, 1)
+	}
+	// The setup ran before the checks (at least once a tree), and fetched
+	// into the agents' module cache of the fresh home.
+	if n := strings.Count(log, "the setup step ran"); n < 1 || !strings.Contains(log, "go mod download") {
+		t.Errorf("the setup step ran %d times", n)
+	}
+	if _, err := os.Stat(filepath.Join(home, "go", "pkg", "mod", "cache", "download", "github.com", "google", "uuid", "@v", scriptedmodel.GoDependencyAt+".zip")); err != nil {
+		t.Errorf("the module was not fetched into the agents' cache: %v", err)
+	}
+	if strings.Contains(log, "read-only file system") && strings.Contains(log, "mod/cache/download") {
+		t.Errorf("a check met the module cache read-only")
+	}
+	p.greenForThePerson(o)
+	o.agree(t)
+}
