@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -90,9 +91,16 @@ type Options struct {
 	// (limits.parallel), each on a checkout and in a jail of its own; 1 or
 	// less runs them one after the other.
 	Parallel int
-	Log      *zap.Logger
-	Now      func() time.Time
+	// Copies are the person's untracked files (lanes.copy) every test
+	// run's checkout is given, as a person's tree has them.
+	Copies lanecopy.Files
+	Log    *zap.Logger
+	Now    func() time.Time
 }
+
+// Copies are the person's untracked files of lanes.copy, as captured at
+// the daemon's start.
+func (j *Judge) Copies() lanecopy.Files { return j.opts.Copies }
 
 // Root is the work tree a run works in and is judged in: the project's
 // own, or a lane's linked work tree of the project's repository. The zero

@@ -155,6 +155,10 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		res.CannotRun = "no checkout of the tree to run it on: " + err.Error()
 		return res
 	}
+	if err := j.opts.Copies.Place(checkout); err != nil {
+		res.CannotRun = err.Error()
+		return res
+	}
 	deps := j.lentDeps(root, checkout)
 	for _, p := range tc.Scripts {
 		// A program in a dependency directory (.venv/bin/python,

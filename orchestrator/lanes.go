@@ -88,7 +88,14 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	if err := branch.Clone(ctx, o.opts.Repo, dir, id, head); err != nil {
 		return nil, err
 	}
-	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: []string{paths.ProgressDir}, Objects: o.opts.Repo.ObjectsDir()}); err != nil {
+	copies := o.opts.Judge.Copies()
+	exclude := append([]string{paths.ProgressDir}, copies.Names()...)
+	if l.repo, err = gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: laneIndex(dir), Exclude: exclude, Objects: o.opts.Repo.ObjectsDir()}); err != nil {
+		o.removeLane(dir)
+		return nil, err
+	}
+	// What the person keeps untracked so that the project runs (.env).
+	if err := copies.Place(dir); err != nil {
 		o.removeLane(dir)
 		return nil, err
 	}

@@ -297,6 +297,11 @@ func (o *Orchestrator) policy(l *lane, who role.Role, feature string) sandbox.Po
 	for _, p := range o.opts.Judge.Frozen().Sorted() {
 		deny = append(deny, in(p))
 	}
+	// The person's untracked files of lanes.copy are theirs: a run's
+	// programs read them and do not change them.
+	for _, p := range o.opts.Judge.Copies().Names() {
+		deny = append(deny, in(p))
+	}
 	if o.canonical != nil && who != role.Initializer {
 		// Where tests live as a whole directory (tests/**), the sandbox
 		// keeps new files out too, not only the verdict afterwards.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control/server"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/mcpserver"
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
@@ -114,6 +116,13 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	if err := startCheck(ctx, o.Project, cfg, env, log); err != nil {
 		return err
 	}
+	if len(cfg.Lanes.Copy) > 0 && cfg.Executor == config.ExecutorNATS {
+		return fmt.Errorf("ctxgraphd cannot start on %s:\n  - lanes.copy (%s) is not carried to workers yet (executor: nats): run the night with executor: local, or commit what the lanes need", o.Project.Dir, strings.Join(cfg.Lanes.Copy, ", "))
+	}
+	copies, err := captureCopies(ctx, o.Project, cfg)
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(o.Project.StateDir, time.Second)
 	if err != nil {
 		return err
@@ -124,7 +133,8 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		// .claude/ holds the daemon's progress files and Claude Code's and
 		// the user's settings: the sandbox and the gates keep agents out of
 		// it, and it is not part of what a feature's commit holds.
-		Exclude: []string{".claude"},
+		// lanes.copy's files are the person's, never a commit's.
+		Exclude: append([]string{".claude"}, cfg.Lanes.Copy...),
 	})
 	if errors.Is(err, gitrepo.ErrNotRepository) {
 		return fmt.Errorf("%s is not a git repository: ctxgraphd judges each run by what it changed in the project's tree and commits each tested feature; run `ctxgraphd init` there (it creates one) or `git init`", o.Project.Dir)
@@ -175,6 +185,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Writable:       writable,
 		Network:        agentNetwork(cfg),
 		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
+		Copies: copies,
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.
 	if err := j.Sweep(); err != nil {
@@ -411,6 +422,24 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 		Secrets:  sandbox.SecretPaths(home),
 		Limits:   sandbox.NewLimits(cfg.Sandbox.MaxProcesses, cfg.Sandbox.MaxMemoryMB, cfg.Sandbox.MaxFileMB),
 	}
+}
+
+// captureCopies reads the files of lanes.copy from the person's tree, once:
+// lanes and test runs get this copy, whatever an agent does to the file
+// later.
+func captureCopies(ctx context.Context, p paths.Project, cfg *config.Config) (lanecopy.Files, error) {
+	if len(cfg.Lanes.Copy) == 0 {
+		return lanecopy.Files{}, nil
+	}
+	tracked := func(name string) (bool, error) {
+		out, err := exec.CommandContext(ctx, "git", "-C", p.Dir, "ls-files", "-z", "--", ":(literal)"+name).Output()
+		return len(out) > 0, err
+	}
+	f, err := lanecopy.Capture(p.Dir, cfg.Lanes.Copy, tracked)
+	if err != nil {
+		return f, fmt.Errorf("ctxgraphd cannot start on %s:\n  - %s", p.Dir, strings.ReplaceAll(err.Error(), "\n", "\n  - "))
+	}
+	return f, nil
 }
 
 // checkSetupRuntime makes sure that the sandbox runtime which confines the

@@ -190,7 +190,7 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 		return res, err
 	}
 	defer os.RemoveAll(tmp)
-	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: proj.Dir, Index: filepath.Join(tmp, "index"), Exclude: []string{".claude"}})
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: proj.Dir, Index: filepath.Join(tmp, "index"), Exclude: append([]string{".claude"}, cfg.Lanes.Copy...)})
 	if err != nil {
 		return res, err
 	}
@@ -204,7 +204,13 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 		return res, err
 	}
 	env := os.Environ()
-	opts := judge.Options{Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout}
+	// The checkout holds the person's untracked files of lanes.copy, as
+	// the daemon's test runs do.
+	copies, err := captureCopies(ctx, proj, cfg)
+	if err != nil {
+		return res, err
+	}
+	opts := judge.Options{Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout, Copies: copies}
 	if unconfined {
 		// As a person or CI runs them: their environment as it is, no
 		// jail, no bounds, and one test at a time, since tests written
