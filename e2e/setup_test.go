@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // The go.sum lines of the Go dependency of scriptedmodel.GoDep: what a
@@ -92,6 +93,69 @@ func committedGoModuleNight(t *testing.T, parallel int) {
 	}
 	if strings.Contains(log, "read-only file system") && strings.Contains(log, "mod/cache/download") {
 		t.Errorf("a check met the module cache read-only")
+	}
+	p.greenForThePerson(o)
+	o.agree(t)
+}
+
+// TestLanesGetThePersonsEnvAndTheirServersDoNotCollide: the person keeps
+// .env untracked (lanes.copy), and every feature's test reads it, starts
+// a server on the same port and talks to it. At parallel 2, two lanes at
+// once: each lane's clone and each test run of the daemon's has the .env,
+// the lanes' servers do not collide (each Bash call of an agent, and each
+// test run, has a network of its own), every feature ends tested at its
+// first attempt with no refusal, and the .env is in no commit, no trace
+// and no run's change set; in the morning each test passes in the
+// person's own tree.
+func TestLanesGetThePersonsEnvAndTheirServersDoNotCollide(t *testing.T) {
+	night(t, core)
+	needDependencyTools(t, scriptedmodel.NodeDep)
+	var features []scriptedmodel.FeatureScript
+	for i := range 3 {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+		f.Kind = scriptedmodel.NodeServer
+		features = append(features, f)
+	}
+	sc := scenario(".env and servers in two lanes", features...)
+	p := newProject(t, sc)
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2", "CTXGRAPHD_LANES_COPY=.env")
+	const env = "GREETING=" + scriptedmodel.EnvGreeting + "\n"
+	for name, text := range map[string]string{".gitignore": ".env\nnode_modules/\n", ".env": env} {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.git("add", ".gitignore")
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+
+	log := p.runToEnd()
+	o := p.outcome(log, nil)
+	if got := states(o.list); got != "F-001=tested F-002=tested F-003=tested" {
+		t.Fatalf("final states %q, want every feature tested", got)
+	}
+	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
+		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
+	}
+	for _, r := range o.runs {
+		if r.Failure != "" || r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
+		}
+	}
+	for _, f := range sc.Features {
+		o.testedBy(t, f.ID, 1)
+	}
+	p.workedAtOnce(o)
+	// The person's .env is theirs: untouched, and in no commit.
+	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
+		t.Errorf("the person's .env holds %q", b)
+	}
+	if got := p.git("log", "--all", "--name-only", "--format="); strings.Contains(got, ".env\n") || strings.HasSuffix(got, ".env") {
+		t.Errorf("a commit holds .env:\n%s", got)
+	}
+	for _, tr := range p.traces(store.TraceFilter{}) {
+		if strings.Contains(tr.Event.WhatHappened, scriptedmodel.EnvGreeting) || tr.Path == ".env" {
+			t.Errorf("a trace holds the .env: %+v", tr)
+		}
 	}
 	p.greenForThePerson(o)
 	o.agree(t)

@@ -43,6 +43,20 @@ const (
 	// tests/test_<pkg>.py`. A coder in a work tree without a .venv makes
 	// one (`python3 -m venv --system-site-packages .venv`).
 	PythonVenv Kind = "python-venv"
+
+	// NodeServer: a Node kind whose test reads GREETING from the
+	// project's .env, which the person keeps untracked, starts an HTTP
+	// server of the feature on ServerPort and asks it: every feature's
+	// test listens on the same port, as tests written for one checkout
+	// do.
+	NodeServer Kind = "node-server"
+)
+
+// ServerPort is the port every NodeServer test listens on; EnvGreeting
+// what its .env must say.
+const (
+	ServerPort  = 8787
+	EnvGreeting = "hello-from-env"
 )
 
 // Third-party dependencies of the kinds above.
@@ -79,6 +93,8 @@ func kindFiles(id string, k Kind) (Files, bool) {
 		f := filesOf(id, Go)
 		f.Working, f.Broken = goDepSource(pkg, workingLine(id)), goDepSource(pkg, id+" broken")
 		return f, true
+	case NodeServer:
+		return filesOf(id, Node), true
 	case PythonVenv:
 		f, _ := kindFiles(id, Python)
 		f.Command = ".venv/bin/python -m pytest " + f.Test
@@ -156,6 +172,32 @@ def test_feature():
 		return testBody(id, Go), true
 	case PythonVenv:
 		return kindTestBody(id, Python)
+	case NodeServer:
+		f := filesOf(id, Node)
+		return fmt.Sprintf(`'use strict';
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+
+test('%s', async () => {
+  const env = {};
+  for (const line of fs.readFileSync(path.join(__dirname, '..', '.env'), 'utf8').split('\n')) {
+    const [k, v] = line.split('=');
+    if (k) env[k] = v;
+  }
+  const { feature } = require('../%s');
+  const server = http.createServer((req, res) => res.end(env.GREETING + ' ' + feature()));
+  await new Promise((ok, fail) => { server.once('error', fail); server.listen(%d, '127.0.0.1', ok); });
+  try {
+    const body = await (await fetch('http://127.0.0.1:%d/')).text();
+    assert.strictEqual(body, '%s %s');
+  } finally {
+    server.close();
+  }
+});
+`, id, f.Source, ServerPort, ServerPort, EnvGreeting, workingLine(id)), true
 	case NPM:
 		f, _ := kindFiles(id, NPM)
 		return fmt.Sprintf(`'use strict';
@@ -187,6 +229,8 @@ func kindDirs(f FeatureScript) (dirs []string, goMod bool) {
 		return []string{pkgName(f.ID)}, true
 	case PythonVenv:
 		return []string{"tests", "src"}, false
+	case NodeServer:
+		return []string{"test", "lib"}, false
 	}
 	return nil, false
 }

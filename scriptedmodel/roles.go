@@ -184,7 +184,7 @@ func (s *Server) testScripts() string {
 			dirs, goMod = append(dirs, pkgName(f.ID)), true
 		case Node:
 			dirs = append(dirs, "test", "lib")
-		case GoPackage, Python, NPM, NodeDep, GoDep, PythonVenv:
+		case GoPackage, Python, NPM, NodeDep, GoDep, PythonVenv, NodeServer:
 			more, mod := kindDirs(f)
 			dirs, goMod = append(dirs, more...), goMod || mod
 		default:
