@@ -91,6 +91,10 @@ type lane struct {
 	// setupDone is the fingerprint of the setup that last succeeded in
 	// its tree (setupPrint), "" before any.
 	setupDone string
+	// port is the lane's own PORT, given to its agents' runs where they
+	// share the machine's network (sandbox off), so that two lanes'
+	// servers do not collide; 0: none.
+	port int
 }
 
 type activeRun struct {

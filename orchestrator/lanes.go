@@ -32,6 +32,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
@@ -81,6 +82,9 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	dir := laneWorkTree(o.lanesDir(), id)
 	l := &lane{deps: o.lanes.deps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head, commits: (*lane).commitCandidate}
 	l.record = &l.run
+	if !o.opts.Config.Sandbox.Enabled {
+		l.port = o.lanePort()
+	}
 	o.removeLane(dir) // what a crash left of an earlier one
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
@@ -114,6 +118,18 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	l.giveList(o.canonical)
 	o.opts.Log.Info("lane opened", zap.String("feature", id), zap.String("dir", dir), zap.String("base", gitrepo.Short(head)))
 	return l, nil
+}
+
+// lanePort is a port for a new lane's PORT: one the kernel had free and
+// no open lane holds.
+func (o *Orchestrator) lanePort() int {
+	for range 20 {
+		p := sandbox.FreePort()
+		if p == 0 || !slices.ContainsFunc(slices.Collect(maps.Values(o.lanes.clones)), func(l *lane) bool { return l.port == p }) {
+			return p
+		}
+	}
+	return 0
 }
 
 // laneFor is the lane feature's action works in, given in, the lane of

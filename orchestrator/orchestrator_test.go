@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,10 @@ type harness struct {
 	// faults, when set, stands between st and the loop and its judge, and
 	// fails the writes a test names (store_test.go).
 	faults *faultyStore
+	// setup runs the project's setup step (nil: none); copies are the
+	// person's files of lanes.copy.
+	setup  *sandbox.Setup
+	copies lanecopy.Files
 }
 
 func newHarness(t *testing.T) *harness {
@@ -185,9 +190,9 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	// pids, files they write): unconfined, in their checkouts. The jail is
 	// judge's and sandbox's to test, and the e2e tests run it whole.
 	j := judge.New(judge.Options{Project: h.proj, Modes: modes, Records: st, Repo: repo, Jail: sandbox.TestJail{Env: os.Environ(), Off: true},
-		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge")})
+		ProtectedGlobs: h.cfg.Protected, Writable: []string{os.TempDir()}, Log: log.Named("judge"), Copies: h.copies})
 	o, err := New(Options{Project: h.proj, Config: h.cfg, Store: st, Runner: h.runner, Judge: j, Repo: repo, Log: log,
-		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL})
+		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL, Setup: h.setup})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -158,6 +158,9 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		MCPConfig: o.mcpConfig(token),
 		Policy:    policy, Hooks: o.opts.Hook.Path != "", HookMatcher: matcher,
 	}
+	if l.port != 0 {
+		spec.ExtraEnv = append(spec.ExtraEnv, fmt.Sprintf("PORT=%d", l.port))
+	}
 	o.opts.Log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.opts.Config.Sandbox.Enabled))
 	runner, events, log := o.opts.Runner, o.runEvents, o.opts.Log.With(zap.String("run", run.ID))

@@ -122,3 +122,26 @@ func TestSetupSaysWhatFailed(t *testing.T) {
 		t.Errorf("unconfined, the step ran elsewhere: %q", b)
 	}
 }
+
+// TestUnconfinedTestRunsGetAPortOfTheirOwn: with OwnPort, every
+// unconfined run is given PORT, a port it can listen on; without it (a
+// person's run as they would make it: verify --unconfined), none.
+func TestUnconfinedTestRunsGetAPortOfTheirOwn(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		j := TestJail{Off: true, OwnPort: own, Checkout: t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}}
+		jc, err := j.Command(context.Background(), `echo "port=$PORT"; [ -z "$PORT" ] || python3 -c "import socket,os; s=socket.socket(); s.bind(('127.0.0.1', int(os.environ['PORT']))); print('listened')"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := jc.Cmd.CombinedOutput()
+		got := string(out)
+		switch {
+		case err != nil:
+			t.Errorf("own %v: %v\n%s", own, err, got)
+		case own && (strings.Contains(got, "port=\n") || !strings.Contains(got, "listened")):
+			t.Errorf("with OwnPort, no port to listen on:\n%s", got)
+		case !own && got != "port=\n":
+			t.Errorf("without OwnPort, a port was given:\n%s", got)
+		}
+	}
+}

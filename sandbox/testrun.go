@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,25 @@ type TestJail struct {
 	// linked in: the user turned confinement off (sandbox.enabled: false),
 	// visibly, or runs the tests as themselves (verify --unconfined).
 	Off bool
+	// OwnPort gives each run, when Off, PORT: a port the kernel had free.
+	// Confined, every run has a network of its own, and servers of tests
+	// run at once (lanes, a sweep) cannot collide; unconfined they share
+	// the machine's, and a test that listens on $PORT (or a fixed port
+	// otherwise, as tests written for one checkout do) gets one of its
+	// own.
+	OwnPort bool
+}
+
+// FreePort is a TCP port of the loopback that the kernel had free a
+// moment ago, 0 when it gave none: what a run that shares the machine's
+// network is given as PORT.
+func FreePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Warming is the jail in which a toolchain's warm-up command fills the
@@ -136,6 +156,11 @@ func (j TestJail) unconfined(ctx context.Context, script string) *JailCmd {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Dir = j.Checkout
 	cmd.Env = j.Env
+	if j.OwnPort {
+		if port := FreePort(); port != 0 {
+			cmd.Env = append(slices.Clip(cmd.Env), fmt.Sprintf("PORT=%d", port))
+		}
+	}
 	return &JailCmd{Cmd: cmd}
 }
 

@@ -413,6 +413,7 @@ func testJail(daemonEnv []string, p paths.Project, cfg *config.Config, agentWrit
 	}
 	return sandbox.TestJail{
 		Off:      !cfg.Sandbox.Enabled,
+		OwnPort:  !cfg.Sandbox.Enabled,
 		Env:      env,
 		Hide:     hide,
 		Writable: cfg.Sandbox.AllowWrite,
