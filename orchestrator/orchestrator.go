@@ -116,9 +116,9 @@ type Orchestrator struct {
 	// askedSetup: the session said once what the daemon would not fetch
 	// by itself (setupTaken).
 	askedSetup bool
-	counters  map[string]store.FeatureCounters
-	tally     tally
-	pending   store.Batch // changes that ride with the next persist
+	counters   map[string]store.FeatureCounters
+	tally      tally
+	pending    store.Batch // changes that ride with the next persist
 	// lanes are where features are worked, and the daemon's job in
 	// flight (laneset.go). Every handler is handed the lane it works in.
 	lanes     laneSet
