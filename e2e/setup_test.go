@@ -160,3 +160,73 @@ func TestLanesGetThePersonsEnvAndTheirServersDoNotCollide(t *testing.T) {
 	p.greenForThePerson(o)
 	o.agree(t)
 }
+
+// TestANightWhoseSetupMakesTheVenv: the person committed requirements.txt
+// and a setup that makes .venv from it (from a directory of wheels: no
+// package index is reached), and the initializer's tests run from
+// .venv/bin/python, which no tree has before any code. The daemon runs the
+// setup in each tree before its first check, so that the check finds each
+// test failing for want of the feature, never "cannot run"; every feature
+// ends tested at its first attempt, nothing charged, no refusal, at
+// parallel 1 and 2, and in the morning each test passes in the person's
+// own tree.
+func TestANightWhoseSetupMakesTheVenv(t *testing.T) {
+	night(t, core)
+	needDependencyTools(t, scriptedmodel.PythonVenv)
+	for _, parallel := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
+			t.Parallel()
+			var features []scriptedmodel.FeatureScript
+			for i := range parallel + 1 {
+				f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+				f.Kind = scriptedmodel.PythonVenv
+				features = append(features, f)
+			}
+			sc := scenario(fmt.Sprintf("a setup that makes .venv at parallel %d", parallel), features...)
+			sc.FindLinks = pythonWheel(t)
+			p := newProject(t, sc)
+			p.freshHome()
+			p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel),
+				"PATH=/usr/bin:"+getenvIn(p.env)("PATH"),
+				// The system's python3 has pytest: a venv that sees its
+				// packages runs the tests.
+				"CTXGRAPHD_SETUP=python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index --find-links "+sc.FindLinks+" -r requirements.txt")
+			for name, text := range map[string]string{".gitignore": ".venv/\n", "requirements.txt": scriptedmodel.PythonDependency + "\n"} {
+				if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				p.git("add", name)
+			}
+			p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+
+			log := p.runToEnd()
+			o := p.outcome(log, nil)
+			want := make([]string, len(sc.Features))
+			for i, f := range sc.Features {
+				want[i] = f.ID + "=tested"
+			}
+			if got := states(o.list); got != strings.Join(want, " ") {
+				t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
+			}
+			if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
+				t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
+			}
+			for _, r := range o.runs {
+				if r.Failure != "" || r.Outcome != "ok" {
+					t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
+				}
+			}
+			for _, f := range sc.Features {
+				o.testedBy(t, f.ID, 1)
+			}
+			if strings.Contains(log, "cannot run") || !strings.Contains(log, "the setup step ran") {
+				t.Errorf("a check could not run the test, or no setup ran")
+			}
+			p.greenForThePerson(o)
+			if parallel > 1 {
+				p.workedAtOnce(o)
+			}
+			o.agree(t)
+		})
+	}
+}
