@@ -169,7 +169,8 @@ func (h *harness) reopen() {
 func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 	h.t.Helper()
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: h.proj.Dir, Index: filepath.Join(h.proj.StateDir, "snapshot.index"), Exclude: []string{".claude"}})
+	// As the daemon opens it: lanes.copy's files are never snapshotted.
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: h.proj.Dir, Index: filepath.Join(h.proj.StateDir, "snapshot.index"), Exclude: append([]string{".claude"}, h.copies.Names()...)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -250,7 +250,9 @@ func TestLanesGetAPortOfTheirOwnUnconfined(t *testing.T) {
 func TestLanesGetThePersonsCopies(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Limits.Parallel = 2
-	h.write(".gitignore", ".env\n")
+	// The person keeps .env untracked, and has not told git to ignore
+	// it: the daemon keeps it out of every snapshot all the same.
+	h.write(".gitignore", "node_modules/\n")
 	h.write(".env", "TOKEN=person\n")
 	var err error
 	h.copies, err = lanecopy.Capture(h.proj.Dir, []string{".env"}, func(string) (bool, error) { return false, nil })
@@ -258,7 +260,7 @@ func TestLanesGetThePersonsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustGit(t, h, "add", ".gitignore")
-	mustGit(t, h, "-c", "user.name=person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "ignore .env")
+	mustGit(t, h, "-c", "user.name=person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
 	h.runner.script[role.Initializer] = initializerWith(map[string]string{
 		"tests/F-001.sh": "grep -qx TOKEN=person .env && grep -qx 'F-001 works' src/F-001.txt\n",
 		"tests/F-002.sh": "grep -qx TOKEN=person .env && grep -qx 'F-002 works' src/F-002.txt\n",
@@ -281,5 +283,8 @@ func TestLanesGetThePersonsCopies(t *testing.T) {
 	}
 	if files := mustGit(t, h, "log", "--all", "--name-only", "--format="); strings.Contains("\n"+files+"\n", "\n.env\n") {
 		t.Errorf("a commit holds .env:\n%s", files)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.proj.Dir, ".env")); err != nil || string(b) != "TOKEN=person\n" {
+		t.Errorf("the person's .env: %q, %v", b, err)
 	}
 }
