@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +97,11 @@ func runSetup(ctx context.Context, run *sandbox.Setup, log *zap.Logger, step set
 		return setupRun{step: step}
 	case ctx.Err() != nil:
 		return setupRun{step: setupStep{print: done}}
+	case errors.Is(err, sandbox.ErrNoRuntime) && step.from != fromPerson:
+		// The daemon's own fetches are a convenience: without the runtime
+		// that confines them, the agents fetch as they would anyway. A
+		// person's setup is no convenience, and its failure stops.
+		return setupRun{step: setupStep{print: done, ask: append(slices.Clone(step.ask), err.Error()+"; the daemon fetched nothing ahead ("+step.script+")")}}
 	}
 	fix := "fix it (setup: in .claude/ctxgraphd.yaml, or what it installs)"
 	if step.from != fromPerson {

@@ -288,3 +288,20 @@ func TestLanesGetThePersonsCopies(t *testing.T) {
 		t.Errorf("the person's .env: %q, %v", b, err)
 	}
 }
+
+// TestTheDaemonsOwnFetchGoesWithoutTheRuntime: where the sandbox runtime
+// is missing, the daemon's own fetch of what the manifests name is skipped
+// and said (agents fetch as they would), while a person's setup fails.
+func TestTheDaemonsOwnFetchGoesWithoutTheRuntime(t *testing.T) {
+	dir := t.TempDir()
+	s := &sandbox.Setup{Runtime: "srt-not-installed", Env: []string{"PATH=" + t.TempDir()}, SettingsDir: t.TempDir()}
+	own := setupStep{script: "npm ci --ignore-scripts", from: "the daemon's fetch", print: "p"}
+	r := runSetup(context.Background(), s, zap.NewNop(), own, sandbox.Policy{ProjectDir: dir}, dir, "")
+	if r.failed != "" || len(r.step.ask) != 1 || !strings.Contains(r.step.ask[0], "sandbox runtime") || r.step.print != "" {
+		t.Errorf("the daemon's own fetch without the runtime: %+v", r)
+	}
+	person := setupStep{script: "make deps", from: fromPerson, print: "p"}
+	if r := runSetup(context.Background(), s, zap.NewNop(), person, sandbox.Policy{ProjectDir: dir}, dir, ""); !strings.Contains(r.failed, "sandbox runtime") {
+		t.Errorf("a person's setup without the runtime: %+v", r)
+	}
+}

@@ -29,7 +29,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/notify"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/sdnotify"
-	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/orchestrator"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -444,10 +443,11 @@ func captureCopies(ctx context.Context, p paths.Project, cfg *config.Config) (la
 }
 
 // checkSetupRuntime makes sure that the sandbox runtime which confines the
-// project's setup step is there, where a step will run: a setup: was
-// given, or the committed manifests name what the daemon fetches.
-func checkSetupRuntime(p paths.Project, cfg *config.Config, env []string) error {
-	if !cfg.Sandbox.Enabled || (strings.TrimSpace(cfg.Setup) == "" && toolchain.SafeSetupOf(p.Dir).Script == "") {
+// project's setup step is there, where the person gave a setup: the
+// daemon's own fetches of what the manifests name go without it (and say
+// so), since agents fetch those anyway.
+func checkSetupRuntime(cfg *config.Config, env []string) error {
+	if !cfg.Sandbox.Enabled || strings.TrimSpace(cfg.Setup) == "" {
 		return nil
 	}
 	rt := cfg.Sandbox.Runtime
@@ -509,7 +509,7 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	add(toolchains)
 	add(checkGoal(p))
 	add(checkExecutor(cfg))
-	add(checkSetupRuntime(p, cfg, env))
+	add(checkSetupRuntime(cfg, env))
 	if len(problems) == 0 {
 		return nil
 	}
