@@ -36,7 +36,7 @@ E2E_PARALLEL  ?= 3
 # What `make test` and the extended nights of `make test-all` say they
 # take, measured on a fresh clone on a quiet 2-core machine
 # (docs/DEVELOPING.md).
-TEST_MINUTES  := 9
+TEST_MINUTES  := 12
 EXTENDED_MINUTES := 5
 # go test's usual lines (ok, FAIL, ? for packages without tests), each
 # failed test's output, and a closing DONE line; gotestsum runs $(GO) as
