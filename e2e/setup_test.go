@@ -65,24 +65,7 @@ func committedGoModuleNight(t *testing.T, parallel int) {
 
 	log := p.runToEnd()
 	o := p.outcome(log, nil)
-	want := make([]string, len(sc.Features))
-	for i, f := range sc.Features {
-		want[i] = f.ID + "=tested"
-	}
-	if got := states(o.list); got != strings.Join(want, " ") {
-		t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
-	}
-	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
-		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
-	}
-	for _, r := range o.runs {
-		if r.Failure != "" || r.Outcome != "ok" {
-			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
-		}
-	}
-	for _, f := range sc.Features {
-		o.testedBy(t, f.ID, 1)
-	}
+	o.allTestedHonestly(t, sc)
 	// The setup ran before the checks (at least once a tree), and fetched
 	// into the agents' module cache of the fresh home.
 	if n := strings.Count(log, "the setup step ran"); n < 1 || !strings.Contains(log, "go mod download") {
@@ -130,20 +113,7 @@ func TestLanesGetThePersonsEnvAndTheirServersDoNotCollide(t *testing.T) {
 
 	log := p.runToEnd()
 	o := p.outcome(log, nil)
-	if got := states(o.list); got != "F-001=tested F-002=tested F-003=tested" {
-		t.Fatalf("final states %q, want every feature tested", got)
-	}
-	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
-		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
-	}
-	for _, r := range o.runs {
-		if r.Failure != "" || r.Outcome != "ok" {
-			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
-		}
-	}
-	for _, f := range sc.Features {
-		o.testedBy(t, f.ID, 1)
-	}
+	o.allTestedHonestly(t, sc)
 	p.workedAtOnce(o)
 	// The person's .env is theirs: untouched, and in no commit.
 	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
@@ -201,24 +171,7 @@ func TestANightWhoseSetupMakesTheVenv(t *testing.T) {
 
 			log := p.runToEnd()
 			o := p.outcome(log, nil)
-			want := make([]string, len(sc.Features))
-			for i, f := range sc.Features {
-				want[i] = f.ID + "=tested"
-			}
-			if got := states(o.list); got != strings.Join(want, " ") {
-				t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
-			}
-			if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
-				t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
-			}
-			for _, r := range o.runs {
-				if r.Failure != "" || r.Outcome != "ok" {
-					t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
-				}
-			}
-			for _, f := range sc.Features {
-				o.testedBy(t, f.ID, 1)
-			}
+			o.allTestedHonestly(t, sc)
 			if strings.Contains(log, "cannot run") || !strings.Contains(log, "the setup step ran") {
 				t.Errorf("a check could not run the test, or no setup ran")
 			}
@@ -228,5 +181,31 @@ func TestANightWhoseSetupMakesTheVenv(t *testing.T) {
 			}
 			o.agree(t)
 		})
+	}
+}
+
+// allTestedHonestly checks an honest night's outcome: every feature of sc
+// tested, each by one tester's run at its first attempt, no denial,
+// refusal or violation met, and every run ended ok, none charged to
+// anything.
+func (o *outcome) allTestedHonestly(t *testing.T, sc scriptedmodel.Scenario) {
+	t.Helper()
+	want := make([]string, len(sc.Features))
+	for i, f := range sc.Features {
+		want[i] = f.ID + "=tested"
+	}
+	if got := states(o.list); got != strings.Join(want, " ") {
+		t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
+	}
+	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
+		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
+	}
+	for _, r := range o.runs {
+		if r.Failure != "" || r.Outcome != "ok" {
+			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
+		}
+	}
+	for _, f := range sc.Features {
+		o.testedBy(t, f.ID, 1)
 	}
 }
