@@ -43,6 +43,20 @@ type Setup struct {
 // ErrNoRuntime is what Run's error wraps when srt cannot be found.
 var ErrNoRuntime = errors.New("the sandbox runtime (srt) was not found")
 
+// FindRuntime is the path of the sandbox runtime: Runtime where it is a
+// path, or where Env's PATH has it; ErrNoRuntime, with the install, where
+// it is not there.
+func (s Setup) FindRuntime() (string, error) {
+	if filepath.Base(s.Runtime) != s.Runtime {
+		if fi, err := os.Stat(s.Runtime); err == nil && !fi.IsDir() {
+			return s.Runtime, nil
+		}
+	} else if found, ok := paths.LookPath(s.Runtime, lookup(s.Env)("PATH")); ok {
+		return found, nil
+	}
+	return "", fmt.Errorf("%w as %q (sandbox.runtime): install it (npm install -g @anthropic-ai/sandbox-runtime, and ripgrep, which it needs) or set sandbox.runtime to its path", ErrNoRuntime, s.Runtime)
+}
+
 // RuntimeSettings returns p as the settings file of Anthropic's sandbox
 // runtime: what Settings gives Claude Code, in the runtime's own shape.
 func (p Policy) RuntimeSettings() map[string]any {
@@ -77,13 +91,9 @@ func (s Setup) Run(ctx context.Context, p Policy, script string, out io.Writer) 
 	if s.Off {
 		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	} else {
-		runtime := s.Runtime
-		if filepath.Base(runtime) == runtime {
-			found, ok := paths.LookPath(runtime, lookup(s.Env)("PATH"))
-			if !ok {
-				return fmt.Errorf("%w on PATH as %q: install it (npm install -g @anthropic-ai/sandbox-runtime, and ripgrep, which it needs) or set sandbox.runtime to its path", ErrNoRuntime, runtime)
-			}
-			runtime = found
+		runtime, err := s.FindRuntime()
+		if err != nil {
+			return err
 		}
 		if err := p.Prepare(); err != nil {
 			fmt.Fprintf(out, "ctxgraphd: %v\n", err)

@@ -450,21 +450,10 @@ func checkSetupRuntime(cfg *config.Config, env []string) error {
 	if !cfg.Sandbox.Enabled || strings.TrimSpace(cfg.Setup) == "" {
 		return nil
 	}
-	rt := cfg.Sandbox.Runtime
-	if filepath.Base(rt) == rt {
-		path := ""
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-				path = v
-			}
-		}
-		if _, ok := paths.LookPath(rt, path); ok {
-			return nil
-		}
-	} else if fi, err := os.Stat(rt); err == nil && !fi.IsDir() {
-		return nil
+	if _, err := (sandbox.Setup{Runtime: cfg.Sandbox.Runtime, Env: env}).FindRuntime(); err != nil {
+		return fmt.Errorf("the project's setup step runs confined by Anthropic's sandbox runtime, and %v", err)
 	}
-	return fmt.Errorf("the project's setup step runs confined by Anthropic's sandbox runtime, and %q (sandbox.runtime) was not found: install it (npm install -g @anthropic-ai/sandbox-runtime; it needs ripgrep: apt install ripgrep) or set sandbox.runtime to its path", rt)
+	return nil
 }
 
 // initGoBuildCache lays out an empty Go build cache at dir as Go would on
