@@ -41,6 +41,10 @@ type CommandContext struct {
 	// expected, what it got, where, and what the last attempt believed.
 	Diagnosis   *diagnose.Diagnosis `json:"diagnosis,omitempty"`
 	FeatureList string              `json:"feature_list,omitempty"`
+	// Setup is the project's setup step (the person's setup:, or the one
+	// the feature list holds), which the daemon runs in every tree before
+	// its tests: an initializer given one proposes none of its own.
+	Setup string `json:"setup,omitempty"`
 }
 
 // FeatureBrief is the part of a feature an agent works from, copied from the

@@ -153,10 +153,13 @@ func ListChange(m Modes, a Actor, c progress.Change) *control.HookDecision {
 			return nil // a person at an interactive session directs the list
 		}
 		what := c.Field
-		switch c.Kind {
-		case progress.Added:
+		switch {
+		case c.Field == "setup":
+			return decide(m, RoleWritePolicy, "feature_rewrite", "setup: the setup the initializer proposed is fixed, as the tests are; it is the person's to change",
+				"prepare what your work needs in your own commands; if the setup is wrong, say so in your report")
+		case c.Kind == progress.Added:
 			what = "adding feature " + c.FeatureID
-		case progress.Removed:
+		case c.Kind == progress.Removed:
 			what = "removing feature " + c.FeatureID
 		}
 		return decide(m, RoleWritePolicy, "feature_rewrite", what+": the features and their order are fixed once the initializer wrote them",

@@ -53,8 +53,8 @@ func (j *Judge) SetFrozen(f Frozen) error {
 }
 
 // Freeze records the acceptance tests of list l as they are in tree (a
-// snapshot of the work tree): the files each feature's test command names,
-// and the files gates.protected matches.
+// snapshot of the work tree): the files each feature's test command and the
+// list's setup name, and the files gates.protected matches.
 func (j *Judge) Freeze(ctx context.Context, l *progress.List, tree gitrepo.Tree) (Frozen, error) {
 	entries, err := j.opts.Repo.Files(ctx, tree)
 	if err != nil {
@@ -62,6 +62,11 @@ func (j *Judge) Freeze(ctx context.Context, l *progress.List, tree gitrepo.Tree)
 	}
 	named := map[string]bool{}
 	if l != nil {
+		// The files the list's setup runs are frozen with it: a coder's
+		// change of them would be a change of the setup.
+		for _, p := range TestFiles(l.Setup) {
+			named[p] = true
+		}
 		for _, f := range l.Features {
 			for _, p := range TestFiles(f.Test) {
 				named[p] = true

@@ -80,6 +80,8 @@ func TestFreeze(t *testing.T) {
 		"tests/tmp/out.log":   "ignored\n", // ignored, though tests/** matches
 		"build/gen_test.go":   "package build\n",
 		"docs/tests-guide.md": "no\n",
+		"scripts/init.sh":     "npm ci\n", // the list's setup runs it
+		"scripts/other.sh":    "exit 0\n",
 	}
 	f.write(files)
 	l := list(
@@ -87,12 +89,13 @@ func TestFreeze(t *testing.T) {
 		progress.Feature{ID: "F-002", Test: "./check.sh && sh tests/missing.sh"},
 		progress.Feature{ID: "F-003", Test: "make check"},
 	)
+	l.Setup = "cd . && sh scripts/init.sh > setup.log 2>&1"
 	fz, err := f.j.Freeze(t.Context(), l, f.snapshot())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
-	for _, p := range []string{"tests/a.sh", "check.sh", "pkg/x_test.go", "Makefile"} {
+	for _, p := range []string{"tests/a.sh", "check.sh", "pkg/x_test.go", "Makefile", "scripts/init.sh"} {
 		want[p] = f.blobID(files[p])
 	}
 	if !maps.Equal(fz.Files, want) {
@@ -101,7 +104,7 @@ func TestFreeze(t *testing.T) {
 	if fz.At.IsZero() {
 		t.Error("the record has no time")
 	}
-	if got, wantSorted := fz.Sorted(), []string{"Makefile", "check.sh", "pkg/x_test.go", "tests/a.sh"}; !slices.Equal(got, wantSorted) {
+	if got, wantSorted := fz.Sorted(), []string{"Makefile", "check.sh", "pkg/x_test.go", "scripts/init.sh", "tests/a.sh"}; !slices.Equal(got, wantSorted) {
 		t.Errorf("Sorted = %q, want %q", got, wantSorted)
 	}
 	// Freeze only reads: the judge's record is SetFrozen's.

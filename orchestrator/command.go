@@ -27,6 +27,7 @@ func (o *Orchestrator) command(who role.Role, a statemachine.Action, prev statem
 	if o.canonical != nil {
 		f = o.canonical.Feature(a.Feature)
 	}
+	cmd.Context.Setup, _ = o.namedSetup()
 	cmd.Precedent = o.precedent(who, a.Feature, f)
 	if cmd.Precedent == nil {
 		cmd.Precedent = []string{}

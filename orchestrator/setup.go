@@ -33,13 +33,38 @@ type setupStep struct {
 	ask                 []string // what the daemon would not fetch by itself
 }
 
-// fromPerson is where a setup the person gave comes from.
-const fromPerson = "setup:"
+// Where a setup comes from: the person's setup:, or the one the
+// initializer proposed in the feature list, which is the person's to
+// change (and fixed for agents) once written.
+const (
+	fromPerson = "setup:"
+	fromList   = "the feature list's setup"
+)
+
+// named reports whether the project names the step (setup:, or the
+// feature list's), rather than the daemon's own fetches.
+func (s setupStep) named() bool { return s.from == fromPerson || s.from == fromList }
+
+// namedSetup is the setup the project names and where it comes from: the
+// person's setup:, else the feature list's; "" when it names none.
+func (o *Orchestrator) namedSetup() (script, from string) {
+	if s := strings.TrimSpace(o.opts.Config.Setup); s != "" {
+		return s, fromPerson
+	}
+	if o.canonical != nil {
+		if s := strings.TrimSpace(o.canonical.Setup); s != "" {
+			return s, fromList
+		}
+	}
+	return "", ""
+}
 
 // setupFor is the step of the tree at dir: the person's setup: when there
-// is one, else the fetches that run no code (toolchain.SafeSetupOf).
+// is one, else the setup of the feature list, else the fetches that run no
+// code (toolchain.SafeSetupOf).
 func (o *Orchestrator) setupFor(dir string) setupStep {
-	s := setupStep{script: strings.TrimSpace(o.opts.Config.Setup), from: fromPerson}
+	var s setupStep
+	s.script, s.from = o.namedSetup()
 	if s.script == "" {
 		safe := toolchain.SafeSetupOf(dir)
 		s.script, s.from, s.ask = safe.Script, "the daemon's fetch of what the committed manifests name", safe.Ask
@@ -97,14 +122,18 @@ func runSetup(ctx context.Context, run *sandbox.Setup, log *zap.Logger, step set
 		return setupRun{step: step}
 	case ctx.Err() != nil:
 		return setupRun{step: setupStep{print: done}}
-	case errors.Is(err, sandbox.ErrNoRuntime) && step.from != fromPerson:
+	case errors.Is(err, sandbox.ErrNoRuntime) && !step.named():
 		// The daemon's own fetches are a convenience: without the runtime
 		// that confines them, the agents fetch as they would anyway. A
-		// person's setup is no convenience, and its failure stops.
+		// setup the project names is no convenience, and its failure stops.
 		return setupRun{step: setupStep{print: done, ask: append(slices.Clone(step.ask), err.Error()+"; the daemon fetched nothing ahead ("+step.script+")")}}
 	}
 	fix := "fix it (setup: in .claude/ctxgraphd.yaml, or what it installs)"
-	if step.from != fromPerson {
+	switch step.from {
+	case fromList:
+		fix = `fix it (the feature list's "setup", with the daemon paused, or a setup: in .claude/ctxgraphd.yaml, which comes first)`
+	case fromPerson:
+	default:
 		fix = "give the project a setup: that prepares it (in .claude/ctxgraphd.yaml)"
 	}
 	return setupRun{step: step, failed: fmt.Sprintf("the project's setup (%s `%s`) failed in %s: %v; nothing was charged. Its output ends:\n%s\n%s, then `ctxgraphd ctl resume`",

@@ -30,15 +30,16 @@ func (k ChangeKind) String() string {
 
 // Change is one difference between two feature lists (see Diff).
 type Change struct {
-	FeatureID string     // empty for a change of the whole list ("version", "order")
-	Field     string     // a Feature's JSON key, "feature" when one is added or removed, or "version" / "order"
+	FeatureID string     // empty for a change of the whole list ("version", "setup", "order")
+	Field     string     // a Feature's JSON key, "feature" when one is added or removed, or "version" / "setup" / "order"
 	Kind      ChangeKind // Added and Removed only with Field "feature"
 	Old, New  any        // the values before and after; nil on the side where a feature does not exist
 }
 
 // Diff lists what changed from old to new, in a deterministic order:
 //
-//  1. "version", when it differs (0 and 1 are the same version);
+//  1. "version", when it differs (0 and 1 are the same version), then
+//     "setup", when it differs (Old and New the strings);
 //  2. removed features (Field "feature", Old the Feature), in old's order;
 //  3. for each feature of new, in new's order: Added (Field "feature", New
 //     the Feature), or one Modified per changed field in the order of the
@@ -63,6 +64,9 @@ func Diff(old, new *List) []Change {
 	var changes []Change
 	if version(old) != version(new) {
 		changes = append(changes, Change{Field: "version", Kind: Modified, Old: version(old), New: version(new)})
+	}
+	if old.Setup != new.Setup {
+		changes = append(changes, Change{Field: "setup", Kind: Modified, Old: old.Setup, New: new.Setup})
 	}
 	oldAt, newAt := firstIndex(old), firstIndex(new)
 	for i, f := range old.Features {

@@ -26,6 +26,14 @@ func TestDiff(t *testing.T) {
 			l.Features[2].Evidence = []string{}
 		}), nil},
 		{"version 0 is version 1", edit(func(l *List) { l.Version = 0 }), nil},
+		{"the setup", edit(func(l *List) { l.Setup = "npm ci" }), []Change{{Field: "setup", Kind: Modified, Old: "", New: "npm ci"}}},
+		{"the setup, before any feature's change", edit(func(l *List) {
+			l.Features[0].Title = "Uno"
+			l.Setup = "go mod download"
+		}), []Change{
+			{Field: "setup", Kind: Modified, Old: "", New: "go mod download"},
+			{FeatureID: "F-1", Field: "title", Kind: Modified, Old: "One", New: "Uno"},
+		}},
 		{"status and tested", edit(func(l *List) {
 			l.Features[1].Status = Completed
 			l.Features[1].Tested = true

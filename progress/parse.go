@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
@@ -303,6 +304,12 @@ func parseV1(raw json.RawMessage) (*List, *ParseError) {
 		}
 		l.Version = n
 	}
+	if top.present("setup") {
+		if k := kind(top["setup"]); k != "a string" {
+			return nil, problem("setup", "is "+k+"; expected a shell command as a string", `write "setup": "npm ci" (or leave it out)`)
+		}
+		_ = json.Unmarshal(top["setup"], &l.Setup) // a valid JSON string always decodes
+	}
 	if !top.present("features") {
 		return nil, problem("features", top.missing("features"), `add "features": [] (an empty list is valid) with one object per feature`)
 	}
@@ -432,11 +439,15 @@ func checkVersion(v int) *ParseError {
 // as 1); every id is non-empty, made of letters, digits, '.', '_' and '-'
 // (starting with a letter or digit) and unique; every title is non-blank;
 // every status is one of the four or empty (pending); every dependency names
-// another feature of the list. The error is a *ParseError for the first
-// problem, with paths as in the v1 format (features[3].id).
+// another feature of the list; the setup, when there is one, is valid shell.
+// The error is a *ParseError for the first problem, with paths as in the v1
+// format (features[3].id).
 func (l *List) Validate() error {
 	if err := checkVersion(l.Version); err != nil {
 		return err
+	}
+	if bad := shellcmd.ParseTest(l.Setup).Invalid; strings.TrimSpace(l.Setup) != "" && bad != "" {
+		return problem("setup", fmt.Sprintf("%q is not a shell command the daemon can run: %s", l.Setup, bad), "write it as one line of sh, as you would type it, or leave it out")
 	}
 	first := make(map[string]int, len(l.Features))
 	for i, f := range l.Features {

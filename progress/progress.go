@@ -108,7 +108,12 @@ func (f Format) String() string {
 // 1, spells an empty status as Pending and holds nil rather than empty
 // slices, so that two parses of equivalent files compare equal.
 type List struct {
-	Version  int       `json:"version"`
+	Version int `json:"version"`
+	// Setup is the setup step the initializer proposes (a shell command
+	// that prepares a tree: dependencies, a venv), for a project whose
+	// person gave no setup: of their own. Like the tests, it is fixed once
+	// written: the person's to change, never an agent's.
+	Setup    string    `json:"setup,omitempty"`
 	Features []Feature `json:"features"`
 	Format   Format    `json:"-"` // what Parse read; Marshal always writes FormatV1
 }
