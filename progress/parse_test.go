@@ -45,7 +45,7 @@ func TestParseErrors(t *testing.T) {
 		{"version as string", `{"version": "1", "features": []}`, `feature-list.json: version is a string; expected the number 1; write "version": 1`, "version"},
 		{"setup a number", `{"version": 1, "setup": 1, "features": []}`, `feature-list.json: setup is a number; expected a shell command as a string; write "setup": "npm ci" (or leave it out)`, "setup"},
 		{"setup a list", `{"version": 1, "setup": ["npm ci"], "features": []}`, `feature-list.json: setup is an array; expected a shell command as a string; write "setup": "npm ci" (or leave it out)`, "setup"},
-		{"setup not shell", `{"version": 1, "setup": "npm ci |", "features": []}`, `feature-list.json: setup "npm ci |" is not a shell command the daemon can run: 1:8: `+"`|`"+` must be followed by a statement; write it as one line of sh, as you would type it, or leave it out`, "setup"},
+		{"setup not shell", `{"version": 1, "setup": "npm ci |", "features": []}`, `feature-list.json: setup "npm ci |" is not a shell command the daemon can run: 1:8: ` + "`|`" + ` must be followed by a statement; write it as one line of sh, as you would type it, or leave it out`, "setup"},
 		{"features missing", `{"version": 1}`, `feature-list.json: features is missing; add "features": [] (an empty list is valid) with one object per feature`, "features"},
 		{"features null", `{"version": 1, "features": null}`, `feature-list.json: features is null; add "features": [] (an empty list is valid) with one object per feature`, "features"},
 		{"features in another case", `{"version": 1, "Features": []}`, `feature-list.json: features is missing (there is "Features": keys are case-sensitive); add "features": [] (an empty list is valid) with one object per feature`, "features"},
@@ -294,7 +294,7 @@ func TestValidate(t *testing.T) {
 		{"self dependency", List{Features: []Feature{f("F-1", "One", "F-1")}}, `feature-list.json: features[0].depends_on[0] "F-1" is the feature itself; a feature cannot depend on itself: remove it`},
 		{"a setup", List{Setup: "cd web && npm ci > /dev/null 2>&1; python3 -m venv .venv"}, ""},
 		{"a blank setup", List{Setup: "  "}, ""},
-		{"a setup that is not shell", List{Setup: "npm ci && (make"}, `feature-list.json: setup "npm ci && (make" is not a shell command the daemon can run: 1:11: reached EOF without matching `+"`(` with `)`"+`; write it as one line of sh, as you would type it, or leave it out`},
+		{"a setup that is not shell", List{Setup: "npm ci && (make"}, `feature-list.json: setup "npm ci && (make" is not a shell command the daemon can run: 1:11: reached EOF without matching ` + "`(` with `)`" + `; write it as one line of sh, as you would type it, or leave it out`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
