@@ -45,6 +45,10 @@ const (
 	// session began (the kernel out of memory, a person's kill). Waiting
 	// and trying again is what to do; a broken install exits instead.
 	FailCLIKilled FailureKind = "cli_killed"
+	// FailSetup: the project's setup step failed in the clone a worker
+	// made for the run, before any agent started. A person fixes the
+	// setup (or what it installs); the run is not the agent's.
+	FailSetup FailureKind = "setup"
 )
 
 // Failure is a run's end that is not its agent's doing, as far as the CLI's
@@ -122,6 +126,9 @@ func (f Failure) explain(command, next string) string {
 		return fmt.Sprintf("%q exited before it started a session%s; check the install with `%s --version`", command, detail, command)
 	case FailCLIKilled:
 		return fmt.Sprintf("%q was killed by a signal before it started a session (out of memory?)%s", command, detail)
+	case FailSetup:
+		return "the project's setup failed where the run was to work" + detail +
+			"\nFix it (setup: in .claude/ctxgraphd.yaml, the feature list's \"setup\", or what it installs on that machine), then " + next
 	}
 	return detail
 }
@@ -158,6 +165,10 @@ var cliErrors = map[string]FailureKind{
 func (r Result) Failure(stopFailure string) (Failure, bool) {
 	f := Failure{Status: r.APIErrorStatus, ResetsAt: r.RateLimitResetsAt, RetryAfter: r.RetryDelay, Detail: oneLine(r.Text)}
 	switch {
+	case r.SetupFailure != "":
+		// Its output's end is what a person needs: kept whole.
+		f.Kind, f.Detail = FailSetup, r.SetupFailure
+		return f, true
 	case r.Ended == EndStartFailed:
 		f.Kind, f.Detail = FailCLIMissing, ""
 		if r.Err != nil {

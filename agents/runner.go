@@ -89,6 +89,11 @@ type Spec struct {
 	Policy      *sandbox.Policy
 	Hooks       bool
 	HookMatcher string
+	// Setup is the project's setup step (its setup:, the feature list's, or
+	// the fetches the daemon makes by itself), which such an executor runs
+	// in the clone it makes before the agent starts there; a local run's
+	// tree was set up by the daemon before it.
+	Setup string
 }
 
 // EndReason says why a run's process ended.
@@ -156,7 +161,10 @@ type Result struct {
 	// StartupFailure is the CLI's startup_failure_reason: it could not start
 	// the session at all ("sandbox_required_unavailable", …). No agent ran.
 	StartupFailure string
-	Text           string // the result line's text, or the last assistant text
+	// SetupFailure says why the project's setup step failed in the clone
+	// an executor made for the run (Spec.Setup), before any agent started.
+	SetupFailure string
+	Text         string // the result line's text, or the last assistant text
 	Summary        string // Text distilled to one short line
 	// Stuck is what the run went round in circles on (EndStuck).
 	Stuck      string

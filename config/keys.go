@@ -15,6 +15,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 )
 
@@ -178,7 +179,7 @@ func buildRegistry() []*key {
 		&key{name: "setup", kind: kindString, what: "a shell command, or empty",
 			help:   "the command that prepares a tree's environment (dependencies, a venv), run by the daemon with sh in every tree before checks and agents, confined, registries only; \"\": fetch what committed manifests name where that runs no project code",
 			access: field(func(c *Config) *string { return &c.Setup })},
-		&key{name: "lanes.copy", kind: kindList, what: "paths relative to the project, such as .env", elem: validCopyPath,
+		&key{name: "lanes.copy", kind: kindList, what: "paths relative to the project, such as .env", elem: lanecopy.ValidName,
 			help: "untracked paths of the person's tree copied into every lane and lent to every test run; never committed, never in traces or reports", access: field(func(c *Config) *[]string { return &c.Lanes.Copy })},
 		&key{name: "nats.url", kind: kindString, what: "a nats:// or tls:// URL, or empty", check: validNATSURL,
 			help: "the NATS server of executor nats; \"\": the server embedded in the daemon", access: field(func(c *Config) *string { return &c.NATS.URL })},
@@ -409,19 +410,6 @@ func validListen(s string) bool {
 }
 
 func emptyOrAbs(s string) bool { return s == "" || filepath.IsAbs(s) }
-
-// validCopyPath accepts a path of lanes.copy: relative, clean, inside the
-// project, and not the daemon's or git's (.claude, .git): what is copied
-// is the person's, never what the gates hold. Whether it exists, is a
-// file of its own and untracked is the project's to say
-// (lanecopy.Check), at start.
-func validCopyPath(s string) bool {
-	if s == "" || filepath.IsAbs(s) || filepath.Clean(s) != s || s == "." || s == ".." || strings.HasPrefix(s, "../") {
-		return false
-	}
-	top, _, _ := strings.Cut(s, "/")
-	return top != ".git" && top != ".claude"
-}
 
 // ListenIsLoopback says whether a nats.listen address is reachable from
 // this machine only: empty (the default, 127.0.0.1), or a loopback IP.

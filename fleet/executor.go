@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
@@ -69,7 +71,10 @@ type ExecutorOptions struct {
 	Offline func() ([]byte, error)
 	// Spool takes in what a run's hooks decided alone on a worker.
 	Spool func([]spool.Record)
-	Log   *zap.Logger
+	// Copies are the person's files of lanes.copy, which every worker's
+	// clone gets (Assignment.Copies) and no result may hold.
+	Copies lanecopy.Files
+	Log    *zap.Logger
 }
 
 // Defaults of ExecutorOptions.
@@ -343,6 +348,7 @@ func (e *Executor) remoteRun(spec agents.Spec) (RemoteRun, error) {
 		RunID: spec.RunID, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt,
 		SessionID: spec.SessionID, Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt,
 		MaxBudgetUSD: spec.MaxBudgetUSD, Hooks: spec.Hooks, HookMatcher: spec.HookMatcher, Options: e.opts.Run,
+		Setup: spec.Setup,
 	}
 	if spec.Policy != nil {
 		p := Relative(*spec.Policy, spec.Dir)
@@ -621,6 +627,16 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	}
 	changed, err := repo.ChangedPaths(ctx, baseTree, imp.Tree)
 	if err == nil {
+		// The person's files are never a result's: a bundle that holds
+		// one would put a worker's version of the person's secret in the
+		// lane, and on the branch.
+		for _, p := range changed {
+			if slices.Contains(e.opts.Copies.Names(), p) {
+				return refuse(fmt.Sprintf("its tree holds %s, a file of lanes.copy, which only the person's tree gives", p))
+			}
+		}
+	}
+	if err == nil {
 		err = repo.Restore(ctx, imp.Tree, changed)
 	}
 	if err == nil {
@@ -734,7 +750,7 @@ func (e *Executor) onClaim(m *nats.Msg) {
 		return
 	}
 	r.worker = worker
-	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes}
+	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies}
 	e.mu.Unlock()
 	reply(m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}

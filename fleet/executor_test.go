@@ -25,6 +25,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 )
 
@@ -420,7 +421,15 @@ func TestAWorkerCannotAskAsAnotherWorkersRun(t *testing.T) {
 // sends the outcome naming tip.
 func (r *fleetRig) forge(t *testing.T, name string, bundle []byte, tip string) {
 	t.Helper()
+	r.forgeOn(t, name, func(string) ([]byte, string) { return bundle, tip })
+}
+
+// forgeOn is forge with the bundle and its tip made from the base of the
+// job the worker claimed.
+func (r *fleetRig) forgeOn(t *testing.T, name string, make func(base string) ([]byte, string)) {
+	t.Helper()
 	job, _, nc := r.silentWorker(t, name)
+	bundle, tip := make(job.Base)
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	bucket, err := js.ObjectStore(ctx, r.s.Subjects().ResultsBucket(name))
@@ -657,5 +666,118 @@ func TestAWorkersRunFindsTheLanesDependencies(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "seen.txt")); err != nil {
 		t.Errorf("the run on the worker did not find the lane's node_modules: %v", err)
+	}
+}
+
+// TestAWorkersCloneIsSetUpWithThePersonsCopies: the worker places the
+// person's lanes.copy files in its clone and runs the project's setup
+// there, before the agent, which finds both; what the setup made comes
+// back with the run's dependencies, and the copies do not: no result
+// carries them.
+func TestAWorkersCloneIsSetUpWithThePersonsCopies(t *testing.T) {
+	dir, repo := lane(t)
+	person := t.TempDir()
+	os.WriteFile(filepath.Join(person, ".env"), []byte("TOKEN=local\n"), 0o600)
+	copies, err := lanecopy.Capture(person, []string{".env"}, func(string) (bool, error) { return false, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.e.opts.Copies = copies
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	s := spec("run-0001", dir, `test -f node_modules/dep/index.js && grep -qx TOKEN=local .env && grep -qx TOKEN=local node_modules/dep/env && echo seen > seen.txt`, tok)
+	s.Setup = `mkdir -p node_modules/dep && echo made > node_modules/dep/index.js && cp .env node_modules/dep/env`
+	res := rig.e.Run(context.Background(), s, nil, func(agents.Event) {})
+	if !res.OK() || res.SetupFailure != "" {
+		t.Fatalf("run: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seen.txt")); err != nil {
+		t.Errorf("the agent on the worker did not find its clone set up with the person's .env: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "node_modules/dep/index.js")); err != nil || string(got) != "made\n" {
+		t.Errorf("what the worker's setup made did not come back: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".env")); !os.IsNotExist(err) {
+		t.Errorf("the worker's result carried the person's .env into the lane: %v", err)
+	}
+}
+
+// TestASetupThatFailsOnAWorkerIsNoRunOfTheAgents: the setup's failure in a
+// worker's clone ends the run before any agent, as a failure of the setup
+// (a person's to fix, never charged) with the step's output and the worker's
+// name; nothing of the clone lands.
+func TestASetupThatFailsOnAWorkerIsNoRunOfTheAgents(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.worker(t, "a", fakeClaude(t))
+	tok := rig.g.register("run-0001")
+	s := spec("run-0001", dir, `echo ran > ran.txt`, tok)
+	s.Setup = `touch half-made.txt; echo "npm ERR! 404 left-pad-9 is not in the registry" >&2; exit 3`
+	res := rig.e.Run(context.Background(), s, nil, func(agents.Event) {})
+	f, ok := res.Failure("")
+	if !ok || f.Kind != agents.FailSetup || f.Waits() {
+		t.Fatalf("the run ended as %+v (failure %+v, %v); want the setup's failure, which a person fixes", res, f, ok)
+	}
+	for _, want := range []string{"worker a", "exited 3", "left-pad-9 is not in the registry", s.Setup} {
+		if !strings.Contains(f.Explain("claude"), want) {
+			t.Errorf("the failure does not say %q:\n%s", want, f.Explain("claude"))
+		}
+	}
+	for _, name := range []string{"ran.txt", "half-made.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s is in the lane after a failed setup: %v", name, err)
+		}
+	}
+}
+
+// TestAResultHoldingThePersonsCopyIsRefused: a worker that sends back a
+// tree holding a file of lanes.copy (its own .env, over the person's) has
+// its result refused whole.
+func TestAResultHoldingThePersonsCopyIsRefused(t *testing.T) {
+	dir, repo := lane(t)
+	person := t.TempDir()
+	os.WriteFile(filepath.Join(person, ".env"), []byte("TOKEN=local\n"), 0o600)
+	copies, err := lanecopy.Capture(person, []string{".env"}, func(string) (bool, error) { return false, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig.e.opts.Copies = copies
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+	}()
+	rig.forgeOn(t, "a", func(base string) ([]byte, string) {
+		git := func(env []string, args ...string) string {
+			cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("git %v: %v", args, err)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		index := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+		git(index, "read-tree", base)
+		env := filepath.Join(t.TempDir(), "env")
+		os.WriteFile(env, []byte("TOKEN=the-workers\n"), 0o600)
+		blob := git(nil, "hash-object", "-w", env)
+		git(index, "update-index", "--add", "--cacheinfo", "100644,"+blob+",.env")
+		tree := git(index, "write-tree")
+		tip := git([]string{"GIT_AUTHOR_NAME=w", "GIT_AUTHOR_EMAIL=w@w", "GIT_COMMITTER_NAME=w", "GIT_COMMITTER_EMAIL=w@w"}, "commit-tree", tree, "-p", base, "-m", "what the run left")
+		var bundle bytes.Buffer
+		if err := branch.WriteResult(context.Background(), repo, &bundle, base, tip); err != nil {
+			t.Fatal(err)
+		}
+		return bundle.Bytes(), tip
+	})
+	res := <-done
+	if res.OK() || !strings.Contains(res.Text, "lanes.copy") {
+		t.Errorf("a result holding .env ended the run as %+v; want it refused, naming lanes.copy", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".env")); !os.IsNotExist(err) {
+		t.Errorf("the worker's .env is in the lane: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/spool"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -79,6 +80,11 @@ type Assignment struct {
 	// MaxBundleBytes bounds the base bundle the worker reads and the
 	// result bundle the daemon will read.
 	MaxBundleBytes int64 `json:"max_bundle_bytes"`
+	// Copies are the person's untracked files of lanes.copy (.env), for
+	// the worker's clone: secrets, so in the Assignment, which only the
+	// bound worker gets, never in the Job. The worker places them before
+	// the setup and the agent, and no result of its carries them.
+	Copies lanecopy.Files `json:"copies"`
 }
 
 // HeartbeatsMissed is how many heartbeats in a row an attempt may miss
@@ -117,6 +123,10 @@ type RemoteRun struct {
 	Offline json.RawMessage `json:"offline,omitempty"`
 	// Options are the daemon's agent options that bound the run.
 	Options RunOptions `json:"options"`
+	// Setup is the project's setup step (agents.Spec.Setup), which the
+	// worker runs in its clone, confined by Policy as the agent is, before
+	// the agent; "" when there is none.
+	Setup string `json:"setup,omitempty"`
 }
 
 // RunOptions are the parts of agents.Options the daemon's configuration

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,7 +54,11 @@ type WorkerOptions struct {
 	// Prlimit is util-linux's prlimit, which bounds a run's processes
 	// (sandbox.max_*); "": runs are not bounded.
 	Prlimit string
-	Log     *zap.Logger
+	// SandboxRuntime is Anthropic's sandbox runtime (srt), which confines
+	// the project's setup step in a clone as Claude Code's sandbox
+	// confines the agent: a name looked up on PATH, or a path.
+	SandboxRuntime string
+	Log            *zap.Logger
 }
 
 // worker pulls lanes' runs from the fleet's work queue and runs them, each
@@ -314,6 +319,9 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 	}
 	var res agents.Result
 	if err == nil {
+		res.SetupFailure = w.setup(ctx, a, dir, log)
+	}
+	if err == nil && res.SetupFailure == "" {
 		res, err = w.agent(ctx, job, a, dir, proj)
 	}
 	if errors.Is(context.Cause(ctx), errShutdown) {
@@ -322,10 +330,14 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, GivenBack: errShutdown.Error()}, log)
 		return
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		out.Err = err.Error()
 		out.Result = agents.Result{RunID: job.Run, ExitCode: -1, Ended: agents.EndExited}
-	} else {
+	case res.SetupFailure != "":
+		// No agent ran: nothing of the clone is a result.
+		out.Result = agents.Result{RunID: job.Run, ExitCode: -1, Ended: agents.EndExited, SetupFailure: res.SetupFailure}
+	default:
 		res.Err = nil
 		out.Result = res
 		out.Tip, err = w.putResult(ctx, repo, job, key)
@@ -387,6 +399,9 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err := writeProgress(dir, a.Spec.Progress); err != nil {
 		return nil, err
 	}
+	if err := a.Copies.Place(dir); err != nil {
+		return nil, err
+	}
 	if len(job.Deps) > 0 {
 		deps, err := bases.Get(ctx, job.Bundle+depsSuffix)
 		if err != nil {
@@ -401,7 +416,9 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 	if err := os.MkdirAll(filepath.Dir(w.indexOf("x")), 0o700); err != nil {
 		return nil, err
 	}
-	return gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: w.indexOf(ResultKey(job.Run, job.Attempt)), Exclude: []string{paths.ProgressDir}})
+	// The person's copies are in no result: the snapshot leaves them out.
+	exclude := append([]string{paths.ProgressDir}, a.Copies.Names()...)
+	return gitrepo.Open(ctx, gitrepo.Options{Dir: dir, Index: w.indexOf(ResultKey(job.Run, job.Attempt)), Exclude: exclude})
 }
 
 // agent runs the attempt's claude -p in dir, with settings made here.
@@ -420,14 +437,7 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	if spec.Hooks {
 		hooks = gates.RunHooks(w.opts.Hook, string(spec.Role), spec.HookMatcher)
 	}
-	if spec.Policy != nil {
-		pol := Rooted(*spec.Policy, dir)
-		// The worker's own: its state, its credentials, the relay's socket
-		// and the other clones are no run's to read or write.
-		mine := []string{w.stateDir(), w.opts.Credentials.path, filepath.Dir(w.relaySock)}
-		pol.DenyWrite = append(pol.DenyWrite, mine...)
-		pol.DenyRead = append(pol.DenyRead, mine...)
-		pol.AllowWrite = append(pol.AllowWrite, w.writable()...)
+	if pol := w.policy(spec, dir); pol != nil {
 		if err := pol.Prepare(); err != nil {
 			w.log.Warn("a directory runs may write could not be made", zap.Error(err))
 		}
@@ -450,6 +460,51 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, PID: pid}) },
 		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Event: &ev}) })
 	return res, nil
+}
+
+// policy is the sandbox of the run of spec in its clone at dir: the
+// daemon's policy made this machine's, with the worker's own state,
+// credentials and relay denied, and its temp and caches writable; nil
+// when the run is not confined.
+func (w *worker) policy(spec RemoteRun, dir string) *sandbox.Policy {
+	if spec.Policy == nil {
+		return nil
+	}
+	pol := Rooted(*spec.Policy, dir)
+	// The worker's own: its state, its credentials, the relay's socket
+	// and the other clones are no run's to read or write.
+	mine := []string{w.stateDir(), w.opts.Credentials.path, filepath.Dir(w.relaySock)}
+	pol.DenyWrite = append(pol.DenyWrite, mine...)
+	pol.DenyRead = append(pol.DenyRead, mine...)
+	pol.AllowWrite = append(pol.AllowWrite, w.writable()...)
+	return &pol
+}
+
+// setup runs the project's setup step in the attempt's clone at dir,
+// before its agent, confined as the agent will be (by the sandbox
+// runtime, with the run's policy: no more than the agent may do), or with
+// sh where the run is not confined. It returns why it failed, with the
+// step's output's end, or "".
+func (w *worker) setup(ctx context.Context, a Assignment, dir string, log *zap.Logger) string {
+	script := strings.TrimSpace(a.Spec.Setup)
+	if script == "" {
+		return ""
+	}
+	pol := w.policy(a.Spec, dir)
+	run := sandbox.Setup{Runtime: cmp.Or(w.opts.SandboxRuntime, "srt"), Off: pol == nil, Env: w.env(),
+		Timeout: a.Spec.Options.Timeout, SettingsDir: filepath.Join(w.stateDir(), "setup")}
+	if pol == nil {
+		pol = &sandbox.Policy{ProjectDir: dir}
+	}
+	var out bytes.Buffer
+	began := time.Now()
+	err := run.Run(ctx, *pol, script, &out)
+	log.Info("the setup step ran", zap.String("setup", script), zap.Duration("took", time.Since(began)), zap.Error(err))
+	if err == nil || ctx.Err() != nil {
+		return ""
+	}
+	return fmt.Sprintf("the project's setup (`%s`) failed on worker %s, in its clone of the lane: %v; nothing was charged. Its output ends:\n%s",
+		script, w.opts.Credentials.Worker, err, sandbox.OutputEnd(out.Bytes()))
 }
 
 // writable are the directories outside its clone a run may write on this

@@ -20,7 +20,6 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
-	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -101,10 +100,6 @@ type setupRun struct {
 	failed string
 }
 
-// maxSetupOutput is how much of a failed setup's output its message keeps:
-// its end, where the error is.
-const maxSetupOutput = 1200
-
 // runSetup runs step in the tree at dir off the loop, with pol (a coder's
 // policy in that tree, taken on the loop: no more than the next agent
 // there may do), unless the same fingerprint succeeded there already
@@ -137,7 +132,7 @@ func runSetup(ctx context.Context, run *sandbox.Setup, log *zap.Logger, step set
 		fix = "give the project a setup: that prepares it (in .claude/ctxgraphd.yaml)"
 	}
 	return setupRun{step: step, failed: fmt.Sprintf("the project's setup (%s `%s`) failed in %s: %v; nothing was charged. Its output ends:\n%s\n%s, then `ctxgraphd ctl resume`",
-		step.from, step.script, dir, err, textcut.Tail(strings.TrimSpace(out.String()), maxSetupOutput), fix)}
+		step.from, step.script, dir, err, sandbox.OutputEnd(out.Bytes()), fix)}
 }
 
 // setupTaken records the outcome of a setup of l's tree on the loop: the

@@ -330,6 +330,9 @@ func TestTheListsSetupIsTheProjectsWhereThePersonGaveNone(t *testing.T) {
 			var ran func() []string
 			h.setup, ran = setupLogged(t)
 			h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+				if spec.Setup != "" {
+					h.t.Errorf("the initializer's spec carries a setup (%q): nothing is set up before the list", spec.Setup)
+				}
 				res := initializerWrites(2)(ctx, spec, h)
 				l := h.list()
 				l.Setup = proposed
@@ -339,6 +342,9 @@ func TestTheListsSetupIsTheProjectsWhereThePersonGaveNone(t *testing.T) {
 			h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
 				if _, err := os.Stat(filepath.Join(spec.Dir, "node_modules", "dep")); err != nil {
 					h.t.Errorf("%s's coder found its tree not set up: %v", spec.FeatureID, err)
+				}
+				if spec.Setup != cmp.Or(tc.person, proposed) {
+					h.t.Errorf("%s's spec carries the setup %q to an executor's clone, want %q", spec.FeatureID, spec.Setup, cmp.Or(tc.person, proposed))
 				}
 				if cmd, err := agents.ParseCommand(spec.Prompt); err != nil || cmd.Context.Setup != cmp.Or(tc.person, proposed) {
 					h.t.Errorf("%s's command names the setup %q (%v), want %q", spec.FeatureID, cmd.Context.Setup, err, cmp.Or(tc.person, proposed))

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // Setup runs a project's setup step (its `setup:`, or what the daemon
@@ -38,6 +40,15 @@ type Setup struct {
 	// SettingsDir is where the runtime's settings are written, a
 	// directory of the daemon's that no agent can read.
 	SettingsDir string
+}
+
+// maxOutputKept is how much of a failed setup's output its message keeps.
+const maxOutputKept = 1200
+
+// OutputEnd is what a failed setup's message keeps of its output: its
+// end, where the error is.
+func OutputEnd(out []byte) string {
+	return textcut.Tail(strings.TrimSpace(string(out)), maxOutputKept)
 }
 
 // ErrNoRuntime is what Run's error wraps when srt cannot be found.

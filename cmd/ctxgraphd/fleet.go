@@ -90,14 +90,18 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 	if err := os.MkdirAll(indexes, 0o700); err != nil {
 		return nil, err
 	}
+	copies := j.Copies().Names()
 	return fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
 		Gates:      j,
 		ProjectDir: proj.Dir,
+		Copies:     j.Copies(),
 		OpenRepo: func(ctx context.Context, dir string) (*gitrepo.Repo, error) {
 			sum := sha256.Sum256([]byte(dir))
-			opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: []string{paths.ProgressDir}, Objects: repo.ObjectsDir()}
+			// lanes.copy's files are the person's: in no base a worker
+			// clones (they cross in the Assignment), nor any result.
+			opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: append([]string{paths.ProgressDir}, copies...), Objects: repo.ObjectsDir()}
 			if dir == proj.Dir {
-				opts.Exclude, opts.Objects = []string{".claude"}, ""
+				opts.Exclude, opts.Objects = append([]string{".claude"}, copies...), ""
 			}
 			return gitrepo.Open(ctx, opts)
 		},

@@ -115,9 +115,6 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	if err := startCheck(ctx, o.Project, cfg, env, log); err != nil {
 		return err
 	}
-	if len(cfg.Lanes.Copy) > 0 && cfg.Executor == config.ExecutorNATS {
-		return fmt.Errorf("ctxgraphd cannot start on %s:\n  - lanes.copy (%s) is not carried to workers yet (executor: nats): run the night with executor: local, or commit what the lanes need", o.Project.Dir, strings.Join(cfg.Lanes.Copy, ", "))
-	}
 	copies, err := captureCopies(ctx, o.Project, cfg)
 	if err != nil {
 		return err

@@ -22,9 +22,9 @@ func init() { subcommands = append(subcommands, newWorkerCmd) }
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		url, creds, dir, claude, ca string
-		slots                       int
-		allowRoot                   bool
+		url, creds, dir, claude, ca, runtime string
+		slots                                int
+		allowRoot                            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --nats URL --creds FILE [--slots N]",
@@ -85,7 +85,7 @@ back to the daemon, which hands them to another worker.`,
 			defer stop()
 			return fleet.RunWorker(ctx, fleet.WorkerOptions{
 				URL: url, Credentials: c, NATS: opts, Slots: slots, Dir: dir, Claude: claude,
-				Hook: hook, Env: env, AllowRoot: allowRoot, Prlimit: prlimit, Log: log,
+				Hook: hook, Env: env, AllowRoot: allowRoot, Prlimit: prlimit, SandboxRuntime: runtime, Log: log,
 			})
 		},
 	}
@@ -96,5 +96,6 @@ back to the daemon, which hands them to another worker.`,
 	cmd.Flags().StringVar(&claude, "claude", "claude", "the Claude Code CLI, with this machine's login")
 	cmd.Flags().StringVar(&ca, "ca", "", "a PEM file of the CA that signed the daemon's nats.tls.cert, when the system does not trust it")
 	cmd.Flags().BoolVar(&allowRoot, "allow-root", false, "run agents as root (only on a machine that is a sandbox itself)")
+	cmd.Flags().StringVar(&runtime, "sandbox-runtime", "srt", "Anthropic's sandbox runtime (npm @anthropic-ai/sandbox-runtime), which confines the project's setup step in each clone")
 	return cmd
 }

@@ -13,14 +13,29 @@
 package lanecopy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 )
+
+// ValidName accepts a name of lanes.copy: relative, clean, inside the
+// project, and not the daemon's or git's (.claude, .git): what is copied
+// is the person's, never what the gates hold. Whether it exists, is a
+// file of its own and untracked is the project's to say (Capture), at
+// start.
+func ValidName(s string) bool {
+	if s == "" || filepath.IsAbs(s) || path.Clean(s) != s || s == "." || s == ".." || strings.HasPrefix(s, "../") {
+		return false
+	}
+	top, _, _ := strings.Cut(s, "/")
+	return top != ".git" && top != ".claude"
+}
 
 // Files are the captured copies, by name (slash-separated, relative to the
 // project's top), in the order lanes.copy gives them.
@@ -91,5 +106,47 @@ func (f Files) Place(top string) error {
 			return fmt.Errorf("lanes.copy: %w", err)
 		}
 	}
+	return nil
+}
+
+// file is one copy as it crosses to a worker (Files' JSON).
+type file struct {
+	Name string      `json:"name"`
+	Data []byte      `json:"data"`
+	Mode fs.FileMode `json:"mode"`
+}
+
+// MarshalJSON writes the copies as a list of names, contents and
+// permissions, for a worker whose clones they go into.
+func (f Files) MarshalJSON() ([]byte, error) {
+	out := make([]file, 0, len(f.names))
+	for _, n := range f.names {
+		out = append(out, file{Name: n, Data: f.data[n], Mode: f.modes[n]})
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote; a name that is not one
+// lanes.copy takes (ValidName), named twice, or a mode beyond permissions
+// is refused.
+func (f *Files) UnmarshalJSON(b []byte) error {
+	var in []file
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	out := Files{data: map[string][]byte{}, modes: map[string]fs.FileMode{}}
+	for _, c := range in {
+		switch _, dup := out.data[c.Name]; {
+		case !ValidName(c.Name):
+			return fmt.Errorf("lanes.copy: %q is not a name in the project", c.Name)
+		case dup:
+			return fmt.Errorf("lanes.copy: %q is named twice", c.Name)
+		case c.Mode&^fs.ModePerm != 0:
+			return fmt.Errorf("lanes.copy: %q has mode %s; a copy is a regular file", c.Name, c.Mode)
+		}
+		out.names = append(out.names, c.Name)
+		out.data[c.Name], out.modes[c.Name] = c.Data, c.Mode
+	}
+	*f = out
 	return nil
 }

@@ -1,6 +1,7 @@
 package lanecopy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,5 +101,89 @@ func TestPlaceWritesTheCaptureNotWhatALinkPointsAt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(elsewhere, "local.yaml")); err == nil {
 		t.Errorf("a copy was written through the link")
+	}
+}
+
+// TestValidName: lanes.copy takes the person's own files, named from
+// the project's top, and never a path that leaves it or that the daemon
+// and git hold (whatever their place in the path).
+func TestValidName(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{".env", true},
+		{"config/local.yaml", true},
+		{".envrc", true},
+		{".claude-notes", true}, // a near miss of .claude
+		{".github/x", true},     // a near miss of .git
+		{"sub/.git", true},      // not the project's own .git
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"../secrets/.env", false},
+		{"/etc/passwd", false},
+		{"./.env", false},
+		{"a//b", false},
+		{"a/../b", false},
+		{".git", false},
+		{".git/config", false},
+		{".claude", false},
+		{".claude/ctxgraphd.yaml", false},
+	} {
+		if got := ValidName(tc.path); got != tc.ok {
+			t.Errorf("ValidName(%q) = %v, want %v", tc.path, got, tc.ok)
+		}
+	}
+}
+
+// TestCopiesCrossToAWorkerAsTheyWereCaptured: the JSON a worker is sent
+// gives back the same names, contents and permissions, and a name that is
+// not one lanes.copy takes, a name twice, or a mode beyond permissions is
+// refused rather than placed.
+func TestCopiesCrossToAWorkerAsTheyWereCaptured(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "config"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("TOKEN=local\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "config", "local.yaml"), []byte("port: 1\n"), 0o640)
+	f, err := Capture(dir, []string{"config/local.yaml", ".env"}, untracked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Files
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	clone := t.TempDir()
+	if err := back.Place(clone); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(back.Names(), " ") != "config/local.yaml .env" {
+		t.Errorf("names after crossing: %q", back.Names())
+	}
+	for name, want := range map[string]string{".env": "TOKEN=local\n", "config/local.yaml": "port: 1\n"} {
+		got, err := os.ReadFile(filepath.Join(clone, name))
+		fi, _ := os.Stat(filepath.Join(clone, name))
+		orig, _ := os.Stat(filepath.Join(dir, name))
+		if err != nil || string(got) != want || fi.Mode().Perm() != orig.Mode().Perm() {
+			t.Errorf("%s placed as %q (%v, %v), want %q with mode %v", name, got, err, fi.Mode(), want, orig.Mode())
+		}
+	}
+	for _, bad := range []string{
+		`[{"name": "../escape", "data": "eA==", "mode": 384}]`,
+		`[{"name": "/etc/passwd", "data": "eA==", "mode": 384}]`,
+		`[{"name": ".git/config", "data": "eA==", "mode": 384}]`,
+		`[{"name": ".claude/ctxgraphd.yaml", "data": "eA==", "mode": 384}]`,
+		`[{"name": ".env", "data": "eA==", "mode": 384}, {"name": ".env", "data": "eQ==", "mode": 384}]`,
+		`[{"name": ".env", "data": "eA==", "mode": 2147484032}]`,
+	} {
+		var f Files
+		if err := json.Unmarshal([]byte(bad), &f); err == nil || !strings.Contains(err.Error(), "lanes.copy") {
+			t.Errorf("%s: %v, want it refused", bad, err)
+		}
 	}
 }
