@@ -209,3 +209,130 @@ func (o *outcome) allTestedHonestly(t *testing.T, sc scriptedmodel.Scenario) {
 		o.testedBy(t, f.ID, 1)
 	}
 }
+
+// The person's package.json naming scriptedmodel.NodeDependency, and the
+// package-lock.json npm 11 wrote for it: what a person who ran `npm
+// install is-number` on their own machine commits.
+const (
+	nodePackage = `{
+  "name": "scripted",
+  "version": "1.0.0",
+  "private": true,
+  "scripts": {
+    "test": "node --test"
+  },
+  "dependencies": {
+    "is-number": "^7.0.0"
+  }
+}
+`
+	nodeLock = `{
+  "name": "scripted",
+  "version": "1.0.0",
+  "lockfileVersion": 3,
+  "requires": true,
+  "packages": {
+    "": {
+      "name": "scripted",
+      "version": "1.0.0",
+      "dependencies": {
+        "is-number": "^7.0.0"
+      }
+    },
+    "node_modules/is-number": {
+      "version": "7.0.0",
+      "integrity": "sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==",
+      "license": "MIT",
+      "engines": {
+        "node": ">=0.12.0"
+      }
+    }
+  }
+}
+`
+)
+
+// noLockSetup is the setup the initializer proposes for a package.json
+// without a lock: an install that writes no lock into every tree.
+const noLockSetup = "npm install --no-audit --no-fund --no-package-lock"
+
+// TestANightOnThePersonsNodeProject: the person committed package.json,
+// naming is-number, with its lock or without one, on a fresh home (no npm
+// cache); the coders trust the project to be set up and install nothing.
+// With the lock, the daemon's own `npm ci --ignore-scripts` sets up each
+// tree; without one, the daemon fetches nothing by itself, and the
+// initializer proposes a setup in the feature list, which runs in each
+// tree as a person's would. At parallel 1 and 2 every feature ends tested
+// at its first attempt, nothing charged, no refusal, and in the morning
+// each test passes in the person's own tree.
+func TestANightOnThePersonsNodeProject(t *testing.T) {
+	night(t, core)
+	needDependencyTools(t, scriptedmodel.NodeDep)
+	for _, lock := range []bool{true, false} {
+		for _, parallel := range []int{1, 2} {
+			name := fmt.Sprintf("with a lock at parallel %d", parallel)
+			if !lock {
+				name = fmt.Sprintf("without a lock at parallel %d", parallel)
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				personsNodeNight(t, lock, parallel)
+			})
+		}
+	}
+}
+
+func personsNodeNight(t *testing.T, lock bool, parallel int) {
+	var features []scriptedmodel.FeatureScript
+	for i := range parallel + 1 {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+		f.Kind = scriptedmodel.NodeDep
+		features = append(features, f)
+	}
+	sc := scenario(fmt.Sprintf("the person's package.json (lock %v) at parallel %d", lock, parallel), features...)
+	sc.PersonsManifests, sc.SetUp = true, true
+	person := map[string]string{".gitignore": "node_modules/\n", "package.json": nodePackage}
+	if lock {
+		person["package-lock.json"] = nodeLock
+	} else {
+		sc.ListSetup = noLockSetup
+	}
+	p := newProject(t, sc)
+	p.freshHome()
+	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
+	for name, text := range person {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.git("add", name)
+	}
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+
+	log := p.runToEnd()
+	o := p.outcome(log, nil)
+	o.allTestedHonestly(t, sc)
+	want := "npm ci --ignore-scripts"
+	if !lock {
+		want = noLockSetup
+	}
+	if n := strings.Count(log, "the setup step ran"); n < 1 || !strings.Contains(log, want) {
+		t.Errorf("the setup step ran %d times, and the log does not name %q", n, want)
+	}
+	for _, tr := range p.traces(store.TraceFilter{}) {
+		if tr.Code == "setup_needed" || tr.Code == "setup_failed" {
+			t.Errorf("a trace says the setup was missing or failed: %+v", tr)
+		}
+	}
+	if got := p.featureList().Setup; got != sc.ListSetup {
+		t.Errorf("the list's setup is %q in the morning, want the initializer's %q", got, sc.ListSetup)
+	}
+	if lock {
+		if b, _ := os.ReadFile(filepath.Join(p.dir, "package-lock.json")); string(b) != nodeLock {
+			t.Errorf("the person's lock changed:\n%s", b)
+		}
+	} else if _, err := os.Stat(filepath.Join(p.dir, "package-lock.json")); !os.IsNotExist(err) {
+		t.Errorf("the setup left a lock the person never had: %v", err)
+	}
+	p.greenForThePerson(o)
+	o.agree(t)
+}

@@ -50,8 +50,9 @@ func echoTest(id string) string { return "echo " + workingLine(id) }
 func featureList(sc Scenario, amended bool) (string, error) {
 	list := struct {
 		Version  int             `json:"version"`
+		Setup    string          `json:"setup,omitempty"`
 		Features []listedFeature `json:"features"`
-	}{Version: 1}
+	}{Version: 1, Setup: sc.ListSetup}
 	for _, f := range sc.Features {
 		files := f.Files()
 		test := files.Command

@@ -130,8 +130,19 @@ func pythonDepSource(says string) string {
 // Install is the command a coding agent runs in its working directory cwd
 // after writing the code of a feature of kind k, as a model writes it:
 // fetch the dependency, then run the tests and read the end of their
-// output. "" for kinds without a dependency.
+// output. "" for kinds without a dependency. With SetUp, the fetch is
+// the setup's, and the coder only runs the tests.
 func (sc Scenario) Install(k Kind, cwd string) string {
+	if sc.SetUp {
+		switch k {
+		case NodeDep:
+			return fmt.Sprintf("cd %s && node --test 2>&1 | tail -40", cwd)
+		case GoDep:
+			return fmt.Sprintf("cd %s && go test ./... 2>&1 | tail -40", cwd)
+		case PythonVenv:
+			return fmt.Sprintf("cd %s && .venv/bin/python -m pytest tests/ 2>&1 | tail -40", cwd)
+		}
+	}
 	switch k {
 	case NodeDep:
 		return fmt.Sprintf("cd %s && npm install %s && node --test 2>&1 | tail -40", cwd, NodeDependency)

@@ -297,6 +297,13 @@ type Scenario struct {
 	// (go.mod and go.sum naming the dependencies), and the initializer
 	// keeps them rather than write a go.mod of its own.
 	PersonsManifests bool `json:"persons_manifests,omitempty"`
+	// ListSetup is the setup the initializer proposes in its feature
+	// list ("setup"), for a project whose person gave none.
+	ListSetup string `json:"list_setup,omitempty"`
+	// SetUp: the project's setup installs what the features depend on,
+	// and coders trust it, as a model told so does: they write the code
+	// and run the tests, and install nothing themselves.
+	SetUp bool `json:"set_up,omitempty"`
 	// Ctxgraphd is the ctxgraphd binary the daemon of the project runs;
 	// its hook, ctxgraphd-hook, is beside it. Agents that attack the
 	// daemon call them; without it they call them from PATH.
