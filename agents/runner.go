@@ -165,7 +165,7 @@ type Result struct {
 	// an executor made for the run (Spec.Setup), before any agent started.
 	SetupFailure string
 	Text         string // the result line's text, or the last assistant text
-	Summary        string // Text distilled to one short line
+	Summary      string // Text distilled to one short line
 	// Stuck is what the run went round in circles on (EndStuck).
 	Stuck      string
 	ToolCalls  int

@@ -1072,4 +1072,3 @@ func TestListElementWithACommaInAFile(t *testing.T) {
 		t.Errorf("Validate() with a relative element = %v; want it refused naming sandbox.allow_write", err)
 	}
 }
-
