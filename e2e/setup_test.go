@@ -336,3 +336,58 @@ func personsNodeNight(t *testing.T, lock bool, parallel int) {
 	p.greenForThePerson(o)
 	o.agree(t)
 }
+
+// TestANightOnWorkersWithThePersonsSetupAndEnv: the person's Node project
+// without a lock, whose setup the initializer proposes, and a .env kept
+// untracked (lanes.copy), run on a `ctxgraphd worker` with two slots
+// (executor nats, parallel 2). Each worker's clone is set up by the worker
+// before its agent and gets the person's .env, which one feature's test
+// reads while its server talks on a port; every feature ends tested at its
+// first attempt, no refusal, the .env is in no commit, and in the morning
+// each test passes in the person's own tree.
+func TestANightOnWorkersWithThePersonsSetupAndEnv(t *testing.T) {
+	night(t, core)
+	needDependencyTools(t, scriptedmodel.NodeDep)
+	var features []scriptedmodel.FeatureScript
+	for i, k := range []scriptedmodel.Kind{scriptedmodel.NodeDep, scriptedmodel.NodeServer, scriptedmodel.NodeDep} {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+		f.Kind = k
+		features = append(features, f)
+	}
+	sc := scenario("the person's project on workers", features...)
+	sc.PersonsManifests, sc.SetUp, sc.ListSetup = true, true, noLockSetup
+	p := newProject(t, sc)
+	p.freshHome()
+	p.env = append(p.env, "CTXGRAPHD_EXECUTOR=nats", "CTXGRAPHD_LIMITS_PARALLEL=2", "CTXGRAPHD_LANES_COPY=.env")
+	const env = "GREETING=" + scriptedmodel.EnvGreeting + "\n"
+	for name, text := range map[string]string{".gitignore": ".env\nnode_modules/\n", "package.json": nodePackage, ".env": env} {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.git("add", ".gitignore", "package.json")
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+
+	daemon, log := p.start("--exit-when-done")
+	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
+	url, creds := p.addWorker("w1")
+	w := p.startWorker("w1", url, creds, filepath.Join(t.TempDir(), "w1"), 2)
+	p.waitForExit(daemon, log)
+
+	o := p.outcome(log.String(), nil)
+	o.allTestedHonestly(t, sc)
+	if took := strings.Count(log.String(), "a worker took the run"); took < len(o.runs) {
+		t.Errorf("the worker took %d runs of the night's %d", took, len(o.runs))
+	}
+	if n := strings.Count(w.log.String(), "the setup step ran"); n < len(features) || !strings.Contains(w.log.String(), noLockSetup) {
+		t.Errorf("the worker ran the setup %d times, want before each of its agents:\n%s", n, w.log)
+	}
+	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
+		t.Errorf("the person's .env holds %q", b)
+	}
+	if got := p.git("log", "--all", "--name-only", "--format="); strings.Contains(got, ".env\n") || strings.HasSuffix(got, ".env") {
+		t.Errorf("a commit holds .env:\n%s", got)
+	}
+	p.greenForThePerson(o)
+	o.agree(t)
+}

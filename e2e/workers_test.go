@@ -77,8 +77,10 @@ func addWorker(tb testing.TB, p interface{ mustRun(...string) string }, name str
 func startWorker(tb testing.TB, modelURL, name, url, creds, dir string, slots int) *workerProc {
 	tb.Helper()
 	home := tb.TempDir()
+	// Claude Code's directory first, as the daemon's: the sandbox runtime
+	// the Makefile pins is beside it.
 	env := append(claudetest.Env(tb, modelURL),
-		"PATH="+os.Getenv("PATH"),
+		"PATH="+filepath.Dir(claudetest.Binary(tb))+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+home,
 		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
 		"XDG_RUNTIME_DIR="+home,

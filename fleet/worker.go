@@ -491,7 +491,7 @@ func (w *worker) setup(ctx context.Context, a Assignment, dir string, log *zap.L
 		return ""
 	}
 	pol := w.policy(a.Spec, dir)
-	run := sandbox.Setup{Runtime: cmp.Or(w.opts.SandboxRuntime, "srt"), Off: pol == nil, Env: w.env(),
+	run := sandbox.Setup{Runtime: cmp.Or(w.opts.SandboxRuntime, "srt"), RuntimeOption: "the worker's --sandbox-runtime", Off: pol == nil, Env: w.env(),
 		Timeout: a.Spec.Options.Timeout, SettingsDir: filepath.Join(w.stateDir(), "setup")}
 	if pol == nil {
 		pol = &sandbox.Policy{ProjectDir: dir}

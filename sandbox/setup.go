@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ type Setup struct {
 	// Runtime is srt's program (sandbox.runtime): a name looked up on
 	// Env's PATH, or a path.
 	Runtime string
+	// RuntimeOption is where a person sets Runtime, for the error that
+	// says how to fix a missing one; "": sandbox.runtime.
+	RuntimeOption string
 	// Off runs the step unconfined (sandbox.enabled false).
 	Off bool
 	// Env is the agents' environment, which the step runs with.
@@ -65,7 +69,8 @@ func (s Setup) FindRuntime() (string, error) {
 	} else if found, ok := paths.LookPath(s.Runtime, lookup(s.Env)("PATH")); ok {
 		return found, nil
 	}
-	return "", fmt.Errorf("%w as %q (sandbox.runtime): install it (npm install -g @anthropic-ai/sandbox-runtime, and ripgrep, which it needs) or set sandbox.runtime to its path", ErrNoRuntime, s.Runtime)
+	opt := cmp.Or(s.RuntimeOption, "sandbox.runtime")
+	return "", fmt.Errorf("%w as %q (%s): install it (npm install -g @anthropic-ai/sandbox-runtime, and ripgrep, which it needs) or set %s to its path", ErrNoRuntime, s.Runtime, opt, opt)
 }
 
 // RuntimeSettings returns p as the settings file of Anthropic's sandbox
