@@ -90,6 +90,9 @@ func checkWorkerFiles(f workerFiles) []string {
 	if make, img := makeVar(f.makefile, "CLAUDE_VERSION"), containerArg(f.containerfile, "CLAUDE_VERSION"); make == "" || make != img {
 		fail("Containerfile's ARG CLAUDE_VERSION=%s, the Makefile's CLAUDE_VERSION := %s: the image must run the CLI the tests run; make them equal", img, make)
 	}
+	if make, img := makeVar(f.makefile, "SRT_VERSION"), containerArg(f.containerfile, "SRT_VERSION"); make == "" || make != img {
+		fail("Containerfile's ARG SRT_VERSION=%s, the Makefile's SRT_VERSION := %s: the image must confine the setup with the runtime the tests run; make them equal", img, make)
+	}
 	if mod, img := goDirective(f.goMod), containerArg(f.containerfile, "GO_VERSION"); mod == "" || mod != img {
 		fail("Containerfile's ARG GO_VERSION=%s, go.mod's go %s: build with go.mod's Go; make them equal", img, mod)
 	}
@@ -99,10 +102,11 @@ func checkWorkerFiles(f workerFiles) []string {
 		fail(`Containerfile's ENTRYPOINT %s: want ["ctxgraphd", "worker"], which the Deployment's args follow`, entry)
 	}
 	// What a lane's run needs beside the worker: git for the clones and
-	// bundles, bubblewrap and socat for Claude Code's sandbox, Node.js and
-	// npm for the CLI's install (and the projects that build with them).
+	// bundles, bubblewrap and socat for Claude Code's sandbox, ripgrep for
+	// the sandbox runtime that confines the setup, Node.js and npm for the
+	// CLI's install (and the projects that build with them).
 	install := regexp.MustCompile(`apt-get install[^\n]*\\\n([^\n]*)`).FindStringSubmatch(f.containerfile)
-	for _, pkg := range []string{"git", "bubblewrap", "socat", "nodejs", "npm"} {
+	for _, pkg := range []string{"git", "bubblewrap", "socat", "ripgrep", "nodejs", "npm"} {
 		if install == nil || !slices.Contains(strings.Fields(install[1]), pkg) {
 			fail("Containerfile's apt-get install does not install %s: a worker's runs need it", pkg)
 		}
@@ -249,6 +253,9 @@ func TestWorkerFilesAgreeRefusesDrift(t *testing.T) {
 	}{
 		{"the Makefile's CLI", func(f *workerFiles) *string { return &f.makefile }, "CLAUDE_VERSION := ", "CLAUDE_VERSION := 9", "ARG CLAUDE_VERSION"},
 		{"the image's CLI", func(f *workerFiles) *string { return &f.containerfile }, "ARG CLAUDE_VERSION=", "ARG CLAUDE_VERSION=9", "ARG CLAUDE_VERSION"},
+		{"the image's sandbox runtime", func(f *workerFiles) *string { return &f.containerfile }, "ARG SRT_VERSION=", "ARG SRT_VERSION=9", "ARG SRT_VERSION"},
+		{"the Makefile's sandbox runtime", func(f *workerFiles) *string { return &f.makefile }, "SRT_VERSION   := ", "SRT_VERSION   := 9", "ARG SRT_VERSION"},
+		{"no runtime's ripgrep", func(f *workerFiles) *string { return &f.containerfile }, " ripgrep ", " ", "does not install ripgrep"},
 		{"go.mod's Go", func(f *workerFiles) *string { return &f.goMod }, "\ngo ", "\ngo 9", "ARG GO_VERSION"},
 		{"no sandbox", func(f *workerFiles) *string { return &f.containerfile }, " bubblewrap ", " ", "does not install bubblewrap"},
 		{"the entrypoint", func(f *workerFiles) *string { return &f.containerfile }, `"worker"]`, `"run"]`, "ENTRYPOINT"},
