@@ -362,23 +362,8 @@ func dependencyNightOn(t *testing.T, parallel int, onWorkers bool, kinds ...scri
 	} else {
 		o = p.runMisbehaving()
 	}
-	want := make([]string, len(sc.Features))
-	for i, f := range sc.Features {
-		want[i] = f.ID + "=tested"
-	}
-	if got := states(o.list); got != strings.Join(want, " ") {
-		t.Fatalf("final states %q, want %q", got, strings.Join(want, " "))
-	}
-	if len(o.denials) != 0 || len(o.refusals) != 0 || len(o.violations) != 0 {
-		t.Errorf("honest agents met %d denials, %d sandbox refusals and %d violations", len(o.denials), len(o.refusals), len(o.violations))
-	}
-	for _, r := range o.runs {
-		if r.Failure != "" || r.Outcome != "ok" {
-			t.Errorf("run %s (%s %s attempt %d) ended %s, %s: %s", r.ID, r.Role, r.Feature, r.Attempt, r.Outcome, r.Failure, r.Summary)
-		}
-	}
+	o.allTestedHonestly(t, sc)
 	for _, f := range sc.Features {
-		o.testedBy(t, f.ID, 1)
 		// The coder fetched the dependency, and its hooks saw it succeed.
 		coder := o.runOf(t, "coding-agent", f.ID, 1)
 		fetched := false
