@@ -123,7 +123,8 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 	o.publish()
 	j, repo, root, events, id := o.opts.Judge, l.repo, l.root(), o.runEvents, a.Feature
 	// The tree is set up first, as the coder that follows will find it.
-	step, pol, done, setup, log := o.setupFor(l.dir), o.policy(l, role.Coder, ""), l.setupDone, o.opts.Setup, o.opts.Log
+	script, from := o.namedSetup()
+	pol, done, setup, log, dir := o.policy(l, role.Coder, ""), l.setupDone, o.opts.Setup, o.opts.Log, l.dir
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
@@ -133,7 +134,8 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 		ev.tree, ev.at = r.tree, r.at
 	}
 	go func() {
-		ev.setup = runSetup(ctx, setup, log, step, pol, l.dir, done)
+		// The tree's files decide the step: read here, off the loop.
+		ev.setup = runSetup(ctx, setup, log, setupIn(dir, script, from), pol, dir, done)
 		if ev.setup.failed != "" {
 			cancel()
 			events <- ev

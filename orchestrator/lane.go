@@ -91,6 +91,9 @@ type lane struct {
 	// setupDone is the fingerprint of the setup that last succeeded in
 	// its tree (setupPrint), "" before any.
 	setupDone string
+	// setupScript is the tree's setup as its last check found it, which a
+	// run in a clone of the tree (a worker's) runs there first.
+	setupScript string
 	// port is the lane's own PORT, given to its agents' runs where they
 	// share the machine's network (sandbox off), so that two lanes'
 	// servers do not collide; 0: none.

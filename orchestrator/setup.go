@@ -58,12 +58,11 @@ func (o *Orchestrator) namedSetup() (script, from string) {
 	return "", ""
 }
 
-// setupFor is the step of the tree at dir: the person's setup: when there
-// is one, else the setup of the feature list, else the fetches that run no
-// code (toolchain.SafeSetupOf).
-func (o *Orchestrator) setupFor(dir string) setupStep {
-	var s setupStep
-	s.script, s.from = o.namedSetup()
+// setupIn is the step of the tree at dir, given the setup the project
+// names (namedSetup): that one, or else the fetches that run no code
+// (toolchain.SafeSetupOf). It reads the tree's manifests: off the loop.
+func setupIn(dir, script, from string) setupStep {
+	s := setupStep{script: script, from: from}
 	if s.script == "" {
 		safe := toolchain.SafeSetupOf(dir)
 		s.script, s.from, s.ask = safe.Script, "the daemon's fetch of what the committed manifests name", safe.Ask
@@ -94,10 +93,13 @@ func setupPrint(dir, script string) string {
 }
 
 // setupRun is the outcome of a setup step: the step (zero when none was
-// due), and why it failed ("" when it did not).
+// due), why it failed ("" when it did not), and the tree's setup as it
+// stands, run now or before (what a run in a clone of the tree runs
+// there first: agents.Spec.Setup).
 type setupRun struct {
 	step   setupStep
 	failed string
+	script string
 }
 
 // runSetup runs step in the tree at dir off the loop, with pol (a coder's
@@ -105,6 +107,12 @@ type setupRun struct {
 // there may do), unless the same fingerprint succeeded there already
 // (done, the lane's record of it). With no runner (nil), nothing runs.
 func runSetup(ctx context.Context, run *sandbox.Setup, log *zap.Logger, step setupStep, pol sandbox.Policy, dir, done string) setupRun {
+	r := runSetupStep(ctx, run, log, step, pol, dir, done)
+	r.script = step.script
+	return r
+}
+
+func runSetupStep(ctx context.Context, run *sandbox.Setup, log *zap.Logger, step setupStep, pol sandbox.Policy, dir, done string) setupRun {
 	if run == nil || step.script == "" || step.print == done {
 		return setupRun{step: setupStep{ask: step.ask, print: done}}
 	}
@@ -142,6 +150,7 @@ func (o *Orchestrator) setupTaken(l *lane, r setupRun) {
 	if r.failed == "" && r.step.print != "" {
 		l.setupDone = r.step.print
 	}
+	l.setupScript = r.script
 	if len(r.step.ask) > 0 && !o.askedSetup {
 		o.askedSetup = true
 		why := strings.Join(r.step.ask, "; ")

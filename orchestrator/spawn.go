@@ -164,7 +164,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	if who != role.Initializer {
 		// For a run in a clone of the executor's own (a worker's): this
 		// tree was set up before its check, that one is set up there.
-		spec.Setup = o.setupFor(l.dir).script
+		spec.Setup = l.setupScript
 	}
 	o.opts.Log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.opts.Config.Sandbox.Enabled))
