@@ -32,7 +32,6 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
-	"github.com/ctxgraphd/ctxgraphd/sandbox"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
 )
 
@@ -124,7 +123,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 // no open lane holds.
 func (o *Orchestrator) lanePort() int {
 	for range 20 {
-		p := sandbox.FreePort()
+		p := o.freePort()
 		if p == 0 || !slices.ContainsFunc(slices.Collect(maps.Values(o.lanes.clones)), func(l *lane) bool { return l.port == p }) {
 			return p
 		}

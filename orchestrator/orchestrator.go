@@ -116,9 +116,12 @@ type Orchestrator struct {
 	// askedSetup: the session said once what the daemon would not fetch
 	// by itself (setupTaken).
 	askedSetup bool
-	counters   map[string]store.FeatureCounters
-	tally      tally
-	pending    store.Batch // changes that ride with the next persist
+	// freePort offers a port no process listens on (sandbox.FreePort);
+	// lanePort keeps the ones open lanes hold apart.
+	freePort func() int
+	counters map[string]store.FeatureCounters
+	tally    tally
+	pending  store.Batch // changes that ride with the next persist
 	// lanes are where features are worked, and the daemon's job in
 	// flight (laneset.go). Every handler is handed the lane it works in.
 	lanes     laneSet
@@ -213,6 +216,7 @@ func New(opts Options) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		opts:      opts,
+		freePort:  sandbox.FreePort,
 		session:   st.Session,
 		counters:  st.Counters,
 		tally:     tally{lastRun: st.LastRunSeq, lastTrans: st.LastTransSeq, totalCost: st.TotalCostUSD, runCount: st.RunCount},

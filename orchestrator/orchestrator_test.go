@@ -118,6 +118,9 @@ type harness struct {
 	// person's files of lanes.copy.
 	setup  *sandbox.Setup
 	copies lanecopy.Files
+	// freePort, when set, offers the lanes' ports in place of the
+	// machine's free ones.
+	freePort func() int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -196,6 +199,9 @@ func (h *harness) orchestrator(exitWhenDone bool) *Orchestrator {
 		ExitWhenDone: exitWhenDone, HookCommand: "ctxgraphd hook", MCPURL: h.mcpURL, Setup: h.setup})
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if h.freePort != nil {
+		o.freePort = h.freePort
 	}
 	h.current = o
 	return o

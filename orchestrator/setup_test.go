@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
@@ -214,8 +215,19 @@ func TestLanesGetAPortOfTheirOwnUnconfined(t *testing.T) {
 	for _, confined := range []bool{false, true} {
 		t.Run(fmt.Sprintf("confined %v", confined), func(t *testing.T) {
 			h := newHarness(t)
-			h.cfg.Limits.Parallel = 2
+			h.cfg.Limits.Parallel = 3
 			h.cfg.Sandbox.Enabled = confined
+			h.runner.script[role.Initializer] = initializerWrites(5)
+			// A machine whose free ports come round again: every other
+			// offer is one an open lane may hold already.
+			var offered atomic.Int32
+			h.freePort = func() int {
+				n := int(offered.Add(1))
+				if n%2 == 1 {
+					return 41000
+				}
+				return 41000 + n/2
+			}
 			var mu sync.Mutex
 			ports := map[string][]string{}
 			h.runner.script[role.Coder] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
@@ -231,15 +243,31 @@ func TestLanesGetAPortOfTheirOwnUnconfined(t *testing.T) {
 			if err := h.runToEnd(); err != nil {
 				t.Fatal(err)
 			}
+			if got := summary(h.list()); got != "F-001=tested F-002=tested F-003=tested F-004=tested F-005=tested" {
+				t.Fatalf("features = %s", got)
+			}
 			if confined {
 				if len(ports) != 0 {
 					t.Errorf("confined runs were given PORT: %v", ports)
 				}
 				return
 			}
-			a, b := ports["F-001"], ports["F-002"]
-			if len(a) != 1 || len(b) != 1 || a[0] == b[0] || a[0] == "0" || b[0] == "0" {
-				t.Errorf("the lanes' ports: %v, want one each, apart", ports)
+			// The first three lanes are open at once: three ports apart.
+			seen := map[string]string{}
+			for _, id := range []string{"F-001", "F-002", "F-003"} {
+				p := ports[id]
+				if len(p) != 1 || p[0] == "0" {
+					t.Fatalf("%s's ports: %v, want one", id, p)
+				}
+				if other, dup := seen[p[0]]; dup {
+					t.Errorf("%s and %s, open at once, share port %s", other, id, p[0])
+				}
+				seen[p[0]] = id
+			}
+			for _, id := range []string{"F-004", "F-005"} {
+				if len(ports[id]) != 1 {
+					t.Errorf("%s's ports: %v, want one", id, ports[id])
+				}
 			}
 		})
 	}
