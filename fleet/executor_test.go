@@ -732,13 +732,21 @@ func TestASetupThatFailsOnAWorkerIsNoRunOfTheAgents(t *testing.T) {
 }
 
 // TestAResultHoldingThePersonsCopyIsRefused: a worker that sends back a
-// tree holding a file of lanes.copy (its own .env, over the person's) has
-// its result refused whole.
+// tree holding a file of lanes.copy (its own .env over the person's, at
+// the top or deeper) has its result refused whole.
 func TestAResultHoldingThePersonsCopyIsRefused(t *testing.T) {
+	for _, name := range []string{".env", "config/local.yaml"} {
+		t.Run(name, func(t *testing.T) { testAResultHoldingACopyIsRefused(t, name) })
+	}
+}
+
+func testAResultHoldingACopyIsRefused(t *testing.T, name string) {
 	dir, repo := lane(t)
 	person := t.TempDir()
+	os.MkdirAll(filepath.Join(person, "config"), 0o755)
 	os.WriteFile(filepath.Join(person, ".env"), []byte("TOKEN=local\n"), 0o600)
-	copies, err := lanecopy.Capture(person, []string{".env"}, func(string) (bool, error) { return false, nil })
+	os.WriteFile(filepath.Join(person, "config", "local.yaml"), []byte("port: 1\n"), 0o600)
+	copies, err := lanecopy.Capture(person, []string{".env", "config/local.yaml"}, func(string) (bool, error) { return false, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -764,7 +772,7 @@ func TestAResultHoldingThePersonsCopyIsRefused(t *testing.T) {
 		env := filepath.Join(t.TempDir(), "env")
 		os.WriteFile(env, []byte("TOKEN=the-workers\n"), 0o600)
 		blob := git(nil, "hash-object", "-w", env)
-		git(index, "update-index", "--add", "--cacheinfo", "100644,"+blob+",.env")
+		git(index, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+name)
 		tree := git(index, "write-tree")
 		tip := git([]string{"GIT_AUTHOR_NAME=w", "GIT_AUTHOR_EMAIL=w@w", "GIT_COMMITTER_NAME=w", "GIT_COMMITTER_EMAIL=w@w"}, "commit-tree", tree, "-p", base, "-m", "what the run left")
 		var bundle bytes.Buffer
@@ -774,10 +782,10 @@ func TestAResultHoldingThePersonsCopyIsRefused(t *testing.T) {
 		return bundle.Bytes(), tip
 	})
 	res := <-done
-	if res.OK() || !strings.Contains(res.Text, "lanes.copy") {
-		t.Errorf("a result holding .env ended the run as %+v; want it refused, naming lanes.copy", res)
+	if res.OK() || !strings.Contains(res.Text, "lanes.copy") || !strings.Contains(res.Text, name) {
+		t.Errorf("a result holding %s ended the run as %+v; want it refused, naming it and lanes.copy", name, res)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".env")); !os.IsNotExist(err) {
-		t.Errorf("the worker's .env is in the lane: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); !os.IsNotExist(err) {
+		t.Errorf("the worker's %s is in the lane: %v", name, err)
 	}
 }

@@ -82,6 +82,22 @@ func fleetProject(id string) string {
 }
 
 // newExecutor is the runner of a daemon whose lanes run on the fleet of
+// laneRepos opens the repository of a run's work tree for the executor,
+// with an index of its own in indexes: a lane's clone as the loop opens it
+// (its objects the project's), or the project's own tree. lanes.copy's
+// files (copies) are the person's: in no base a worker clones (they cross
+// in the Assignment, to the worker bound to the run), nor any result.
+func laneRepos(proj paths.Project, repo *gitrepo.Repo, indexes string, copies []string) func(context.Context, string) (*gitrepo.Repo, error) {
+	return func(ctx context.Context, dir string) (*gitrepo.Repo, error) {
+		sum := sha256.Sum256([]byte(dir))
+		opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: append([]string{paths.ProgressDir}, copies...), Objects: repo.ObjectsDir()}
+		if dir == proj.Dir {
+			opts.Exclude, opts.Objects = append([]string{".claude"}, copies...), ""
+		}
+		return gitrepo.Open(ctx, opts)
+	}
+}
+
 // srv: each run shipped to a worker, its result landed in the lane's work
 // tree for the loop to judge. repo is the project's repository; a lane's
 // clone is opened as the loop opens it (its objects the project's).
@@ -90,21 +106,11 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 	if err := os.MkdirAll(indexes, 0o700); err != nil {
 		return nil, err
 	}
-	copies := j.Copies().Names()
 	return fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
 		Gates:      j,
 		ProjectDir: proj.Dir,
 		Copies:     j.Copies(),
-		OpenRepo: func(ctx context.Context, dir string) (*gitrepo.Repo, error) {
-			sum := sha256.Sum256([]byte(dir))
-			// lanes.copy's files are the person's: in no base a worker
-			// clones (they cross in the Assignment), nor any result.
-			opts := gitrepo.Options{Dir: dir, Index: filepath.Join(indexes, hex.EncodeToString(sum[:8])), Exclude: append([]string{paths.ProgressDir}, copies...), Objects: repo.ObjectsDir()}
-			if dir == proj.Dir {
-				opts.Exclude, opts.Objects = append([]string{".claude"}, copies...), ""
-			}
-			return gitrepo.Open(ctx, opts)
-		},
+		OpenRepo:   laneRepos(proj, repo, indexes, j.Copies().Names()),
 		Run: fleet.RunOptions{
 			Model: cfg.Agent.Model, Timeout: cfg.Agent.Timeout, IdleTimeout: cfg.Agent.IdleTimeout, MaxTurns: cfg.Agent.MaxTurns,
 			MaxBudgetUSD: cfg.Budget.RunUSD, StuckAfter: cfg.Agent.StuckAfter,

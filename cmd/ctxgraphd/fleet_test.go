@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/control/controltest"
 	"github.com/ctxgraphd/ctxgraphd/fleet"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 )
 
@@ -147,5 +149,60 @@ func TestStartFleet(t *testing.T) {
 	}
 	if want := filepath.Join(proj.StateDir, "fleet", "workers", "build-1.creds"); w.Credentials != want || !strings.HasPrefix(w.URL, "nats://127.0.0.1:") {
 		t.Errorf("AddWorker = %+v, want credentials %s and a loopback URL", w, want)
+	}
+}
+
+// TestNoBaseAWorkerClonesHoldsThePersonsCopies: the trees the executor
+// commits as runs' bases (a lane's clone, the project's own) leave the
+// files of lanes.copy out, though the person keeps them untracked and
+// unignored: the base bundle sits where any worker may read it, and the
+// copies go to the bound worker alone.
+func TestNoBaseAWorkerClonesHoldsThePersonsCopies(t *testing.T) {
+	ctx := context.Background()
+	proj, lane := t.TempDir(), filepath.Join(t.TempDir(), "lane")
+	git := func(args ...string) {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(proj, "main.go"), []byte("package main\n"), 0o644)
+	git("-C", proj, "init", "-q")
+	git("-C", proj, "add", "main.go")
+	git("-C", proj, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+	git("clone", "-q", "--shared", proj, lane)
+	for _, dir := range []string{proj, lane} {
+		for name, text := range map[string]string{".env": "TOKEN=person\n", "config/local.yaml": "port: 1\n"} {
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := paths.Project{Dir: proj}
+	repo, err := gitrepo.Open(ctx, gitrepo.Options{Dir: proj, Index: filepath.Join(t.TempDir(), "index")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := laneRepos(p, repo, t.TempDir(), []string{".env", "config/local.yaml"})
+	for _, dir := range []string{lane, proj} {
+		r, err := open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := r.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := r.Files(ctx, tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Path)
+		}
+		if strings.Join(names, " ") != "main.go" {
+			t.Errorf("the base of a run in %s holds %q, want main.go alone", dir, names)
+		}
 	}
 }
