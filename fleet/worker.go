@@ -300,7 +300,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		delete(w.runs, key)
 		w.mu.Unlock()
 	}()
-	go w.heartbeat(ctx, job, a.Heartbeat, cancel, msg)
+	go w.heartbeat(ctx, job, a.Token, a.Heartbeat, cancel, msg)
 
 	dir := w.clone(job)
 	proj := paths.Project{}
@@ -312,7 +312,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		os.Remove(w.indexOf(key))
 	}()
 	log.Info("running a lane's run", zap.String("feature", job.Feature), zap.String("role", string(a.Spec.Role)))
-	out := Outcome{Run: job.Run, Attempt: job.Attempt}
+	out := Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token}
 	repo, err := w.prepare(ctx, job, a, dir)
 	if err == nil {
 		proj, err = paths.ForProjectEnv(dir, w.getenv)
@@ -327,7 +327,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 	if errors.Is(context.Cause(ctx), errShutdown) {
 		// Given back at once, rather than after missed heartbeats.
 		log.Info("the worker stops: its run is given back")
-		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, GivenBack: errShutdown.Error()}, log)
+		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, GivenBack: errShutdown.Error()}, log)
 		return
 	}
 	switch {
@@ -457,8 +457,8 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	res := runner.Run(ctx, agents.Spec{
 		RunID: run, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt, SessionID: spec.SessionID,
 		Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt, Dir: dir, Settings: settings, Token: a.Token, MaxBudgetUSD: spec.MaxBudgetUSD,
-	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, PID: pid}) },
-		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Event: &ev}) })
+	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, Token: a.Token, PID: pid}) },
+		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Token: a.Token, Event: &ev}) })
 	return res, nil
 }
 
@@ -535,11 +535,11 @@ func (w *worker) publish(ev Event) {
 
 // heartbeat says the attempt is alive until ctx ends; the daemon's answer
 // that it is no longer this worker's stops it.
-func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
+func (w *worker) heartbeat(ctx context.Context, job Job, token string, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	data, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt})
+	data, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: token})
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
