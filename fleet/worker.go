@@ -376,15 +376,10 @@ func (w *worker) indexOf(key string) string {
 // prepare makes the attempt's clone: the base from the bucket, the
 // progress files, the hooks' offline record.
 func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string) (*gitrepo.Repo, error) {
-	bases, err := w.js.ObjectStore(ctx, w.fleet.BaseBucket())
-	if err != nil {
-		return nil, fmt.Errorf("the base bundles: %w", err)
-	}
-	obj, err := bases.Get(ctx, job.Bundle)
+	obj, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle, a.MaxBundleBytes)
 	if err != nil {
 		return nil, fmt.Errorf("the base bundle %s: %w", job.Bundle, err)
 	}
-	defer obj.Close()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
@@ -403,13 +398,11 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 		return nil, err
 	}
 	if len(job.Deps) > 0 {
-		deps, err := bases.Get(ctx, job.Bundle+depsSuffix)
+		deps, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle+depsSuffix, a.MaxBundleBytes)
 		if err != nil {
 			return nil, fmt.Errorf("the lane's dependencies: %w", err)
 		}
-		err = toolchain.UnpackDeps(dir, deps, job.Deps, a.MaxBundleBytes)
-		deps.Close()
-		if err != nil {
+		if err := toolchain.UnpackDeps(dir, deps, job.Deps, a.MaxBundleBytes); err != nil {
 			return nil, err
 		}
 	}
