@@ -105,7 +105,11 @@ type Executor struct {
 	runs     map[string]*remote // by run id
 	tokens   map[string]*remote // by token
 	findings map[string]*Findings
-	subs     []*nats.Subscription
+	// mailboxes are the workers' queues (perWorker), until closed.
+	mailboxes map[string]*mailbox
+	closed    chan struct{}
+	closeOnce sync.Once
+	subs      []*nats.Subscription
 }
 
 // Findings are what a worker did that no honest worker does (a message
@@ -120,9 +124,9 @@ type Findings struct {
 // them costs the daemon no more than this.
 const maxFindingsKept = 8
 
-// finding records what against worker, and logs it.
+// finding records what against worker, and logs it: the first few, then
+// at each power of two, so that a flood of them floods no log.
 func (e *Executor) finding(worker, what string) {
-	e.log.Warn("a worker's message was refused", zap.String("worker", worker), zap.String("finding", what))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f := e.findings[worker]
@@ -131,6 +135,9 @@ func (e *Executor) finding(worker, what string) {
 		e.findings[worker] = f
 	}
 	f.Count++
+	if f.Count <= maxFindingsKept || f.Count&(f.Count-1) == 0 {
+		e.log.Warn("a worker's message was refused", zap.String("worker", worker), zap.String("finding", what), zap.Int("findings", f.Count))
+	}
 	f.Last = append(f.Last, what)
 	if len(f.Last) > maxFindingsKept {
 		f.Last = slices.Delete(f.Last, 0, len(f.Last)-maxFindingsKept)
@@ -187,7 +194,8 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	e := &Executor{opts: opts, nc: nc, js: js, subjects: subjects, log: opts.Log.Named("fleet"),
-		runs: map[string]*remote{}, tokens: map[string]*remote{}, findings: map[string]*Findings{}}
+		runs: map[string]*remote{}, tokens: map[string]*remote{}, findings: map[string]*Findings{},
+		mailboxes: map[string]*mailbox{}, closed: make(chan struct{})}
 	if st, err := js.Stream(ctx, subjects.LanesStream()); err == nil {
 		if err := st.Purge(ctx); err != nil {
 			return nil, fmt.Errorf("fleet: dropping the lanes of an earlier daemon: %w", err)
@@ -198,7 +206,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	for kind, h := range map[string]nats.MsgHandler{
 		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
 	} {
-		sub, err := nc.Subscribe(subjects.Workers(kind), h)
+		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(h))
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("fleet: subscribing to the workers' %s: %w", kind, err)
@@ -221,6 +229,68 @@ func (e *Executor) Close() {
 	for _, s := range subs {
 		s.Unsubscribe()
 	}
+	e.closeOnce.Do(func() { close(e.closed) })
+}
+
+// A worker's messages wait in a mailbox of its own, handled in order by a
+// goroutine of its own: the subscriptions, which every worker's messages
+// share, only hand each on, and never wait. One worker's flood fills its
+// own mailbox, whose overflow is dropped (a finding against it), and
+// delays no other worker's results.
+const (
+	// mailboxDepth is how many of a worker's messages may wait; an honest
+	// worker's runs send a few at a time.
+	mailboxDepth = 256
+	// hooksInFlight is how many of a worker's hooks the daemon answers at
+	// once; more wait in its mailbox.
+	hooksInFlight = 16
+)
+
+// delivery is a message and its handler, in a worker's mailbox.
+type delivery struct {
+	h nats.MsgHandler
+	m *nats.Msg
+}
+
+// mailbox is one worker's queue, and the bound on its hooks in flight.
+type mailbox struct {
+	in    chan delivery
+	hooks chan struct{}
+}
+
+// perWorker wraps h to queue each message in its sender's mailbox.
+func (e *Executor) perWorker(h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		worker := e.workerName(m.Subject)
+		select {
+		case e.mailboxOf(worker).in <- delivery{h: h, m: m}:
+		default:
+			e.finding(worker, fmt.Sprintf("more messages at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
+		}
+	}
+}
+
+// mailboxOf is worker's mailbox, made (with its goroutine) at its first
+// message.
+func (e *Executor) mailboxOf(worker string) *mailbox {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	mb := e.mailboxes[worker]
+	if mb == nil {
+		mb = &mailbox{in: make(chan delivery, mailboxDepth), hooks: make(chan struct{}, hooksInFlight)}
+		e.mailboxes[worker] = mb
+		go func() {
+			for {
+				select {
+				case <-e.closed:
+					return
+				case d := <-mb.in:
+					d.h(d.m)
+				}
+			}
+		}()
+	}
+	return mb
 }
 
 // Run ships one run to the fleet and waits for its end, which it puts in
@@ -838,7 +908,16 @@ func (e *Executor) onHook(m *nats.Msg) {
 	if !e.answerable(worker, m) {
 		return
 	}
+	// At most hooksInFlight at once: the rest wait in the worker's own
+	// mailbox, delaying that worker only.
+	hooks := e.mailboxOf(worker).hooks
+	select {
+	case hooks <- struct{}{}:
+	case <-e.closed:
+		return
+	}
 	go func() {
+		defer func() { <-hooks }()
 		var call HookCall
 		if err := json.Unmarshal(m.Data, &call); err != nil {
 			e.reply(worker, m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})

@@ -67,6 +67,8 @@ type gatesRecord struct {
 	traces    []control.Trace
 	modes     gates.Modes
 	issued    int
+	// stall, when set, holds every hook of these runs until it is closed.
+	stall map[string]chan struct{}
 }
 
 func newGates() *gatesRecord {
@@ -82,7 +84,16 @@ func (g *gatesRecord) register(run string) string {
 	return tok
 }
 
-func (g *gatesRecord) Hook(_ context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
+func (g *gatesRecord) Hook(ctx context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
+	g.mu.Lock()
+	stall := g.stall[g.tokens[token]]
+	g.mu.Unlock()
+	if stall != nil {
+		select {
+		case <-stall:
+		case <-ctx.Done():
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	run, ok := g.tokens[token]
@@ -575,6 +586,7 @@ func TestARestartedDaemonsWorkersDropTheRunsOfTheOneBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer before.Close() // its goroutines, once its connection is gone
 	rig.worker(t, "a", fakeClaude(t))
 	tok := rig.g.register("run-0001")
 	began := make(chan struct{}, 1)

@@ -137,3 +137,75 @@ func TestAWorkersMessagesWithoutTheRunsTokenAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOneWorkersFloodDelaysNoOtherWorker: worker a holds a run whose hooks
+// the daemon is slow to answer, and floods the daemon with more hooks,
+// heartbeats and events than it keeps waiting; worker b's run meanwhile
+// runs to its end, its hooks answered. a's flood waits in a's own mailbox,
+// with no more than hooksInFlight of its hooks in flight, and what
+// overflows is dropped, a finding against a and none against b.
+func TestOneWorkersFloodDelaysNoOtherWorker(t *testing.T) {
+	dirA, repoA := lane(t)
+	dirB, repoB := lane(t)
+	rig := newRig(t, func(dir string) *gitrepo.Repo {
+		if dir == dirA {
+			return repoA
+		}
+		return repoB
+	}, "a", "b")
+	tokA := rig.g.register("run-a")
+	stall := make(chan struct{})
+	rig.g.stall = map[string]chan struct{}{"run-a": stall}
+	defer close(stall)
+	ctx, cancel := context.WithCancel(context.Background())
+	ranA := make(chan struct{})
+	go func() {
+		defer close(ranA)
+		rig.e.Run(ctx, spec("run-a", dirA, `true`, tokA), nil, func(agents.Event) {})
+	}()
+	defer func() { cancel(); <-ranA }()
+	job, a, nc := rig.silentWorker(t, "a")
+	wa := rig.s.Subjects().Worker("a")
+	hook, _ := json.Marshal(HookCall{Token: a.Token})
+	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token})
+	ev, _ := json.Marshal(Event{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Event: &agents.Event{Kind: "tool_use"}})
+	inbox := wa.Inbox + ".flood"
+	for i := range 4 * mailboxDepth {
+		subject, data := wa.Hook, hook
+		switch i % 3 {
+		case 1:
+			subject, data = wa.Heartbeat, beat
+		case 2:
+			subject, data = wa.Events, ev
+		}
+		if err := nc.PublishRequest(subject, inbox, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Flush()
+
+	// b's run, with a hook on its way, while a's flood waits.
+	rig.worker(t, "b", fakeClaude(t))
+	tokB := rig.g.register("run-b")
+	res := rig.e.Run(context.Background(), spec("run-b", dirB, `echo b > b.txt`, tokB), nil, func(agents.Event) {})
+	if !res.OK() {
+		t.Fatalf("b's run, during a's flood: %+v", res)
+	}
+	if f := rig.e.FindingsOf("a"); f.Count == 0 || !strings.Contains(strings.Join(f.Last, "\n"), "dropped") {
+		t.Errorf("findings against a after its flood: %+v; want its overflow dropped", f)
+	}
+	if f := rig.e.FindingsOf("b"); f.Count != 0 {
+		t.Errorf("findings against b: %+v", f)
+	}
+	rig.g.mu.Lock()
+	answered := 0
+	for _, r := range rig.g.hooks {
+		if r == "run-a" {
+			answered++
+		}
+	}
+	rig.g.mu.Unlock()
+	if answered != 0 {
+		t.Errorf("%d of a's stalled hooks were answered", answered)
+	}
+}
