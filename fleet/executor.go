@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,10 +101,57 @@ type Executor struct {
 	subjects Subjects
 	log      *zap.Logger
 
-	mu     sync.Mutex
-	runs   map[string]*remote // by run id
-	tokens map[string]*remote // by token
-	subs   []*nats.Subscription
+	mu       sync.Mutex
+	runs     map[string]*remote // by run id
+	tokens   map[string]*remote // by token
+	findings map[string]*Findings
+	// mailboxes are the workers' queues (perWorker), until closed.
+	mailboxes map[string]*mailbox
+	closed    chan struct{}
+	closeOnce sync.Once
+	subs      []*nats.Subscription
+}
+
+// Findings are what a worker did that no honest worker does (a message
+// about a run not its own, an answer asked for outside its inbox, a
+// second outcome), as the daemon saw it: how many, and the last few.
+type Findings struct {
+	Count int
+	Last  []string // the newest last, at most maxFindingsKept
+}
+
+// maxFindingsKept bounds a worker's Findings.Last: a worker's flood of
+// them costs the daemon no more than this.
+const maxFindingsKept = 8
+
+// finding records what against worker, and logs it: the first few, then
+// at each power of two, so that a flood of them floods no log.
+func (e *Executor) finding(worker, what string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.findings[worker]
+	if f == nil {
+		f = &Findings{}
+		e.findings[worker] = f
+	}
+	f.Count++
+	if f.Count <= maxFindingsKept || f.Count&(f.Count-1) == 0 {
+		e.log.Warn("a worker's message was refused", zap.String("worker", worker), zap.String("finding", what), zap.Int("findings", f.Count))
+	}
+	f.Last = append(f.Last, what)
+	if len(f.Last) > maxFindingsKept {
+		f.Last = slices.Delete(f.Last, 0, len(f.Last)-maxFindingsKept)
+	}
+}
+
+// FindingsOf are the findings against worker so far.
+func (e *Executor) FindingsOf(worker string) Findings {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.findings[worker]; f != nil {
+		return Findings{Count: f.Count, Last: slices.Clone(f.Last)}
+	}
+	return Findings{}
 }
 
 // remote is a run shipped to the fleet.
@@ -115,6 +163,7 @@ type remote struct {
 	attempt int
 	token   string
 	worker  string // "" until an attempt is claimed
+	ended   int    // the attempt whose outcome was taken
 	msgs    chan any
 }
 
@@ -145,7 +194,8 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	e := &Executor{opts: opts, nc: nc, js: js, subjects: subjects, log: opts.Log.Named("fleet"),
-		runs: map[string]*remote{}, tokens: map[string]*remote{}}
+		runs: map[string]*remote{}, tokens: map[string]*remote{}, findings: map[string]*Findings{},
+		mailboxes: map[string]*mailbox{}, closed: make(chan struct{})}
 	if st, err := js.Stream(ctx, subjects.LanesStream()); err == nil {
 		if err := st.Purge(ctx); err != nil {
 			return nil, fmt.Errorf("fleet: dropping the lanes of an earlier daemon: %w", err)
@@ -156,7 +206,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	for kind, h := range map[string]nats.MsgHandler{
 		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
 	} {
-		sub, err := nc.Subscribe(subjects.Workers(kind), h)
+		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(h))
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("fleet: subscribing to the workers' %s: %w", kind, err)
@@ -179,6 +229,68 @@ func (e *Executor) Close() {
 	for _, s := range subs {
 		s.Unsubscribe()
 	}
+	e.closeOnce.Do(func() { close(e.closed) })
+}
+
+// A worker's messages wait in a mailbox of its own, handled in order by a
+// goroutine of its own: the subscriptions, which every worker's messages
+// share, only hand each on, and never wait. One worker's flood fills its
+// own mailbox, whose overflow is dropped (a finding against it), and
+// delays no other worker's results.
+const (
+	// mailboxDepth is how many of a worker's messages may wait; an honest
+	// worker's runs send a few at a time.
+	mailboxDepth = 256
+	// hooksInFlight is how many of a worker's hooks the daemon answers at
+	// once; more wait in its mailbox.
+	hooksInFlight = 16
+)
+
+// delivery is a message and its handler, in a worker's mailbox.
+type delivery struct {
+	h nats.MsgHandler
+	m *nats.Msg
+}
+
+// mailbox is one worker's queue, and the bound on its hooks in flight.
+type mailbox struct {
+	in    chan delivery
+	hooks chan struct{}
+}
+
+// perWorker wraps h to queue each message in its sender's mailbox.
+func (e *Executor) perWorker(h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		worker := e.workerName(m.Subject)
+		select {
+		case e.mailboxOf(worker).in <- delivery{h: h, m: m}:
+		default:
+			e.finding(worker, fmt.Sprintf("more messages at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
+		}
+	}
+}
+
+// mailboxOf is worker's mailbox, made (with its goroutine) at its first
+// message.
+func (e *Executor) mailboxOf(worker string) *mailbox {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	mb := e.mailboxes[worker]
+	if mb == nil {
+		mb = &mailbox{in: make(chan delivery, mailboxDepth), hooks: make(chan struct{}, hooksInFlight)}
+		e.mailboxes[worker] = mb
+		go func() {
+			for {
+				select {
+				case <-e.closed:
+					return
+				case d := <-mb.in:
+					d.h(d.m)
+				}
+			}
+		}()
+	}
+	return mb
 }
 
 // Run ships one run to the fleet and waits for its end, which it puts in
@@ -713,7 +825,25 @@ func (e *Executor) workerName(subject string) string {
 	return name
 }
 
-func reply(m *nats.Msg, v any) {
+// answerable reports whether m, a request of worker's, may be answered:
+// its reply subject is in worker's own inbox. A reply subject is the
+// sender's to choose, and one of another worker's subjects (its control,
+// its inbox) would carry the daemon's word to that worker; such a request
+// is not acted on at all, and is a finding against its sender.
+func (e *Executor) answerable(worker string, m *nats.Msg) bool {
+	if strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
+		return true
+	}
+	e.finding(worker, fmt.Sprintf("a request on %s asked for its answer on %q, outside the worker's inbox: not acted on", m.Subject, m.Reply))
+	return false
+}
+
+// reply answers m, a request of worker's, in worker's own inbox only
+// (answerable).
+func (e *Executor) reply(worker string, m *nats.Msg, v any) {
+	if !strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
+		return
+	}
 	data, err := json.Marshal(v)
 	if err == nil {
 		m.Respond(data)
@@ -723,9 +853,12 @@ func reply(m *nats.Msg, v any) {
 // onClaim binds a run's attempt to the worker that claims it first.
 func (e *Executor) onClaim(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
+	if !e.answerable(worker, m) {
+		return // nothing is bound: the run stays open for a claim that can be answered
+	}
 	var c Claim
 	if err := json.Unmarshal(m.Data, &c); err != nil {
-		reply(m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
+		e.reply(worker, m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
 		return
 	}
 	e.mu.Lock()
@@ -733,11 +866,11 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	switch {
 	case r == nil:
 		e.mu.Unlock()
-		reply(m, Assignment{Refused: "no such run in flight (over, or of a daemon before this one)"})
+		e.reply(worker, m, Assignment{Refused: "no such run in flight (over, or of a daemon before this one)"})
 		return
 	case r.attempt != c.Attempt || r.worker != "":
 		e.mu.Unlock()
-		reply(m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
+		e.reply(worker, m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
 		return
 	}
 	var denied []string
@@ -746,22 +879,23 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	}
 	if err := e.opts.Gates.Relocate(r.token, c.Dir, denied, c.Writable); err != nil {
 		e.mu.Unlock()
-		reply(m, Assignment{Refused: err.Error()})
+		e.reply(worker, m, Assignment{Refused: err.Error()})
 		return
 	}
 	r.worker = worker
 	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies}
 	e.mu.Unlock()
-	reply(m, a)
+	e.reply(worker, m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}
 }
 
-// bound is the run of token if it is bound to worker.
-func (e *Executor) bound(worker, run string, attempt int) *remote {
+// bound is run's attempt if it is bound to worker and token is its: a
+// worker speaks only of its own runs, with the token each was given.
+func (e *Executor) bound(worker, run string, attempt int, token string) *remote {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := e.runs[run]
-	if r == nil || r.worker != worker || r.attempt != attempt {
+	if r == nil || r.worker != worker || r.attempt != attempt || subtle.ConstantTimeCompare([]byte(r.token), []byte(token)) != 1 {
 		return nil
 	}
 	return r
@@ -771,10 +905,22 @@ func (e *Executor) bound(worker, run string, attempt int) *remote {
 // to that worker only: a worker cannot ask as another's run.
 func (e *Executor) onHook(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
+	if !e.answerable(worker, m) {
+		return
+	}
+	// At most hooksInFlight at once: the rest wait in the worker's own
+	// mailbox, delaying that worker only.
+	hooks := e.mailboxOf(worker).hooks
+	select {
+	case hooks <- struct{}{}:
+	case <-e.closed:
+		return
+	}
 	go func() {
+		defer func() { <-hooks }()
 		var call HookCall
 		if err := json.Unmarshal(m.Data, &call); err != nil {
-			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})
+			e.reply(worker, m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})
 			return
 		}
 		e.mu.Lock()
@@ -782,7 +928,7 @@ func (e *Executor) onHook(m *nats.Msg) {
 		ok := r != nil && r.worker == worker
 		e.mu.Unlock()
 		if !ok {
-			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
+			e.reply(worker, m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
 				Message: "the run token is no run's of this worker (the attempt was given to another worker, or is over)"}})
 			return
 		}
@@ -794,25 +940,26 @@ func (e *Executor) onHook(m *nats.Msg) {
 			if !errors.As(err, &api) {
 				api = &control.APIError{HTTPStatus: http.StatusInternalServerError, Code: control.CodeInternal, Message: err.Error()}
 			}
-			reply(m, HookAnswer{Error: api})
+			e.reply(worker, m, HookAnswer{Error: api})
 			return
 		}
-		reply(m, HookAnswer{Response: resp})
+		e.reply(worker, m, HookAnswer{Response: resp})
 	}()
 }
 
 // onHeartbeat keeps an attempt alive, or tells its worker to stop it.
 func (e *Executor) onHeartbeat(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
 	var h Heartbeat
-	if json.Unmarshal(m.Data, &h) != nil {
+	if !e.answerable(worker, m) || json.Unmarshal(m.Data, &h) != nil {
 		return
 	}
-	r := e.bound(e.workerName(m.Subject), h.Run, h.Attempt)
+	r := e.bound(worker, h.Run, h.Attempt, h.Token)
 	if r == nil {
-		reply(m, Control{Run: h.Run, Attempt: h.Attempt, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
 		return
 	}
-	reply(m, Control{Run: h.Run, Attempt: h.Attempt})
+	e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt})
 	select {
 	case r.msgs <- beat{}:
 	default:
@@ -825,7 +972,7 @@ func (e *Executor) onEvent(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &ev) != nil {
 		return
 	}
-	if r := e.bound(e.workerName(m.Subject), ev.Run, ev.Attempt); r != nil {
+	if r := e.bound(e.workerName(m.Subject), ev.Run, ev.Attempt, ev.Token); r != nil {
 		select {
 		case r.msgs <- ev:
 		default:
@@ -836,16 +983,32 @@ func (e *Executor) onEvent(m *nats.Msg) {
 
 // onOutcome takes a bound attempt's end to its run.
 func (e *Executor) onOutcome(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
+	if !e.answerable(worker, m) {
+		return
+	}
 	var o Outcome
 	if err := json.Unmarshal(m.Data, &o); err != nil {
-		reply(m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})
+		e.reply(worker, m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})
 		return
 	}
-	r := e.bound(e.workerName(m.Subject), o.Run, o.Attempt)
+	r := e.bound(worker, o.Run, o.Attempt, o.Token)
 	if r == nil {
-		reply(m, OutcomeAnswer{Refused: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		e.reply(worker, m, OutcomeAnswer{Refused: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
 		return
 	}
-	reply(m, OutcomeAnswer{})
+	// One outcome an attempt: the run's channel never holds a flood of
+	// them, and the handler, which all workers' results share, never
+	// waits behind one worker's.
+	e.mu.Lock()
+	taken := r.ended == o.Attempt
+	r.ended = o.Attempt
+	e.mu.Unlock()
+	if taken {
+		e.reply(worker, m, OutcomeAnswer{Refused: "the attempt's outcome was taken already"})
+		e.finding(worker, fmt.Sprintf("a second outcome for attempt %d of %s", o.Attempt, o.Run))
+		return
+	}
+	e.reply(worker, m, OutcomeAnswer{})
 	r.msgs <- o
 }

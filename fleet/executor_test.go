@@ -67,6 +67,8 @@ type gatesRecord struct {
 	traces    []control.Trace
 	modes     gates.Modes
 	issued    int
+	// stall, when set, holds every hook of these runs until it is closed.
+	stall map[string]chan struct{}
 }
 
 func newGates() *gatesRecord {
@@ -82,7 +84,16 @@ func (g *gatesRecord) register(run string) string {
 	return tok
 }
 
-func (g *gatesRecord) Hook(_ context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
+func (g *gatesRecord) Hook(ctx context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
+	g.mu.Lock()
+	stall := g.stall[g.tokens[token]]
+	g.mu.Unlock()
+	if stall != nil {
+		select {
+		case <-stall:
+		case <-ctx.Done():
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	run, ok := g.tokens[token]
@@ -364,7 +375,7 @@ func TestALostWorkersRunGoesToAnotherWorkerWithANewToken(t *testing.T) {
 	if ans.Error == nil || ans.Error.Code != control.CodeUnknownRun {
 		t.Errorf("a's late hook answered %+v; want unknown run", ans)
 	}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Result: agents.Result{Ended: agents.EndExited, SawResult: true, Subtype: "success"}})
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Result: agents.Result{Ended: agents.EndExited, SawResult: true, Subtype: "success"}})
 	m, err = nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +439,7 @@ func (r *fleetRig) forge(t *testing.T, name string, bundle []byte, tip string) {
 // job the worker claimed.
 func (r *fleetRig) forgeOn(t *testing.T, name string, make func(base string) ([]byte, string)) {
 	t.Helper()
-	job, _, nc := r.silentWorker(t, name)
+	job, a, nc := r.silentWorker(t, name)
 	bundle, tip := make(job.Base)
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
@@ -439,7 +450,7 @@ func (r *fleetRig) forgeOn(t *testing.T, name string, make func(base string) ([]
 	if _, err := bucket.PutBytes(ctx, ResultKey(job.Run, job.Attempt), bundle); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Tip: tip,
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Tip: tip,
 		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", Text: "all tests pass"}})
 	if _, err := nc.Request(r.s.Subjects().Worker(name).Result, out, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -575,6 +586,7 @@ func TestARestartedDaemonsWorkersDropTheRunsOfTheOneBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer before.Close() // its goroutines, once its connection is gone
 	rig.worker(t, "a", fakeClaude(t))
 	tok := rig.g.register("run-0001")
 	began := make(chan struct{}, 1)
@@ -632,9 +644,9 @@ func TestWhatAWorkersHooksDecidedAloneReachesTheDaemon(t *testing.T) {
 	go func() {
 		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
 	}()
-	job, _, nc := rig.silentWorker(t, "a")
+	job, a, nc := rig.silentWorker(t, "a")
 	rec := spool.Record{Event: "pre-tool-use", Run: job.Run, TokenHash: control.TokenHash(tok), Payload: json.RawMessage(`{"tool_name":"Write"}`)}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Spooled: []spool.Record{rec},
+	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Spooled: []spool.Record{rec},
 		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}})
 	if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
 		t.Fatal(err)

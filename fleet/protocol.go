@@ -149,6 +149,10 @@ type RunOptions struct {
 type Heartbeat struct {
 	Run     string `json:"run"`
 	Attempt int    `json:"attempt"`
+	// Token is the attempt's (Assignment.Token), as on every message a
+	// worker sends about a run: the daemon takes none whose worker, run,
+	// attempt and token do not agree.
+	Token string `json:"token"`
 }
 
 // Event is what a worker's run says while it works: its process started
@@ -156,6 +160,7 @@ type Heartbeat struct {
 type Event struct {
 	Run     string        `json:"run"`
 	Attempt int           `json:"attempt"`
+	Token   string        `json:"token"`
 	PID     int           `json:"pid,omitempty"`
 	Event   *agents.Event `json:"event,omitempty"`
 }
@@ -177,6 +182,7 @@ type HookAnswer struct {
 type Outcome struct {
 	Run     string `json:"run"`
 	Attempt int    `json:"attempt"`
+	Token   string `json:"token"`
 	// GivenBack says why the worker gives the attempt back without an
 	// end (it is stopping): the daemon gives the run to another worker
 	// at once, as it would after missed heartbeats, and nothing else of

@@ -121,18 +121,17 @@ const jsAPI = "$JS.API."
 func objectStream(bucket string) string { return "OBJ_" + bucket }
 
 // readObjects are the API calls that open a bucket and read its objects
-// as nats.go's object store does: the stream's info (opening), a direct
-// get of the last message of a subject (an object's metadata; object
-// stores allow direct gets), and an ordered push consumer on its chunks,
-// created, flow-controlled (a large object) and deleted.
+// with direct gets only (openObject): the stream's info (opening), the
+// last message of a subject (an object's metadata; object stores allow
+// direct gets), and the next message of a subject (its chunks, one by
+// one). No consumer: one a worker made could deliver the stream into any
+// subject, past its own permissions.
 func readObjects(bucket string) []string {
 	st := objectStream(bucket)
 	return []string{
 		jsAPI + "STREAM.INFO." + st,
+		jsAPI + "DIRECT.GET." + st,
 		jsAPI + "DIRECT.GET." + st + ".>",
-		jsAPI + "CONSUMER.CREATE." + st + ".>",
-		jsAPI + "CONSUMER.DELETE." + st + ".*",
-		"$JS.FC." + st + ".>",
 	}
 }
 

@@ -300,7 +300,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		delete(w.runs, key)
 		w.mu.Unlock()
 	}()
-	go w.heartbeat(ctx, job, a.Heartbeat, cancel, msg)
+	go w.heartbeat(ctx, job, a.Token, a.Heartbeat, cancel, msg)
 
 	dir := w.clone(job)
 	proj := paths.Project{}
@@ -312,7 +312,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 		os.Remove(w.indexOf(key))
 	}()
 	log.Info("running a lane's run", zap.String("feature", job.Feature), zap.String("role", string(a.Spec.Role)))
-	out := Outcome{Run: job.Run, Attempt: job.Attempt}
+	out := Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token}
 	repo, err := w.prepare(ctx, job, a, dir)
 	if err == nil {
 		proj, err = paths.ForProjectEnv(dir, w.getenv)
@@ -327,7 +327,7 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 	if errors.Is(context.Cause(ctx), errShutdown) {
 		// Given back at once, rather than after missed heartbeats.
 		log.Info("the worker stops: its run is given back")
-		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, GivenBack: errShutdown.Error()}, log)
+		w.send(ctx, Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, GivenBack: errShutdown.Error()}, log)
 		return
 	}
 	switch {
@@ -376,15 +376,10 @@ func (w *worker) indexOf(key string) string {
 // prepare makes the attempt's clone: the base from the bucket, the
 // progress files, the hooks' offline record.
 func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string) (*gitrepo.Repo, error) {
-	bases, err := w.js.ObjectStore(ctx, w.fleet.BaseBucket())
-	if err != nil {
-		return nil, fmt.Errorf("the base bundles: %w", err)
-	}
-	obj, err := bases.Get(ctx, job.Bundle)
+	obj, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle, a.MaxBundleBytes)
 	if err != nil {
 		return nil, fmt.Errorf("the base bundle %s: %w", job.Bundle, err)
 	}
-	defer obj.Close()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
@@ -403,13 +398,11 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 		return nil, err
 	}
 	if len(job.Deps) > 0 {
-		deps, err := bases.Get(ctx, job.Bundle+depsSuffix)
+		deps, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle+depsSuffix, a.MaxBundleBytes)
 		if err != nil {
 			return nil, fmt.Errorf("the lane's dependencies: %w", err)
 		}
-		err = toolchain.UnpackDeps(dir, deps, job.Deps, a.MaxBundleBytes)
-		deps.Close()
-		if err != nil {
+		if err := toolchain.UnpackDeps(dir, deps, job.Deps, a.MaxBundleBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -457,8 +450,8 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 	res := runner.Run(ctx, agents.Spec{
 		RunID: run, Role: spec.Role, FeatureID: spec.FeatureID, Attempt: spec.Attempt, SessionID: spec.SessionID,
 		Prompt: spec.Prompt, SystemPrompt: spec.SystemPrompt, Dir: dir, Settings: settings, Token: a.Token, MaxBudgetUSD: spec.MaxBudgetUSD,
-	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, PID: pid}) },
-		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Event: &ev}) })
+	}, func(pid int) { w.publish(Event{Run: run, Attempt: attempt, Token: a.Token, PID: pid}) },
+		func(ev agents.Event) { w.publish(Event{Run: run, Attempt: attempt, Token: a.Token, Event: &ev}) })
 	return res, nil
 }
 
@@ -535,11 +528,11 @@ func (w *worker) publish(ev Event) {
 
 // heartbeat says the attempt is alive until ctx ends; the daemon's answer
 // that it is no longer this worker's stops it.
-func (w *worker) heartbeat(ctx context.Context, job Job, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
+func (w *worker) heartbeat(ctx context.Context, job Job, token string, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	data, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt})
+	data, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: token})
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

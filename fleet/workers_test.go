@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,7 +53,7 @@ func fleetOf(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Large enough that the ordered consumer reading it is flow-controlled.
+	// Of many chunks, read one direct get at a time.
 	if _, err := base.PutBytes(ctx, "c0ffee", baseBundle); err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +174,11 @@ func TestWorkerCan(t *testing.T) {
 			return err
 		}},
 		{"read a base bundle", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
-			base, err := js.ObjectStore(ctx, sub.BaseBucket())
+			r, err := openObject(ctx, js, sub.BaseBucket(), "c0ffee", 1<<30)
 			if err != nil {
 				return err
 			}
-			got, err := base.GetBytes(ctx, "c0ffee")
+			got, err := io.ReadAll(r)
 			if err != nil {
 				return err
 			}
@@ -307,6 +308,24 @@ func TestWorkerCannot(t *testing.T) {
 		}},
 		{"make a consumer of its own on the work queue", "$JS.API.CONSUMER.CREATE." + sub.LanesStream() + ".mine", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
 			_, err := js.CreateConsumer(ctx, sub.LanesStream(), jetstream.ConsumerConfig{Durable: "mine"})
+			return err
+		}},
+		// A consumer delivers wherever its creator says: into the work
+		// queue's subject, another worker's, the daemon's.
+		{"make a consumer on the base bundles delivering into the work queue", "$JS.API.CONSUMER.CREATE.OBJ_" + sub.BaseBucket(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.CreateConsumer(ctx, "OBJ_"+sub.BaseBucket(), jetstream.ConsumerConfig{Name: "relay", DeliverSubject: sub.Lanes()})
+			return err
+		}},
+		{"make an ordered consumer on the base bundles", "$JS.API.CONSUMER.CREATE.OBJ_" + sub.BaseBucket(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			base, err := js.ObjectStore(ctx, sub.BaseBucket())
+			if err != nil {
+				return err
+			}
+			_, err = base.GetBytes(ctx, "c0ffee")
+			return err
+		}},
+		{"make a consumer on its own results delivering into b's control", "$JS.API.CONSUMER.CREATE.OBJ_" + sub.ResultsBucket("a"), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.CreateConsumer(ctx, "OBJ_"+sub.ResultsBucket("a"), jetstream.ConsumerConfig{Name: "relay", DeliverSubject: b.Control})
 			return err
 		}},
 		{"make a stream", "$JS.API.STREAM.CREATE.mine", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {

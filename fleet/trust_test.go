@@ -1,0 +1,211 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+)
+
+// The tests of this file hold a worker with credentials of its own, and
+// nothing else, to what docs/operations.md says a worker can do: each
+// message it sends about a run is refused unless worker, run, attempt and
+// token agree, and the daemon answers only into the sender's own inbox.
+
+// TestAWorkerCannotEndAnotherWorkersRunThroughTheDaemonsAnswer: a worker
+// that asks about b's run, naming b's control subject (or b's inbox) as
+// where the answer goes, gets nothing sent there: b's run goes on to its
+// end, and the request is a finding against its sender.
+func TestAWorkerCannotEndAnotherWorkersRunThroughTheDaemonsAnswer(t *testing.T) {
+	for _, target := range []string{"control", "inbox"} {
+		t.Run(target, func(t *testing.T) {
+			dir, repo := lane(t)
+			rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+			rig.worker(t, "b", fakeClaude(t))
+			tok := rig.g.register("run-0001")
+			done := make(chan agents.Result, 1)
+			go func() {
+				done <- rig.e.Run(context.Background(), spec("run-0001", dir, `sleep 3; echo mine > b.txt`, tok), nil, func(agents.Event) {})
+			}()
+			na, err := connect(t, rig.s, rig.creds["a"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Once b runs it: every way a could ask about it, each naming b's
+			// subject for the answer.
+			time.Sleep(1500 * time.Millisecond)
+			to := rig.s.Subjects().Worker("b").Control
+			if target == "inbox" {
+				to = rig.s.Subjects().Worker("b").Inbox + ".x"
+			}
+			wa := rig.s.Subjects().Worker("a")
+			for _, m := range []struct {
+				subject string
+				v       any
+			}{
+				{wa.Heartbeat, Heartbeat{Run: "run-0001", Attempt: 1}},
+				{wa.Result, Outcome{Run: "run-0001", Attempt: 1}},
+				{wa.Claim, Claim{Run: "run-0001", Attempt: 1, Dir: "/x"}},
+				{wa.Hook, HookCall{Token: tok}},
+			} {
+				data, _ := json.Marshal(m.v)
+				if err := na.PublishRequest(m.subject, to, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			na.Flush()
+			res := <-done
+			if !res.OK() || res.Ended != agents.EndExited {
+				t.Fatalf("b's run ended %+v; want it to run to its end", res)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
+				t.Errorf("b's work did not land: %v", err)
+			}
+			if f := rig.e.FindingsOf("a"); f.Count < 4 || !strings.Contains(strings.Join(f.Last, "\n"), to) {
+				t.Errorf("findings against a: %+v; want one a request, naming %s", f, to)
+			}
+			if f := rig.e.FindingsOf("b"); f.Count != 0 {
+				t.Errorf("findings against b, which did nothing wrong: %+v", f)
+			}
+		})
+	}
+}
+
+// TestAWorkersMessagesWithoutTheRunsTokenAreRefused: a worker that holds a
+// run, but speaks of it without the token it was given (or with another),
+// has its heartbeats answered with a cancel, its outcome refused, its
+// events dropped; with the token, its outcome is taken, once.
+func TestAWorkersMessagesWithoutTheRunsTokenAreRefused(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	var events []agents.Event
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(ev agents.Event) { events = append(events, ev) })
+	}()
+	job, a, nc := rig.silentWorker(t, "a")
+	wa := rig.s.Subjects().Worker("a")
+	ask := func(subject string, v any, into any) {
+		t.Helper()
+		data, _ := json.Marshal(v)
+		m, err := nc.Request(subject, data, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(m.Data, into)
+	}
+	for _, token := range []string{"", "not-" + a.Token} {
+		var c Control
+		ask(wa.Heartbeat, Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: token}, &c)
+		if c.Cancel == "" {
+			t.Errorf("a heartbeat with token %q was taken", token)
+		}
+		var oa OutcomeAnswer
+		ask(wa.Result, Outcome{Run: job.Run, Attempt: job.Attempt, Token: token, Result: agents.Result{Ended: agents.EndExited, SawResult: true, Subtype: "success"}}, &oa)
+		if oa.Refused == "" {
+			t.Errorf("an outcome with token %q was taken", token)
+		}
+		ev, _ := json.Marshal(Event{Run: job.Run, Attempt: job.Attempt, Token: token, Event: &agents.Event{Kind: "tool_use", Tool: "Forged"}})
+		nc.Publish(wa.Events, ev)
+	}
+	nc.Flush()
+	var c Control
+	ask(wa.Heartbeat, Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token}, &c)
+	if c.Cancel != "" {
+		t.Errorf("the heartbeat with the run's token was answered %+v", c)
+	}
+	var oa OutcomeAnswer
+	ask(wa.Result, Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}}, &oa)
+	if oa.Refused != "" {
+		t.Fatalf("the outcome with the run's token was refused: %s", oa.Refused)
+	}
+	ask(wa.Result, Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token}, &oa)
+	if oa.Refused == "" {
+		t.Error("a second outcome of the attempt was taken")
+	}
+	<-done
+	for _, ev := range events {
+		if ev.Tool == "Forged" {
+			t.Errorf("an event without the run's token reached the run: %+v", ev)
+		}
+	}
+}
+
+// TestOneWorkersFloodDelaysNoOtherWorker: worker a holds a run whose hooks
+// the daemon is slow to answer, and floods the daemon with more hooks,
+// heartbeats and events than it keeps waiting; worker b's run meanwhile
+// runs to its end, its hooks answered. a's flood waits in a's own mailbox,
+// with no more than hooksInFlight of its hooks in flight, and what
+// overflows is dropped, a finding against a and none against b.
+func TestOneWorkersFloodDelaysNoOtherWorker(t *testing.T) {
+	dirA, repoA := lane(t)
+	dirB, repoB := lane(t)
+	rig := newRig(t, func(dir string) *gitrepo.Repo {
+		if dir == dirA {
+			return repoA
+		}
+		return repoB
+	}, "a", "b")
+	tokA := rig.g.register("run-a")
+	stall := make(chan struct{})
+	rig.g.stall = map[string]chan struct{}{"run-a": stall}
+	defer close(stall)
+	ctx, cancel := context.WithCancel(context.Background())
+	ranA := make(chan struct{})
+	go func() {
+		defer close(ranA)
+		rig.e.Run(ctx, spec("run-a", dirA, `true`, tokA), nil, func(agents.Event) {})
+	}()
+	defer func() { cancel(); <-ranA }()
+	job, a, nc := rig.silentWorker(t, "a")
+	wa := rig.s.Subjects().Worker("a")
+	hook, _ := json.Marshal(HookCall{Token: a.Token})
+	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token})
+	ev, _ := json.Marshal(Event{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Event: &agents.Event{Kind: "tool_use"}})
+	inbox := wa.Inbox + ".flood"
+	for i := range 4 * mailboxDepth {
+		subject, data := wa.Hook, hook
+		switch i % 3 {
+		case 1:
+			subject, data = wa.Heartbeat, beat
+		case 2:
+			subject, data = wa.Events, ev
+		}
+		if err := nc.PublishRequest(subject, inbox, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Flush()
+
+	// b's run, with a hook on its way, while a's flood waits.
+	rig.worker(t, "b", fakeClaude(t))
+	tokB := rig.g.register("run-b")
+	res := rig.e.Run(context.Background(), spec("run-b", dirB, `echo b > b.txt`, tokB), nil, func(agents.Event) {})
+	if !res.OK() {
+		t.Fatalf("b's run, during a's flood: %+v", res)
+	}
+	if f := rig.e.FindingsOf("a"); f.Count == 0 || !strings.Contains(strings.Join(f.Last, "\n"), "dropped") {
+		t.Errorf("findings against a after its flood: %+v; want its overflow dropped", f)
+	}
+	if f := rig.e.FindingsOf("b"); f.Count != 0 {
+		t.Errorf("findings against b: %+v", f)
+	}
+	rig.g.mu.Lock()
+	answered := 0
+	for _, r := range rig.g.hooks {
+		if r == "run-a" {
+			answered++
+		}
+	}
+	rig.g.mu.Unlock()
+	if answered != 0 {
+		t.Errorf("%d of a's stalled hooks were answered", answered)
+	}
+}
