@@ -172,6 +172,9 @@ type remote struct {
 type claimed struct{ worker, dir string }
 type beat struct{}
 
+// revoked says the attempt's worker was revoked.
+type revoked struct{ worker string }
+
 // NewExecutor starts serving the fleet on nc (the daemon's connection):
 // claims, hooks, heartbeats, events and outcomes. What the work queue
 // held from a daemon before this one is dropped: its runs' tokens died
@@ -256,6 +259,7 @@ type delivery struct {
 type mailbox struct {
 	in    chan delivery
 	hooks chan struct{}
+	quit  chan struct{} // closed when the worker is revoked
 }
 
 // perWorker wraps h to queue each message in its sender's mailbox.
@@ -270,6 +274,32 @@ func (e *Executor) perWorker(h nats.MsgHandler) nats.MsgHandler {
 	}
 }
 
+// Revoked gives up every attempt worker holds, at once (each goes to
+// another worker, uncharged), and drops what of its messages still wait:
+// nothing a revoked worker sent is acted on. The server calls it
+// (Server.OnRevoke) once the worker is cut off.
+func (e *Executor) Revoked(worker string) {
+	e.mu.Lock()
+	if mb := e.mailboxes[worker]; mb != nil {
+		close(mb.quit)
+		delete(e.mailboxes, worker)
+	}
+	var held []*remote
+	for _, r := range e.runs {
+		if r.worker == worker {
+			held = append(held, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range held {
+		select {
+		case r.msgs <- revoked{worker: worker}:
+		case <-e.closed:
+			return
+		}
+	}
+}
+
 // mailboxOf is worker's mailbox, made (with its goroutine) at its first
 // message.
 func (e *Executor) mailboxOf(worker string) *mailbox {
@@ -277,14 +307,21 @@ func (e *Executor) mailboxOf(worker string) *mailbox {
 	defer e.mu.Unlock()
 	mb := e.mailboxes[worker]
 	if mb == nil {
-		mb = &mailbox{in: make(chan delivery, mailboxDepth), hooks: make(chan struct{}, hooksInFlight)}
+		mb = &mailbox{in: make(chan delivery, mailboxDepth), hooks: make(chan struct{}, hooksInFlight), quit: make(chan struct{})}
 		e.mailboxes[worker] = mb
 		go func() {
 			for {
 				select {
 				case <-e.closed:
 					return
+				case <-mb.quit:
+					return
 				case d := <-mb.in:
+					select {
+					case <-mb.quit: // revoked: what waits is dropped
+						return
+					default:
+					}
 					d.h(d.m)
 				}
 			}
@@ -357,6 +394,14 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
 			case beat:
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
+			case revoked:
+				if e.workerOf(r) != m.worker {
+					continue // the attempt went elsewhere already
+				}
+				lost.Stop()
+				if err := e.redeliver(ctx, r, "it was revoked", onEvent); err != nil {
+					return fail(err)
+				}
 			case Event:
 				if _, attempt := e.workerAndAttempt(r); m.Event != nil && m.Attempt == attempt {
 					ev := *m.Event

@@ -83,6 +83,18 @@ type Server struct {
 	daemonSign func([]byte) ([]byte, error)
 
 	mu sync.Mutex // serialises changes of the workers and their reloads
+	// revoked are told each worker revoked, once the server has cut it
+	// off (OnRevoke).
+	revoked []func(worker string)
+}
+
+// OnRevoke has f told the name of each worker RevokeWorker revokes, once
+// its connections are closed and its results bucket is gone: the
+// executor gives up the attempts it holds.
+func (s *Server) OnRevoke(f func(worker string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revoked = append(s.revoked, f)
 }
 
 // maxPayload is the largest message the server takes.

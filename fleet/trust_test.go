@@ -3,11 +3,15 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -208,4 +212,91 @@ func TestOneWorkersFloodDelaysNoOtherWorker(t *testing.T) {
 	if answered != 0 {
 		t.Errorf("%d of a's stalled hooks were answered", answered)
 	}
+}
+
+// TestRevokingAWorkerIsTotal: revoking worker a while it runs an attempt
+// gives the attempt to b at once (not after a's heartbeats are missed),
+// uncharged, with a new token; a's results bucket, and what it put there,
+// is gone; a's late outcome is refused; and after a restart of the server
+// on the same state a's credentials still connect to nothing and its
+// bucket is not made again.
+func TestRevokingAWorkerIsTotal(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	// Heartbeats so far apart that a lost worker would be noticed only
+	// after the test gave up: what gives the run to b is the revocation.
+	rig.e.opts.Heartbeat = 30 * time.Second
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `echo done > done.txt`, tok), nil, func(agents.Event) {})
+	}()
+	kept := filepath.Join(t.TempDir(), "a.creds")
+	if data, err := os.ReadFile(rig.creds["a"]); err != nil || os.WriteFile(kept, data, 0o600) != nil {
+		t.Fatal(err)
+	}
+	job, a, nc := rig.silentWorker(t, "a")
+	ctx := context.Background()
+	ajs, _ := jetstream.New(nc)
+	res, err := ajs.ObjectStore(ctx, rig.s.Subjects().ResultsBucket("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.PutBytes(ctx, ResultKey(job.Run, job.Attempt), []byte("a's forged result")); err != nil {
+		t.Fatal(err)
+	}
+	rig.worker(t, "b", fakeClaude(t))
+	if err := rig.s.RevokeWorker("a"); err != nil {
+		t.Fatal(err)
+	}
+	var got agents.Result
+	select {
+	case got = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not go on on b after a's revocation")
+	}
+	if !got.OK() {
+		t.Fatalf("the run after a's revocation: %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done.txt")); err != nil {
+		t.Errorf("b's work is not in the lane: %v", err)
+	}
+	if !strings.Contains(rig.g.traceTexts(), "worker a was lost (it was revoked)") {
+		t.Errorf("no trace says the run left a for its revocation:\n%s", rig.g.traceTexts())
+	}
+	rig.g.mu.Lock()
+	_, known := rig.g.tokens[a.Token]
+	rig.g.mu.Unlock()
+	if known {
+		t.Error("a's token is still known after its revocation")
+	}
+	djs, _ := jetstream.New(rig.s.Conn())
+	if _, err := djs.ObjectStore(ctx, rig.s.Subjects().ResultsBucket("a")); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("a's results bucket after its revocation: %v, want it gone", err)
+	}
+
+	// The same state, a new server: a's copy of its credentials, kept
+	// from before, still connects to nothing.
+	dirState := rig.s.dir
+	rig.e.Close()
+	rig.s.Shutdown()
+	s := start(t, Config{Dir: dirState})
+	if _, err := djsOf(t, s).ObjectStore(ctx, s.Subjects().ResultsBucket("a")); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("a's results bucket after a restart: %v, want it still gone", err)
+	}
+	if ws, _ := s.Workers(); len(ws) != 1 || ws[0].Name != "b" {
+		t.Errorf("workers after a restart: %+v, want b alone", ws)
+	}
+	if _, err := connect(t, s, kept); !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("a's kept credentials after a restart: %v, want %v", err, nats.ErrAuthorization)
+	}
+}
+
+func djsOf(t *testing.T, s *Server) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(s.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -119,9 +121,13 @@ func writeNew(path string, data []byte) error {
 	return os.Link(tmp, path)
 }
 
-// RevokeWorker removes a worker's credentials and user: the server closes
-// its connections at once, and the credentials connect no more. Its
-// results bucket stays, for the daemon to read what it had sent.
+// RevokeWorker revokes a worker whole: its credentials and user go (the
+// server closes its connections at once, and the credentials connect no
+// more, across restarts: the file is what makes the user), then its
+// results bucket, with every object it put there (it can make nothing
+// else: no consumer, no stream), and those OnRevoke registered are told,
+// so that its attempts in flight are given to another worker and nothing
+// it sent before is taken.
 func (s *Server) RevokeWorker(name string) error {
 	if err := checkName("worker", name); err != nil {
 		return err
@@ -134,7 +140,18 @@ func (s *Server) RevokeWorker(name string) error {
 	} else if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
-	return s.reload()
+	if err := s.reload(); err != nil {
+		return err
+	}
+	for _, f := range s.revoked {
+		f(name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.js.DeleteObjectStore(ctx, s.subjects.ResultsBucket(name)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("fleet: worker %s is cut off, but its results bucket stays: %w", name, err)
+	}
+	return nil
 }
 
 // Workers lists the workers with credentials, by name.

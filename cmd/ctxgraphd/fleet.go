@@ -106,7 +106,7 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 	if err := os.MkdirAll(indexes, 0o700); err != nil {
 		return nil, err
 	}
-	return fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
+	ex, err := fleet.NewExecutor(ctx, srv.Conn(), srv.Subjects(), fleet.ExecutorOptions{
 		Gates:      j,
 		ProjectDir: proj.Dir,
 		Copies:     j.Copies(),
@@ -126,4 +126,9 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 		},
 		Log: log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	srv.OnRevoke(ex.Revoked)
+	return ex, nil
 }
