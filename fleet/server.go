@@ -21,6 +21,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -61,9 +62,21 @@ type Config struct {
 	// server's figures (/jsz: the work queue's depth, for a scaler of
 	// workers) without authentication, and never a message.
 	Monitor string
+	// ResultsMaxBytes bounds each worker's results bucket, the one store
+	// a worker fills; 0: DefaultResultsMaxBytes.
+	ResultsMaxBytes int64
 	// Log receives the server's notices, warnings and errors; nil drops them.
 	Log *zap.Logger
 }
+
+// Bounds of what a worker can fill: its results bucket holds a run's
+// result bundle and dependencies a slot, for as long as the daemon takes
+// to read them, which it does at once; more is a worker's doing.
+const (
+	DefaultResultsMaxBytes = 4 * DefaultMaxBundle
+	// resultsMaxAge: an object no daemon read in this long is dropped.
+	resultsMaxAge = 24 * time.Hour
+)
 
 // Server is the NATS server embedded in the daemon, with JetStream, and
 // the daemon's own connection to it.
@@ -86,6 +99,8 @@ type Server struct {
 	// revoked are told each worker revoked, once the server has cut it
 	// off (OnRevoke).
 	revoked []func(worker string)
+	// resultsMax bounds each results bucket (Config.ResultsMaxBytes).
+	resultsMax int64
 }
 
 // OnRevoke has f told the name of each worker RevokeWorker revokes, once
@@ -143,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: the daemon's key: %w", err)
 	}
-	s := &Server{subjects: subjects, dir: cfg.Dir, daemonKey: daemonKey, daemonSign: daemon.Sign}
+	s := &Server{subjects: subjects, dir: cfg.Dir, daemonKey: daemonKey, daemonSign: daemon.Sign, resultsMax: cmp.Or(cfg.ResultsMaxBytes, DefaultResultsMaxBytes)}
 	s.opts = server.Options{
 		ServerName: "ctxgraphd-" + cfg.Project,
 		Host:       host,
@@ -272,7 +287,7 @@ func (s *Server) provision(ctx context.Context) error {
 		return err
 	}
 	for _, name := range names {
-		if err := s.bucket(ctx, s.subjects.ResultsBucket(name)); err != nil {
+		if err := s.resultsBucket(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -281,9 +296,20 @@ func (s *Server) provision(ctx context.Context) error {
 
 // bucket makes an object store, or keeps the one there is.
 func (s *Server) bucket(ctx context.Context, name string) error {
-	_, err := s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, Storage: jetstream.FileStorage})
-	if err != nil {
-		return fmt.Errorf("fleet: object store %s: %w", name, err)
+	return s.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, Storage: jetstream.FileStorage})
+}
+
+// resultsBucket makes worker's results bucket, or brings the one there is
+// to its bounds: the one store a worker fills, and so bounded in size and
+// age, whatever the worker puts there.
+func (s *Server) resultsBucket(ctx context.Context, worker string) error {
+	return s.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.subjects.ResultsBucket(worker), Storage: jetstream.FileStorage,
+		MaxBytes: s.resultsMax, TTL: resultsMaxAge})
+}
+
+func (s *Server) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) error {
+	if _, err := s.js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+		return fmt.Errorf("fleet: object store %s: %w", cfg.Bucket, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,4 +300,45 @@ func djsOf(t *testing.T, s *Server) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// TestAWorkerFillsNoMoreThanItsBound: the one store a worker fills, its
+// results bucket, is bounded in size and age: a worker that puts more
+// than the bound is refused by the server, whatever it does, and what it
+// put and nobody read is dropped in a day.
+func TestAWorkerFillsNoMoreThanItsBound(t *testing.T) {
+	s := start(t, Config{ResultsMaxBytes: 1 << 20})
+	path := addWorker(t, s, "a").Path
+	nc, err := connect(t, s, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	res, err := js.ObjectStore(ctx, s.Subjects().ResultsBucket("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.PutBytes(ctx, "small", make([]byte, 100<<10)); err != nil {
+		t.Fatalf("a result within the bound: %v", err)
+	}
+	for i := range 3 {
+		if _, err := res.PutBytes(ctx, fmt.Sprintf("flood-%d", i), make([]byte, 600<<10)); err != nil {
+			break // refused: the bound holds
+		}
+		if i == 2 {
+			t.Fatal("a worker put 1.8 MiB and more in a bucket bounded at 1 MiB")
+		}
+	}
+	st, err := djsOf(t, s).Stream(ctx, "OBJ_"+s.Subjects().ResultsBucket("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.MaxBytes != 1<<20 || info.Config.MaxAge != resultsMaxAge || info.State.Bytes > 1<<20 {
+		t.Errorf("a's results bucket: max bytes %d, max age %s, holding %d bytes; want 1 MiB, %s, no more", info.Config.MaxBytes, info.Config.MaxAge, info.State.Bytes, resultsMaxAge)
+	}
 }

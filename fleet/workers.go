@@ -88,7 +88,7 @@ func (s *Server) AddWorker(ctx context.Context, name string) (Worker, error) {
 	} else if err != nil {
 		return Worker{}, fmt.Errorf("fleet: worker %s: %w", name, err)
 	}
-	err = s.bucket(ctx, s.subjects.ResultsBucket(name))
+	err = s.resultsBucket(ctx, name)
 	if err == nil {
 		err = s.reload()
 	}
