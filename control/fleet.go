@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"net/url"
+	"time"
 )
 
 // Fleet is the daemon's workers: the machines that run lanes over NATS
@@ -29,6 +30,18 @@ type Worker struct {
 	// Credentials is the path of its credentials file on the daemon's
 	// machine, for a person to copy to the worker's.
 	Credentials string `json:"credentials"`
+	// Connected: the worker is connected to the fleet's server now.
+	Connected bool `json:"connected"`
+	// Runs are the ids of the runs whose attempts it holds now.
+	Runs []string `json:"runs"`
+	// LastHeard is when the daemon last had a message from it (absent:
+	// never, since the daemon started).
+	LastHeard *time.Time `json:"last_heard,omitempty"`
+	// Findings counts what it did that no honest worker does (a message
+	// about a run not its own, an answer asked for outside its inbox, a
+	// flood), and LastFindings says the last few, newest last.
+	Findings     int      `json:"findings"`
+	LastFindings []string `json:"last_findings,omitempty"`
 }
 
 // WorkerList answers GET /v1/workers.

@@ -21,8 +21,25 @@ func (c controlFleet) Workers(context.Context) (control.WorkerList, error) {
 		return control.WorkerList{}, err
 	}
 	l := control.WorkerList{URL: c.s.ClientURL(), Workers: make([]control.Worker, 0, len(ws))}
+	connected := c.s.connected()
+	c.s.mu.Lock()
+	activity := c.s.activity
+	c.s.mu.Unlock()
 	for _, w := range ws {
-		l.Workers = append(l.Workers, w.control())
+		cw := w.control()
+		cw.Connected, cw.Runs = connected[w.PublicKey], []string{}
+		if activity != nil {
+			a := activity(w.Name)
+			if a.Runs != nil {
+				cw.Runs = a.Runs
+			}
+			if !a.LastHeard.IsZero() {
+				t := a.LastHeard.UTC()
+				cw.LastHeard = &t
+			}
+			cw.Findings, cw.LastFindings = a.Findings.Count, a.Findings.Last
+		}
+		l.Workers = append(l.Workers, cw)
 	}
 	return l, nil
 }

@@ -105,6 +105,7 @@ type Executor struct {
 	runs     map[string]*remote // by run id
 	tokens   map[string]*remote // by token
 	findings map[string]*Findings
+	heard    map[string]time.Time // each worker's last message
 	// mailboxes are the workers' queues (perWorker), until closed.
 	mailboxes map[string]*mailbox
 	closed    chan struct{}
@@ -142,6 +143,30 @@ func (e *Executor) finding(worker, what string) {
 	if len(f.Last) > maxFindingsKept {
 		f.Last = slices.Delete(f.Last, 0, len(f.Last)-maxFindingsKept)
 	}
+}
+
+// Activity is what the daemon saw of a worker lately: the runs it holds,
+// its last message, the findings against it.
+type Activity struct {
+	Runs      []string // the ids of the runs whose attempts it holds, sorted
+	LastHeard time.Time
+	Findings  Findings
+}
+
+// Activity is worker's, as of now.
+func (e *Executor) Activity(worker string) Activity {
+	e.mu.Lock()
+	var a Activity
+	for id, r := range e.runs {
+		if r.worker == worker {
+			a.Runs = append(a.Runs, id)
+		}
+	}
+	a.LastHeard = e.heard[worker]
+	e.mu.Unlock()
+	slices.Sort(a.Runs)
+	a.Findings = e.FindingsOf(worker)
+	return a
 }
 
 // FindingsOf are the findings against worker so far.
@@ -198,7 +223,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	}
 	e := &Executor{opts: opts, nc: nc, js: js, subjects: subjects, log: opts.Log.Named("fleet"),
 		runs: map[string]*remote{}, tokens: map[string]*remote{}, findings: map[string]*Findings{},
-		mailboxes: map[string]*mailbox{}, closed: make(chan struct{})}
+		mailboxes: map[string]*mailbox{}, closed: make(chan struct{}), heard: map[string]time.Time{}}
 	if st, err := js.Stream(ctx, subjects.LanesStream()); err == nil {
 		if err := st.Purge(ctx); err != nil {
 			return nil, fmt.Errorf("fleet: dropping the lanes of an earlier daemon: %w", err)
@@ -266,6 +291,9 @@ type mailbox struct {
 func (e *Executor) perWorker(h nats.MsgHandler) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		worker := e.workerName(m.Subject)
+		e.mu.Lock()
+		e.heard[worker] = time.Now()
+		e.mu.Unlock()
 		select {
 		case e.mailboxOf(worker).in <- delivery{h: h, m: m}:
 		default:

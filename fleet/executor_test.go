@@ -203,7 +203,7 @@ func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *f
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	s.OnRevoke(e.Revoked)
+	s.Attach(e)
 	r.e = e
 	return r
 }

@@ -101,15 +101,39 @@ type Server struct {
 	revoked []func(worker string)
 	// resultsMax bounds each results bucket (Config.ResultsMaxBytes).
 	resultsMax int64
+	// activity is the attached executor's (Attach); nil: none.
+	activity func(worker string) Activity
 }
 
 // OnRevoke has f told the name of each worker RevokeWorker revokes, once
-// its connections are closed and its results bucket is gone: the
+// its connections are closed and before its results bucket goes: the
 // executor gives up the attempts it holds.
 func (s *Server) OnRevoke(f func(worker string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.revoked = append(s.revoked, f)
+}
+
+// Attach makes ex the executor of the server's workers: told of each
+// revocation, and asked what it saw of each worker for the control API.
+func (s *Server) Attach(ex *Executor) {
+	s.OnRevoke(ex.Revoked)
+	s.mu.Lock()
+	s.activity = ex.Activity
+	s.mu.Unlock()
+}
+
+// connected are the public keys of the workers connected now.
+func (s *Server) connected() map[string]bool {
+	out := map[string]bool{}
+	cz, err := s.ns.Connz(&server.ConnzOptions{Username: true, Limit: 1 << 16})
+	if err != nil {
+		return out
+	}
+	for _, c := range cz.Conns {
+		out[c.AuthorizedUser] = true
+	}
+	return out
 }
 
 // maxPayload is the largest message the server takes.

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
+	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 )
 
@@ -340,5 +342,41 @@ func TestAWorkerFillsNoMoreThanItsBound(t *testing.T) {
 	}
 	if info.Config.MaxBytes != 1<<20 || info.Config.MaxAge != resultsMaxAge || info.State.Bytes > 1<<20 {
 		t.Errorf("a's results bucket: max bytes %d, max age %s, holding %d bytes; want 1 MiB, %s, no more", info.Config.MaxBytes, info.Config.MaxAge, info.State.Bytes, resultsMaxAge)
+	}
+}
+
+// TestCtlWorkersSaysWhatEachWorkerDoes: the control API's list of workers
+// says, of each, whether it is connected, the runs it holds, when it was
+// last heard from, and the findings against it.
+func TestCtlWorkersSaysWhatEachWorkerDoes(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	tok := rig.g.register("run-0001")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rig.e.Run(ctx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+	}()
+	defer func() { cancel(); <-done }()
+	_, _, nc := rig.silentWorker(t, "a")
+	data, _ := json.Marshal(Heartbeat{Run: "run-0001", Attempt: 1})
+	nc.PublishRequest(rig.s.Subjects().Worker("a").Heartbeat, rig.s.Subjects().Worker("b").Control, data)
+	nc.Flush()
+	var l control.WorkerList
+	if !eventually.Within(10*time.Second, func() bool {
+		var err error
+		l, err = rig.s.Control().Workers(context.Background())
+		return err == nil && len(l.Workers) == 2 && l.Workers[0].Findings > 0
+	}) {
+		t.Fatalf("workers: %+v", l)
+	}
+	a, b := l.Workers[0], l.Workers[1]
+	if a.Name != "a" || !a.Connected || strings.Join(a.Runs, " ") != "run-0001" || a.LastHeard == nil || time.Since(*a.LastHeard) > time.Minute ||
+		a.Findings != 1 || len(a.LastFindings) != 1 || !strings.Contains(a.LastFindings[0], "outside the worker's inbox") {
+		t.Errorf("worker a: %+v", a)
+	}
+	if b.Name != "b" || b.Connected || len(b.Runs) != 0 || b.Runs == nil || b.LastHeard != nil || b.Findings != 0 {
+		t.Errorf("worker b: %+v", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,11 +66,34 @@ func printWorkers(w io.Writer, l control.WorkerList) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPUBLIC KEY\tCREDENTIALS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tRUNS\tLAST HEARD\tFINDINGS\tPUBLIC KEY\tCREDENTIALS")
+	now := time.Now()
 	for _, wk := range l.Workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", wk.Name, wk.PublicKey, wk.Credentials)
+		state, heard, runs := "offline", "never", "-"
+		if wk.Connected {
+			state = "connected"
+		}
+		if wk.LastHeard != nil {
+			heard = now.Sub(*wk.LastHeard).Round(time.Second).String() + " ago"
+		}
+		if len(wk.Runs) > 0 {
+			runs = strings.Join(wk.Runs, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", wk.Name, state, runs, heard, wk.Findings, wk.PublicKey, wk.Credentials)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wk := range l.Workers {
+		if wk.Findings == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "findings against %s (%d; the last %d, newest last):\n", wk.Name, wk.Findings, len(wk.LastFindings))
+		for _, f := range wk.LastFindings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	return nil
 }
 
 func printNewWorker(w io.Writer, nw control.NewWorker) error {

@@ -129,6 +129,6 @@ func newExecutor(ctx context.Context, srv *fleet.Server, proj paths.Project, cfg
 	if err != nil {
 		return nil, err
 	}
-	srv.OnRevoke(ex.Revoked)
+	srv.Attach(ex)
 	return ex, nil
 }

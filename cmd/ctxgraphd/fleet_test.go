@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -53,15 +54,23 @@ func TestFleetProjectNamesEveryProject(t *testing.T) {
 // as it is, with exit 1.
 func TestCtlWorkers(t *testing.T) {
 	proj := ctlProject(t)
+	heard := time.Now().Add(-3 * time.Second)
 	b := &controltest.Backend{WorkerList: control.WorkerList{URL: "nats://127.0.0.1:4222",
-		Workers: []control.Worker{{Name: "build-1", PublicKey: "UABC", Credentials: "/s/fleet/workers/build-1.creds"}}}}
+		Workers: []control.Worker{
+			{Name: "build-1", PublicKey: "UABC", Credentials: "/s/fleet/workers/build-1.creds", Connected: true, Runs: []string{"run-000004", "run-000007"}, LastHeard: &heard},
+			{Name: "gpu-9", PublicKey: "UDEF", Credentials: "/s/fleet/workers/gpu-9.creds", Runs: []string{}, Findings: 2,
+				LastFindings: []string{"a request on x asked for its answer on \"y\"", "a second outcome"}},
+		}}}
 	controltest.Serve(t, proj.Socket, b)
 
 	for _, tt := range []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"workers"}, []string{"workers connect to nats://127.0.0.1:4222\n", "NAME", "build-1  UABC", "/s/fleet/workers/build-1.creds"}},
+		{[]string{"workers"}, []string{"workers connect to nats://127.0.0.1:4222\n", "NAME     STATE      RUNS                   LAST HEARD  FINDINGS",
+			"build-1  connected  run-000004,run-000007  3s ago      0         UABC", "/s/fleet/workers/build-1.creds",
+			"gpu-9    offline    -                      never       2         UDEF",
+			"findings against gpu-9 (2; the last 2, newest last):\n  a request on x asked for its answer on \"y\"\n  a second outcome\n"}},
 		{[]string{"workers", "add", "gpu-2"}, []string{
 			"worker gpu-2: credentials in /fleet/workers/gpu-2.creds (keep them secret",
 			"  ctxgraphd worker --nats nats://127.0.0.1:4222 --creds /fleet/workers/gpu-2.creds\n"}},
