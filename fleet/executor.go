@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"path"
@@ -749,7 +750,7 @@ func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, ba
 // into a quarantine ref, checked, then its tree into the lane's work tree,
 // and the progress files the run may write.
 func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, baseTree gitrepo.Tree, o Outcome) agents.Result {
-	res := o.Result
+	res := e.believable(r, o.Result)
 	res.RunID, res.PID, res.Err = r.spec.RunID, 0, nil
 	if o.Err != "" {
 		res.Err = errors.New(o.Err)
@@ -835,6 +836,29 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("putting worker %s's result in the lane's work tree: %w", worker, err)
+	}
+	return res
+}
+
+// believable is what of a worker's account of its run the daemon takes:
+// a cost that is no amount (negative, not a number, infinite) counts as the
+// run's whole cap, so that no budget is dodged by it, and is a finding
+// against the worker, as is a cost past the cap the run was given by
+// more than the CLI's last step could take it. (How long the session
+// waits for what the run says of the API is the loop's to bound, for every
+// run alike.)
+func (e *Executor) believable(r *remote, res agents.Result) agents.Result {
+	worker, _ := e.workerAndAttempt(r)
+	capUSD := r.spec.MaxBudgetUSD
+	if capUSD <= 0 {
+		capUSD = r.spec.Options.MaxBudgetUSD
+	}
+	switch c := res.CostUSD; {
+	case c < 0 || math.IsNaN(c) || math.IsInf(c, 0):
+		e.finding(worker, fmt.Sprintf("run %s's cost was said to be %v: counted as its cap, $%.2f", r.spec.RunID, c, capUSD))
+		res.CostUSD = capUSD
+	case capUSD > 0 && c > 2*capUSD:
+		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, past twice its cap of $%.2f", r.spec.RunID, c, capUSD))
 	}
 	return res
 }

@@ -380,3 +380,40 @@ func TestCtlWorkersSaysWhatEachWorkerDoes(t *testing.T) {
 		t.Errorf("worker b: %+v", b)
 	}
 }
+
+// TestAWorkersCostIsHeldToTheRunsCap: a worker's run whose cost is said
+// to be less than nothing counts as its whole cap toward the budgets, and
+// one said to be far past the cap is counted as said; both are findings
+// against the worker.
+func TestAWorkersCostIsHeldToTheRunsCap(t *testing.T) {
+	for _, tc := range []struct {
+		said, counted float64
+	}{
+		{-5, 2},
+		{9, 9},
+		{0.5, 0.5},
+	} {
+		t.Run(fmt.Sprint(tc.said), func(t *testing.T) {
+			dir, repo := lane(t)
+			rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+			tok := rig.g.register("run-0001")
+			s := spec("run-0001", dir, `true`, tok)
+			s.MaxBudgetUSD = 2
+			done := make(chan agents.Result, 1)
+			go func() { done <- rig.e.Run(context.Background(), s, nil, func(agents.Event) {}) }()
+			job, a, nc := rig.silentWorker(t, "a")
+			out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token,
+				Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", CostUSD: tc.said}})
+			if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			if res.CostUSD != tc.counted {
+				t.Errorf("a cost said to be %v counted as %v, want %v", tc.said, res.CostUSD, tc.counted)
+			}
+			if f := rig.e.FindingsOf("a"); (f.Count > 0) != (tc.said != 0.5) {
+				t.Errorf("findings against a: %+v", f)
+			}
+		})
+	}
+}

@@ -177,6 +177,12 @@ func TestWaitUntil(t *testing.T) {
 		{"a usage limit's reset, past the cap", 1, l, agents.Failure{ResetsAt: now.Add(5 * time.Hour)}, 5 * time.Hour},
 		{"a reset already behind the backoff", 2, l, agents.Failure{ResetsAt: now.Add(10 * time.Second)}, time.Minute},
 		{"n below one is the first wait", 0, l, agents.Failure{}, 30 * time.Second},
+		// What a run says (a worker's run's too) moves the session no
+		// further than the daemon's own rules.
+		{"a retry delay past the cap is the cap", 1, l, agents.Failure{RetryAfter: 5 * time.Hour}, 30 * time.Minute},
+		{"a weekly limit's reset", 1, l, agents.Failure{ResetsAt: now.Add(maxUsageLimitWait)}, maxUsageLimitWait},
+		{"a reset past a week is no reset", 1, l, agents.Failure{ResetsAt: now.Add(maxUsageLimitWait + time.Minute)}, 30 * time.Second},
+		{"a reset in 2099 is no reset", 3, l, agents.Failure{ResetsAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}, 2 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -392,10 +392,18 @@ func (o *Orchestrator) wait(l *lane, a statemachine.Action) {
 	o.timers.wait = time.NewTimer(until.Sub(o.opts.Now()))
 }
 
+// maxUsageLimitWait is the furthest a usage limit's reset is believed to
+// be: Claude's usage limits reset within a week at most. A reset said to
+// be further (a run's word, or a worker's) is no reset the daemon waits
+// for.
+const maxUsageLimitWait = 7 * 24 * time.Hour
+
 // waitUntil is when the n-th wait in a row ends: limits.backoff doubled
 // with each, capped at limits.backoff_max, and never before the CLI's own
-// next try (which honours the API's retry-after) or a usage limit's reset,
-// whatever the cap: a run started before the reset fails again.
+// next try (which honours the API's retry-after, up to backoff_max) or a
+// usage limit's reset, whatever the cap: a run started before the reset
+// fails again. A reset beyond maxUsageLimitWait is not believed: the
+// backoff holds. What a run on a worker says is held to the same rules.
 func waitUntil(now time.Time, n int, l config.Limits, f agents.Failure) time.Time {
 	d := min(l.Backoff, l.BackoffMax)
 	for i := 1; i < n && d < l.BackoffMax; i++ {
@@ -405,9 +413,9 @@ func waitUntil(now time.Time, n int, l config.Limits, f agents.Failure) time.Tim
 		}
 		d *= 2
 	}
-	d = max(d, f.RetryAfter)
+	d = max(d, min(f.RetryAfter, l.BackoffMax))
 	until := now.Add(d)
-	if f.ResetsAt.After(until) {
+	if f.ResetsAt.After(until) && !f.ResetsAt.After(now.Add(maxUsageLimitWait)) {
 		until = f.ResetsAt
 	}
 	return until
