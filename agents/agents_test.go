@@ -117,12 +117,21 @@ func TestCheckRoot(t *testing.T) {
 		{false, []string{"IS_SANDBOX=1"}, false},
 		{false, []string{"IS_SANDBOX=0"}, root},
 	} {
-		err := CheckRoot(tc.allow, tc.env)
+		err := CheckRoot(tc.allow, tc.env, DaemonSettings)
 		if (err != nil) != tc.refused {
 			t.Errorf("CheckRoot(%v, %q) = %v, want refused=%v", tc.allow, tc.env, err, tc.refused)
 		}
 		if err != nil && !strings.Contains(err.Error(), "allow_root") {
 			t.Errorf("the refusal must say how to opt in: %v", err)
+		}
+		// A worker's refusal names the worker's own opt-in, and nothing of
+		// a project's configuration, which a worker has none of.
+		werr := CheckRoot(tc.allow, tc.env, WorkerSettings)
+		if (werr != nil) != tc.refused {
+			t.Errorf("a worker's CheckRoot(%v, %q) = %v, want refused=%v", tc.allow, tc.env, werr, tc.refused)
+		}
+		if werr != nil && (!strings.Contains(werr.Error(), "ctxgraphd worker --allow-root") || strings.Contains(werr.Error(), "ctxgraphd.yaml") || !strings.Contains(werr.Error(), "run the worker")) {
+			t.Errorf("a worker's refusal must say the worker's opt-in: %v", werr)
 		}
 	}
 }

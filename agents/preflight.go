@@ -27,6 +27,24 @@ const MinVersion = "2.1.330"
 // binary needs no Node at all.
 const MinNode = 22
 
+// Settings name where a person sets what the checks of this package are
+// about, for the advice that comes with a refusal: the daemon's
+// configuration keys, or a worker's flags.
+type Settings struct {
+	// Command is where the Claude Code CLI is named.
+	Command string
+	// AllowRoot says how to opt in to agents as root.
+	AllowRoot string
+}
+
+// The daemon's settings and a worker's.
+var (
+	DaemonSettings = Settings{Command: "agent.command",
+		AllowRoot: "`agent.allow_root: true` in .claude/ctxgraphd.yaml (or CTXGRAPHD_AGENT_ALLOW_ROOT=true, or IS_SANDBOX=1 in the daemon's environment)"}
+	WorkerSettings = Settings{Command: "the worker's --claude",
+		AllowRoot: "`ctxgraphd worker --allow-root` (or IS_SANDBOX=1 in the worker's environment)"}
+)
+
 // preflightTimeout bounds each of the CLI's checks: a cold start of the
 // Node CLI takes seconds, a hung one must not hold the daemon's start.
 const preflightTimeout = 30 * time.Second
@@ -36,12 +54,12 @@ const preflightTimeout = 30 * time.Second
 // env's PATH, new enough, on a Node it supports when it is a Node script,
 // and logged in. It returns every problem it found, each saying what to do,
 // or nil.
-func Preflight(ctx context.Context, command string, env []string) error {
+func Preflight(ctx context.Context, command string, env []string, where Settings) error {
 	path := lookupEnv(env, "PATH")
 	exe, ok := paths.LookPath(command, path)
 	if !ok {
-		return fmt.Errorf("agent.command %q was not found on the agents' PATH (%s): install Claude Code "+
-			"(npm install -g @anthropic-ai/claude-code@%s, or its native installer) or set agent.command to its full path", command, path, MinVersion)
+		return fmt.Errorf("%s %q was not found on the agents' PATH (%s): install Claude Code "+
+			"(npm install -g @anthropic-ai/claude-code@%s, or its native installer) or set %s to its full path", where.Command, command, path, MinVersion, where.Command)
 	}
 	// The CLI is asked all at once: each start of it takes a while, and
 	// the daemon's start waits for the slowest (auth status, often).
@@ -56,7 +74,7 @@ func Preflight(ctx context.Context, command string, env []string) error {
 	if err != nil {
 		return errors.Join(append(problems, fmt.Errorf("`%s --version` failed (%v): %s; check the install", exe, err, oneLine(out)))...)
 	}
-	if err := checkVersion(exe, out); err != nil {
+	if err := checkVersion(exe, out, where); err != nil {
 		problems = append(problems, err)
 	}
 	if authErr != nil {
@@ -67,14 +85,14 @@ func Preflight(ctx context.Context, command string, env []string) error {
 
 // checkVersion holds the output of `claude --version` ("2.1.330 (Claude
 // Code)") to MinVersion.
-func checkVersion(exe, out string) error {
+func checkVersion(exe, out string, where Settings) error {
 	v := strings.Fields(out)
 	if len(v) == 0 {
 		return fmt.Errorf("`%s --version` printed nothing; check the install", exe)
 	}
 	got, ok := parseVersion(v[0])
 	if !ok {
-		return fmt.Errorf("`%s --version` printed %q, which is not a Claude Code version; is agent.command the Claude Code CLI?", exe, oneLine(out))
+		return fmt.Errorf("`%s --version` printed %q, which is not a Claude Code version; is %s the Claude Code CLI?", exe, oneLine(out), where.Command)
 	}
 	min, _ := parseVersion(MinVersion)
 	if compareVersions(got, min) < 0 {

@@ -103,7 +103,7 @@ func TestPreflight(t *testing.T) {
 			// whose answer is then no Claude Code version: only what is
 			// said of Node is looked for.
 			env := []string{"PATH=" + bin, "HOME=" + t.TempDir()}
-			err := Preflight(context.Background(), command, env)
+			err := Preflight(context.Background(), command, env, DaemonSettings)
 			if tt.wantNil {
 				if err != nil {
 					t.Fatalf("Preflight: %v, want nil", err)

@@ -342,13 +342,16 @@ func hasVar(env []string, key, value string) bool {
 // (IS_SANDBOX=1 or agent.allow_root): Claude Code's bypassPermissions as
 // root is only safe in a sandbox, and only the user can say that the
 // machine is one.
-func CheckRoot(allowRoot bool, env []string) error {
+func CheckRoot(allowRoot bool, env []string, where Settings) error {
 	if os.Geteuid() != 0 || allowRoot || hasVar(env, "IS_SANDBOX", "1") {
 		return nil
 	}
+	who := "the daemon"
+	if where == WorkerSettings {
+		who = "the worker"
+	}
 	return errors.New("ctxgraphd is running as root, and Claude Code runs agents as root only in a sandbox: " +
-		"run the daemon as an ordinary user, or, if this machine is a sandbox, opt in with " +
-		"`agent.allow_root: true` in .claude/ctxgraphd.yaml (or CTXGRAPHD_AGENT_ALLOW_ROOT=true, or IS_SANDBOX=1 in the daemon's environment)")
+		"run " + who + " as an ordinary user, or, if this machine is a sandbox, opt in with " + where.AllowRoot)
 }
 
 // Run starts one run and supervises it to its end: every process of its

@@ -246,6 +246,11 @@ func TestWorkersNightWithAWorkerKilled(t *testing.T) {
 	}
 	again.stop()
 	w2.stop()
+	for _, w := range []*workerProc{again, w2} {
+		if !strings.Contains(w.log.String(), "worker stopped") {
+			t.Errorf("worker %s, stopped with SIGTERM, did not say it stopped:\n%s", w.name, w.log)
+		}
+	}
 	for _, d := range []string{d1, d2} {
 		if left, _ := os.ReadDir(filepath.Join(d, "lanes")); len(left) > 0 {
 			t.Errorf("clones left in %s: %v", d, left)

@@ -171,7 +171,11 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 
 	slots := make(chan struct{}, opts.Slots)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		// SIGTERM's end, said: its runs are given back by now.
+		log.Info("worker stopped", zap.NamedError("why", context.Cause(ctx)))
+	}()
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:

@@ -215,3 +215,40 @@ func TestNoBaseAWorkerClonesHoldsThePersonsCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestAWorkerThatCannotWorkRefusesToStart: a worker with no Claude Code
+// where --claude says, and no sandbox runtime where --sandbox-runtime
+// says, refuses to start, before it takes any lane, naming each problem
+// with the worker's own flag (never a daemon's configuration key, which a
+// worker has none of); as root without --allow-root it says that opt-in.
+func TestAWorkerThatCannotWorkRefusesToStart(t *testing.T) {
+	srv, err := fleet.Start(t.Context(), fleet.Config{Dir: t.TempDir(), Project: "proj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	w, err := srv.AddWorker(t.Context(), "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := ctl(t, "worker", "--nats", srv.ClientURL(), "--creds", w.Path, "--dir", t.TempDir(),
+		"--claude", "/nonexistent/claude", "--sandbox-runtime", "/nonexistent/srt")
+	if code == 0 {
+		t.Fatal("a worker that cannot run Claude Code started")
+	}
+	want := []string{"ctxgraphd worker cannot start on this machine", `the worker's --claude "/nonexistent/claude" was not found`,
+		`the sandbox runtime (srt) was not found as "/nonexistent/srt" (the worker's --sandbox-runtime)`}
+	if os.Geteuid() == 0 {
+		want = append(want, "run the worker as an ordinary user", "`ctxgraphd worker --allow-root`")
+	}
+	for _, s := range want {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("the refusal does not say %q:\n%s", s, errOut)
+		}
+	}
+	for _, s := range []string{"agent.command", "ctxgraphd.yaml", "agent.allow_root", "worker ready"} {
+		if strings.Contains(errOut, s) {
+			t.Errorf("the refusal says %q, which is no worker's:\n%s", s, errOut)
+		}
+	}
+}

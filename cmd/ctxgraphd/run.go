@@ -478,11 +478,11 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 			problems = append(problems, strings.Split(err.Error(), "\n")...)
 		}
 	}
-	add(agents.CheckRoot(cfg.Agent.AllowRoot, env))
+	add(agents.CheckRoot(cfg.Agent.AllowRoot, env, agents.DaemonSettings))
 	// The CLI's checks take the longest (it starts twice): the others are
 	// made meanwhile, and the problems said in the same order.
 	preflight := make(chan error, 1)
-	go func() { preflight <- agents.Preflight(ctx, cfg.Agent.Command, env) }()
+	go func() { preflight <- agents.Preflight(ctx, cfg.Agent.Command, env, agents.DaemonSettings) }()
 	confinement := checkConfinement(ctx, cfg, log)
 	var noGit error
 	if _, ok := paths.LookPath("git", os.Getenv("PATH")); !ok {

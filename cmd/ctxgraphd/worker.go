@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/nats-io/nats.go"
@@ -16,6 +18,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/fleet"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 func init() { subcommands = append(subcommands, newWorkerCmd) }
@@ -77,7 +80,7 @@ back to the daemon, which hands them to another worker.`,
 			if err != nil {
 				return err
 			}
-			if err := agents.CheckRoot(allowRoot, env); err != nil {
+			if err := workerCheck(cmd.Context(), claude, runtime, allowRoot, env); err != nil {
 				return err
 			}
 			prlimit, _ := paths.LookPath("prlimit", os.Getenv("PATH"))
@@ -98,4 +101,32 @@ back to the daemon, which hands them to another worker.`,
 	cmd.Flags().BoolVar(&allowRoot, "allow-root", false, "run agents as root (only on a machine that is a sandbox itself)")
 	cmd.Flags().StringVar(&runtime, "sandbox-runtime", "srt", "Anthropic's sandbox runtime (npm @anthropic-ai/sandbox-runtime), which confines the project's setup step in each clone")
 	return cmd
+}
+
+// workerCheck makes sure, before the worker takes any lane, that it can
+// run one as the daemon's own checks make sure the daemon can: Claude Code
+// is there, new enough and logged in, agents may run as this user, the
+// sandbox works, and the sandbox runtime that confines the project's
+// setup is there. A worker that cannot work refuses to start, with the
+// fix of each problem in this worker's terms, rather than take a lane and
+// fail it.
+func workerCheck(ctx context.Context, claude, runtime string, allowRoot bool, env []string) error {
+	var problems []string
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, strings.Split(err.Error(), "\n")...)
+		}
+	}
+	add(agents.CheckRoot(allowRoot, env, agents.WorkerSettings))
+	add(agents.Preflight(ctx, claude, env, agents.WorkerSettings))
+	if err := sandbox.Check(ctx); err != nil {
+		add(fmt.Errorf("%w. A worker's runs are confined as the daemon's are", err))
+	}
+	if _, err := (sandbox.Setup{Runtime: runtime, RuntimeOption: "the worker's --sandbox-runtime", Env: env}).FindRuntime(); err != nil {
+		add(fmt.Errorf("the worker confines the project's setup step with Anthropic's sandbox runtime, and %w", err))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("ctxgraphd worker cannot start on this machine:\n  - %s", strings.Join(problems, "\n  - "))
 }
