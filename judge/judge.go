@@ -94,8 +94,16 @@ type Options struct {
 	// Copies are the person's untracked files (lanes.copy) every test
 	// run's checkout is given, as a person's tree has them.
 	Copies lanecopy.Files
-	Log    *zap.Logger
-	Now    func() time.Time
+	// AsThePerson runs each test as the person runs it in a clone of
+	// their own (ctxgraphd verify --unconfined): the command exactly as
+	// written, nothing added for the daemon's reading of its report (which
+	// is then read off the runner's plain output, or the exit status
+	// alone), in a checkout named as the project's directory is, in a
+	// directory of no name of the daemon's, with nothing of the daemon's
+	// beside it. Only with an unconfined Jail.
+	AsThePerson bool
+	Log         *zap.Logger
+	Now         func() time.Time
 }
 
 // Copies are the person's untracked files of lanes.copy, as captured at

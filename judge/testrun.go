@@ -141,12 +141,28 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		return res
 	}
 	began := time.Now()
-	scratch, err := j.checkout(ctx, root.Repo, tree)
+	var scratch, checkout string
+	var err error
+	if j.opts.AsThePerson {
+		// As a clone of the person's: named as their directory, in a
+		// temporary directory of no name of ours; the output file is
+		// kept apart from it.
+		if scratch, err = j.scratchDir(); err == nil {
+			var clone string
+			if clone, err = os.MkdirTemp("", ""); err == nil {
+				defer os.RemoveAll(clone)
+				checkout = filepath.Join(clone, filepath.Base(j.opts.Project.Dir))
+				err = root.Repo.Export(ctx, tree, checkout)
+			}
+		}
+	} else {
+		scratch, err = j.checkout(ctx, root.Repo, tree)
+		checkout = filepath.Join(scratch, "tree")
+	}
 	checkedOut := time.Since(began)
 	if scratch != "" {
 		defer os.RemoveAll(scratch)
 	}
-	checkout := filepath.Join(scratch, "tree")
 	if err != nil {
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -202,7 +218,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	// A pipe into a filter (`| tail -5`) cuts the report it carries: such
 	// a test is judged by its exit status alone, and says so.
 	run, piped := test, pipes(test)
-	if !piped {
+	if !piped && !j.opts.AsThePerson {
 		run = testreport.Instrument(test)
 	}
 	start := time.Now()
@@ -285,6 +301,11 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	if res.ExitCode != 0 {
 		res.Limit = limitHit(jail.Limits, res.ExitCode, raw)
 	}
+	if j.opts.AsThePerson && res.ExitCode == 0 {
+		// Nothing was added to ask the runner for a report the daemon
+		// reads: the person's own run is judged as they judge it.
+		res.Outcome, res.Reason = testreport.Unchecked, "run as written, as you run it: judged by its exit status alone"
+	}
 	if piped && res.ExitCode == 0 {
 		res.Outcome, res.Reason = testreport.Unchecked, "its output goes through a pipe, which may cut the runner's report: judged by exit status alone"
 	}
@@ -312,6 +333,18 @@ func (j *Judge) checkout(ctx context.Context, repo *gitrepo.Repo, tree gitrepo.T
 	if repo == nil {
 		return "", errors.New("the judge has no repository")
 	}
+	dir, err := j.scratchDir()
+	if err != nil {
+		return "", err
+	}
+	// The tree goes one level down, so that the output file and the
+	// checkout are removed together and the checkout holds nothing else.
+	return dir, repo.Export(ctx, tree, filepath.Join(dir, "tree"))
+}
+
+// scratchDir makes a new directory of a test run's own in the scratch
+// directory, for its output file and its checkout.
+func (j *Judge) scratchDir() (string, error) {
 	base := j.opts.Scratch
 	if base == "" {
 		base = filepath.Join(j.opts.Project.StateDir, "checkouts")
@@ -323,9 +356,7 @@ func (j *Judge) checkout(ctx context.Context, repo *gitrepo.Repo, tree gitrepo.T
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", err
 	}
-	// The tree goes one level down, so that the output file and the
-	// checkout are removed together and the checkout holds nothing else.
-	return dir, repo.Export(ctx, tree, filepath.Join(dir, "tree"))
+	return dir, nil
 }
 
 // CheckJail tries the test runs' jail once (sandbox.TestJail.Check).

@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 	"github.com/ctxgraphd/ctxgraphd/internal/treefile"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/statemachine"
@@ -46,14 +46,6 @@ func (o *Orchestrator) lanesMode() bool { return o.opts.Config.Limits.Parallel >
 // written by its own runs only).
 func (o *Orchestrator) lanesDir() string {
 	return filepath.Join(filepath.Dir(o.opts.Project.StateDir), "lanes", o.opts.Project.ID)
-}
-
-// firstN is up to n of names, joined, with a mark when there were more.
-func firstN(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:n], ", ") + ", …"
 }
 
 // openLane makes feature id's lane: a clone on its branch, made from the
@@ -76,7 +68,7 @@ func (o *Orchestrator) openLane(id string) (*lane, error) {
 	}
 	if tree != headTree {
 		changed, _ := o.opts.Repo.ChangedPaths(ctx, headTree, tree)
-		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", firstN(changed, 5))
+		return nil, fmt.Errorf("the project's work tree holds uncommitted changes (%s): lanes are made from the branch's last commit, and a person's work is not an agent's to build on; commit or stash them, then `ctxgraphd ctl resume`", textcut.FirstN(changed, 5))
 	}
 	dir := laneWorkTree(o.lanesDir(), id)
 	l := &lane{deps: o.lanes.deps, feature: id, dir: dir, branch: branch.LaneBranch(id), baseHead: head, commits: (*lane).commitCandidate}

@@ -198,7 +198,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 		// lane was made: the next attempt starts from the branch as it
 		// is, in a fresh lane, and is told where.
 		why := fmt.Sprintf("%s's change conflicts with what the branch took since its work began, in %s; its work is kept at %s, and the next attempt starts from the branch as it is now: make the change again on top of it",
-			id, firstN(jd.Conflicts, 5), branch.LaneRef(id))
+			id, textcut.FirstN(jd.Conflicts, 5), branch.LaneRef(id))
 		v.rebase = why
 		c.Diagnosis = &diagnose.Diagnosis{Message: why}
 		v.setCounters(id, c)

@@ -212,11 +212,12 @@ func verify(ctx context.Context, proj paths.Project, cfg *config.Config, ids []s
 	}
 	opts := judge.Options{Project: proj, Repo: repo, Scratch: filepath.Join(tmp, "checkouts"), TestTimeout: cfg.Agent.Timeout, Copies: copies}
 	if unconfined {
-		// As a person or CI runs them: their environment as it is, no
-		// jail, no bounds, and one test at a time, since tests written
-		// for one checkout may share a port or a file in HOME, which the
-		// jail would have kept apart.
-		opts.Jail, opts.Parallel = sandbox.TestJail{Off: true, Env: env}, 1
+		// As a person or CI runs them: the commands as written, in a
+		// checkout named as a clone of theirs is, their environment as it
+		// is, no jail, no bounds, and one test at a time, since tests
+		// written for one checkout may share a port or a file in HOME,
+		// which the jail would have kept apart.
+		opts.Jail, opts.Parallel, opts.AsThePerson = sandbox.TestJail{Off: true, Env: env}, 1, true
 	} else {
 		opts.Jail, opts.Parallel = testJail(env, proj, cfg, agentWritable(env, proj, cfg)), cfg.Limits.Parallel
 	}

@@ -104,3 +104,12 @@ func Tail(s string, n int) string {
 }
 
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
+
+// FirstN is up to n of names, joined with commas, and a mark when there
+// were more: a list of paths or ids a message names without running on.
+func FirstN(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + ", …"
+}
