@@ -67,6 +67,20 @@ type Failure struct {
 	RetryAfter time.Duration
 	// Detail is what the run said about it, in one line.
 	Detail string
+	// Workers are the workers it happened on (Result.Workers), whose
+	// machines the fix is on; none for a run of the daemon's own machine.
+	Workers []string
+}
+
+// OnWorker reports whether the failure is the machine's that ran the run
+// rather than the project's or the account's as the daemon configures it:
+// on a worker, another worker may well run the run.
+func (f Failure) OnWorker() bool {
+	switch f.Kind {
+	case FailAuth, FailBilling, FailCLIMissing, FailCLICrashed, FailStartup, FailNoSpace:
+		return true
+	}
+	return false
 }
 
 // Waits reports whether waiting cures the failure: the session backs off
@@ -98,6 +112,14 @@ func (f Failure) explain(command, next string) string {
 	detail := ""
 	if f.Detail != "" {
 		detail = ": " + f.Detail
+	}
+	if len(f.Workers) > 0 {
+		// The daemon's advice is about its own machine: the fix of a
+		// worker's is on the worker's, as the worker's user.
+		return fmt.Sprintf("no worker could run it, each for a reason of its own machine (%s): %s%s. On each worker's machine, as the user it runs as, "+
+			"check its Claude Code (`claude --version`, `claude auth status`, or ANTHROPIC_API_KEY in its environment), its sandbox (bubblewrap and socat) and its disk, "+
+			"and restart `ctxgraphd worker` (it checks all of these at start), or start another worker; then %s",
+			strings.Join(f.Workers, ", "), f.Kind, detail, next)
 	}
 	switch f.Kind {
 	case FailAuth:
@@ -163,7 +185,7 @@ var cliErrors = map[string]FailureKind{
 // ("" if none). It returns false when the run ended on its own terms,
 // successful or not: then the agent's work is what gets judged.
 func (r Result) Failure(stopFailure string) (Failure, bool) {
-	f := Failure{Status: r.APIErrorStatus, ResetsAt: r.RateLimitResetsAt, RetryAfter: r.RetryDelay, Detail: oneLine(r.Text)}
+	f := Failure{Status: r.APIErrorStatus, ResetsAt: r.RateLimitResetsAt, RetryAfter: r.RetryDelay, Detail: oneLine(r.Text), Workers: r.Workers}
 	switch {
 	case r.SetupFailure != "":
 		// Its output's end is what a person needs: kept whole.

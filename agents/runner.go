@@ -164,6 +164,10 @@ type Result struct {
 	// SetupFailure says why the project's setup step failed in the clone
 	// an executor made for the run (Spec.Setup), before any agent started.
 	SetupFailure string
+	// Workers name the workers the run failed on for their own reasons
+	// (their CLI, login, sandbox or disk), when an executor ran it on
+	// other machines and none of them could: the fix is on theirs.
+	Workers []string
 	Text         string // the result line's text, or the last assistant text
 	Summary      string // Text distilled to one short line
 	// Stuck is what the run went round in circles on (EndStuck).

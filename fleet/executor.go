@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -107,6 +108,9 @@ type Executor struct {
 	tokens   map[string]*remote // by token
 	findings map[string]*Findings
 	heard    map[string]time.Time // each worker's last message
+	// connected names the workers connected now (Server.Attach); nil:
+	// unknown.
+	connected func() []string
 	// mailboxes are the workers' queues (perWorker), until closed.
 	mailboxes map[string]*mailbox
 	closed    chan struct{}
@@ -144,6 +148,37 @@ func (e *Executor) finding(worker, what string) {
 	if len(f.Last) > maxFindingsKept {
 		f.Last = slices.Delete(f.Last, 0, len(f.Last)-maxFindingsKept)
 	}
+}
+
+// healthyFor are the workers connected now that r may still go to.
+func (e *Executor) healthyFor(r *remote) []string {
+	e.mu.Lock()
+	connected := e.connected
+	e.mu.Unlock()
+	if connected == nil {
+		return []string{"?"} // no server to ask: assume one comes
+	}
+	// Asked without e.mu: the server takes its own lock, and calls into
+	// the executor (Revoked) with it held.
+	on := connected()
+	var out []string
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range on {
+		if r.avoid[w] == "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// avoided are the workers that failed r for their own reasons, sorted.
+func (e *Executor) avoided(r *remote) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := slices.Collect(maps.Keys(r.avoid))
+	slices.Sort(out)
+	return out
 }
 
 // Activity is what the daemon saw of a worker lately: the runs it holds,
@@ -190,7 +225,10 @@ type remote struct {
 	token   string
 	worker  string // "" until an attempt is claimed
 	ended   int    // the attempt whose outcome was taken
-	msgs    chan any
+	// avoid are the workers whose own machines failed the run, which may
+	// claim it no more, with the kind of failure.
+	avoid map[string]agents.FailureKind
+	msgs  chan any
 }
 
 // claimed, beat and the messages of protocol.go are what reach a run's
@@ -389,7 +427,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 	if err != nil {
 		return fail(err)
 	}
-	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, attempt: 1, token: spec.Token, msgs: make(chan any, 256)}
+	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, attempt: 1, token: spec.Token, msgs: make(chan any, 256), avoid: map[string]agents.FailureKind{}}
 	e.mu.Lock()
 	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
 	e.mu.Unlock()
@@ -445,6 +483,27 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				lost.Stop()
 				if m.GivenBack != "" {
 					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack, onEvent); err != nil {
+						return fail(err)
+					}
+					continue
+				}
+				if f, ok := m.Result.Failure(""); ok && f.OnWorker() {
+					// The worker's own machine failed the run (its CLI,
+					// login, sandbox, disk): nothing of it is the agent's
+					// or the feature's. Another worker runs it; the
+					// session stops only when every worker connected has
+					// failed it so.
+					worker, _ := e.workerAndAttempt(r)
+					e.mu.Lock()
+					r.avoid[worker] = f.Kind
+					e.mu.Unlock()
+					if left := e.healthyFor(r); len(left) == 0 {
+						res := m.Result
+						res.RunID, res.PID, res.Err = r.spec.RunID, 0, nil
+						res.Workers = e.avoided(r)
+						return res
+					}
+					if err := e.redeliver(ctx, r, fmt.Sprintf("its machine could not run it (%s: %s)", f.Kind, f.Detail), onEvent); err != nil {
 						return fail(err)
 					}
 					continue
@@ -968,6 +1027,11 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	case r.attempt != c.Attempt || r.worker != "":
 		e.mu.Unlock()
 		e.reply(worker, m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
+		return
+	case r.avoid[worker] != "":
+		why := r.avoid[worker]
+		e.mu.Unlock()
+		e.reply(worker, m, Assignment{Refused: fmt.Sprintf("this worker's machine failed %s already (%s): another worker is to run it", c.Run, why), Retry: true})
 		return
 	}
 	var denied []string

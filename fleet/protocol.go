@@ -71,6 +71,9 @@ type Claim struct {
 // why not.
 type Assignment struct {
 	Refused string `json:"refused,omitempty"`
+	// Retry, with Refused: the job is another worker's to take; the worker
+	// puts it back on the queue rather than drop it.
+	Retry bool `json:"retry,omitempty"`
 
 	Token string    `json:"token,omitempty"`
 	Spec  RemoteRun `json:"spec"`

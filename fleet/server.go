@@ -115,12 +115,32 @@ func (s *Server) OnRevoke(f func(worker string)) {
 }
 
 // Attach makes ex the executor of the server's workers: told of each
-// revocation, and asked what it saw of each worker for the control API.
+// revocation, asked what it saw of each worker for the control API, and
+// told which workers are connected.
 func (s *Server) Attach(ex *Executor) {
 	s.OnRevoke(ex.Revoked)
 	s.mu.Lock()
 	s.activity = ex.Activity
 	s.mu.Unlock()
+	ex.mu.Lock()
+	ex.connected = s.ConnectedWorkers
+	ex.mu.Unlock()
+}
+
+// ConnectedWorkers are the names of the workers connected now.
+func (s *Server) ConnectedWorkers() []string {
+	ws, err := s.Workers()
+	if err != nil {
+		return nil
+	}
+	on := s.connected()
+	var out []string
+	for _, w := range ws {
+		if on[w.PublicKey] {
+			out = append(out, w.Name)
+		}
+	}
+	return out
 }
 
 // connected are the public keys of the workers connected now.

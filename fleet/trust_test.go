@@ -417,3 +417,63 @@ func TestAWorkersCostIsHeldToTheRunsCap(t *testing.T) {
 		})
 	}
 }
+
+// TestARunAWorkersMachineFailsGoesToAnotherWorker: a worker that cannot
+// run Claude Code at all fails a run for its own machine's reason: the run
+// goes to another worker, uncharged, and that worker is not given it again;
+// when every worker connected has failed it so, the run ends as that
+// failure, naming them, and its advice is about their machines.
+func TestARunAWorkersMachineFailsGoesToAnotherWorker(t *testing.T) {
+	t.Run("another worker runs it", func(t *testing.T) {
+		dirB, repoB := lane(t)
+		dir, repo := lane(t)
+		rig := newRig(t, func(d string) *gitrepo.Repo {
+			if d == dirB {
+				return repoB
+			}
+			return repo
+		}, "a", "b")
+		// b is busy with a run of its own when the run comes: only a,
+		// whose Claude Code is missing, can take it first.
+		rig.worker(t, "b", fakeClaude(t))
+		tokB := rig.g.register("run-b")
+		busy := make(chan agents.Result, 1)
+		go func() { busy <- rig.e.Run(context.Background(), spec("run-b", dirB, `sleep 3`, tokB), nil, func(agents.Event) {}) }()
+		if !eventually.Within(20*time.Second, func() bool { return len(rig.e.Activity("b").Runs) == 1 }) {
+			t.Fatal("b did not take its run")
+		}
+		rig.worker(t, "a", "/nonexistent/claude")
+		tok := rig.g.register("run-0001")
+		res := rig.e.Run(context.Background(), spec("run-0001", dir, `echo b > b.txt`, tok), nil, func(agents.Event) {})
+		if !res.OK() || len(res.Workers) != 0 {
+			t.Fatalf("the run after a's machine failed it: %+v", res)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
+			t.Errorf("b's work is not in the lane: %v", err)
+		}
+		if !strings.Contains(rig.g.traceTexts(), "worker a was lost (its machine could not run it (cli_missing") {
+			t.Errorf("no trace says the run left a for its machine:\n%s", rig.g.traceTexts())
+		}
+		<-busy
+	})
+	t.Run("no worker can", func(t *testing.T) {
+		dir, repo := lane(t)
+		rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+		rig.worker(t, "a", "/nonexistent/claude")
+		tok := rig.g.register("run-0001")
+		res := rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+		f, ok := res.Failure("")
+		if !ok || f.Kind != agents.FailCLIMissing || strings.Join(res.Workers, ",") != "a" {
+			t.Fatalf("the run no worker could run ended %+v (failure %+v)", res, f)
+		}
+		why := f.Explain("claude")
+		for _, want := range []string{"no worker could run it", "(a)", "restart `ctxgraphd worker`"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("the advice does not say %q: %s", want, why)
+			}
+		}
+		if strings.Contains(why, "agent.command") {
+			t.Errorf("the advice names the daemon's agent.command, which is not where a worker's CLI is set: %s", why)
+		}
+	})
+}

@@ -232,7 +232,12 @@ func RelaySocket(dir string) string {
 	return filepath.Join(os.TempDir(), "ctxgraphd-worker-"+hex.EncodeToString(sum[:6]), "hook.sock")
 }
 
-// claim asks the daemon for a pulled job; a job it refuses is dropped.
+// retryDelay is how long a job the daemon gives to another worker stays
+// out of this worker's reach.
+const retryDelay = 2 * time.Second
+
+// claim asks the daemon for a pulled job; a job it refuses is dropped,
+// or put back for another worker where the daemon says so.
 func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job, bool) {
 	var job Job
 	if err := json.Unmarshal(msg.Data(), &job); err != nil || !branch.IsRunName(job.Run) {
@@ -254,7 +259,11 @@ func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job,
 	var a Assignment
 	if err := json.Unmarshal(m.Data, &a); err != nil || a.Refused != "" {
 		w.log.Info("the daemon refused a job", zap.String("run", job.Run), zap.Int("attempt", job.Attempt), zap.String("why", a.Refused))
-		msg.Term()
+		if a.Retry {
+			msg.NakWithDelay(retryDelay) // another worker's to take
+		} else {
+			msg.Term()
+		}
 		return Assignment{}, Job{}, false
 	}
 	return a, job, true
