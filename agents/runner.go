@@ -168,8 +168,8 @@ type Result struct {
 	// (their CLI, login, sandbox or disk), when an executor ran it on
 	// other machines and none of them could: the fix is on theirs.
 	Workers []string
-	Text         string // the result line's text, or the last assistant text
-	Summary      string // Text distilled to one short line
+	Text    string // the result line's text, or the last assistant text
+	Summary string // Text distilled to one short line
 	// Stuck is what the run went round in circles on (EndStuck).
 	Stuck      string
 	ToolCalls  int

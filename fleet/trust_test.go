@@ -438,7 +438,9 @@ func TestARunAWorkersMachineFailsGoesToAnotherWorker(t *testing.T) {
 		rig.worker(t, "b", fakeClaude(t))
 		tokB := rig.g.register("run-b")
 		busy := make(chan agents.Result, 1)
-		go func() { busy <- rig.e.Run(context.Background(), spec("run-b", dirB, `sleep 3`, tokB), nil, func(agents.Event) {}) }()
+		go func() {
+			busy <- rig.e.Run(context.Background(), spec("run-b", dirB, `sleep 3`, tokB), nil, func(agents.Event) {})
+		}()
 		if !eventually.Within(20*time.Second, func() bool { return len(rig.e.Activity("b").Runs) == 1 }) {
 			t.Fatal("b did not take its run")
 		}
