@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -750,14 +751,20 @@ func (e *Executor) publish(ctx context.Context, r *remote, onEvent func(agents.E
 		// goroutine of its own waiting forever (v1.55.0): say it here.
 		return nats.ErrConnectionClosed
 	}
-	_, err = e.js.Publish(ctx, e.subjects.Lanes(), data, jetstream.WithMsgID(ResultKey(job.Run, job.Attempt)))
+	// The id is the attempt's, and no one else's to guess: a message
+	// planted under it first would have the server drop this one as a
+	// duplicate.
+	ack, err := e.js.Publish(ctx, e.subjects.Lanes(), data, jetstream.WithMsgID(ResultKey(job.Run, job.Attempt)+"."+rand.Text()[:12]))
+	if err == nil && ack.Duplicate {
+		err = fmt.Errorf("the work queue took attempt %d of %s as a duplicate of a message already there", job.Attempt, job.Run)
+	}
 	return err
 }
 
 // redeliver gives r's attempt up and publishes the next, with a new token.
 func (e *Executor) redeliver(ctx context.Context, r *remote, why string, onEvent func(agents.Event)) error {
 	e.mu.Lock()
-	old, oldAttempt := r.worker, r.attempt
+	old, oldAttempt, oldToken := r.worker, r.attempt, r.token
 	token, ok := e.opts.Gates.Reissue(r.token)
 	if ok {
 		delete(e.tokens, r.token)
@@ -773,7 +780,7 @@ func (e *Executor) redeliver(ctx context.Context, r *remote, why string, onEvent
 		Context: control.TraceContext{Agent: string(r.spec.Role), Feature: r.spec.FeatureID, Run: r.spec.RunID},
 		Event:   control.TraceEvent{WhatHappened: fmt.Sprintf("worker %s was lost (%s) during attempt %d; the run is given to another worker", old, why, oldAttempt)}})
 	if old != "" {
-		e.tell(old, Control{Run: r.spec.RunID, Attempt: oldAttempt, Cancel: "the daemon gave this attempt to another worker: " + why})
+		e.tell(old, Control{Run: r.spec.RunID, Attempt: oldAttempt, Token: oldToken, Cancel: "the daemon gave this attempt to another worker: " + why})
 	}
 	return e.publish(ctx, r, onEvent)
 }
@@ -787,7 +794,7 @@ func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, ba
 	if worker == "" {
 		return res
 	}
-	e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Cancel: "the daemon cancelled the run"})
+	e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Token: e.tokenOf(r), Cancel: "the daemon cancelled the run"})
 	wait := time.NewTimer(e.opts.CancelGrace)
 	defer wait.Stop()
 	for {
@@ -939,11 +946,11 @@ func (e *Executor) forget(r *remote) {
 	e.mu.Lock()
 	delete(e.runs, r.spec.RunID)
 	delete(e.tokens, r.token)
-	worker, attempt := r.worker, r.attempt
+	worker, attempt, token := r.worker, r.attempt, r.token
 	r.worker = ""
 	e.mu.Unlock()
 	if worker != "" {
-		e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Cancel: "the run is over"})
+		e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Token: token, Cancel: "the run is over"})
 	}
 }
 
@@ -1044,7 +1051,8 @@ func (e *Executor) onClaim(m *nats.Msg) {
 		return
 	}
 	r.worker = worker
-	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies}
+	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies,
+		Base: r.base, Bundle: r.spec.RunID, Deps: r.deps}
 	e.mu.Unlock()
 	e.reply(worker, m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}
@@ -1117,10 +1125,10 @@ func (e *Executor) onHeartbeat(m *nats.Msg) {
 	}
 	r := e.bound(worker, h.Run, h.Attempt, h.Token)
 	if r == nil {
-		e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
 		return
 	}
-	e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt})
+	e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token})
 	select {
 	case r.msgs <- beat{}:
 	default:

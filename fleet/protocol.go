@@ -83,6 +83,12 @@ type Assignment struct {
 	// MaxBundleBytes bounds the base bundle the worker reads and the
 	// result bundle the daemon will read.
 	MaxBundleBytes int64 `json:"max_bundle_bytes"`
+	// Base, Bundle and Deps are the Job's, from the daemon's own record of
+	// the attempt: the worker clones these, never what the Job it pulled
+	// says (a Job is not proved the daemon's by the queue it came from).
+	Base   string   `json:"base"`
+	Bundle string   `json:"bundle"`
+	Deps   []string `json:"deps,omitempty"`
 	// Copies are the person's untracked files of lanes.copy (.env), for
 	// the worker's clone: secrets, so in the Assignment, which only the
 	// bound worker gets, never in the Job. The worker places them before
@@ -221,6 +227,10 @@ type OutcomeAnswer struct {
 type Control struct {
 	Run     string `json:"run"`
 	Attempt int    `json:"attempt"`
+	// Token is the attempt's: a worker takes the daemon's word only with
+	// it, since what arrives on its control subject is not proved the
+	// daemon's by the subject alone.
+	Token string `json:"token"`
 	// Cancel ends the attempt's run now (ctl stop, ctl pause, a shutdown,
 	// an attempt given up), with why.
 	Cancel string `json:"cancel,omitempty"`

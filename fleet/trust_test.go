@@ -479,3 +479,55 @@ func TestARunAWorkersMachineFailsGoesToAnotherWorker(t *testing.T) {
 		}
 	})
 }
+
+// TestWhatTheServerDeliversOnAWorkersBehalfIsNotTheDaemonsWord: a
+// worker can have the server publish a message of its making on any
+// subject (a JetStream answer goes where the asker says), so what comes
+// on a worker's control subject or the work queue is not the daemon's by
+// its subject: a cancel without the attempt's token is ignored, and a Job
+// whose base is not the daemon's is cloned from the daemon's record.
+func TestWhatTheServerDeliversOnAWorkersBehalfIsNotTheDaemonsWord(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "b")
+	// A Job of someone else's making is first in the queue, naming the
+	// run's first attempt and a base that is no base of the daemon's.
+	forged, _ := json.Marshal(Job{Run: "run-0001", Attempt: 1, Base: strings.Repeat("e", 40), Bundle: "run-0001"})
+	djs := djsOf(t, rig.s)
+	if _, err := djs.Publish(context.Background(), rig.s.Subjects().Lanes(), forged); err != nil {
+		t.Fatal(err)
+	}
+	tok := rig.g.register("run-0001")
+	done := make(chan agents.Result, 1)
+	go func() {
+		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `sleep 2; echo b > b.txt`, tok), nil, func(agents.Event) {})
+	}()
+	// The daemon's own Job comes after it: b pulls the forged one first.
+	st, err := djs.Stream(context.Background(), rig.s.Subjects().LanesStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !eventually.Within(20*time.Second, func() bool {
+		info, err := st.Info(context.Background())
+		return err == nil && info.State.Msgs == 2
+	}) {
+		t.Fatal("the daemon's Job did not come")
+	}
+	rig.worker(t, "b", fakeClaude(t))
+	if !eventually.Within(20*time.Second, func() bool { return len(rig.e.Activity("b").Runs) == 1 }) {
+		t.Fatal("b took no run")
+	}
+	// The cancel a worker could have the server deliver: the run and
+	// attempt are easy to guess, the token is not.
+	for _, token := range []string{"", "guessed"} {
+		c, _ := json.Marshal(Control{Run: "run-0001", Attempt: 1, Token: token, Cancel: "stop"})
+		rig.s.Conn().Publish(rig.s.Subjects().Worker("b").Control, c)
+	}
+	rig.s.Conn().Flush()
+	res := <-done
+	if !res.OK() || res.Ended != agents.EndExited {
+		t.Fatalf("b's run, after a forged Job and forged cancels: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
+		t.Errorf("b's work did not land: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,9 @@ type worker struct {
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc // by ResultKey
+	// tokens are the runs' tokens, by ResultKey: the daemon's word about
+	// a run carries its token.
+	tokens map[string]string
 }
 
 // fetchWait bounds one pull of the work queue, so that a stopping worker
@@ -124,7 +128,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	w := &worker{opts: opts, fleet: subjects, subjects: subjects.Worker(opts.Credentials.Worker), nc: nc, js: js, log: log, runs: map[string]context.CancelCauseFunc{}}
+	w := &worker{opts: opts, fleet: subjects, subjects: subjects.Worker(opts.Credentials.Worker), nc: nc, js: js, log: log, runs: map[string]context.CancelCauseFunc{}, tokens: map[string]string{}}
 	unlock, err := lockDir(opts.Dir)
 	if err != nil {
 		return err
@@ -257,7 +261,12 @@ func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job,
 		return Assignment{}, Job{}, false
 	}
 	var a Assignment
-	if err := json.Unmarshal(m.Data, &a); err != nil || a.Refused != "" {
+	if err := json.Unmarshal(m.Data, &a); err == nil && a.Refused == "" {
+		// What to clone is the daemon's word, in the answer to the claim,
+		// not the queue's.
+		job.Base, job.Bundle, job.Deps = a.Base, a.Bundle, a.Deps
+	}
+	if err != nil || a.Refused != "" {
 		w.log.Info("the daemon refused a job", zap.String("run", job.Run), zap.Int("attempt", job.Attempt), zap.String("why", a.Refused))
 		if a.Retry {
 			msg.NakWithDelay(retryDelay) // another worker's to take
@@ -275,7 +284,15 @@ func (w *worker) onControl(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &c) != nil || c.Cancel == "" {
 		return
 	}
-	w.stop(ResultKey(c.Run, c.Attempt), errors.New(c.Cancel))
+	key := ResultKey(c.Run, c.Attempt)
+	w.mu.Lock()
+	token := w.tokens[key]
+	w.mu.Unlock()
+	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.Token)) != 1 {
+		w.log.Warn("a cancel without the attempt's token was ignored", zap.String("run", c.Run), zap.Int("attempt", c.Attempt))
+		return
+	}
+	w.stop(key, errors.New(c.Cancel))
 }
 
 func (w *worker) stop(key string, why error) {
@@ -306,11 +323,12 @@ func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstrea
 	stopOnShutdown := context.AfterFunc(parent, func() { cancel(errShutdown) })
 	defer stopOnShutdown()
 	w.mu.Lock()
-	w.runs[key] = cancel
+	w.runs[key], w.tokens[key] = cancel, a.Token
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
 		delete(w.runs, key)
+		delete(w.tokens, key)
 		w.mu.Unlock()
 	}()
 	go w.heartbeat(ctx, job, a.Token, a.Heartbeat, cancel, msg)
@@ -555,7 +573,7 @@ func (w *worker) heartbeat(ctx context.Context, job Job, token string, every tim
 		cancel()
 		if err == nil {
 			var c Control
-			if json.Unmarshal(m.Data, &c) == nil && c.Cancel != "" {
+			if json.Unmarshal(m.Data, &c) == nil && c.Cancel != "" && c.Token == token {
 				stop(errors.New(c.Cancel))
 				return
 			}
