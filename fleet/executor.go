@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -70,6 +71,9 @@ type ExecutorOptions struct {
 	// CancelGrace is how long a cancelled attempt's worker has to send
 	// its outcome; 0: DefaultCancelGrace.
 	CancelGrace time.Duration
+	// WaitingNotice is how often a run no worker holds says so, and every
+	// republishEvery of them is put on the queue again; 0: 30 s.
+	WaitingNotice time.Duration
 	// Offline reads the record the hooks decide from when the daemon
 	// cannot be reached (gates.OfflineFile), shipped with every run.
 	Offline func() ([]byte, error)
@@ -88,6 +92,9 @@ const (
 	DefaultCancelGrace = 15 * time.Second
 	// waitingNotice is how often a run no worker has taken says so.
 	waitingNotice = 30 * time.Second
+	// republishEvery: every so many notices, an attempt no worker holds
+	// is put on the work queue again.
+	republishEvery = 4
 	// maxProgressBytes bounds the .claude/progress files that cross.
 	maxProgressBytes = 16 << 20
 )
@@ -109,9 +116,10 @@ type Executor struct {
 	tokens   map[string]*remote // by token
 	findings map[string]*Findings
 	heard    map[string]time.Time // each worker's last message
-	// connected names the workers connected now (Server.Attach); nil:
-	// unknown.
+	// connected names the workers connected now, and known says whether a
+	// name is a worker's (Server.Attach); nil: unknown, and every name is.
 	connected func() []string
+	known     func(string) bool
 	// mailboxes are the workers' queues (perWorker), until closed.
 	mailboxes map[string]*mailbox
 	closed    chan struct{}
@@ -274,7 +282,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	for kind, h := range map[string]nats.MsgHandler{
 		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
 	} {
-		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(h))
+		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(kind, h))
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("fleet: subscribing to the workers' %s: %w", kind, err)
@@ -322,22 +330,52 @@ type delivery struct {
 
 // mailbox is one worker's queue, and the bound on its hooks in flight.
 type mailbox struct {
-	in    chan delivery
-	hooks chan struct{}
-	quit  chan struct{} // closed when the worker is revoked
+	in     chan delivery // requests
+	events chan delivery
+	hooks  chan struct{}
+	quit   chan struct{} // closed when the worker is revoked
 }
 
-// perWorker wraps h to queue each message in its sender's mailbox.
-func (e *Executor) perWorker(h nats.MsgHandler) nats.MsgHandler {
+// perWorker wraps h, the handler of one kind of the workers' messages, to
+// queue each in its sender's mailbox. A message on a worker's subject is
+// not proved that worker's by its subject: the server publishes a
+// JetStream answer wherever its asker says, so anyone's message can come
+// there with no reply, or with one that is not the worker's. So a
+// request (all kinds but events) is queued only with its answer asked in
+// the named worker's own inbox, which no other can read, and the rest is
+// dropped, held against no one; a name that is no worker's is no mailbox;
+// and the events, which any such message could imitate, wait in a
+// mailbox of their own, so that a flood of them drops only events.
+func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
+	request := kind != "events"
 	return func(m *nats.Msg) {
 		worker := e.workerName(m.Subject)
 		e.mu.Lock()
+		known := e.known
+		e.mu.Unlock()
+		if known != nil && !known(worker) {
+			return
+		}
+		if request && !strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
+			e.log.Debug("a request on a worker's subject asked for no answer in its inbox: dropped", zap.String("subject", m.Subject), zap.String("reply", m.Reply))
+			return
+		}
+		e.mu.Lock()
 		e.heard[worker] = time.Now()
 		e.mu.Unlock()
+		mb := e.mailboxOf(worker)
+		q := mb.in
+		if !request {
+			q = mb.events
+		}
 		select {
-		case e.mailboxOf(worker).in <- delivery{h: h, m: m}:
+		case q <- delivery{h: h, m: m}:
+		case <-mb.quit:
 		default:
-			e.finding(worker, fmt.Sprintf("more messages at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
+			if request {
+				// Its own requests, with its inbox: a flood of its making.
+				e.finding(worker, fmt.Sprintf("more requests at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
+			}
 		}
 	}
 }
@@ -360,10 +398,19 @@ func (e *Executor) Revoked(worker string) {
 	}
 	e.mu.Unlock()
 	for _, r := range held {
+		// Never waiting here: the server calls this with its own lock
+		// held, and a run's loop that is busy (landing) or over must not
+		// hold every change of the workers.
 		select {
 		case r.msgs <- revoked{worker: worker}:
-		case <-e.closed:
-			return
+		default:
+			go func() {
+				select {
+				case r.msgs <- revoked{worker: worker}:
+				case <-e.closed:
+				case <-time.After(time.Minute):
+				}
+			}()
 		}
 	}
 }
@@ -375,25 +422,28 @@ func (e *Executor) mailboxOf(worker string) *mailbox {
 	defer e.mu.Unlock()
 	mb := e.mailboxes[worker]
 	if mb == nil {
-		mb = &mailbox{in: make(chan delivery, mailboxDepth), hooks: make(chan struct{}, hooksInFlight), quit: make(chan struct{})}
+		mb = &mailbox{in: make(chan delivery, mailboxDepth), events: make(chan delivery, mailboxDepth),
+			hooks: make(chan struct{}, hooksInFlight), quit: make(chan struct{})}
 		e.mailboxes[worker] = mb
-		go func() {
-			for {
-				select {
-				case <-e.closed:
-					return
-				case <-mb.quit:
-					return
-				case d := <-mb.in:
+		for _, q := range []chan delivery{mb.in, mb.events} {
+			go func() {
+				for {
 					select {
-					case <-mb.quit: // revoked: what waits is dropped
+					case <-e.closed:
 						return
-					default:
+					case <-mb.quit:
+						return
+					case d := <-q:
+						select {
+						case <-mb.quit: // revoked: what waits is dropped
+							return
+						default:
+						}
+						d.h(d.m)
 					}
-					d.h(d.m)
 				}
-			}
-		}()
+			}()
+		}
 	}
 	return mb
 }
@@ -439,8 +489,9 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 
 	lost := time.NewTimer(time.Hour)
 	lost.Stop()
-	notice := time.NewTicker(waitingNotice)
+	notice := time.NewTicker(cmp.Or(e.opts.WaitingNotice, waitingNotice))
 	defer notice.Stop()
+	unclaimed := 0 // notices in a row with no worker holding the attempt
 	for {
 		select {
 		case <-ctx.Done():
@@ -449,6 +500,15 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 			if e.workerOf(r) == "" {
 				e.log.Warn("no worker has taken the run yet: the session waits for one (start `ctxgraphd worker` on a machine)",
 					zap.String("run", spec.RunID), zap.Int("attempt", r.attempt))
+				// A Job a worker pulled and dropped without a claim is
+				// gone from the queue: the attempt is put there again,
+				// now and then, while no worker holds it (a second copy
+				// of it is refused at its claim).
+				if unclaimed++; unclaimed%republishEvery == 0 {
+					if err := e.publish(ctx, r, func(agents.Event) {}); err != nil {
+						e.log.Warn("could not put the run's attempt on the work queue again", zap.String("run", spec.RunID), zap.Error(err))
+					}
+				}
 			}
 		case <-lost.C:
 			if err := e.redeliver(ctx, r, "its worker stopped sending heartbeats", onEvent); err != nil {
@@ -457,6 +517,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 		case m := <-r.msgs:
 			switch m := m.(type) {
 			case claimed:
+				unclaimed = 0
 				e.log.Info("a worker took the run", zap.String("run", spec.RunID), zap.String("worker", m.worker), zap.Int("attempt", r.attempt))
 				onEvent(agents.Event{Time: time.Now(), RunID: spec.RunID, Kind: agents.EventWorker, Detail: m.worker})
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
@@ -994,11 +1055,8 @@ func (e *Executor) workerName(subject string) string {
 // its inbox) would carry the daemon's word to that worker; such a request
 // is not acted on at all, and is a finding against its sender.
 func (e *Executor) answerable(worker string, m *nats.Msg) bool {
-	if strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
-		return true
-	}
-	e.finding(worker, fmt.Sprintf("a request on %s asked for its answer on %q, outside the worker's inbox: not acted on", m.Subject, m.Reply))
-	return false
+	// perWorker queued it only so; said again where it is acted on.
+	return strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".")
 }
 
 // reply answers m, a request of worker's, in worker's own inbox only

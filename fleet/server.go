@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -103,6 +104,8 @@ type Server struct {
 	resultsMax int64
 	// activity is the attached executor's (Attach); nil: none.
 	activity func(worker string) Activity
+	// names are the workers' names (keepNames), read without s.mu.
+	names atomic.Pointer[map[string]bool]
 }
 
 // OnRevoke has f told the name of each worker RevokeWorker revokes, once
@@ -123,8 +126,14 @@ func (s *Server) Attach(ex *Executor) {
 	s.activity = ex.Activity
 	s.mu.Unlock()
 	ex.mu.Lock()
-	ex.connected = s.ConnectedWorkers
+	ex.connected, ex.known = s.ConnectedWorkers, s.IsWorker
 	ex.mu.Unlock()
+}
+
+// IsWorker reports whether name is a worker's with credentials now.
+func (s *Server) IsWorker(name string) bool {
+	names := s.names.Load()
+	return names != nil && (*names)[name]
 }
 
 // ConnectedWorkers are the names of the workers connected now.
@@ -305,23 +314,24 @@ const laneAckWait = time.Minute
 // provision makes (or keeps, on a restart) the work queue, its consumer,
 // the base bundles' bucket and each worker's results bucket.
 func (s *Server) provision(ctx context.Context) error {
+	// Bounded, whatever is published there: a worker can have the
+	// server publish on any subject (a JetStream answer goes where its
+	// asker says), the work queue's too.
 	_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:      s.subjects.LanesStream(),
-		Subjects:  []string{s.subjects.Lanes()},
-		Retention: jetstream.WorkQueuePolicy,
-		Storage:   jetstream.FileStorage,
+		Name:       s.subjects.LanesStream(),
+		Subjects:   []string{s.subjects.Lanes()},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		MaxMsgs:    lanesMaxMsgs,
+		MaxBytes:   lanesMaxBytes,
+		MaxMsgSize: lanesMaxMsgSize,
+		Discard:    jetstream.DiscardNew,
 	})
 	if err != nil {
 		return fmt.Errorf("fleet: the work queue %s: %w", s.subjects.LanesStream(), err)
 	}
-	_, err = s.js.CreateOrUpdateConsumer(ctx, s.subjects.LanesStream(), jetstream.ConsumerConfig{
-		Durable:    s.subjects.LanesConsumer(),
-		AckPolicy:  jetstream.AckExplicitPolicy,
-		AckWait:    laneAckWait,
-		MaxDeliver: -1,
-	})
-	if err != nil {
-		return fmt.Errorf("fleet: the work queue's consumer: %w", err)
+	if err := s.lanesConsumer(ctx); err != nil {
+		return err
 	}
 	if err := s.bucket(ctx, s.subjects.BaseBucket()); err != nil {
 		return err
@@ -334,6 +344,37 @@ func (s *Server) provision(ctx context.Context) error {
 		if err := s.resultsBucket(ctx, name); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Bounds of the work queue and of a worker's pulls on it. A Job is a few
+// hundred bytes and a night has lanes by the dozen; a pull asks for one
+// Job at a time, for no longer than a worker's fetch waits.
+const (
+	lanesMaxMsgs    = 10_000
+	lanesMaxBytes   = 64 << 20
+	lanesMaxMsgSize = 64 << 10
+	pullsMaxWaiting = 256
+	pullMaxExpires  = time.Minute
+)
+
+// lanesConsumer makes the work queue's consumer, or brings the one there
+// is to its bounds: one Job a pull, pulls of a minute at most, a bounded
+// number waiting, so that no worker's pulls outlive it long or crowd the
+// others' out.
+func (s *Server) lanesConsumer(ctx context.Context) error {
+	_, err := s.js.CreateOrUpdateConsumer(ctx, s.subjects.LanesStream(), jetstream.ConsumerConfig{
+		Durable:           s.subjects.LanesConsumer(),
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           laneAckWait,
+		MaxDeliver:        -1,
+		MaxWaiting:        pullsMaxWaiting,
+		MaxRequestBatch:   1,
+		MaxRequestExpires: pullMaxExpires,
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: the work queue's consumer: %w", err)
 	}
 	return nil
 }
@@ -368,9 +409,13 @@ func (s *Server) options() (*server.Options, error) {
 	}
 	opts := s.opts
 	opts.Nkeys = []*server.NkeyUser{{Nkey: s.daemonKey}}
+	names := make(map[string]bool, len(workers))
 	for _, w := range workers {
 		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: w.PublicKey, Permissions: s.subjects.workerPermissions(w.Name)})
+		names[w.Name] = true
 	}
+	// The users of the moment are the workers IsWorker knows.
+	s.names.Store(&names)
 	return &opts, nil
 }
 
