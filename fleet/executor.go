@@ -229,7 +229,8 @@ type remote struct {
 	spec    RemoteRun
 	dir     string // the lane's work tree, here
 	base    string
-	deps    []string // the dependency directories beside the base
+	deps    []string  // the dependency directories beside the base
+	digests [2]string // of the base's bundle and of its dependencies, as put
 	attempt int
 	token   string
 	worker  string // "" until an attempt is claimed
@@ -469,7 +470,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 		return fail(err)
 	}
 	defer repo.DeleteRef(context.WithoutCancel(ctx), baseRef(spec.RunID), base)
-	deps, dropBase, err := e.putBase(ctx, repo, base, spec.RunID, spec.Dir)
+	deps, digests, dropBase, err := e.putBase(ctx, repo, base, spec.RunID, spec.Dir)
 	if err != nil {
 		return fail(err)
 	}
@@ -478,7 +479,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 	if err != nil {
 		return fail(err)
 	}
-	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, attempt: 1, token: spec.Token, msgs: make(chan any, 256), avoid: map[string]agents.FailureKind{}}
+	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, digests: digests, attempt: 1, token: spec.Token, msgs: make(chan any, 256), avoid: map[string]agents.FailureKind{}}
 	e.mu.Lock()
 	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
 	e.mu.Unlock()
@@ -607,10 +608,19 @@ func (e *Executor) commitBase(ctx context.Context, repo *gitrepo.Repo, run strin
 // putBase puts base's bundle in the base bucket under the run's id, with
 // the archive of the lane's dependencies beside it (or the project's
 // where the lane has none, as the judge lends them), and returns their
-// names and the func that removes both once the run is over. A base is a
-// run's own (its commit holds the time it was made), and the bucket would
-// otherwise grow by a whole history a run.
-func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, dir string) ([]string, func(), error) {
+// names, the digests of both as put (the Assignment's, which a worker
+// reads them against: a bucket a worker can have the server write to is
+// not proved the daemon's by its name) and the func that removes both
+// once the run is over. A base is a run's own (its commit holds the time
+// it was made), and the bucket would otherwise grow by a whole history a
+// run.
+func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, dir string) ([]string, [2]string, func(), error) {
+	var digests [2]string
+	deps, drop, err := e.putBaseObjects(ctx, repo, base, run, dir, &digests)
+	return deps, digests, drop, err
+}
+
+func (e *Executor) putBaseObjects(ctx context.Context, repo *gitrepo.Repo, base, run, dir string, digests *[2]string) ([]string, func(), error) {
 	bucket, err := e.js.ObjectStore(ctx, e.subjects.BaseBucket())
 	if err != nil {
 		return nil, nil, err
@@ -622,9 +632,11 @@ func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, d
 	if int64(buf.Len()) > e.opts.MaxBundleBytes {
 		return nil, nil, fmt.Errorf("the lane's base bundle is %d bytes, over the bound of %d", buf.Len(), e.opts.MaxBundleBytes)
 	}
-	if _, err := bucket.PutBytes(ctx, run, buf.Bytes()); err != nil {
+	info, err := bucket.PutBytes(ctx, run, buf.Bytes())
+	if err != nil {
 		return nil, nil, err
 	}
+	digests[0] = info.Digest
 	drop := func() {
 		for _, key := range []string{run, run + depsSuffix} {
 			if err := bucket.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -635,7 +647,9 @@ func (e *Executor) putBase(ctx context.Context, repo *gitrepo.Repo, base, run, d
 	buf.Reset()
 	deps, err := toolchain.PackDeps(&buf, e.opts.MaxBundleBytes, dir, e.opts.ProjectDir)
 	if err == nil && len(deps) > 0 {
-		_, err = bucket.PutBytes(ctx, run+depsSuffix, buf.Bytes())
+		if info, err = bucket.PutBytes(ctx, run+depsSuffix, buf.Bytes()); err == nil {
+			digests[1] = info.Digest
+		}
 	}
 	if err != nil {
 		drop()
@@ -1110,7 +1124,7 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	}
 	r.worker = worker
 	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies,
-		Base: r.base, Bundle: r.spec.RunID, Deps: r.deps}
+		Base: r.base, Bundle: r.spec.RunID, Deps: r.deps, BundleDigest: r.digests[0], DepsDigest: r.digests[1]}
 	e.mu.Unlock()
 	e.reply(worker, m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}

@@ -26,10 +26,11 @@ import (
 // URL>, an ObjectInfo; its chunks, in order, the messages on
 // $O.<bucket>.C.<its NUID>; its digest SHA-256 of them all.
 
-// openObject opens name in bucket for reading, at most limit bytes; the
-// reader fails on a chunk past the object's size or count and, at the
-// end, on a digest that is not the object's.
-func openObject(ctx context.Context, js jetstream.JetStream, bucket, name string, limit int64) (io.Reader, error) {
+// openObject opens name in bucket for reading, at most limit bytes, and
+// only as the object whose digest is want ("": any); the reader fails on a
+// chunk past the object's size or count and, at the end, on chunks whose
+// digest is not the object's.
+func openObject(ctx context.Context, js jetstream.JetStream, bucket, name string, limit int64, want string) (io.Reader, error) {
 	st, err := js.Stream(ctx, objectStream(bucket))
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
@@ -50,6 +51,8 @@ func openObject(ctx context.Context, js jetstream.JetStream, bucket, name string
 		return nil, fmt.Errorf("%s in %s: %w", name, bucket, jetstream.ErrObjectNotFound)
 	case info.Size > uint64(limit):
 		return nil, fmt.Errorf("%s in %s is %d bytes, over the bound of %d", name, bucket, info.Size, limit)
+	case want != "" && info.Digest != want:
+		return nil, fmt.Errorf("%s in %s is not the object the daemon put there (its digest is %s, not %s)", name, bucket, info.Digest, want)
 	}
 	return &objectReader{ctx: ctx, st: st, chunks: "$O." + bucket + ".C." + info.NUID, name: name, seq: 1,
 		size: info.Size, left: info.Chunks, digest: info.Digest, h: sha256.New()}, nil

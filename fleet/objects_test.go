@@ -31,15 +31,33 @@ func TestAWorkerReadsAnObjectWholeOrNotAtAll(t *testing.T) {
 	}
 	js, _ := jetstream.New(nc)
 	read := func(name string, limit int64) ([]byte, error) {
-		r, err := openObject(ctx, js, s.Subjects().BaseBucket(), name, limit)
+		r, err := openObject(ctx, js, s.Subjects().BaseBucket(), name, limit, "")
 		if err != nil {
 			return nil, err
 		}
 		return io.ReadAll(r)
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // five chunks of nats.go's 128 KiB
-	if _, err := base.PutBytes(ctx, "big", big); err != nil {
+	put, err := base.PutBytes(ctx, "big", big)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Read as the object the daemon put, and only so: one put in its
+	// place (a whole other object, metadata and all) is refused.
+	if r, err := openObject(ctx, js, s.Subjects().BaseBucket(), "big", 1<<30, put.Digest); err != nil {
+		t.Errorf("the daemon's own object, by its digest: %v", err)
+	} else if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, big) {
+		t.Errorf("read %d bytes (%v) of the daemon's object", len(got), err)
+	}
+	if _, err := base.PutBytes(ctx, "replaced", []byte("the daemon's")); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := base.GetInfo(ctx, "replaced")
+	if _, err := base.PutBytes(ctx, "replaced", []byte("someone else's")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openObject(ctx, js, s.Subjects().BaseBucket(), "replaced", 1<<30, want.Digest); err == nil || !strings.Contains(err.Error(), "not the object the daemon put there") {
+		t.Errorf("an object put in place of the daemon's: %v, want it refused", err)
 	}
 	if got, err := read("big", 1<<30); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("read %d bytes (%v), want the %d put", len(got), err, len(big))

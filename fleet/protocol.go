@@ -89,6 +89,12 @@ type Assignment struct {
 	Base   string   `json:"base"`
 	Bundle string   `json:"bundle"`
 	Deps   []string `json:"deps,omitempty"`
+	// BundleDigest and DepsDigest are the objects' digests as the daemon
+	// put them: the worker reads them only so (a bucket is not proved the
+	// daemon's by its name: the server writes where a JetStream answer is
+	// sent).
+	BundleDigest string `json:"bundle_digest"`
+	DepsDigest   string `json:"deps_digest,omitempty"`
 	// Copies are the person's untracked files of lanes.copy (.env), for
 	// the worker's clone: secrets, so in the Assignment, which only the
 	// bound worker gets, never in the Job. The worker places them before

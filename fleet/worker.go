@@ -407,7 +407,7 @@ func (w *worker) indexOf(key string) string {
 // prepare makes the attempt's clone: the base from the bucket, the
 // progress files, the hooks' offline record.
 func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string) (*gitrepo.Repo, error) {
-	obj, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle, a.MaxBundleBytes)
+	obj, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle, a.MaxBundleBytes, cmp.Or(a.BundleDigest, "none"))
 	if err != nil {
 		return nil, fmt.Errorf("the base bundle %s: %w", job.Bundle, err)
 	}
@@ -429,7 +429,7 @@ func (w *worker) prepare(ctx context.Context, job Job, a Assignment, dir string)
 		return nil, err
 	}
 	if len(job.Deps) > 0 {
-		deps, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle+depsSuffix, a.MaxBundleBytes)
+		deps, err := openObject(ctx, w.js, w.fleet.BaseBucket(), job.Bundle+depsSuffix, a.MaxBundleBytes, cmp.Or(a.DepsDigest, "none"))
 		if err != nil {
 			return nil, fmt.Errorf("the lane's dependencies: %w", err)
 		}

@@ -174,7 +174,7 @@ func TestWorkerCan(t *testing.T) {
 			return err
 		}},
 		{"read a base bundle", func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
-			r, err := openObject(ctx, js, sub.BaseBucket(), "c0ffee", 1<<30)
+			r, err := openObject(ctx, js, sub.BaseBucket(), "c0ffee", 1<<30, "")
 			if err != nil {
 				return err
 			}
