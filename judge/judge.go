@@ -395,6 +395,14 @@ func (j *Judge) IsLive(runID string) bool {
 	return r == nil || r.live
 }
 
+// Bounds of what a run's commands cost the daemon: how many are kept for
+// the run (an honest run runs hundreds), and how much of each the store
+// keeps (the run's own judging has each whole).
+const (
+	maxCommandsKept  = 10_000
+	maxCommandStored = 16 << 10
+)
+
 // Commands returns the Bash commands the run's hooks recorded.
 func (j *Judge) Commands(runID string) []control.CommandRecord {
 	j.mu.Lock()
@@ -619,7 +627,7 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 				test = f.Test
 			}
 		}
-		if r, ok := gates.RecordCommand(actor, test, state.ProjectDir, p); ok {
+		if r, ok := gates.RecordCommand(actor, test, state.ProjectDir, p); ok && (rg == nil || len(rg.commands) < maxCommandsKept) {
 			if rg != nil {
 				rg.commands = append(rg.commands, r)
 				if r.IsTest && r.ExitCode != 0 && rg.env == nil {
@@ -648,7 +656,12 @@ func (j *Judge) Hook(ctx context.Context, token string, req control.HookRequest)
 	j.mu.Unlock()
 
 	if rec != nil && rg != nil {
-		if err := j.opts.Records.AppendCommand(*rec); err != nil {
+		// Kept whole for the run's own judging (above), and cut to a
+		// bound in the store: a run's commands are its agent's to make as
+		// long as it likes, and a worker's hooks reach the store too.
+		stored := *rec
+		stored.Command = textcut.Cut(stored.Command, maxCommandStored)
+		if err := j.opts.Records.AppendCommand(stored); err != nil {
 			j.log.Warn("could not record a command", zap.Error(err))
 		}
 	}

@@ -1,11 +1,14 @@
 package judge
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
@@ -76,4 +79,33 @@ func lineOf(text, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestARunsCommandsCostTheDaemonABoundedAmount: a run that sends more
+// commands than the daemon keeps for it, and one longer than the store
+// keeps of any, is held to both bounds: the store keeps a cut of the long
+// one, and nothing past the count, whatever the run sends.
+func TestARunsCommandsCostTheDaemonABoundedAmount(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.j.Register(gates.Actor{Role: gates.Coder, Feature: "F-001", Run: "run-1"})
+	long := "echo " + strings.Repeat("x", 4*maxCommandStored)
+	f.mustHook(tok, "post-tool-use", bashPayload(long))
+	for i := range maxCommandsKept + 50 {
+		f.mustHook(tok, "post-tool-use", bashPayload(fmt.Sprintf("echo %d", i)))
+	}
+	f.rec.mu.Lock()
+	stored := slices.Clone(f.rec.commands)
+	f.rec.mu.Unlock()
+	if len(stored) != maxCommandsKept {
+		t.Errorf("the store holds %d commands of the run, want the %d kept", len(stored), maxCommandsKept)
+	}
+	if n := len(stored[0].Command); n > maxCommandStored || !strings.HasPrefix(long, strings.TrimSuffix(stored[0].Command, "…")) {
+		t.Errorf("the long command is stored as %d bytes, want a cut of it to %d at most", n, maxCommandStored)
+	}
+	if got := len(f.j.Commands("run-1")); got != maxCommandsKept {
+		t.Errorf("the run keeps %d commands, want %d", got, maxCommandsKept)
+	}
+	if c := f.j.Commands("run-1")[0].Command; c != long {
+		t.Error("the run's own record of its long command is not whole")
+	}
 }
