@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,13 +56,7 @@ func committedGoModuleNight(t *testing.T, parallel int) {
 		"go.mod":     "module example.com/scripted\n\ngo 1.21\n\nrequire " + scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt + "\n",
 		"go.sum":     goDepSum,
 	}
-	for name, text := range person {
-		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p.git("add", name)
-	}
-	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+	p.personCommits(person, slices.Collect(maps.Keys(person))...)
 	home := getenvIn(p.env)("HOME")
 
 	log := p.runToEnd()
@@ -103,30 +99,13 @@ func TestLanesGetThePersonsEnvAndTheirServersDoNotCollide(t *testing.T) {
 	p := newProject(t, sc)
 	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2", "CTXGRAPHD_LANES_COPY=.env")
 	const env = "GREETING=" + scriptedmodel.EnvGreeting + "\n"
-	for name, text := range map[string]string{".gitignore": ".env\nnode_modules/\n", ".env": env} {
-		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.git("add", ".gitignore")
-	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+	p.personCommits(map[string]string{".gitignore": ".env\nnode_modules/\n", ".env": env}, ".gitignore")
 
 	log := p.runToEnd()
 	o := p.outcome(log, nil)
 	o.allTestedHonestly(t, sc)
 	p.workedAtOnce(o)
-	// The person's .env is theirs: untouched, and in no commit.
-	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
-		t.Errorf("the person's .env holds %q", b)
-	}
-	if got := p.git("log", "--all", "--name-only", "--format="); strings.Contains(got, ".env\n") || strings.HasSuffix(got, ".env") {
-		t.Errorf("a commit holds .env:\n%s", got)
-	}
-	for _, tr := range p.traces(store.TraceFilter{}) {
-		if strings.Contains(tr.Event.WhatHappened, scriptedmodel.EnvGreeting) || tr.Path == ".env" {
-			t.Errorf("a trace holds the .env: %+v", tr)
-		}
-	}
+	p.envStaysThePersons(env)
 	p.greenForThePerson(o)
 	o.agree(t)
 }
@@ -161,13 +140,7 @@ func TestANightWhoseSetupMakesTheVenv(t *testing.T) {
 				// The system's python3 has pytest: a venv that sees its
 				// packages runs the tests.
 				"CTXGRAPHD_SETUP=python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index --find-links "+sc.FindLinks+" -r requirements.txt")
-			for name, text := range map[string]string{".gitignore": ".venv/\n", "requirements.txt": scriptedmodel.PythonDependency + "\n"} {
-				if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				p.git("add", name)
-			}
-			p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+			p.personCommits(map[string]string{".gitignore": ".venv/\n", "requirements.txt": scriptedmodel.PythonDependency + "\n"}, ".gitignore", "requirements.txt")
 
 			log := p.runToEnd()
 			o := p.outcome(log, nil)
@@ -300,13 +273,7 @@ func personsNodeNight(t *testing.T, lock bool, parallel int) {
 	p := newProject(t, sc)
 	p.freshHome()
 	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel))
-	for name, text := range person {
-		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p.git("add", name)
-	}
-	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+	p.personCommits(person, slices.Collect(maps.Keys(person))...)
 
 	log := p.runToEnd()
 	o := p.outcome(log, nil)
@@ -362,13 +329,7 @@ func TestANightOnWorkersWithThePersonsSetupAndEnv(t *testing.T) {
 	const env = "GREETING=" + scriptedmodel.EnvGreeting + "\n"
 	// The person keeps .env untracked, and has not told git to ignore it:
 	// no base bundle and no result carries it all the same.
-	for name, text := range map[string]string{".gitignore": "node_modules/\n", "package.json": nodePackage, ".env": env} {
-		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.git("add", ".gitignore", "package.json")
-	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
+	p.personCommits(map[string]string{".gitignore": "node_modules/\n", "package.json": nodePackage, ".env": env}, ".gitignore", "package.json")
 
 	daemon, log := p.start("--exit-when-done")
 	p.waitFor("the daemon to answer", startWait, func() bool { _, ok := p.status(); return ok })
@@ -384,12 +345,37 @@ func TestANightOnWorkersWithThePersonsSetupAndEnv(t *testing.T) {
 	if n := strings.Count(w.log.String(), "the setup step ran"); n < len(features) || !strings.Contains(w.log.String(), noLockSetup) {
 		t.Errorf("the worker ran the setup %d times, want before each of its agents:\n%s", n, w.log)
 	}
-	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
-		t.Errorf("the person's .env holds %q", b)
-	}
-	if got := p.git("log", "--all", "--name-only", "--format="); strings.Contains(got, ".env\n") || strings.HasSuffix(got, ".env") {
-		t.Errorf("a commit holds .env:\n%s", got)
-	}
+	p.envStaysThePersons(env)
 	p.greenForThePerson(o)
 	o.agree(t)
+}
+
+// envStaysThePersons checks that the person's .env (lanes.copy) is
+// theirs in the morning: untouched, in no commit, in no trace.
+func (p *project) envStaysThePersons(env string) {
+	p.t.Helper()
+	if b, _ := os.ReadFile(filepath.Join(p.dir, ".env")); string(b) != env {
+		p.t.Errorf("the person's .env holds %q", b)
+	}
+	if got := p.git("log", "--all", "--name-only", "--format="); strings.Contains(got, ".env\n") || strings.HasSuffix(got, ".env") {
+		p.t.Errorf("a commit holds .env:\n%s", got)
+	}
+	for _, tr := range p.traces(store.TraceFilter{}) {
+		if strings.Contains(tr.Event.WhatHappened, scriptedmodel.EnvGreeting) || tr.Path == ".env" {
+			p.t.Errorf("a trace holds the .env: %+v", tr)
+		}
+	}
+}
+
+// personCommits writes files into the project as the person keeps them
+// and commits those of track, as the person's own commit.
+func (p *project) personCommits(files map[string]string, track ...string) {
+	p.t.Helper()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(text), 0o600); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	p.git(append([]string{"add"}, track...)...)
+	p.git("-c", "user.name=A Person", "-c", "user.email=person@example.com", "commit", "-q", "-m", "the person's project")
 }
