@@ -159,26 +159,21 @@ func (e *Executor) finding(worker, what string) {
 	}
 }
 
-// healthyFor are the workers connected now that r may still go to.
-func (e *Executor) healthyFor(r *remote) []string {
+// anyLeftFor reports whether a worker connected now may still take r:
+// one whose machine has not failed it. With no server to ask, one may come.
+func (e *Executor) anyLeftFor(r *remote) bool {
 	e.mu.Lock()
 	connected := e.connected
 	e.mu.Unlock()
 	if connected == nil {
-		return []string{"?"} // no server to ask: assume one comes
+		return true
 	}
 	// Asked without e.mu: the server takes its own lock, and calls into
 	// the executor (Revoked) with it held.
 	on := connected()
-	var out []string
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, w := range on {
-		if r.avoid[w] == "" {
-			out = append(out, w)
-		}
-	}
-	return out
+	return slices.ContainsFunc(on, func(w string) bool { return r.avoid[w] == "" })
 }
 
 // avoided are the workers that failed r for their own reasons, sorted.
@@ -357,14 +352,18 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 		if known != nil && !known(worker) {
 			return
 		}
-		if request && !strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
+		if request && !e.inInbox(worker, m) {
 			e.log.Debug("a request on a worker's subject asked for no answer in its inbox: dropped", zap.String("subject", m.Subject), zap.String("reply", m.Reply))
 			return
 		}
-		e.mu.Lock()
-		e.heard[worker] = time.Now()
-		e.mu.Unlock()
 		mb := e.mailboxOf(worker)
+		// Heard once the message is taken or dropped: a caller that sees
+		// the time knows its fate is settled.
+		defer func() {
+			e.mu.Lock()
+			e.heard[worker] = time.Now()
+			e.mu.Unlock()
+		}()
 		q := mb.in
 		if !request {
 			q = mb.events
@@ -560,7 +559,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 					e.mu.Lock()
 					r.avoid[worker] = f.Kind
 					e.mu.Unlock()
-					if left := e.healthyFor(r); len(left) == 0 {
+					if !e.anyLeftFor(r) {
 						res := m.Result
 						res.RunID, res.PID, res.Err = r.spec.RunID, 0, nil
 						res.Workers = e.avoided(r)
@@ -1063,22 +1062,17 @@ func (e *Executor) workerName(subject string) string {
 	return name
 }
 
-// answerable reports whether m, a request of worker's, may be answered:
-// its reply subject is in worker's own inbox. A reply subject is the
-// sender's to choose, and one of another worker's subjects (its control,
-// its inbox) would carry the daemon's word to that worker; such a request
-// is not acted on at all, and is a finding against its sender.
-func (e *Executor) answerable(worker string, m *nats.Msg) bool {
-	// perWorker queued it only so; said again where it is acted on.
+// inInbox reports whether m, a request on worker's subject, asks for its
+// answer in worker's own inbox, which no other client can read: the one
+// rule by which a request is taken as worker's (perWorker queues no other)
+// and answered.
+func (e *Executor) inInbox(worker string, m *nats.Msg) bool {
 	return strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".")
 }
 
-// reply answers m, a request of worker's, in worker's own inbox only
-// (answerable).
-func (e *Executor) reply(worker string, m *nats.Msg, v any) {
-	if !strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".") {
-		return
-	}
+// reply answers m, a request of worker's, which perWorker let through only
+// with its answer asked in worker's own inbox.
+func (e *Executor) reply(_ string, m *nats.Msg, v any) {
 	data, err := json.Marshal(v)
 	if err == nil {
 		m.Respond(data)
@@ -1088,9 +1082,6 @@ func (e *Executor) reply(worker string, m *nats.Msg, v any) {
 // onClaim binds a run's attempt to the worker that claims it first.
 func (e *Executor) onClaim(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
-	if !e.answerable(worker, m) {
-		return // nothing is bound: the run stays open for a claim that can be answered
-	}
 	var c Claim
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		e.reply(worker, m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
@@ -1146,9 +1137,6 @@ func (e *Executor) bound(worker, run string, attempt int, token string) *remote 
 // to that worker only: a worker cannot ask as another's run.
 func (e *Executor) onHook(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
-	if !e.answerable(worker, m) {
-		return
-	}
 	// At most hooksInFlight at once: the rest wait in the worker's own
 	// mailbox, delaying that worker only.
 	hooks := e.mailboxOf(worker).hooks
@@ -1192,7 +1180,7 @@ func (e *Executor) onHook(m *nats.Msg) {
 func (e *Executor) onHeartbeat(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
 	var h Heartbeat
-	if !e.answerable(worker, m) || json.Unmarshal(m.Data, &h) != nil {
+	if json.Unmarshal(m.Data, &h) != nil {
 		return
 	}
 	r := e.bound(worker, h.Run, h.Attempt, h.Token)
@@ -1225,9 +1213,6 @@ func (e *Executor) onEvent(m *nats.Msg) {
 // onOutcome takes a bound attempt's end to its run.
 func (e *Executor) onOutcome(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
-	if !e.answerable(worker, m) {
-		return
-	}
 	var o Outcome
 	if err := json.Unmarshal(m.Data, &o); err != nil {
 		e.reply(worker, m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})

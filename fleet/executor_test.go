@@ -67,8 +67,17 @@ type gatesRecord struct {
 	traces    []control.Trace
 	modes     gates.Modes
 	issued    int
-	// stall, when set, holds every hook of these runs until it is closed.
-	stall map[string]chan struct{}
+	// stall, when set, holds every hook of these runs until it is closed;
+	// stalled counts the hooks held now, and mostStalled the most at once.
+	stall                map[string]chan struct{}
+	stalled, mostStalled int
+}
+
+// stalledNow is how many hooks are held now, and the most held at once.
+func (g *gatesRecord) stalledNow() (now, most int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stalled, g.mostStalled
 }
 
 func newGates() *gatesRecord {
@@ -87,12 +96,19 @@ func (g *gatesRecord) register(run string) string {
 func (g *gatesRecord) Hook(ctx context.Context, token string, _ control.HookRequest) (control.HookResponse, error) {
 	g.mu.Lock()
 	stall := g.stall[g.tokens[token]]
+	if stall != nil {
+		g.stalled++
+		g.mostStalled = max(g.mostStalled, g.stalled)
+	}
 	g.mu.Unlock()
 	if stall != nil {
 		select {
 		case <-stall:
 		case <-ctx.Done():
 		}
+		g.mu.Lock()
+		g.stalled--
+		g.mu.Unlock()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -65,6 +65,13 @@ func TestAWorkerReadsAnObjectWholeOrNotAtAll(t *testing.T) {
 	if _, err := read("big", int64(len(big))-1); err == nil || !strings.Contains(err.Error(), "over the bound") {
 		t.Errorf("an object past the bound: %v", err)
 	}
+	// The bound holds for the daemon's own object too, asked by its digest.
+	if _, err := openObject(ctx, js, s.Subjects().BaseBucket(), "big", int64(len(big))-1, put.Digest); err == nil || !strings.Contains(err.Error(), "over the bound") {
+		t.Errorf("the daemon's object past the bound: %v", err)
+	}
+	if _, err := openObject(ctx, js, s.Subjects().BaseBucket(), "big", int64(len(big)), put.Digest); err != nil {
+		t.Errorf("the daemon's object at the bound exactly: %v", err)
+	}
 	if _, err := read("absent", 1<<30); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("a missing object: %v", err)
 	}

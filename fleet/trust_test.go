@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
@@ -45,7 +47,9 @@ func TestAWorkerCannotEndAnotherWorkersRunThroughTheDaemonsAnswer(t *testing.T) 
 			}
 			// Once b runs it: every way a could ask about it, each naming b's
 			// subject for the answer.
-			time.Sleep(1500 * time.Millisecond)
+			if !eventually.Within(20*time.Second, func() bool { return len(rig.e.Activity("b").Runs) == 1 }) {
+				t.Fatal("b took no run")
+			}
 			to := rig.s.Subjects().Worker("b").Control
 			if target == "inbox" {
 				to = rig.s.Subjects().Worker("b").Inbox + ".x"
@@ -201,6 +205,11 @@ func TestOneWorkersFloodDelaysNoOtherWorker(t *testing.T) {
 	}
 	if f := rig.e.FindingsOf("b"); f.Count != 0 {
 		t.Errorf("findings against b: %+v", f)
+	}
+	// hooksInFlight of a's hooks were let through at once, no more, and
+	// no fewer: the bound is the number, not a ceiling never reached.
+	if now, most := rig.g.stalledNow(); now != hooksInFlight || most != hooksInFlight {
+		t.Errorf("a's hooks held at once: %d now, %d at most; want %d", now, most, hooksInFlight)
 	}
 	rig.g.mu.Lock()
 	answered := 0
@@ -603,17 +612,29 @@ func TestMessagesOnAWorkersSubjectsTakeNoRoomInItsMailbox(t *testing.T) {
 		nc.PublishRequest(wb.Hook, wb.Inbox+".h", hook)
 	}
 	nc.Flush()
-	time.Sleep(500 * time.Millisecond) // the mailbox's handler now waits behind them
+	// The mailbox's handler now waits behind them: hooksInFlight held,
+	// the last one waiting for room.
+	if !eventually.Within(10*time.Second, func() bool { now, _ := rig.g.stalledNow(); return now == hooksInFlight }) {
+		t.Fatal("b's hooks were not held")
+	}
 	junk := make([]byte, 1<<10)
 	for range 2 * mailboxDepth {
 		rig.s.Conn().Publish(wb.Heartbeat, junk)
 	}
+	// Flushed before b's heartbeat is sent: the server has them first,
+	// and hands the daemon's one subscription of heartbeats them first.
 	rig.s.Conn().Flush()
-	time.Sleep(500 * time.Millisecond)
+	sent := time.Now()
 	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token})
 	nc.PublishRequest(wb.Heartbeat, wb.Inbox+".b", beat)
 	nc.Flush()
-	time.Sleep(200 * time.Millisecond)
+	// b is heard from once its heartbeat is taken or dropped.
+	if !eventually.Within(10*time.Second, func() bool {
+		h := rig.e.Activity("b").LastHeard
+		return h.After(sent)
+	}) {
+		t.Fatal("b's heartbeat never reached the daemon")
+	}
 	if f := rig.e.FindingsOf("b"); f.Count != 0 {
 		t.Errorf("b's own heartbeat was dropped for the room others' messages took: %+v", f)
 	}
@@ -645,6 +666,14 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 		if err != nil || !strings.HasPrefix(m.Header.Get("Status"), "4") {
 			t.Errorf("a pull of %s was not refused: %v %v", req, m, err)
 		}
+	}
+	// The pulls that may wait are bounded, whoever makes them.
+	info, err := djsOf(t, s).Consumer(context.Background(), sub.LanesStream(), sub.LanesConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.CachedInfo().Config; c.MaxWaiting != pullsMaxWaiting || c.MaxRequestBatch != 1 || c.MaxRequestExpires != pullMaxExpires {
+		t.Errorf("the work queue's consumer: max waiting %d, batch %d, expires %s; want %d, 1, %s", c.MaxWaiting, c.MaxRequestBatch, c.MaxRequestExpires, pullsMaxWaiting, pullMaxExpires)
 	}
 	// A pull within the bounds, left waiting, its Jobs sent where someone
 	// listens (the daemon, on b's results), and a revoked: the pull is
@@ -723,5 +752,55 @@ func TestAJobDroppedWithoutAClaimIsPutBack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run's Job, dropped without a claim, was not put back")
+	}
+}
+
+// TestFindingsKeepTheLastFewAndCountAll: a worker's findings past the bound
+// kept are all counted, and the last maxFindingsKept of them kept, newest
+// last, whatever their number.
+func TestFindingsKeepTheLastFewAndCountAll(t *testing.T) {
+	for _, n := range []int{0, 1, maxFindingsKept - 1, maxFindingsKept, maxFindingsKept + 1, 3 * maxFindingsKept} {
+		e := &Executor{findings: map[string]*Findings{}, log: zap.NewNop()}
+		for i := range n {
+			e.finding("a", fmt.Sprint(i))
+		}
+		f := e.FindingsOf("a")
+		var want []string
+		for i := max(0, n-maxFindingsKept); i < n; i++ {
+			want = append(want, fmt.Sprint(i))
+		}
+		if f.Count != n || !slices.Equal(f.Last, want) {
+			t.Errorf("%d findings: %+v, want count %d and the last %q", n, f, n, want)
+		}
+	}
+}
+
+// TestOneOutcomeAnAttempt: a worker's second outcome of the attempt it
+// holds, with its token and while the run is still the daemon's, is
+// refused and a finding: the run gets one, and the handler, which every
+// worker's results pass through, is never left waiting on a run's channel.
+func TestOneOutcomeAnAttempt(t *testing.T) {
+	sub, _ := NewSubjects("proj")
+	r := &remote{spec: RemoteRun{RunID: "run-0001"}, attempt: 1, token: "tok", worker: "a", msgs: make(chan any, 1)}
+	e := &Executor{subjects: sub, log: zap.NewNop(), runs: map[string]*remote{"run-0001": r}, tokens: map[string]*remote{"tok": r},
+		findings: map[string]*Findings{}}
+	out, _ := json.Marshal(Outcome{Run: "run-0001", Attempt: 1, Token: "tok"})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 3 {
+			e.onOutcome(&nats.Msg{Subject: sub.Worker("a").Result, Reply: sub.Worker("a").Inbox + ".x", Data: out})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second outcome left the handler waiting on the run's channel")
+	}
+	if len(r.msgs) != 1 {
+		t.Errorf("the run got %d outcomes of its attempt, want one", len(r.msgs))
+	}
+	if f := e.FindingsOf("a"); f.Count != 2 {
+		t.Errorf("findings against a: %+v, want one for each outcome past the first", f)
 	}
 }
