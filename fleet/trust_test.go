@@ -476,7 +476,18 @@ func TestARunAWorkersMachineFailsGoesToAnotherWorker(t *testing.T) {
 		rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
 		rig.worker(t, "a", "/nonexistent/claude")
 		tok := rig.g.register("run-0001")
-		res := rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan agents.Result, 1)
+		go func() { done <- rig.e.Run(ctx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+		var res agents.Result
+		select {
+		case res = <-done:
+		case <-time.After(30 * time.Second):
+			cancel()
+			<-done
+			t.Fatal("the run went on waiting for a worker when every worker connected had failed it")
+		}
 		f, ok := res.Failure("")
 		if !ok || f.Kind != agents.FailCLIMissing || strings.Join(res.Workers, ",") != "a" {
 			t.Fatalf("the run no worker could run ended %+v (failure %+v)", res, f)
