@@ -472,12 +472,8 @@ func initGoBuildCache(dir string) {
 // once, each with what to do, so that a person fixes them in one go rather
 // than one per start.
 func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []string, log *zap.Logger) error {
-	var problems []string
-	add := func(err error) {
-		if err != nil {
-			problems = append(problems, strings.Split(err.Error(), "\n")...)
-		}
-	}
+	var problems startProblems
+	add := problems.add
 	add(agents.CheckRoot(cfg.Agent.AllowRoot, env, agents.DaemonSettings))
 	// The CLI's checks take the longest (it starts twice): the others are
 	// made meanwhile, and the problems said in the same order.
@@ -496,10 +492,25 @@ func startCheck(ctx context.Context, p paths.Project, cfg *config.Config, env []
 	add(checkGoal(p))
 	add(checkExecutor(cfg))
 	add(checkSetupRuntime(cfg, env))
-	if len(problems) == 0 {
+	return problems.err("ctxgraphd cannot start on " + p.Dir)
+}
+
+// startProblems are what a start-up check found, each line of each error
+// a problem of its own, said all at once.
+type startProblems []string
+
+func (ps *startProblems) add(err error) {
+	if err != nil {
+		*ps = append(*ps, strings.Split(err.Error(), "\n")...)
+	}
+}
+
+// err is nil without problems, else one error that lists them under what.
+func (ps startProblems) err(what string) error {
+	if len(ps) == 0 {
 		return nil
 	}
-	return fmt.Errorf("ctxgraphd cannot start on %s:\n  - %s", p.Dir, strings.Join(problems, "\n  - "))
+	return fmt.Errorf("%s:\n  - %s", what, strings.Join(ps, "\n  - "))
 }
 
 // checkExecutor refuses an executor this build cannot run lanes on, rather

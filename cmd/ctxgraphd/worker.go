@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/nats-io/nats.go"
@@ -111,12 +110,8 @@ back to the daemon, which hands them to another worker.`,
 // fix of each problem in this worker's terms, rather than take a lane and
 // fail it.
 func workerCheck(ctx context.Context, claude, runtime string, allowRoot bool, env []string) error {
-	var problems []string
-	add := func(err error) {
-		if err != nil {
-			problems = append(problems, strings.Split(err.Error(), "\n")...)
-		}
-	}
+	var problems startProblems
+	add := problems.add
 	add(agents.CheckRoot(allowRoot, env, agents.WorkerSettings))
 	add(agents.Preflight(ctx, claude, env, agents.WorkerSettings))
 	if err := sandbox.Check(ctx); err != nil {
@@ -125,8 +120,5 @@ func workerCheck(ctx context.Context, claude, runtime string, allowRoot bool, en
 	if _, err := (sandbox.Setup{Runtime: runtime, RuntimeOption: "the worker's --sandbox-runtime", Env: env}).FindRuntime(); err != nil {
 		add(fmt.Errorf("the worker confines the project's setup step with Anthropic's sandbox runtime, and %w", err))
 	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("ctxgraphd worker cannot start on this machine:\n  - %s", strings.Join(problems, "\n  - "))
+	return problems.err("ctxgraphd worker cannot start on this machine")
 }
