@@ -1072,7 +1072,7 @@ func (e *Executor) inInbox(worker string, m *nats.Msg) bool {
 
 // reply answers m, a request of worker's, which perWorker let through only
 // with its answer asked in worker's own inbox.
-func (e *Executor) reply(_ string, m *nats.Msg, v any) {
+func reply(m *nats.Msg, v any) {
 	data, err := json.Marshal(v)
 	if err == nil {
 		m.Respond(data)
@@ -1084,7 +1084,7 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
 	var c Claim
 	if err := json.Unmarshal(m.Data, &c); err != nil {
-		e.reply(worker, m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
+		reply(m, Assignment{Refused: "a claim that cannot be read: " + err.Error()})
 		return
 	}
 	e.mu.Lock()
@@ -1092,16 +1092,16 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	switch {
 	case r == nil:
 		e.mu.Unlock()
-		e.reply(worker, m, Assignment{Refused: "no such run in flight (over, or of a daemon before this one)"})
+		reply(m, Assignment{Refused: "no such run in flight (over, or of a daemon before this one)"})
 		return
 	case r.attempt != c.Attempt || r.worker != "":
 		e.mu.Unlock()
-		e.reply(worker, m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
+		reply(m, Assignment{Refused: fmt.Sprintf("attempt %d of %s is not open", c.Attempt, c.Run)})
 		return
 	case r.avoid[worker] != "":
 		why := r.avoid[worker]
 		e.mu.Unlock()
-		e.reply(worker, m, Assignment{Refused: fmt.Sprintf("this worker's machine failed %s already (%s): another worker is to run it", c.Run, why), Retry: true})
+		reply(m, Assignment{Refused: fmt.Sprintf("this worker's machine failed %s already (%s): another worker is to run it", c.Run, why), Retry: true})
 		return
 	}
 	var denied []string
@@ -1110,14 +1110,14 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	}
 	if err := e.opts.Gates.Relocate(r.token, c.Dir, denied, c.Writable); err != nil {
 		e.mu.Unlock()
-		e.reply(worker, m, Assignment{Refused: err.Error()})
+		reply(m, Assignment{Refused: err.Error()})
 		return
 	}
 	r.worker = worker
 	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies,
 		Base: r.base, Bundle: r.spec.RunID, Deps: r.deps, BundleDigest: r.digests[0], DepsDigest: r.digests[1]}
 	e.mu.Unlock()
-	e.reply(worker, m, a)
+	reply(m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}
 }
 
@@ -1149,7 +1149,7 @@ func (e *Executor) onHook(m *nats.Msg) {
 		defer func() { <-hooks }()
 		var call HookCall
 		if err := json.Unmarshal(m.Data, &call); err != nil {
-			e.reply(worker, m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})
+			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusBadRequest, Code: control.CodeBadPayload, Message: err.Error()}})
 			return
 		}
 		e.mu.Lock()
@@ -1157,7 +1157,7 @@ func (e *Executor) onHook(m *nats.Msg) {
 		ok := r != nil && r.worker == worker
 		e.mu.Unlock()
 		if !ok {
-			e.reply(worker, m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
+			reply(m, HookAnswer{Error: &control.APIError{HTTPStatus: http.StatusForbidden, Code: control.CodeUnknownRun,
 				Message: "the run token is no run's of this worker (the attempt was given to another worker, or is over)"}})
 			return
 		}
@@ -1169,10 +1169,10 @@ func (e *Executor) onHook(m *nats.Msg) {
 			if !errors.As(err, &api) {
 				api = &control.APIError{HTTPStatus: http.StatusInternalServerError, Code: control.CodeInternal, Message: err.Error()}
 			}
-			e.reply(worker, m, HookAnswer{Error: api})
+			reply(m, HookAnswer{Error: api})
 			return
 		}
-		e.reply(worker, m, HookAnswer{Response: resp})
+		reply(m, HookAnswer{Response: resp})
 	}()
 }
 
@@ -1185,10 +1185,10 @@ func (e *Executor) onHeartbeat(m *nats.Msg) {
 	}
 	r := e.bound(worker, h.Run, h.Attempt, h.Token)
 	if r == nil {
-		e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		reply(m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token, Cancel: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
 		return
 	}
-	e.reply(worker, m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token})
+	reply(m, Control{Run: h.Run, Attempt: h.Attempt, Token: h.Token})
 	select {
 	case r.msgs <- beat{}:
 	default:
@@ -1215,12 +1215,12 @@ func (e *Executor) onOutcome(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
 	var o Outcome
 	if err := json.Unmarshal(m.Data, &o); err != nil {
-		e.reply(worker, m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})
+		reply(m, OutcomeAnswer{Refused: "an outcome that cannot be read: " + err.Error()})
 		return
 	}
 	r := e.bound(worker, o.Run, o.Attempt, o.Token)
 	if r == nil {
-		e.reply(worker, m, OutcomeAnswer{Refused: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
+		reply(m, OutcomeAnswer{Refused: "the attempt is not this worker's (given to another worker, over, or of a daemon before this one)"})
 		return
 	}
 	// One outcome an attempt: the run's channel never holds a flood of
@@ -1231,10 +1231,10 @@ func (e *Executor) onOutcome(m *nats.Msg) {
 	r.ended = o.Attempt
 	e.mu.Unlock()
 	if taken {
-		e.reply(worker, m, OutcomeAnswer{Refused: "the attempt's outcome was taken already"})
+		reply(m, OutcomeAnswer{Refused: "the attempt's outcome was taken already"})
 		e.finding(worker, fmt.Sprintf("a second outcome for attempt %d of %s", o.Attempt, o.Run))
 		return
 	}
-	e.reply(worker, m, OutcomeAnswer{})
+	reply(m, OutcomeAnswer{})
 	r.msgs <- o
 }
