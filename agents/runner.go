@@ -123,6 +123,10 @@ type Event struct {
 	Detail    string
 	IsError   bool
 	SessionID string
+	// CostUSD is, on a result event, the CLI's running total of the run's
+	// cost at that point: what the stream showed, to which a worker's
+	// figure for the whole run is held.
+	CostUSD float64
 }
 
 // EventWorker is the kind of event that says which worker (Detail) runs
@@ -628,7 +632,7 @@ func (r *Runner) absorb(res *Result, lastText *string, m Message, stuck *stuckWa
 		} else if len(m.Errors) > 0 {
 			res.Text = strings.Join(m.Errors, "; ")
 		}
-		ev.Kind, ev.IsError, ev.Detail = "result", m.IsError, m.Subtype
+		ev.Kind, ev.IsError, ev.Detail, ev.CostUSD = "result", m.IsError, m.Subtype, m.TotalCostUSD
 		onEvent(ev)
 	case "stream_error":
 		ev.Kind, ev.IsError, ev.Detail = "stream_error", true, m.Result

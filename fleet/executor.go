@@ -128,7 +128,7 @@ type Executor struct {
 }
 
 // Findings are what a worker did that no honest worker does (a message
-// about a run not its own, an answer asked for outside its inbox, a
+// about a run not its own, a request that asks for no answer, a
 // second outcome), as the daemon saw it: how many, and the last few.
 type Findings struct {
 	Count int
@@ -233,7 +233,11 @@ type remote struct {
 	// avoid are the workers whose own machines failed the run, which may
 	// claim it no more, with the kind of failure.
 	avoid map[string]agents.FailureKind
-	msgs  chan any
+	// shownUSD is the highest running total of cost the attempt's stream
+	// showed (its result events): the least its outcome may say. Only the
+	// run's loop touches it.
+	shownUSD float64
+	msgs     chan any
 }
 
 // claimed, beat and the messages of protocol.go are what reach a run's
@@ -334,14 +338,12 @@ type mailbox struct {
 
 // perWorker wraps h, the handler of one kind of the workers' messages, to
 // queue each in its sender's mailbox. A message on a worker's subject is
-// not proved that worker's by its subject: the server publishes a
-// JetStream answer wherever its asker says, so anyone's message can come
-// there with no reply, or with one that is not the worker's. So a
-// request (all kinds but events) is queued only with its answer asked in
-// the named worker's own inbox, which no other can read, and the rest is
-// dropped, held against no one; a name that is no worker's is no mailbox;
-// and the events, which any such message could imitate, wait in a
-// mailbox of their own, so that a flood of them drops only events.
+// that worker's: only its account imports the subject (accountsConfig),
+// and the server answers it into that account alone. So a request with
+// no answer asked is the worker's own malformed message, a finding, and
+// dropped; a name that is no worker's is no mailbox; and the events,
+// which ask for no answer, wait in a mailbox of their own, so that a
+// flood of them drops only events.
 func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 	request := kind != "events"
 	return func(m *nats.Msg) {
@@ -352,8 +354,8 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 		if known != nil && !known(worker) {
 			return
 		}
-		if request && !e.inInbox(worker, m) {
-			e.log.Debug("a request on a worker's subject asked for no answer in its inbox: dropped", zap.String("subject", m.Subject), zap.String("reply", m.Reply))
+		if request && m.Reply == "" {
+			e.finding(worker, fmt.Sprintf("a request on %s asked for no answer: dropped", m.Subject))
 			return
 		}
 		mb := e.mailboxOf(worker)
@@ -373,7 +375,7 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 		case <-mb.quit:
 		default:
 			if request {
-				// Its own requests, with its inbox: a flood of its making.
+				// A flood of its making.
 				e.finding(worker, fmt.Sprintf("more requests at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
 			}
 		}
@@ -535,6 +537,9 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				if _, attempt := e.workerAndAttempt(r); m.Event != nil && m.Attempt == attempt {
 					ev := *m.Event
 					ev.RunID = spec.RunID
+					if ev.Kind == "result" && ev.CostUSD > r.shownUSD && !math.IsInf(ev.CostUSD, 0) {
+						r.shownUSD = ev.CostUSD
+					}
 					onEvent(ev)
 				}
 			case Outcome:
@@ -847,6 +852,7 @@ func (e *Executor) redeliver(ctx context.Context, r *remote, why string, onEvent
 	}
 	r.attempt++
 	r.worker = ""
+	r.shownUSD = 0
 	e.mu.Unlock()
 	e.log.Warn("a worker was lost; the run goes to the next worker, not charged to its feature",
 		zap.String("run", r.spec.RunID), zap.String("worker", old), zap.Int("attempt", oldAttempt), zap.String("why", why))
@@ -984,7 +990,9 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 // a cost that is no amount (negative, not a number, infinite) counts as the
 // run's whole cap, so that no budget is dodged by it, and is a finding
 // against the worker, as is a cost past the cap the run was given by
-// more than the CLI's last step could take it. (How long the session
+// more than the CLI's last step could take it, and one below what the
+// run's own stream showed (counted as shown: the CLI's total only
+// grows, so an honest outcome is never below it). (How long the session
 // waits for what the run says of the API is the loop's to bound, for every
 // run alike.)
 func (e *Executor) believable(r *remote, res agents.Result) agents.Result {
@@ -999,6 +1007,10 @@ func (e *Executor) believable(r *remote, res agents.Result) agents.Result {
 		res.CostUSD = capUSD
 	case capUSD > 0 && c > 2*capUSD:
 		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, past twice its cap of $%.2f", r.spec.RunID, c, capUSD))
+	}
+	if res.CostUSD < r.shownUSD {
+		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, less than its stream showed, $%.2f: counted as shown", r.spec.RunID, res.CostUSD, r.shownUSD))
+		res.CostUSD = r.shownUSD
 	}
 	return res
 }
@@ -1062,16 +1074,8 @@ func (e *Executor) workerName(subject string) string {
 	return name
 }
 
-// inInbox reports whether m, a request on worker's subject, asks for its
-// answer in worker's own inbox, which no other client can read: the one
-// rule by which a request is taken as worker's (perWorker queues no other)
-// and answered.
-func (e *Executor) inInbox(worker string, m *nats.Msg) bool {
-	return strings.HasPrefix(m.Reply, e.subjects.Worker(worker).Inbox+".")
-}
-
-// reply answers m, a request of worker's, which perWorker let through only
-// with its answer asked in worker's own inbox.
+// reply answers m, a request of a worker's: the server takes the answer
+// back to the worker's own account, whatever reply subject it named.
 func reply(m *nats.Msg, v any) {
 	data, err := json.Marshal(v)
 	if err == nil {

@@ -16,10 +16,10 @@ import (
 // A worker reads the objects of a bucket (a lane's base bundle and its
 // dependencies) with direct gets of the bucket's stream, never with a
 // consumer: nats.go's ObjectStore.Get makes an ordered push consumer, and
-// a worker that may make consumers may make one that delivers the stream
-// into any subject, another worker's or the work queue's, past its own
-// permissions. Direct gets answer only into the asker's inbox; the
-// permission to make consumers is no worker's (workerPermissions).
+// a consumer delivers the stream into any subject of the fleet's account
+// its maker names, another worker's or the work queue's. Direct gets
+// answer only into the asker's own account; making consumers is no
+// worker's (workerServices).
 //
 // The layout read is nats.go's object store's (jetstream/object.go): an
 // object's metadata is the last message on $O.<bucket>.M.<name, base64

@@ -400,22 +400,42 @@ func (s *Server) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfi
 }
 
 // options are the server's options with the users of the moment: the
-// daemon, allowed everything, and each worker whose credentials are in
-// the workers directory, allowed its own things (workerPermissions).
+// daemon, allowed everything in the fleet's account, and each worker
+// whose credentials are in the workers directory, alone in an account of
+// its own and allowed its own things there (accountsConfig,
+// workerPermissions).
 func (s *Server) options() (*server.Options, error) {
 	workers, err := s.workers()
 	if err != nil {
 		return nil, err
 	}
-	opts := s.opts
-	opts.Nkeys = []*server.NkeyUser{{Nkey: s.daemonKey}}
-	names := make(map[string]bool, len(workers))
+	names := make([]string, 0, len(workers))
 	for _, w := range workers {
-		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: w.PublicKey, Permissions: s.subjects.workerPermissions(w.Name)})
-		names[w.Name] = true
+		names = append(names, w.Name)
+	}
+	conf, err := s.subjects.accountsConfig(names)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: the workers' accounts: %w", err)
+	}
+	var parsed server.Options
+	if err := parsed.ProcessConfigString(string(conf)); err != nil {
+		return nil, fmt.Errorf("fleet: the workers' accounts: %w", err)
+	}
+	account := make(map[string]*server.Account, len(parsed.Accounts))
+	for _, a := range parsed.Accounts {
+		account[a.Name] = a
+	}
+	opts := s.opts
+	opts.Accounts = parsed.Accounts
+	opts.Nkeys = []*server.NkeyUser{{Nkey: s.daemonKey, Account: account[fleetAccount]}}
+	known := make(map[string]bool, len(workers))
+	for _, w := range workers {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: w.PublicKey, Account: account[workerAccount(w.Name)],
+			Permissions: s.subjects.workerPermissions(w.Name)})
+		known[w.Name] = true
 	}
 	// The users of the moment are the workers IsWorker knows.
-	s.names.Store(&names)
+	s.names.Store(&known)
 	return &opts, nil
 }
 
@@ -425,6 +445,19 @@ func (s *Server) reload() error {
 	opts, err := s.options()
 	if err != nil {
 		return err
+	}
+	// The server sets up the imports of the accounts it has; one it
+	// makes on a reload it leaves without (nats-server's
+	// configureAccounts subscribes a new account's service imports at
+	// start only), and the worker would find no JetStream and none of its
+	// subjects. So a worker's account is the server's before the reload
+	// that configures it.
+	for _, a := range opts.Accounts {
+		if _, err := s.ns.LookupAccount(a.Name); err != nil {
+			if _, err := s.ns.RegisterAccount(a.Name); err != nil {
+				return fmt.Errorf("fleet: the account of %s: %w", a.Name, err)
+			}
+		}
 	}
 	if err := s.ns.ReloadOptions(opts); err != nil {
 		return fmt.Errorf("fleet: reloading the NATS server's users: %w", err)

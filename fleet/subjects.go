@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 
@@ -26,6 +28,10 @@ import (
 //	ctxgraphd.P.daemon.>               the daemon's own; no worker reads or writes them
 //	object store ctxgraphd_P_base      base bundles: the daemon writes, every worker reads
 //	object store ctxgraphd_P_results_W W's result bundles: W writes, the daemon reads
+//
+// The daemon and JetStream are in the account "ctxgraphd"; each worker W is
+// alone in "worker-W", which imports its own subjects and JetStream calls
+// from it (accountsConfig), so that answers to W stay in W's account.
 //
 // Names are made of lower-case letters, digits and '-', and '_' only
 // separates them, so that two (project, worker) pairs never make one
@@ -90,6 +96,8 @@ func (s Subjects) Worker(name string) WorkerSubjects {
 		Heartbeat: w + ".heartbeat",
 		Control:   w + ".control",
 		Inbox:     w + ".inbox",
+
+		noJetStream: w + ".nojetstream",
 	}
 }
 
@@ -111,6 +119,10 @@ type WorkerSubjects struct {
 	// must use it (nats.CustomInboxPrefix; WorkerOptions does), since it
 	// may receive on no other inbox.
 	Inbox string
+
+	// noJetStream is a subject nobody answers, the worker's account's
+	// $JS.API.INFO (accountsConfig).
+	noJetStream string
 }
 
 // jsAPI is the prefix of JetStream's API subjects.
@@ -145,24 +157,132 @@ func writeObjects(bucket string) []string {
 	}
 }
 
-// workerPermissions are everything a worker may do; anything else the
-// server refuses with a permissions violation.
-func (s Subjects) workerPermissions(name string) *server.Permissions {
+// fleetAccount is the NATS account of the daemon and of JetStream: the
+// work queue, the buckets and every worker's subjects as the daemon sees
+// them live there, and no worker's user does.
+const fleetAccount = "ctxgraphd"
+
+// workerAccount is worker name's own NATS account, its user's alone. It
+// holds nothing but what it imports from the fleet's account
+// (workerServices, workerStreams), each export granted to this account
+// only. The server answers a request into the asker's own account, so
+// whatever reply subject a worker names, an answer to it (the daemon's,
+// JetStream's) lands where only that worker listens: a worker cannot
+// have the server publish into the fleet's account, nor another
+// worker's.
+func workerAccount(name string) string { return "worker-" + name }
+
+// service is a subject a worker may publish on, the fleet's account
+// answering: one of its own subjects, or one JetStream call. streamed:
+// the call's answer is many messages (a pull's Job and the statuses
+// that end it), not one.
+type service struct {
+	subject  string
+	streamed bool
+}
+
+// workerServices are everything a worker may publish, each a service of
+// the fleet's account that worker's account imports: its own subjects,
+// the work queue's pulls and acknowledgements (ack, nak, in progress,
+// term), and the reads and writes of its objects (readObjects,
+// writeObjects). It is the worker's publish permission too.
+func (s Subjects) workerServices(name string) []service {
 	w := s.Worker(name)
 	lanes, consumer := s.LanesStream(), s.LanesConsumer()
-	pub := []string{
-		w.Claim, w.Hook, w.Result, w.Events, w.Heartbeat,
-		// Pull lanes and acknowledge them (ack, nak, in progress, term).
-		jsAPI + "CONSUMER.INFO." + lanes + "." + consumer,
-		jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + consumer,
-		"$JS.ACK." + lanes + "." + consumer + ".>",
+	out := []service{
+		{subject: w.Claim}, {subject: w.Hook}, {subject: w.Result}, {subject: w.Events}, {subject: w.Heartbeat},
+		{subject: jsAPI + "CONSUMER.INFO." + lanes + "." + consumer},
+		{subject: jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + consumer, streamed: true},
+		{subject: "$JS.ACK." + lanes + "." + consumer + ".>"},
 	}
-	pub = append(pub, readObjects(s.BaseBucket())...)
 	results := s.ResultsBucket(name)
-	pub = append(pub, readObjects(results)...)
-	pub = append(pub, writeObjects(results)...)
+	for _, subject := range append(append(readObjects(s.BaseBucket()), readObjects(results)...), writeObjects(results)...) {
+		out = append(out, service{subject: subject})
+	}
+	return out
+}
+
+// workerStreams are what a worker may receive of the fleet account's
+// subjects, imported into its account: the daemon's word to it. Its
+// inbox needs no import: answers come back to the asker's account.
+func (s Subjects) workerStreams(name string) []string { return []string{s.Worker(name).Control} }
+
+// workerPermissions are everything a worker may do; anything else the
+// server refuses with a permissions violation. Its account would carry
+// nothing else anywhere; the permission says so to the worker at once.
+func (s Subjects) workerPermissions(name string) *server.Permissions {
+	w := s.Worker(name)
+	var pub []string
+	for _, svc := range s.workerServices(name) {
+		pub = append(pub, svc.subject)
+	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{w.Control, w.Inbox + ".>"}},
+		Subscribe: &server.SubjectPermission{Allow: append(s.workerStreams(name), w.Inbox+".>")},
 	}
+}
+
+// accountsConfig is the server's accounts for workers, in the server's
+// configuration language (JSON is of it): the fleet's account, with
+// JetStream, exporting each worker's services and streams to that
+// worker's account alone, and each worker's account importing them. The
+// server parses it as it would a file, so that a reload sets the
+// accounts up as a start does.
+func (s Subjects) accountsConfig(workers []string) ([]byte, error) {
+	type (
+		ref struct {
+			Account string `json:"account"`
+			Subject string `json:"subject"`
+		}
+		export struct {
+			Service      string   `json:"service,omitempty"`
+			Stream       string   `json:"stream,omitempty"`
+			Accounts     []string `json:"accounts"`
+			ResponseType string   `json:"response_type,omitempty"`
+		}
+		imp struct {
+			Service *ref   `json:"service,omitempty"`
+			Stream  *ref   `json:"stream,omitempty"`
+			To      string `json:"to,omitempty"`
+		}
+		account struct {
+			JetStream string   `json:"jetstream,omitempty"`
+			Exports   []export `json:"exports,omitempty"`
+			Imports   []imp    `json:"imports,omitempty"`
+		}
+	)
+	fleet := account{JetStream: "enabled"}
+	accounts := map[string]account{}
+	for _, name := range workers {
+		to := []string{workerAccount(name)}
+		var own account
+		for _, svc := range s.workerServices(name) {
+			e := export{Service: svc.subject, Accounts: to}
+			if svc.streamed {
+				e.ResponseType = "stream"
+			}
+			fleet.Exports = append(fleet.Exports, e)
+			own.Imports = append(own.Imports, imp{Service: &ref{Account: fleetAccount, Subject: svc.subject}})
+		}
+		for _, subject := range s.workerStreams(name) {
+			fleet.Exports = append(fleet.Exports, export{Stream: subject, Accounts: to})
+			own.Imports = append(own.Imports, imp{Stream: &ref{Account: fleetAccount, Subject: subject}})
+		}
+		// An account without JetStream of its own gets the server's
+		// JetStream answers (all "not enabled"), racing the fleet's own,
+		// unless it imports $JS.API.INFO from elsewhere: it does, from a
+		// subject nobody answers. No worker may publish on it anyway.
+		fleet.Exports = append(fleet.Exports, export{Service: s.Worker(name).noJetStream, Accounts: to})
+		own.Imports = append(own.Imports, imp{Service: &ref{Account: fleetAccount, Subject: s.Worker(name).noJetStream}, To: jsAPI + "INFO"})
+		accounts[workerAccount(name)] = own
+	}
+	accounts[fleetAccount] = fleet
+	// Not HTML's escapes: the configuration language reads no \u.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{"accounts": accounts}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

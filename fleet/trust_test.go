@@ -24,7 +24,7 @@ import (
 // The tests of this file hold a worker with credentials of its own, and
 // nothing else, to what docs/operations.md says a worker can do: each
 // message it sends about a run is refused unless worker, run, attempt and
-// token agree, and the daemon answers only into the sender's own inbox.
+// token agree, and no answer to a worker lands outside its own account.
 
 // TestAWorkerCannotEndAnotherWorkersRunThroughTheDaemonsAnswer: a worker
 // that asks about b's run, naming b's control subject (or b's inbox) as
@@ -400,21 +400,46 @@ func TestCtlWorkersSaysWhatEachWorkerDoes(t *testing.T) {
 // against the worker.
 func TestAWorkersCostIsHeldToTheRunsCap(t *testing.T) {
 	for _, tc := range []struct {
-		said, counted float64
+		shown, said, counted float64 // shown: the stream's result event's, 0: none
+		finding              bool
 	}{
-		{-5, 2},
-		{9, 9},
-		{0.5, 0.5},
+		{said: -5, counted: 2, finding: true},
+		{said: 9, counted: 9, finding: true},
+		{said: 0.5, counted: 0.5},
+		// The stream showed more than the outcome says.
+		{shown: 0.8, said: 0.01, counted: 0.8, finding: true},
+		{shown: 0.8, said: 0, counted: 0.8, finding: true},
+		// An earlier result (a subagent's) showed less: the total grew.
+		{shown: 0.3, said: 0.5, counted: 0.5},
+		{shown: 0.5, said: 0.5, counted: 0.5},
 	} {
-		t.Run(fmt.Sprint(tc.said), func(t *testing.T) {
+		t.Run(fmt.Sprint(tc.shown, "/", tc.said), func(t *testing.T) {
 			dir, repo := lane(t)
 			rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
 			tok := rig.g.register("run-0001")
 			s := spec("run-0001", dir, `true`, tok)
 			s.MaxBudgetUSD = 2
 			done := make(chan agents.Result, 1)
-			go func() { done <- rig.e.Run(context.Background(), s, nil, func(agents.Event) {}) }()
+			results := make(chan agents.Event, 1)
+			go func() {
+				done <- rig.e.Run(context.Background(), s, nil, func(ev agents.Event) {
+					if ev.Kind == "result" {
+						results <- ev
+					}
+				})
+			}()
 			job, a, nc := rig.silentWorker(t, "a")
+			if tc.shown > 0 {
+				ev, _ := json.Marshal(Event{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Event: &agents.Event{Kind: "result", CostUSD: tc.shown}})
+				if err := nc.Publish(rig.s.Subjects().Worker("a").Events, ev); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-results:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the stream's result event did not reach the run")
+				}
+			}
 			out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token,
 				Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", CostUSD: tc.said}})
 			if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
@@ -424,7 +449,7 @@ func TestAWorkersCostIsHeldToTheRunsCap(t *testing.T) {
 			if res.CostUSD != tc.counted {
 				t.Errorf("a cost said to be %v counted as %v, want %v", tc.said, res.CostUSD, tc.counted)
 			}
-			if f := rig.e.FindingsOf("a"); (f.Count > 0) != (tc.said != 0.5) {
+			if f := rig.e.FindingsOf("a"); (f.Count > 0) != tc.finding {
 				t.Errorf("findings against a: %+v", f)
 			}
 		})
@@ -556,98 +581,176 @@ func TestWhatTheServerDeliversOnAWorkersBehalfIsNotTheDaemonsWord(t *testing.T) 
 	}
 }
 
-// TestMessagesOnAWorkersSubjectsAreNotHeldAgainstIt: what the server
-// publishes on b's subjects on someone's behalf (no answer asked in b's
-// inbox: a JetStream answer sent where its asker said) is dropped before
-// it reaches b's mailbox and held against no one; a flood of events waits
-// apart from b's requests; and a name that is no worker's gets no mailbox.
-// b's run, meanwhile, runs to its end.
-func TestMessagesOnAWorkersSubjectsAreNotHeldAgainstIt(t *testing.T) {
-	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "b")
-	rig.worker(t, "b", fakeClaude(t))
-	tok := rig.g.register("run-0001")
-	done := make(chan agents.Result, 1)
-	go func() {
-		done <- rig.e.Run(context.Background(), spec("run-0001", dir, `sleep 3; echo b > b.txt`, tok), nil, func(agents.Event) {})
-	}()
-	if !eventually.Within(20*time.Second, func() bool { return len(rig.e.Activity("b").Runs) == 1 }) {
-		t.Fatal("b took no run")
+// TestNoAnswerToAWorkerLandsOutsideItsAccount: the server sends an answer
+// where its asker says, the daemon's and JetStream's alike. Worker a asks
+// every question it may (each of its subjects, each JetStream call), each
+// naming for its answer a subject of someone else's: b's control and
+// inbox and requests, the daemon's, the work queue's, a base object's
+// metadata, and JetStream calls that would delete or purge what the night
+// depends on. None of it reaches the fleet's account or b: the answers go
+// to a's own account, where nothing of anyone else's is. The base objects,
+// the work queue and its consumer are still there, and nothing is held
+// against b.
+func TestNoAnswerToAWorkerLandsOutsideItsAccount(t *testing.T) {
+	rig := newRig(t, func(string) *gitrepo.Repo { return nil }, "a", "b")
+	ctx := context.Background()
+	djs := djsOf(t, rig.s)
+	base, err := djs.ObjectStore(ctx, rig.s.Subjects().BaseBucket())
+	if err != nil {
+		t.Fatal(err)
 	}
-	nc, wb := rig.s.Conn(), rig.s.Subjects().Worker("b")
-	junk := make([]byte, 1<<10)
-	for i := range 4 * mailboxDepth {
-		for _, subject := range []string{wb.Heartbeat, wb.Result, wb.Claim, wb.Hook, wb.Events} {
-			nc.Publish(subject, junk)
+	if _, err := base.PutBytes(ctx, "c0ffee", []byte("the daemon's base")); err != nil {
+		t.Fatal(err)
+	}
+	sub := rig.s.Subjects()
+	wa, wb := sub.Worker("a"), sub.Worker("b")
+	baseStream, lanes := objectStream(sub.BaseBucket()), sub.LanesStream()
+	targets := []string{
+		wb.Control, wb.Inbox + ".x", wb.Hook, wb.Result, wb.Heartbeat, wb.Claim, wb.Events,
+		sub.Prefix() + ".daemon.x", sub.Lanes(),
+		"$O." + sub.BaseBucket() + ".M." + "YzBmZmVl",
+		jsAPI + "STREAM.DELETE." + baseStream,
+		jsAPI + "STREAM.PURGE." + baseStream,
+		jsAPI + "STREAM.DELETE." + lanes,
+		jsAPI + "CONSUMER.DELETE." + lanes + "." + sub.LanesConsumer(),
+	}
+	// Whatever comes on a target, in the fleet's account or to b.
+	landed := make(chan string, 1024)
+	for _, subject := range targets {
+		s, err := rig.s.Conn().Subscribe(subject, func(m *nats.Msg) { landed <- "fleet: " + m.Subject })
+		if err != nil {
+			t.Fatal(err)
 		}
-		nc.Publish(rig.s.Subjects().Prefix()+fmt.Sprintf(".worker.ghost-%d.events", i), junk)
+		defer s.Unsubscribe()
 	}
-	nc.Flush()
-	res := <-done
-	if !res.OK() {
-		t.Fatalf("b's run, through the flood on its subjects: %+v", res)
+	rig.s.Conn().Flush()
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{wb.Control, wb.Inbox + ".>"} {
+		if _, err := nb.Subscribe(subject, func(m *nats.Msg) { landed <- "b: " + m.Subject }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nb.Flush()
+
+	na, err := connect(t, rig.s, rig.creds["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanesNext, _ := json.Marshal(map[string]any{"batch": 1, "expires": int64(time.Second)})
+	asks := []struct {
+		subject string
+		data    []byte
+	}{
+		{wa.Hook, []byte(`{}`)}, {wa.Claim, []byte(`{}`)}, {wa.Result, []byte(`{}`)}, {wa.Heartbeat, []byte(`{}`)},
+		{jsAPI + "STREAM.INFO." + baseStream, nil},
+		{jsAPI + "DIRECT.GET." + baseStream + ".$O." + sub.BaseBucket() + ".M.YzBmZmVl", nil},
+		{jsAPI + "CONSUMER.INFO." + lanes + "." + sub.LanesConsumer(), nil},
+		{jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + sub.LanesConsumer(), lanesNext},
+		{"$O." + sub.ResultsBucket("a") + ".C.x", []byte("chunk")},
+	}
+	for _, ask := range asks {
+		for _, to := range targets {
+			if err := na.PublishRequest(ask.subject, to, ask.data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := na.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The answers were sent by now (the pull's after its second).
+	time.Sleep(2 * time.Second)
+	close(landed)
+	for l := range landed {
+		t.Errorf("an answer to a landed on %s", l)
+	}
+	if _, err := base.GetInfo(ctx, "c0ffee"); err != nil {
+		t.Errorf("the daemon's base object, after a's questions: %v", err)
+	}
+	if got, err := base.GetBytes(ctx, "c0ffee"); err != nil || string(got) != "the daemon's base" {
+		t.Errorf("the daemon's base object reads %q (%v)", got, err)
+	}
+	if _, err := djs.Consumer(ctx, lanes, sub.LanesConsumer()); err != nil {
+		t.Errorf("the work queue's consumer, after a's questions: %v", err)
 	}
 	if f := rig.e.FindingsOf("b"); f.Count != 0 {
-		t.Errorf("findings against b for what the server delivered on its subjects: %+v", f)
-	}
-	rig.e.mu.Lock()
-	n := len(rig.e.mailboxes)
-	rig.e.mu.Unlock()
-	if n > 1 {
-		t.Errorf("%d mailboxes, want b's alone: names that are no worker's made their own", n)
+		t.Errorf("findings against b, which asked nothing: %+v", f)
 	}
 }
 
-// TestMessagesOnAWorkersSubjectsTakeNoRoomInItsMailbox: while b's own
-// requests wait (its hooks stalled in the daemon, its mailbox's handler
-// held behind them), what the server delivers on b's request subjects
-// with no answer asked takes none of the room b's mailbox keeps for b's
-// own requests: b's next heartbeat waits there, and is not dropped.
-func TestMessagesOnAWorkersSubjectsTakeNoRoomInItsMailbox(t *testing.T) {
+// TestARequestWithoutAnAnswerIsTheSendersFinding: on a worker's subjects
+// nothing comes but the worker's own (its account alone imports them), so
+// a request that asks for no answer is a finding against that worker and
+// is not acted on; a flood of its events drops events only, and its
+// heartbeat, sent after them, is taken.
+func TestARequestWithoutAnAnswerIsTheSendersFinding(t *testing.T) {
 	dir, repo := lane(t)
 	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "b")
 	tok := rig.g.register("run-0001")
-	stall := make(chan struct{})
-	rig.g.stall = map[string]chan struct{}{"run-0001": stall}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
 		rig.e.Run(ctx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
 	}()
-	defer func() { close(stall); cancel(); <-ran }()
+	defer func() { cancel(); <-ran }()
 	job, a, nc := rig.silentWorker(t, "b")
 	wb := rig.s.Subjects().Worker("b")
-	hook, _ := json.Marshal(HookCall{Token: a.Token})
-	for range hooksInFlight + 1 {
-		nc.PublishRequest(wb.Hook, wb.Inbox+".h", hook)
-	}
-	nc.Flush()
-	// The mailbox's handler now waits behind them: hooksInFlight held,
-	// the last one waiting for room.
-	if !eventually.Within(10*time.Second, func() bool { now, _ := rig.g.stalledNow(); return now == hooksInFlight }) {
-		t.Fatal("b's hooks were not held")
+	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token})
+	if err := nc.Publish(wb.Heartbeat, beat); err != nil {
+		t.Fatal(err)
 	}
 	junk := make([]byte, 1<<10)
-	for range 2 * mailboxDepth {
-		rig.s.Conn().Publish(wb.Heartbeat, junk)
+	for range 4 * mailboxDepth {
+		nc.Publish(wb.Events, junk)
 	}
-	// Flushed before b's heartbeat is sent: the server has them first,
-	// and hands the daemon's one subscription of heartbeats them first.
-	rig.s.Conn().Flush()
-	sent := time.Now()
-	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: a.Token})
-	nc.PublishRequest(wb.Heartbeat, wb.Inbox+".b", beat)
 	nc.Flush()
-	// b is heard from once its heartbeat is taken or dropped.
-	if !eventually.Within(10*time.Second, func() bool {
-		h := rig.e.Activity("b").LastHeard
-		return h.After(sent)
-	}) {
-		t.Fatal("b's heartbeat never reached the daemon")
+	if !eventually.Within(10*time.Second, func() bool { return rig.e.FindingsOf("b").Count == 1 }) {
+		t.Fatalf("a heartbeat asking no answer: findings %+v, want the one", rig.e.FindingsOf("b"))
 	}
-	if f := rig.e.FindingsOf("b"); f.Count != 0 {
-		t.Errorf("b's own heartbeat was dropped for the room others' messages took: %+v", f)
+	if f := rig.e.FindingsOf("b"); !strings.Contains(f.Last[0], "asked for no answer") {
+		t.Errorf("finding %q", f.Last[0])
+	}
+	if _, err := nc.Request(wb.Heartbeat, beat, 10*time.Second); err != nil {
+		t.Errorf("b's heartbeat after a flood of its events: %v", err)
+	}
+	if f := rig.e.FindingsOf("b"); f.Count != 1 {
+		t.Errorf("findings %+v: a flood of events is no finding, nor is a heartbeat asking its answer", f)
+	}
+}
+
+// TestANameThatIsNoWorkersGetsNoMailbox: no worker's account imports the
+// subjects of a name that is no worker's, so only something in the
+// fleet's own account could publish there; should it, each name would
+// make a mailbox and its goroutine. None is made.
+func TestANameThatIsNoWorkersGetsNoMailbox(t *testing.T) {
+	rig := newRig(t, func(string) *gitrepo.Repo { return nil }, "b")
+	nc := rig.s.Conn()
+	for i := range 64 {
+		nc.Publish(rig.s.Subjects().Prefix()+fmt.Sprintf(".worker.ghost-%d.events", i), []byte(`{}`))
+		nc.PublishRequest(rig.s.Subjects().Prefix()+fmt.Sprintf(".worker.ghost-%d.hook", i), "x", []byte(`{}`))
+	}
+	// b's message after them: once b is heard, theirs were handled.
+	sent := time.Now()
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	if _, err := nb.Request(rig.s.Subjects().Worker("b").Heartbeat, []byte(`{}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually.Within(10*time.Second, func() bool { return rig.e.Activity("b").LastHeard.After(sent) }) {
+		t.Fatal("b was not heard")
+	}
+	rig.e.mu.Lock()
+	n := len(rig.e.mailboxes)
+	rig.e.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d mailboxes, want b's alone: names that are no worker's made their own", n)
 	}
 }
 

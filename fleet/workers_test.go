@@ -436,6 +436,31 @@ func TestAddWorker(t *testing.T) {
 	}
 }
 
+// TestAWorkerAddedToARunningServerCanWorkAtOnce: a worker added while the
+// server runs is alone in a new account, and that account's imports work
+// from the first message (the server sets up the imports of an account
+// it makes on a reload only once it has the account): every JetStream
+// call the worker makes gets the fleet's answer, never the server's "not
+// enabled" of an account without JetStream, which would race it.
+func TestAWorkerAddedToARunningServerCanWorkAtOnce(t *testing.T) {
+	s := start(t, Config{})
+	nc, err := connect(t, s, addWorker(t, s, "a").Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(nc)
+	for i := range 20 {
+		if _, err := js.Stream(ctx, objectStream(s.Subjects().BaseBucket())); err != nil {
+			t.Fatalf("call %d: the base bucket's stream, as a worker just added: %v", i, err)
+		}
+		if _, err := js.Consumer(ctx, s.Subjects().LanesStream(), s.Subjects().LanesConsumer()); err != nil {
+			t.Fatalf("call %d: the work queue's consumer, as a worker just added: %v", i, err)
+		}
+	}
+}
+
 func strconvQuote(s string) string { return `"` + s + `"` }
 
 // TestWorkersOutliveARestart: the daemon's server finds its workers'
