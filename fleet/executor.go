@@ -151,7 +151,7 @@ func (e *Executor) finding(worker, what string) {
 	}
 	f.Count++
 	if f.Count <= maxFindingsKept || f.Count&(f.Count-1) == 0 {
-		e.log.Warn("a worker's message was refused", zap.String("worker", worker), zap.String("finding", what), zap.Int("findings", f.Count))
+		e.log.Warn("a finding against a worker", zap.String("worker", worker), zap.String("finding", what), zap.Int("findings", f.Count))
 	}
 	f.Last = append(f.Last, what)
 	if len(f.Last) > maxFindingsKept {
@@ -923,6 +923,7 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	key := ResultKey(r.spec.RunID, attempt)
 	obj, err := bucket.Get(ctx, key)
 	if err != nil {
+		e.fullBucket(ctx, worker, bucket)
 		return refuse(fmt.Sprintf("its bundle %s: %v", key, err))
 	}
 	defer func() {
@@ -954,6 +955,7 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 		// Before the tree: an archive that would write outside its
 		// directories refuses the result whole.
 		if err := e.landDeps(ctx, bucket, r, attempt, o.Deps); err != nil {
+			e.fullBucket(ctx, worker, bucket)
 			return refuse(err.Error())
 		}
 	}
@@ -1013,6 +1015,26 @@ func (e *Executor) believable(r *remote, res agents.Result) agents.Result {
 		res.CostUSD = r.shownUSD
 	}
 	return res
+}
+
+// fullBucket files a finding against worker when its results bucket has
+// no room left for a bundle, called when what its outcome names is not
+// there. The daemon deletes what it reads, so an honest worker's bucket
+// holds only the results of its runs in flight; one with no room left
+// was filled by the worker (the server refused the rest, DiscardNew).
+func (e *Executor) fullBucket(ctx context.Context, worker string, bucket jetstream.ObjectStore) {
+	st, err := bucket.Status(ctx)
+	if err != nil {
+		return
+	}
+	s, ok := st.(*jetstream.ObjectBucketStatus)
+	if !ok {
+		return
+	}
+	used, max := int64(st.Size()), s.StreamInfo().Config.MaxBytes
+	if max > 0 && used+e.opts.MaxBundleBytes > max {
+		e.finding(worker, fmt.Sprintf("its results bucket is full (%d of its %d bytes): what its outcome names is not there", used, max))
+	}
 }
 
 // landDeps unpacks the run's dependency directories into the lane's work

@@ -206,7 +206,14 @@ type fleetRig struct {
 
 func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *fleetRig {
 	t.Helper()
-	s := start(t, Config{})
+	return newRigWith(t, Config{}, ExecutorOptions{}, repo, workers...)
+}
+
+// newRigWith is newRig with the server's configuration and the executor's
+// bounds (MaxBundleBytes) of the test's choosing.
+func newRigWith(t *testing.T, cfg Config, bounds ExecutorOptions, repo func(string) *gitrepo.Repo, workers ...string) *fleetRig {
+	t.Helper()
+	s := start(t, cfg)
 	r := &fleetRig{s: s, g: newGates(), creds: map[string]string{}, dirs: map[string]string{}}
 	for _, w := range workers {
 		r.creds[w] = addWorker(t, s, w).Path
@@ -214,6 +221,7 @@ func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *f
 	e, err := NewExecutor(context.Background(), s.Conn(), s.Subjects(), ExecutorOptions{
 		Gates: r.g, OpenRepo: func(_ context.Context, dir string) (*gitrepo.Repo, error) { return repo(dir), nil },
 		Heartbeat: 100 * time.Millisecond, CancelGrace: 5 * time.Second, Log: zaptest.NewLogger(t),
+		MaxBundleBytes: bounds.MaxBundleBytes,
 	})
 	if err != nil {
 		t.Fatal(err)

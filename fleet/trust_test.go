@@ -352,6 +352,48 @@ func TestAWorkerFillsNoMoreThanItsBound(t *testing.T) {
 	}
 }
 
+// TestAWorkerThatFillsItsBucketIsAFinding: a worker that fills its results
+// bucket to its bound (the server refuses the rest) and then names a result
+// that could not be put there has the result refused and a finding against
+// it, which says the bucket is full.
+func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
+	for _, fill := range []bool{false, true} {
+		t.Run(fmt.Sprint("full=", fill), func(t *testing.T) {
+			dir, repo := lane(t)
+			rig := newRigWith(t, Config{ResultsMaxBytes: 2 << 20}, ExecutorOptions{MaxBundleBytes: 512 << 10}, func(string) *gitrepo.Repo { return repo }, "a")
+			tok := rig.g.register("run-0001")
+			done := make(chan agents.Result, 1)
+			go func() { done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+			job, a, nc := rig.silentWorker(t, "a")
+			ctx := context.Background()
+			if fill {
+				js, _ := jetstream.New(nc)
+				bucket, err := js.ObjectStore(ctx, rig.s.Subjects().ResultsBucket("a"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 8 {
+					if _, err := bucket.PutBytes(ctx, fmt.Sprintf("junk-%d", i), make([]byte, 400<<10)); err != nil {
+						break // the bound
+					}
+				}
+			}
+			out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Tip: strings.Repeat("1", 40),
+				Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}})
+			if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if res := <-done; !strings.Contains(res.Text, "the worker's result was refused") {
+				t.Errorf("an outcome naming a bundle that is not there: %+v", res)
+			}
+			f := rig.e.FindingsOf("a")
+			if full := slices.ContainsFunc(f.Last, func(s string) bool { return strings.Contains(s, "results bucket is full") }); full != fill {
+				t.Errorf("findings %+v; want one saying the bucket is full: %v", f, fill)
+			}
+		})
+	}
+}
+
 // TestCtlWorkersSaysWhatEachWorkerDoes: the control API's list of workers
 // says, of each, whether it is connected, the runs it holds, when it was
 // last heard from, and the findings against it.
