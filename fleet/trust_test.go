@@ -363,7 +363,9 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 			rig := newRigWith(t, Config{ResultsMaxBytes: 2 << 20}, ExecutorOptions{MaxBundleBytes: 512 << 10}, func(string) *gitrepo.Repo { return repo }, "a")
 			tok := rig.g.register("run-0001")
 			done := make(chan agents.Result, 1)
-			go func() { done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {}) }()
+			go func() {
+				done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+			}()
 			job, a, nc := rig.silentWorker(t, "a")
 			ctx := context.Background()
 			if fill {
