@@ -332,6 +332,30 @@ func testAWorkersRunLands(t *testing.T, feature string) {
 
 // silentWorker claims the next job as worker name and then says nothing,
 // as a worker killed with -9 after its claim does.
+// succeeded is the result of a run that went as an honest one does.
+var succeeded = agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}
+
+// ended sends o, worker name's outcome of job's attempt (its run, attempt
+// and token filled in from job and a), as the silent worker on nc would,
+// and returns the daemon's answer.
+func (r *fleetRig) ended(t *testing.T, nc *nats.Conn, name string, job Job, a Assignment, o Outcome) OutcomeAnswer {
+	t.Helper()
+	o.Run, o.Attempt, o.Token = job.Run, job.Attempt, a.Token
+	out, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nc.Request(r.s.Subjects().Worker(name).Result, out, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans OutcomeAnswer
+	if err := json.Unmarshal(m.Data, &ans); err != nil {
+		t.Fatalf("the daemon's answer to %s's outcome: %v", name, err)
+	}
+	return ans
+}
+
 func (r *fleetRig) silentWorker(t *testing.T, name string) (Job, Assignment, *nats.Conn) {
 	t.Helper()
 	nc, err := connect(t, r.s, r.creds[name])
@@ -400,14 +424,7 @@ func TestALostWorkersRunGoesToAnotherWorkerWithANewToken(t *testing.T) {
 	if ans.Error == nil || ans.Error.Code != control.CodeUnknownRun {
 		t.Errorf("a's late hook answered %+v; want unknown run", ans)
 	}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Result: agents.Result{Ended: agents.EndExited, SawResult: true, Subtype: "success"}})
-	m, err = nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var oa OutcomeAnswer
-	json.Unmarshal(m.Data, &oa)
-	if oa.Refused == "" {
+	if oa := rig.ended(t, nc, "a", job, a, Outcome{Result: succeeded}); oa.Refused == "" {
 		t.Error("a's late outcome was taken")
 	}
 	// b comes and runs the next attempt.
@@ -475,11 +492,9 @@ func (r *fleetRig) forgeOn(t *testing.T, name string, make func(base string) ([]
 	if _, err := bucket.PutBytes(ctx, ResultKey(job.Run, job.Attempt), bundle); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Tip: tip,
-		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", Text: "all tests pass"}})
-	if _, err := nc.Request(r.s.Subjects().Worker(name).Result, out, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	res := succeeded
+	res.Text = "all tests pass"
+	r.ended(t, nc, name, job, a, Outcome{Tip: tip, Result: res})
 }
 
 func TestAForgedResultIsRefusedAndNothingOfItLands(t *testing.T) {
@@ -671,11 +686,7 @@ func TestWhatAWorkersHooksDecidedAloneReachesTheDaemon(t *testing.T) {
 	}()
 	job, a, nc := rig.silentWorker(t, "a")
 	rec := spool.Record{Event: "pre-tool-use", Run: job.Run, TokenHash: control.TokenHash(tok), Payload: json.RawMessage(`{"tool_name":"Write"}`)}
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Spooled: []spool.Record{rec},
-		Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}})
-	if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	rig.ended(t, nc, "a", job, a, Outcome{Spooled: []spool.Record{rec}, Result: succeeded})
 	<-done
 	mu.Lock()
 	defer mu.Unlock()

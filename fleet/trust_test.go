@@ -380,11 +380,7 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 					}
 				}
 			}
-			out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token, Tip: strings.Repeat("1", 40),
-				Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success"}})
-			if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 10*time.Second); err != nil {
-				t.Fatal(err)
-			}
+			rig.ended(t, nc, "a", job, a, Outcome{Tip: strings.Repeat("1", 40), Result: succeeded})
 			if res := <-done; !strings.Contains(res.Text, "the worker's result was refused") {
 				t.Errorf("an outcome naming a bundle that is not there: %+v", res)
 			}
@@ -423,10 +419,9 @@ func TestCtlWorkersSaysWhatEachWorkerDoes(t *testing.T) {
 		t.Errorf("worker b: %+v", b)
 	}
 	// a's figures do not add up: a finding, said in the list.
-	out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: as.Token, Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", CostUSD: -1}})
-	if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	res := succeeded
+	res.CostUSD = -1
+	rig.ended(t, nc, "a", job, as, Outcome{Result: res})
 	if !eventually.Within(10*time.Second, func() bool {
 		l, err = rig.s.Control().Workers(context.Background())
 		return err == nil && l.Workers[0].Findings > 0
@@ -484,11 +479,9 @@ func TestAWorkersCostIsHeldToTheRunsCap(t *testing.T) {
 					t.Fatal("the stream's result event did not reach the run")
 				}
 			}
-			out, _ := json.Marshal(Outcome{Run: job.Run, Attempt: job.Attempt, Token: a.Token,
-				Result: agents.Result{Ended: agents.EndExited, SawInit: true, SawResult: true, Subtype: "success", CostUSD: tc.said}})
-			if _, err := nc.Request(rig.s.Subjects().Worker("a").Result, out, 5*time.Second); err != nil {
-				t.Fatal(err)
-			}
+			said := succeeded
+			said.CostUSD = tc.said
+			rig.ended(t, nc, "a", job, a, Outcome{Result: said})
 			res := <-done
 			if res.CostUSD != tc.counted {
 				t.Errorf("a cost said to be %v counted as %v, want %v", tc.said, res.CostUSD, tc.counted)
