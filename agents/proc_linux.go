@@ -21,6 +21,13 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
+// keeperProcAttr puts a run's keeper (Options.Keeper) in a group of its
+// own, claude's too, and gives it no death signal: the keeper learns of
+// the daemon's death from its pipe, and must live to kill the run's tree.
+func keeperProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
 // KillGroup kills what is left of an interrupted run: the process group
 // pgid, but only if one of its processes carries the run's identity in its
 // environment (see carriesRun), and every process that carries it outside

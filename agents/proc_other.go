@@ -11,6 +11,9 @@ import (
 	"syscall"
 )
 
+// keeperProcAttr is never used here (procgroup.KeepWorks is false).
+func keeperProcAttr() *syscall.SysProcAttr { return sysProcAttr() }
+
 // sysProcAttr puts a run in its own process group, so that one signal
 // reaches claude and everything it started.
 func sysProcAttr() *syscall.SysProcAttr {

@@ -50,6 +50,13 @@ type Options struct {
 	// StuckAfter: the same tool call failing this many times in a row,
 	// with nothing succeeding in between, stops the run; 0: never.
 	StuckAfter int
+	// Keeper is the command that runs claude under a keeper
+	// (procgroup.Keep: `ctxgraphd keep --`), so that nothing of a run
+	// outlives the daemon or worker that started it, kill -9 included;
+	// nil, or where procgroup.KeepWorks is false: claude is started
+	// itself, and what it left outside its group is found when the
+	// daemon starts again.
+	Keeper []string
 }
 
 // DefaultKillGrace is how long a process group gets between SIGTERM and
@@ -389,18 +396,38 @@ func (r *Runner) Run(ctx context.Context, spec Spec, onStart func(pid int), onEv
 		}
 		argv = r.opts.Limits.Wrap(r.opts.Prlimit, argv)
 	}
+	attr := sysProcAttr()
+	var keeperEnd *os.File
+	if len(r.opts.Keeper) > 0 && procgroup.KeepWorks {
+		// The keeper's end of the pipe it watches; this end, kept
+		// until the run is over, closes with the daemon however it
+		// dies, and the keeper then kills the run's whole tree.
+		var ours *os.File
+		if keeperEnd, ours, err = os.Pipe(); err != nil {
+			return startFailed(res, fmt.Errorf("the keeper's pipe: %w", err))
+		}
+		defer ours.Close()
+		argv = append(slices.Clone(r.opts.Keeper), argv...)
+		attr = keeperProcAttr()
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = r.Env(spec)
 	cmd.Stdin = nil // /dev/null: an open pipe makes claude wait for input
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = attr
+	if keeperEnd != nil {
+		cmd.ExtraFiles = []*os.File{keeperEnd} // procgroup.KeeperFD
+	}
 	// stderr is copied through a pipe that a process which left the group
 	// could hold open forever; Wait gives up on it after this long.
 	cmd.WaitDelay = drainGrace
 	err = cmd.Start()
 	stdoutW.Close() // the child holds its own copy; EOF comes when every holder is gone
+	if keeperEnd != nil {
+		keeperEnd.Close()
+	}
 	if err != nil {
 		return startFailed(res, fmt.Errorf("start %s: %w", r.opts.Command, err))
 	}

@@ -55,6 +55,9 @@ type WorkerOptions struct {
 	// Prlimit is util-linux's prlimit, which bounds a run's processes
 	// (sandbox.max_*); "": runs are not bounded.
 	Prlimit string
+	// Keeper runs each agent under a keeper (agents.Options.Keeper), so
+	// that a worker killed with -9 leaves none of its runs' processes.
+	Keeper []string
 	// SandboxRuntime is Anthropic's sandbox runtime (srt), which confines
 	// the project's setup step in a clone as Claude Code's sandbox
 	// confines the agent: a name looked up on PATH, or a path.
@@ -476,6 +479,7 @@ func (w *worker) agent(ctx context.Context, job Job, a Assignment, dir string, p
 		Command: w.opts.Claude, Model: o.Model, Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxTurns: o.MaxTurns,
 		MaxBudgetUSD: o.MaxBudgetUSD, AllowRoot: w.opts.AllowRoot, StuckAfter: o.StuckAfter,
 		SocketPath: w.relaySock, BaseEnv: w.env(), Limits: sandbox.NewLimits(o.Processes, o.MemoryMB, o.FileMB), Prlimit: w.opts.Prlimit,
+		Keeper: w.opts.Keeper,
 	}, w.log.Named("agents"))
 	run, attempt := job.Run, job.Attempt
 	res := runner.Run(ctx, agents.Spec{

@@ -161,7 +161,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 	runner := agents.NewRunner(agents.Options{
 		Command: cfg.Agent.Command, Model: cfg.Agent.Model, Timeout: cfg.Agent.Timeout, IdleTimeout: cfg.Agent.IdleTimeout,
 		MaxTurns: cfg.Agent.MaxTurns, MaxBudgetUSD: cfg.Budget.RunUSD, AllowRoot: cfg.Agent.AllowRoot, StuckAfter: cfg.Agent.StuckAfter,
-		SocketPath: o.Project.Socket, BaseEnv: env, Limits: limits, Prlimit: prlimit,
+		SocketPath: o.Project.Socket, BaseEnv: env, Limits: limits, Prlimit: prlimit, Keeper: keeper(),
 	}, log.Named("agents"))
 	hook, err := hookCommand()
 	if err != nil {

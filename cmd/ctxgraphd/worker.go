@@ -87,7 +87,7 @@ back to the daemon, which hands them to another worker.`,
 			defer stop()
 			return fleet.RunWorker(ctx, fleet.WorkerOptions{
 				URL: url, Credentials: c, NATS: opts, Slots: slots, Dir: dir, Claude: claude,
-				Hook: hook, Env: env, AllowRoot: allowRoot, Prlimit: prlimit, SandboxRuntime: runtime, Log: log,
+				Hook: hook, Env: env, AllowRoot: allowRoot, Prlimit: prlimit, Keeper: keeper(), SandboxRuntime: runtime, Log: log,
 			})
 		},
 	}

@@ -1,6 +1,9 @@
 // Package procgroup runs a command in a process group of its own, so that
 // stopping it (a cancelled context, a timeout) stops everything it started,
 // not only the first process: a test script's children, a build's workers.
+// On Linux it is also the keeper agents run under (Keep), which holds a
+// run's whole tree, whatever left the group, and ends it with the run or
+// with the daemon that started it.
 package procgroup
 
 import (
