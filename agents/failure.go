@@ -74,10 +74,13 @@ type Failure struct {
 
 // OnWorker reports whether the failure is the machine's that ran the run
 // rather than the project's or the account's as the daemon configures it:
-// on a worker, another worker may well run the run.
+// on a worker, another worker may well run the run. A rate or usage limit
+// is one: each worker runs with its own Claude Code login, and a limit on
+// one (whatever reset it says) is no reason to wait while another worker
+// can run the run; when none can, the session waits as for a local run.
 func (f Failure) OnWorker() bool {
 	switch f.Kind {
-	case FailAuth, FailBilling, FailCLIMissing, FailCLICrashed, FailStartup, FailNoSpace:
+	case FailAuth, FailBilling, FailCLIMissing, FailCLICrashed, FailStartup, FailNoSpace, FailRateLimit:
 		return true
 	}
 	return false
@@ -113,9 +116,10 @@ func (f Failure) explain(command, next string) string {
 	if f.Detail != "" {
 		detail = ": " + f.Detail
 	}
-	if len(f.Workers) > 0 {
+	if len(f.Workers) > 0 && f.Kind != FailRateLimit {
 		// The daemon's advice is about its own machine: the fix of a
-		// worker's is on the worker's, as the worker's user.
+		// worker's is on the worker's, as the worker's user. (A limit
+		// of every worker's login is waited out, as the daemon's is.)
 		return fmt.Sprintf("no worker could run it, each for a reason of its own machine (%s): %s%s. On each worker's machine, as the user it runs as, "+
 			"check its Claude Code (`claude --version`, `claude auth status`, or ANTHROPIC_API_KEY in its environment), its sandbox (bubblewrap and socat) and its disk, "+
 			"and restart `ctxgraphd worker` (it checks all of these at start), or start another worker; then %s",

@@ -230,11 +230,11 @@ func TestFailureDetailIsOneLine(t *testing.T) {
 }
 
 // TestOnWorkerIsEveryKindOfTheMachinesOwn: the failures a worker's own
-// machine makes (its CLI, login, account, sandbox, disk) send a run to
+// machine makes (its CLI, login, account and its limits, sandbox, disk) send a run to
 // another worker; every other kind is the API's, the model's or the
 // project's, the same on any machine.
 func TestOnWorkerIsEveryKindOfTheMachinesOwn(t *testing.T) {
-	machines := map[FailureKind]bool{FailAuth: true, FailBilling: true, FailCLIMissing: true, FailCLICrashed: true, FailStartup: true, FailNoSpace: true}
+	machines := map[FailureKind]bool{FailAuth: true, FailBilling: true, FailCLIMissing: true, FailCLICrashed: true, FailStartup: true, FailNoSpace: true, FailRateLimit: true}
 	for _, k := range []FailureKind{FailAuth, FailBilling, FailModel, FailRateLimit, FailOverloaded, FailServer, FailNetwork,
 		FailNoSpace, FailStartup, FailCLIMissing, FailCLICrashed, FailCLIKilled, FailSetup, ""} {
 		if got := (Failure{Kind: k}).OnWorker(); got != machines[k] {

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -228,8 +229,11 @@ type remote struct {
 	digests [2]string // of the base's bundle and of its dependencies, as put
 	attempt int
 	token   string
-	worker  string // "" until an attempt is claimed
-	ended   int    // the attempt whose outcome was taken
+	// spawnToken is the token the run was spawned with, by which the
+	// daemon's records know it; token is the attempt's.
+	spawnToken string
+	worker     string // "" until an attempt is claimed
+	ended      int    // the attempt whose outcome was taken
 	// avoid are the workers whose own machines failed the run, which may
 	// claim it no more, with the kind of failure.
 	avoid map[string]agents.FailureKind
@@ -320,6 +324,10 @@ const (
 	// hooksInFlight is how many of a worker's hooks the daemon answers at
 	// once; more wait in its mailbox.
 	hooksInFlight = 16
+	// mailboxBytes bounds what a worker's waiting messages hold of the
+	// daemon's memory, whatever their number: a hook may carry a Write of
+	// a few MiB, and the server takes messages of 8 MiB.
+	mailboxBytes = 32 << 20
 )
 
 // delivery is a message and its handler, in a worker's mailbox.
@@ -334,6 +342,8 @@ type mailbox struct {
 	events chan delivery
 	hooks  chan struct{}
 	quit   chan struct{} // closed when the worker is revoked
+	// held is the bytes of the messages waiting in in and events.
+	held atomic.Int64
 }
 
 // perWorker wraps h, the handler of one kind of the workers' messages, to
@@ -370,10 +380,19 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 		if !request {
 			q = mb.events
 		}
+		size := int64(len(m.Data))
+		if mb.held.Add(size) > mailboxBytes {
+			mb.held.Add(-size)
+			if request {
+				e.finding(worker, fmt.Sprintf("more bytes of requests waiting at once than the daemon keeps (%d MiB): one on %s was dropped", mailboxBytes>>20, m.Subject))
+			}
+			return
+		}
 		select {
 		case q <- delivery{h: h, m: m}:
 		case <-mb.quit:
 		default:
+			mb.held.Add(-size)
 			if request {
 				// A flood of its making.
 				e.finding(worker, fmt.Sprintf("more requests at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
@@ -441,6 +460,7 @@ func (e *Executor) mailboxOf(worker string) *mailbox {
 							return
 						default:
 						}
+						mb.held.Add(-int64(len(d.m.Data)))
 						d.h(d.m)
 					}
 				}
@@ -480,7 +500,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 	if err != nil {
 		return fail(err)
 	}
-	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, digests: digests, attempt: 1, token: spec.Token, msgs: make(chan any, 256), avoid: map[string]agents.FailureKind{}}
+	r := &remote{spec: rr, dir: spec.Dir, base: base, deps: deps, digests: digests, attempt: 1, token: spec.Token, spawnToken: spec.Token, msgs: make(chan any, 256), avoid: map[string]agents.FailureKind{}}
 	e.mu.Lock()
 	e.runs[spec.RunID], e.tokens[spec.Token] = r, r
 	e.mu.Unlock()
@@ -491,13 +511,25 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 
 	lost := time.NewTimer(time.Hour)
 	lost.Stop()
+	// The run's wall time is the daemon's to hold, as a local run's: the
+	// worker's runner ends it at agent.timeout and has the cancel grace to
+	// send what it did; an attempt that goes on past that (a worker's
+	// heartbeats alone) is ended here. It counts from the claim: a run
+	// waiting for a worker waits as long as the session does.
+	wall := time.NewTimer(time.Hour)
+	wall.Stop()
+	defer wall.Stop()
 	notice := time.NewTicker(cmp.Or(e.opts.WaitingNotice, waitingNotice))
 	defer notice.Stop()
 	unclaimed := 0 // notices in a row with no worker holding the attempt
 	for {
 		select {
 		case <-ctx.Done():
-			return e.cancel(ctx, repo, r, baseTree, res)
+			return e.cancel(ctx, repo, r, baseTree, res, agents.EndCancelled, "the daemon cancelled the run")
+		case <-wall.C:
+			e.log.Warn("a worker's run went on past agent.timeout: the daemon ends it", zap.String("run", spec.RunID), zap.String("worker", e.workerOf(r)),
+				zap.Duration("timeout", e.opts.Run.Timeout))
+			return e.cancel(ctx, repo, r, baseTree, res, agents.EndWallTimeout, "the run went on past agent.timeout")
 		case <-notice.C:
 			if e.workerOf(r) == "" {
 				e.log.Warn("no worker has taken the run yet: the session waits for one (start `ctxgraphd worker` on a machine)",
@@ -513,6 +545,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				}
 			}
 		case <-lost.C:
+			wall.Stop()
 			if err := e.redeliver(ctx, r, "its worker stopped sending heartbeats", onEvent); err != nil {
 				return fail(err)
 			}
@@ -523,6 +556,9 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 				e.log.Info("a worker took the run", zap.String("run", spec.RunID), zap.String("worker", m.worker), zap.Int("attempt", r.attempt))
 				onEvent(agents.Event{Time: time.Now(), RunID: spec.RunID, Kind: agents.EventWorker, Detail: m.worker})
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
+				if t := e.opts.Run.Timeout; t > 0 {
+					wall.Reset(t + e.opts.CancelGrace)
+				}
 			case beat:
 				lost.Reset(HeartbeatsMissed * e.opts.Heartbeat)
 			case revoked:
@@ -530,6 +566,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 					continue // the attempt went elsewhere already
 				}
 				lost.Stop()
+				wall.Stop()
 				if err := e.redeliver(ctx, r, "it was revoked", onEvent); err != nil {
 					return fail(err)
 				}
@@ -548,6 +585,7 @@ func (e *Executor) Run(ctx context.Context, spec agents.Spec, onStart func(pid i
 					continue
 				}
 				lost.Stop()
+				wall.Stop()
 				if m.GivenBack != "" {
 					if err := e.redeliver(ctx, r, "it gave the run back: "+m.GivenBack, onEvent); err != nil {
 						return fail(err)
@@ -865,16 +903,16 @@ func (e *Executor) redeliver(ctx context.Context, r *remote, why string, onEvent
 	return e.publish(ctx, r, onEvent)
 }
 
-// cancel ends r's run when the loop asks: its worker is told, and has
-// CancelGrace to send the outcome, which lands as any other (what an
+// cancel ends r's run when the loop asks (or when it went past its wall
+// time): its worker is told why, and has CancelGrace to send the outcome, which lands as any other (what an
 // interrupted run left is judged, as a local one's is).
-func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, baseTree gitrepo.Tree, res agents.Result) agents.Result {
-	res.Ended, res.EndedAt = agents.EndCancelled, time.Now()
+func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, baseTree gitrepo.Tree, res agents.Result, ended agents.EndReason, why string) agents.Result {
+	res.Ended, res.EndedAt = ended, time.Now()
 	worker, attempt := e.workerAndAttempt(r)
 	if worker == "" {
 		return res
 	}
-	e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Token: e.tokenOf(r), Cancel: "the daemon cancelled the run"})
+	e.tell(worker, Control{Run: r.spec.RunID, Attempt: attempt, Token: e.tokenOf(r), Cancel: why})
 	wait := time.NewTimer(e.opts.CancelGrace)
 	defer wait.Stop()
 	for {
@@ -885,7 +923,7 @@ func (e *Executor) cancel(ctx context.Context, repo *gitrepo.Repo, r *remote, ba
 		case m := <-r.msgs:
 			if o, ok := m.(Outcome); ok && o.GivenBack == "" && o.Attempt == attempt {
 				out := e.land(context.WithoutCancel(ctx), repo, r, baseTree, o)
-				out.Ended = agents.EndCancelled
+				out.Ended = ended
 				return out
 			}
 		}
@@ -901,10 +939,10 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	if o.Err != "" {
 		res.Err = errors.New(o.Err)
 	}
-	if len(o.Spooled) > 0 && e.opts.Spool != nil {
-		e.opts.Spool(o.Spooled)
-	}
 	worker, attempt := e.workerAndAttempt(r)
+	if len(o.Spooled) > 0 && e.opts.Spool != nil {
+		e.opts.Spool(e.ownSpooled(r, worker, o.Spooled))
+	}
 	if o.Tip == "" {
 		return res
 	}
@@ -921,13 +959,14 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 		return refuse(fmt.Sprintf("its results bucket: %v", err))
 	}
 	key := ResultKey(r.spec.RunID, attempt)
-	obj, err := bucket.Get(ctx, key)
+	// Read as a worker reads the daemon's objects (openObject): whole or
+	// not at all, bounded, no link followed, no chunk waited for.
+	obj, err := openObject(ctx, e.js, e.subjects.ResultsBucket(worker), key, e.opts.MaxBundleBytes, "")
 	if err != nil {
 		e.fullBucket(ctx, worker, bucket)
 		return refuse(fmt.Sprintf("its bundle %s: %v", key, err))
 	}
 	defer func() {
-		obj.Close()
 		bucket.Delete(context.WithoutCancel(ctx), key)
 		if len(o.Deps) > 0 {
 			bucket.Delete(context.WithoutCancel(ctx), DepsKey(r.spec.RunID, attempt))
@@ -954,7 +993,7 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 	if len(o.Deps) > 0 {
 		// Before the tree: an archive that would write outside its
 		// directories refuses the result whole.
-		if err := e.landDeps(ctx, bucket, r, attempt, o.Deps); err != nil {
+		if err := e.landDeps(ctx, worker, r, attempt, o.Deps); err != nil {
 			e.fullBucket(ctx, worker, bucket)
 			return refuse(err.Error())
 		}
@@ -992,7 +1031,8 @@ func (e *Executor) land(ctx context.Context, repo *gitrepo.Repo, r *remote, base
 // a cost that is no amount (negative, not a number, infinite) counts as the
 // run's whole cap, so that no budget is dodged by it, and is a finding
 // against the worker, as is a cost past the cap the run was given by
-// more than the CLI's last step could take it, and one below what the
+// more than the CLI's last step could take it (counted as twice the cap),
+// and one below what the
 // run's own stream showed (counted as shown: the CLI's total only
 // grows, so an honest outcome is never below it). (How long the session
 // waits for what the run says of the API is the loop's to bound, for every
@@ -1008,13 +1048,39 @@ func (e *Executor) believable(r *remote, res agents.Result) agents.Result {
 		e.finding(worker, fmt.Sprintf("run %s's cost was said to be %v: counted as its cap, $%.2f", r.spec.RunID, c, capUSD))
 		res.CostUSD = capUSD
 	case capUSD > 0 && c > 2*capUSD:
-		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, past twice its cap of $%.2f", r.spec.RunID, c, capUSD))
+		// Counted as twice the cap, the most the CLI's last step past it
+		// could take: one outcome must not spend the night's budget.
+		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, past twice its cap of $%.2f: counted as twice the cap", r.spec.RunID, c, capUSD))
+		res.CostUSD = 2 * capUSD
 	}
 	if res.CostUSD < r.shownUSD {
 		e.finding(worker, fmt.Sprintf("run %s's cost was said to be $%.2f, less than its stream showed, $%.2f: counted as shown", r.spec.RunID, res.CostUSD, r.shownUSD))
 		res.CostUSD = r.shownUSD
 	}
 	return res
+}
+
+// ownSpooled are the records of spooled that the attempt's own hooks
+// made: those bound to its token (the worker's relay spools with the
+// token its assignment gave). Each is bound to the run as the daemon knows
+// it (the hash of the token it spawned the run with, and its role,
+// feature and run): a record bound to another run's token, or to none (a
+// person's), is a worker's forgery, a finding, and dropped.
+func (e *Executor) ownSpooled(r *remote, worker string, spooled []spool.Record) []spool.Record {
+	e.mu.Lock()
+	mine := control.TokenHash(r.token)
+	e.mu.Unlock()
+	var out []spool.Record
+	for _, rec := range spooled {
+		if rec.TokenHash != mine {
+			e.finding(worker, fmt.Sprintf("a hook record it returned with run %s is bound to another run's token, or to none: dropped", r.spec.RunID))
+			continue
+		}
+		rec.TokenHash = control.TokenHash(r.spawnToken)
+		rec.Role, rec.Feature, rec.Run = string(r.spec.Role), r.spec.FeatureID, r.spec.RunID
+		out = append(out, rec)
+	}
+	return out
 }
 
 // fullBucket files a finding against worker when its results bucket has
@@ -1040,13 +1106,12 @@ func (e *Executor) fullBucket(ctx context.Context, worker string, bucket jetstre
 // landDeps unpacks the run's dependency directories into the lane's work
 // tree (toolchain.UnpackDeps), where the daemon's test run is lent them as a local
 // lane's.
-func (e *Executor) landDeps(ctx context.Context, bucket jetstream.ObjectStore, r *remote, attempt int, names []string) error {
+func (e *Executor) landDeps(ctx context.Context, worker string, r *remote, attempt int, names []string) error {
 	key := DepsKey(r.spec.RunID, attempt)
-	obj, err := bucket.Get(ctx, key)
+	obj, err := openObject(ctx, e.js, e.subjects.ResultsBucket(worker), key, e.opts.MaxBundleBytes, "")
 	if err != nil {
 		return fmt.Errorf("the run's dependencies %s: %w", key, err)
 	}
-	defer obj.Close()
 	return toolchain.UnpackDeps(r.dir, obj, names, e.opts.MaxBundleBytes)
 }
 

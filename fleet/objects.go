@@ -49,6 +49,10 @@ func openObject(ctx context.Context, js jetstream.JetStream, bucket, name string
 	switch {
 	case info.Deleted:
 		return nil, fmt.Errorf("%s in %s: %w", name, bucket, jetstream.ErrObjectNotFound)
+	case info.Opts != nil && info.Opts.Link != nil:
+		// Read whole, where it is: a link leads into another bucket (one
+		// its asker may not read), or round to itself.
+		return nil, fmt.Errorf("%s in %s is a link, not an object", name, bucket)
 	case info.Size > uint64(limit):
 		return nil, fmt.Errorf("%s in %s is %d bytes, over the bound of %d", name, bucket, info.Size, limit)
 	case want != "" && info.Digest != want:

@@ -39,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/ctxgraphd/ctxgraphd/config"
 )
@@ -251,7 +252,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	if cfg.Log != nil {
-		ns.SetLoggerV2(zapLogger{cfg.Log.Named("nats").Sugar()}, false, false, false)
+		ns.SetLoggerV2(newZapLogger(cfg.Log.Named("nats")), false, false, false)
 	}
 	ns.Start()
 	s.ns = ns
@@ -498,12 +499,42 @@ func (s *Server) Shutdown() {
 }
 
 // zapLogger is the server's log in the daemon's. Fatalf logs an error
-// and does not exit: ending the process is the daemon's decision.
-type zapLogger struct{ l *zap.SugaredLogger }
+// and does not exit: ending the process is the daemon's decision. It is
+// rate-limited: the server logs a line for each permissions violation or
+// stray acknowledgement, which a worker sends at will, and the daemon's
+// log is no worker's to fill. What it drops it counts, and says so at
+// its next line.
+type zapLogger struct {
+	l       *zap.SugaredLogger
+	lim     *rate.Limiter
+	dropped *atomic.Int64
+}
 
-func (z zapLogger) Noticef(format string, v ...any) { z.l.Infof(format, v...) }
-func (z zapLogger) Warnf(format string, v ...any)   { z.l.Warnf(format, v...) }
-func (z zapLogger) Fatalf(format string, v ...any)  { z.l.Errorf(format, v...) }
-func (z zapLogger) Errorf(format string, v ...any)  { z.l.Errorf(format, v...) }
-func (z zapLogger) Debugf(format string, v ...any)  { z.l.Debugf(format, v...) }
-func (z zapLogger) Tracef(format string, v ...any)  { z.l.Debugf(format, v...) }
+// The NATS server's lines the daemon's log takes: a burst, then a few a
+// second.
+const (
+	natsLogBurst = 32
+	natsLogEvery = 250 * time.Millisecond
+)
+
+func newZapLogger(l *zap.Logger) zapLogger {
+	return zapLogger{l: l.Sugar(), lim: rate.NewLimiter(rate.Every(natsLogEvery), natsLogBurst), dropped: new(atomic.Int64)}
+}
+
+func (z zapLogger) log(f func(string, ...any), format string, v ...any) {
+	if !z.lim.Allow() {
+		z.dropped.Add(1)
+		return
+	}
+	if n := z.dropped.Swap(0); n > 0 {
+		z.l.Warnf("%d lines of the NATS server's were not logged: more than %d at once, or %s apart", n, natsLogBurst, natsLogEvery)
+	}
+	f(format, v...)
+}
+
+func (z zapLogger) Noticef(format string, v ...any) { z.log(z.l.Infof, format, v...) }
+func (z zapLogger) Warnf(format string, v ...any)   { z.log(z.l.Warnf, format, v...) }
+func (z zapLogger) Fatalf(format string, v ...any)  { z.log(z.l.Errorf, format, v...) }
+func (z zapLogger) Errorf(format string, v ...any)  { z.log(z.l.Errorf, format, v...) }
+func (z zapLogger) Debugf(format string, v ...any)  { z.log(z.l.Debugf, format, v...) }
+func (z zapLogger) Tracef(format string, v ...any)  { z.log(z.l.Debugf, format, v...) }

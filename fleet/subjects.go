@@ -172,6 +172,15 @@ const fleetAccount = "ctxgraphd"
 // worker's.
 func workerAccount(name string) string { return "worker-" + name }
 
+// A worker's account's bounds, each of the server's memory in the
+// daemon's process: a worker connects once, and subscribes to its control
+// subject and its inbox (nats.go's one subscription for every request),
+// and to its inbox's replies of a pull or two a slot.
+const (
+	workerMaxConnections   = 4
+	workerMaxSubscriptions = 256
+)
+
 // service is a subject a worker may publish on, the fleet's account
 // answering: one of its own subjects, or one JetStream call. streamed:
 // the call's answer is many messages (a pull's Job and the statuses
@@ -245,17 +254,22 @@ func (s Subjects) accountsConfig(workers []string) ([]byte, error) {
 			Stream  *ref   `json:"stream,omitempty"`
 			To      string `json:"to,omitempty"`
 		}
+		limits struct {
+			Connections   int `json:"max_connections"`
+			Subscriptions int `json:"max_subscriptions"`
+		}
 		account struct {
 			JetStream string   `json:"jetstream,omitempty"`
 			Exports   []export `json:"exports,omitempty"`
 			Imports   []imp    `json:"imports,omitempty"`
+			Limits    *limits  `json:"limits,omitempty"`
 		}
 	)
 	fleet := account{JetStream: "enabled"}
 	accounts := map[string]account{}
 	for _, name := range workers {
 		to := []string{workerAccount(name)}
-		var own account
+		own := account{Limits: &limits{Connections: workerMaxConnections, Subscriptions: workerMaxSubscriptions}}
 		for _, svc := range s.workerServices(name) {
 			e := export{Service: svc.subject, Accounts: to}
 			if svc.streamed {
