@@ -34,6 +34,10 @@ import (
 // tries one route against the promise of docs/operations.md ("one
 // worker's credentials reach only that worker's own work"). A test that
 // fails is a route found open; one that passes, a route tried and closed.
+// Each comment says how its route worked when the review found it (the
+// daemon's behaviour then); every route here is closed now, and its test
+// holds it closed. A route still open has its test in
+// attack_open_test.go (-tags openroutes).
 
 // quiet is a connection option that swallows the server's asynchronous
 // errors (permissions violations), which a's attacks provoke on purpose.
