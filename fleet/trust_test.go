@@ -363,8 +363,12 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 			rig := newRigWith(t, Config{ResultsMaxBytes: 2 << 20}, ExecutorOptions{MaxBundleBytes: 512 << 10}, func(string) *gitrepo.Repo { return repo }, "a")
 			tok := rig.g.register("run-0001")
 			done := make(chan agents.Result, 1)
+			// Cancelled at the end whatever happens, before the rig closes:
+			// a run left waiting must not hold the test's cleanup.
+			runCtx, stop := context.WithCancel(context.Background())
+			t.Cleanup(stop)
 			go func() {
-				done <- rig.e.Run(context.Background(), spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
+				done <- rig.e.Run(runCtx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
 			}()
 			job, a, nc := rig.silentWorker(t, "a")
 			ctx := context.Background()
