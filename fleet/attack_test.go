@@ -651,8 +651,23 @@ func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
 		}
 	}
 	nc.Flush()
-	// Once a is heard after them, they are in its mailbox.
-	time.Sleep(2 * time.Second)
+	// Measured once the daemon has taken every one of them (queued or
+	// dropped), so that none is still held by the server or the client on
+	// the way: what is measured is the mailbox's, however loaded the machine.
+	var hooks *nats.Subscription
+	for _, s := range rig.e.subs {
+		if s.Subject == rig.s.Subjects().Workers("hook") {
+			hooks = s
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := hooks.Delivered(); n >= hooksInFlight+sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon took not every one of a's hooks in a minute")
+		}
+	}
 	runtime.GC() // what is held, not what was dropped and waits to be collected
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
