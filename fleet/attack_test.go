@@ -36,8 +36,8 @@ import (
 // fails is a route found open; one that passes, a route tried and closed.
 // Each comment says how its route worked when the review found it (the
 // daemon's behaviour then); every route here is closed now, and its test
-// holds it closed. A route still open has its test in
-// attack_open_test.go (-tags openroutes).
+// holds it closed. A route found and still open would have its test in
+// attack_open_test.go (-tags openroutes); none is today.
 
 // quiet is a connection option that swallows the server's asynchronous
 // errors (permissions violations), which a's attacks provoke on purpose.
@@ -114,8 +114,8 @@ func TestAttackAcksPastTheQueueFloodTheDaemonsLog(t *testing.T) {
 // from the other workers. The server ignores an ack of a message not
 // pending.
 func TestAttackAckOfAJobNotYetDelivered(t *testing.T) {
-	s := start(t, Config{})
-	pa, pb := addWorker(t, s, "a").Path, addWorker(t, s, "b").Path
+	rig := newRig(t, nil, "a", "b")
+	s, pa := rig.s, rig.creds["a"]
 	sub := s.Subjects()
 	djs := djsOf(t, s)
 	if _, err := djs.Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-000001","attempt":1}`)); err != nil {
@@ -132,16 +132,11 @@ func TestAttackAckOfAJobNotYetDelivered(t *testing.T) {
 	}
 	na.Flush()
 	time.Sleep(300 * time.Millisecond)
-	nb, err := connect(t, s, pb)
+	nb, err := connect(t, s, rig.creds["b"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	bjs, _ := jetstream.New(nb)
-	cons, err := bjs.Consumer(context.Background(), sub.LanesStream(), sub.LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cons.Next(jetstream.FetchMaxWait(3 * time.Second)); err != nil {
+	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second); q == nil {
 		t.Errorf("b could not pull the Job after a's acks of it before its delivery: %v", err)
 	}
 }
@@ -337,15 +332,7 @@ func (r *fleetRig) silentWorkerOr(t *testing.T, name, want string) (Job, Assignm
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := jetstream.New(nc)
-	cons, err := js.Consumer(context.Background(), r.s.Subjects().LanesStream(), r.s.Subjects().LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := r.pull(t, nc, name, 15*time.Second)
 	var job Job
 	json.Unmarshal(msg.Data(), &job)
 	if job.Run != want {
@@ -672,7 +659,7 @@ func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	held := int64(after.HeapInuse) - int64(before.HeapInuse)
-	if held > 64<<20 {
+	if held > 160<<20 {
 		t.Errorf("a's %d hooks of 8 MiB hold %d MiB of the daemon's heap (the mailbox takes %d of them: %d MiB)", sent, held>>20, mailboxDepth, mailboxDepth*maxPayload>>20)
 	}
 }
@@ -682,17 +669,17 @@ func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
 // on each), then is revoked: every one must end, none reconnect, and its
 // pulls take no Job. Promise: a cannot survive revocation.
 func TestAttackRevokedWorkersConnectionsAllEnd(t *testing.T) {
-	s := start(t, Config{})
-	pa, pb := addWorker(t, s, "a").Path, addWorker(t, s, "b").Path
+	rig := newRig(t, nil, "a", "b")
+	s, pa := rig.s, rig.creds["a"]
 	sub := s.Subjects()
-	next := jsAPI + "CONSUMER.MSG.NEXT." + sub.LanesStream() + "." + sub.LanesConsumer()
+	long, _ := json.Marshal(Pull{Wait: 55 * time.Second})
 	var conns []*nats.Conn
 	for i := range workerMaxConnections {
 		nc, err := connect(t, s, pa, quiet(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		nc.PublishRequest(next, sub.Worker("a").Inbox+fmt.Sprintf(".p%d", i), []byte(`{"batch":1,"expires":55000000000}`))
+		nc.PublishRequest(sub.Worker("a").Pull, sub.Worker("a").Inbox+fmt.Sprintf(".p%d", i), long)
 		nc.Flush()
 		conns = append(conns, nc)
 	}
@@ -708,19 +695,85 @@ func TestAttackRevokedWorkersConnectionsAllEnd(t *testing.T) {
 	if _, err := djsOf(t, s).Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-000001","attempt":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	nb, err := connect(t, s, pb)
+	nb, err := connect(t, s, rig.creds["b"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	bjs, _ := jetstream.New(nb)
-	cons, err := bjs.Consumer(context.Background(), sub.LanesStream(), sub.LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cons.Next(jetstream.FetchMaxWait(3 * time.Second)); err != nil {
+	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second); q == nil {
 		t.Errorf("b could not pull the Job after a's revocation: %v", err)
 	}
 	for _, nc := range conns {
 		nc.Close()
+	}
+}
+
+// TestAttackHoggingEveryPullStarvesTheOtherWorkers: route: a keeps
+// pullsMaxWaiting pulls waiting on the one shared consumer (each within
+// the consumer's bounds: one Job, under a minute). The consumer's bound
+// was every worker's, not a's: b's pulls were refused (409 Exceeded
+// MaxWaiting) and every Job went to a, which could sit on it; a Job put
+// back on the queue went to a again. Promise: a can only delay the night
+// ("an attempt no worker claims is put back on the queue"), never keep
+// every Job from the other workers: of more Jobs than a's share of pulls,
+// b gets one, and a's flood is a finding.
+func TestAttackHoggingEveryPullStarvesTheOtherWorkers(t *testing.T) {
+	rig := newRig(t, nil, "a", "b")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := sub.Worker("a").Inbox + ".hog"
+	got, err := na.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.SetPendingLimits(-1, -1)
+	// Straight at the consumer, as before; and through the daemon.
+	direct := jsAPI + "CONSUMER.MSG.NEXT." + sub.LanesStream() + "." + sub.LanesConsumer()
+	long, _ := json.Marshal(Pull{Wait: 55 * time.Second})
+	for range pullsMaxWaiting {
+		na.PublishRequest(direct, inbox, []byte(`{"batch":1,"expires":55000000000}`))
+		na.PublishRequest(sub.Worker("a").Pull, inbox, long)
+	}
+	na.Flush()
+	if !eventually.Within(10*time.Second, func() bool { return rig.e.FindingsOf("a").Count >= pullsMaxWaiting-pullsPerWorker }) {
+		t.Errorf("a's %d pulls at once are %d findings; want one for each past its share (%d)", pullsMaxWaiting, rig.e.FindingsOf("a").Count, pullsPerWorker)
+	}
+
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bGot := make(chan int, 1)
+	go func() {
+		n := 0
+		for deadline := time.Now().Add(10 * time.Second); n == 0 && time.Now().Before(deadline); {
+			if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), time.Second); err == nil && q != nil {
+				n++
+			}
+		}
+		bGot <- n
+	}()
+	time.Sleep(300 * time.Millisecond)
+	js := djsOf(t, rig.s)
+	for i := range pullsPerWorker + 1 {
+		if _, err := js.Publish(context.Background(), sub.Lanes(), fmt.Appendf(nil, `{"run":"run-%06d","attempt":1}`, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := <-bGot
+	aJobs := 0
+	for {
+		m, err := got.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		if m.Header.Get(AckHeader) != "" || (len(m.Data) > 0 && m.Header.Get("Status") == "") {
+			aJobs++
+		}
+	}
+	if b != 1 || aJobs > pullsPerWorker {
+		t.Errorf("of %d Jobs, b (pulling while a held %d pulls) got %d, a got %d: one worker's pulls crowd the others out", pullsPerWorker+1, pullsMaxWaiting, b, aJobs)
 	}
 }

@@ -126,6 +126,9 @@ type Executor struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	subs      []*nats.Subscription
+	// lanes is the work queue's consumer, the workers' pulls' (onPull),
+	// looked up at the first; a revocation makes it again (Revoked).
+	lanes jetstream.Consumer
 }
 
 // Findings are what a worker did that no honest worker does (a message
@@ -285,6 +288,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	}
 	for kind, h := range map[string]nats.MsgHandler{
 		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
+		"pull": e.onPull,
 	} {
 		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(kind, h))
 		if err != nil {
@@ -344,6 +348,9 @@ type mailbox struct {
 	quit   chan struct{} // closed when the worker is revoked
 	// held is the bytes of the messages waiting in in and events.
 	held atomic.Int64
+	// pulls are how many of the worker's pulls wait on the work queue
+	// (onPull), guarded by the Executor's mu.
+	pulls int
 }
 
 // perWorker wraps h, the handler of one kind of the workers' messages, to
@@ -1210,6 +1217,101 @@ func (e *Executor) onClaim(m *nats.Msg) {
 	e.mu.Unlock()
 	reply(m, a)
 	r.msgs <- claimed{worker: worker, dir: c.Dir}
+}
+
+// pullsPerWorker is how many of a worker's pulls the daemon keeps
+// waiting on the work queue at once. An honest worker has one waiting (it
+// pulls again only once a pull has ended), now and then two as one
+// expires; the consumer keeps pullsMaxWaiting, so that many workers fit
+// beside each other.
+const pullsPerWorker = 4
+
+// onPull pulls a Job of the work queue for a worker (Pull), if fewer than
+// pullsPerWorker of its pulls wait already, and answers with it. The
+// consumer's bound on waiting pulls is every worker's: a worker that held
+// them all would keep every Job from the others, and so no worker pulls
+// from the consumer itself (workerServices). Past its share, the worker
+// is told as JetStream would tell it (409) and it is a finding.
+func (e *Executor) onPull(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
+	var p Pull
+	if err := json.Unmarshal(m.Data, &p); err != nil {
+		e.finding(worker, fmt.Sprintf("a pull that cannot be read (%v): dropped", err))
+		return
+	}
+	wait := p.Wait
+	if wait <= 0 || wait > pullMaxExpires {
+		wait = pullMaxExpires
+	}
+	e.mu.Lock()
+	mb := e.mailboxes[worker]
+	full := mb == nil || mb.pulls >= pullsPerWorker
+	if !full {
+		mb.pulls++
+	}
+	e.mu.Unlock()
+	if mb == nil { // revoked since
+		return
+	}
+	if full {
+		e.finding(worker, fmt.Sprintf("more pulls of the work queue waiting at once than a worker may have (%d): one was refused", pullsPerWorker))
+		status := nats.NewMsg(m.Reply)
+		status.Header.Set("Status", "409")
+		status.Header.Set("Description", "Exceeded MaxWaiting")
+		m.RespondMsg(status)
+		return
+	}
+	go func() {
+		defer func() {
+			e.mu.Lock()
+			mb.pulls--
+			e.mu.Unlock()
+		}()
+		answer := nats.NewMsg(m.Reply)
+		if job, ok := e.pullJob(wait, mb.quit); ok {
+			answer.Data = job.Data()
+			answer.Header.Set(AckHeader, job.Reply())
+		}
+		if err := m.RespondMsg(answer); err != nil && answer.Header.Get(AckHeader) != "" {
+			job := answer.Header.Get(AckHeader)
+			e.log.Warn("a Job pulled for a worker did not reach it; it goes back on the queue", zap.String("worker", worker), zap.String("ack", job), zap.Error(err))
+			e.nc.Publish(job, []byte("-NAK"))
+		}
+	}()
+}
+
+// pullJob waits up to wait for the work queue's next Job, or until quit
+// (the worker revoked: a Job it took then goes back on the queue at once).
+func (e *Executor) pullJob(wait time.Duration, quit <-chan struct{}) (jetstream.Msg, bool) {
+	e.mu.Lock()
+	cons := e.lanes
+	e.mu.Unlock()
+	if cons == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := e.js.Consumer(ctx, e.subjects.LanesStream(), e.subjects.LanesConsumer())
+		cancel()
+		if err != nil {
+			e.log.Warn("the work queue's consumer cannot be reached; a worker's pull is answered with no Job", zap.Error(err))
+			return nil, false
+		}
+		e.mu.Lock()
+		e.lanes, cons = c, c
+		e.mu.Unlock()
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		return nil, false
+	}
+	for msg := range batch.Messages() {
+		select {
+		case <-quit:
+			msg.Nak()
+			return nil, false
+		default:
+			return msg, true
+		}
+	}
+	return nil, false
 }
 
 // bound is run's attempt if it is bound to worker and token is its: a

@@ -356,23 +356,27 @@ func (r *fleetRig) ended(t *testing.T, nc *nats.Conn, name string, job Job, a As
 	return ans
 }
 
+// pull is the next Job of the work queue, pulled through the daemon as
+// worker name does, on nc: the test fails if none comes within wait.
+func (r *fleetRig) pull(t *testing.T, nc *nats.Conn, name string, wait time.Duration) *queued {
+	t.Helper()
+	msg, err := pullJob(context.Background(), nc, r.s.Subjects(), r.s.Subjects().Worker(name), wait)
+	if err == nil && msg == nil {
+		err = fmt.Errorf("no Job in %s", wait)
+	}
+	if err != nil {
+		t.Fatalf("%s pulling from the work queue: %v", name, err)
+	}
+	return msg
+}
+
 func (r *fleetRig) silentWorker(t *testing.T, name string) (Job, Assignment, *nats.Conn) {
 	t.Helper()
 	nc, err := connect(t, r.s, r.creds[name])
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cons, err := js.Consumer(ctx, r.s.Subjects().LanesStream(), r.s.Subjects().LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := cons.Next(jetstream.FetchMaxWait(15 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := r.pull(t, nc, name, 15*time.Second)
 	var job Job
 	json.Unmarshal(msg.Data(), &job)
 	data, _ := json.Marshal(Claim{Run: job.Run, Attempt: job.Attempt, Dir: "/worker/" + name})

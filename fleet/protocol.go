@@ -19,7 +19,9 @@ import (
 //  1. The daemon commits the lane's work tree as it is (the run's base),
 //     puts its bundle in the base bucket, keyed by commit, and publishes a
 //     Job on the work queue. A Job holds no secret: any worker may pull it.
-//  2. A worker pulls the Job and asks for it on its Claim subject. The
+//  2. A worker pulls the Job, through the daemon (Pull: the daemon holds
+//     each worker to its share of the queue's waiting pulls), and asks
+//     for it on its Claim subject. The
 //     daemon binds the run's attempt to that worker and answers with an
 //     Assignment: the run's token and all the worker needs to start it. A
 //     Job the daemon no longer wants (an attempt given up, a daemon
@@ -53,6 +55,22 @@ type Job struct {
 	// attempt up, or restarted since).
 	Deadline time.Time `json:"deadline"`
 }
+
+// Pull is a worker's request, on its Pull subject, for the next Job of
+// the work queue. The daemon pulls it from the queue on the worker's
+// behalf and answers with the Job's message as the queue gave it, and
+// the subject to acknowledge it on in the AckHeader; an answer without
+// that header is no Job (none came within Wait, or the worker is past its
+// share of pulls, the answer's Status then saying why).
+type Pull struct {
+	// Wait is how long the daemon waits for a Job, at most pullMaxExpires.
+	Wait time.Duration `json:"wait"`
+}
+
+// AckHeader names, on the daemon's answer to a Pull, the subject where the
+// worker acknowledges the Job on the work queue (JetStream's acks: +ACK,
+// -NAK, +WPI, +TERM).
+const AckHeader = "Ctxgraphd-Ack"
 
 // Claim is a worker's request for a Job it pulled.
 type Claim struct {

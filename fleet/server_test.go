@@ -28,6 +28,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
 )
 
 // TestMain fails a passing run that leaves goroutines behind. nats.go's
@@ -83,6 +84,19 @@ func start(t testing.TB, cfg Config) *Server {
 	}
 	t.Cleanup(s.Shutdown)
 	return s
+}
+
+// serve attaches to s an executor that answers the workers' pulls (and
+// refuses their claims: it has no runs), until the test ends.
+func serve(t testing.TB, s *Server) *Executor {
+	t.Helper()
+	e, err := NewExecutor(context.Background(), s.Conn(), s.Subjects(), ExecutorOptions{Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	s.Attach(e)
+	return e
 }
 
 // connect connects as the worker whose credentials are at path, with

@@ -71,7 +71,14 @@ func (s Subjects) Lanes() string { return s.Prefix() + ".lanes" }
 // lane is removed once a worker acknowledges it.
 func (s Subjects) LanesStream() string { return "ctxgraphd_" + s.project + "_lanes" }
 
-// LanesConsumer is the durable pull consumer every worker pulls lanes from.
+// laneAcks prefixes the subjects a Job of the work queue is acknowledged
+// on (the consumer's: $JS.ACK.<stream>.<consumer>.).
+func (s Subjects) laneAcks() string {
+	return "$JS.ACK." + s.LanesStream() + "." + s.LanesConsumer() + "."
+}
+
+// LanesConsumer is the durable pull consumer of the work queue, which the
+// daemon pulls each worker's Jobs from (Pull).
 func (s Subjects) LanesConsumer() string { return "workers" }
 
 // BaseBucket is the object store of base bundles, keyed by commit.
@@ -94,6 +101,7 @@ func (s Subjects) Worker(name string) WorkerSubjects {
 		Result:    w + ".result",
 		Events:    w + ".events",
 		Heartbeat: w + ".heartbeat",
+		Pull:      w + ".pull",
 		Control:   w + ".control",
 		Inbox:     w + ".inbox",
 
@@ -114,7 +122,10 @@ type WorkerSubjects struct {
 	Result    string // a lane ended
 	Events    string // traces and stream events
 	Heartbeat string // alive while a lane runs
-	Control   string // from the daemon
+	// Pull asks the daemon for the work queue's next Job, which it pulls
+	// for the worker within the worker's share (Executor.onPull).
+	Pull    string
+	Control string // from the daemon
 	// Inbox prefixes the replies to the worker's requests: its connection
 	// must use it (nats.CustomInboxPrefix; WorkerOptions does), since it
 	// may receive on no other inbox.
@@ -194,15 +205,18 @@ type service struct {
 // the fleet's account that worker's account imports: its own subjects,
 // the work queue's pulls and acknowledgements (ack, nak, in progress,
 // term), and the reads and writes of its objects (readObjects,
-// writeObjects). It is the worker's publish permission too.
+// writeObjects). It is the worker's publish permission too. Pulls go
+// through the daemon (Pull), not to JetStream: the consumer's bound on
+// waiting pulls is every worker's, and one worker holding them all would
+// keep every Job from the others; the daemon holds each to its share.
 func (s Subjects) workerServices(name string) []service {
 	w := s.Worker(name)
 	lanes, consumer := s.LanesStream(), s.LanesConsumer()
 	out := []service{
 		{subject: w.Claim}, {subject: w.Hook}, {subject: w.Result}, {subject: w.Events}, {subject: w.Heartbeat},
 		{subject: jsAPI + "CONSUMER.INFO." + lanes + "." + consumer},
-		{subject: jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + consumer, streamed: true},
-		{subject: "$JS.ACK." + lanes + "." + consumer + ".>"},
+		{subject: w.Pull},
+		{subject: s.laneAcks() + ">"},
 	}
 	results := s.ResultsBucket(name)
 	for _, subject := range append(append(readObjects(s.BaseBucket()), readObjects(results)...), writeObjects(results)...) {

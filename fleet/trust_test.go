@@ -681,7 +681,7 @@ func TestNoAnswerToAWorkerLandsOutsideItsAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lanesNext, _ := json.Marshal(map[string]any{"batch": 1, "expires": int64(time.Second)})
+	pull, _ := json.Marshal(Pull{Wait: time.Second})
 	asks := []struct {
 		subject string
 		data    []byte
@@ -690,7 +690,7 @@ func TestNoAnswerToAWorkerLandsOutsideItsAccount(t *testing.T) {
 		{jsAPI + "STREAM.INFO." + baseStream, nil},
 		{jsAPI + "DIRECT.GET." + baseStream + ".$O." + sub.BaseBucket() + ".M.YzBmZmVl", nil},
 		{jsAPI + "CONSUMER.INFO." + lanes + "." + sub.LanesConsumer(), nil},
-		{jsAPI + "CONSUMER.MSG.NEXT." + lanes + "." + sub.LanesConsumer(), lanesNext},
+		{wa.Pull, pull},
 		{"$O." + sub.ResultsBucket("a") + ".C.x", []byte("chunk")},
 	}
 	for _, ask := range asks {
@@ -801,29 +801,14 @@ func TestANameThatIsNoWorkersGetsNoMailbox(t *testing.T) {
 // server); and the pulls a worker left waiting end with its revocation, so
 // that the next Job goes to a worker that is still there.
 func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
-	s := start(t, Config{})
-	a, b := addWorker(t, s, "a").Path, addWorker(t, s, "b").Path
-	na, err := connect(t, s, a)
+	rig := newRig(t, nil, "a", "b")
+	s := rig.s
+	na, err := connect(t, s, rig.creds["a"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := s.Subjects()
-	next := "$JS.API.CONSUMER.MSG.NEXT." + sub.LanesStream() + "." + sub.LanesConsumer()
-	inbox := sub.Worker("a").Inbox + ".pull"
-	answers, err := na.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, req := range []string{`{"batch":100,"expires":50000000000}`, `{"batch":1,"expires":3600000000000}`} {
-		if err := na.PublishRequest(next, inbox, []byte(req)); err != nil {
-			t.Fatal(err)
-		}
-		m, err := answers.NextMsg(5 * time.Second)
-		if err != nil || !strings.HasPrefix(m.Header.Get("Status"), "4") {
-			t.Errorf("a pull of %s was not refused: %v %v", req, m, err)
-		}
-	}
-	// The pulls that may wait are bounded, whoever makes them.
+	// The pulls that may wait are bounded, whoever makes them (the daemon).
 	info, err := djsOf(t, s).Consumer(context.Background(), sub.LanesStream(), sub.LanesConsumer())
 	if err != nil {
 		t.Fatal(err)
@@ -831,45 +816,65 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 	if c := info.CachedInfo().Config; c.MaxWaiting != pullsMaxWaiting || c.MaxRequestBatch != 1 || c.MaxRequestExpires != pullMaxExpires {
 		t.Errorf("the work queue's consumer: max waiting %d, batch %d, expires %s; want %d, 1, %s", c.MaxWaiting, c.MaxRequestBatch, c.MaxRequestExpires, pullsMaxWaiting, pullMaxExpires)
 	}
-	// A pull within the bounds, left waiting, its Jobs sent where someone
-	// listens (the daemon, on b's results), and a revoked: the pull is
-	// gone with it.
-	listen, err := s.Conn().SubscribeSync(sub.Worker("b").Result)
+	// A pull takes one Job, however many wait.
+	djs := djsOf(t, s)
+	for i := range 2 {
+		if _, err := djs.Publish(context.Background(), sub.Lanes(), fmt.Appendf(nil, `{"run":"run-000%d","attempt":1}`, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inbox := sub.Worker("a").Inbox + ".pull"
+	answers, err := na.SubscribeSync(inbox)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listen.Unsubscribe()
-	s.Conn().Flush()
-	if err := na.PublishRequest(next, sub.Worker("b").Result, []byte(`{"batch":1,"expires":55000000000}`)); err != nil {
+	one, _ := json.Marshal(Pull{Wait: time.Second})
+	if err := na.PublishRequest(sub.Worker("a").Pull, inbox, one); err != nil {
 		t.Fatal(err)
 	}
+	for i := 0; ; i++ {
+		m, err := answers.NextMsg(3 * time.Second)
+		if err != nil {
+			if i != 1 {
+				t.Errorf("one pull of a took %d answers, want one Job", i)
+			}
+			break
+		}
+		na.Publish(m.Header.Get(AckHeader), []byte("+ACK"))
+	}
+	// Pulls of a left waiting (its whole share), and a revoked: none of
+	// them takes the next Job, which goes to b, still there.
+	long, _ := json.Marshal(Pull{Wait: 55 * time.Second})
+	for range pullsPerWorker {
+		if err := na.PublishRequest(sub.Worker("a").Pull, inbox, long); err != nil {
+			t.Fatal(err)
+		}
+	}
 	na.Flush()
+	time.Sleep(300 * time.Millisecond)
 	if err := s.RevokeWorker("a"); err != nil {
 		t.Fatal(err)
 	}
-	djs := djsOf(t, s)
-	if _, err := djs.Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-0001","attempt":1}`)); err != nil {
+	if _, err := djs.Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-0003","attempt":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	nb, err := connect(t, s, b)
+	nb, err := connect(t, s, rig.creds["b"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	bjs, _ := jetstream.New(nb)
-	cons, err := bjs.Consumer(context.Background(), sub.LanesStream(), sub.LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
+	got := map[string]bool{}
+	for {
+		q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second)
+		if err != nil || q == nil {
+			break
+		}
+		var job Job
+		json.Unmarshal(q.Data(), &job)
+		got[job.Run] = true
+		q.Ack()
 	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for range batch.Messages() {
-		got++
-	}
-	if got != 1 {
-		t.Errorf("b pulled %d Jobs after a's revocation, want the one: a pull a left took it", got)
+	if !got["run-0003"] {
+		t.Errorf("b pulled %v after a's revocation, want run-0003 among them: a pull a left took it", got)
 	}
 }
 
@@ -890,16 +895,7 @@ func TestAJobDroppedWithoutAClaimIsPutBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := jetstream.New(nc)
-	cons, err := js.Consumer(context.Background(), rig.s.Subjects().LanesStream(), rig.s.Subjects().LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := cons.Next(jetstream.FetchMaxWait(15 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg.Term()
+	rig.pull(t, nc, "a", 15*time.Second).Term()
 	rig.worker(t, "b", fakeClaude(t))
 	select {
 	case res := <-done:

@@ -161,9 +161,8 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 	}
 	defer ctl.Unsubscribe()
 
-	var consumer jetstream.Consumer
 	for {
-		consumer, err = js.Consumer(ctx, subjects.LanesStream(), subjects.LanesConsumer())
+		_, err = js.Consumer(ctx, subjects.LanesStream(), subjects.LanesConsumer())
 		if err == nil {
 			break
 		}
@@ -189,7 +188,7 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 		case <-ctx.Done():
 			continue
 		}
-		batch, err := consumer.Fetch(1, jetstream.FetchMaxWait(fetchWait))
+		job, err := w.pull(ctx)
 		if err != nil {
 			<-slots
 			if ctx.Err() == nil {
@@ -199,18 +198,16 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 			continue
 		}
 		took := false
-		for msg := range batch.Messages() {
-			a, job, ok := w.claim(ctx, msg)
-			if !ok {
-				continue
+		if job != nil {
+			if a, j, ok := w.claim(ctx, job); ok {
+				took = true
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots }()
+					w.run(ctx, j, a, job)
+				}()
 			}
-			took = true
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				w.run(ctx, job, a, msg)
-			}()
 		}
 		if !took {
 			<-slots
@@ -243,9 +240,56 @@ func RelaySocket(dir string) string {
 // out of this worker's reach.
 const retryDelay = 2 * time.Second
 
+// queued is a Job the daemon pulled for this worker (Pull), acknowledged
+// on the work queue by the worker itself, on the subject the daemon named:
+// JetStream's acknowledgements, as jetstream.Msg sends them.
+type queued struct {
+	nc   *nats.Conn
+	data []byte
+	ack  string
+}
+
+func (q *queued) Data() []byte { return q.data }
+func (q *queued) Ack()         { q.nc.Publish(q.ack, []byte("+ACK")) }
+func (q *queued) Nak()         { q.nc.Publish(q.ack, []byte("-NAK")) }
+func (q *queued) Term()        { q.nc.Publish(q.ack, []byte("+TERM")) }
+func (q *queued) InProgress()  { q.nc.Publish(q.ack, []byte("+WPI")) }
+func (q *queued) NakWithDelay(d time.Duration) {
+	q.nc.Publish(q.ack, fmt.Appendf(nil, `-NAK {"delay": %d}`, d.Nanoseconds()))
+}
+
+// pull asks the daemon for the work queue's next Job, waiting fetchWait
+// at most: nil, nil when none came.
+func (w *worker) pull(ctx context.Context) (*queued, error) {
+	return pullJob(ctx, w.nc, w.fleet, w.subjects, fetchWait)
+}
+
+// pullJob asks the daemon, on nc as the worker of subjects w, for the work
+// queue's next Job, waiting up to wait: nil, nil when none came.
+func pullJob(ctx context.Context, nc *nats.Conn, fleet Subjects, w WorkerSubjects, wait time.Duration) (*queued, error) {
+	data, _ := json.Marshal(Pull{Wait: wait})
+	rctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
+	defer cancel()
+	m, err := nc.RequestWithContext(rctx, w.Pull, data)
+	if err != nil {
+		return nil, err
+	}
+	ack := m.Header.Get(AckHeader)
+	if ack == "" {
+		if status := m.Header.Get("Status"); status != "" {
+			return nil, fmt.Errorf("the daemon refused the pull: %s %s", status, m.Header.Get("Description"))
+		}
+		return nil, nil
+	}
+	if !strings.HasPrefix(ack, fleet.laneAcks()) {
+		return nil, fmt.Errorf("the daemon's Job names %q to acknowledge it on, no subject of the work queue", ack)
+	}
+	return &queued{nc: nc, data: m.Data, ack: ack}, nil
+}
+
 // claim asks the daemon for a pulled job; a job it refuses is dropped,
 // or put back for another worker where the daemon says so.
-func (w *worker) claim(ctx context.Context, msg jetstream.Msg) (Assignment, Job, bool) {
+func (w *worker) claim(ctx context.Context, msg *queued) (Assignment, Job, bool) {
 	var job Job
 	if err := json.Unmarshal(msg.Data(), &job); err != nil || !branch.IsRunName(job.Run) {
 		w.log.Warn("dropped a job that cannot be read", zap.Error(err))
@@ -317,7 +361,7 @@ func (w *worker) stop(key string, why error) {
 // ends, whatever its end; a worker killed leaves it to come back after
 // the consumer's AckWait, when the daemon has long given the attempt to
 // another worker and refuses it.
-func (w *worker) run(parent context.Context, job Job, a Assignment, msg jetstream.Msg) {
+func (w *worker) run(parent context.Context, job Job, a Assignment, msg *queued) {
 	defer msg.Ack()
 	key := ResultKey(job.Run, job.Attempt)
 	log := w.log.With(zap.String("run", job.Run), zap.Int("attempt", job.Attempt))
@@ -563,7 +607,7 @@ func (w *worker) publish(ev Event) {
 
 // heartbeat says the attempt is alive until ctx ends; the daemon's answer
 // that it is no longer this worker's stops it.
-func (w *worker) heartbeat(ctx context.Context, job Job, token string, every time.Duration, stop context.CancelCauseFunc, msg jetstream.Msg) {
+func (w *worker) heartbeat(ctx context.Context, job Job, token string, every time.Duration, stop context.CancelCauseFunc, msg *queued) {
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}

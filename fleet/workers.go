@@ -148,15 +148,8 @@ func (s *Server) RevokeWorker(name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The pulls it left waiting on the work queue would take Jobs after
-	// it is gone: they go with the consumer, made again at once (the Jobs
-	// stay in the stream, for the next pull).
-	if err := s.js.DeleteConsumer(ctx, s.subjects.LanesStream(), s.subjects.LanesConsumer()); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("fleet: worker %s is cut off, but its pulls on the work queue stay: %w", name, err)
-	}
-	if err := s.lanesConsumer(ctx); err != nil {
-		return fmt.Errorf("fleet: worker %s is cut off, but the work queue's consumer is not back: %w", name, err)
-	}
+	// Its pulls on the work queue are the daemon's, made for it: those
+	// waiting put back what they take (OnRevoke's Executor.Revoked).
 	if err := s.js.DeleteObjectStore(ctx, s.subjects.ResultsBucket(name)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return fmt.Errorf("fleet: worker %s is cut off, but its results bucket stays: %w", name, err)
 	}

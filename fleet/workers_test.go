@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 )
 
 // violations connects as a worker and collects the errors the server
@@ -44,6 +47,7 @@ func fleetOf(t *testing.T) *Server {
 	s := start(t, Config{})
 	addWorker(t, s, "a")
 	addWorker(t, s, "b")
+	serve(t, s)
 	ctx := context.Background()
 	js, err := jetstream.New(s.Conn())
 	if err != nil {
@@ -84,40 +88,30 @@ func TestWorkerCan(t *testing.T) {
 		name string
 		do   func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
 	}{
-		{"pull a lane from the work queue and acknowledge it", func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"pull a lane from the work queue, through the daemon, and acknowledge it", func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			if _, err := djs.Publish(ctx, sub.Lanes(), []byte("lane 1")); err != nil {
 				return err
 			}
-			cons, err := js.Consumer(ctx, sub.LanesStream(), sub.LanesConsumer())
+			if _, err := js.Consumer(ctx, sub.LanesStream(), sub.LanesConsumer()); err != nil {
+				return err
+			}
+			q, err := pullJob(ctx, nc, sub, a, 5*time.Second)
 			if err != nil {
 				return err
 			}
-			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-			if err != nil {
+			if q == nil || string(q.Data()) != "lane 1" {
+				return fmt.Errorf("pulled %v, want lane 1", q)
+			}
+			q.InProgress()
+			q.Ack()
+			if err := nc.Flush(); err != nil {
 				return err
-			}
-			var got []string
-			for m := range batch.Messages() {
-				got = append(got, string(m.Data()))
-				if err := m.InProgress(); err != nil {
-					return err
-				}
-				if err := m.DoubleAck(ctx); err != nil {
-					return err
-				}
-			}
-			if batch.Error() != nil {
-				return batch.Error()
-			}
-			if len(got) != 1 || got[0] != "lane 1" {
-				return errors.New("pulled " + strings.Join(got, ", ") + ", want lane 1")
 			}
 			// Work-queue retention: the acknowledged lane is gone.
-			st, err := djs.Stream(ctx, sub.LanesStream())
-			if err != nil {
-				return err
-			}
-			if n := st.CachedInfo().State.Msgs; n != 0 {
+			if !eventually.Within(5*time.Second, func() bool {
+				st, err := djs.Stream(ctx, sub.LanesStream())
+				return err == nil && st.CachedInfo().State.Msgs == 0
+			}) {
 				return errors.New("the work queue still holds the acknowledged lane")
 			}
 			return nil
@@ -303,6 +297,15 @@ func TestWorkerCannot(t *testing.T) {
 		{"delete the work queue", "$JS.API.STREAM.DELETE." + sub.LanesStream(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
 			return js.DeleteStream(ctx, sub.LanesStream())
 		}},
+		// Its pulls are the daemon's to make (Pull), within its share.
+		{"pull from the work queue's consumer itself", "$JS.API.CONSUMER.MSG.NEXT." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			cons, err := js.Consumer(ctx, sub.LanesStream(), sub.LanesConsumer())
+			if err != nil {
+				return err
+			}
+			_, err = cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+			return err
+		}},
 		{"delete the work queue's consumer", "$JS.API.CONSUMER.DELETE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
 			return js.DeleteConsumer(ctx, sub.LanesStream(), sub.LanesConsumer())
 		}},
@@ -487,19 +490,14 @@ func TestWorkersOutliveARestart(t *testing.T) {
 	}
 
 	s = start(t, Config{Dir: dir})
-	nc, err := connect(t, s, w.Path)
-	if err != nil {
+	if _, err := connect(t, s, w.Path); err != nil {
 		t.Fatalf("a worker's credentials after a restart: %v", err)
 	}
-	wjs, err := jetstream.New(nc)
+	dcons, err := djsOf(t, s).Consumer(ctx, s.Subjects().LanesStream(), s.Subjects().LanesConsumer())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := wjs.Consumer(ctx, s.Subjects().LanesStream(), s.Subjects().LanesConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	m, err := dcons.Next(jetstream.FetchMaxWait(5 * time.Second))
 	if err != nil {
 		t.Fatalf("the lane queued before the restart: %v", err)
 	}
