@@ -98,7 +98,9 @@ sandbox:
 
 # What a person sees is tested as a person sees it: the report's page in
 # headless Chromium, the live view in tmux; and the honest night runs pytest
-# (Debian's, which any python3 on PATH may lack). Installed here where they
+# (Debian's, which any python3 on PATH may lack); the recording of a test
+# run's inputs (internal/inputs) mounts FUSE, with fuse3's fusermount3 as a
+# user other than root. Installed here where they
 # are missing and we are root with apt; otherwise this says what to install
 # (the tests that need them then skip, and fail in CI).
 viewers:
@@ -106,6 +108,7 @@ viewers:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	command -v pytest >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
+	command -v fusermount3 >/dev/null 2>&1 || missing="$$missing fuse3"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing what the tests of the report, the live view and the honest night need:$$missing (a few minutes the first time)"; \

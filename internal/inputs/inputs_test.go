@@ -1,0 +1,274 @@
+package inputs
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mount serves tree through a view for the test, skipping where the
+// system has no FUSE.
+func mount(t testing.TB, tree string) *View {
+	t.Helper()
+	v, err := Mount(tree, t.TempDir())
+	noFUSE(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// noFUSE skips the test where the system has no FUSE, but in CI, where
+// make test installs it.
+func noFUSE(t testing.TB, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrNoFUSE) {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("FUSE is required in CI to test the recording of a run's inputs (make test installs fuse3): %v", err)
+	}
+	t.Skip(err)
+}
+
+// tree writes files (path: content; content "->x" is a link to x) under a
+// new directory.
+func tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, full); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// in is a command that runs argv with its working directory dir, a view:
+// the command changes there itself (see View).
+func in(dir string, argv ...string) *exec.Cmd {
+	return exec.Command("sh", append([]string{"-c", `cd "$0" && exec "$@"`, dir}, argv...)...)
+}
+
+func run(t testing.TB, dir, script string) string {
+	t.Helper()
+	cmd := in(dir, "sh", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+// TestAViewRecordsWhatARunDid: each way of using a path of the tree is
+// in the record, and what the run did not touch is not.
+func TestAViewRecordsWhatARunDid(t *testing.T) {
+	root := tree(t, map[string]string{
+		"data/in.txt":      "input",
+		"data/unread.txt":  "never read",
+		"listed/a":         "a",
+		"deep/er/file":     "x",
+		"link":             "->data/in.txt",
+		"escape":           "->../../etc/hostname",
+		"untouched/b.txt":  "b",
+		"stat/only":        "s",
+		"written/keep.txt": "k",
+	})
+	v := mount(t, root)
+	out := run(t, v.Dir, `cat data/in.txt; ls listed >/dev/null; test -e missing/x || echo absent; cat link;
+		test -f stat/only && echo found; (cd deep/er && cat file); echo new > written/out.txt`)
+	if out != "inputabsent\ninputfound\nx" {
+		t.Errorf("the run through the view printed %q", out)
+	}
+	r, err := v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		set  string
+		got  []string
+		want []string
+		not  []string
+	}{
+		{"opened", r.Opened, []string{"data/in.txt", "deep/er/file", "written/out.txt"}, []string{"data/unread.txt", "untouched/b.txt", "stat/only", "written/keep.txt"}},
+		{"listed", r.Listed, []string{"listed"}, []string{"data", "untouched"}},
+		{"found", r.Found, []string{"data", "data/in.txt", "listed", "link", "stat/only", "deep/er"}, []string{"untouched", "untouched/b.txt", "data/unread.txt"}},
+		{"absent", r.Absent, []string{"missing", "written/out.txt"}, []string{"missing/x"}},
+		{"links", r.Links, []string{"link"}, []string{"escape"}},
+	} {
+		for _, p := range tt.want {
+			if !slices.Contains(tt.got, p) {
+				t.Errorf("%s: %q is not in %q", tt.set, p, tt.got)
+			}
+		}
+		for _, p := range tt.not {
+			if slices.Contains(tt.got, p) {
+				t.Errorf("%s: %q is in %q, which the run never touched so", tt.set, p, tt.got)
+			}
+		}
+	}
+	if r.Outside {
+		t.Error("the record says the run left the tree; it did not")
+	}
+}
+
+// TestALinkOutOfTheTreeIsSaid: a link read whose target leaves the tree
+// (absolute, or above the root) makes the record say so.
+func TestALinkOutOfTheTreeIsSaid(t *testing.T) {
+	for _, target := range []string{"/etc/hostname", "../outside", "a/../../outside", "../" + "x/../.."} {
+		t.Run(target, func(t *testing.T) {
+			root := tree(t, map[string]string{"l": "->" + target, "a/keep": "k"})
+			v := mount(t, root)
+			run(t, v.Dir, `readlink l >/dev/null`)
+			r, err := v.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Outside {
+				t.Errorf("a link to %s was read and the record does not say the run left the tree: %+v", target, r)
+			}
+		})
+	}
+	root := tree(t, map[string]string{"a/l": "->../b", "b": "b"})
+	v := mount(t, root)
+	run(t, v.Dir, `cat a/l >/dev/null`)
+	if r, _ := v.Close(); r.Outside || !slices.Contains(r.Opened, "b") {
+		t.Errorf("a link within the tree, followed: %+v; want b opened, nothing outside", r)
+	}
+}
+
+// TestAViewThatAProcessOfTheRunHoldsDoesNotClose: a process left working
+// in the view (the run is not over) makes Close an error, not a record.
+func TestAViewThatAProcessOfTheRunHoldsDoesNotClose(t *testing.T) {
+	root := tree(t, map[string]string{"f": "x"})
+	v, err := Mount(root, t.TempDir())
+	noFUSE(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := in(v.Dir, "sh", "-c", "echo in; exec sleep 30")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // in the view by now
+		t.Fatal(err)
+	}
+	if _, err := v.Close(); err == nil || !strings.Contains(err.Error(), v.Dir) {
+		t.Errorf("Close with a process in the view: %v; want an error naming the view", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := v.Close(); err != nil {
+		t.Errorf("Close once the process is gone: %v", err)
+	}
+}
+
+func TestAffects(t *testing.T) {
+	r := Record{
+		Opened: []string{"data/in.txt", "go.mod", "pkg/a.go"},
+		Listed: []string{"fixtures", "pkg"},
+		Found:  []string{"data", "data/in.txt", "fixtures", "pkg", "pkg/a.go", "stat/me"},
+		Absent: []string{"config.local", "plugins"},
+		Links:  []string{"current"},
+	}
+	for _, tt := range []struct {
+		changed []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{"data/in.txt"}, true},             // a file it read
+		{[]string{"data/in.txt.bak"}, false},        // a near miss, in a directory it did not list
+		{[]string{"data/in.tx"}, false},             // a prefix
+		{[]string{"dat/in.txt"}, false},             // a sibling of a name it found
+		{[]string{"go.mod"}, true},                  // the manifest, read
+		{[]string{"pkg/b.go"}, true},                // an entry added to a directory it listed
+		{[]string{"pkg/sub/c.go"}, false},           // below a listed directory, not in it
+		{[]string{"fixtures/new.json"}, true},       // the same, another directory
+		{[]string{"config.local"}, true},            // made where it looked and found nothing
+		{[]string{"plugins/x/y.so"}, true},          // made under a directory it missed
+		{[]string{"pluginsx/y.so"}, false},          // a near miss of that name
+		{[]string{"stat/me"}, true},                 // a file it only stat'ed
+		{[]string{"current"}, true},                 // a link it read, swapped
+		{[]string{"README.md"}, false},              // elsewhere, in the root it did not list
+		{[]string{"README.md", "data/in.txt"}, true}, // one of several
+		{[]string{"./data//in.txt"}, true},          // a path not in its clean form
+		{[]string{"data/in.txt/"}, true},
+	} {
+		if got := r.Affects(tt.changed); got != tt.want {
+			t.Errorf("Affects(%q) = %v, want %v", tt.changed, got, tt.want)
+		}
+	}
+	// Every order of several changes, one of which affects it.
+	changes := []string{"README.md", "docs/x", "pkg/new.go", "other/y"}
+	for i := range changes {
+		rotated := append(slices.Clone(changes[i:]), changes[:i]...)
+		if !r.Affects(rotated) {
+			t.Errorf("Affects(%q) = false; pkg/new.go is in a listed directory", rotated)
+		}
+	}
+	if !(Record{Outside: true}).Affects([]string{"anything"}) {
+		t.Error("a record of a run that left the tree is affected by nothing")
+	}
+	root := Record{Listed: []string{""}}
+	if !root.Affects([]string{"new-at-root"}) || root.Affects([]string{"sub/new"}) {
+		t.Error("a listing of the root: an entry added there affects it, one below does not")
+	}
+}
+
+// TestATestsCodeCannotHideAnInput: the test's own code (testdata/hider)
+// uses files by a directory's descriptor, by /proc/self/cwd, and by a
+// path another of its threads rewrites while the kernel reads it (a
+// tracer reading the path would read the decoy): each name the kernel
+// resolved is in the record.
+func TestATestsCodeCannotHideAnInput(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hider")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/hider").CombinedOutput(); err != nil {
+		t.Fatalf("building the hider: %v\n%s", err, out)
+	}
+	root := tree(t, map[string]string{"a/by-dirfd": "1", "by-proc": "2", "a/secrt": "3", "a/other": "4"})
+	v := mount(t, root)
+	cmd := in(v.Dir, bin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the hider: %v\n%s", err, out)
+	}
+	r, err := v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a/by-dirfd", "by-proc"} {
+		if !slices.Contains(r.Opened, p) {
+			t.Errorf("%s was opened and is not in the record: %+v", p, r)
+		}
+	}
+	if strings.TrimSpace(string(out)) == "0" {
+		t.Fatal("the hider's race never had the kernel resolve a/secrt: the test proves nothing")
+	}
+	if !slices.Contains(r.Found, "a/secrt") {
+		t.Errorf("the hider found a/secrt %s times, and the record has it not: %+v", strings.TrimSpace(string(out)), r)
+	}
+	if slices.Contains(r.Found, "a/other") || slices.Contains(r.Opened, "a/other") {
+		t.Errorf("a/other, never used, is in the record: %+v", r)
+	}
+	t.Logf("the hider resolved a/secrt %s times of 20000", strings.TrimSpace(string(out)))
+}
