@@ -196,22 +196,22 @@ func TestAffects(t *testing.T) {
 		want    bool
 	}{
 		{nil, false},
-		{[]string{"data/in.txt"}, true},             // a file it read
-		{[]string{"data/in.txt.bak"}, false},        // a near miss, in a directory it did not list
-		{[]string{"data/in.tx"}, false},             // a prefix
-		{[]string{"dat/in.txt"}, false},             // a sibling of a name it found
-		{[]string{"go.mod"}, true},                  // the manifest, read
-		{[]string{"pkg/b.go"}, true},                // an entry added to a directory it listed
-		{[]string{"pkg/sub/c.go"}, false},           // below a listed directory, not in it
-		{[]string{"fixtures/new.json"}, true},       // the same, another directory
-		{[]string{"config.local"}, true},            // made where it looked and found nothing
-		{[]string{"plugins/x/y.so"}, true},          // made under a directory it missed
-		{[]string{"pluginsx/y.so"}, false},          // a near miss of that name
-		{[]string{"stat/me"}, true},                 // a file it only stat'ed
-		{[]string{"current"}, true},                 // a link it read, swapped
-		{[]string{"README.md"}, false},              // elsewhere, in the root it did not list
+		{[]string{"data/in.txt"}, true},              // a file it read
+		{[]string{"data/in.txt.bak"}, false},         // a near miss, in a directory it did not list
+		{[]string{"data/in.tx"}, false},              // a prefix
+		{[]string{"dat/in.txt"}, false},              // a sibling of a name it found
+		{[]string{"go.mod"}, true},                   // the manifest, read
+		{[]string{"pkg/b.go"}, true},                 // an entry added to a directory it listed
+		{[]string{"pkg/sub/c.go"}, false},            // below a listed directory, not in it
+		{[]string{"fixtures/new.json"}, true},        // the same, another directory
+		{[]string{"config.local"}, true},             // made where it looked and found nothing
+		{[]string{"plugins/x/y.so"}, true},           // made under a directory it missed
+		{[]string{"pluginsx/y.so"}, false},           // a near miss of that name
+		{[]string{"stat/me"}, true},                  // a file it only stat'ed
+		{[]string{"current"}, true},                  // a link it read, swapped
+		{[]string{"README.md"}, false},               // elsewhere, in the root it did not list
 		{[]string{"README.md", "data/in.txt"}, true}, // one of several
-		{[]string{"./data//in.txt"}, true},          // a path not in its clean form
+		{[]string{"./data//in.txt"}, true},           // a path not in its clean form
 		{[]string{"data/in.txt/"}, true},
 	} {
 		if got := r.Affects(tt.changed); got != tt.want {
