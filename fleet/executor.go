@@ -1269,6 +1269,12 @@ func (e *Executor) onPull(m *nats.Msg) {
 		}()
 		answer := nats.NewMsg(m.Reply)
 		if job, ok := e.pullJob(wait, mb.quit); ok {
+			if !e.isConnected(worker) {
+				// Gone while its pull waited (killed): the Job goes back
+				// at once, not after the queue's AckWait.
+				job.Nak()
+				return
+			}
 			answer.Data = job.Data()
 			answer.Header.Set(AckHeader, job.Reply())
 		}
@@ -1278,6 +1284,15 @@ func (e *Executor) onPull(m *nats.Msg) {
 			e.nc.Publish(job, []byte("-NAK"))
 		}
 	}()
+}
+
+// isConnected says whether worker is connected now (true where the
+// executor is told of no server's connections).
+func (e *Executor) isConnected(worker string) bool {
+	e.mu.Lock()
+	connected := e.connected
+	e.mu.Unlock()
+	return connected == nil || slices.Contains(connected(), worker)
 }
 
 // pullJob waits up to wait for the work queue's next Job, or until quit

@@ -956,3 +956,36 @@ func TestOneOutcomeAnAttempt(t *testing.T) {
 		t.Errorf("findings against a: %+v, want one for each outcome past the first", f)
 	}
 }
+
+// TestAJobPulledForAWorkerGoneGoesBackAtOnce: a worker's pull waits at the
+// daemon, and the worker is gone (killed) before a Job comes: the Job the
+// daemon's pull takes for it goes back on the queue at once, to a worker
+// still there, not after the queue's AckWait.
+func TestAJobPulledForAWorkerGoneGoesBackAtOnce(t *testing.T) {
+	rig := newRig(t, nil, "a", "b")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, _ := json.Marshal(Pull{Wait: 30 * time.Second})
+	if err := na.PublishRequest(sub.Worker("a").Pull, sub.Worker("a").Inbox+".gone", long); err != nil {
+		t.Fatal(err)
+	}
+	na.Flush()
+	time.Sleep(300 * time.Millisecond)
+	na.Close()
+	if !eventually.Within(5*time.Second, func() bool { return !slices.Contains(rig.s.ConnectedWorkers(), "a") }) {
+		t.Fatal("a is still connected after its connection closed")
+	}
+	if _, err := djsOf(t, rig.s).Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-0001","attempt":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 10*time.Second); q == nil {
+		t.Errorf("b got no Job in 10 s (%v): the one a's pull took, a gone, waits for the queue's AckWait (%s)", err, laneAckWait)
+	}
+}
