@@ -777,3 +777,52 @@ func TestAttackHoggingEveryPullStarvesTheOtherWorkers(t *testing.T) {
 		t.Errorf("of %d Jobs, b (pulling while a held %d pulls) got %d, a got %d: one worker's pulls crowd the others out", pullsPerWorker+1, pullsMaxWaiting, b, aJobs)
 	}
 }
+
+// TestAttackDroppedRequestsLeaveTheirBytesHeld: route: a fills its mailbox
+// (hooks the daemon is slow to answer), then sends more, large, which are
+// dropped for the mailbox's depth: were their bytes still counted as held,
+// a's later requests, honest ones among them, would all be dropped for
+// the mailbox's bytes once the dropped ones added up to its bound.
+// Promise: a flood costs a the requests it floods with, and no more.
+func TestAttackDroppedRequestsLeaveTheirBytesHeld(t *testing.T) {
+	dir, repo := lane(t)
+	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	tok := rig.g.register("run-a")
+	stall := make(chan struct{})
+	rig.g.stall = map[string]chan struct{}{"run-a": stall}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		rig.e.Run(ctx, spec("run-a", dir, `true`, tok), nil, func(agents.Event) {})
+	}()
+	stalled := true
+	defer func() {
+		if stalled {
+			close(stall)
+		}
+		cancel()
+		<-ran
+	}()
+	_, a, nc := rig.silentWorker(t, "a")
+	wa := rig.s.Subjects().Worker("a")
+	small, _ := json.Marshal(HookCall{Token: a.Token})
+	for range hooksInFlight + mailboxDepth {
+		nc.PublishRequest(wa.Hook, wa.Inbox+".x", small)
+	}
+	big, _ := json.Marshal(HookCall{Token: a.Token, Request: control.HookRequest{Event: "PreToolUse", Payload: json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)}})
+	const dropped = 48 // 48 MiB, past mailboxBytes
+	for range dropped {
+		nc.PublishRequest(wa.Hook, wa.Inbox+".x", big)
+	}
+	nc.Flush()
+	if !eventually.Within(20*time.Second, func() bool { return rig.e.FindingsOf("a").Count >= dropped-2 }) {
+		t.Fatalf("a's %d requests past its mailbox's depth made %d findings", dropped, rig.e.FindingsOf("a").Count)
+	}
+	close(stall)
+	stalled = false
+	mb := rig.e.mailboxOf("a")
+	if !eventually.Within(20*time.Second, func() bool { return mb.held.Load() == 0 }) {
+		t.Errorf("a's mailbox, drained, still counts %d MiB held: the requests dropped for its depth", mb.held.Load()>>20)
+	}
+}

@@ -989,3 +989,41 @@ func TestAJobPulledForAWorkerGoneGoesBackAtOnce(t *testing.T) {
 		t.Errorf("b got no Job in 10 s (%v): the one a's pull took, a gone, waits for the queue's AckWait (%s)", err, laneAckWait)
 	}
 }
+
+// TestAClaimsAnswerThatCannotBeReadIsNoGrant: a worker whose claim is
+// answered with what is no Assignment (a daemon's bug, a message of
+// someone else's) does not run the Job as granted with no token: it drops
+// the Job (Term), as for a refusal.
+func TestAClaimsAnswerThatCannotBeReadIsNoGrant(t *testing.T) {
+	s := start(t, Config{})
+	c, err := LoadCredentials(addWorker(t, s, "a").Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subjects()
+	daemon := s.Conn()
+	claims, err := daemon.Subscribe(sub.Worker("a").Claim, func(m *nats.Msg) { m.Respond([]byte("not an assignment")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claims.Unsubscribe()
+	ack := sub.laneAcks() + "1.1.1.0.0"
+	acks, err := daemon.SubscribeSync(ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon.Flush()
+	nc, err := connect(t, s, filepath.Join(s.dir, "workers", "a.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{opts: WorkerOptions{Credentials: c, Dir: t.TempDir()}, fleet: sub, subjects: sub.Worker("a"), nc: nc, log: zap.NewNop()}
+	job := &queued{nc: nc, data: []byte(`{"run":"run-0001","attempt":1}`), ack: ack}
+	if a, _, ok := w.claim(context.Background(), job); ok {
+		t.Fatalf("a claim answered with no Assignment was taken as granted: %+v", a)
+	}
+	nc.Flush()
+	if m, err := acks.NextMsg(5 * time.Second); err != nil || string(m.Data) != "+TERM" {
+		t.Errorf("the Job was acknowledged %v (%v); want it dropped (+TERM)", m, err)
+	}
+}

@@ -308,12 +308,11 @@ func (w *worker) claim(ctx context.Context, msg *queued) (Assignment, Job, bool)
 		return Assignment{}, Job{}, false
 	}
 	var a Assignment
-	if err := json.Unmarshal(m.Data, &a); err == nil && a.Refused == "" {
-		// What to clone is the daemon's word, in the answer to the claim,
-		// not the queue's.
-		job.Base, job.Bundle, job.Deps = a.Base, a.Bundle, a.Deps
+	if err := json.Unmarshal(m.Data, &a); err != nil {
+		// Not a grant: a grant is an Assignment, its token and all.
+		a = Assignment{Refused: "an answer that cannot be read: " + err.Error()}
 	}
-	if err != nil || a.Refused != "" {
+	if a.Refused != "" {
 		w.log.Info("the daemon refused a job", zap.String("run", job.Run), zap.Int("attempt", job.Attempt), zap.String("why", a.Refused))
 		if a.Retry {
 			msg.NakWithDelay(retryDelay) // another worker's to take
@@ -322,6 +321,9 @@ func (w *worker) claim(ctx context.Context, msg *queued) (Assignment, Job, bool)
 		}
 		return Assignment{}, Job{}, false
 	}
+	// What to clone is the daemon's word, in the answer to the claim, not
+	// the queue's.
+	job.Base, job.Bundle, job.Deps = a.Base, a.Bundle, a.Deps
 	return a, job, true
 }
 

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 )
 
@@ -117,20 +119,19 @@ func TestWorkerCan(t *testing.T) {
 			return nil
 		}},
 		{"ask the daemon on its hook subject", func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
-			hooks, err := daemon.Subscribe(sub.Workers("hook"), func(m *nats.Msg) { m.Respond([]byte("allow " + m.Subject)) })
+			// The daemon's executor answers (serve): for a token of no run
+			// of a's, that it knows no such run.
+			call, _ := json.Marshal(HookCall{Token: "no run's"})
+			reply, err := nc.RequestWithContext(ctx, a.Hook, call)
 			if err != nil {
 				return err
 			}
-			defer hooks.Unsubscribe()
-			if err := daemon.Flush(); err != nil {
-				return err
+			var ans HookAnswer
+			if err := json.Unmarshal(reply.Data, &ans); err != nil {
+				return fmt.Errorf("reply %q: %v", reply.Data, err)
 			}
-			reply, err := nc.RequestWithContext(ctx, a.Hook, []byte("PreToolUse"))
-			if err != nil {
-				return err
-			}
-			if got := string(reply.Data); got != "allow "+a.Hook {
-				return errors.New("reply " + got)
+			if ans.Error == nil || ans.Error.Code != control.CodeUnknownRun {
+				return fmt.Errorf("reply %q, want the daemon's %s", reply.Data, control.CodeUnknownRun)
 			}
 			return nil
 		}},
@@ -304,6 +305,14 @@ func TestWorkerCannot(t *testing.T) {
 				return err
 			}
 			_, err = cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+			return err
+		}},
+		{"change the work queue's consumer (its bound on waiting pulls)", "$JS.API.CONSUMER.CREATE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.UpdateConsumer(ctx, sub.LanesStream(), jetstream.ConsumerConfig{Durable: sub.LanesConsumer(), AckPolicy: jetstream.AckExplicitPolicy, MaxWaiting: 100_000})
+			return err
+		}},
+		{"pause the work queue's consumer", "$JS.API.CONSUMER.PAUSE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.PauseConsumer(ctx, sub.LanesStream(), sub.LanesConsumer(), time.Now().Add(time.Hour))
 			return err
 		}},
 		{"delete the work queue's consumer", "$JS.API.CONSUMER.DELETE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -36,7 +37,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		end.close()
-		select {} // until killed
+		// Until killed. Not select {}: with no goroutine left to wake it,
+		// the runtime ends a process blocked so ("all goroutines are
+		// asleep"), and the keeper sees its starter die before the test
+		// kills it.
+		time.Sleep(time.Hour)
+		runtime.KeepAlive(end) // its end of the pipe stays open till then
 	}
 	os.Exit(m.Run())
 }
