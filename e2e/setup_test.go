@@ -26,16 +26,19 @@ const goDepSum = scriptedmodel.GoDependency + " " + scriptedmodel.GoDependencyAt
 // check finds the test failing for want of the feature, not for want of
 // the module; every feature ends tested at its first attempt, nothing is
 // charged, no refusal, and in the morning each test passes in the
-// person's own tree.
+// person's own tree. At parallel 1; at 2, in lanes, ...InLanes.
 func TestANightOnThePersonsCommittedGoModule(t *testing.T) {
 	night(t, core)
 	needDependencyTools(t, scriptedmodel.GoDep)
-	for _, parallel := range []int{1, 2} {
-		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
-			t.Parallel()
-			committedGoModuleNight(t, parallel)
-		})
-	}
+	committedGoModuleNight(t, 1)
+}
+
+// TestANightOnThePersonsCommittedGoModuleInLanes is that night at parallel
+// 2, each lane's tree set up as the person's own.
+func TestANightOnThePersonsCommittedGoModuleInLanes(t *testing.T) {
+	night(t, extended)
+	needDependencyTools(t, scriptedmodel.GoDep)
+	committedGoModuleNight(t, 2)
 }
 
 func committedGoModuleNight(t *testing.T, parallel int) {
@@ -117,44 +120,51 @@ func TestLanesGetThePersonsEnvAndTheirServersDoNotCollide(t *testing.T) {
 // setup in each tree before its first check, so that the check finds each
 // test failing for want of the feature, never "cannot run"; every feature
 // ends tested at its first attempt, nothing charged, no refusal, at
-// parallel 1 and 2, and in the morning each test passes in the person's
-// own tree.
+// parallel 1 (and at 2, in lanes: ...InLanes), and in the morning each
+// test passes in the person's own tree.
 func TestANightWhoseSetupMakesTheVenv(t *testing.T) {
 	night(t, core)
 	needDependencyTools(t, scriptedmodel.PythonVenv)
-	for _, parallel := range []int{1, 2} {
-		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
-			t.Parallel()
-			var features []scriptedmodel.FeatureScript
-			for i := range parallel + 1 {
-				f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
-				f.Kind = scriptedmodel.PythonVenv
-				features = append(features, f)
-			}
-			sc := scenario(fmt.Sprintf("a setup that makes .venv at parallel %d", parallel), features...)
-			sc.FindLinks = pythonWheel(t)
-			p := newProject(t, sc)
-			p.freshHome()
-			p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel),
-				"PATH=/usr/bin:"+getenvIn(p.env)("PATH"),
-				// The system's python3 has pytest: a venv that sees its
-				// packages runs the tests.
-				"CTXGRAPHD_SETUP=python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index --find-links "+sc.FindLinks+" -r requirements.txt")
-			p.personCommits(map[string]string{".gitignore": ".venv/\n", "requirements.txt": scriptedmodel.PythonDependency + "\n"}, ".gitignore", "requirements.txt")
+	venvNight(t, 1)
+}
 
-			log := p.runToEnd()
-			o := p.outcome(log, nil)
-			o.allTestedHonestly(t, sc)
-			if strings.Contains(log, "cannot run") || !strings.Contains(log, "the setup step ran") {
-				t.Errorf("a check could not run the test, or no setup ran")
-			}
-			p.greenForThePerson(o)
-			if parallel > 1 {
-				p.workedAtOnce(o)
-			}
-			o.agree(t)
-		})
+// TestANightWhoseSetupMakesTheVenvInLanes is that night at parallel 2:
+// each lane's setup makes the lane's own .venv.
+func TestANightWhoseSetupMakesTheVenvInLanes(t *testing.T) {
+	night(t, extended)
+	needDependencyTools(t, scriptedmodel.PythonVenv)
+	venvNight(t, 2)
+}
+
+func venvNight(t *testing.T, parallel int) {
+	var features []scriptedmodel.FeatureScript
+	for i := range parallel + 1 {
+		f := feature(fmt.Sprintf("F-%03d", i+1), scriptedmodel.Pass)
+		f.Kind = scriptedmodel.PythonVenv
+		features = append(features, f)
 	}
+	sc := scenario(fmt.Sprintf("a setup that makes .venv at parallel %d", parallel), features...)
+	sc.FindLinks = pythonWheel(t)
+	p := newProject(t, sc)
+	p.freshHome()
+	p.env = append(p.env, fmt.Sprintf("CTXGRAPHD_LIMITS_PARALLEL=%d", parallel),
+		"PATH=/usr/bin:"+getenvIn(p.env)("PATH"),
+		// The system's python3 has pytest: a venv that sees its
+		// packages runs the tests.
+		"CTXGRAPHD_SETUP=python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index --find-links "+sc.FindLinks+" -r requirements.txt")
+	p.personCommits(map[string]string{".gitignore": ".venv/\n", "requirements.txt": scriptedmodel.PythonDependency + "\n"}, ".gitignore", "requirements.txt")
+
+	log := p.runToEnd()
+	o := p.outcome(log, nil)
+	o.allTestedHonestly(t, sc)
+	if strings.Contains(log, "cannot run") || !strings.Contains(log, "the setup step ran") {
+		t.Errorf("a check could not run the test, or no setup ran")
+	}
+	p.greenForThePerson(o)
+	if parallel > 1 {
+		p.workedAtOnce(o)
+	}
+	o.agree(t)
 }
 
 // allTestedHonestly checks an honest night's outcome: every feature of sc
@@ -235,23 +245,35 @@ const noLockSetup = "npm install --no-audit --no-fund --no-package-lock"
 // With the lock, the daemon's own `npm ci --ignore-scripts` sets up each
 // tree; without one, the daemon fetches nothing by itself, and the
 // initializer proposes a setup in the feature list, which runs in each
-// tree as a person's would. At parallel 1 and 2 every feature ends tested
-// at its first attempt, nothing charged, no refusal, and in the morning
-// each test passes in the person's own tree.
+// tree as a person's would. At parallel 1 (and at 2, in lanes:
+// ...InLanes) every feature ends tested at its first attempt, nothing
+// charged, no refusal, and in the morning each test passes in the
+// person's own tree.
 func TestANightOnThePersonsNodeProject(t *testing.T) {
 	night(t, core)
 	needDependencyTools(t, scriptedmodel.NodeDep)
+	personsNodeNights(t, 1)
+}
+
+// TestANightOnThePersonsNodeProjectInLanes is those nights at parallel 2.
+func TestANightOnThePersonsNodeProjectInLanes(t *testing.T) {
+	night(t, extended)
+	needDependencyTools(t, scriptedmodel.NodeDep)
+	personsNodeNights(t, 2)
+}
+
+// personsNodeNights runs the person's Node night with a lock and without,
+// side by side, at parallel.
+func personsNodeNights(t *testing.T, parallel int) {
 	for _, lock := range []bool{true, false} {
-		for _, parallel := range []int{1, 2} {
-			name := fmt.Sprintf("with a lock at parallel %d", parallel)
-			if !lock {
-				name = fmt.Sprintf("without a lock at parallel %d", parallel)
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				personsNodeNight(t, lock, parallel)
-			})
+		name := fmt.Sprintf("with a lock at parallel %d", parallel)
+		if !lock {
+			name = fmt.Sprintf("without a lock at parallel %d", parallel)
 		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			personsNodeNight(t, lock, parallel)
+		})
 	}
 }
 
