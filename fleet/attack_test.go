@@ -78,41 +78,49 @@ func TestAttackPermissionViolationsFloodTheDaemonsLog(t *testing.T) {
 	}
 }
 
-// TestAttackAcksPastTheQueueFloodTheDaemonsLog: route: a acknowledges, on
-// the ack subjects it may publish on ($JS.ACK.<lanes>.workers.>), stream
-// sequences past the queue's last; the server ignores each but warns of
-// it in the daemon's log. Promise: as above, no unbounded growth of the
-// daemon's log at a's will. (That an ack of a Job nobody was delivered is
-// ignored is TestAttackAckOfAJobNotYetDelivered.)
+// ackSubject is an ack subject of the work queue's consumer for stream
+// sequence sseq and delivery sequence dseq (the rest the server does not
+// check).
+func ackSubject(sub Subjects, sseq, dseq int) string {
+	return fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.0.0", sub.LanesStream(), sub.LanesConsumer(), sseq, dseq)
+}
+
+// TestAttackAcksPastTheQueueFloodTheDaemonsLog: route: a acknowledged, on
+// the ack subjects it could publish on then ($JS.ACK.<lanes>.workers.>),
+// stream sequences past the queue's last; the server ignored each but
+// warned of it in the daemon's log. Now acks go through the daemon (Ack):
+// a sends them straight to the queue (refused) and to the daemon, for
+// Jobs it was never given (findings). Promise: as above, no unbounded
+// growth of the daemon's log at a's will.
 func TestAttackAcksPastTheQueueFloodTheDaemonsLog(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	s := start(t, Config{Log: zap.New(core)})
-	na, err := connect(t, s, addWorker(t, s, "a").Path, quiet())
+	rig := newRigWith(t, Config{Log: zap.New(core)}, ExecutorOptions{}, nil, "a")
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := s.Subjects()
+	sub := rig.s.Subjects()
 	const sent = 3000
 	for i := range sent {
-		na.Publish(fmt.Sprintf("$JS.ACK.%s.%s.1.%d.1.0.0", sub.LanesStream(), sub.LanesConsumer(), 1_000_000+i), []byte("+ACK"))
+		na.Publish(ackSubject(sub, 1_000_000+i, 1), []byte("+ACK"))
+		forged, _ := json.Marshal(Ack{Job: ackSubject(sub, 1_000_000+i, 1), Kind: AckDone})
+		na.Publish(sub.Worker("a").Ack, forged)
 	}
 	na.Flush()
-	var n int
-	eventually.Within(5*time.Second, func() bool {
-		n = logs.FilterMessageSnippet("ACK sequence").Len()
-		return n >= sent
-	})
-	if n > 100 {
-		t.Errorf("%d acks of a past the queue's end made %d warnings in the daemon's log", sent, n)
+	// Each a finding, but those its mailbox dropped.
+	if !eventually.Within(10*time.Second, func() bool { return rig.e.FindingsOf("a").Count >= sent/2 }) {
+		t.Errorf("a's %d acks of Jobs it was never given made %d findings", sent, rig.e.FindingsOf("a").Count)
+	}
+	if n := logs.Len(); n > 200 {
+		t.Errorf("%d acks of a, past the queue's end, made %d lines in the daemon's log", 2*sent, n)
 	}
 }
 
 // TestAttackAckOfAJobNotYetDelivered: route: a terms (or acks) a Job no
 // worker was delivered yet, guessing its ack subject (the stream and
 // delivery sequences are small integers), so as to wipe the queue before
-// b can pull. Promise: a cannot end another worker's run nor keep work
-// from the other workers. The server ignores an ack of a message not
-// pending.
+// b can pull; straight to the queue, and through the daemon. Promise: a
+// cannot end another worker's run nor keep work from the other workers.
 func TestAttackAckOfAJobNotYetDelivered(t *testing.T) {
 	rig := newRig(t, nil, "a", "b")
 	s, pa := rig.s, rig.creds["a"]
@@ -125,19 +133,111 @@ func TestAttackAckOfAJobNotYetDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dseq := 1; dseq <= 3; dseq++ {
-		for _, body := range []string{"+TERM", "+ACK", "-NAK"} {
-			na.Publish(fmt.Sprintf("$JS.ACK.%s.%s.1.1.%d.0.0", sub.LanesStream(), sub.LanesConsumer(), dseq), []byte(body))
-		}
-	}
-	na.Flush()
+	forge(na, sub)
 	time.Sleep(300 * time.Millisecond)
 	nb, err := connect(t, s, rig.creds["b"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second); q == nil {
+	if q, err := pullJob(context.Background(), nb, sub.Worker("b"), 3*time.Second); q == nil {
 		t.Errorf("b could not pull the Job after a's acks of it before its delivery: %v", err)
+	}
+}
+
+// forge sends, as a, every acknowledgement of the first few Jobs of the
+// queue there is: straight to the queue and through the daemon.
+func forge(na *nats.Conn, sub Subjects) {
+	for sseq := 0; sseq <= 3; sseq++ {
+		for dseq := 0; dseq <= 3; dseq++ {
+			for _, body := range []string{"+TERM", "+ACK", "-NAK", "+WPI", `+NXT {"batch":1}`} {
+				na.Publish(ackSubject(sub, sseq, dseq), []byte(body))
+			}
+			for _, kind := range []string{AckDrop, AckDone, AckGiveBack, AckWorking} {
+				data, _ := json.Marshal(Ack{Job: ackSubject(sub, sseq, dseq), Kind: kind})
+				na.Publish(sub.Worker("a").Ack, data)
+			}
+		}
+	}
+	na.Flush()
+}
+
+// TestAttackAcksOfAnotherWorkersJob: route: b pulled a Job and has not
+// claimed it yet; a, guessing its ack subject (CONSUMER.INFO, which a may
+// call, tells the sequences), naks it so that its own waiting pull takes
+// it, or terms it so that b's giving it back brings it to nobody. And a
+// pull of the consumer itself by +NXT on an ack subject, past the
+// daemon's share. Promise: a acknowledges only the Jobs it was given, and
+// pulls only through the daemon.
+func TestAttackAcksOfAnotherWorkersJob(t *testing.T) {
+	rig := newRig(t, nil, "a", "b")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := djsOf(t, rig.s)
+	if _, err := js.Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-000001","attempt":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	qb := rig.pull(t, nb, "b", 3*time.Second)
+	aGot := make(chan *queued, 1)
+	go func() {
+		q, _ := pullJob(context.Background(), na, sub.Worker("a"), 3*time.Second)
+		aGot <- q
+	}()
+	time.Sleep(300 * time.Millisecond)
+	forge(na, sub)
+	if stolen := <-aGot; stolen != nil {
+		t.Errorf("a forged acks of b's Job and was given it: %q", stolen.Data())
+	}
+	// b gives it back, as a stopping worker does: it comes again.
+	qb.Nak()
+	nb.Flush()
+	if q, _ := pullJob(context.Background(), nb, sub.Worker("b"), 5*time.Second); q == nil {
+		t.Errorf("b gave its Job %q back after a's forged acks of it, and it never came again", qb.Data())
+	}
+}
+
+// TestAttackHoardingPulledJobs: route: a pulls through the daemon, one
+// pull at a time (within its share of waiting pulls), never claims, and
+// keeps each Job alive (in progress): the share bounded waiting pulls
+// only, so a took the whole queue. Promise: a can only delay the night:
+// it holds no more Jobs unclaimed than its share, and b gets the rest.
+func TestAttackHoardingPulledJobs(t *testing.T) {
+	rig := newRig(t, nil, "a", "b")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 20
+	for i := range jobs {
+		djsOf(t, rig.s).Publish(context.Background(), sub.Lanes(), fmt.Appendf(nil, `{"run":"run-%06d","attempt":1}`, i+1))
+	}
+	var held []*queued
+	for range jobs {
+		q, err := pullJob(context.Background(), na, sub.Worker("a"), time.Second)
+		if err != nil || q == nil {
+			continue
+		}
+		held = append(held, q)
+		q.InProgress()
+	}
+	na.Flush()
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := pullJob(context.Background(), nb, sub.Worker("b"), 2*time.Second)
+	if len(held) > pullsPerWorker || q == nil {
+		t.Errorf("a holds %d Jobs pulled and not claimed (its share: %d), and b got one: %v", len(held), pullsPerWorker, q != nil)
+	}
+	if rig.e.FindingsOf("a").Count == 0 {
+		t.Error("a's pulls past its share of unclaimed Jobs are no finding")
 	}
 }
 
@@ -699,7 +799,7 @@ func TestAttackRevokedWorkersConnectionsAllEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second); q == nil {
+	if q, err := pullJob(context.Background(), nb, sub.Worker("b"), 3*time.Second); q == nil {
 		t.Errorf("b could not pull the Job after a's revocation: %v", err)
 	}
 	for _, nc := range conns {
@@ -749,7 +849,7 @@ func TestAttackHoggingEveryPullStarvesTheOtherWorkers(t *testing.T) {
 	go func() {
 		n := 0
 		for deadline := time.Now().Add(10 * time.Second); n == 0 && time.Now().Before(deadline); {
-			if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), time.Second); err == nil && q != nil {
+			if q, err := pullJob(context.Background(), nb, sub.Worker("b"), time.Second); err == nil && q != nil {
 				n++
 			}
 		}
@@ -824,5 +924,55 @@ func TestAttackDroppedRequestsLeaveTheirBytesHeld(t *testing.T) {
 	mb := rig.e.mailboxOf("a")
 	if !eventually.Within(20*time.Second, func() bool { return mb.held.Load() == 0 }) {
 		t.Errorf("a's mailbox, drained, still counts %d MiB held: the requests dropped for its depth", mb.held.Load()>>20)
+	}
+}
+
+// TestAttackUnansweredRequestsHeldByTheServer: route: a sends requests,
+// each with a reply subject, on subjects of the fleet's account that did
+// not answer them: +ACK of stream sequence 0 (the server skipped the
+// reply), Pulls that are not JSON, events and acks (the daemon dropped
+// them). Each request through a service import makes the server keep a
+// response mapping in the fleet's account until answered or its response
+// threshold (2 min by default): 200 000 held 87 MiB. Promise: a cannot
+// grow the daemon's memory without bound.
+func TestAttackUnansweredRequestsHeldByTheServer(t *testing.T) {
+	rig := newRig(t, nil, "a")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const sent = 200_000
+	w := sub.Worker("a")
+	for i := range sent {
+		to := fmt.Sprintf("%s.r%d", w.Inbox, i)
+		switch i % 4 {
+		case 0:
+			na.PublishRequest(ackSubject(sub, 0, 0), to, []byte("+ACK"))
+		case 1:
+			na.PublishRequest(w.Pull, to, []byte("not json"))
+		case 2:
+			na.PublishRequest(w.Events, to, []byte("{}"))
+		case 3:
+			na.PublishRequest(w.Ack, to, []byte("{}"))
+		}
+		if i%10000 == 0 {
+			na.Flush()
+		}
+	}
+	na.Flush()
+	na.Request(w.Pull, []byte(`{"wait":1}`), 5*time.Second) // a round trip: the server has read them all
+	// The daemon answers each, as its mailbox takes it.
+	fleetAcc, _ := rig.s.ns.LookupAccount(fleetAccount)
+	eventually.Within(20*time.Second, func() bool { return fleetAcc.NumPendingAllResponses() < 1000 })
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapInuse) - int64(before.HeapInuse)
+	if n := fleetAcc.NumPendingAllResponses(); n >= 1000 || held > 64<<20 {
+		t.Errorf("%d requests of a the daemon does not answer: the server holds %d answers for a, and the daemon's heap grew by %d MiB", sent, n, held>>20)
 	}
 }

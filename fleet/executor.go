@@ -288,7 +288,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, subjects Subjects, opts Exe
 	}
 	for kind, h := range map[string]nats.MsgHandler{
 		"claim": e.onClaim, "hook": e.onHook, "heartbeat": e.onHeartbeat, "events": e.onEvent, "result": e.onOutcome,
-		"pull": e.onPull,
+		"pull": e.onPull, "ack": e.onAck,
 	} {
 		sub, err := nc.Subscribe(subjects.Workers(kind), e.perWorker(kind, h))
 		if err != nil {
@@ -349,8 +349,10 @@ type mailbox struct {
 	// held is the bytes of the messages waiting in in and events.
 	held atomic.Int64
 	// pulls are how many of the worker's pulls wait on the work queue
-	// (onPull), guarded by the Executor's mu.
-	pulls int
+	// (onPull), and leases the Jobs its pulls took, not acknowledged yet,
+	// by their AckHeader (onAck); both guarded by the Executor's mu.
+	pulls  int
+	leases map[string]*lease
 }
 
 // perWorker wraps h, the handler of one kind of the workers' messages, to
@@ -362,7 +364,9 @@ type mailbox struct {
 // which ask for no answer, wait in a mailbox of their own, so that a
 // flood of them drops only events.
 func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
-	request := kind != "events"
+	// Acks ask no answer either (a request's answer the server would hold
+	// for the asker), but wait with the requests, in order.
+	request := kind != "events" && kind != "ack"
 	return func(m *nats.Msg) {
 		worker := e.workerName(m.Subject)
 		e.mu.Lock()
@@ -375,6 +379,13 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 			e.finding(worker, fmt.Sprintf("a request on %s asked for no answer: dropped", m.Subject))
 			return
 		}
+		if !request && m.Reply != "" {
+			// The server holds an answer asked for across accounts until
+			// it comes (or for minutes): every one is given, at once.
+			refuse(m, "no answer is given on this subject")
+			e.finding(worker, fmt.Sprintf("a message on %s asked for an answer: dropped", m.Subject))
+			return
+		}
 		mb := e.mailboxOf(worker)
 		// Heard once the message is taken or dropped: a caller that sees
 		// the time knows its fate is settled.
@@ -384,13 +395,14 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 			e.mu.Unlock()
 		}()
 		q := mb.in
-		if !request {
+		if kind == "events" {
 			q = mb.events
 		}
 		size := int64(len(m.Data))
 		if mb.held.Add(size) > mailboxBytes {
 			mb.held.Add(-size)
 			if request {
+				refuse(m, "dropped: the worker's mailbox at the daemon is full")
 				e.finding(worker, fmt.Sprintf("more bytes of requests waiting at once than the daemon keeps (%d MiB): one on %s was dropped", mailboxBytes>>20, m.Subject))
 			}
 			return
@@ -402,6 +414,7 @@ func (e *Executor) perWorker(kind string, h nats.MsgHandler) nats.MsgHandler {
 			mb.held.Add(-size)
 			if request {
 				// A flood of its making.
+				refuse(m, "dropped: the worker's mailbox at the daemon is full")
 				e.finding(worker, fmt.Sprintf("more requests at once than the daemon keeps waiting (%d): one on %s was dropped", mailboxDepth, m.Subject))
 			}
 		}
@@ -417,6 +430,11 @@ func (e *Executor) Revoked(worker string) {
 	if mb := e.mailboxes[worker]; mb != nil {
 		close(mb.quit)
 		delete(e.mailboxes, worker)
+		// The Jobs it was given and did not end go back, to the others.
+		for _, l := range mb.leases {
+			l.msg.Nak()
+		}
+		mb.leases = nil
 	}
 	var held []*remote
 	for _, r := range e.runs {
@@ -451,7 +469,7 @@ func (e *Executor) mailboxOf(worker string) *mailbox {
 	mb := e.mailboxes[worker]
 	if mb == nil {
 		mb = &mailbox{in: make(chan delivery, mailboxDepth), events: make(chan delivery, mailboxDepth),
-			hooks: make(chan struct{}, hooksInFlight), quit: make(chan struct{})}
+			hooks: make(chan struct{}, hooksInFlight), quit: make(chan struct{}), leases: map[string]*lease{}}
 		e.mailboxes[worker] = mb
 		for _, q := range []chan delivery{mb.in, mb.events} {
 			go func() {
@@ -1170,6 +1188,20 @@ func (e *Executor) workerName(subject string) string {
 
 // reply answers m, a request of a worker's: the server takes the answer
 // back to the worker's own account, whatever reply subject it named.
+// refuse answers m, a request the daemon drops, with only why (a status,
+// as JetStream's): an answer asked for across accounts is held by the
+// server until it comes, and a flood of unanswered requests would hold
+// the daemon's memory for minutes.
+func refuse(m *nats.Msg, why string) {
+	if m.Reply == "" {
+		return
+	}
+	status := nats.NewMsg(m.Reply)
+	status.Header.Set("Status", "400")
+	status.Header.Set("Description", why)
+	m.RespondMsg(status)
+}
+
 func reply(m *nats.Msg, v any) {
 	data, err := json.Marshal(v)
 	if err == nil {
@@ -1212,6 +1244,7 @@ func (e *Executor) onClaim(m *nats.Msg) {
 		return
 	}
 	r.worker = worker
+	e.claimedLocked(worker, c.Run, c.Attempt)
 	a := Assignment{Token: r.token, Spec: r.spec, Heartbeat: e.opts.Heartbeat, MaxBundleBytes: e.opts.MaxBundleBytes, Copies: e.opts.Copies,
 		Base: r.base, Bundle: r.spec.RunID, Deps: r.deps, BundleDigest: r.digests[0], DepsDigest: r.digests[1]}
 	e.mu.Unlock()
@@ -1236,6 +1269,7 @@ func (e *Executor) onPull(m *nats.Msg) {
 	worker := e.workerName(m.Subject)
 	var p Pull
 	if err := json.Unmarshal(m.Data, &p); err != nil {
+		refuse(m, "a pull that cannot be read")
 		e.finding(worker, fmt.Sprintf("a pull that cannot be read (%v): dropped", err))
 		return
 	}
@@ -1245,7 +1279,7 @@ func (e *Executor) onPull(m *nats.Msg) {
 	}
 	e.mu.Lock()
 	mb := e.mailboxes[worker]
-	full := mb == nil || mb.pulls >= pullsPerWorker
+	full := mb == nil || mb.pulls+mb.unclaimed() >= pullsPerWorker || len(mb.leases)+mb.pulls >= leasesPerWorker
 	if !full {
 		mb.pulls++
 	}
@@ -1254,7 +1288,7 @@ func (e *Executor) onPull(m *nats.Msg) {
 		return
 	}
 	if full {
-		e.finding(worker, fmt.Sprintf("more pulls of the work queue waiting at once than a worker may have (%d): one was refused", pullsPerWorker))
+		e.finding(worker, fmt.Sprintf("more pulls of the work queue waiting, or Jobs pulled and not claimed, than a worker may have (%d), or more Jobs held not acknowledged (%d): a pull was refused", pullsPerWorker, leasesPerWorker))
 		status := nats.NewMsg(m.Reply)
 		status.Header.Set("Status", "409")
 		status.Header.Set("Description", "Exceeded MaxWaiting")
@@ -1275,15 +1309,115 @@ func (e *Executor) onPull(m *nats.Msg) {
 				job.Nak()
 				return
 			}
+			var j Job
+			json.Unmarshal(job.Data(), &j)
+			e.mu.Lock()
+			held := mb.leases != nil
+			if held {
+				mb.leases[job.Reply()] = &lease{msg: job, run: j.Run, attempt: j.Attempt}
+			}
+			e.mu.Unlock()
+			if !held { // revoked since
+				job.Nak()
+				return
+			}
 			answer.Data = job.Data()
 			answer.Header.Set(AckHeader, job.Reply())
 		}
 		if err := m.RespondMsg(answer); err != nil && answer.Header.Get(AckHeader) != "" {
-			job := answer.Header.Get(AckHeader)
-			e.log.Warn("a Job pulled for a worker did not reach it; it goes back on the queue", zap.String("worker", worker), zap.String("ack", job), zap.Error(err))
-			e.nc.Publish(job, []byte("-NAK"))
+			e.log.Warn("a Job pulled for a worker did not reach it; it goes back on the queue", zap.String("worker", worker), zap.Error(err))
+			e.endLease(mb, answer.Header.Get(AckHeader), Ack{Kind: AckGiveBack})
 		}
 	}()
+}
+
+// lease is a Job the daemon pulled for a worker, until the worker's Ack
+// ends it; claimed once the worker claimed its attempt.
+type lease struct {
+	msg     jetstream.Msg
+	run     string
+	attempt int
+	claimed bool
+}
+
+// unclaimed is how many of mb's Jobs are not claimed yet; mu held.
+func (mb *mailbox) unclaimed() int {
+	n := 0
+	for _, l := range mb.leases {
+		if !l.claimed {
+			n++
+		}
+	}
+	return n
+}
+
+// claimedLocked marks worker's Job of run's attempt claimed; mu held.
+func (e *Executor) claimedLocked(worker, run string, attempt int) {
+	if mb := e.mailboxes[worker]; mb != nil {
+		for _, l := range mb.leases {
+			if l.run == run && l.attempt == attempt && !l.claimed {
+				l.claimed = true
+				return
+			}
+		}
+	}
+}
+
+// leasesPerWorker bounds the Jobs a worker holds not acknowledged (its
+// runs, and the Jobs it is claiming): an honest worker's slots, and a
+// few more; past it, its pulls are refused, so that no worker hoards the
+// queue.
+const leasesPerWorker = 64
+
+// onAck acknowledges on the work queue, for a worker, a Job the daemon
+// pulled for that worker (its Ack): an Ack of a Job not handed to it is a
+// finding, and nothing.
+func (e *Executor) onAck(m *nats.Msg) {
+	worker := e.workerName(m.Subject)
+	var a Ack
+	if err := json.Unmarshal(m.Data, &a); err != nil {
+		e.finding(worker, fmt.Sprintf("an acknowledgement that cannot be read (%v): dropped", err))
+		return
+	}
+	switch a.Kind {
+	case AckDone, AckGiveBack, AckWorking, AckDrop:
+	default:
+		e.finding(worker, fmt.Sprintf("an acknowledgement of no kind the daemon knows (%q): dropped", a.Kind))
+		return
+	}
+	e.mu.Lock()
+	mb := e.mailboxes[worker]
+	e.mu.Unlock()
+	if mb == nil || !e.endLease(mb, a.Job, a) {
+		e.finding(worker, "an acknowledgement of a Job the daemon did not give it: dropped")
+	}
+}
+
+// endLease acknowledges the Job of mb's worker named job as a says, and
+// forgets it unless the worker is still at it; false if mb holds no such
+// Job.
+func (e *Executor) endLease(mb *mailbox, job string, a Ack) bool {
+	e.mu.Lock()
+	l := mb.leases[job]
+	if l != nil && a.Kind != AckWorking {
+		delete(mb.leases, job)
+	}
+	e.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	msg := l.msg
+	switch a.Kind {
+	case AckDone:
+		msg.Ack()
+	case AckGiveBack:
+		msg.NakWithDelay(min(max(a.Delay, 0), pullMaxExpires))
+	case AckWorking:
+		msg.InProgress()
+	case AckDrop:
+		msg.Term()
+	}
+	return true
 }
 
 // isConnected says whether worker is connected now (true where the

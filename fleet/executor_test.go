@@ -360,7 +360,7 @@ func (r *fleetRig) ended(t *testing.T, nc *nats.Conn, name string, job Job, a As
 // worker name does, on nc: the test fails if none comes within wait.
 func (r *fleetRig) pull(t *testing.T, nc *nats.Conn, name string, wait time.Duration) *queued {
 	t.Helper()
-	msg, err := pullJob(context.Background(), nc, r.s.Subjects(), r.s.Subjects().Worker(name), wait)
+	msg, err := pullJob(context.Background(), nc, r.s.Subjects().Worker(name), wait)
 	if err == nil && msg == nil {
 		err = fmt.Errorf("no Job in %s", wait)
 	}

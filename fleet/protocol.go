@@ -67,10 +67,32 @@ type Pull struct {
 	Wait time.Duration `json:"wait"`
 }
 
-// AckHeader names, on the daemon's answer to a Pull, the subject where the
-// worker acknowledges the Job on the work queue (JetStream's acks: +ACK,
-// -NAK, +WPI, +TERM).
+// AckHeader names, on the daemon's answer to a Pull, the Job as the
+// worker names it in its Acks.
 const AckHeader = "Ctxgraphd-Ack"
+
+// Ack is a worker's word on a Job the daemon pulled for it, on its Ack
+// subject: the daemon acknowledges the Job on the work queue for it, for a
+// Job it handed to that worker only. No worker acknowledges on the queue
+// itself: JetStream's ack subjects take a pull (+NXT) and any Job's
+// sequence, whoever was given it.
+type Ack struct {
+	// Job is the AckHeader of the daemon's answer that gave the Job.
+	Job string `json:"job"`
+	// Kind is AckDone, AckGiveBack, AckWorking or AckDrop.
+	Kind string `json:"kind"`
+	// Delay, with AckGiveBack: how long the Job stays out of every
+	// worker's reach (at most pullMaxExpires).
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// The kinds of an Ack: JetStream's ack, nak, in progress and term.
+const (
+	AckDone     = "done"
+	AckGiveBack = "give-back"
+	AckWorking  = "working"
+	AckDrop     = "drop"
+)
 
 // Claim is a worker's request for a Job it pulled.
 type Claim struct {

@@ -71,12 +71,6 @@ func (s Subjects) Lanes() string { return s.Prefix() + ".lanes" }
 // lane is removed once a worker acknowledges it.
 func (s Subjects) LanesStream() string { return "ctxgraphd_" + s.project + "_lanes" }
 
-// laneAcks prefixes the subjects a Job of the work queue is acknowledged
-// on (the consumer's: $JS.ACK.<stream>.<consumer>.).
-func (s Subjects) laneAcks() string {
-	return "$JS.ACK." + s.LanesStream() + "." + s.LanesConsumer() + "."
-}
-
 // LanesConsumer is the durable pull consumer of the work queue, which the
 // daemon pulls each worker's Jobs from (Pull).
 func (s Subjects) LanesConsumer() string { return "workers" }
@@ -102,6 +96,7 @@ func (s Subjects) Worker(name string) WorkerSubjects {
 		Events:    w + ".events",
 		Heartbeat: w + ".heartbeat",
 		Pull:      w + ".pull",
+		Ack:       w + ".ack",
 		Control:   w + ".control",
 		Inbox:     w + ".inbox",
 
@@ -124,7 +119,10 @@ type WorkerSubjects struct {
 	Heartbeat string // alive while a lane runs
 	// Pull asks the daemon for the work queue's next Job, which it pulls
 	// for the worker within the worker's share (Executor.onPull).
-	Pull    string
+	Pull string
+	// Ack is where a worker acknowledges the Jobs the daemon pulled for
+	// it (Ack), the daemon acknowledging them on the queue.
+	Ack     string
 	Control string // from the daemon
 	// Inbox prefixes the replies to the worker's requests: its connection
 	// must use it (nats.CustomInboxPrefix; WorkerOptions does), since it
@@ -193,22 +191,21 @@ const (
 )
 
 // service is a subject a worker may publish on, the fleet's account
-// answering: one of its own subjects, or one JetStream call. streamed:
-// the call's answer is many messages (a pull's Job and the statuses
-// that end it), not one.
+// answering: one of its own subjects, or one JetStream call.
 type service struct {
-	subject  string
-	streamed bool
+	subject string
 }
 
 // workerServices are everything a worker may publish, each a service of
-// the fleet's account that worker's account imports: its own subjects,
-// the work queue's pulls and acknowledgements (ack, nak, in progress,
-// term), and the reads and writes of its objects (readObjects,
-// writeObjects). It is the worker's publish permission too. Pulls go
-// through the daemon (Pull), not to JetStream: the consumer's bound on
-// waiting pulls is every worker's, and one worker holding them all would
-// keep every Job from the others; the daemon holds each to its share.
+// the fleet's account that worker's account imports: its own subjects
+// (its pulls and acknowledgements of the work queue among them), the
+// queue's consumer's info, and the reads and writes of its objects
+// (readObjects, writeObjects). It is the worker's publish permission too.
+// Pulls and acks go through the daemon (Pull, Ack), not to JetStream: the
+// consumer's bound on waiting pulls is every worker's, one worker holding
+// them all would keep every Job from the others, and JetStream's ack
+// subjects take a pull too (+NXT) and any Job's sequence, whoever was
+// given it; the daemon holds each worker to its share and its own Jobs.
 func (s Subjects) workerServices(name string) []service {
 	w := s.Worker(name)
 	lanes, consumer := s.LanesStream(), s.LanesConsumer()
@@ -216,7 +213,7 @@ func (s Subjects) workerServices(name string) []service {
 		{subject: w.Claim}, {subject: w.Hook}, {subject: w.Result}, {subject: w.Events}, {subject: w.Heartbeat},
 		{subject: jsAPI + "CONSUMER.INFO." + lanes + "." + consumer},
 		{subject: w.Pull},
-		{subject: s.laneAcks() + ">"},
+		{subject: w.Ack},
 	}
 	results := s.ResultsBucket(name)
 	for _, subject := range append(append(readObjects(s.BaseBucket()), readObjects(results)...), writeObjects(results)...) {
@@ -258,10 +255,9 @@ func (s Subjects) accountsConfig(workers []string) ([]byte, error) {
 			Subject string `json:"subject"`
 		}
 		export struct {
-			Service      string   `json:"service,omitempty"`
-			Stream       string   `json:"stream,omitempty"`
-			Accounts     []string `json:"accounts"`
-			ResponseType string   `json:"response_type,omitempty"`
+			Service  string   `json:"service,omitempty"`
+			Stream   string   `json:"stream,omitempty"`
+			Accounts []string `json:"accounts"`
 		}
 		imp struct {
 			Service *ref   `json:"service,omitempty"`
@@ -285,11 +281,7 @@ func (s Subjects) accountsConfig(workers []string) ([]byte, error) {
 		to := []string{workerAccount(name)}
 		own := account{Limits: &limits{Connections: workerMaxConnections, Subscriptions: workerMaxSubscriptions}}
 		for _, svc := range s.workerServices(name) {
-			e := export{Service: svc.subject, Accounts: to}
-			if svc.streamed {
-				e.ResponseType = "stream"
-			}
-			fleet.Exports = append(fleet.Exports, e)
+			fleet.Exports = append(fleet.Exports, export{Service: svc.subject, Accounts: to})
 			own.Imports = append(own.Imports, imp{Service: &ref{Account: fleetAccount, Subject: svc.subject}})
 		}
 		for _, subject := range s.workerStreams(name) {

@@ -840,7 +840,8 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 			}
 			break
 		}
-		na.Publish(m.Header.Get(AckHeader), []byte("+ACK"))
+		done, _ := json.Marshal(Ack{Job: m.Header.Get(AckHeader), Kind: AckDone})
+		na.Publish(sub.Worker("a").Ack, done)
 	}
 	// Pulls of a left waiting (its whole share), and a revoked: none of
 	// them takes the next Job, which goes to b, still there.
@@ -864,7 +865,7 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for {
-		q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 3*time.Second)
+		q, err := pullJob(context.Background(), nb, sub.Worker("b"), 3*time.Second)
 		if err != nil || q == nil {
 			break
 		}
@@ -985,7 +986,7 @@ func TestAJobPulledForAWorkerGoneGoesBackAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, err := pullJob(context.Background(), nb, sub, sub.Worker("b"), 10*time.Second); q == nil {
+	if q, err := pullJob(context.Background(), nb, sub.Worker("b"), 10*time.Second); q == nil {
 		t.Errorf("b got no Job in 10 s (%v): the one a's pull took, a gone, waits for the queue's AckWait (%s)", err, laneAckWait)
 	}
 }
@@ -1007,8 +1008,7 @@ func TestAClaimsAnswerThatCannotBeReadIsNoGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer claims.Unsubscribe()
-	ack := sub.laneAcks() + "1.1.1.0.0"
-	acks, err := daemon.SubscribeSync(ack)
+	acks, err := daemon.SubscribeSync(sub.Worker("a").Ack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1018,12 +1018,43 @@ func TestAClaimsAnswerThatCannotBeReadIsNoGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &worker{opts: WorkerOptions{Credentials: c, Dir: t.TempDir()}, fleet: sub, subjects: sub.Worker("a"), nc: nc, log: zap.NewNop()}
-	job := &queued{nc: nc, data: []byte(`{"run":"run-0001","attempt":1}`), ack: ack}
+	job := &queued{nc: nc, data: []byte(`{"run":"run-0001","attempt":1}`), job: "the job", to: sub.Worker("a").Ack}
 	if a, _, ok := w.claim(context.Background(), job); ok {
 		t.Fatalf("a claim answered with no Assignment was taken as granted: %+v", a)
 	}
 	nc.Flush()
-	if m, err := acks.NextMsg(5 * time.Second); err != nil || string(m.Data) != "+TERM" {
-		t.Errorf("the Job was acknowledged %v (%v); want it dropped (+TERM)", m, err)
+	m, err := acks.NextMsg(5 * time.Second)
+	var got Ack
+	if err == nil {
+		err = json.Unmarshal(m.Data, &got)
+	}
+	if err != nil || got != (Ack{Job: "the job", Kind: AckDrop}) {
+		t.Errorf("the Job was acknowledged %+v (%v); want it dropped", got, err)
+	}
+}
+
+// TestARevokedWorkersJobsGoBackAtOnce: a Job the daemon pulled for a,
+// which a holds and has not ended, goes back on the queue when a is
+// revoked, to b, not after the queue's AckWait.
+func TestARevokedWorkersJobsGoBackAtOnce(t *testing.T) {
+	rig := newRig(t, nil, "a", "b")
+	sub := rig.s.Subjects()
+	na, err := connect(t, rig.s, rig.creds["a"], quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := djsOf(t, rig.s).Publish(context.Background(), sub.Lanes(), []byte(`{"run":"run-0001","attempt":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	rig.pull(t, na, "a", 5*time.Second)
+	if err := rig.s.RevokeWorker("a"); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := connect(t, rig.s, rig.creds["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := pullJob(context.Background(), nb, sub.Worker("b"), 10*time.Second); q == nil {
+		t.Errorf("b got no Job in 10 s (%v): the one revoked a held waits for the queue's AckWait (%s)", err, laneAckWait)
 	}
 }

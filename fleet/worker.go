@@ -241,32 +241,38 @@ func RelaySocket(dir string) string {
 const retryDelay = 2 * time.Second
 
 // queued is a Job the daemon pulled for this worker (Pull), acknowledged
-// on the work queue by the worker itself, on the subject the daemon named:
-// JetStream's acknowledgements, as jetstream.Msg sends them.
+// on the work queue by the daemon at the worker's word (Ack).
 type queued struct {
 	nc   *nats.Conn
 	data []byte
-	ack  string
+	job  string // the answer's AckHeader
+	to   string // the worker's Ack subject
 }
 
 func (q *queued) Data() []byte { return q.data }
-func (q *queued) Ack()         { q.nc.Publish(q.ack, []byte("+ACK")) }
-func (q *queued) Nak()         { q.nc.Publish(q.ack, []byte("-NAK")) }
-func (q *queued) Term()        { q.nc.Publish(q.ack, []byte("+TERM")) }
-func (q *queued) InProgress()  { q.nc.Publish(q.ack, []byte("+WPI")) }
+func (q *queued) Ack()         { q.send(Ack{Kind: AckDone}) }
+func (q *queued) Nak()         { q.send(Ack{Kind: AckGiveBack}) }
+func (q *queued) Term()        { q.send(Ack{Kind: AckDrop}) }
+func (q *queued) InProgress()  { q.send(Ack{Kind: AckWorking}) }
 func (q *queued) NakWithDelay(d time.Duration) {
-	q.nc.Publish(q.ack, fmt.Appendf(nil, `-NAK {"delay": %d}`, d.Nanoseconds()))
+	q.send(Ack{Kind: AckGiveBack, Delay: d})
+}
+
+func (q *queued) send(a Ack) {
+	a.Job = q.job
+	data, _ := json.Marshal(a)
+	q.nc.Publish(q.to, data)
 }
 
 // pull asks the daemon for the work queue's next Job, waiting fetchWait
 // at most: nil, nil when none came.
 func (w *worker) pull(ctx context.Context) (*queued, error) {
-	return pullJob(ctx, w.nc, w.fleet, w.subjects, fetchWait)
+	return pullJob(ctx, w.nc, w.subjects, fetchWait)
 }
 
 // pullJob asks the daemon, on nc as the worker of subjects w, for the work
 // queue's next Job, waiting up to wait: nil, nil when none came.
-func pullJob(ctx context.Context, nc *nats.Conn, fleet Subjects, w WorkerSubjects, wait time.Duration) (*queued, error) {
+func pullJob(ctx context.Context, nc *nats.Conn, w WorkerSubjects, wait time.Duration) (*queued, error) {
 	data, _ := json.Marshal(Pull{Wait: wait})
 	rctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
@@ -274,17 +280,14 @@ func pullJob(ctx context.Context, nc *nats.Conn, fleet Subjects, w WorkerSubject
 	if err != nil {
 		return nil, err
 	}
-	ack := m.Header.Get(AckHeader)
-	if ack == "" {
+	job := m.Header.Get(AckHeader)
+	if job == "" {
 		if status := m.Header.Get("Status"); status != "" {
 			return nil, fmt.Errorf("the daemon refused the pull: %s %s", status, m.Header.Get("Description"))
 		}
 		return nil, nil
 	}
-	if !strings.HasPrefix(ack, fleet.laneAcks()) {
-		return nil, fmt.Errorf("the daemon's Job names %q to acknowledge it on, no subject of the work queue", ack)
-	}
-	return &queued{nc: nc, data: m.Data, ack: ack}, nil
+	return &queued{nc: nc, data: m.Data, job: job, to: w.Ack}, nil
 }
 
 // claim asks the daemon for a pulled job; a job it refuses is dropped,

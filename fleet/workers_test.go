@@ -97,7 +97,7 @@ func TestWorkerCan(t *testing.T) {
 			if _, err := js.Consumer(ctx, sub.LanesStream(), sub.LanesConsumer()); err != nil {
 				return err
 			}
-			q, err := pullJob(ctx, nc, sub, a, 5*time.Second)
+			q, err := pullJob(ctx, nc, a, 5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -306,6 +306,11 @@ func TestWorkerCannot(t *testing.T) {
 			}
 			_, err = cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
 			return err
+		}},
+		// Its acknowledgements too (Ack): an ack subject takes a pull
+		// (+NXT) and any Job's sequence.
+		{"acknowledge on the work queue itself", "$JS.ACK." + sub.LanesStream() + "." + sub.LanesConsumer() + ".1.1.1.0.0", func(_ context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			return nc.Publish("$JS.ACK."+sub.LanesStream()+"."+sub.LanesConsumer()+".1.1.1.0.0", []byte(`+NXT {"batch":1}`))
 		}},
 		{"change the work queue's consumer (its bound on waiting pulls)", "$JS.API.CONSUMER.CREATE." + sub.LanesStream() + "." + sub.LanesConsumer(), func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
 			_, err := js.UpdateConsumer(ctx, sub.LanesStream(), jetstream.ConsumerConfig{Durable: sub.LanesConsumer(), AckPolicy: jetstream.AckExplicitPolicy, MaxWaiting: 100_000})
