@@ -700,17 +700,13 @@ func TestAttackManySubscriptions(t *testing.T) {
 	}
 }
 
-// TestAttackLargeHooksHeldInTheDaemon: route: a holds a run whose hooks
-// the daemon is slow to answer (or that a stalls itself: a hook waits on
-// the gates), and sends hooks of the largest payload the server takes
-// (8 MiB): mailboxDepth of them wait in a's mailbox, each whole, besides
-// hooksInFlight in flight: 2 GiB of the daemon's memory per worker (as
-// much again in its events mailbox). The bound is in messages, not bytes.
-// Promise: a cannot grow the daemon's memory without (reasonable) bound.
-// (Only 48 hooks are sent here, to keep the test light.)
-func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
+// stalledRun is a run of worker a's, claimed by the test as a, whose hooks
+// wait in the daemon's gates until unstall (or the test's end): what a
+// sends about it meanwhile waits in a's mailbox.
+func stalledRun(t *testing.T) (rig *fleetRig, a Assignment, nc *nats.Conn, unstall func()) {
+	t.Helper()
 	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig = newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
 	tok := rig.g.register("run-a")
 	stall := make(chan struct{})
 	rig.g.stall = map[string]chan struct{}{"run-a": stall}
@@ -720,8 +716,23 @@ func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
 		defer close(ran)
 		rig.e.Run(ctx, spec("run-a", dir, `true`, tok), nil, func(agents.Event) {})
 	}()
-	defer func() { close(stall); cancel(); <-ran }()
-	_, a, nc := rig.silentWorker(t, "a")
+	var once sync.Once
+	unstall = func() { once.Do(func() { close(stall) }) }
+	t.Cleanup(func() { unstall(); cancel(); <-ran })
+	_, a, nc = rig.silentWorker(t, "a")
+	return rig, a, nc, unstall
+}
+
+// TestAttackLargeHooksHeldInTheDaemon: route: a holds a run whose hooks
+// the daemon is slow to answer (or that a stalls itself: a hook waits on
+// the gates), and sends hooks of the largest payload the server takes
+// (8 MiB): mailboxDepth of them wait in a's mailbox, each whole, besides
+// hooksInFlight in flight: 2 GiB of the daemon's memory per worker (as
+// much again in its events mailbox). The bound is in messages, not bytes.
+// Promise: a cannot grow the daemon's memory without (reasonable) bound.
+// (Only 48 hooks are sent here, to keep the test light.)
+func TestAttackLargeHooksHeldInTheDaemon(t *testing.T) {
+	rig, a, nc, _ := stalledRun(t)
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -885,26 +896,7 @@ func TestAttackHoggingEveryPullStarvesTheOtherWorkers(t *testing.T) {
 // the mailbox's bytes once the dropped ones added up to its bound.
 // Promise: a flood costs a the requests it floods with, and no more.
 func TestAttackDroppedRequestsLeaveTheirBytesHeld(t *testing.T) {
-	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
-	tok := rig.g.register("run-a")
-	stall := make(chan struct{})
-	rig.g.stall = map[string]chan struct{}{"run-a": stall}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		rig.e.Run(ctx, spec("run-a", dir, `true`, tok), nil, func(agents.Event) {})
-	}()
-	stalled := true
-	defer func() {
-		if stalled {
-			close(stall)
-		}
-		cancel()
-		<-ran
-	}()
-	_, a, nc := rig.silentWorker(t, "a")
+	rig, a, nc, unstall := stalledRun(t)
 	wa := rig.s.Subjects().Worker("a")
 	small, _ := json.Marshal(HookCall{Token: a.Token})
 	for range hooksInFlight + mailboxDepth {
@@ -919,8 +911,7 @@ func TestAttackDroppedRequestsLeaveTheirBytesHeld(t *testing.T) {
 	if !eventually.Within(20*time.Second, func() bool { return rig.e.FindingsOf("a").Count >= dropped-2 }) {
 		t.Fatalf("a's %d requests past its mailbox's depth made %d findings", dropped, rig.e.FindingsOf("a").Count)
 	}
-	close(stall)
-	stalled = false
+	unstall()
 	mb := rig.e.mailboxOf("a")
 	if !eventually.Within(20*time.Second, func() bool { return mb.held.Load() == 0 }) {
 		t.Errorf("a's mailbox, drained, still counts %d MiB held: the requests dropped for its depth", mb.held.Load()>>20)

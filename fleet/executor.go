@@ -127,7 +127,7 @@ type Executor struct {
 	closeOnce sync.Once
 	subs      []*nats.Subscription
 	// lanes is the work queue's consumer, the workers' pulls' (onPull),
-	// looked up at the first; a revocation makes it again (Revoked).
+	// looked up at the first pull.
 	lanes jetstream.Consumer
 }
 
