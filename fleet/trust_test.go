@@ -371,6 +371,10 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 				done <- rig.e.Run(runCtx, spec("run-0001", dir, `true`, tok), nil, func(agents.Event) {})
 			}()
 			job, a, nc := rig.silentWorker(t, "a")
+			// Alive while it fills its bucket, which under load outlasts
+			// the heartbeats' bound: else the attempt is given up as lost
+			// and the outcome below is of no open attempt.
+			rig.keepAlive(t, nc, "a", job, a.Token)
 			ctx := context.Background()
 			if fill {
 				js, _ := jetstream.New(nc)
@@ -385,7 +389,13 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 				}
 			}
 			rig.ended(t, nc, "a", job, a, Outcome{Tip: strings.Repeat("1", 40), Result: succeeded})
-			if res := <-done; !strings.Contains(res.Text, "the worker's result was refused") {
+			var res agents.Result
+			select {
+			case res = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the run did not end a minute after its outcome")
+			}
+			if !strings.Contains(res.Text, "the worker's result was refused") {
 				t.Errorf("an outcome naming a bundle that is not there: %+v", res)
 			}
 			f := rig.e.FindingsOf("a")
