@@ -181,6 +181,12 @@ type Agent struct {
 	StuckAfter int `yaml:"stuck_after"`
 }
 
+// DefaultFullSweepEvery is limits.full_sweep_every's default: at 40
+// features, a full sweep at the 20th and the 40th landing is about 1.5
+// test runs per feature, and a test that selection missed is found
+// within 20 landings.
+const DefaultFullSweepEvery = 20
+
 // Limits are the loop's counters.
 type Limits struct {
 	MaxRetries int `yaml:"max_retries"` // failed tests before a feature is blocked
@@ -188,8 +194,13 @@ type Limits struct {
 	// Parallel is how many features are worked at once, each in a lane
 	// of its own when it is above 1, and how many frozen tests a
 	// verdict's regression sweep runs at once.
-	Parallel int           `yaml:"parallel"`
-	Debounce time.Duration `yaml:"debounce"` // quiet time after a feature-list change
+	Parallel int `yaml:"parallel"`
+	// FullSweepEvery is how many regression sweeps apart the full ones
+	// are; between them a sweep runs only the frozen tests the claim's
+	// change can affect, by the record of what each read. 1: every sweep
+	// is full.
+	FullSweepEvery int           `yaml:"full_sweep_every"`
+	Debounce       time.Duration `yaml:"debounce"` // quiet time after a feature-list change
 	// Backoff is the first wait after a failure that waiting cures (a
 	// rate limit, an overloaded or failing API, no network); each
 	// failure in a row doubles it, up to BackoffMax.
@@ -231,7 +242,7 @@ func Default() *Config {
 			HooksLiveTimeout: 10 * time.Second,
 			StuckAfter:       5,
 		},
-		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
+		Limits:    Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, FullSweepEvery: DefaultFullSweepEvery, Debounce: 20 * time.Millisecond, Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates:     gates,
 		Protected: slices.Clone(DefaultProtected),
 		Sandbox: Sandbox{Enabled: true, AllowedDomains: slices.Clone(sandbox.DefaultAllowedDomains), FetchDomains: toolchain.DocHosts(),

@@ -35,6 +35,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ctxgraphd/ctxgraphd/config"
 	"github.com/ctxgraphd/ctxgraphd/control"
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/guards"
@@ -102,8 +103,14 @@ type Options struct {
 	// directory of no name of the daemon's, with nothing of the daemon's
 	// beside it. Only with an unconfined Jail.
 	AsThePerson bool
-	Log         *zap.Logger
-	Now         func() time.Time
+	// FullSweepEvery is how many regression sweeps apart the full ones
+	// are (limits.full_sweep_every, see selection.go): between them a
+	// sweep runs only the frozen tests the candidate's change can affect.
+	// 1 runs every test at every sweep, and records nothing; 0 or less
+	// is config.DefaultFullSweepEvery.
+	FullSweepEvery int
+	Log            *zap.Logger
+	Now            func() time.Time
 }
 
 // Copies are the person's untracked files of lanes.copy, as captured at
@@ -156,6 +163,14 @@ type Judge struct {
 	// a sweep runs every frozen test on one tree, and its build is in the
 	// caches from the first.
 	warmed map[gitrepo.Tree]bool
+	// seen are the records of the frozen tests' last runs, by test
+	// command, when they passed (selection.go); sinceFull counts the
+	// sweeps since the last full one, fullNext asks for one; noView: the
+	// daemon said once that runs cannot be recorded here.
+	seen      map[string]seenRun
+	sinceFull int
+	fullNext  bool
+	noView    bool
 }
 
 // RunLink is a run's place in the context graph: its node (the trace of
@@ -219,7 +234,11 @@ func New(opts Options) *Judge {
 	if opts.TestTimeout <= 0 {
 		opts.TestTimeout = 30 * time.Minute
 	}
-	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{}, warmed: map[gitrepo.Tree]bool{}}
+	if opts.FullSweepEvery <= 0 {
+		opts.FullSweepEvery = config.DefaultFullSweepEvery
+	}
+	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{},
+		warmed: map[gitrepo.Tree]bool{}, seen: map[string]seenRun{}}
 }
 
 // Modes returns the gates' modes.

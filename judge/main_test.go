@@ -161,7 +161,7 @@ func (f *fixture) runTest(ctx context.Context, test string) TestResult {
 }
 
 // write creates or replaces project files; content "exec:…" makes an
-// executable file.
+// executable file, "link:…" a symbolic link.
 func (f *fixture) write(files map[string]string) {
 	f.t.Helper()
 	for p, content := range files {
@@ -174,6 +174,12 @@ func (f *fixture) write(files map[string]string) {
 			content, mode = c, 0o755
 		}
 		os.Remove(name)
+		if target, ok := strings.CutPrefix(content, "link:"); ok {
+			if err := os.Symlink(target, name); err != nil {
+				f.t.Fatal(err)
+			}
+			continue
+		}
 		if err := os.WriteFile(name, []byte(content), mode); err != nil {
 			f.t.Fatal(err)
 		}

@@ -2,9 +2,11 @@ package judge
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ctxgraphd/ctxgraphd/control"
 )
@@ -87,4 +89,14 @@ func statOf(pid int) (ppid, pgrp int) {
 	ppid, _ = strconv.Atoi(f[1])
 	pgrp, _ = strconv.Atoi(f[2])
 	return ppid, pgrp
+}
+
+// statChange is fi's change time and inode number, which no process sets
+// as it likes (a touch sets the modification time back, not these).
+func statChange(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return strconv.FormatInt(st.Ctim.Nano(), 10) + " " + strconv.FormatUint(st.Ino, 10)
 }

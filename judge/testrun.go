@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/internal/diagnose"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/inputs"
 	"github.com/ctxgraphd/ctxgraphd/internal/procgroup"
 	"github.com/ctxgraphd/ctxgraphd/internal/shellcmd"
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
@@ -131,6 +132,14 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, test string) TestResult {
 	root = j.root(root)
 	res := TestResult{Command: test, ExitCode: -1, Tree: tree}
+	// The run's record of what it read of its tree (selection.go), kept
+	// when it passed, the test's record dropped otherwise; its setting is
+	// taken before it starts.
+	var seen *inputs.Record
+	if j.records(j.opts.Jail) {
+		setting := j.setting(root)
+		defer func() { j.noteRun(test, tree, setting, seen, res) }()
+	}
 	if strings.TrimSpace(test) == "" {
 		res.CannotRun = "the feature has no test command"
 		return res
@@ -213,6 +222,26 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 			jail.Deps = append(jail.Deps, lent)
 		}
 	}
+	// What the run reads of its tree is recorded (selection.go) by a view
+	// of the checkout, bound in the checkout's place: closed once the
+	// run's processes are gone (below), before the checkout is removed.
+	// The warm-up runs on the checkout itself: what it reads (every
+	// package, to build them) is not what the test read.
+	warmJail := jail
+	var view *inputs.View
+	if j.records(jail) {
+		if view = j.viewOf(checkout, scratch); view != nil {
+			jail.Checkout = view.Dir
+			defer func() {
+				rec, err := view.Close()
+				if err != nil {
+					j.log.Warn("a test run's record of its inputs is lost", zap.String("test", test), zap.Error(err))
+					return
+				}
+				seen = &rec
+			}()
+		}
+	}
 	// The command as run asks known runners for a report the daemon can
 	// read (go test -json); the result still names the test as written.
 	// A pipe into a filter (`| tail -5`) cuts the report it carries: such
@@ -222,7 +251,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 		run = testreport.Instrument(test)
 	}
 	start := time.Now()
-	warmCPU := j.warm(tctx, jail, checkout, tree)
+	warmCPU := j.warm(tctx, warmJail, checkout, tree)
 	jc, err := jail.Command(tctx, run)
 	if err != nil {
 		res.CannotRun = err.Error()

@@ -148,6 +148,9 @@ type Judgement struct {
 	// claim's (BlameBranch, BlameFlaky): their own verdicts did not hold.
 	Regressions []Regression
 	Reopen      []Regression
+	// Swept is what the sweep ran of the frozen tests due, when one ran:
+	// the tests run and skipped (selection.go), and whether it was full.
+	Swept *Swept
 	// Controls are the repository's hooks and configuration files that
 	// changed while the run was in flight (gitrepo.Controls), and Held
 	// the hooks among them made not to run, where they are now: no route
@@ -444,7 +447,8 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 		r := j.RunTestIn(ctx, root, jd.Candidate, test)
 		jd.Test = &r
 		if in.Sweep && r.Passed() {
-			broken := j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Candidate)
+			broken, swept := j.sweep(ctx, root, in.List, in.Actor.Feature, jd.Candidate)
+			jd.Swept = &swept
 			jd.Regressions, jd.Reopen = j.blame(ctx, root, in, jd.Candidate, broken)
 		}
 	}
@@ -453,9 +457,11 @@ func (j *Judge) JudgeRun(ctx context.Context, in RunEnd) Judgement {
 
 // sweep runs the frozen test of every feature of l marked tested, but
 // except, on tree of root's work tree (RunTestsIn), and returns those that
-// do not pass there, in the list's order. It stops at a cancellation (the
+// do not pass there, in the list's order. It runs those selectTests
+// selects: every one at a full sweep, otherwise those the change since
+// their last passing run can affect. It stops at a cancellation (the
 // caller sees ctx's error).
-func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except string, tree gitrepo.Tree) []Regression {
+func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except string, tree gitrepo.Tree) ([]Regression, Swept) {
 	var due []progress.Feature
 	var tests []string
 	for _, f := range l.Features {
@@ -465,13 +471,18 @@ func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except s
 		}
 	}
 	start, cpu := time.Now(), processCPU()
-	results := j.RunTestsIn(ctx, root, tree, tests)
+	sel := j.selectTests(ctx, root, tree, tests)
+	run := make([]string, len(sel.run))
+	for k, i := range sel.run {
+		run[k] = tests[i]
+	}
+	results := j.RunTestsIn(ctx, root, tree, run)
 	var broken []Regression
 	var took time.Duration
-	for i, r := range results {
+	for k, r := range results {
 		took += r.Took
 		if !r.Passed() && !r.Interrupted {
-			broken = append(broken, Regression{Feature: due[i].ID, Test: r})
+			broken = append(broken, Regression{Feature: due[sel.run[k]].ID, Test: r})
 		}
 	}
 	// Its test runs are logged one by one too (the last ones before this
@@ -481,9 +492,16 @@ func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except s
 	// jails included: while a verdict is judged no run is in flight, and
 	// nothing else of the daemon's costs more than its answers to the
 	// control socket.
-	j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", len(tests)), zap.Int("broken", len(broken)),
+	j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", len(run)), zap.Int("skipped", sel.skipped),
+		zap.Bool("full", sel.full), zap.Int("broken", len(broken)),
 		zap.Int("parallel", j.parallel()), zap.Duration("took", time.Since(start)), zap.Duration("tests_took", took), zap.Duration("cpu", processCPU()-cpu))
-	return broken
+	return broken, Swept{Ran: len(run), Skipped: sel.skipped, Full: sel.full}
+}
+
+// Swept is what a regression sweep ran of the frozen tests due.
+type Swept struct {
+	Ran, Skipped int
+	Full         bool
 }
 
 // blame tells the claim's regressions from the earlier features' own

@@ -180,7 +180,7 @@ func runDaemon(ctx context.Context, o daemonOptions) error {
 		Jail:           testJail(daemonEnv, o.Project, cfg, writable),
 		Writable:       writable,
 		Network:        agentNetwork(cfg),
-		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, Log: log.Named("judge"),
+		ProtectedGlobs: cfg.Protected, TestTimeout: cfg.Agent.Timeout, Parallel: cfg.Limits.Parallel, FullSweepEvery: cfg.Limits.FullSweepEvery, Log: log.Named("judge"),
 		Copies: copies,
 	})
 	// Checkouts a crash left behind go; then the jail is tried once.

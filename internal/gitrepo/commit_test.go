@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -507,6 +508,42 @@ func TestChangedPaths(t *testing.T) {
 	}
 }
 
+// ExportedChanges lists what a checkout of the project directory would
+// find changed: excluded paths too (Export writes them), nothing outside
+// the project directory, each relative to it.
+func TestExportedChanges(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"app/a": "a", "app/private/p": "p", "other": "o", "app/same": "s"})
+	from := commitAll(t, dir)
+	write(t, dir, map[string]string{"app/a": "a2", "app/private/p": "p2", "app/new/b": "b", "other": "o2"})
+	to := commitAll(t, dir)
+	r := openRepo(t, filepath.Join(dir, "app"), "private")
+	ctx := t.Context()
+	_, fromTree, err := r.Resolve(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, toTree, err := r.Resolve(ctx, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := r.ExportedChanges(ctx, fromTree, toTree)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "M a A new/b M private/p" {
+		t.Errorf("ExportedChanges = %q, %v; want a, new/b and the excluded private/p, relative to app, and not other", got, err)
+	}
+	changes, err = r.ExportedChanges(ctx, toTree, fromTree)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "M a D new/b M private/p" {
+		t.Errorf("ExportedChanges backwards = %q, %v", got, err)
+	}
+	if changes, err := r.ExportedChanges(ctx, toTree, toTree); err != nil || len(changes) != 0 {
+		t.Errorf("ExportedChanges of a tree and itself = %+v, %v", changes, err)
+	}
+	if _, err := r.ExportedChanges(ctx, "not-a-tree", toTree); err == nil {
+		t.Error("ExportedChanges took a tree id that is none")
+	}
+}
+
 // TouchedSince lists what any commit since touched, a change and its
 // revert included, though the trees end the same.
 func TestTouchedSince(t *testing.T) {
@@ -525,5 +562,36 @@ func TestTouchedSince(t *testing.T) {
 	}
 	if paths, err := r.TouchedSince(t.Context(), to, to); err != nil || len(paths) != 0 {
 		t.Errorf("TouchedSince of a commit and itself = %q, %v", paths, err)
+	}
+}
+
+// changedPaths renders changes as "A|D|M path".
+func changedPaths(cs []Change) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, strings.ToUpper(c.Kind.String()[:1])+" "+c.Path)
+	}
+	return out
+}
+
+// Entry: what a listing of the path's directory shows changed.
+func TestChangeEntry(t *testing.T) {
+	for _, tc := range []struct {
+		c    Change
+		want bool
+	}{
+		{Change{Kind: Added, ToMode: ModeFile}, true},
+		{Change{Kind: Deleted, FromMode: ModeFile}, true},
+		{Change{Kind: Modified, FromMode: ModeFile, ToMode: ModeFile}, false},
+		{Change{Kind: Modified, FromMode: ModeFile, ToMode: ModeExecutable}, false},
+		{Change{Kind: Modified, FromMode: ModeExecutable, ToMode: ModeFile}, false},
+		{Change{Kind: Modified, FromMode: ModeFile, ToMode: ModeSymlink}, true},
+		{Change{Kind: Modified, FromMode: ModeSymlink, ToMode: ModeExecutable}, true},
+		{Change{Kind: Modified, FromMode: ModeSymlink, ToMode: ModeSymlink}, false},
+		{Change{Kind: Modified, FromMode: ModeGitlink, ToMode: ModeFile}, true},
+	} {
+		if got := tc.c.Entry(); got != tc.want {
+			t.Errorf("%+v.Entry() = %v, want %v", tc.c, got, tc.want)
+		}
 	}
 }

@@ -455,6 +455,12 @@ func (r *Repo) mayDefineFilters() bool {
 // order. Paths outside the project directory and excluded paths are left
 // out.
 func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
+	return r.diffTrees(ctx, from, to, r.pathspecs())
+}
+
+// diffTrees lists the paths of pathspecs that differ between two trees,
+// relative to the project directory, in path order.
+func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string) ([]Change, error) {
 	if err := checkID("tree", string(from)); err != nil {
 		return nil, err
 	}
@@ -464,7 +470,7 @@ func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
 	if from == to {
 		return nil, nil // (a run that changed nothing in the project: a tester's, often)
 	}
-	args := append([]string{"diff-tree", "-r", "-z", "--no-renames", string(from), string(to), "--"}, r.pathspecs()...)
+	args := append([]string{"diff-tree", "-r", "-z", "--no-renames", string(from), string(to), "--"}, pathspecs...)
 	out, err := r.git(ctx, nil, nil, args...)
 	if err != nil {
 		return nil, err
@@ -495,6 +501,32 @@ func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
 	// Byte order of full paths, whatever diff order the configuration asks for.
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	return changes, nil
+}
+
+// Entry reports whether c adds the path, removes it or changes its type
+// (a file made a link or a submodule): whether a listing of its directory
+// shows the change. A change of content, or of a file's executable bit,
+// does not.
+func (c Change) Entry() bool {
+	kind := func(mode string) string {
+		if mode == ModeExecutable {
+			return ModeFile
+		}
+		return mode
+	}
+	return c.Kind != Modified || kind(c.FromMode) != kind(c.ToMode)
+}
+
+// ExportedChanges lists the paths of what Export writes (the project
+// directory's files, excluded ones included) that differ between two
+// trees, relative to the project directory, in path order: what a test
+// run on a checkout of from would find changed on a checkout of to.
+func (r *Repo) ExportedChanges(ctx context.Context, from, to Tree) ([]Change, error) {
+	ps := []string{"."}
+	if r.prefix != "" {
+		ps[0] = ":(literal)" + r.prefix
+	}
+	return r.diffTrees(ctx, from, to, ps)
 }
 
 // ChangedPaths lists every path of the repository that differs between two

@@ -58,29 +58,37 @@ type Record struct {
 	Outside bool `json:"outside,omitempty"`
 }
 
-// Affects says whether a change of the paths in changed (relative to the
-// tree, slash-separated: files and links added, removed, modified or
-// changed in type) can change what the run of r saw, and so its outcome:
-// a path it opened, found, missed or read as a link, a directory it
-// listed that gains or loses an entry, or a name under a directory it
-// looked for and missed. Anything the record cannot rule out affects it.
-func (r Record) Affects(changed []string) bool {
+// A Change is one path of a tree that differs between two trees
+// (relative to the tree, slash-separated). Entry says that the change
+// adds the path, removes it or changes its type (a file made a link):
+// what a listing of its directory shows. A change of content or mode
+// only is not.
+type Change struct {
+	Path  string
+	Entry bool
+}
+
+// Affects says whether changes can change what the run of r saw, and so
+// its outcome: a path it opened, found, missed or read as a link, an
+// entry added to, gone from, or retyped in a directory it listed, or a
+// name made under a directory it looked for and missed. Anything the
+// record cannot rule out affects it.
+func (r Record) Affects(changes []Change) bool {
 	if r.Outside {
 		return true
 	}
-	for _, p := range changed {
-		p = strings.Trim(path.Clean("/"+p), "/")
+	for _, c := range changes {
+		p := strings.Trim(path.Clean("/"+c.Path), "/")
 		if has(r.Opened, p) || has(r.Found, p) || has(r.Absent, p) || has(r.Links, p) {
 			return true
 		}
-		// An entry added to, or gone from, a directory it listed; and a
-		// path made under a name it missed (its ancestor, then, is new).
+		if c.Entry && has(r.Listed, parent(p)) {
+			return true
+		}
+		// A path made under a name it missed (its ancestor, then, is new).
 		for dir := p; dir != ""; {
 			dir = parent(dir)
 			if has(r.Absent, dir) {
-				return true
-			}
-			if dir == parent(p) && has(r.Listed, dir) {
 				return true
 			}
 		}

@@ -183,6 +183,24 @@ func TestAViewThatAProcessOfTheRunHoldsDoesNotClose(t *testing.T) {
 	}
 }
 
+// entries are changes that add, remove or retype each path; contents
+// change only what is in them.
+func entries(paths ...string) []Change {
+	out := make([]Change, len(paths))
+	for i, p := range paths {
+		out[i] = Change{Path: p, Entry: true}
+	}
+	return out
+}
+
+func contents(paths ...string) []Change {
+	out := make([]Change, len(paths))
+	for i, p := range paths {
+		out[i] = Change{Path: p}
+	}
+	return out
+}
+
 func TestAffects(t *testing.T) {
 	r := Record{
 		Opened: []string{"data/in.txt", "go.mod", "pkg/a.go"},
@@ -192,46 +210,50 @@ func TestAffects(t *testing.T) {
 		Links:  []string{"current"},
 	}
 	for _, tt := range []struct {
-		changed []string
+		changed []Change
 		want    bool
 	}{
 		{nil, false},
-		{[]string{"data/in.txt"}, true},              // a file it read
-		{[]string{"data/in.txt.bak"}, false},         // a near miss, in a directory it did not list
-		{[]string{"data/in.tx"}, false},              // a prefix
-		{[]string{"dat/in.txt"}, false},              // a sibling of a name it found
-		{[]string{"go.mod"}, true},                   // the manifest, read
-		{[]string{"pkg/b.go"}, true},                 // an entry added to a directory it listed
-		{[]string{"pkg/sub/c.go"}, false},            // below a listed directory, not in it
-		{[]string{"fixtures/new.json"}, true},        // the same, another directory
-		{[]string{"config.local"}, true},             // made where it looked and found nothing
-		{[]string{"plugins/x/y.so"}, true},           // made under a directory it missed
-		{[]string{"pluginsx/y.so"}, false},           // a near miss of that name
-		{[]string{"stat/me"}, true},                  // a file it only stat'ed
-		{[]string{"current"}, true},                  // a link it read, swapped
-		{[]string{"README.md"}, false},               // elsewhere, in the root it did not list
-		{[]string{"README.md", "data/in.txt"}, true}, // one of several
-		{[]string{"./data//in.txt"}, true},           // a path not in its clean form
-		{[]string{"data/in.txt/"}, true},
+		{entries("data/in.txt"), true},                 // a file it read, removed
+		{contents("data/in.txt"), true},                // a file it read, changed
+		{entries("data/in.txt.bak"), false},            // a near miss, in a directory it did not list
+		{entries("data/in.tx"), false},                 // a prefix
+		{entries("dat/in.txt"), false},                 // a sibling of a name it found
+		{contents("go.mod"), true},                     // the manifest, read
+		{entries("pkg/b.go"), true},                    // an entry added to a directory it listed
+		{contents("pkg/b.go"), false},                  // a file of it changed, one it never opened
+		{contents("pkg/a.go"), true},                   // one it opened
+		{entries("pkg/sub/c.go"), false},               // below a listed directory, not in it
+		{entries("fixtures/new.json"), true},           // the same, another directory
+		{entries("config.local"), true},                // made where it looked and found nothing
+		{entries("plugins/x/y.so"), true},              // made under a directory it missed
+		{contents("plugins/x/y.so"), true},             // however the change is said
+		{entries("pluginsx/y.so"), false},              // a near miss of that name
+		{contents("stat/me"), true},                    // a file it only stat'ed
+		{contents("current"), true},                    // a link it read, swapped
+		{entries("README.md"), false},                  // elsewhere, in the root it did not list
+		{entries("README.md", "data/in.txt"), true},    // one of several
+		{contents("./data//in.txt"), true},             // a path not in its clean form
+		{contents("data/in.txt/"), true},
 	} {
 		if got := r.Affects(tt.changed); got != tt.want {
-			t.Errorf("Affects(%q) = %v, want %v", tt.changed, got, tt.want)
+			t.Errorf("Affects(%+v) = %v, want %v", tt.changed, got, tt.want)
 		}
 	}
 	// Every order of several changes, one of which affects it.
-	changes := []string{"README.md", "docs/x", "pkg/new.go", "other/y"}
+	changes := entries("README.md", "docs/x", "pkg/new.go", "other/y")
 	for i := range changes {
 		rotated := append(slices.Clone(changes[i:]), changes[:i]...)
 		if !r.Affects(rotated) {
-			t.Errorf("Affects(%q) = false; pkg/new.go is in a listed directory", rotated)
+			t.Errorf("Affects(%+v) = false; pkg/new.go is in a listed directory", rotated)
 		}
 	}
-	if !(Record{Outside: true}).Affects([]string{"anything"}) {
+	if !(Record{Outside: true}).Affects(contents("anything")) {
 		t.Error("a record of a run that left the tree is affected by nothing")
 	}
 	root := Record{Listed: []string{""}}
-	if !root.Affects([]string{"new-at-root"}) || root.Affects([]string{"sub/new"}) {
-		t.Error("a listing of the root: an entry added there affects it, one below does not")
+	if !root.Affects(entries("new-at-root")) || root.Affects(entries("sub/new")) || root.Affects(contents("changed-at-root")) {
+		t.Error("a listing of the root: an entry added there affects it, one below does not, nor a content changed")
 	}
 }
 

@@ -19,6 +19,27 @@ var SetupInputs = []string{
 	"requirements.txt", "pyproject.toml", "setup.py", "setup.cfg",
 }
 
+// manifests are the names of the files that decide what a toolchain
+// fetches or installs, and how it builds, beyond the tree's own files:
+// SetupInputs, and the manifests, locks and workspace files of the other
+// package managers the toolchains use.
+var manifests = append(slices.Clip(SetupInputs),
+	"go.work", "go.work.sum",
+	"yarn.lock", "pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc", ".yarnrc", ".yarnrc.yml", "bun.lockb", "bun.lock",
+	"Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock", "requirements-dev.txt", "constraints.txt",
+	"Cargo.toml", "Cargo.lock",
+)
+
+// IsManifest reports whether the slash-separated path p, at any depth, is
+// a manifest, a lock or a package manager's setting (manifests): a change
+// to it can change what a test runs with outside the tree (the modules,
+// packages or virtualenv the dependencies are in), which no record of the
+// tree's files covers.
+func IsManifest(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return slices.Contains(manifests, base) || strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt")
+}
+
 // SafeSetup is what the daemon runs in a tree before the first check of a
 // test there when the person gave no setup: the fetches of what the
 // committed manifests name that run none of the project's code nor any

@@ -68,3 +68,24 @@ func TestSafeSetupOf(t *testing.T) {
 		})
 	}
 }
+
+// IsManifest knows the manifests and locks at any depth, and not files
+// whose names come near them.
+func TestIsManifest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"go.mod", true}, {"go.sum", true}, {"sub/module/go.mod", true}, {"go.work", true},
+		{"package.json", true}, {"web/package-lock.json", true}, {"yarn.lock", true}, {"pnpm-lock.yaml", true}, {".npmrc", true},
+		{"requirements.txt", true}, {"requirements-test.txt", true}, {"pyproject.toml", true}, {"poetry.lock", true}, {"setup.cfg", true},
+		{"Cargo.toml", true}, {"crates/x/Cargo.lock", true},
+		{"go.mod.bak", false}, {"xgo.mod", false}, {"go.mod/readme", false}, {"package.jsonc", false}, {"my-package.json", false},
+		{"requirements", false}, {"requirements.txt.orig", false}, {"docs/requirements.md", false}, {"main.go", false}, {"", false},
+	} {
+		if got := IsManifest(tc.path); got != tc.want {
+			t.Errorf("IsManifest(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package judge
+
+// Selection: which frozen tests a regression sweep runs. Every run of a
+// test by the daemon that passes leaves a record of what it read of its
+// tree, made from outside the test's processes by the view it ran
+// through (internal/inputs), and a digest of what it was given from
+// outside the tree (its setting). A sweep skips an earlier feature's test
+// only when the change from the tree of its record to the candidate
+// provably touches none of what it read, and its setting is the same;
+// any doubt runs it. Every Options.FullSweepEvery sweeps, and whenever
+// asked (FullSweep), a sweep runs every test: the backstop for what the
+// record could not see.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/inputs"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// seenRun is the record of a test's last run by the daemon, when it
+// passed: the tree it ran on, what it read there, and its setting.
+type seenRun struct {
+	tree    gitrepo.Tree
+	seen    inputs.Record
+	setting string
+}
+
+// records reports whether a test run on this jail leaves a record of its
+// inputs: only confined runs do (an unconfined run starts in its
+// checkout, which a view cannot serve: inputs.View), and never a run as
+// the person runs it, which nothing sweeps.
+func (j *Judge) records(jail sandbox.TestJail) bool {
+	return j.opts.FullSweepEvery != 1 && sandbox.Confines && !jail.Off && !j.opts.AsThePerson
+}
+
+// viewOf mounts the recording view of checkout at a directory of scratch
+// for one run; nil, and the run unrecorded, when the system cannot mount
+// it (no FUSE): the sweeps then run every test, and the daemon says so
+// once.
+func (j *Judge) viewOf(checkout, scratch string) *inputs.View {
+	dir := filepath.Join(scratch, "view")
+	err := os.Mkdir(dir, 0o700)
+	var v *inputs.View
+	if err == nil {
+		v, err = inputs.Mount(checkout, dir)
+	}
+	if err != nil {
+		j.mu.Lock()
+		said := j.noView
+		j.noView = true
+		j.mu.Unlock()
+		if !said {
+			j.log.Warn("the daemon's test runs cannot record what they read, so every regression sweep runs every frozen test", zap.Error(err))
+		}
+		return nil
+	}
+	return v
+}
+
+// noteRun keeps the record of a run of test on tree when it passed with
+// its inputs recorded (seen non-nil), and drops the test's record
+// otherwise: a failing run, one cut short, or one whose view could not
+// say what it read, leaves the test with no record, and it runs at the
+// next sweep.
+func (j *Judge) noteRun(test string, tree gitrepo.Tree, setting string, seen *inputs.Record, res TestResult) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if seen != nil && res.Passed() {
+		j.seen[test] = seenRun{tree: tree, seen: *seen, setting: setting}
+		return
+	}
+	delete(j.seen, test)
+}
+
+// selection is what a sweep runs of the tests due: run (indexes into
+// them), how many it skips, and whether it is a full sweep.
+type selection struct {
+	run     []int
+	skipped int
+	full    bool
+}
+
+// selectTests decides which of tests, due at a sweep on tree of root, are
+// to run: all of them at a full sweep; otherwise each whose record is
+// missing, was made in another setting, or is affected by the change from
+// its tree to this one, or when that change touches a manifest or a lock.
+func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, tests []string) selection {
+	j.mu.Lock()
+	full := j.fullNext || !j.records(j.opts.Jail) || j.opts.FullSweepEvery > 0 && j.sinceFull+1 >= j.opts.FullSweepEvery
+	if full {
+		j.fullNext, j.sinceFull = false, 0
+	} else {
+		j.sinceFull++
+	}
+	seen := make([]*seenRun, len(tests))
+	for i, t := range tests {
+		if s, ok := j.seen[t]; ok {
+			seen[i] = &s
+		}
+	}
+	j.mu.Unlock()
+	sel := selection{full: full}
+	if full {
+		for i := range tests {
+			sel.run = append(sel.run, i)
+		}
+		return sel
+	}
+	root = j.root(root)
+	setting := j.setting(root)
+	changes := map[gitrepo.Tree][]inputs.Change{} // from each record's tree
+	bad := map[gitrepo.Tree]bool{}                // a change there that no record covers
+	for i, s := range seen {
+		if s == nil || s.setting != setting {
+			sel.run = append(sel.run, i)
+			continue
+		}
+		ch, ok := changes[s.tree]
+		if !ok && !bad[s.tree] {
+			cs, err := root.Repo.ExportedChanges(ctx, s.tree, tree)
+			bad[s.tree] = err != nil
+			for _, c := range cs {
+				bad[s.tree] = bad[s.tree] || toolchain.IsManifest(c.Path)
+				ch = append(ch, inputs.Change{Path: c.Path, Entry: c.Entry()})
+			}
+			changes[s.tree] = ch
+		}
+		if bad[s.tree] || s.seen.Affects(ch) {
+			sel.run = append(sel.run, i)
+			continue
+		}
+		sel.skipped++
+	}
+	return sel
+}
+
+// FullSweep makes the next regression sweep a full one, whatever the
+// records say: before a session ends, so that the branch's tip is
+// verified by every frozen test.
+func (j *Judge) FullSweep() {
+	j.mu.Lock()
+	j.fullNext = true
+	j.mu.Unlock()
+}
+
+// setting is the digest of what a test run of root is given from outside
+// its tree, as far as a change of it can change the run's outcome: its
+// environment, its bounds and timeout, the person's untracked files, the
+// list's setup and the frozen record, the dependency directories lent to
+// it (every entry's name, type, size and times) and the toolchains'
+// programs on its PATH. Two runs with the same setting differ only by
+// their trees.
+func (j *Judge) setting(root Root) string {
+	root = j.root(root)
+	h := sha256.New()
+	put := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+	}
+	jail := j.opts.Jail
+	put("env")
+	put(slices.Sorted(slices.Values(jail.Env))...)
+	j.mu.Lock()
+	setup := ""
+	if j.list != nil {
+		setup = j.list.Setup
+	}
+	put("limits", jail.Limits.String(), j.opts.TestTimeout.String(), "setup", setup, "frozen", j.frozen.At.String())
+	j.mu.Unlock()
+	copies, _ := json.Marshal(j.opts.Copies)
+	put("copies", string(copies))
+	for _, d := range toolchain.DependencyDirs {
+		for _, from := range []string{root.Dir, j.opts.Project.Dir} {
+			dir := filepath.Join(from, d)
+			if fi, err := os.Stat(dir); from != "" && err == nil && fi.IsDir() {
+				put("deps", dir)
+				fingerprint(h, dir)
+				break
+			}
+		}
+	}
+	pathVar := ""
+	for _, e := range jail.Env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	for _, t := range toolchain.All {
+		for _, prog := range t.Programs {
+			at, ok := paths.LookPath(prog, pathVar)
+			if !ok {
+				continue
+			}
+			if real, err := filepath.EvalSymlinks(at); err == nil {
+				at = real
+			}
+			put("program", prog, at)
+			if fi, err := os.Stat(at); err == nil {
+				put(stamp(fi))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fingerprint writes to h every entry below dir: its path, type, size and
+// times (stamp), in the walk's order (lexical). A file changed in place,
+// added, removed or replaced changes it; reading the files' contents
+// would cost a test run far more (a node_modules is tens of thousands of
+// files), and a change that keeps a file's size and its times (which only
+// the clock's owner can set back) is no change a build or an install
+// makes.
+func fingerprint(h hash.Hash, dir string) {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(h, "%s\x00unreadable %v\x00", p, err)
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			fmt.Fprintf(h, "%s\x00gone\x00", p)
+			return nil
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", p, stamp(fi))
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(h, "walk %v\x00", err)
+	}
+}
+
+// stamp is a file's type, size and modification and change times in a
+// line (the change time where the system gives it: statChange).
+func stamp(fi fs.FileInfo) string {
+	return fi.Mode().String() + " " + strconv.FormatInt(fi.Size(), 10) + " " +
+		strconv.FormatInt(fi.ModTime().UnixNano(), 10) + " " + statChange(fi)
+}

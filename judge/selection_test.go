@@ -1,0 +1,330 @@
+package judge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
+)
+
+// selectionFixture is a project whose feature F-000 is tested, by test,
+// on the files of base; its first run by the daemon, which passes, leaves
+// the record a sweep selects by.
+func selectionFixture(t *testing.T, f *fixture, base map[string]string, test string) (*progress.List, gitrepo.Tree) {
+	t.Helper()
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are recorded in its jail, bubblewrap's, on Linux")
+	}
+	f.write(base)
+	tree := f.snapshot()
+	if r := f.j.RunTest(t.Context(), tree, test); !r.Passed() {
+		t.Fatalf("F-000's test on its own tree: %s\n%s", r.Summary(), r.Output)
+	}
+	f.j.mu.Lock()
+	_, recorded := f.j.seen[test]
+	f.j.mu.Unlock()
+	if !recorded {
+		t.Fatal("a passing run left no record of its inputs (is FUSE missing? install fuse3)")
+	}
+	return list(progress.Feature{ID: "F-000", Test: test, Tested: true, Status: progress.Completed},
+		progress.Feature{ID: "F-001", Test: "true"}), tree
+}
+
+// swept is the sweep of l on the project's tree as it is now, for F-001's
+// claim.
+func swept(t *testing.T, f *fixture, l *progress.List) ([]Regression, Swept) {
+	t.Helper()
+	return f.j.sweep(t.Context(), Root{}, l, "F-001", f.snapshot())
+}
+
+// Every route by which a claim can change what an earlier feature's test
+// read, each breaking that test: the sweep runs it and finds it broken,
+// before the branch moves. Each route's twin that touches nothing the
+// test read (a near-miss name, a file beside it) is skipped.
+func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
+	tests := []struct {
+		name   string
+		base   map[string]string
+		test   string
+		breaks func(f *fixture) // changes what the test read: it now fails
+		misses func(f *fixture) // changes something else only
+	}{
+		{
+			name: "a data file it reads",
+			base: map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
+			test: "grep -qx ok data/v.txt",
+			breaks: func(f *fixture) { f.write(map[string]string{"data/v.txt": "no\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"data/w.txt": "changed\n", "data/v.txt.bak": "no\n", "data/v": "no\n"}) },
+		},
+		{
+			name: "a file deleted that it read",
+			base: map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
+			test: "grep -qx ok data/v.txt",
+			breaks: func(f *fixture) { f.remove("data/v.txt") },
+			misses: func(f *fixture) { f.remove("data/w.txt") },
+		},
+		{
+			name: "a directory it lists",
+			base: map[string]string{"conf/a.conf": "a\n", "other/a.conf": "a\n"},
+			test: `test "$(ls conf)" = a.conf`,
+			breaks: func(f *fixture) { f.write(map[string]string{"conf/b.conf": "b\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"other/b.conf": "b\n", "conf.d/b.conf": "b\n"}) },
+		},
+		{
+			name: "a file made where it looked and found none",
+			base: map[string]string{"src/a/x.go": "package a\n"},
+			test: "! test -e src/a/breaks",
+			breaks: func(f *fixture) { f.write(map[string]string{"src/a/breaks": "x\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"src/a/breaks2": "x\n", "src/b/breaks": "x\n"}) },
+		},
+		{
+			name: "a file made below a directory it found absent",
+			base: map[string]string{"src/a/x.go": "package a\n"},
+			test: "! test -e plugins/extra/on",
+			breaks: func(f *fixture) { f.write(map[string]string{"plugins/extra/on": "x\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"plugin/extra/on": "x\n"}) },
+		},
+		{
+			name: "a symlink swapped",
+			base: map[string]string{"v1/val": "ok\n", "v2/val": "no\n", "cur": "link:v1", "old": "link:v2"},
+			test: "grep -qx ok cur/val",
+			breaks: func(f *fixture) { f.write(map[string]string{"cur": "link:v2"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"old": "link:v1"}) },
+		},
+		{
+			name: "a script it runs",
+			base: map[string]string{"tests/e.sh": "exit 0\n", "tests/f.sh": "exit 0\n"},
+			test: "sh tests/e.sh",
+			breaks: func(f *fixture) { f.write(map[string]string{"tests/e.sh": "exit 1\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"tests/f.sh": "exit 1\n"}) },
+		},
+		{
+			name: "a file its script sources, found by a name it builds",
+			base: map[string]string{"tests/e.sh": `. "./lib/$(printf 'co%s' nf).sh"` + "\n", "lib/conf.sh": "exit 0\n", "lib/other.sh": "exit 0\n"},
+			test: "sh tests/e.sh",
+			breaks: func(f *fixture) { f.write(map[string]string{"lib/conf.sh": "exit 1\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"lib/other.sh": "exit 1\n"}) },
+		},
+		{
+			// The test's own code hides where it reads: through a link it
+			// makes in its /tmp, by a program it writes, in a process in
+			// the background. The kernel still asks the view.
+			name: "a file its own code reads by a route it hides",
+			base: map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
+			test: `ln -s "$PWD/data" /tmp/d && printf '#!/bin/sh\nexec grep -qx ok /tmp/d/v.txt\n' > /tmp/check && chmod +x /tmp/check && (/tmp/check &) ; sleep 0.2; /tmp/check`,
+			breaks: func(f *fixture) { f.write(map[string]string{"data/v.txt": "no\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"data/w.txt": "changed\n"}) },
+		},
+		{
+			name: "a file read by a program in python, by a directory's descriptor",
+			base: map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
+			test: `python3 -c 'import os,sys; d=os.open("data", os.O_RDONLY); sys.exit(0 if os.read(os.open("v.txt", os.O_RDONLY, dir_fd=d), 9) == b"ok\n" else 1)'`,
+			breaks: func(f *fixture) { f.write(map[string]string{"data/v.txt": "no\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"data/w.txt": "changed\n"}) },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, breaking := range []bool{true, false} {
+				f := newFixture(t, nil)
+				l, _ := selectionFixture(t, f, tc.base, tc.test)
+				if breaking {
+					tc.breaks(f)
+				} else {
+					tc.misses(f)
+				}
+				broken, s := swept(t, f, l)
+				switch {
+				case breaking && (s.Ran != 1 || len(broken) != 1 || broken[0].Feature != "F-000"):
+					t.Errorf("a change of what F-000's test read: the sweep ran %d, skipped %d, found %q broken; want F-000 run and broken", s.Ran, s.Skipped, features(broken))
+				case !breaking && (s.Ran != 0 || s.Skipped != 1):
+					t.Errorf("a change of nothing F-000's test read: the sweep ran %d, skipped %d; want it skipped", s.Ran, s.Skipped)
+				}
+			}
+		})
+	}
+}
+
+// A file of a package that a Go test imports is read by the compiler in
+// the test's run: a claim that changes it runs the test, and one that
+// changes a package it does not import does not.
+func TestASweepRunsAGoTestWhoseImportChanged(t *testing.T) {
+	f := goFixture(t)
+	base := map[string]string{
+		"go.mod":      "module m\n\ngo 1.22\n",
+		"a/a.go":      "package a\n\nimport \"m/b\"\n\nfunc Answer() int { return b.Half() * 2 }\n",
+		"a/a_test.go": "package a\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 42 {\n\t\tt.Fatal(Answer())\n\t}\n}\n",
+		"b/b.go":      "package b\n\nfunc Half() int { return 21 }\n",
+		"c/c.go":      "package c\n\nfunc Other() int { return 1 }\n",
+	}
+	l, _ := selectionFixture(t, f, base, "go test ./a/")
+	f.write(map[string]string{"c/c.go": "package c\n\nfunc Other() int { return 2 }\n"})
+	if broken, s := swept(t, f, l); s.Ran != 0 || s.Skipped != 1 || len(broken) != 0 {
+		t.Errorf("a change of a package it does not import: ran %d, skipped %d, broken %q; want it skipped", s.Ran, s.Skipped, features(broken))
+	}
+	f.write(map[string]string{"b/b.go": "package b\n\nfunc Half() int { return 20 }\n"})
+	if broken, s := swept(t, f, l); s.Ran != 1 || len(broken) != 1 {
+		t.Errorf("a change of the package it imports: ran %d, skipped %d, broken %q; want it run and broken", s.Ran, s.Skipped, features(broken))
+	}
+}
+
+// What a test is given from outside its tree: a change of it runs the
+// test, whatever the tree's change.
+func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
+	base := map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n", "go.mod": "module m\n\ngo 1.22\n", ".gitignore": "/node_modules/\n"}
+	tests := []struct {
+		name   string
+		test   string
+		change func(f *fixture)
+		broken bool // the change breaks the test
+	}{
+		{
+			name: "an environment variable it is given",
+			test: `test "$MODE" = ok && grep -qx ok data/v.txt`,
+			change: func(f *fixture) {
+				f.j.opts.Jail.Env = append(slices.Clone(testEnv), "MODE=no")
+			},
+			broken: true,
+		},
+		{
+			name: "a dependency directory lent to it, changed in place",
+			test: "grep -qx ok node_modules/x/v",
+			change: func(f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/v"), []byte("no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			broken: true,
+		},
+		{
+			name: "a dependency directory lent to it, a file added",
+			test: "test ! -e node_modules/x/evil",
+			change: func(f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/evil"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			broken: true,
+		},
+		{
+			// A manifest decides what the dependencies are: its change
+			// runs every test, though this one never read it.
+			name:   "a manifest",
+			test:   "grep -qx ok data/v.txt",
+			change: func(f *fixture) { f.write(map[string]string{"go.mod": "module m\n\ngo 1.23\n"}) },
+		},
+		{
+			name:   "the frozen record",
+			test:   "grep -qx ok data/v.txt",
+			change: func(f *fixture) { f.j.frozen.At = f.j.frozen.At.Add(1) },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, func(o *Options) { o.Jail.Env = append(slices.Clone(testEnv), "MODE=ok") })
+			if err := os.MkdirAll(filepath.Join(f.dir, "node_modules/x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/v"), []byte("ok\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, _ := selectionFixture(t, f, base, tc.test)
+			// Unchanged, it is skipped, though the tree moved.
+			f.write(map[string]string{"other.txt": "moved\n"})
+			if _, s := swept(t, f, l); s.Ran != 0 || s.Skipped != 1 {
+				t.Fatalf("nothing it was given changed: ran %d, skipped %d; want it skipped", s.Ran, s.Skipped)
+			}
+			tc.change(f)
+			broken, s := swept(t, f, l)
+			if s.Ran != 1 || (len(broken) == 1) != tc.broken {
+				t.Errorf("ran %d, skipped %d, broken %q; want it run, broken: %v", s.Ran, s.Skipped, features(broken), tc.broken)
+			}
+		})
+	}
+}
+
+// A test whose last run failed, was cut short or was never made has no
+// record: the sweep runs it. A full sweep comes every FullSweepEvery
+// sweeps and when asked, and runs every test.
+func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
+	base := map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n"}
+	t.Run("a run that failed", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, nil)
+		l, _ := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
+		f.write(map[string]string{"data/v.txt": "no\n"})
+		if r := f.j.RunTest(t.Context(), f.snapshot(), "grep -qx ok data/v.txt"); r.Passed() {
+			t.Fatal("the broken tree passed")
+		}
+		// Back on a tree the record of the passing run would skip it on.
+		f.write(map[string]string{"data/v.txt": "ok\n", "other.txt": "moved\n"})
+		if _, s := swept(t, f, l); s.Ran != 1 {
+			t.Errorf("after a failed run: ran %d, skipped %d; want it run", s.Ran, s.Skipped)
+		}
+	})
+	t.Run("a run cut short", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, nil)
+		l, tree := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if r := f.j.RunTest(ctx, tree, "grep -qx ok data/v.txt"); !r.Interrupted {
+			t.Fatalf("a cancelled run: %+v", r)
+		}
+		if _, s := swept(t, f, l); s.Ran != 1 {
+			t.Errorf("after a run cut short: ran %d, skipped %d; want it run", s.Ran, s.Skipped)
+		}
+	})
+	t.Run("never run", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, nil)
+		l, _ := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
+		l.Features = append(l.Features, progress.Feature{ID: "F-002", Test: "grep -qx o other.txt", Tested: true})
+		if _, s := swept(t, f, l); s.Ran != 1 || s.Skipped != 1 {
+			t.Errorf("one test recorded, one never run: ran %d, skipped %d; want 1 and 1", s.Ran, s.Skipped)
+		}
+	})
+	t.Run("every FullSweepEvery sweeps, and when asked", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, func(o *Options) { o.FullSweepEvery = 3 })
+		l, _ := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
+		var full []bool
+		for i := range 7 {
+			if i == 4 {
+				f.j.FullSweep()
+			}
+			_, s := swept(t, f, l)
+			full = append(full, s.Full)
+			if s.Full != (s.Ran == 1) {
+				t.Errorf("sweep %d: full %v, ran %d", i+1, s.Full, s.Ran)
+			}
+		}
+		// The third, then one asked for (the fifth), and three after it.
+		if want := []bool{false, false, true, false, true, false, false}; !slices.Equal(full, want) {
+			t.Errorf("full sweeps %v, want %v", full, want)
+		}
+	})
+	t.Run("every sweep, at 1", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, func(o *Options) { o.FullSweepEvery = 1 })
+		f.write(base)
+		tree := f.snapshot()
+		f.j.RunTest(t.Context(), tree, "grep -qx ok data/v.txt")
+		l := list(progress.Feature{ID: "F-000", Test: "grep -qx ok data/v.txt", Tested: true})
+		for range 2 {
+			if _, s := swept(t, f, l); !s.Full || s.Ran != 1 {
+				t.Errorf("at 1: %+v, want every sweep full", s)
+			}
+		}
+		if len(f.j.seen) != 0 {
+			t.Errorf("at 1 the runs were recorded: %v", f.j.seen)
+		}
+	})
+}
