@@ -214,26 +214,26 @@ func TestAffects(t *testing.T) {
 		want    bool
 	}{
 		{nil, false},
-		{entries("data/in.txt"), true},                 // a file it read, removed
-		{contents("data/in.txt"), true},                // a file it read, changed
-		{entries("data/in.txt.bak"), false},            // a near miss, in a directory it did not list
-		{entries("data/in.tx"), false},                 // a prefix
-		{entries("dat/in.txt"), false},                 // a sibling of a name it found
-		{contents("go.mod"), true},                     // the manifest, read
-		{entries("pkg/b.go"), true},                    // an entry added to a directory it listed
-		{contents("pkg/b.go"), false},                  // a file of it changed, one it never opened
-		{contents("pkg/a.go"), true},                   // one it opened
-		{entries("pkg/sub/c.go"), false},               // below a listed directory, not in it
-		{entries("fixtures/new.json"), true},           // the same, another directory
-		{entries("config.local"), true},                // made where it looked and found nothing
-		{entries("plugins/x/y.so"), true},              // made under a directory it missed
-		{contents("plugins/x/y.so"), true},             // however the change is said
-		{entries("pluginsx/y.so"), false},              // a near miss of that name
-		{contents("stat/me"), true},                    // a file it only stat'ed
-		{contents("current"), true},                    // a link it read, swapped
-		{entries("README.md"), false},                  // elsewhere, in the root it did not list
-		{entries("README.md", "data/in.txt"), true},    // one of several
-		{contents("./data//in.txt"), true},             // a path not in its clean form
+		{entries("data/in.txt"), true},              // a file it read, removed
+		{contents("data/in.txt"), true},             // a file it read, changed
+		{entries("data/in.txt.bak"), false},         // a near miss, in a directory it did not list
+		{entries("data/in.tx"), false},              // a prefix
+		{entries("dat/in.txt"), false},              // a sibling of a name it found
+		{contents("go.mod"), true},                  // the manifest, read
+		{entries("pkg/b.go"), true},                 // an entry added to a directory it listed
+		{contents("pkg/b.go"), false},               // a file of it changed, one it never opened
+		{contents("pkg/a.go"), true},                // one it opened
+		{entries("pkg/sub/c.go"), false},            // below a listed directory, not in it
+		{entries("fixtures/new.json"), true},        // the same, another directory
+		{entries("config.local"), true},             // made where it looked and found nothing
+		{entries("plugins/x/y.so"), true},           // made under a directory it missed
+		{contents("plugins/x/y.so"), true},          // however the change is said
+		{entries("pluginsx/y.so"), false},           // a near miss of that name
+		{contents("stat/me"), true},                 // a file it only stat'ed
+		{contents("current"), true},                 // a link it read, swapped
+		{entries("README.md"), false},               // elsewhere, in the root it did not list
+		{entries("README.md", "data/in.txt"), true}, // one of several
+		{contents("./data//in.txt"), true},          // a path not in its clean form
 		{contents("data/in.txt/"), true},
 	} {
 		if got := r.Affects(tt.changed); got != tt.want {
