@@ -12,6 +12,9 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
+// selecting has the sweeps select, a full one every 20.
+func selecting(o *Options) { o.FullSweepEvery = 20 }
+
 // selectionFixture is a project whose feature F-000 is tested, by test,
 // on the files of base; its first run by the daemon, which passes, leaves
 // the record a sweep selects by.
@@ -134,7 +137,7 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, breaking := range []bool{true, false} {
-				f := newFixture(t, nil)
+				f := newFixture(t, selecting)
 				l, _ := selectionFixture(t, f, tc.base, tc.test)
 				if breaking {
 					tc.breaks(f)
@@ -158,6 +161,7 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 // changes a package it does not import does not.
 func TestASweepRunsAGoTestWhoseImportChanged(t *testing.T) {
 	f := goFixture(t)
+	f.j.opts.FullSweepEvery = 20
 	base := map[string]string{
 		"go.mod":      "module m\n\ngo 1.22\n",
 		"a/a.go":      "package a\n\nimport \"m/b\"\n\nfunc Answer() int { return b.Half() * 2 }\n",
@@ -230,7 +234,10 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, func(o *Options) { o.Jail.Env = append(slices.Clone(testEnv), "MODE=ok") })
+			f := newFixture(t, func(o *Options) {
+				selecting(o)
+				o.Jail.Env = append(slices.Clone(testEnv), "MODE=ok")
+			})
 			if err := os.MkdirAll(filepath.Join(f.dir, "node_modules/x"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +266,7 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 	base := map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n"}
 	t.Run("a run that failed", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, nil)
+		f := newFixture(t, selecting)
 		l, _ := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
 		f.write(map[string]string{"data/v.txt": "no\n"})
 		if r := f.j.RunTest(t.Context(), f.snapshot(), "grep -qx ok data/v.txt"); r.Passed() {
@@ -273,7 +280,7 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 	})
 	t.Run("a run cut short", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, nil)
+		f := newFixture(t, selecting)
 		l, tree := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
@@ -286,7 +293,7 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 	})
 	t.Run("never run", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, nil)
+		f := newFixture(t, selecting)
 		l, _ := selectionFixture(t, f, base, "grep -qx ok data/v.txt")
 		l.Features = append(l.Features, progress.Feature{ID: "F-002", Test: "grep -qx o other.txt", Tested: true})
 		if _, s := swept(t, f, l); s.Ran != 1 || s.Skipped != 1 {
@@ -313,9 +320,9 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 			t.Errorf("full sweeps %v, want %v", full, want)
 		}
 	})
-	t.Run("every sweep, at 1", func(t *testing.T) {
+	t.Run("every sweep, at 1, the default", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, func(o *Options) { o.FullSweepEvery = 1 })
+		f := newFixture(t, nil)
 		f.write(base)
 		tree := f.snapshot()
 		f.j.RunTest(t.Context(), tree, "grep -qx ok data/v.txt")
