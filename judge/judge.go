@@ -171,6 +171,11 @@ type Judge struct {
 	sinceFull int
 	fullNext  bool
 	noView    bool
+	// landings are the claims that landed this session, in order, and
+	// verified the trees a sweep ran every frozen test on, all passing
+	// (backstop.go).
+	landings []landing
+	verified map[gitrepo.Tree]bool
 }
 
 // RunLink is a run's place in the context graph: its node (the trace of
@@ -238,7 +243,7 @@ func New(opts Options) *Judge {
 		opts.FullSweepEvery = config.DefaultFullSweepEvery
 	}
 	return &Judge{opts: opts, log: opts.Log, runs: map[string]*run{}, links: map[string]RunLink{}, tests: map[int]bool{},
-		warmed: map[gitrepo.Tree]bool{}, seen: map[string]seenRun{}}
+		warmed: map[gitrepo.Tree]bool{}, seen: map[string]seenRun{}, verified: map[gitrepo.Tree]bool{}}
 }
 
 // Modes returns the gates' modes.

@@ -113,6 +113,9 @@ type fixture struct {
 	repo *gitrepo.Repo
 	rec  *fakeRecords
 	j    *Judge
+	// tools is a directory on the test runs' PATH, where a test has put
+	// one ("" when none).
+	tools string
 }
 
 // testEnv is the environment of the daemon's test runs in these tests.

@@ -96,6 +96,9 @@ type selection struct {
 	run     []int
 	skipped int
 	full    bool
+	// lastPass is, for each test, the tree of its record when the sweep
+	// began ("" when none): where it last passed, for a bisection.
+	lastPass []gitrepo.Tree
 }
 
 // selectTests decides which of tests, due at a sweep on tree of root, are
@@ -117,7 +120,12 @@ func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, t
 		}
 	}
 	j.mu.Unlock()
-	sel := selection{full: full}
+	sel := selection{full: full, lastPass: make([]gitrepo.Tree, len(tests))}
+	for i, s := range seen {
+		if s != nil {
+			sel.lastPass[i] = s.tree
+		}
+	}
 	if full {
 		for i := range tests {
 			sel.run = append(sel.run, i)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
@@ -181,28 +182,49 @@ func TestASweepRunsAGoTestWhoseImportChanged(t *testing.T) {
 }
 
 // What a test is given from outside its tree: a change of it runs the
-// test, whatever the tree's change.
+// test, whatever the tree's change. The dependency directory is lent (the
+// person's ignore rules keep it out of the tree, as they do).
 func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
-	base := map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n", "go.mod": "module m\n\ngo 1.22\n", ".gitignore": "/node_modules/\n"}
+	base := map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n", "go.mod": "module m\n\ngo 1.22\n"}
+	depFile := func(f *fixture) string { return filepath.Join(f.dir, "node_modules/x/v") }
 	tests := []struct {
 		name   string
 		test   string
-		change func(f *fixture)
+		change func(t *testing.T, f *fixture)
 		broken bool // the change breaks the test
 	}{
 		{
 			name: "an environment variable it is given",
 			test: `test "$MODE" = ok && grep -qx ok data/v.txt`,
-			change: func(f *fixture) {
-				f.j.opts.Jail.Env = append(slices.Clone(testEnv), "MODE=no")
+			change: func(t *testing.T, f *fixture) {
+				f.j.opts.Jail.Env = slices.Concat(f.j.opts.Jail.Env[:len(f.j.opts.Jail.Env)-1], []string{"MODE=no"})
 			},
 			broken: true,
 		},
 		{
-			name: "a dependency directory lent to it, changed in place",
+			name: "a dependency directory lent to it, a file changed in place",
 			test: "grep -qx ok node_modules/x/v",
-			change: func(f *fixture) {
-				if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/v"), []byte("no\n"), 0o644); err != nil {
+			change: func(t *testing.T, f *fixture) {
+				if err := os.WriteFile(depFile(f), []byte("no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			broken: true,
+		},
+		{
+			// The same size, and its modification time set back as it
+			// was: its change time and inode say it changed.
+			name: "a dependency directory lent to it, a file changed with its time set back",
+			test: "grep -qx ok node_modules/x/v",
+			change: func(t *testing.T, f *fixture) {
+				fi, err := os.Stat(depFile(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(depFile(f), []byte("no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(depFile(f), fi.ModTime(), fi.ModTime()); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -211,7 +233,7 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 		{
 			name: "a dependency directory lent to it, a file added",
 			test: "test ! -e node_modules/x/evil",
-			change: func(f *fixture) {
+			change: func(t *testing.T, f *fixture) {
 				if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/evil"), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -223,34 +245,70 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 			// runs every test, though this one never read it.
 			name:   "a manifest",
 			test:   "grep -qx ok data/v.txt",
-			change: func(f *fixture) { f.write(map[string]string{"go.mod": "module m\n\ngo 1.23\n"}) },
+			change: func(t *testing.T, f *fixture) { f.write(map[string]string{"go.mod": "module m\n\ngo 1.23\n"}) },
 		},
 		{
 			name:   "the frozen record",
 			test:   "grep -qx ok data/v.txt",
-			change: func(f *fixture) { f.j.frozen.At = f.j.frozen.At.Add(1) },
+			change: func(t *testing.T, f *fixture) { f.j.frozen.At = f.j.frozen.At.Add(1) },
+		},
+		{
+			name:   "its timeout",
+			test:   "grep -qx ok data/v.txt",
+			change: func(t *testing.T, f *fixture) { f.j.opts.TestTimeout *= 2 },
+		},
+		{
+			name:   "its bounds",
+			test:   "grep -qx ok data/v.txt",
+			change: func(t *testing.T, f *fixture) { f.j.opts.Jail.Limits.FileSize = 1 << 30 },
+		},
+		{
+			name: "the list's setup",
+			test: "grep -qx ok data/v.txt",
+			change: func(t *testing.T, f *fixture) {
+				f.j.SetList(&progress.List{Version: 1, Setup: "npm ci"})
+			},
+		},
+		{
+			name: "a toolchain's program on its PATH",
+			test: "grep -qx ok data/v.txt",
+			change: func(t *testing.T, f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.tools, "python3"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			tools := t.TempDir() // a toolchain's program, on the test's PATH
+			if err := os.WriteFile(filepath.Join(tools, "python3"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			f := newFixture(t, func(o *Options) {
 				selecting(o)
-				o.Jail.Env = append(slices.Clone(testEnv), "MODE=ok")
+				o.Jail.Env = []string{"PATH=" + tools + ":/usr/bin:/bin", "LC_ALL=C", "MODE=ok"}
 			})
+			f.tools = tools
+			f.write(map[string]string{".gitignore": "/node_modules/\n"})
+			f.commitAll("ignore node_modules")
 			if err := os.MkdirAll(filepath.Join(f.dir, "node_modules/x"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(f.dir, "node_modules/x/v"), []byte("ok\n"), 0o644); err != nil {
+			if err := os.WriteFile(depFile(f), []byte("ok\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			l, _ := selectionFixture(t, f, base, tc.test)
+			if files, err := f.repo.Files(t.Context(), f.snapshot()); err != nil || slices.ContainsFunc(files, func(e gitrepo.Entry) bool { return strings.HasPrefix(e.Path, "node_modules") }) {
+				t.Fatalf("node_modules is in the tree (%v): it is to be lent", err)
+			}
 			// Unchanged, it is skipped, though the tree moved.
 			f.write(map[string]string{"other.txt": "moved\n"})
 			if _, s := swept(t, f, l); s.Ran != 0 || s.Skipped != 1 {
 				t.Fatalf("nothing it was given changed: ran %d, skipped %d; want it skipped", s.Ran, s.Skipped)
 			}
-			tc.change(f)
+			tc.change(t, f)
 			broken, s := swept(t, f, l)
 			if s.Ran != 1 || (len(broken) == 1) != tc.broken {
 				t.Errorf("ran %d, skipped %d, broken %q; want it run, broken: %v", s.Ran, s.Skipped, features(broken), tc.broken)
@@ -272,8 +330,14 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 		if r := f.j.RunTest(t.Context(), f.snapshot(), "grep -qx ok data/v.txt"); r.Passed() {
 			t.Fatal("the broken tree passed")
 		}
+		// Still broken, and nothing it reads changed since the failing
+		// run: no record of that run may skip it.
+		f.write(map[string]string{"other.txt": "moved\n"})
+		if broken, s := swept(t, f, l); s.Ran != 1 || len(broken) != 1 {
+			t.Errorf("after a failed run: ran %d, skipped %d, broken %q; want it run and broken", s.Ran, s.Skipped, features(broken))
+		}
 		// Back on a tree the record of the passing run would skip it on.
-		f.write(map[string]string{"data/v.txt": "ok\n", "other.txt": "moved\n"})
+		f.write(map[string]string{"data/v.txt": "ok\n", "other.txt": "moved again\n"})
 		if _, s := swept(t, f, l); s.Ran != 1 {
 			t.Errorf("after a failed run: ran %d, skipped %d; want it run", s.Ran, s.Skipped)
 		}

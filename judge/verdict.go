@@ -93,6 +93,14 @@ type Regression struct {
 	// candidate; Again its second run on the candidate, made when it
 	// passed alone. nil: not made.
 	Alone, Again *TestResult
+	// Miss is, for a test that fails on the branch without the claim's
+	// change too, the landing that broke it, as the bisection found it
+	// (backstop.go); nil when there was nothing to bisect (the test ran
+	// at the landing before) or no record to start from.
+	Miss *Miss
+	// lastPass is the tree the test last passed on, from its record, ""
+	// when none.
+	lastPass gitrepo.Tree
 }
 
 // Blame is whose a failing frozen test of a feature tested before is.
@@ -479,12 +487,15 @@ func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except s
 	results := j.RunTestsIn(ctx, root, tree, run)
 	var broken []Regression
 	var took time.Duration
+	complete := ctx.Err() == nil && sel.skipped == 0
 	for k, r := range results {
 		took += r.Took
+		complete = complete && r.Passed()
 		if !r.Passed() && !r.Interrupted {
-			broken = append(broken, Regression{Feature: due[sel.run[k]].ID, Test: r})
+			broken = append(broken, Regression{Feature: due[sel.run[k]].ID, Test: r, lastPass: sel.lastPass[sel.run[k]]})
 		}
 	}
+	j.noteSwept(tree, complete)
 	// Its test runs are logged one by one too (the last ones before this
 	// line); make bench tells them from the feature's own by it. tests_took
 	// is their sum, took the sweep's wall time: with limits.parallel above
@@ -533,9 +544,15 @@ func (j *Judge) blame(ctx context.Context, root Root, in RunEnd, candidate gitre
 		broken[again[k]].Again = &r
 	}
 	for _, b := range broken {
-		if b.Blame() == BlameClaim {
+		switch b.Blame() {
+		case BlameClaim:
 			claims = append(claims, b)
-		} else {
+		case BlameBranch:
+			// It fails on the branch: a landing since it last ran may
+			// have broken it, which selection let through.
+			b.Miss = j.bisect(ctx, root, b, in.Alone)
+			others = append(others, b)
+		default:
 			others = append(others, b)
 		}
 	}

@@ -117,6 +117,9 @@ func (o *Orchestrator) decide(l *lane, out *statemachine.Outcome) {
 		case statemachine.WaitForLanes:
 			return // a lane's end decides again
 		case statemachine.FinishAll:
+			if o.sweepTip(l) {
+				return // its end decides again
+			}
 			if state != statemachine.Done || o.session.Message != a.Reason {
 				o.transition(l, statemachine.Finish, "", a.Reason)
 				o.opts.Log.Info("session done", zap.String("why", a.Reason))

@@ -358,6 +358,8 @@ func (o *Orchestrator) onEvent(ev any) {
 		o.inJobLane(func(l *lane) { o.onTestChecked(l, ev) })
 	case runJudged:
 		o.inJobLane(func(l *lane) { o.onRunJudged(l, ev) })
+	case tipSwept:
+		o.inJobLane(func(l *lane) { o.onTipSwept(l, ev) })
 	}
 }
 
@@ -500,7 +502,7 @@ func (o *Orchestrator) shutdown() {
 			} else {
 				o.lanes.job = nil
 			}
-		case runJudged:
+		case runJudged, tipSwept:
 			o.lanes.job = nil // the same
 		}
 	}

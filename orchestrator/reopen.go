@@ -32,6 +32,10 @@ const (
 	codeReopened   = "tested_reopened"
 	codeFlaky      = "flaky_test"
 	codeNotCharged = "not_charged"
+	// codeSelectionMissed: a full sweep found a test failing that a
+	// selected sweep had skipped, and the bisection blamed the landing
+	// that broke it (judge.Miss).
+	codeSelectionMissed = "selection_missed"
 )
 
 // reopening is a feature tested before whose verdict a claim's sweep
@@ -64,11 +68,15 @@ func (o *Orchestrator) reopenings(l *lane, claimant string, run store.Run, broke
 		c := o.counters[b.Feature]
 		why, code, shown := reopenReason(claimant, b)
 		var logs []string
+		tag := claimant
+		if run.ID == "" {
+			tag = "last-sweep" // the session's last sweep: no claim
+		}
 		for _, e := range []struct {
 			what string
 			r    *judge.TestResult
-		}{{"sweep-of-" + claimant, &b.Test}, {"without-" + claimant, b.Alone}, {"sweep-of-" + claimant + "-again", b.Again}} {
-			if e.r == nil {
+		}{{"sweep-of-" + tag, &b.Test}, {"without-" + tag, b.Alone}, {"sweep-of-" + tag + "-again", b.Again}} {
+			if e.r == nil || run.ID == "" && e.what == "without-"+tag { // (the tip is the tree without a claim)
 				continue
 			}
 			if l, err := o.opts.Judge.WriteEvidence(b.Feature, c.Failures+1, e.what, *e.r); err == nil {
@@ -86,10 +94,13 @@ func (o *Orchestrator) reopenings(l *lane, claimant string, run store.Run, broke
 		// next verdict stops the session for a person, with the fix, as
 		// any test the machine keeps from running does.
 		machine := b.Test.Env != nil || (b.Alone != nil && b.Alone.Env != nil)
+		// A test a landing's change broke is that landing's feature's
+		// failure, not its own (withCulprits).
+		innocent := b.Miss != nil && b.Miss.Feature != "" && b.Miss.Feature != b.Feature
 		a := statemachine.Reopen(o.decisionInput(l, nil), b.Feature, why)
 		d := diagnose.Read(shown.Command, shown.ExitCode, shown.Output)
 		d.Message = fmt.Sprintf("%s's test passed its verdict but no longer passes on the branch: %s", b.Feature, firstNonEmpty(d.Message, shown.Summary()))
-		if !machine {
+		if !machine && !innocent {
 			c.Failures++
 		}
 		c.LastFailure = why
@@ -103,11 +114,13 @@ func (o *Orchestrator) reopenings(l *lane, claimant string, run store.Run, broke
 			Event: control.TraceEvent{WhatHappened: why + note,
 				WhatWasCorrect: "a tested feature's frozen test passes on the branch, whenever and however often it runs",
 				Why:            "tested must mean tested on the branch a person reads, not only at its verdict"}})
-		r.traces = append(r.traces, control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: codeNotCharged,
-			Context: control.TraceContext{Agent: string(role.Tester), Feature: claimant, Run: run.ID},
-			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
-				Why: "a claim is charged only with what its own change broke"}})
-		if a.Kind == statemachine.BlockFeature && !machine {
+		if run.ID != "" { // a claim's sweep, not the session's last
+			r.traces = append(r.traces, control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: codeNotCharged,
+				Context: control.TraceContext{Agent: string(role.Tester), Feature: claimant, Run: run.ID},
+				Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s was not charged with the failing frozen test of %s, tested before it: %s", claimant, b.Feature, why),
+					Why: "a claim is charged only with what its own change broke"}})
+		}
+		if a.Kind == statemachine.BlockFeature && !machine && !innocent {
 			r.block = a.Reason
 		}
 		out = append(out, r)
@@ -144,6 +157,14 @@ func (o *Orchestrator) reopenTested(claimant string, rs []reopening) {
 // reopenReason says why b's feature is reopened, the code of its trace,
 // and the test run its next coder is told about.
 func reopenReason(claimant string, b judge.Regression) (why, code string, shown judge.TestResult) {
+	if m := b.Miss; m != nil && m.Feature != "" {
+		missed := fmt.Sprintf("selection missed %s at landing %d: %s's change, landed there, broke its frozen test (%s), and that landing's sweep skipped it; %s's full sweep found it and bisected it to that landing (%s)",
+			m.Of, m.Landing, m.Feature, b.Test.Command, claimant, b.Test.Summary())
+		if b.Feature == m.Feature {
+			return fmt.Sprintf("%s reopened: %s; make %s's test pass again with %s's change", b.Feature, missed, m.Of, b.Feature), codeSelectionMissed, b.Test
+		}
+		return fmt.Sprintf("%s reopened, not charged: %s; %s is reopened to mend it", b.Feature, missed, m.Feature), codeSelectionMissed, b.Test
+	}
 	if b.Blame() == judge.BlameFlaky {
 		return fmt.Sprintf("%s reopened: its frozen test (%s) is flaky: on %s's candidate it failed, then passed, and it passes without %s's change; a test that passes and fails on the same tree proves nothing, so %s's verdict does not hold (%s)",
 			b.Feature, b.Test.Command, claimant, claimant, b.Feature, b.Test.Summary()), codeFlaky, b.Test

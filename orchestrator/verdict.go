@@ -228,7 +228,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 	}
 	// An earlier feature whose test fails without this claim's change too,
 	// or is flaky, is reopened: the claim is judged without it.
-	v.reopened = o.reopenings(l, id, run, jd.Reopen)
+	v.reopened = o.reopenings(l, id, run, withCulprits(jd.Reopen))
 	if len(jd.Regressions) > 0 {
 		// The next attempt starts in a fresh lane from the branch as it
 		// is, whether or not the branch moved meanwhile: one rule, not a
@@ -447,6 +447,9 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 	// record: with lanes the commit is where its code then is, and a
 	// crash before this point has the feature worked again, never tested
 	// with its code gone.
+	// The branch's tree is the candidate now: the judge's sweeps bisect
+	// over what landed, and the session's last sweep is of the last.
+	o.opts.Judge.Landed(id, a.jd.Candidate)
 	f := o.canonical.Feature(id)
 	f.Tested = true
 	if a.evidence != "" && !slices.Contains(f.Evidence, a.evidence) {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -121,9 +122,10 @@ type View struct {
 	// Dir is where the tree is served: the run works there.
 	Dir string
 
-	tree   string
-	server *fuse.Server
-	rec    *recorder
+	tree     string
+	server   *fuse.Server
+	rec      *recorder
+	detached bool // Close gave up and unmounted it lazily
 }
 
 // ErrNoFUSE says that the system cannot mount a view: FUSE is missing
@@ -174,13 +176,42 @@ func Mount(tree, dir string) (*View, error) {
 // Close unmounts the view and returns its record. A view that cannot be
 // unmounted (a process of the run still works in it) is an error, and
 // its record is not to be trusted: the run is not over.
+//
+// A run's jail (a mount namespace that holds a bind of the view) can
+// outlive its last process by a moment while the kernel tears it down,
+// and the view is busy until it has: Close tries for up to unmountWithin.
+// A view still busy then is detached (unmounted lazily, so that nothing
+// stays mounted) and its record refused.
+//
+// Once detached, the view is served until the last process in it is
+// gone; a later Close waits for that, and its record is refused still.
 func (v *View) Close() (Record, error) {
-	if err := v.server.Unmount(); err != nil {
-		return Record{}, fmt.Errorf("inputs: unmounting the view of %s at %s (is a process of the run still in it?): %w", v.tree, v.Dir, err)
+	if v.detached {
+		v.server.Wait()
+		return Record{}, fmt.Errorf("inputs: the view of %s at %s was detached busy: its record is not to be trusted", v.tree, v.Dir)
+	}
+	deadline := time.Now().Add(unmountWithin)
+	for {
+		err := v.server.Unmount()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			if out, derr := exec.Command("fusermount3", "-u", "-z", v.Dir).CombinedOutput(); derr == nil {
+				v.detached = true
+			} else {
+				err = fmt.Errorf("%w; detaching it: %v: %s", err, derr, out)
+			}
+			return Record{}, fmt.Errorf("inputs: unmounting the view of %s at %s (is a process of the run still in it?): %w", v.tree, v.Dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	v.server.Wait()
 	return v.rec.record(), nil
 }
+
+// unmountWithin is how long Close tries to unmount a busy view.
+var unmountWithin = 5 * time.Second
 
 // recorder holds the sets of a view, as its nodes report them.
 type recorder struct {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mount serves tree through a view for the test, skipping where the
@@ -154,8 +155,13 @@ func TestALinkOutOfTheTreeIsSaid(t *testing.T) {
 }
 
 // TestAViewThatAProcessOfTheRunHoldsDoesNotClose: a process left working
-// in the view (the run is not over) makes Close an error, not a record.
+// in the view (the run is not over) makes Close an error, not a record,
+// once it has tried for unmountWithin; the view is detached then, nothing
+// is left mounted, and a Close once the process is gone ends its server
+// (goleak) and still gives no record.
 func TestAViewThatAProcessOfTheRunHoldsDoesNotClose(t *testing.T) {
+	defer func(d time.Duration) { unmountWithin = d }(unmountWithin)
+	unmountWithin = 300 * time.Millisecond
 	root := tree(t, map[string]string{"f": "x"})
 	v, err := Mount(root, t.TempDir())
 	noFUSE(t, err)
@@ -176,10 +182,41 @@ func TestAViewThatAProcessOfTheRunHoldsDoesNotClose(t *testing.T) {
 	if _, err := v.Close(); err == nil || !strings.Contains(err.Error(), v.Dir) {
 		t.Errorf("Close with a process in the view: %v; want an error naming the view", err)
 	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), " "+v.Dir+" ") {
+		t.Errorf("%s is still mounted after Close gave up", v.Dir)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := v.Close(); err != nil {
-		t.Errorf("Close once the process is gone: %v", err)
+	if rec, err := v.Close(); err == nil || len(rec.Opened)+len(rec.Found) != 0 {
+		t.Errorf("Close once the process is gone: %+v, %v; want no record from a view detached busy", rec, err)
+	}
+}
+
+// TestAViewBusyForAMomentCloses: a process that leaves the view a moment
+// after the run is said to be over (a jail being torn down) does not cost
+// the record: Close tries again until it can unmount.
+func TestAViewBusyForAMomentCloses(t *testing.T) {
+	root := tree(t, map[string]string{"f": "x"})
+	v, err := Mount(root, t.TempDir())
+	noFUSE(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := in(v.Dir, "sh", "-c", "cat f >/dev/null; echo in; exec sleep 0.6")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := v.Close()
+	cmd.Wait()
+	if err != nil || !slices.Contains(rec.Opened, "f") {
+		t.Errorf("Close of a view busy for 0.6 s: %+v, %v; want the record, f opened", rec, err)
 	}
 }
 
@@ -228,6 +265,8 @@ func TestAffects(t *testing.T) {
 		{entries("config.local"), true},             // made where it looked and found nothing
 		{entries("plugins/x/y.so"), true},           // made under a directory it missed
 		{contents("plugins/x/y.so"), true},          // however the change is said
+		{entries("plugins/y.so"), true},             // right in it
+		{entries("config.local/x"), true},           // a directory made where it missed a file
 		{entries("pluginsx/y.so"), false},           // a near miss of that name
 		{contents("stat/me"), true},                 // a file it only stat'ed
 		{contents("current"), true},                 // a link it read, swapped

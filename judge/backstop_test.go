@@ -1,0 +1,150 @@
+package judge
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxgraphd/ctxgraphd/progress"
+)
+
+// blind takes from test's record every trace of path: what a record that
+// could not see an input would hold. Selection then misses a change of
+// it, which only a full sweep finds.
+func blind(t *testing.T, f *fixture, test, path string) {
+	t.Helper()
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	s, ok := f.j.seen[test]
+	if !ok {
+		t.Fatalf("%s has no record", test)
+	}
+	drop := func(ps []string) []string {
+		var out []string
+		for _, p := range ps {
+			if p != path {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	s.seen.Opened, s.seen.Found = drop(s.seen.Opened), drop(s.seen.Found)
+	f.j.seen[test] = s
+}
+
+// The backstop: six features land one after another, each its own file;
+// the fourth's change breaks the first's test by an input its record
+// does not hold (blind), so the selected sweeps skip it. The session's
+// last sweep finds it failing on the tip, and the bisection blames the
+// fourth landing, F-004, not the test's own feature nor the last one.
+// Where the test fails on the landing it last passed on too (the clock),
+// no landing is blamed.
+func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
+	for _, breaker := range []int{2, 4, 6} {
+		t.Run(fmt.Sprintf("broken by landing %d", breaker), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, selecting)
+			l := &progress.List{Version: 1}
+			for i := 1; i <= 6; i++ {
+				id := fmt.Sprintf("F-%03d", i)
+				files := map[string]string{fmt.Sprintf("src/f%d.txt", i): "ok\n"}
+				if i == 1 {
+					files["data/shared.txt"] = "ok\n"
+				}
+				if i == breaker {
+					files["data/shared.txt"] = "broken\n"
+				}
+				f.write(files)
+				tree := f.snapshot()
+				test := fmt.Sprintf("grep -qx ok src/f%d.txt", i)
+				if i == 1 {
+					test += " && grep -qx ok data/shared.txt"
+				}
+				if r := f.j.RunTest(t.Context(), tree, test); !r.Passed() {
+					t.Fatalf("%s's own test: %s", id, r.Summary())
+				}
+				if i == 1 {
+					blind(t, f, test, "data/shared.txt")
+				}
+				if _, s := f.j.sweep(t.Context(), Root{}, l, id, tree); s.Ran != 0 {
+					t.Fatalf("landing %d's sweep ran %d tests; want every earlier one skipped", i, s.Ran)
+				}
+				l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
+				f.j.Landed(id, tree)
+			}
+			if !f.j.TipUnverified() {
+				t.Fatal("the tip is verified though every sweep skipped tests")
+			}
+			s := f.j.SweepTip(t.Context(), l)
+			if s.Ran != 6 || len(s.Broken) != 1 || s.Broken[0].Feature != "F-001" {
+				t.Fatalf("the last sweep: ran %d, broken %q; want all 6 run and F-001 broken", s.Ran, features(s.Broken))
+			}
+			m := s.Broken[0].Miss
+			if want := fmt.Sprintf("F-%03d", breaker); m == nil || m.Of != "F-001" || m.Feature != want || m.Landing != breaker {
+				t.Fatalf("the bisection: %+v; want F-001's test broken by %s at landing %d", m, want, breaker)
+			}
+			if !f.j.TipUnverified() {
+				t.Error("a last sweep that failed verified the tip")
+			}
+		})
+	}
+	t.Run("fails where it last passed", func(t *testing.T) {
+		t.Parallel()
+		// A directory outside the tree the test reads, bound into its
+		// jail: what the record cannot see, as the clock.
+		clock := t.TempDir()
+		f := newFixture(t, func(o *Options) {
+			selecting(o)
+			o.Jail.ReadOnly = []string{clock}
+		})
+		l := &progress.List{Version: 1}
+		for i := 1; i <= 3; i++ {
+			id := fmt.Sprintf("F-%03d", i)
+			f.write(map[string]string{fmt.Sprintf("src/f%d.txt", i): "ok\n"})
+			tree := f.snapshot()
+			test := fmt.Sprintf("grep -qx ok src/f%d.txt", i)
+			if i == 1 {
+				test += " && ! test -e " + filepath.Join(clock, "late")
+			}
+			if r := f.j.RunTest(t.Context(), tree, test); !r.Passed() {
+				t.Fatalf("%s's own test: %s", id, r.Summary())
+			}
+			f.j.sweep(t.Context(), Root{}, l, id, tree)
+			l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
+			f.j.Landed(id, tree)
+		}
+		if err := os.WriteFile(filepath.Join(clock, "late"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := f.j.SweepTip(t.Context(), l)
+		if len(s.Broken) != 1 || s.Broken[0].Miss == nil || s.Broken[0].Miss.Feature != "" || s.Broken[0].Miss.Landing != 1 {
+			t.Fatalf("broken %q, miss %+v; want F-001 failing where it last passed, no landing blamed", features(s.Broken), missOf(s.Broken))
+		}
+	})
+	t.Run("a tip swept in full and passed", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, selecting)
+		f.write(map[string]string{"src/f1.txt": "ok\n"})
+		tree := f.snapshot()
+		l := list(progress.Feature{ID: "F-001", Test: "grep -qx ok src/f1.txt", Tested: true})
+		f.j.RunTest(t.Context(), tree, "grep -qx ok src/f1.txt")
+		f.j.Landed("F-001", tree)
+		if !f.j.TipUnverified() {
+			t.Fatal("a tip no sweep ran on is verified")
+		}
+		if s := f.j.SweepTip(t.Context(), l); s.Ran != 1 || len(s.Broken) != 0 {
+			t.Fatalf("last sweep %+v", s)
+		}
+		if f.j.TipUnverified() {
+			t.Error("a tip swept in full, every test passed, is still unverified")
+		}
+	})
+}
+
+func missOf(rs []Regression) *Miss {
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs[0].Miss
+}
