@@ -27,9 +27,9 @@ func sweepsLogged(t *testing.T, log string) (ran, skipped, full int) {
 	t.Helper()
 	for _, line := range strings.Split(log, "\n") {
 		var l struct {
-			Msg           string
+			Msg            string
 			Tests, Skipped int
-			Full          bool
+			Full           bool
 		}
 		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "the regression sweep ended" {
 			continue
