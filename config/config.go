@@ -181,14 +181,11 @@ type Agent struct {
 	StuckAfter int `yaml:"stuck_after"`
 }
 
-// DefaultFullSweepEvery is limits.full_sweep_every's default: every
-// sweep is full. Selection (20 is a good value: at 40 features, a full
-// sweep at the 20th and the 40th landing is about 1.5 test runs per
-// feature) is the person's choice until a full sweep of the branch's tip
-// ends every session and a miss is bisected to the landing that caused
-// it: until then a test that fails by itself (a time bomb, the clock) is
-// found only by the next full sweep.
-const DefaultFullSweepEvery = 1
+// DefaultFullSweepEvery is limits.full_sweep_every's default: at 40
+// features, a full sweep at the 20th and the 40th landing is about 1.5
+// test runs per feature, and a test that selection missed is found, and
+// bisected to its landing, within 20 landings or before the session ends.
+const DefaultFullSweepEvery = 20
 
 // Limits are the loop's counters.
 type Limits struct {

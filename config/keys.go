@@ -134,7 +134,7 @@ func buildRegistry() []*key {
 		{name: "limits.parallel", kind: kindInt, intOK: validParallel, what: fmt.Sprintf("a whole number from 1 to %d", MaxParallel),
 			help: "features worked at once, each in a lane of its own (a git clone that shares the repository's objects) when above 1; and frozen tests a verdict's regression sweep runs at once", access: field(func(c *Config) *int { return &c.Limits.Parallel })},
 		{name: "limits.full_sweep_every", kind: kindInt,
-			help: "regression sweeps between full ones; above 1, a sweep between them runs only the frozen tests the claim's change can affect (what each test read, as recorded; 20 is a good value); 1: every sweep runs every test", positive: true, access: field(func(c *Config) *int { return &c.Limits.FullSweepEvery })},
+			help: "regression sweeps between full ones; between them a sweep runs only the frozen tests the claim's change can affect (what each test read, as recorded), and the branch's tip is swept in full before a session ends; 1: every sweep runs every test", positive: true, access: field(func(c *Config) *int { return &c.Limits.FullSweepEvery })},
 		{name: "limits.debounce", kind: kindDuration,
 			help: "quiet time after a change of feature-list.json before the daemon reacts", access: field(func(c *Config) *time.Duration { return &c.Limits.Debounce })},
 		{name: "limits.backoff", kind: kindDuration, positive: true,

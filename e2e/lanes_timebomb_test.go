@@ -34,7 +34,10 @@ func TestLanesATimeBombIsNotChargedToTheNextFeature(t *testing.T) {
 	honest := feature("F-002", scriptedmodel.Pass)
 	honest.After = "F-001"
 	p := newProject(t, scenario("lanes-time-bomb", bomb, honest))
-	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2")
+	// Every sweep full: the claim's own sweep is to find the bomb (with
+	// selection, the session's last sweep does:
+	// TestATimeBombSelectionSkipsIsFoundByTheLastSweep).
+	p.env = append(p.env, "CTXGRAPHD_LIMITS_PARALLEL=2", "CTXGRAPHD_LIMITS_FULL_SWEEP_EVERY=1")
 	log := p.runToEnd()
 
 	if got, want := states(p.featureList()), "F-001=tested F-002=tested"; got != want {

@@ -17,8 +17,8 @@ import (
 )
 
 // selecting is what a night with selection adds to the environment: a
-// full sweep only every 20 sweeps, so that every sweep of these nights
-// is a selected one.
+// full sweep only every 20 sweeps (the default, said all the same), so
+// that every sweep of these nights is a selected one.
 var selecting = "CTXGRAPHD_LIMITS_FULL_SWEEP_EVERY=20"
 
 // sweepsLogged are the "regression sweep ended" lines of a daemon's JSON

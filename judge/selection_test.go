@@ -13,7 +13,8 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
-// selecting has the sweeps select, a full one every 20.
+// selecting has the sweeps select, a full one every 20 (the default, said
+// all the same).
 func selecting(o *Options) { o.FullSweepEvery = 20 }
 
 // selectionFixture is a project whose feature F-000 is tested, by test,
@@ -384,9 +385,9 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 			t.Errorf("full sweeps %v, want %v", full, want)
 		}
 	})
-	t.Run("every sweep, at 1, the default", func(t *testing.T) {
+	t.Run("every sweep, at 1", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, nil)
+		f := newFixture(t, func(o *Options) { o.FullSweepEvery = 1 })
 		f.write(base)
 		tree := f.snapshot()
 		f.j.RunTest(t.Context(), tree, "grep -qx ok data/v.txt")
