@@ -93,3 +93,93 @@ func BenchmarkRegressionSweep(b *testing.B) {
 	b.ReportMetric(took[1].Seconds()/float64(n), "parallel4-s/op")
 	b.ReportMetric(float64(took[1])/float64(took[0]), "parallel4/parallel1")
 }
+
+// BenchmarkSweepsAtScale is a night's verification as N features land one
+// after another, each its own file and its own test (a tenth of a second
+// of its own, beside its checkout and jail): at each landing the claim's
+// own test on the candidate, then the regression sweep of every feature
+// tested before, then, when the tip was not swept in full, the session's
+// last sweep. "selected" is the default (limits.full_sweep_every 20),
+// "full" every sweep full, as before selection, in the same run (at N =
+// 100 only selected: the full night is N²/2 = 5 000 test runs).
+// runs/feature is the daemon's test runs per feature (goal at N = 40: at
+// most 3); sweep-share the sweeps' part of the daemon's test time.
+func BenchmarkSweepsAtScale(b *testing.B) {
+	if !sandbox.Confines {
+		b.Skip("the daemon's test runs are recorded in its jail, bubblewrap's, on Linux")
+	}
+	for _, n := range []int{12, 40, 100} {
+		for _, every := range []int{20, 1} {
+			if every == 1 && n > 40 {
+				continue
+			}
+			name := map[int]string{20: "selected", 1: "full"}[every]
+			b.Run(fmt.Sprintf("features=%d/%s", n, name), func(b *testing.B) {
+				var runs, sweepRuns int
+				var tests, sweeps time.Duration
+				for b.Loop() {
+					r := landAll(b, n, every)
+					runs += r.runs
+					sweepRuns += r.sweepRuns
+					tests += r.tests
+					sweeps += r.sweeps
+				}
+				loops := float64(b.N)
+				b.ReportMetric(float64(runs)/loops/float64(n), "runs/feature")
+				b.ReportMetric(float64(sweepRuns)/loops/float64(n), "sweep-runs/feature")
+				b.ReportMetric(sweeps.Seconds()/(tests+sweeps).Seconds(), "sweep-share")
+			})
+		}
+	}
+}
+
+// landed is what landAll's night cost: the daemon's test runs, the
+// sweeps' among them, and the time of the claims' own runs and of the
+// sweeps.
+type landed struct {
+	runs, sweepRuns int
+	tests, sweeps   time.Duration
+}
+
+// landAll lands n features one after another on a fresh project with
+// limits.full_sweep_every at every, as the loop does (its own test, the
+// sweep, Landed; the session's last sweep at the end), and says what it
+// cost.
+func landAll(b *testing.B, n, every int) landed {
+	b.Helper()
+	f := newFixture(b, func(o *Options) { o.FullSweepEvery = every })
+	var r landed
+	l := &progress.List{Version: 1}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("F-%03d", i)
+		f.write(map[string]string{fmt.Sprintf("src/f%03d.txt", i): "ok\n"})
+		tree := f.snapshot()
+		test := fmt.Sprintf("sleep 0.1; grep -qx ok src/f%03d.txt", i)
+		start := time.Now()
+		if res := f.j.RunTest(b.Context(), tree, test); !res.Passed() {
+			b.Fatalf("%s's own test: %s", id, res.Summary())
+		}
+		r.tests += time.Since(start)
+		start = time.Now()
+		broken, s := f.j.sweep(b.Context(), Root{}, l, id, tree)
+		r.sweeps += time.Since(start)
+		if len(broken) > 0 {
+			b.Fatalf("landing %d broke %q", i, features(broken))
+		}
+		r.runs += 1 + s.Ran
+		r.sweepRuns += s.Ran
+		l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
+		f.j.Landed(id, tree)
+	}
+	if f.j.TipUnverified() {
+		start := time.Now()
+		s := f.j.SweepTip(b.Context(), l)
+		r.sweeps += time.Since(start)
+		if len(s.Broken) > 0 {
+			b.Fatalf("the last sweep found %q broken", features(s.Broken))
+		}
+		r.runs += s.Ran
+		r.sweepRuns += s.Ran
+	}
+	return r
+}
