@@ -3,9 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -92,14 +90,7 @@ func (p *project) everyCommitGreen() {
 		if !slices.Contains(tested, id) {
 			tested = append(tested, id)
 		}
-		dir := filepath.Join(p.t.TempDir(), "at")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			p.t.Fatal(err)
-		}
-		archive := exec.Command("sh", "-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, p.dir, c, dir)
-		if out, err := archive.CombinedOutput(); err != nil {
-			p.t.Fatalf("checking out %s: %v\n%s", c, err, out)
-		}
+		dir := p.checkoutOf(c)
 		for _, f := range tested {
 			cmd := exec.Command("sh", "-c", tests[f])
 			cmd.Dir, cmd.Env = dir, p.env
@@ -166,14 +157,7 @@ func TestATimeBombSelectionSkipsIsFoundByTheLastSweep(t *testing.T) {
 // and fails the test for each that does not pass there.
 func (p *project) tipGreen() {
 	p.t.Helper()
-	dir := filepath.Join(p.t.TempDir(), "tip")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		p.t.Fatal(err)
-	}
-	archive := exec.Command("sh", "-c", `git -C "$0" archive HEAD | tar -x -C "$1"`, p.dir, dir)
-	if out, err := archive.CombinedOutput(); err != nil {
-		p.t.Fatalf("checking out the tip: %v\n%s", err, out)
-	}
+	dir := p.checkoutOf("HEAD")
 	for _, f := range p.featureList().Features {
 		cmd := exec.Command("sh", "-c", f.Test)
 		cmd.Dir, cmd.Env = dir, p.env
@@ -181,4 +165,16 @@ func (p *project) tipGreen() {
 			p.t.Errorf("the tip fails %s's test `%s`: %v\n%s", f.ID, f.Test, err, out)
 		}
 	}
+}
+
+// checkoutOf writes the tree of commit (a revision) into a new directory,
+// as a clone's checkout would hold it, and returns the directory.
+func (p *project) checkoutOf(commit string) string {
+	p.t.Helper()
+	dir := p.t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, p.dir, commit, dir)
+	if out, err := archive.CombinedOutput(); err != nil {
+		p.t.Fatalf("checking out %s: %v\n%s", commit, err, out)
+	}
+	return dir
 }
