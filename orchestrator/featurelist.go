@@ -57,6 +57,9 @@ func (o *Orchestrator) syncList(l *lane, runEnded bool) (changed bool) {
 		}
 	}()
 	disk, data, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
+	if l.project {
+		o.listFile.read = data
+	}
 	if err != nil {
 		o.listUnreadable(l, data, err, runEnded)
 		return false
@@ -346,12 +349,31 @@ func (o *Orchestrator) writeFeatureList() {
 }
 
 func (o *Orchestrator) writeShown(l *progress.List) {
+	if o.listFile.unread(o.opts.Project.Progress()) {
+		// A person's save (or a run's write) the daemon has not read yet
+		// is not written over: the watcher brings it to syncList, which
+		// takes it, reports it or writes the canonical list back.
+		o.opts.Log.Info("feature-list.json changed since the daemon last read it; reading it before writing it")
+		return
+	}
 	data, err := progress.WriteFeatureList(o.opts.Project.Progress(), l)
 	if err != nil {
 		o.opts.Log.Error("could not write feature-list.json", zap.Error(err))
 		return
 	}
 	o.listFile.ownWrite = data
+}
+
+// unread reports whether the project's feature list in progressDir holds
+// bytes the daemon neither wrote nor has read yet: a write the watcher is
+// about to report. Before the first read or write nothing is known, and a
+// file that cannot be read is the writer's to replace.
+func (f *listFile) unread(progressDir string) bool {
+	if f.ownWrite == nil && f.read == nil {
+		return false
+	}
+	data, err := treefile.ReadFile(progressDir, progress.FeatureListFile)
+	return err == nil && !bytes.Equal(data, f.ownWrite) && !bytes.Equal(data, f.read)
 }
 
 // dropUnjudgedClaim takes a tester's tested: true off the disk when no

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -77,5 +78,52 @@ func TestAListHalfWrittenByTheRunInFlightIsNoPersonsProblem(t *testing.T) {
 				t.Errorf("runs = %s, want the initializer once", got)
 			}
 		})
+	}
+}
+
+// A save of the feature list the daemon has not read yet is never written
+// over: the watcher brings it, and the sync takes it or reports it. Last
+// night's CI lost a person's "not json" this way: it landed while the loop
+// was between the store's write of a verdict and the list's. Once read,
+// the daemon writes the list as before, and its own write never holds it
+// back.
+func TestAnUnreadSaveOfTheListIsNotWrittenOver(t *testing.T) {
+	h := newHarness(t)
+	if err := h.runToEnd(); err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	o := h.current
+	const listRel = ".claude/progress/feature-list.json"
+	read := func() string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(h.proj.Dir, listRel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	canonical := string(o.canonical.Marshal())
+	if read() != canonical {
+		t.Fatal("the night did not leave the canonical list on the disk")
+	}
+	o.writeFeatureList()
+	if read() != canonical {
+		t.Fatal("the daemon's write over its own write did not happen")
+	}
+	for _, save := range []string{"not json", strings.Replace(canonical, "feature F-001", "Greeting", 1)} {
+		h.write(listRel, save)
+		o.writeFeatureList()
+		if got := read(); got != save {
+			t.Fatalf("a save the daemon had not read was written over:\nsaved %q\nfound %q", save, got)
+		}
+		o.syncList(o.lanes.home, false) // what the watcher's event does
+	}
+	if got := o.canonical.Feature("F-001").Title; got != "Greeting" {
+		t.Fatalf("the person's save was not taken: F-001 is titled %q", got)
+	}
+	o.canonical.Feature("F-001").Title = "Greeting, read"
+	o.writeFeatureList()
+	if got, want := read(), string(o.canonical.Marshal()); got != want {
+		t.Fatalf("once read, the daemon's write did not go through:\n%s", got)
 	}
 }

@@ -183,6 +183,7 @@ type listFile struct {
 	// agent's redo may overwrite it; a person's broken file is held for them.
 	problemFromAgent bool
 	ownWrite         []byte // the last bytes the daemon wrote to it
+	read             []byte // the bytes it held at the daemon's last read
 }
 
 // timers are the loop's timers: the wait after a failure that waiting
