@@ -453,9 +453,15 @@ func (r *fleetRig) silentWorkerOr(t *testing.T, name, want string) (Job, Assignm
 	return job, a, nc
 }
 
+// steadyBeat is the heartbeat of a rig whose test keeps its attempt
+// alive (keepAlive).
+const steadyBeat = 2 * time.Second
+
 // keepAlive sends the attempt's heartbeats, as a live worker does, until
 // the test ends: a's outcome is then the attempt's, however long a
-// takes to make it.
+// takes to make it. Its rig beats at steadyBeat: the attempt's first
+// beat comes after the claim, and under load the rig's usual 100 ms
+// (lost after 400) can pass first.
 func (r *fleetRig) keepAlive(t *testing.T, nc *nats.Conn, name string, job Job, token string) {
 	beat, _ := json.Marshal(Heartbeat{Run: job.Run, Attempt: job.Attempt, Token: token})
 	stop := make(chan struct{})
@@ -513,7 +519,7 @@ func resultBundle(t *testing.T, dir string, repo *gitrepo.Repo, base, file strin
 // bundles; what the daemon lands for a's run is what a put in a's bucket.
 func TestAttackResultLinkedToAnotherWorkersBucket(t *testing.T) {
 	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a", "b")
+	rig := newRigWith(t, Config{}, ExecutorOptions{Heartbeat: steadyBeat}, func(string) *gitrepo.Repo { return repo }, "a", "b")
 	tok := rig.g.register("run-000001")
 	done := make(chan agents.Result, 1)
 	go func() {
@@ -565,7 +571,7 @@ func TestAttackResultLinkedToAnotherWorkersBucket(t *testing.T) {
 // without bound (nor end another worker's run).
 func TestAttackResultLinkedToItself(t *testing.T) {
 	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig := newRigWith(t, Config{}, ExecutorOptions{Heartbeat: steadyBeat}, func(string) *gitrepo.Repo { return repo }, "a")
 	tok := rig.g.register("run-000001")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
@@ -609,7 +615,7 @@ func TestAttackResultLinkedToItself(t *testing.T) {
 // make the daemon wait unboundedly.
 func TestAttackResultWhoseChunksNeverCome(t *testing.T) {
 	dir, repo := lane(t)
-	rig := newRig(t, func(string) *gitrepo.Repo { return repo }, "a")
+	rig := newRigWith(t, Config{}, ExecutorOptions{Heartbeat: steadyBeat}, func(string) *gitrepo.Repo { return repo }, "a")
 	tok := rig.g.register("run-000001")
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
 	defer cancel()

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,7 +211,8 @@ func newRig(t *testing.T, repo func(string) *gitrepo.Repo, workers ...string) *f
 }
 
 // newRigWith is newRig with the server's configuration and the executor's
-// bounds (MaxBundleBytes) of the test's choosing.
+// bounds (MaxBundleBytes, Heartbeat: 100 ms when 0) of the test's
+// choosing.
 func newRigWith(t *testing.T, cfg Config, bounds ExecutorOptions, repo func(string) *gitrepo.Repo, workers ...string) *fleetRig {
 	t.Helper()
 	s := start(t, cfg)
@@ -220,7 +222,7 @@ func newRigWith(t *testing.T, cfg Config, bounds ExecutorOptions, repo func(stri
 	}
 	e, err := NewExecutor(context.Background(), s.Conn(), s.Subjects(), ExecutorOptions{
 		Gates: r.g, OpenRepo: func(_ context.Context, dir string) (*gitrepo.Repo, error) { return repo(dir), nil },
-		Heartbeat: 100 * time.Millisecond, CancelGrace: 5 * time.Second, Log: zaptest.NewLogger(t),
+		Heartbeat: cmp.Or(bounds.Heartbeat, 100*time.Millisecond), CancelGrace: 5 * time.Second, Log: zaptest.NewLogger(t),
 		MaxBundleBytes: bounds.MaxBundleBytes,
 	})
 	if err != nil {

@@ -360,7 +360,7 @@ func TestAWorkerThatFillsItsBucketIsAFinding(t *testing.T) {
 	for _, fill := range []bool{false, true} {
 		t.Run(fmt.Sprint("full=", fill), func(t *testing.T) {
 			dir, repo := lane(t)
-			rig := newRigWith(t, Config{ResultsMaxBytes: 2 << 20}, ExecutorOptions{MaxBundleBytes: 512 << 10}, func(string) *gitrepo.Repo { return repo }, "a")
+			rig := newRigWith(t, Config{ResultsMaxBytes: 2 << 20}, ExecutorOptions{MaxBundleBytes: 512 << 10, Heartbeat: steadyBeat}, func(string) *gitrepo.Repo { return repo }, "a")
 			tok := rig.g.register("run-0001")
 			done := make(chan agents.Result, 1)
 			// Cancelled at the end whatever happens, before the rig closes:
