@@ -99,22 +99,36 @@ func (j *Judge) SweepTip(ctx context.Context, l *progress.List) TipSweep {
 // halfway, and halves the range by its outcome, until two landings are
 // next to each other. It assumes, as every bisection does, that once a
 // landing broke the test every later one fails it too. nil when it cannot
-// say: no record, a record of a tree that never landed, or failing not a
-// landing's.
+// say: failing is not a landing's, or no landing before it is known to
+// have passed the test, or its record passed on failing itself (no change
+// broke it there).
 func (j *Judge) bisect(ctx context.Context, root Root, b Regression, failing gitrepo.Tree) *Miss {
 	j.mu.Lock()
 	landings := append([]landing(nil), j.landings...)
 	j.mu.Unlock()
-	lo, hi := -1, -1
+	hi := -1
 	for i, l := range landings {
-		if l.tree == b.lastPass {
-			lo = i
-		}
 		if l.tree == failing {
 			hi = i
 		}
 	}
-	if b.lastPass == "" || lo < 0 || hi <= lo {
+	// From the last landing before it whose tree the test's record passed
+	// on; a record of a tree that never landed (the candidate of a claim
+	// refused) says nothing of the landings, and the test's own feature's
+	// last landing is where it surely passed: its claim's run, on the tree
+	// that landed.
+	lo := -1
+	for _, same := range []func(landing) bool{
+		func(l landing) bool { return b.lastPass != "" && l.tree == b.lastPass },
+		func(l landing) bool { return l.feature == b.Feature },
+	} {
+		for i := hi - 1; i >= 0 && lo < 0; i-- {
+			if same(landings[i]) {
+				lo = i
+			}
+		}
+	}
+	if hi < 0 || lo < 0 || b.lastPass == failing {
 		return nil
 	}
 	test := b.Test.Command

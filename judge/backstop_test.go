@@ -40,9 +40,18 @@ func blind(t *testing.T, f *fixture, test, path string) {
 // fourth landing, F-004, not the test's own feature nor the last one.
 // Where the test fails on the landing it last passed on too (the clock),
 // no landing is blamed.
+//
+// A record made on a claim's candidate that never landed (refused) says
+// nothing of the landings: the bisection starts from the test's own
+// feature's landing then, and still blames the right one.
 func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
-	for _, breaker := range []int{2, 4, 6} {
-		t.Run(fmt.Sprintf("broken by landing %d", breaker), func(t *testing.T) {
+	for _, tc := range []struct{ breaker, refusedAfter int }{{2, 0}, {4, 0}, {6, 0}, {5, 3}, {2, 1}} {
+		breaker := tc.breaker
+		name := fmt.Sprintf("broken by landing %d", breaker)
+		if tc.refusedAfter > 0 {
+			name += fmt.Sprintf(", its record of a candidate refused after landing %d", tc.refusedAfter)
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, selecting)
 			l := &progress.List{Version: 1}
@@ -72,6 +81,17 @@ func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
 				}
 				l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
 				f.j.Landed(id, tree)
+				if i == tc.refusedAfter {
+					// A claim's sweep runs F-001's test on its candidate,
+					// which is then refused: it never lands.
+					f.write(map[string]string{"src/refused.txt": "x\n"})
+					test1 := l.Features[0].Test
+					if r := f.j.RunTest(t.Context(), f.snapshot(), test1); !r.Passed() {
+						t.Fatalf("F-001's test on the refused candidate: %s", r.Summary())
+					}
+					blind(t, f, test1, "data/shared.txt")
+					f.remove("src/refused.txt")
+				}
 			}
 			if !f.j.TipUnverified() {
 				t.Fatal("the tip is verified though every sweep skipped tests")

@@ -211,7 +211,8 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
 	jail.Env = slices.Clone(jail.Env)
-	if toolchain.UsesCgo(checkout) {
+	cgo := toolchain.UsesCgo(checkout)
+	if cgo {
 		// A cgo build is keyed by its package's files only: the tree's own
 		// keys keep another tree's headers out of this one's build.
 		jail.Env = append(jail.Env, toolchain.CgoTreeEnv(jail.Env, string(tree))...)
@@ -227,9 +228,14 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	// run's processes are gone (below), before the checkout is removed.
 	// The warm-up runs on the checkout itself: what it reads (every
 	// package, to build them) is not what the test read.
+	//
+	// A tree that uses cgo is not recorded: its environment names the
+	// tree (CgoTreeEnv), so every tree is a new setting to it, and the
+	// headers its packages include from elsewhere in the tree are read by
+	// the warm-up's build, not by the test.
 	warmJail := jail
 	var view *inputs.View
-	if j.records(jail) {
+	if j.records(jail) && !cgo {
 		if view = j.viewOf(checkout, scratch); view != nil {
 			jail.Checkout = view.Dir
 			defer func() {

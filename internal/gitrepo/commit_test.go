@@ -3,7 +3,9 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -514,9 +516,17 @@ func TestChangedPaths(t *testing.T) {
 func TestExportedChanges(t *testing.T) {
 	t.Parallel()
 	dir := newRepo(t)
-	write(t, dir, map[string]string{"app/a": "a", "app/private/p": "p", "other": "o", "app/same": "s"})
+	// Besides files: a directory made (deep), one emptied, one whose only
+	// file is replaced, a file made a directory, and a directory that
+	// gains a file beside those it had (no entry of its parent changes).
+	write(t, dir, map[string]string{"app/a": "a", "app/private/p": "p", "other": "o", "app/same": "s",
+		"app/gone/g": "g", "app/kept/k1": "k", "app/swap/old": "o", "app/f": "f", "app/more/m1": "m"})
 	from := commitAll(t, dir)
-	write(t, dir, map[string]string{"app/a": "a2", "app/private/p": "p2", "app/new/b": "b", "other": "o2"})
+	os.RemoveAll(filepath.Join(dir, "app", "gone"))
+	os.Remove(filepath.Join(dir, "app", "swap", "old"))
+	os.Remove(filepath.Join(dir, "app", "f"))
+	write(t, dir, map[string]string{"app/a": "a2", "app/private/p": "p2", "app/new/b": "b", "other": "o2",
+		"app/deep/x/y": "y", "app/swap/new": "n", "app/f/inside": "i", "app/more/m2": "m"})
 	to := commitAll(t, dir)
 	r := openRepo(t, filepath.Join(dir, "app"), "private")
 	ctx := t.Context()
@@ -528,13 +538,23 @@ func TestExportedChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const want = "M a A deep A deep/x A deep/x/y D f A f A f/inside D gone D gone/g A more/m2 A new A new/b M private/p A swap/new D swap/old"
 	changes, err := r.ExportedChanges(ctx, fromTree, toTree)
-	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "M a A new/b M private/p" {
-		t.Errorf("ExportedChanges = %q, %v; want a, new/b and the excluded private/p, relative to app, and not other", got, err)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || got != want {
+		t.Errorf("ExportedChanges = %q, %v;\nwant %q: the files, the excluded private/p and the directories made or gone, relative to app, and not other", got, err, want)
+	}
+	for _, c := range changes {
+		if !c.Entry() && c.Path != "a" && c.Path != "private/p" {
+			t.Errorf("%s %s is no entry of its directory", c.Kind, c.Path)
+		}
 	}
 	changes, err = r.ExportedChanges(ctx, toTree, fromTree)
-	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "M a D new/b M private/p" {
-		t.Errorf("ExportedChanges backwards = %q, %v", got, err)
+	back := strings.NewReplacer("A ", "D ", "D ", "A ").Replace(want)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || !sameSet(got, back) {
+		t.Errorf("ExportedChanges backwards = %q, %v; want %q", got, err, back)
+	}
+	if changes, err := r.Changes(ctx, fromTree, toTree); err != nil || slices.ContainsFunc(changes, func(c Change) bool { return c.Path == "deep" || c.Path == "gone" }) {
+		t.Errorf("Changes = %v, %v: the files of a feature's change name no directories", changedPaths(changes), err)
 	}
 	if changes, err := r.ExportedChanges(ctx, toTree, toTree); err != nil || len(changes) != 0 {
 		t.Errorf("ExportedChanges of a tree and itself = %+v, %v", changes, err)
@@ -542,6 +562,27 @@ func TestExportedChanges(t *testing.T) {
 	if _, err := r.ExportedChanges(ctx, "not-a-tree", toTree); err == nil {
 		t.Error("ExportedChanges took a tree id that is none")
 	}
+	// At the repository's top, the same directories (and other).
+	top := openRepo(t, dir)
+	changes, err = top.ExportedChanges(ctx, fromTree, toTree)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || !strings.Contains(got, "A app/deep A app/deep/x ") || !strings.Contains(got, "D app/gone ") || strings.Contains(got, "M app ") {
+		t.Errorf("ExportedChanges at the top = %q, %v", got, err)
+	}
+}
+
+// sameSet reports whether two space-separated lists of "K path" pairs
+// hold the same pairs.
+func sameSet(a, b string) bool {
+	pairs := func(s string) []string {
+		f := strings.Fields(s)
+		var out []string
+		for i := 0; i+1 < len(f); i += 2 {
+			out = append(out, f[i]+" "+f[i+1])
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(pairs(a), pairs(b))
 }
 
 // TouchedSince lists what any commit since touched, a change and its

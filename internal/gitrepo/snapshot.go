@@ -455,12 +455,15 @@ func (r *Repo) mayDefineFilters() bool {
 // order. Paths outside the project directory and excluded paths are left
 // out.
 func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
-	return r.diffTrees(ctx, from, to, r.pathspecs())
+	return r.diffTrees(ctx, from, to, r.pathspecs(), false)
 }
 
 // diffTrees lists the paths of pathspecs that differ between two trees,
-// relative to the project directory, in path order.
-func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string) ([]Change, error) {
+// relative to the project directory, in path order: files and links, and
+// with dirs the directories that are in one tree only, too (made by its
+// first file, gone with its last), which git's list of files does not
+// name.
+func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string, dirs bool) ([]Change, error) {
 	if err := checkID("tree", string(from)); err != nil {
 		return nil, err
 	}
@@ -470,7 +473,11 @@ func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string)
 	if from == to {
 		return nil, nil // (a run that changed nothing in the project: a tester's, often)
 	}
-	args := append([]string{"diff-tree", "-r", "-z", "--no-renames", string(from), string(to), "--"}, pathspecs...)
+	args := []string{"diff-tree", "-r", "-z", "--no-renames"}
+	if dirs {
+		args = append(args, "-t") // the trees on the way, each changed one
+	}
+	args = append(append(args, string(from), string(to), "--"), pathspecs...)
 	out, err := r.git(ctx, nil, nil, args...)
 	if err != nil {
 		return nil, err
@@ -481,6 +488,13 @@ func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string)
 	}
 	changes := make([]Change, 0, len(diffs))
 	for _, d := range diffs {
+		if d.fromMode == ModeTree || d.toMode == ModeTree {
+			// A directory in both trees changed below: its files say how.
+			// The project directory itself is no entry of the project.
+			if d.status == 'M' || d.path+"/" == r.prefix || !strings.HasPrefix(d.path, r.prefix) {
+				continue
+			}
+		}
 		c := Change{
 			Path:     strings.TrimPrefix(d.path, r.prefix),
 			From:     d.from,
@@ -520,13 +534,16 @@ func (c Change) Entry() bool {
 // ExportedChanges lists the paths of what Export writes (the project
 // directory's files, excluded ones included) that differ between two
 // trees, relative to the project directory, in path order: what a test
-// run on a checkout of from would find changed on a checkout of to.
+// run on a checkout of from would find changed on a checkout of to. A
+// directory that only one of them has is one of the changes too (Kind
+// Added or Deleted, its mode ModeTree): a listing of its parent shows it
+// come or go.
 func (r *Repo) ExportedChanges(ctx context.Context, from, to Tree) ([]Change, error) {
 	ps := []string{"."}
 	if r.prefix != "" {
 		ps[0] = ":(literal)" + r.prefix
 	}
-	return r.diffTrees(ctx, from, to, ps)
+	return r.diffTrees(ctx, from, to, ps, true)
 }
 
 // ChangedPaths lists every path of the repository that differs between two

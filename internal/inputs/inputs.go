@@ -57,6 +57,11 @@ type Record struct {
 	// (an absolute target, or one above the root): what it read there the
 	// record does not hold.
 	Outside bool `json:"outside,omitempty"`
+	// Moved says that the run renamed a directory of the tree (or swapped
+	// two names): what it then did below the new name is recorded under
+	// that name, not the tree's, and the record cannot say which of the
+	// tree's paths it read.
+	Moved bool `json:"moved,omitempty"`
 }
 
 // A Change is one path of a tree that differs between two trees
@@ -75,7 +80,7 @@ type Change struct {
 // name made under a directory it looked for and missed. Anything the
 // record cannot rule out affects it.
 func (r Record) Affects(changes []Change) bool {
-	if r.Outside {
+	if r.Outside || r.Moved {
 		return true
 	}
 	for _, c := range changes {
@@ -219,7 +224,7 @@ type recorder struct {
 
 	mu                                   sync.Mutex
 	opened, listed, found, absent, links map[string]bool
-	outside                              bool
+	outside, moved                       bool
 }
 
 func newRecorder(tree string) *recorder {
@@ -245,7 +250,7 @@ func (r *recorder) record() Record {
 		return out
 	}
 	return Record{Opened: sorted(r.opened), Listed: sorted(r.listed), Found: sorted(r.found),
-		Absent: sorted(r.absent), Links: sorted(r.links), Outside: r.outside}
+		Absent: sorted(r.absent), Links: sorted(r.links), Outside: r.outside, Moved: r.moved}
 }
 
 // node is go-fuse's loopback node, noting what the kernel asks of it.
@@ -261,6 +266,7 @@ var (
 	_ fs.NodeCreater        = (*node)(nil)
 	_ fs.NodeOpendirHandler = (*node)(nil)
 	_ fs.NodeReadlinker     = (*node)(nil)
+	_ fs.NodeRenamer        = (*node)(nil)
 )
 
 func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
@@ -314,4 +320,22 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		}
 	}
 	return target, errno
+}
+
+// renameExchange is RENAME_EXCHANGE of a FUSE rename's flags (Linux's
+// value, which FUSE carries): the two names swap.
+const renameExchange = 0x2
+
+// Rename notes a directory renamed, or two names swapped, as a move
+// (Record.Moved). A file renamed is no move: the run looked its old name
+// up, which is in the record, and its new one.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	var st syscall.Stat_t
+	err := syscall.Lstat(filepath.Join(n.rec.tree, filepath.FromSlash(n.rel(name))), &st)
+	if flags&renameExchange != 0 || err != nil || st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		n.rec.mu.Lock()
+		n.rec.moved = true
+		n.rec.mu.Unlock()
+	}
+	return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 }

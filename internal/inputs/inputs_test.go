@@ -154,6 +154,46 @@ func TestALinkOutOfTheTreeIsSaid(t *testing.T) {
 	}
 }
 
+// TestARenamedDirectoryIsAMove: a run that renames a directory of its
+// tree, at any depth, and reads below the new name, leaves a record that
+// any change affects (Record.Moved): its reads are recorded under names
+// the tree does not have. A file renamed is no move, and its old name is
+// in the record.
+func TestARenamedDirectoryIsAMove(t *testing.T) {
+	files := map[string]string{"a/b/c/v.txt": "ok", "a/b/w.txt": "w", "top.txt": "t"}
+	for _, tc := range []struct {
+		script string
+		moved  bool
+	}{
+		{"mv a z && cat z/b/c/v.txt", true},
+		{"mv a/b a/y && cat a/y/c/v.txt", true},
+		{"mv a/b/c a/b/x && cat a/b/x/v.txt", true},
+		{`python3 -c 'import os; os.rename("a/b", "b2"); open("b2/c/v.txt").read()'`, true},
+		// Two names swapped (renameat2's RENAME_EXCHANGE), by a program.
+		{`python3 -c 'import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).renameat2(-100, b"a/b/w.txt", -100, b"top.txt", 2))'`, true},
+		{"mv a/b/w.txt a/b/w2.txt && cat a/b/w2.txt", false},
+		{"mv top.txt a/top.txt", false},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			v := mount(t, tree(t, files))
+			run(t, v.Dir, tc.script)
+			r, err := v.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Moved != tc.moved {
+				t.Errorf("Moved = %v, want %v: %+v", r.Moved, tc.moved, r)
+			}
+			if tc.moved && !r.Affects(contents("elsewhere/entirely")) {
+				t.Error("a record of a run that moved a directory is not affected by every change")
+			}
+			if !tc.moved && !r.Affects(contents(strings.Fields(tc.script)[1])) {
+				t.Errorf("the file renamed (%s) is not an input of the run: %+v", strings.Fields(tc.script)[1], r)
+			}
+		})
+	}
+}
+
 // TestAViewThatAProcessOfTheRunHoldsDoesNotClose: a process left working
 // in the view (the run is not over) makes Close an error, not a record,
 // once it has tried for unmountWithin; the view is detached then, nothing
@@ -289,6 +329,9 @@ func TestAffects(t *testing.T) {
 	}
 	if !(Record{Outside: true}).Affects(contents("anything")) {
 		t.Error("a record of a run that left the tree is affected by nothing")
+	}
+	if !(Record{Moved: true}).Affects(contents("anything")) {
+		t.Error("a record of a run that moved a directory is affected by nothing")
 	}
 	root := Record{Listed: []string{""}}
 	if !root.Affects(entries("new-at-root")) || root.Affects(entries("sub/new")) || root.Affects(contents("changed-at-root")) {
