@@ -2,9 +2,12 @@ package judge
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -99,8 +102,8 @@ func BenchmarkRegressionSweep(b *testing.B) {
 // of its own, beside its checkout and jail): at each landing the claim's
 // own test on the candidate, then the regression sweep of every feature
 // tested before, then, when the tip was not swept in full, the session's
-// last sweep. "selected" is the default (limits.full_sweep_every 20),
-// "full" every sweep full, as before selection, in the same run (at N =
+// last sweep. "selected" is with selection on (limits.full_sweep_every
+// 20), "full" every sweep full, the default, in the same run (at N =
 // 100 only selected: the full night is N²/2 = 5 000 test runs).
 // runs/feature is the daemon's test runs per feature (goal at N = 40: at
 // most 3); sweep-share the sweeps' part of the daemon's test time.
@@ -182,4 +185,51 @@ func landAll(b *testing.B, n, every int) landed {
 		r.sweepRuns += s.Ran
 	}
 	return r
+}
+
+// BenchmarkSettingOfACache is what fingerprinting a directory outside the
+// tree costs a recorded test run: the same run of a shell test, with an
+// agents' cache of 20 000 files bound into its jail (a module cache of a
+// few dozen modules) and with an empty one, one after the other in each
+// iteration. It reports each as ns/op and their ratio.
+func BenchmarkSettingOfACache(b *testing.B) {
+	if !sandbox.Confines {
+		b.Skip("the daemon's test runs are recorded in their jail, on Linux only")
+	}
+	big, empty := b.TempDir(), b.TempDir()
+	for i := range 20_000 {
+		p := filepath.Join(big, fmt.Sprintf("m%03d", i/100), fmt.Sprintf("f%03d.go", i%100))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("package m\n"), 0o444); err != nil {
+			b.Fatal(err)
+		}
+	}
+	judges := make([]*Judge, 2)
+	trees := make([]gitrepo.Tree, 2)
+	for k, dir := range []string{big, empty} {
+		f := newFixture(b, func(o *Options) {
+			o.FullSweepEvery = 20
+			o.Jail.ReadOnly = []string{dir}
+		})
+		f.write(map[string]string{"src/x.txt": "works\n"})
+		trees[k], judges[k] = f.snapshot(), f.j
+		if r := f.j.RunTest(b.Context(), trees[k], "grep -qx works src/x.txt"); !r.Passed() {
+			b.Fatalf("the test does not pass: %s\n%s", r.Summary(), r.Output)
+		}
+	}
+	var took [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for k, j := range judges {
+			start := time.Now()
+			if r := j.RunTest(b.Context(), trees[k], "grep -qx works src/x.txt"); !r.Passed() {
+				b.Fatalf("a run failed: %s", r.Summary())
+			}
+			took[k] += time.Since(start)
+		}
+		n++
+	}
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(n), "cache20k-ns/op")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(n), "empty-ns/op")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "cache20k/empty")
 }

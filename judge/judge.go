@@ -166,11 +166,13 @@ type Judge struct {
 	// seen are the records of the frozen tests' last runs, by test
 	// command, when they passed (selection.go); sinceFull counts the
 	// sweeps since the last full one, fullNext asks for one; noView: the
-	// daemon said once that runs cannot be recorded here.
+	// daemon said once that runs cannot be recorded here, tooBig that a
+	// directory the test runs see is too big to fingerprint.
 	seen      map[string]seenRun
 	sinceFull int
 	fullNext  bool
 	noView    bool
+	tooBig    bool
 	// landings are the claims that landed this session, in order, and
 	// verified the trees a sweep ran every frozen test on, all passing
 	// (backstop.go).

@@ -13,6 +13,7 @@ package judge
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -173,9 +174,11 @@ func (j *Judge) FullSweep() {
 // its tree, as far as a change of it can change the run's outcome: its
 // environment, its bounds and timeout, the person's untracked files, the
 // list's setup and the frozen record, the dependency directories lent to
-// it (every entry's name, type, size and times) and the toolchains'
-// programs on its PATH. Two runs with the same setting differ only by
-// their trees.
+// it and the directories outside the tree that it sees and agents can
+// write (sandbox.allow_write's, the caches it reads dependencies from:
+// every entry's name, type, size and times, within fingerprintBound), and
+// the toolchains' programs on its PATH. Two runs with the same setting
+// differ only by their trees.
 func (j *Judge) setting(root Root) string {
 	root = j.root(root)
 	h := sha256.New()
@@ -197,15 +200,35 @@ func (j *Judge) setting(root Root) string {
 	j.mu.Unlock()
 	copies, _ := json.Marshal(j.opts.Copies)
 	put("copies", string(copies))
+	budget := fingerprintBound
 	for _, d := range toolchain.DependencyDirs {
 		for _, from := range []string{root.Dir, j.opts.Project.Dir} {
 			dir := filepath.Join(from, d)
 			if fi, err := os.Stat(dir); from != "" && err == nil && fi.IsDir() {
 				put("deps", dir)
-				fingerprint(h, dir)
+				fingerprint(h, dir, &budget)
 				break
 			}
 		}
+	}
+	for _, dir := range slices.Concat(jail.Writable, jail.ReadOnly) {
+		put("outside", dir)
+		fingerprint(h, dir, &budget)
+	}
+	if budget < 0 {
+		// Too much to stat at every run: a setting no other run has, so
+		// that every sweep runs every test.
+		j.mu.Lock()
+		said := j.tooBig
+		j.tooBig = true
+		j.mu.Unlock()
+		if !said {
+			j.log.Warn("the directories the daemon's test runs see outside the tree hold too many files to fingerprint, so every regression sweep runs every frozen test",
+				zap.Strings("dirs", slices.Concat(jail.Writable, jail.ReadOnly)), zap.Int("bound", fingerprintBound))
+		}
+		nonce := make([]byte, 16)
+		rand.Read(nonce)
+		put("unbounded", hex.EncodeToString(nonce))
 	}
 	pathVar := ""
 	for _, e := range jail.Env {
@@ -231,15 +254,23 @@ func (j *Judge) setting(root Root) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// fingerprintBound is how many entries a setting stats at most, over
+// every directory it fingerprints: about a tenth of a second, warm.
+var fingerprintBound = 200_000
+
 // fingerprint writes to h every entry below dir: its path, type, size and
 // times (stamp), in the walk's order (lexical). A file changed in place,
 // added, removed or replaced changes it; reading the files' contents
 // would cost a test run far more (a node_modules is tens of thousands of
 // files), and a change that keeps a file's size and its times (which only
 // the clock's owner can set back) is no change a build or an install
-// makes.
-func fingerprint(h hash.Hash, dir string) {
+// makes. Each entry takes one from budget; the walk stops when it goes
+// below 0.
+func fingerprint(h hash.Hash, dir string, budget *int) {
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if *budget--; *budget < 0 {
+			return filepath.SkipAll
+		}
 		if err != nil {
 			fmt.Fprintf(h, "%s\x00unreadable %v\x00", p, err)
 			return nil

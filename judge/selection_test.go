@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,6 +273,30 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 			broken: true,
 		},
 		{
+			// Outside the tree, what agents can write and the run sees:
+			// a directory of sandbox.allow_write (writable to it too) ...
+			name: "a directory of allow_write it reads",
+			test: `grep -qx ok "$OUT_W/v"`,
+			change: func(t *testing.T, f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.j.opts.Jail.Writable[0], "v"), []byte("no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			broken: true,
+		},
+		{
+			// ... and the caches it reads dependencies from, read-only
+			// (the agents' module cache, Cargo's).
+			name: "a cache it reads dependencies from",
+			test: `grep -qx ok "$OUT_RO/mod/v"`,
+			change: func(t *testing.T, f *fixture) {
+				if err := os.WriteFile(filepath.Join(f.j.opts.Jail.ReadOnly[0], "mod", "v"), []byte("no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			broken: true,
+		},
+		{
 			// A manifest decides what the dependencies are: its change
 			// runs every test, though this one never read it.
 			name:   "a manifest",
@@ -317,9 +342,11 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(tools, "python3"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			w, ro := outsideDirs(t)
 			f := newFixture(t, func(o *Options) {
 				selecting(o)
-				o.Jail.Env = []string{"PATH=" + tools + ":/usr/bin:/bin", "LC_ALL=C", "MODE=ok"}
+				o.Jail.Env = []string{"PATH=" + tools + ":/usr/bin:/bin", "LC_ALL=C", "OUT_W=" + w, "OUT_RO=" + ro, "MODE=ok"}
+				o.Jail.Writable, o.Jail.ReadOnly = []string{w}, []string{ro}
 			})
 			f.tools = tools
 			f.write(map[string]string{".gitignore": "/node_modules/\n"})
@@ -345,6 +372,42 @@ func TestASweepRunsATestWhoseSettingChanged(t *testing.T) {
 				t.Errorf("ran %d, skipped %d, broken %q; want it run, broken: %v", s.Ran, s.Skipped, features(broken), tc.broken)
 			}
 		})
+	}
+}
+
+// outsideDirs are a directory of allow_write and a cache of
+// dependencies, each holding a file v that says ok.
+func outsideDirs(t *testing.T) (w, ro string) {
+	t.Helper()
+	w, ro = t.TempDir(), t.TempDir()
+	for _, p := range []string{filepath.Join(w, "v"), filepath.Join(ro, "mod", "v")} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("ok\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, ro
+}
+
+// Directories outside the tree too big to fingerprint within the bound
+// make every sweep run every test: the setting of each run is its own.
+func TestASettingTooBigToFingerprintRunsEveryTest(t *testing.T) {
+	w, ro := outsideDirs(t)
+	for i := range 10 {
+		os.WriteFile(filepath.Join(ro, "mod", fmt.Sprint(i)), nil, 0o644)
+	}
+	defer func(b int) { fingerprintBound = b }(fingerprintBound)
+	for _, bound := range []int{100, 5} {
+		fingerprintBound = bound
+		f := newFixture(t, func(o *Options) {
+			selecting(o)
+			o.Jail.Writable, o.Jail.ReadOnly = []string{w}, []string{ro}
+		})
+		l, _ := selectionFixture(t, f, map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n"}, "grep -qx ok data/v.txt")
+		f.write(map[string]string{"other.txt": "moved\n"})
+		if _, s := swept(t, f, l); (s.Ran == 1) != (bound == 5) {
+			t.Errorf("%d entries outside, a bound of %d: the sweep ran %d, skipped %d", 14, bound, s.Ran, s.Skipped)
+		}
 	}
 }
 
