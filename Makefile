@@ -33,6 +33,10 @@ TESTRUN       := $(CURDIR)/.testrun
 # hooks take turns): 3 at once keep both busy with room for their waits, 4
 # only make every CLI start slower (docs/DEVELOPING.md has the measures).
 E2E_PARALLEL  ?= 3
+# Packages whose tests run at once (go test -p): the end-to-end package holds
+# one slot for the whole run, and the other packages' tests, most of them
+# waiting on processes, share the rest (docs/DEVELOPING.md).
+TEST_PACKAGES ?= 3
 # What `make test` and the extended nights of `make test-all` say they
 # take, measured on a fresh clone on a quiet 2-core machine
 # (docs/DEVELOPING.md).
@@ -146,7 +150,7 @@ vet: deps
 define run_tests
 	@status=0; \
 	CTXGRAPHD_TEST_TIER=$(1) $(GOTESTSUM) $(GOTESTSUM_FLAGS) --jsonfile $(2) -- \
-		$(GO) test -json -race -count=1 -timeout 60m -parallel $(E2E_PARALLEL) $(3) || \
+		$(GO) test -json -race -count=1 -timeout 60m -p $(TEST_PACKAGES) -parallel $(E2E_PARALLEL) $(3) || \
 	{ status=$$?; $(FAIL_LINES) $(2); }; \
 	echo "== the ten slowest tests (all of them: $(2))"; \
 	$(GOTESTSUM) tool slowest --num 10 --jsonfile $(2); \
@@ -154,10 +158,10 @@ define run_tests
 endef
 
 # Every package's tests and the core end-to-end nights, which drive the
-# real CLI and are most of the time, in one `go test`: it runs two
-# packages' tests at a time, so the nights start as soon as they are built
-# and the other packages' tests use the cores their waits leave
-# (docs/DEVELOPING.md has the measures).
+# real CLI and are most of the time, in one `go test`: it runs
+# TEST_PACKAGES packages' tests at a time, so the nights start as soon as
+# they are built and the other packages' tests use the cores their waits
+# leave (docs/DEVELOPING.md has the measures).
 test: deps claude sandbox viewers vet $(GOTESTSUM)
 	@rm -rf $(TESTRUN) && mkdir -p $(TESTRUN)
 	@echo "== every package's tests and the core end-to-end nights (the real Claude Code CLI $(CLAUDE_VERSION), its sandbox and the scripted model, $(E2E_PARALLEL) at a time), with -race: about $(TEST_MINUTES) minutes on a quiet 2-core machine; each package's line comes when it ends, the end-to-end tests' last"
