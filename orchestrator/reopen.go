@@ -158,8 +158,12 @@ func (o *Orchestrator) reopenTested(claimant string, rs []reopening) {
 // and the test run its next coder is told about.
 func reopenReason(claimant string, b judge.Regression) (why, code string, shown judge.TestResult) {
 	if m := b.Miss; m != nil && m.Feature != "" {
-		missed := fmt.Sprintf("selection missed %s at landing %d: %s's change, landed there, broke its frozen test (%s), and that landing's sweep skipped it; %s's full sweep found it and bisected it to that landing (%s)",
-			m.Of, m.Landing, m.Feature, b.Test.Command, claimant, b.Test.Summary())
+		finder := claimant + "'s full sweep"
+		if claimant == lastSweep {
+			finder = lastSweep
+		}
+		missed := fmt.Sprintf("selection missed %s at landing %d: %s's change, landed there, broke its frozen test (%s), and that landing's sweep skipped it; %s found it and bisected it to that landing (%s)",
+			m.Of, m.Landing, m.Feature, b.Test.Command, finder, b.Test.Summary())
 		if b.Feature == m.Feature {
 			return fmt.Sprintf("%s reopened: %s; make %s's test pass again with %s's change", b.Feature, missed, m.Of, b.Feature), codeSelectionMissed, b.Test
 		}
