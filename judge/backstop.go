@@ -48,6 +48,15 @@ func (j *Judge) Landed(feature string, tree gitrepo.Tree) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.landings = append(j.landings, landing{feature: feature, tree: tree})
+	// Only the tip's verification is ever asked for (TipUnverified): what
+	// other candidates' sweeps found goes, so that the night's trees are
+	// not all kept. A candidate swept before and landing after this one
+	// lands on a tree merged onto this, which no sweep has verified.
+	verified := j.verified[tree]
+	clear(j.verified)
+	if verified {
+		j.verified[tree] = true
+	}
 }
 
 // TipUnverified reports whether the branch's tip, the last landing's

@@ -96,6 +96,12 @@ func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
 			if !f.j.TipUnverified() {
 				t.Fatal("the tip is verified though every sweep skipped tests")
 			}
+			f.j.mu.Lock()
+			kept := len(f.j.verified)
+			f.j.mu.Unlock()
+			if kept > 1 {
+				t.Errorf("after 6 landings the judge keeps %d trees' verifications; want the tip's at most", kept)
+			}
 			s := f.j.SweepTip(t.Context(), l)
 			if s.Ran != 6 || len(s.Broken) != 1 || s.Broken[0].Feature != "F-001" {
 				t.Fatalf("the last sweep: ran %d, broken %q; want all 6 run and F-001 broken", s.Ran, features(s.Broken))
