@@ -189,7 +189,7 @@ func TestAttackAcksOfAnotherWorkersJob(t *testing.T) {
 		q, _ := pullJob(context.Background(), na, sub.Worker("a"), 3*time.Second)
 		aGot <- q
 	}()
-	time.Sleep(300 * time.Millisecond)
+	rig.pullsWaiting(t, "a", 1)
 	forge(na, sub)
 	if stolen := <-aGot; stolen != nil {
 		t.Errorf("a forged acks of b's Job and was given it: %q", stolen.Data())
@@ -872,7 +872,7 @@ func TestAttackHoggingEveryPullStarvesTheOtherWorkers(t *testing.T) {
 		}
 		bGot <- n
 	}()
-	time.Sleep(300 * time.Millisecond)
+	rig.pullsWaiting(t, "b", 1)
 	js := djsOf(t, rig.s)
 	for i := range pullsPerWorker + 1 {
 		if _, err := js.Publish(context.Background(), sub.Lanes(), fmt.Appendf(nil, `{"run":"run-%06d","attempt":1}`, i+1)); err != nil {

@@ -234,6 +234,24 @@ func newRigWith(t *testing.T, cfg Config, bounds ExecutorOptions, repo func(stri
 	return r
 }
 
+// pullsWaiting waits until n of worker's pulls wait on the work queue in
+// the daemon (onPull took them), for a test whose next step needs them
+// there; the test fails after 10 s.
+func (r *fleetRig) pullsWaiting(t *testing.T, worker string, n int) {
+	t.Helper()
+	held := func() int {
+		r.e.mu.Lock()
+		defer r.e.mu.Unlock()
+		if mb := r.e.mailboxes[worker]; mb != nil {
+			return mb.pulls
+		}
+		return 0
+	}
+	if !eventually.Within(10*time.Second, func() bool { return held() >= n }) {
+		t.Fatalf("%d of %s's pulls wait in the daemon after 10 s; want %d", held(), worker, n)
+	}
+}
+
 // worker runs a worker until the test ends; stop stops it (SIGTERM's way).
 func (r *fleetRig) worker(t *testing.T, name, claude string, env ...string) (stop func()) {
 	t.Helper()

@@ -864,7 +864,7 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 		}
 	}
 	na.Flush()
-	time.Sleep(300 * time.Millisecond)
+	rig.pullsWaiting(t, "a", pullsPerWorker)
 	if err := s.RevokeWorker("a"); err != nil {
 		t.Fatal(err)
 	}
@@ -986,7 +986,7 @@ func TestAJobPulledForAWorkerGoneGoesBackAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	na.Flush()
-	time.Sleep(300 * time.Millisecond)
+	rig.pullsWaiting(t, "a", 1)
 	na.Close()
 	if !eventually.Within(5*time.Second, func() bool { return !slices.Contains(rig.s.ConnectedWorkers(), "a") }) {
 		t.Fatal("a is still connected after its connection closed")
