@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxgraphd/ctxgraphd/branch"
 	"github.com/ctxgraphd/ctxgraphd/control"
+	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/scriptedmodel"
 )
 
@@ -244,11 +245,17 @@ func TestMalformedFeatureListIsReportedAndNothingIsLost(t *testing.T) {
 	if err := os.WriteFile(listPath, []byte("not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.waitFor("the garbage to be reported", time.Minute, func() bool {
+	if !eventually.Within(time.Minute, func() bool {
 		st, _ := p.status()
 		m, _ := st["message"].(string)
 		return strings.Contains(m, "invalid JSON")
-	})
+	}) {
+		st, _ := p.status()
+		data, _ := os.ReadFile(listPath)
+		daemon.Process.Signal(syscall.SIGTERM)
+		daemon.Wait()
+		t.Fatalf("the garbage was not reported within a minute: status %v\nthe list on disk: %q\n%s", st, data, log)
+	}
 	st, _ := p.status()
 	if f, _ := st["features"].(map[string]any); f["tested"] != float64(1) || f["total"] != float64(1) {
 		t.Fatalf("the last good state was lost: %v", st)

@@ -375,8 +375,7 @@ func (o *Orchestrator) reopen(ctx context.Context, id, note, verb string) error 
 		}
 		o.setCounters(id, c)
 		o.pending.FeatureList = o.canonical.Marshal()
-		o.persist()
-		o.writeFeatureList()
+		o.persistList()
 		o.opts.Log.Info("feature reopened", zap.String("feature", id), zap.String("by", verb), zap.String("note", note))
 		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s reopened by ctl %s", id, verb), WhatWasCorrect: note, Why: "a person looked at it"}})
@@ -406,8 +405,7 @@ func (o *Orchestrator) Skip(ctx context.Context, id string) error {
 		c.LastFailure = "skipped by ctl"
 		o.setCounters(id, c)
 		o.pending.FeatureList = o.canonical.Marshal()
-		o.persist()
-		o.writeFeatureList()
+		o.persistList()
 		o.trace(control.Trace{Type: control.TraceCorrection, Source: control.SourceUser, Context: control.TraceContext{Feature: id}, Parent: o.answered(id),
 			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s set aside by ctl skip", id), Why: "a person's choice"}})
 		switch act, j := o.lanes.activeOf(id), o.lanes.jobOf(id); {

@@ -286,6 +286,17 @@ func (o *Orchestrator) persist() {
 	}
 }
 
+// persistList is persist after a change of the canonical list, with the
+// project's feature-list.json written once the store holds the change and
+// before anyone is told of it (the status, ctl): a person who reads the
+// status and then saves the file saves over the daemon's write, never
+// under it.
+func (o *Orchestrator) persistList() {
+	if err := o.persistThen(o.writeFeatureList); err != nil {
+		o.opts.Log.Error("could not persist state", zap.Error(err))
+	}
+}
+
 // persistRetry is how soon the loop tries again after the store refused a
 // write (a full disk, most often). A variable so that the tests of the
 // retry wait less.
@@ -313,13 +324,22 @@ func (o *Orchestrator) persistC() <-chan time.Time {
 	return o.timers.persist.C
 }
 
-func (o *Orchestrator) persistErr() error {
+func (o *Orchestrator) persistErr() error { return o.persistThen(nil) }
+
+// persistThen is persistErr with then run after the store's write (or its
+// failure: the file follows the canonical state in memory, as it always
+// did) and before the mirror and the control snapshot are refreshed.
+func (o *Orchestrator) persistThen(then func()) error {
 	o.session.UpdatedAt = o.opts.Now().UTC()
 	o.session.Lanes = o.lanes.records()
 	c := o.pending
 	sess := o.session
 	c.Session = &sess
-	if err := o.opts.Store.Apply(c); err != nil {
+	err := o.opts.Store.Apply(c)
+	if then != nil {
+		then()
+	}
+	if err != nil {
 		return err
 	}
 	if len(c.Transitions) > 0 {
@@ -368,8 +388,7 @@ func (o *Orchestrator) block(id, reason string, charged bool) {
 	}
 	o.setCounters(id, c)
 	o.pending.FeatureList = o.canonical.Marshal()
-	o.persist()
-	o.writeFeatureList()
+	o.persistList()
 	bt := o.trace(control.Trace{Type: control.TraceDecision, Source: control.SourceAuto, Code: "feature_blocked", Context: control.TraceContext{Feature: id},
 		Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s blocked: %s%s", id, reason, kept), Why: "a person should look at it"}})
 	c = o.counters[id]

@@ -149,8 +149,7 @@ func (o *Orchestrator) reopenTested(claimant string, rs []reopening) {
 	}
 	if changed {
 		o.pending.FeatureList = o.canonical.Marshal()
-		o.persist()
-		o.writeFeatureList()
+		o.persistList()
 	}
 }
 

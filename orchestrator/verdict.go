@@ -458,8 +458,7 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 	c.Base, c.BaseHead = "", ""
 	o.setCounters(id, c)
 	o.pending.FeatureList = o.canonical.Marshal()
-	o.persist()
-	o.writeFeatureList()
+	o.persistList()
 }
 
 // landDeps gives the project's work tree, just brought forward to l's
