@@ -147,6 +147,16 @@ func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
 		if len(s.Broken) != 1 || s.Broken[0].Miss == nil || s.Broken[0].Miss.Feature != "" || s.Broken[0].Miss.Landing != 1 {
 			t.Fatalf("broken %q, miss %+v; want F-001 failing where it last passed, no landing blamed", features(s.Broken), missOf(s.Broken))
 		}
+		// Its record passed on the tip itself: no landing is bisected.
+		os.Remove(filepath.Join(clock, "late"))
+		tip := f.snapshot()
+		if r := f.j.RunTest(t.Context(), tip, l.Features[0].Test); !r.Passed() {
+			t.Fatalf("F-001's test on the tip, the clock put back: %s", r.Summary())
+		}
+		os.WriteFile(filepath.Join(clock, "late"), nil, 0o644)
+		if s := f.j.SweepTip(t.Context(), l); len(s.Broken) != 1 || s.Broken[0].Miss != nil {
+			t.Fatalf("a test whose record passed on the failing tip: broken %q, miss %+v; want no bisection", features(s.Broken), missOf(s.Broken))
+		}
 	})
 	t.Run("a tip swept in full and passed", func(t *testing.T) {
 		t.Parallel()

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -399,14 +402,21 @@ func TestASettingTooBigToFingerprintRunsEveryTest(t *testing.T) {
 	defer func(b int) { fingerprintBound = b }(fingerprintBound)
 	for _, bound := range []int{100, 5} {
 		fingerprintBound = bound
+		core, logs := observer.New(zap.WarnLevel)
 		f := newFixture(t, func(o *Options) {
 			selecting(o)
 			o.Jail.Writable, o.Jail.ReadOnly = []string{w}, []string{ro}
+			o.Log = zap.New(core)
 		})
 		l, _ := selectionFixture(t, f, map[string]string{"data/v.txt": "ok\n", "other.txt": "o\n"}, "grep -qx ok data/v.txt")
-		f.write(map[string]string{"other.txt": "moved\n"})
-		if _, s := swept(t, f, l); (s.Ran == 1) != (bound == 5) {
-			t.Errorf("%d entries outside, a bound of %d: the sweep ran %d, skipped %d", 14, bound, s.Ran, s.Skipped)
+		for i := range 3 {
+			f.write(map[string]string{"other.txt": fmt.Sprintf("moved %d\n", i)})
+			if _, s := swept(t, f, l); (s.Ran == 1) != (bound == 5) {
+				t.Errorf("%d entries outside, a bound of %d: sweep %d ran %d, skipped %d", 14, bound, i+1, s.Ran, s.Skipped)
+			}
+		}
+		if said, want := logs.FilterMessageSnippet("too many files to fingerprint").Len(), map[bool]int{true: 1}[bound == 5]; said != want {
+			t.Errorf("a bound of %d: the log said %d times that the directories are too big; want %d", bound, said, want)
 		}
 	}
 }
@@ -463,7 +473,15 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 				files["c/c.go"] = "package c\n\n// #include \"../inc/v.h\"\nimport \"C\"\n"
 			}
 			f.write(files)
-			f.j.RunTest(t.Context(), f.snapshot(), "grep -qx ok data/v.txt")
+			tree := f.snapshot()
+			// The tree tested decides, not the project's work tree as it
+			// is now (a lane's candidate brings cgo, or takes it away).
+			if cgo {
+				f.remove("c/c.go")
+			} else {
+				f.write(map[string]string{"c/c.go": "package c\n\n// #include \"../inc/v.h\"\nimport \"C\"\n"})
+			}
+			f.j.RunTest(t.Context(), tree, "grep -qx ok data/v.txt")
 			f.j.mu.Lock()
 			_, recorded := f.j.seen["grep -qx ok data/v.txt"]
 			f.j.mu.Unlock()

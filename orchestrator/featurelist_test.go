@@ -121,6 +121,15 @@ func TestAnUnreadSaveOfTheListIsNotWrittenOver(t *testing.T) {
 	if got := o.canonical.Feature("F-001").Title; got != "Greeting" {
 		t.Fatalf("the person's save was not taken: F-001 is titled %q", got)
 	}
+	// A daemon that has read the file and not written it yet (started on
+	// a person's list) holds a save made since as well.
+	o.listFile.ownWrite = nil
+	h.write(listRel, "not json either")
+	o.writeFeatureList()
+	if got := read(); got != "not json either" {
+		t.Fatalf("a save made after the daemon's only read was written over: %q", got)
+	}
+	o.syncList(o.lanes.home, false)
 	o.canonical.Feature("F-001").Title = "Greeting, read"
 	o.writeFeatureList()
 	if got, want := read(), string(o.canonical.Marshal()); got != want {

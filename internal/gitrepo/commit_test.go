@@ -570,6 +570,34 @@ func TestExportedChanges(t *testing.T) {
 	}
 }
 
+// A project below a directory that only one tree has: the directories
+// above the project are no changes of it, nor is the project's own.
+func TestExportedChangesOfAProjectInANewDirectory(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, dir, map[string]string{"other": "o"})
+	from := commitAll(t, dir)
+	write(t, dir, map[string]string{"sub/proj/x/y": "y", "sub/side": "s"})
+	to := commitAll(t, dir)
+	if err := os.MkdirAll(filepath.Join(dir, "sub", "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := openRepo(t, filepath.Join(dir, "sub", "proj"))
+	ctx := t.Context()
+	_, fromTree, err := r.Resolve(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, toTree, err := r.Resolve(ctx, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := r.ExportedChanges(ctx, fromTree, toTree)
+	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "A x A x/y" {
+		t.Errorf("ExportedChanges = %q, %v; want the project's own x and x/y only", got, err)
+	}
+}
+
 // sameSet reports whether two space-separated lists of "K path" pairs
 // hold the same pairs.
 func sameSet(a, b string) bool {
