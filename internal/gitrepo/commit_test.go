@@ -489,14 +489,7 @@ func TestChangedPaths(t *testing.T) {
 	to := commitAll(t, dir)
 	r := openRepo(t, dir, "private")
 	ctx := t.Context()
-	_, fromTree, err := r.Resolve(ctx, from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, toTree, err := r.Resolve(ctx, to)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromTree, toTree := treesOf(t, r, from, to)
 	paths, err := r.ChangedPaths(ctx, fromTree, toTree)
 	if err != nil || strings.Join(paths, " ") != "a b private/p" {
 		t.Errorf("ChangedPaths = %q, %v; want a, b and the excluded private/p", paths, err)
@@ -530,14 +523,7 @@ func TestExportedChanges(t *testing.T) {
 	to := commitAll(t, dir)
 	r := openRepo(t, filepath.Join(dir, "app"), "private")
 	ctx := t.Context()
-	_, fromTree, err := r.Resolve(ctx, from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, toTree, err := r.Resolve(ctx, to)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromTree, toTree := treesOf(t, r, from, to)
 	const want = "M a A deep A deep/x A deep/x/y D f A f A f/inside D gone D gone/g A more/m2 A new A new/b M private/p A swap/new D swap/old"
 	changes, err := r.ExportedChanges(ctx, fromTree, toTree)
 	if got := strings.Join(changedPaths(changes), " "); err != nil || got != want {
@@ -584,18 +570,25 @@ func TestExportedChangesOfAProjectInANewDirectory(t *testing.T) {
 	}
 	r := openRepo(t, filepath.Join(dir, "sub", "proj"))
 	ctx := t.Context()
-	_, fromTree, err := r.Resolve(ctx, from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, toTree, err := r.Resolve(ctx, to)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromTree, toTree := treesOf(t, r, from, to)
 	changes, err := r.ExportedChanges(ctx, fromTree, toTree)
 	if got := strings.Join(changedPaths(changes), " "); err != nil || got != "A x A x/y" {
 		t.Errorf("ExportedChanges = %q, %v; want the project's own x and x/y only", got, err)
 	}
+}
+
+// treesOf is the trees of two commits of r.
+func treesOf(t *testing.T, r *Repo, from, to string) (Tree, Tree) {
+	t.Helper()
+	var trees [2]Tree
+	for i, c := range []string{from, to} {
+		_, tree, err := r.Resolve(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[i] = tree
+	}
+	return trees[0], trees[1]
 }
 
 // sameSet reports whether two space-separated lists of "K path" pairs
