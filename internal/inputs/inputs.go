@@ -161,14 +161,27 @@ func Mount(tree, dir string) (*View, error) {
 	// the view lives for one run, so long timeouts cost the record
 	// nothing and spare the run the round trips.
 	forever := time.Hour
-	server, err := fs.Mount(dir, &node{LoopbackNode: lb, rec: rec}, &fs.Options{
+	opts := &fs.Options{
 		EntryTimeout: &forever, AttrTimeout: &forever, NegativeTimeout: &forever,
 		MountOptions: fuse.MountOptions{
 			FsName: tree, Name: "ctxgraphd-inputs", DirectMount: os.Geteuid() == 0,
 			// The run's own user only, and no device files.
 			Options: []string{"nodev", "nosuid"},
+			// A listing's entries come without their attributes, which
+			// go-fuse would fill past the view's (attrs.go): each
+			// is then looked up, through the view.
+			DisableReadDirPlus: true,
 		},
-	})
+	}
+	// What the view answers of a name says nothing of other names
+	// (attrs.go): its attributes are rewritten above the loopback's.
+	at := newAttrs(fs.NewNodeFS(&node{LoopbackNode: lb, rec: rec}, opts), time.Now())
+	rec.attrs = at
+	server, err := fuse.NewServer(at, dir, &opts.MountOptions)
+	if err == nil {
+		go server.Serve()
+		err = server.WaitMount()
+	}
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || strings.Contains(err.Error(), "fusermount") {
 			return nil, fmt.Errorf("%w: %v: install fuse3 (fusermount3), or run the tests without recording", ErrNoFUSE, err)
@@ -220,7 +233,8 @@ var unmountWithin = 5 * time.Second
 
 // recorder holds the sets of a view, as its nodes report them.
 type recorder struct {
-	tree string
+	tree  string
+	attrs *attrs // what the view shows of inode numbers (attrs.go)
 
 	mu                                   sync.Mutex
 	opened, listed, found, absent, links map[string]bool
@@ -267,6 +281,7 @@ var (
 	_ fs.NodeOpendirHandler = (*node)(nil)
 	_ fs.NodeReadlinker     = (*node)(nil)
 	_ fs.NodeRenamer        = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
 )
 
 func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
@@ -305,7 +320,18 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.rec.note(n.rec.listed, n.rel(""))
-	return n.LoopbackNode.OpendirHandle(ctx, flags)
+	fh, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+	if errno != 0 {
+		return fh, fuseFlags, errno
+	}
+	return &dirHandle{FileHandle: fh, attrs: n.rec.attrs}, fuseFlags, 0
+}
+
+// Rmdir notes the directory as listed: whether it goes tells whether it
+// was empty.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.rec.note(n.rec.listed, n.rel(name))
+	return n.LoopbackNode.Rmdir(ctx, name)
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
