@@ -145,7 +145,7 @@ func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, t
 		ch, ok := changes[s.tree]
 		if !ok && !bad[s.tree] {
 			cs, err := root.Repo.ExportedChanges(ctx, s.tree, tree)
-			bad[s.tree] = err != nil
+			bad[s.tree] = err != nil || makesCgo(ctx, root, cs)
 			for _, c := range cs {
 				bad[s.tree] = bad[s.tree] || toolchain.IsManifest(c.Path)
 				ch = append(ch, inputs.Change{Path: c.Path, Entry: c.Entry()})
@@ -159,6 +159,37 @@ func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, t
 		sel.skipped++
 	}
 	return sel
+}
+
+// makesCgo reports whether changes can make a tree use cgo: a Go file
+// among them that imports "C", or a link named as a Go file, whose target
+// the blob does not hold. A run on such a tree is given the tree's own
+// cgo flags (toolchain.CgoTreeEnv), which a record, made on a tree without
+// cgo (RunTestIn records none there), did not have. Blobs that cannot be
+// read are taken to.
+func makesCgo(ctx context.Context, root Root, changes []gitrepo.Change) bool {
+	var ids, names []string
+	for _, c := range changes {
+		if c.Kind == gitrepo.Deleted || !strings.HasSuffix(c.Path, ".go") {
+			continue
+		}
+		switch c.ToMode {
+		case gitrepo.ModeSymlink:
+			return true
+		case gitrepo.ModeFile, gitrepo.ModeExecutable:
+			ids, names = append(ids, c.To), append(names, c.Path)
+		}
+	}
+	srcs, err := root.Repo.Blobs(ctx, ids)
+	if err != nil {
+		return true
+	}
+	for i, src := range srcs {
+		if toolchain.CgoFile(names[i], src) {
+			return true
+		}
+	}
+	return false
 }
 
 // FullSweep makes the next regression sweep a full one, whatever the

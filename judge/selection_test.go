@@ -160,6 +160,17 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 			misses: func(f *fixture) { f.write(map[string]string{"data/w.txt": "changed\n"}) },
 		},
 		{
+			// A tree that uses cgo is given its own cgo flags (toolchain.CgoTreeEnv):
+			// a Go file gaining `import "C"` anywhere changes the run's environment.
+			name:   "a Go file it never reads gaining cgo",
+			base:   map[string]string{"data/v.txt": "ok\n", "other/o.go": "package other\n"},
+			test:   `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
+			breaks: func(f *fixture) { f.write(map[string]string{"other/o.go": "package other\n\n// #include <stdio.h>\nimport \"C\"\n"}) },
+			misses: func(f *fixture) {
+				f.write(map[string]string{"other/o.go": "package other\n\nimport C \"fmt\"\n\nvar _ = C.Sprint\n", "other/c.go.txt": "import \"C\"\n"})
+			},
+		},
+		{
 			name:   "a file read by a program in python, by a directory's descriptor",
 			base:   map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
 			test:   `python3 -c 'import os,sys; d=os.open("data", os.O_RDONLY); sys.exit(0 if os.read(os.open("v.txt", os.O_RDONLY, dir_fd=d), 9) == b"ok\n" else 1)'`,

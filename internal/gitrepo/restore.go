@@ -334,3 +334,23 @@ func (r *Repo) Blob(ctx context.Context, id string) ([]byte, error) {
 	}
 	return r.git(ctx, nil, nil, "cat-file", "blob", id)
 }
+
+// Blobs returns the contents of the blobs ids, in their order, read by one
+// git process.
+func (r *Repo) Blobs(ctx context.Context, ids []string) ([][]byte, error) {
+	for _, id := range ids {
+		if err := checkID("blob", id); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]byte, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := r.catBlobs(ctx, ids, func(i int, size int64, content io.Reader) error {
+		b, err := io.ReadAll(content)
+		out[i] = b
+		return err
+	})
+	return out, err
+}

@@ -13,6 +13,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,32 +162,57 @@ func Used(dir string) []Toolchain {
 // build cache keys a cgo package by its own files and flags only: a header
 // it includes from elsewhere in the tree, or a library it links from
 // there, is not in the key, and a cache shared between trees would build
-// one tree with another's. Directories git or the toolchains keep to
-// themselves (.git, node_modules) are not looked in.
+// one tree with another's. Which files count is CgoFile's.
 func UsesCgo(dir string) bool {
 	found := false
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil || found:
 			return filepath.SkipDir
-		case d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules"):
+		case d.IsDir() && cgoSkips(d.Name()):
 			return filepath.SkipDir
 		case d.IsDir() || !strings.HasSuffix(d.Name(), ".go"):
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
-		if err != nil {
-			return nil
-		}
-		for _, im := range f.Imports {
-			if im.Path.Value == `"C"` {
-				found = true
-				return filepath.SkipAll
-			}
+		src, err := os.ReadFile(p)
+		if err == nil && importsC(src) {
+			found = true
+			return filepath.SkipAll
 		}
 		return nil
 	})
 	return found
+}
+
+// CgoFile reports whether the file at rel (slash-separated, relative to a
+// tree) with content src is one that makes its tree use cgo (UsesCgo): a
+// Go file, outside the directories git or the toolchains keep to
+// themselves (.git, node_modules), that imports "C".
+func CgoFile(rel string, src []byte) bool {
+	if !strings.HasSuffix(rel, ".go") {
+		return false
+	}
+	for _, dir := range strings.Split(path.Dir(rel), "/") {
+		if cgoSkips(dir) {
+			return false
+		}
+	}
+	return importsC(src)
+}
+
+func cgoSkips(dir string) bool { return dir == ".git" || dir == "node_modules" }
+
+func importsC(src []byte) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.ImportsOnly)
+	if err != nil {
+		return false
+	}
+	for _, im := range f.Imports {
+		if im.Path.Value == `"C"` {
+			return true
+		}
+	}
+	return false
 }
 
 // CgoTreeEnv are the variables that make the cache keys of a tree's cgo

@@ -88,6 +88,8 @@ func TestEveryToolchainIsComplete(t *testing.T) {
 	}
 }
 
+// TestUsesCgo: UsesCgo on a tree, and CgoFile on each of its files, say
+// the same.
 func TestUsesCgo(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -100,6 +102,9 @@ func TestUsesCgo(t *testing.T) {
 		{"the text C elsewhere", map[string]string{"a/a.go": "package a\n\nconst s = \"import \\\"C\\\"\"\n"}, false},
 		{"cgo only in node_modules", map[string]string{"node_modules/x/x.go": "package x\n\nimport \"C\"\n"}, false},
 		{"a file that does not parse", map[string]string{"a/a.go": "package a\nimport ("}, false},
+		{"a package named C", map[string]string{"a/a.go": "package a\n\nimport C \"fmt\"\n\nvar _ = C.Sprint\n"}, false},
+		{"import C in a file not Go's", map[string]string{"a/a.go.txt": "package a\n\nimport \"C\"\n"}, false},
+		{"cgo in .git", map[string]string{".git/x/x.go": "package x\n\nimport \"C\"\n", "a/a.go": "package a\n"}, false},
 	} {
 		dir := t.TempDir()
 		for name, content := range tt.files {
@@ -110,6 +115,13 @@ func TestUsesCgo(t *testing.T) {
 		}
 		if got := UsesCgo(dir); got != tt.want {
 			t.Errorf("%s: UsesCgo = %v, want %v", tt.name, got, tt.want)
+		}
+		any := false
+		for name, content := range tt.files {
+			any = any || CgoFile(name, []byte(content))
+		}
+		if any != tt.want {
+			t.Errorf("%s: CgoFile of its files = %v, want %v", tt.name, any, tt.want)
 		}
 	}
 }
