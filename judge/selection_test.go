@@ -162,10 +162,12 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 		{
 			// A tree that uses cgo is given its own cgo flags (toolchain.CgoTreeEnv):
 			// a Go file gaining `import "C"` anywhere changes the run's environment.
-			name:   "a Go file it never reads gaining cgo",
-			base:   map[string]string{"data/v.txt": "ok\n", "other/o.go": "package other\n"},
-			test:   `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
-			breaks: func(f *fixture) { f.write(map[string]string{"other/o.go": "package other\n\n// #include <stdio.h>\nimport \"C\"\n"}) },
+			name: "a Go file it never reads gaining cgo",
+			base: map[string]string{"data/v.txt": "ok\n", "other/o.go": "package other\n"},
+			test: `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
+			breaks: func(f *fixture) {
+				f.write(map[string]string{"other/o.go": "package other\n\n// #include <stdio.h>\nimport \"C\"\n"})
+			},
 			misses: func(f *fixture) {
 				f.write(map[string]string{"other/o.go": "package other\n\nimport C \"fmt\"\n\nvar _ = C.Sprint\n", "other/c.go.txt": "import \"C\"\n"})
 			},

@@ -111,6 +111,27 @@ func (j *Judge) RunTest(ctx context.Context, tree gitrepo.Tree, test string) Tes
 	return j.RunTestIn(ctx, Root{}, tree, test)
 }
 
+// gitDirsOutside are the git directories of the project's repository and
+// of root's (a lane's linked work tree) that lie outside the project
+// directory, which a test run sees only through its checkout: a project
+// in a subdirectory of its repository would otherwise show its test the
+// repository's objects, every candidate's among them, read where the
+// record of the run's inputs cannot see them.
+func (j *Judge) gitDirsOutside(root Root) []string {
+	var out []string
+	for _, r := range []*gitrepo.Repo{j.opts.Repo, root.Repo} {
+		if r == nil {
+			continue
+		}
+		for _, d := range r.GitDirs() {
+			if rel, err := filepath.Rel(j.opts.Project.Dir, d); (err != nil || !filepath.IsLocal(rel)) && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
 // RunTestIn runs a feature's test command on tree, of root's work tree, the
 // way a tester should have, and with none of the daemon's powers: the
 // agent's code runs in it.
@@ -211,6 +232,7 @@ func (j *Judge) RunTestIn(ctx context.Context, root Root, tree gitrepo.Tree, tes
 	jail := j.opts.Jail
 	jail.Checkout, jail.Mount = checkout, j.opts.Project.Dir
 	jail.Env = slices.Clone(jail.Env)
+	jail.Hide = append(slices.Clip(jail.Hide), j.gitDirsOutside(root)...)
 	cgo := toolchain.UsesCgo(checkout)
 	if cgo {
 		// A cgo build is keyed by its package's files only: the tree's own

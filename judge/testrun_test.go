@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/internal/testreport"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -146,6 +148,56 @@ func TestRunTestRunsOnTheTreeNotTheWorkTree(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(f.proj.StateDir, "checkouts")); len(left) > 0 {
 		t.Errorf("checkouts left behind: %v", left)
+	}
+}
+
+// TestARunCannotSeeTheRepositoryAboveItsProject: a project in a
+// subdirectory of its repository sees, in its test runs, its own
+// checkout at its path and the rest of the file system read-only, but
+// not the repository's git directory above it, whose objects hold every
+// snapshot the daemon took, candidates included, read where no record
+// of the run's inputs is made. The test still runs, and passes.
+func TestARunCannotSeeTheRepositoryAboveItsProject(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("test runs are not confined on " + runtime.GOOS)
+	}
+	// Not below /tmp, which a run sees as a fresh one of its own: where
+	// projects are.
+	top, err := os.MkdirTemp("/var/tmp", "ctxgraphd-judge-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	if top, err = filepath.EvalSymlinks(top); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitrepo.Init(t.Context(), top); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "answer"), []byte("judged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	repo, err := gitrepo.Open(t.Context(), gitrepo.Options{Dir: dir, Index: filepath.Join(state, "snapshot.index")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := New(Options{Project: paths.Project{Dir: dir, ID: "p-test", StateDir: state, Socket: filepath.Join(state, "ctl.sock")}, Repo: repo,
+		Records: &fakeRecords{}, Jail: sandbox.TestJail{Env: testEnv, Hide: []string{state}}, TestTimeout: time.Minute})
+	tree, err := repo.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(top, ".git", "HEAD")); err != nil {
+		t.Fatal(err)
+	}
+	r := j.RunTest(t.Context(), tree, `grep -qx judged answer && test ! -e ../.git/HEAD && test -z "$(ls -A ../.git)" && echo hidden`)
+	if !r.Passed() || !strings.Contains(r.Output, "hidden") {
+		t.Errorf("a run in %s saw the repository's git directory, or did not pass: %+v", dir, r)
 	}
 }
 

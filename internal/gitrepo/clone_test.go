@@ -85,3 +85,32 @@ func TestAddClone(t *testing.T) {
 		t.Error("a clone inside the project was made")
 	}
 }
+
+// TestGitDirs: a repository's git directories are the ones that hold its
+// objects, none below another: its .git alone, a linked work tree's own
+// and its main one's, a clone's own and the objects it shares.
+func TestGitDirs(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+	if got, want := openRepo(t, dir).GitDirs(), []string{filepath.Join(dir, ".git")}; !slices.Equal(got, want) {
+		t.Errorf("a repository's GitDirs = %q, want %q", got, want)
+	}
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, dir, "worktree", "add", "-q", wt)
+	if got, want := openRepo(t, wt).GitDirs(), []string{filepath.Join(dir, ".git")}; !slices.Equal(got, want) {
+		t.Errorf("a linked work tree's GitDirs = %q, want %q (its own is below it)", got, want)
+	}
+	r, _, commit := lane(t, map[string]string{"a": "a"})
+	clone := filepath.Join(stateDir(t), "F-1", "wt")
+	if err := r.AddClone(t.Context(), clone, "ctxgraphd/F-1", commit); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := Open(t.Context(), Options{Dir: clone, Index: filepath.Join(filepath.Dir(clone), "index"), Objects: r.ObjectsDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lr.GitDirs(), []string{filepath.Join(clone, ".git"), r.ObjectsDir()}; !slices.Equal(got, want) {
+		t.Errorf("a clone's GitDirs = %q, want %q", got, want)
+	}
+}

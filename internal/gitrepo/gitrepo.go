@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -105,6 +106,7 @@ type Options struct {
 type Repo struct {
 	top       string   // top of the work tree, real path
 	gitDir    string   // absolute
+	gitCommon string   // the directory of gitDir's objects and refs: itself, or a linked work tree's main one
 	prefix    string   // Dir relative to top, slash-separated, "" or ending in "/"
 	dir       string   // top joined with prefix
 	index     string   // the private index, absolute
@@ -193,6 +195,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	r := &Repo{
 		top:          top,
 		gitDir:       gitDir,
+		gitCommon:    filepath.Dir(gitPaths[3]),
 		prefix:       prefix,
 		dir:          filepath.Join(top, filepath.FromSlash(prefix)),
 		emptyTree:    empty,
@@ -249,6 +252,27 @@ func (r *Repo) checkIndexPath(index, userIndex string) (string, error) {
 		return "", fmt.Errorf("gitrepo: Options.Index %s is inside the work tree %s, where snapshots would take it in; give a path in the daemon's state directory", index, r.top)
 	}
 	return abs, nil
+}
+
+// GitDirs are the repository's git directories, which hold every object
+// it has: the snapshots of agents' work trees and the candidates judged
+// among them. A test run must not see them (judge.RunTestIn hides them
+// where they lie outside the project): its record of what it read is made
+// of the tree served to it, and what it reads elsewhere is not in it.
+// None is below another of them.
+func (r *Repo) GitDirs() []string {
+	var dirs []string
+	all := []string{r.gitDir, r.gitCommon, r.objects}
+	for i, d := range all {
+		below := func(o string) bool {
+			rel, err := filepath.Rel(o, d)
+			return err == nil && filepath.IsLocal(rel) && rel != "."
+		}
+		if !slices.ContainsFunc(all, below) && !slices.Contains(all[:i], d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // ObjectsDir is the object directory snapshots write to (Options.Objects).
