@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // breaksScenario: F-002 breaks F-001's test (its victim: the first, since
@@ -268,5 +269,28 @@ func TestAsText(t *testing.T) {
 		if got := asText([]byte(in)); got != want {
 			t.Errorf("asText(%s) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSeconds makes each text feature's test take that long, and still
+// pass only on the feature's working line.
+func TestTestSecondsLengthensATextTest(t *testing.T) {
+	sc := Scenario{Name: "slow", TestSeconds: 1, Features: []FeatureScript{{ID: "F-001", Title: "a", Behavior: Pass}}}
+	dir := t.TempDir()
+	if code, out := runTest(t, dir, New(sc, nil).testScripts()); code != 0 {
+		t.Fatalf("the initializer's scripts: exit %d: %s", code, out)
+	}
+	start := time.Now()
+	if code, _ := runTest(t, dir, testCommand("F-001")); code == 0 {
+		t.Fatal("F-001's test passes without its code")
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("the test took %s, want at least test_seconds (1s)", took)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sourcePath("F-001")), []byte(workingLine("F-001")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runTest(t, dir, testCommand("F-001")); code != 0 {
+		t.Fatalf("F-001's test fails on its working line: exit %d: %s", code, out)
 	}
 }

@@ -205,6 +205,9 @@ func (s *Server) testScripts() string {
 		if br := s.sc.breakers(f.ID); len(br) > 0 {
 			body = victimTestBody(f.ID, br)
 		}
+		if s.sc.TestSeconds > 0 && (f.Kind == "" || f.Kind == Text) {
+			body = strings.Replace(body, "#!/bin/sh\n", fmt.Sprintf("#!/bin/sh\nsleep %d\n", s.sc.TestSeconds), 1)
+		}
 		fmt.Fprintf(&b, "cat > %s <<'EOF'\n%sEOF\n", f.Files().Test, body)
 	}
 	if text {

@@ -319,6 +319,10 @@ type Scenario struct {
 	// An outage's error is sent at once, and a request whose client hangs
 	// up meanwhile is not answered.
 	TurnLatencyMS int `json:"turn_latency_ms,omitempty"`
+	// TestSeconds is how long each text feature's test takes, in whole
+	// seconds (a sleep before its check): 0, the default, checks at once.
+	// A benchmark of the regression sweeps wants tests of a real length.
+	TestSeconds int `json:"test_seconds,omitempty"`
 }
 
 // Outage is an API failure the scripted model plays.
@@ -452,6 +456,9 @@ func (sc Scenario) validate() error {
 	}
 	if sc.TurnLatencyMS < 0 {
 		return fmt.Errorf("turn_latency_ms %d: want milliseconds >= 0", sc.TurnLatencyMS)
+	}
+	if sc.TestSeconds < 0 {
+		return fmt.Errorf("test_seconds %d: want whole seconds >= 0", sc.TestSeconds)
 	}
 	for i, o := range sc.Outages {
 		switch {

@@ -60,6 +60,8 @@ func TestLoadScenario(t *testing.T) {
 			[]string{"outages[0].retry_after -1: want seconds >= 0"}},
 		{"negative turn latency", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass"}], "turn_latency_ms": -5}`,
 			[]string{"turn_latency_ms -5: want milliseconds >= 0"}},
+		{"negative test seconds", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass"}], "test_seconds": -1}`,
+			[]string{"test_seconds -1: want whole seconds >= 0"}},
 		{"unsafe id", `{"features": [{"id": "a b", "title": "a", "behavior": "pass"}]}`, []string{`features[0].id "a b" may hold only`}},
 		{"missing title", `{"features": [{"id": "F-1", "behavior": "pass"}]}`, []string{"features[0] (F-1): title is missing"}},
 		{"unknown kind", `{"features": [{"id": "F-1", "title": "a", "behavior": "pass", "kind": "rust"}]}`,
