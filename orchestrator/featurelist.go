@@ -2,10 +2,12 @@ package orchestrator
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -58,7 +60,7 @@ func (o *Orchestrator) syncList(l *lane, runEnded bool) (changed bool) {
 	}()
 	disk, data, err := progress.ReadFeatureList(filepath.Join(l.dir, paths.ProgressDir))
 	if l.project {
-		o.listFile.read = data
+		o.listFile.read, o.listFile.readAfterWrite = data, true
 	}
 	if err != nil {
 		o.listUnreadable(l, data, err, runEnded)
@@ -95,10 +97,18 @@ func (o *Orchestrator) syncList(l *lane, runEnded bool) (changed bool) {
 		return changedCanonical
 	}
 	rejected := progress.Diff(shown, disk)
-	if len(rejected) > 0 {
-		for _, c := range rejected {
-			o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
-		}
+	madeOn := o.listFile.heldBack()
+	if madeOn != nil {
+		// What the file lacks of the daemon's own decisions (its write
+		// was held back) is no one's change to revert: only what the
+		// save changed of what it was made on, and the daemon refused.
+		saved := progress.Diff(madeOn, disk)
+		rejected = slices.DeleteFunc(rejected, func(c progress.Change) bool { return !changedField(saved, c) })
+	}
+	for _, c := range rejected {
+		o.violation(act, revertGate(act, c), describeChange(act.actor(), c))
+	}
+	if madeOn != nil || len(rejected) > 0 {
 		o.writeShown(shown)
 	}
 	return changedCanonical
@@ -215,8 +225,15 @@ func (o *Orchestrator) firstList(l *lane, list *progress.List, runEnded bool) bo
 // tester's is a claim for the verdict. Features added, removed or
 // reordered by a run are always written back.
 func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progress.List) {
+	held := (*progress.List)(nil)
+	if l.project {
+		held = o.listFile.heldBack()
+	}
 	if l.active == nil {
 		merged = disk.Clone()
+		if held != nil {
+			merged = personsSave(held, disk, o.canonical)
+		}
 		paused := statemachine.State(o.session.State) == statemachine.Paused
 		for i := range merged.Features {
 			f := &merged.Features[i]
@@ -233,8 +250,11 @@ func (o *Orchestrator) merge(l *lane, disk *progress.List) (merged, shown *progr
 	// The project's file is read against the canonical list it shows; a
 	// clone's against the list it was given (giveList).
 	base := o.canonical
-	if !l.project {
+	switch {
+	case !l.project:
 		base = l.given
+	case held != nil:
+		base = held // what the run saw: the daemon's write was held back
 	}
 	merged = o.canonical.Clone()
 	for _, v := range l.runChanges(base, disk, merged) {
@@ -352,8 +372,14 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 	if o.listFile.unread(o.opts.Project.Progress()) {
 		// A person's save (or a run's write) the daemon has not read yet
 		// is not written over: the watcher brings it to syncList, which
-		// takes it, reports it or writes the canonical list back.
+		// reads it as made on what the file held before it (heldBack), so
+		// that what the daemon decided meanwhile is not taken back, and
+		// writes the list again.
 		o.opts.Log.Info("feature-list.json changed since the daemon last read it; reading it before writing it")
+		if !o.listFile.behind {
+			o.listFile.behind = true
+			o.listFile.known = o.listFile.lastKnown()
+		}
 		return
 	}
 	data, err := progress.WriteFeatureList(o.opts.Project.Progress(), l)
@@ -361,7 +387,97 @@ func (o *Orchestrator) writeShown(l *progress.List) {
 		o.opts.Log.Error("could not write feature-list.json", zap.Error(err))
 		return
 	}
-	o.listFile.ownWrite = data
+	o.listFile.ownWrite, o.listFile.readAfterWrite = data, false
+	o.listFile.behind, o.listFile.known = false, nil
+}
+
+// changedField reports whether changes hold a change of c's feature and
+// field.
+func changedField(changes []progress.Change, c progress.Change) bool {
+	return slices.ContainsFunc(changes, func(d progress.Change) bool { return d.FeatureID == c.FeatureID && d.Field == c.Field })
+}
+
+// lastKnown is what the daemon last knew the file to hold: its own last
+// write, or what it read since.
+func (f *listFile) lastKnown() []byte {
+	if f.readAfterWrite {
+		return f.read
+	}
+	return f.ownWrite
+}
+
+// heldBack is, when a write of the canonical list was held back since the
+// daemon last read the file, the list the file held before (what a save
+// read now was made on), and nil otherwise: the save is then read against
+// the canonical list, which the file showed.
+func (f *listFile) heldBack() *progress.List {
+	if !f.behind || f.known == nil {
+		return nil
+	}
+	l, err := progress.Parse(f.known)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// personsSave is a person's save, disk, made on base (the list the file
+// held before it) while the canonical list had moved on: what the save
+// changed of base (a feature's field, a feature added or removed, the
+// order, the setup) is the person's, as any save of theirs is; every field
+// it left as base had it keeps the canonical list's value (a verdict given
+// meanwhile, say).
+func personsSave(base, disk, canonical *progress.List) *progress.List {
+	merged := disk.Clone()
+	changed := map[string][]string{} // feature: its fields the save changed
+	for _, c := range progress.Diff(base, disk) {
+		changed[c.FeatureID] = append(changed[c.FeatureID], c.Field)
+	}
+	for i, f := range merged.Features {
+		c := canonical.Feature(f.ID)
+		if c == nil || base.Feature(f.ID) == nil {
+			continue // the person's alone
+		}
+		if m, err := overlay(*c, f, changed[f.ID]); err == nil {
+			merged.Features[i] = m
+		} else {
+			merged.Features[i] = f // the save, whole: never a half of each
+		}
+	}
+	return merged.Clone()
+}
+
+// overlay is onto with the fields named (their JSON keys) taken from from.
+func overlay(onto, from progress.Feature, fields []string) (progress.Feature, error) {
+	var o, f map[string]json.RawMessage
+	a, err := json.Marshal(onto)
+	if err != nil {
+		return onto, err
+	}
+	b, err := json.Marshal(from)
+	if err != nil {
+		return onto, err
+	}
+	if err := json.Unmarshal(a, &o); err != nil {
+		return onto, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return onto, err
+	}
+	for _, k := range fields {
+		if v, ok := f[k]; ok {
+			o[k] = v
+		} else {
+			delete(o, k)
+		}
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return onto, err
+	}
+	var out progress.Feature
+	err = json.Unmarshal(data, &out)
+	return out, err
 }
 
 // unread reports whether the project's feature list in progressDir holds

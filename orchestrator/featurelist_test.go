@@ -16,6 +16,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents"
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
+	"github.com/ctxgraphd/ctxgraphd/progress"
 )
 
 // What a run in flight leaves of the feature list half-way is nobody's
@@ -134,5 +135,58 @@ func TestAnUnreadSaveOfTheListIsNotWrittenOver(t *testing.T) {
 	o.writeFeatureList()
 	if got, want := read(), string(o.canonical.Marshal()); got != want {
 		t.Fatalf("once read, the daemon's write did not go through:\n%s", got)
+	}
+}
+
+// TestASaveMadeBeforeAHeldBackWriteKeepsTheDaemonsDecisions: a person's
+// save made on the file as it was, landing while the daemon decides (its
+// write held back: the save is unread), is read as made on that file. What
+// the save changed is the person's, down to the field, and everything it
+// left as it was keeps the daemon's state: the feature the daemon marked
+// tested meanwhile stays tested, though the person's copy says otherwise,
+// also when the person edited another field of that very feature. The
+// daemon then writes the list again, with both.
+func TestASaveMadeBeforeAHeldBackWriteKeepsTheDaemonsDecisions(t *testing.T) {
+	for _, edits := range []string{"F-002", "F-001"} {
+		t.Run("the person edits "+edits, func(t *testing.T) {
+			h := newHarness(t)
+			if err := h.runToEnd(); err != nil {
+				t.Fatalf("loop: %v", err)
+			}
+			o := h.current
+			const listRel = ".claude/progress/feature-list.json"
+			// The file as the person copies it: F-001 not tested yet.
+			f1 := o.canonical.Feature("F-001")
+			f1.Tested, f1.Status = false, progress.Completed
+			o.writeFeatureList()
+			copied := o.canonical.Clone()
+			// The person's edit of their copy, saved; the daemon has not
+			// read it when it marks F-001 tested.
+			copied.Feature(edits).Title = "Renamed by the person"
+			h.write(listRel, string(copied.Marshal()))
+			f1 = o.canonical.Feature("F-001")
+			f1.Tested = true
+			o.writeFeatureList() // held back: the save is unread
+			before := len(h.violations())
+			o.syncList(o.lanes.home, false)
+			o.persist()
+
+			if f := o.canonical.Feature("F-001"); !f.Tested || f.Status != progress.Completed {
+				t.Errorf("the person's save, made before the verdict, took it back: F-001 is %s, tested %v", f.Status, f.Tested)
+			}
+			if got := o.canonical.Feature(edits).Title; got != "Renamed by the person" {
+				t.Errorf("the person's edit was not taken: %s is titled %q", edits, got)
+			}
+			disk, _, err := progress.ReadFeatureList(h.proj.Progress())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := disk.Feature("F-001"); !f.Tested || disk.Feature(edits).Title != "Renamed by the person" {
+				t.Errorf("the file does not hold both: F-001 tested %v, %s titled %q", f.Tested, edits, disk.Feature(edits).Title)
+			}
+			for _, tr := range h.violations()[before:] {
+				t.Errorf("the daemon's own state, missing from the save, was reported as a change to revert: %s", tr.Event.WhatHappened)
+			}
+		})
 	}
 }

@@ -184,6 +184,15 @@ type listFile struct {
 	problemFromAgent bool
 	ownWrite         []byte // the last bytes the daemon wrote to it
 	read             []byte // the bytes it held at the daemon's last read
+	// behind: a write of the canonical list was held back (writeShown:
+	// a save the daemon had not read was there), so the file lacks what
+	// the daemon decided since known; known is what the file held, as far
+	// as the daemon knew, when it held back: what the save was made on.
+	behind bool
+	known  []byte
+	// readAfterWrite: the daemon's last read of the file came after its
+	// last write (lastKnown).
+	readAfterWrite bool
 }
 
 // timers are the loop's timers: the wait after a failure that waiting
