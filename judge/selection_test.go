@@ -173,6 +173,13 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 			},
 		},
 		{
+			name:   "an executable Go file it never reads gaining cgo",
+			base:   map[string]string{"data/v.txt": "ok\n", "other/o.go": "exec:package other\n"},
+			test:   `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
+			breaks: func(f *fixture) { f.write(map[string]string{"other/o.go": "exec:package other\n\n// #include <stdio.h>\nimport \"C\"\n"}) },
+			misses: func(f *fixture) { f.write(map[string]string{"other/o.go": "exec:package other\n\n// no cgo\n"}) },
+		},
+		{
 			name:   "a file read by a program in python, by a directory's descriptor",
 			base:   map[string]string{"data/v.txt": "ok\n", "data/w.txt": "w\n"},
 			test:   `python3 -c 'import os,sys; d=os.open("data", os.O_RDONLY); sys.exit(0 if os.read(os.open("v.txt", os.O_RDONLY, dir_fd=d), 9) == b"ok\n" else 1)'`,
