@@ -173,10 +173,12 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 			},
 		},
 		{
-			name:   "an executable Go file it never reads gaining cgo",
-			base:   map[string]string{"data/v.txt": "ok\n", "other/o.go": "exec:package other\n"},
-			test:   `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
-			breaks: func(f *fixture) { f.write(map[string]string{"other/o.go": "exec:package other\n\n// #include <stdio.h>\nimport \"C\"\n"}) },
+			name: "an executable Go file it never reads gaining cgo",
+			base: map[string]string{"data/v.txt": "ok\n", "other/o.go": "exec:package other\n"},
+			test: `test -z "$CGO_CPPFLAGS" && grep -qx ok data/v.txt`,
+			breaks: func(f *fixture) {
+				f.write(map[string]string{"other/o.go": "exec:package other\n\n// #include <stdio.h>\nimport \"C\"\n"})
+			},
 			misses: func(f *fixture) { f.write(map[string]string{"other/o.go": "exec:package other\n\n// no cgo\n"}) },
 		},
 		{
