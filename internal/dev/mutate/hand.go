@@ -804,7 +804,7 @@ var Hands = []Hand{
 		"internal/inputs/inputs.go", "\t\tn.rec.note(n.rec.absent, n.rel(name))", "\t\tn.rec.note(n.rec.found, n.rel(name))",
 		"internal/inputs", "TestAViewRecordsWhatARunDid"},
 	{"a directory a test run listed is in its record",
-		"internal/inputs/inputs.go", "\tn.rec.note(n.rec.listed, n.rel(\"\"))\n\treturn n.LoopbackNode.OpendirHandle", "\treturn n.LoopbackNode.OpendirHandle",
+		"internal/inputs/inputs.go", "\tn.rec.note(n.rec.listed, n.rel(\"\"))\n\tfh, fuseFlags, errno := n.LoopbackNode.OpendirHandle", "\tfh, fuseFlags, errno := n.LoopbackNode.OpendirHandle",
 		"internal/inputs", "TestAViewRecordsWhatARunDid"},
 	{"a file a test run opened is in its record",
 		"internal/inputs/inputs.go", "\tn.rec.note(n.rec.opened, n.rel(\"\"))\n\treturn n.LoopbackNode.Open(", "\treturn n.LoopbackNode.Open(",
