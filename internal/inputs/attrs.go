@@ -12,7 +12,8 @@ package inputs
 //   - inode numbers are handed out in the order the checkout made its
 //     files, so a file's number counts the files made before it, anywhere;
 //   - times, birth time included, tell how long the checkout took to
-//     write what came before;
+//     write what came before (and go-fuse's loopback makes a name's
+//     generation, which name_to_handle_at(2) gives out, of its birth time);
 //   - the file system's free blocks and inodes (statfs) count every file.
 //
 // The view therefore answers, above go-fuse's loopback: inode numbers in
@@ -21,7 +22,7 @@ package inputs
 // find and fts take as such) and its size as one block; no time earlier
 // than the view's mount (what the run itself changes keeps its own time,
 // so that Python's import cache still sees a directory it wrote to);
-// fixed statfs figures; and no statx, whose birth time the kernel then
+// no generation; fixed statfs figures; and no statx, whose birth time the kernel then
 // does not ask for (it falls back to getattr).
 
 import (
@@ -81,10 +82,18 @@ func (a *attrs) mask(at *fuse.Attr) {
 	}
 }
 
+// entry rewrites what the view answers of a name it looked up or made:
+// its attributes, and its generation, which go-fuse's loopback takes
+// from the file's birth time and name_to_handle_at(2) hands to the run.
+func (a *attrs) entry(out *fuse.EntryOut) {
+	a.mask(&out.Attr)
+	out.Generation = 0
+}
+
 func (a *attrs) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	st := a.RawFileSystem.Lookup(cancel, h, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(out)
 	}
 	return st
 }
@@ -108,7 +117,7 @@ func (a *attrs) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 func (a *attrs) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	st := a.RawFileSystem.Mknod(cancel, in, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(out)
 	}
 	return st
 }
@@ -116,7 +125,7 @@ func (a *attrs) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out
 func (a *attrs) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	st := a.RawFileSystem.Mkdir(cancel, in, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(out)
 	}
 	return st
 }
@@ -124,7 +133,7 @@ func (a *attrs) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out
 func (a *attrs) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	st := a.RawFileSystem.Link(cancel, in, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(out)
 	}
 	return st
 }
@@ -132,7 +141,7 @@ func (a *attrs) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 func (a *attrs) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
 	st := a.RawFileSystem.Symlink(cancel, h, target, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(out)
 	}
 	return st
 }
@@ -140,7 +149,7 @@ func (a *attrs) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name s
 func (a *attrs) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	st := a.RawFileSystem.Create(cancel, in, name, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(&out.EntryOut)
 	}
 	return st
 }
@@ -148,7 +157,7 @@ func (a *attrs) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 func (a *attrs) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
 	st := a.RawFileSystem.Tmpfile(cancel, in, out)
 	if st.Ok() {
-		a.mask(&out.Attr)
+		a.entry(&out.EntryOut)
 	}
 	return st
 }

@@ -34,7 +34,7 @@ func checkout(t *testing.T, files ...string) string {
 // one the file system below would have answered differently: a
 // directory's link count and size (a subdirectory made in it), an inode
 // number and times (files made before it by the checkout), a birth time
-// (statx), the free inodes and blocks (statfs), the inode numbers of a
+// (statx, and the generation in a file handle), the free inodes and blocks (statfs), the inode numbers of a
 // listing (d_ino) of a directory the change leaves as it was.
 func TestWhatAViewSaysOfANameDependsOnItAlone(t *testing.T) {
 	big := strings.Repeat("x", 4<<20) // long enough to write that a time would show it
@@ -54,12 +54,28 @@ func TestWhatAViewSaysOfANameDependsOnItAlone(t *testing.T) {
 		stat -f -c 'blocks=%b free=%f avail=%a inodes=%c ifree=%d' .
 		rmdir conf/sub 2>&1 || true
 		python3 -c 'import os; s = os.stat("b/known"); d = os.stat("."); print(s.st_ino, s.st_nlink, s.st_mtime_ns - d.st_mtime_ns, s.st_ctime_ns - d.st_ctime_ns)'
-		python3 -c 'import os; print(sorted((e.name, e.inode()) for e in os.scandir("conf/sub")), os.stat("conf/sub/x").st_ino)'`
+		python3 -c 'import os; print(sorted((e.name, e.inode()) for e in os.scandir("conf/sub")), os.stat("conf/sub/x").st_ino)'
+		python3 -c "$handles" a/first b/known conf/known`
+	// name_to_handle_at(2): a FUSE handle is the node's id and its
+	// generation (fuse_encode_fh), and the generation is what tells.
+	handles := `
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for name in sys.argv[1:]:
+    buf = ctypes.create_string_buffer(struct.pack("Ii", 128, 0) + bytes(128))
+    mnt = ctypes.c_int()
+    if libc.name_to_handle_at(-100, name.encode(), buf, ctypes.byref(mnt), 0) != 0:
+        print(name, "no handle", ctypes.get_errno())
+        continue
+    n, kind = struct.unpack_from("Ii", buf.raw)
+    words = struct.unpack_from("%dI" % (n // 4), buf.raw, 8)
+    print(name, "handle type", kind, "generation", words[2:])
+`
 	var seen [2]string
 	var recs [2]Record
 	for i, root := range []string{base, changed} {
 		v := mount(t, root)
-		seen[i] = run(t, v.Dir, probe)
+		seen[i] = run(t, v.Dir, "handles='"+strings.ReplaceAll(handles, "'", `'\''`)+"'\n"+probe)
 		r, err := v.Close()
 		if err != nil {
 			t.Fatal(err)
