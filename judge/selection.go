@@ -175,7 +175,9 @@ func makesCgo(ctx context.Context, root Root, changes []gitrepo.Change) bool {
 		}
 		switch c.ToMode {
 		case gitrepo.ModeSymlink:
-			return true
+			if toolchain.CgoLink(c.Path) {
+				return true
+			}
 		case gitrepo.ModeFile, gitrepo.ModeExecutable:
 			ids, names = append(ids, c.To), append(names, c.Path)
 		}

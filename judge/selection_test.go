@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/toolchain"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
@@ -23,7 +24,7 @@ func selecting(o *Options) { o.FullSweepEvery = 20 }
 
 // selectionFixture is a project whose feature F-000 is tested, by test,
 // on the files of base; its first run by the daemon, which passes, leaves
-// the record a sweep selects by.
+// the record a sweep selects by (none, on a tree that uses cgo).
 func selectionFixture(t *testing.T, f *fixture, base map[string]string, test string) (*progress.List, gitrepo.Tree) {
 	t.Helper()
 	if !sandbox.Confines {
@@ -37,7 +38,10 @@ func selectionFixture(t *testing.T, f *fixture, base map[string]string, test str
 	f.j.mu.Lock()
 	_, recorded := f.j.seen[test]
 	f.j.mu.Unlock()
-	if !recorded {
+	switch cgo := toolchain.UsesCgo(f.dir); {
+	case cgo && recorded:
+		t.Fatal("a passing run on a tree that uses cgo left a record of its inputs: it must leave none")
+	case !cgo && !recorded:
 		t.Fatal("a passing run left no record of its inputs (is FUSE missing? install fuse3)")
 	}
 	return list(progress.Feature{ID: "F-000", Test: test, Tested: true, Status: progress.Completed},
@@ -180,6 +184,22 @@ func TestASweepRunsEveryTestAChangeCanAffect(t *testing.T) {
 				f.write(map[string]string{"other/o.go": "exec:package other\n\n// #include <stdio.h>\nimport \"C\"\n"})
 			},
 			misses: func(f *fixture) { f.write(map[string]string{"other/o.go": "exec:package other\n\n// no cgo\n"}) },
+		},
+		{
+			// Go builds x.go from x.impl: a change of x.impl alone can make
+			// the tree use cgo, and give the run the tree's cgo flags, so a
+			// tree with a Go file that is a link counts as cgo's from the
+			// start (toolchain.CgoLink), and is never recorded. Its test
+			// runs at every sweep, even when the change is one no record
+			// would hold: x.impl, which the test never reads.
+			name:   "the target of a Go file that is a link gaining cgo",
+			base:   map[string]string{"data/v.txt": "ok\n", "other/x.go": "link:x.impl", "other/x.impl": "package other\n"},
+			test:   `grep -qx ok data/v.txt`,
+			breaks: func(f *fixture) { f.write(map[string]string{"data/v.txt": "no\n"}) },
+			misses: func(f *fixture) {
+				f.write(map[string]string{"other/x.impl": "package other\n\n// #include <stdio.h>\nimport \"C\"\n"})
+			},
+			stillRuns: true,
 		},
 		{
 			name:   "a file read by a program in python, by a directory's descriptor",

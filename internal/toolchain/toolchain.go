@@ -162,7 +162,8 @@ func Used(dir string) []Toolchain {
 // build cache keys a cgo package by its own files and flags only: a header
 // it includes from elsewhere in the tree, or a library it links from
 // there, is not in the key, and a cache shared between trees would build
-// one tree with another's. Which files count is CgoFile's.
+// one tree with another's. Which files count is CgoFile's; a link named
+// as a Go file counts whatever it points to (CgoLink).
 func UsesCgo(dir string) bool {
 	found := false
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -172,6 +173,13 @@ func UsesCgo(dir string) bool {
 		case d.IsDir() && cgoSkips(d.Name()):
 			return filepath.SkipDir
 		case d.IsDir() || !strings.HasSuffix(d.Name(), ".go"):
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			rel, err := filepath.Rel(dir, p)
+			found = err != nil || CgoLink(filepath.ToSlash(rel))
+			if found {
+				return filepath.SkipAll
+			}
 			return nil
 		}
 		src, err := os.ReadFile(p)
@@ -189,6 +197,20 @@ func UsesCgo(dir string) bool {
 // Go file, outside the directories git or the toolchains keep to
 // themselves (.git, node_modules), that imports "C".
 func CgoFile(rel string, src []byte) bool {
+	return goOutsideSkips(rel) && importsC(src)
+}
+
+// CgoLink reports whether a symbolic link at rel (slash-separated,
+// relative to a tree) makes its tree count as one that uses cgo: a link
+// named as a Go file, outside .git and node_modules. Go builds what it
+// points to, and a change of the target (not named as Go) can make it
+// import "C" with no Go file of the tree changed, so such a tree counts
+// as cgo's from the start, whatever the target says now.
+func CgoLink(rel string) bool { return goOutsideSkips(rel) }
+
+// goOutsideSkips reports whether rel names a Go file outside the
+// directories git and the toolchains keep to themselves.
+func goOutsideSkips(rel string) bool {
 	if !strings.HasSuffix(rel, ".go") {
 		return false
 	}
@@ -197,7 +219,7 @@ func CgoFile(rel string, src []byte) bool {
 			return false
 		}
 	}
-	return importsC(src)
+	return true
 }
 
 func cgoSkips(dir string) bool { return dir == ".git" || dir == "node_modules" }

@@ -94,22 +94,35 @@ func TestUsesCgo(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
+		links map[string]string // name: target
 		want  bool
 	}{
-		{"pure Go", map[string]string{"a/a.go": "package a\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint\n"}, false},
-		{"import C alone", map[string]string{"a/a.go": "package a\n\n// #include <stdio.h>\nimport \"C\"\n"}, true},
-		{"import C in a block, deep", map[string]string{"x/y/z.go": "package z\n\nimport (\n\t\"fmt\"\n\t\"C\"\n)\n\nvar _ = fmt.Sprint\n"}, true},
-		{"the text C elsewhere", map[string]string{"a/a.go": "package a\n\nconst s = \"import \\\"C\\\"\"\n"}, false},
-		{"cgo only in node_modules", map[string]string{"node_modules/x/x.go": "package x\n\nimport \"C\"\n"}, false},
-		{"a file that does not parse", map[string]string{"a/a.go": "package a\nimport ("}, false},
-		{"a package named C", map[string]string{"a/a.go": "package a\n\nimport C \"fmt\"\n\nvar _ = C.Sprint\n"}, false},
-		{"import C in a file not Go's", map[string]string{"a/a.go.txt": "package a\n\nimport \"C\"\n"}, false},
-		{"cgo in .git", map[string]string{".git/x/x.go": "package x\n\nimport \"C\"\n", "a/a.go": "package a\n"}, false},
+		{"pure Go", map[string]string{"a/a.go": "package a\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint\n"}, nil, false},
+		{"import C alone", map[string]string{"a/a.go": "package a\n\n// #include <stdio.h>\nimport \"C\"\n"}, nil, true},
+		{"import C in a block, deep", map[string]string{"x/y/z.go": "package z\n\nimport (\n\t\"fmt\"\n\t\"C\"\n)\n\nvar _ = fmt.Sprint\n"}, nil, true},
+		{"the text C elsewhere", map[string]string{"a/a.go": "package a\n\nconst s = \"import \\\"C\\\"\"\n"}, nil, false},
+		{"cgo only in node_modules", map[string]string{"node_modules/x/x.go": "package x\n\nimport \"C\"\n"}, nil, false},
+		{"a file that does not parse", map[string]string{"a/a.go": "package a\nimport ("}, nil, false},
+		{"a package named C", map[string]string{"a/a.go": "package a\n\nimport C \"fmt\"\n\nvar _ = C.Sprint\n"}, nil, false},
+		{"import C in a file not Go's", map[string]string{"a/a.go.txt": "package a\n\nimport \"C\"\n"}, nil, false},
+		{"cgo in .git", map[string]string{".git/x/x.go": "package x\n\nimport \"C\"\n", "a/a.go": "package a\n"}, nil, false},
+		// A change of x.impl alone could make x.go import "C".
+		{"a Go file that is a link to pure Go", map[string]string{"a/x.impl": "package a\n"}, map[string]string{"a/x.go": "x.impl"}, true},
+		{"a link named as Go, deep", map[string]string{"a/b/x.impl": "package b\n"}, map[string]string{"a/b/x.go": "x.impl"}, true},
+		{"a link to a Go file, not named as one", map[string]string{"a/x.go": "package a\n"}, map[string]string{"a/x.impl": "x.go"}, false},
+		{"a Go link in node_modules", map[string]string{"node_modules/m/x.impl": "package m\n"}, map[string]string{"node_modules/m/x.go": "x.impl"}, false},
+		{"a dangling Go link", nil, map[string]string{"a/x.go": "gone"}, true},
 	} {
 		dir := t.TempDir()
 		for name, content := range tt.files {
 			os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, target := range tt.links {
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+			if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -119,6 +132,9 @@ func TestUsesCgo(t *testing.T) {
 		any := false
 		for name, content := range tt.files {
 			any = any || CgoFile(name, []byte(content))
+		}
+		for name := range tt.links {
+			any = any || CgoLink(name)
 		}
 		if any != tt.want {
 			t.Errorf("%s: CgoFile of its files = %v, want %v", tt.name, any, tt.want)
