@@ -14,7 +14,8 @@ package inputs
 //   - times, birth time included, tell how long the checkout took to
 //     write what came before (and go-fuse's loopback makes a name's
 //     generation, which name_to_handle_at(2) gives out, of its birth time);
-//   - the file system's free blocks and inodes (statfs) count every file.
+//   - the file system's free blocks and inodes (statfs) count every file,
+//     and an inode's generation (an ioctl) may count those made before it.
 //
 // The view therefore answers, above go-fuse's loopback: inode numbers in
 // the order the run first met them (mapped); a directory's link count as
@@ -22,7 +23,7 @@ package inputs
 // find and fts take as such) and its size as one block; no time earlier
 // than the view's mount (what the run itself changes keeps its own time,
 // so that Python's import cache still sees a directory it wrote to);
-// no generation; fixed statfs figures; and no statx, whose birth time the kernel then
+// no generation; fixed statfs figures; no ioctl; and no statx, whose birth time the kernel then
 // does not ask for (it falls back to getattr).
 
 import (
@@ -166,6 +167,16 @@ func (a *attrs) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 // with no birth time.
 func (a *attrs) Statx(<-chan struct{}, *fuse.StatxIn, *fuse.StatxOut) fuse.Status {
 	return fuse.ENOSYS
+}
+
+// Ioctl is refused, as tmpfs refuses what it does not know. The loopback
+// would pass it to the file below with the view server's privileges (as
+// root, FS_IOC_SETFLAGS makes a file of the checkout immutable), and its
+// answers tell of more than the file's name and content: the inode's
+// generation (FS_IOC_GETVERSION) is btrfs's transaction of the file's
+// making, which counts what the checkout wrote before it.
+func (a *attrs) Ioctl(<-chan struct{}, *fuse.IoctlIn, []byte, *fuse.IoctlOut, []byte) fuse.Status {
+	return fuse.Status(syscall.ENOTTY)
 }
 
 // StatFs gives fixed figures: a terabyte, half of it free, and inodes to

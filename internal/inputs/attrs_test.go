@@ -34,7 +34,8 @@ func checkout(t *testing.T, files ...string) string {
 // one the file system below would have answered differently: a
 // directory's link count and size (a subdirectory made in it), an inode
 // number and times (files made before it by the checkout), a birth time
-// (statx, and the generation in a file handle), the free inodes and blocks (statfs), the inode numbers of a
+// (statx, and the generation in a file handle), an inode's generation (an
+// ioctl), the free inodes and blocks (statfs), the inode numbers of a
 // listing (d_ino) of a directory the change leaves as it was.
 func TestWhatAViewSaysOfANameDependsOnItAlone(t *testing.T) {
 	big := strings.Repeat("x", 4<<20) // long enough to write that a time would show it
@@ -55,7 +56,20 @@ func TestWhatAViewSaysOfANameDependsOnItAlone(t *testing.T) {
 		rmdir conf/sub 2>&1 || true
 		python3 -c 'import os; s = os.stat("b/known"); d = os.stat("."); print(s.st_ino, s.st_nlink, s.st_mtime_ns - d.st_mtime_ns, s.st_ctime_ns - d.st_ctime_ns)'
 		python3 -c 'import os; print(sorted((e.name, e.inode()) for e in os.scandir("conf/sub")), os.stat("conf/sub/x").st_ino)'
-		python3 -c "$handles" a/first b/known conf/known`
+		python3 -c "$handles" a/first b/known conf/known
+		python3 -c "$ioctls" b/known conf/known`
+	// ioctl(2): the inode's flags and generation.
+	ioctls := `
+import errno, fcntl, os, struct, sys
+for name in sys.argv[1:]:
+    for what, req in (("flags", 0x80086601), ("generation", 0x80087601)):
+        buf = bytearray(8)
+        try:
+            fcntl.ioctl(os.open(name, os.O_RDONLY), req, buf, True)
+            print(name, what, buf.hex())
+        except OSError as e:
+            print(name, "no", what, errno.errorcode[e.errno])
+`
 	// name_to_handle_at(2): a FUSE handle is the node's id and its
 	// generation (fuse_encode_fh), and the generation is what tells.
 	handles := `
@@ -75,7 +89,7 @@ for name in sys.argv[1:]:
 	var recs [2]Record
 	for i, root := range []string{base, changed} {
 		v := mount(t, root)
-		seen[i] = run(t, v.Dir, "handles='"+strings.ReplaceAll(handles, "'", `'\''`)+"'\n"+probe)
+		seen[i] = run(t, v.Dir, "handles='"+handles+"'\nioctls='"+ioctls+"'\n"+probe)
 		r, err := v.Close()
 		if err != nil {
 			t.Fatal(err)
