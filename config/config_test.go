@@ -58,7 +58,7 @@ func TestDefault(t *testing.T) {
 	want := &Config{
 		Agent: Agent{Command: "claude", Timeout: 30 * time.Minute, IdleTimeout: 10 * time.Minute,
 			HooksLiveTimeout: 10 * time.Second, StuckAfter: 5},
-		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, FullSweepEvery: 1, Debounce: 20 * time.Millisecond,
+		Limits: Limits{MaxRetries: 2, MaxBlocked: 3, Parallel: 1, FullSweepEvery: 50, Debounce: 20 * time.Millisecond,
 			Backoff: 30 * time.Second, BackoffMax: 30 * time.Minute},
 		Gates: map[string]GateMode{
 			"tested-needs-evidence": Enforce, "tester-must-test": Enforce, "role-write-policy": Enforce,

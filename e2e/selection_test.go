@@ -15,7 +15,8 @@ import (
 )
 
 // selecting is what a night with selection adds to the environment: a
-// full sweep only every 20 sweeps (the default, said all the same), so
+// full sweep only every 20 sweeps (the default, 50, would do as well;
+// said so that a change of the default does not change these nights), so
 // that every sweep of these nights is a selected one.
 var selecting = "CTXGRAPHD_LIMITS_FULL_SWEEP_EVERY=20"
 

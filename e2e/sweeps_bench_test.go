@@ -14,7 +14,7 @@ import (
 // whole night of N honest, independent text features whose tests take a
 // second each (scriptedmodel's test_seconds), on the real CLI, at
 // limits.parallel 1, with selection (limits.full_sweep_every 50) and
-// with every sweep full (1, the default) in the same run. From the
+// with every sweep full (1) in the same run. From the
 // daemon's log:
 //
 //   - runs/feature is the daemon's test runs per feature (the check before
