@@ -64,6 +64,11 @@ type loopResult struct {
 	sweeps, sweepTests     time.Duration
 	sweepCPU, sweepTestCPU time.Duration
 	sweepRuns              int
+	// lastSweep is the part of sweeps that is the session's last sweep
+	// (of the branch's tip, after the last claim: its log line names no
+	// feature), lastSweepRuns its test runs.
+	lastSweep     time.Duration
+	lastSweepRuns int
 	// hookCalls is how many hook requests the daemon answered (read
 	// only when it logs at debug level).
 	hookCalls int
@@ -157,8 +162,9 @@ func testRunsLogged(r *loopResult, log []byte) {
 	var testCPU []time.Duration
 	for line := range bytes.Lines(log) {
 		var l struct {
-			Msg  string `json:"msg"`
-			Path string `json:"path"`
+			Msg     string `json:"msg"`
+			Path    string `json:"path"`
+			Feature *string
 			// Seconds, as zap writes durations.
 			Took, CPU, Checkout float64
 			TestsTook           float64 `json:"tests_took"`
@@ -183,6 +189,10 @@ func testRunsLogged(r *loopResult, log []byte) {
 			r.sweepTests += seconds(l.TestsTook)
 			r.sweepRuns += l.Tests
 			r.sweepCPU += seconds(l.CPU)
+			if l.Feature != nil && *l.Feature == "" {
+				r.lastSweep += seconds(l.Took)
+				r.lastSweepRuns += l.Tests
+			}
 			for _, c := range testCPU[max(0, len(testCPU)-l.Tests):] {
 				r.sweepTestCPU += c
 			}

@@ -22,7 +22,10 @@ import (
 //     any bisection): goal at N = 40, at most 3;
 //   - sweep-runs/feature is the sweeps' part of them;
 //   - sweep-share is the sweeps' wall time over the night's (goal at
-//     N = 40, at most 10 %);
+//     N = 40, at most 10 %), last-sweep-share the part of it that is the
+//     session's last sweep, of the branch's tip (full whenever a sweep
+//     since the last full one skipped a test: N runs, the claims' agents
+//     all done);
 //   - night-s is the night's wall time.
 //
 // A full night's sweeps are N(N-1)/2 runs by construction: at N = 40 some
@@ -67,17 +70,19 @@ func benchNight(b *testing.B, n, every int) {
 	}
 	url := startModel(b, sc)
 	var runs, sweepRuns int
-	var sweepShare, night float64
+	var sweepShare, lastShare, night float64
 	for range b.N {
 		r := runLoop(b, url, sc, "CTXGRAPHD_LOG_FORMAT=json", "CTXGRAPHD_LIMITS_FULL_SWEEP_EVERY="+strconv.Itoa(every))
 		runs += r.testRuns
 		sweepRuns += r.sweepRuns
 		sweepShare += r.sweeps.Seconds() / r.wall.Seconds()
+		lastShare += r.lastSweep.Seconds() / r.wall.Seconds()
 		night += r.wall.Seconds()
 	}
 	loops := float64(b.N)
 	b.ReportMetric(float64(runs)/loops/float64(n), "runs/feature")
 	b.ReportMetric(float64(sweepRuns)/loops/float64(n), "sweep-runs/feature")
 	b.ReportMetric(sweepShare/loops, "sweep-share")
+	b.ReportMetric(lastShare/loops, "last-sweep-share")
 	b.ReportMetric(night/loops, "night-s")
 }

@@ -31,19 +31,30 @@ import (
 )
 
 // laneDeps is what a lane needs of the daemon, handed to it when it is
-// made, never the Orchestrator: the judge (its gates' modes, the hooks'
-// record of a run's commands, the daemon's own test runs and their kept
-// output), the project's repository (where a lane's work is kept and its
-// branch read), the project's directory (where its evidence is copied),
-// the trace sink and the log. It is the seam of a lane
-// (docs/architecture.md): what a lane run elsewhere would be given.
+// made, never the Orchestrator: what it asks of the judge (laneJudge),
+// the project's repository (where a lane's work is kept and its branch
+// read), the project's directory (where its evidence is copied), the
+// trace sink and the log. It is the seam of a lane (docs/architecture.md):
+// what a lane run elsewhere would be given.
 type laneDeps struct {
-	judge      *judge.Judge
+	judge      laneJudge
 	repo       *gitrepo.Repo
 	projectDir string
 	trace      func(control.Trace) control.Trace
 	log        *zap.Logger
 }
+
+// laneJudge is what a lane's own methods ask of the judge: its gates'
+// modes, the hooks' record of a run's commands, and the keeping of a
+// test run's output as evidence. *judge.Judge is one; the lane is given
+// no more of it than this.
+type laneJudge interface {
+	Modes() gates.Modes
+	Commands(runID string) []control.CommandRecord
+	WriteEvidence(feature string, attempt int, what string, r judge.TestResult) (string, error)
+}
+
+var _ laneJudge = (*judge.Judge)(nil)
 
 // lane is where a feature's runs work and are judged, with what the loop
 // knows of them between events: the run in flight and its tester's
