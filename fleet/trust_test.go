@@ -156,7 +156,10 @@ func TestAWorkersMessagesWithoutTheRunsTokenAreRefused(t *testing.T) {
 func TestOneWorkersFloodDelaysNoOtherWorker(t *testing.T) {
 	dirA, repoA := lane(t)
 	dirB, repoB := lane(t)
-	rig := newRig(t, func(dir string) *gitrepo.Repo {
+	// a's own heartbeats are part of its flood, and dropped with what
+	// overflows: a heartbeat of a minute keeps a from being lost, and its
+	// run given to b, however slowly the machine serves b's run.
+	rig := newRigWith(t, Config{}, ExecutorOptions{Heartbeat: time.Minute}, func(dir string) *gitrepo.Repo {
 		if dir == dirA {
 			return repoA
 		}
