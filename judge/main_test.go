@@ -20,6 +20,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/inputs"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/progress"
 	"github.com/ctxgraphd/ctxgraphd/sandbox"
@@ -30,6 +31,9 @@ import (
 // to guess one, so that a commit of the judge that works got its identity
 // from the Signature it passes.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(holdViewEnv); dir != "" {
+		holdView(filepath.Join(filepath.Dir(dir), "checkout"), dir) // a daemon's process, to be killed
+	}
 	// The machine's Go caches, found before HOME moves: warm from building
 	// these tests, and holding this module's dependencies.
 	if out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output(); err == nil {
@@ -363,4 +367,18 @@ func pids(t *testing.T, s string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// holdViewEnv makes the test binary a daemon that mounts a recording view
+// at the directory it names, of the checkout beside it, and serves it
+// until it is killed.
+const holdViewEnv = "JUDGE_TEST_HOLD_VIEW"
+
+func holdView(tree, dir string) {
+	if _, err := inputs.Mount(tree, dir); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("serving")
+	select {}
 }

@@ -57,7 +57,7 @@ func (j *Judge) records(jail sandbox.TestJail) bool {
 // it (no FUSE): the sweeps then run every test, and the daemon says so
 // once.
 func (j *Judge) viewOf(checkout, scratch string) *inputs.View {
-	dir := filepath.Join(scratch, "view")
+	dir := filepath.Join(scratch, viewDir)
 	err := os.Mkdir(dir, 0o700)
 	var v *inputs.View
 	if err == nil {

@@ -399,6 +399,13 @@ func (j *Judge) checkout(ctx context.Context, repo *gitrepo.Repo, tree gitrepo.T
 	return dir, repo.Export(ctx, tree, filepath.Join(dir, "tree"))
 }
 
+// scratchPrefix begins the name of each test run's scratch directory, and
+// viewDir is where in it the run's recording view is mounted (viewOf).
+const (
+	scratchPrefix = "t-"
+	viewDir       = "view"
+)
+
 // scratchDir makes a new directory of a test run's own in the scratch
 // directory, for its output file and its checkout.
 func (j *Judge) scratchDir() (string, error) {
@@ -409,7 +416,7 @@ func (j *Judge) scratchDir() (string, error) {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(base, "t-"+rand.Text()[:12])
+	dir := filepath.Join(base, scratchPrefix+rand.Text()[:12])
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -420,11 +427,17 @@ func (j *Judge) scratchDir() (string, error) {
 func (j *Judge) CheckJail(ctx context.Context) error { return j.opts.Jail.Check(ctx) }
 
 // Sweep removes what test runs of an earlier daemon left in the scratch
-// directory (a crash between a checkout and its removal).
+// directory (a crash between a checkout and its removal), the recording
+// views it left mounted there first: their server died with it, and a
+// view no one serves refuses its removal.
 func (j *Judge) Sweep() error {
 	base := j.opts.Scratch
 	if base == "" {
 		base = filepath.Join(j.opts.Project.StateDir, "checkouts")
+	}
+	views, _ := filepath.Glob(filepath.Join(base, scratchPrefix+"*", viewDir))
+	for _, v := range views {
+		inputs.Detach(v) // not mounted, or gone: RemoveAll says what is left
 	}
 	return os.RemoveAll(base)
 }

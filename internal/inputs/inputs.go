@@ -215,10 +215,10 @@ func (v *View) Close() (Record, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			if out, derr := exec.Command("fusermount3", "-u", "-z", v.Dir).CombinedOutput(); derr == nil {
+			if derr := Detach(v.Dir); derr == nil {
 				v.detached = true
 			} else {
-				err = fmt.Errorf("%w; detaching it: %v: %s", err, derr, out)
+				err = fmt.Errorf("%w; %v", err, derr)
 			}
 			return Record{}, fmt.Errorf("inputs: unmounting the view of %s at %s (is a process of the run still in it?): %w", v.tree, v.Dir, err)
 		}
@@ -226,6 +226,23 @@ func (v *View) Close() (Record, error) {
 	}
 	v.server.Wait()
 	return v.rec.record(), nil
+}
+
+// Detach unmounts the view at dir lazily: at once for new paths, and
+// for good once no process is in it. It is how Close lets go of a busy
+// view, and how a daemon removes the views an earlier one left mounted
+// when it was killed (their server gone, each says "transport endpoint
+// is not connected" to whatever touches it, removal included).
+func Detach(dir string) error {
+	out, err := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	// As root, without fuse3's helper installed, the kernel's own call.
+	if uerr := syscall.Unmount(dir, syscall.MNT_DETACH); uerr == nil {
+		return nil
+	}
+	return fmt.Errorf("inputs: detaching the view at %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
 }
 
 // unmountWithin is how long Close tries to unmount a busy view.
