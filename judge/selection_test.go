@@ -578,3 +578,29 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 		}
 	})
 }
+
+// TestMakesCgoTakesWhatItCannotReadAsCgo: a Go file whose blob cannot be
+// read (a change naming an object the repository lacks) is taken as one
+// that imports "C", among other changes and in every place of the list;
+// the same changes with the blob there and pure Go are not.
+func TestMakesCgoTakesWhatItCannotReadAsCgo(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(map[string]string{"a/pure.go": "package a\n"})
+	f.snapshot()
+	pure := f.blobID("package a\n") // in the repository: the snapshot wrote it
+	missing := strings.Repeat("1", len(pure))
+	root := Root{Repo: f.repo}
+	others := []gitrepo.Change{
+		{Path: "a/b.go", Kind: gitrepo.Modified, To: pure, ToMode: gitrepo.ModeFile},
+		{Path: "data/v.txt", Kind: gitrepo.Added, To: missing, ToMode: gitrepo.ModeFile},
+	}
+	if makesCgo(t.Context(), root, others) {
+		t.Fatalf("pure Go and a file not Go's (its blob missing) make the tree cgo's")
+	}
+	for i := range len(others) + 1 {
+		cs := slices.Insert(slices.Clone(others), i, gitrepo.Change{Path: "a/c.go", Kind: gitrepo.Added, To: missing, ToMode: gitrepo.ModeFile})
+		if !makesCgo(t.Context(), root, cs) {
+			t.Errorf("a Go file whose blob cannot be read, at %d of %d changes, is taken as pure Go", i, len(cs))
+		}
+	}
+}
