@@ -28,6 +28,12 @@ import (
 //     all done);
 //   - night-s is the night's wall time.
 //
+// The sweeps' share depends on how long the agents take: the scripted
+// model thinks 300 ms a turn, as BenchmarkLanes' does at its shorter turn
+// (a real model takes seconds, which makes the share smaller still);
+// BENCH_NIGHT_TURN_MS says otherwise (0: it answers at once, and the
+// night is the CLI's and the daemon's own time alone).
+//
 // A full night's sweeps are N(N-1)/2 runs by construction: at N = 40 some
 // 800 runs of a second, at N = 100 some 5 000, hours. The full night runs
 // at N = 12 only, unless BENCH_NIGHT_FULL_UPTO says up to which
@@ -36,6 +42,13 @@ import (
 func BenchmarkNightSweeps(b *testing.B) {
 	sizes := []int{12, 40, 100}
 	fullUpTo := 12
+	turnMS := 300
+	if v := os.Getenv("BENCH_NIGHT_TURN_MS"); v != "" {
+		var err error
+		if turnMS, err = strconv.Atoi(v); err != nil || turnMS < 0 {
+			b.Fatalf("BENCH_NIGHT_TURN_MS=%q: want the scripted model's milliseconds a turn, such as 300 or 0", v)
+		}
+	}
 	if v := os.Getenv("BENCH_NIGHT_FULL_UPTO"); v != "" {
 		var err error
 		if fullUpTo, err = strconv.Atoi(v); err != nil {
@@ -58,13 +71,13 @@ func BenchmarkNightSweeps(b *testing.B) {
 				continue
 			}
 			name := map[int]string{50: "selected", 1: "full"}[every]
-			b.Run(fmt.Sprintf("features=%d/%s", n, name), func(b *testing.B) { benchNight(b, n, every) })
+			b.Run(fmt.Sprintf("features=%d/%s/turn=%dms", n, name, turnMS), func(b *testing.B) { benchNight(b, n, every, turnMS) })
 		}
 	}
 }
 
-func benchNight(b *testing.B, n, every int) {
-	sc := scriptedmodel.Scenario{Name: "night", TestSeconds: 1}
+func benchNight(b *testing.B, n, every, turnMS int) {
+	sc := scriptedmodel.Scenario{Name: "night", TestSeconds: 1, TurnLatencyMS: turnMS}
 	for i := range n {
 		sc.Features = append(sc.Features, scriptedmodel.FeatureScript{ID: fmt.Sprintf("F-%03d", i+1), Title: fmt.Sprintf("Feature %d", i+1), Behavior: scriptedmodel.Pass})
 	}

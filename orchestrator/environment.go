@@ -25,7 +25,7 @@ func (o *Orchestrator) testEnvironment(ev runJudged, jd judge.Judgement) *diagno
 	if jd.Test != nil && jd.Test.Env != nil {
 		return jd.Test.Env
 	}
-	if jd.Test != nil && jd.Test.Passed() && ev.claimed {
+	if jd.Test != nil && jd.Test.Passed() && ev.claim != nil {
 		return nil // tested after all: the verdict decides
 	}
 	return o.opts.Judge.Environment(ev.run.ID)

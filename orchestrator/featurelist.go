@@ -497,11 +497,11 @@ func (f *listFile) unread(progressDir string) bool {
 // hooks. Left there, it would read as tested to anyone who looks, and as a
 // claim to the next tester run. l is the lane of the run.
 func (o *Orchestrator) dropUnjudgedClaim(l *lane) {
-	if l.claim == "" {
+	if l.claim == nil {
 		return
 	}
-	o.opts.Log.Info("dropping an unjudged tested: true", zap.String("feature", l.claim))
-	l.claim = ""
+	o.opts.Log.Info("dropping an unjudged tested: true", zap.String("feature", l.claim.feature()))
+	l.claim = nil
 	o.writeFeatureList()
 }
 

@@ -68,7 +68,7 @@ type lane struct {
 	dir    string        // its work tree
 	repo   *gitrepo.Repo // that work tree's repository
 	active *activeRun    // its run in flight, if any
-	claim  string        // the feature whose tester wrote tested: true, pending the verdict
+	claim  *claim        // its tester's tested: true, pending the verdict; nil when none
 	// project: this is the project's own work tree, not a clone. Its list
 	// is the project's file (Orchestrator.syncList), its runs are judged where the
 	// project's are (judge.Root{}), and it is never closed; set when the
@@ -78,7 +78,7 @@ type lane struct {
 	// the lane is made: the project's tree as its test ran on it
 	// (commitTree), or a clone's candidate onto the branch
 	// (commitCandidate).
-	commits func(l *lane, ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error)
+	commits func(l *lane, ctx context.Context, c *claim, f *progress.Feature, trace string) (branch.Committed, error)
 	// record is where the store keeps its run in flight: the project's
 	// own lane's is Session.Run, a clone's is run.
 	record **store.Run
@@ -161,26 +161,24 @@ func (l *lane) root() judge.Root {
 	return judge.Root{Dir: l.dir, Repo: l.repo}
 }
 
-// commit commits v, l's accepted claim judged as jd, in the project's
-// repository: onto, when set, is the branch's head its candidate was
-// judged on.
-func (l *lane) commit(ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error) {
-	return l.commits(l, ctx, v, jd, onto)
+// commit commits c, l's claim, accepted for f with the approval trace,
+// in the project's repository.
+func (l *lane) commit(ctx context.Context, c *claim, f *progress.Feature, trace string) (branch.Committed, error) {
+	return l.commits(l, ctx, c, f, trace)
 }
 
 // commitTree commits the tree the daemon's test ran on, the project's own,
 // where its work was judged in place (branch.Commit).
-func (l *lane) commitTree(ctx context.Context, v branch.Verdict, jd judge.Judgement, _ string) (branch.Committed, error) {
-	v.Tree = jd.Tree
-	return branch.Commit(ctx, l.deps.repo, v)
+func (l *lane) commitTree(ctx context.Context, c *claim, f *progress.Feature, trace string) (branch.Committed, error) {
+	return branch.Commit(ctx, l.deps.repo, c.verdict(f, trace, c.jd.Tree))
 }
 
 // commitCandidate commits a clone's candidate, its tree merged onto the
-// branch as it was judged (onto, or the commit the lane was made from),
-// and moves the branch to it if it is still there (branch.CommitLane).
-func (l *lane) commitCandidate(ctx context.Context, v branch.Verdict, jd judge.Judgement, onto string) (branch.Committed, error) {
-	v.Tree = jd.Candidate
-	return branch.CommitLane(ctx, l.deps.repo, v, firstNonEmpty(onto, l.baseHead))
+// branch as it was judged (the claim's onto, or the commit the lane was
+// made from), and moves the branch to it if it is still there
+// (branch.CommitLane).
+func (l *lane) commitCandidate(ctx context.Context, c *claim, f *progress.Feature, trace string) (branch.Committed, error) {
+	return branch.CommitLane(ctx, l.deps.repo, c.verdict(f, trace, c.jd.Candidate), firstNonEmpty(c.onto, l.baseHead))
 }
 
 // runRecord is the store's record of l's run in flight, nil when none.
@@ -193,8 +191,8 @@ func (l *lane) setRunRecord(r *store.Run) { *l.record = r }
 // pending tested: true shown, until the verdict takes it or drops it.
 func (l *lane) withClaim(list *progress.List) *progress.List {
 	shown := list.Clone()
-	if l.claim != "" {
-		if f := shown.Feature(l.claim); f != nil {
+	if l.claim != nil {
+		if f := shown.Feature(l.claim.feature()); f != nil {
 			f.Tested = true
 		}
 	}
@@ -257,9 +255,9 @@ func (l *lane) runChanges(base, disk, merged *progress.List) []listViolation {
 		if c.Field == "tested" {
 			switch now, _ := c.New.(bool); {
 			case now && actor.Role == gates.Tester && d == nil:
-				l.claim = run.Feature
-			case !now && l.claim == c.FeatureID:
-				l.claim = ""
+				l.claim = &claim{run: run}
+			case !now && l.claim != nil && l.claim.feature() == c.FeatureID:
+				l.claim = nil
 			}
 			continue
 		}

@@ -70,7 +70,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 		return
 	}
 
-	jg := l.judging(act, res, out, o.listOrEmpty(), gitrepo.Tree(o.counters[act.run.Feature].Base))
+	jg := l.judging(act, res, out, o.listOrEmpty(), o.counters[act.run.Feature])
 	in, ev2 := jg.in, jg.ev
 	ctx, cancel := context.WithCancel(context.Background())
 	o.lanes.job = &job{what: jg.what, feature: act.run.Feature, cancel: cancel, lane: l}
@@ -97,29 +97,34 @@ type judging struct {
 
 // judging is how l's run act, which ended with res and was prejudged as
 // out, is to be judged: on its change set against list, the canonical
-// list, and for a tester's claim with the daemon's own run of the test,
-// on the candidate the branch would hold for a clone, beside base (where
-// the feature's work began) for the project's own tree. The loop starts
-// the job.
-func (l *lane) judging(act *activeRun, res agents.Result, out statemachine.Outcome, list *progress.List, base gitrepo.Tree) judging {
+// list, and for a tester's claim (l's, made by this run) with the daemon's
+// own run of the test, on the candidate the branch would hold for a clone,
+// beside the tree where the feature's work began (began, its counters)
+// for the project's own tree. The claim is given all it is judged on here.
+// The loop starts the job.
+func (l *lane) judging(act *activeRun, res agents.Result, out statemachine.Outcome, list *progress.List, began store.FeatureCounters) judging {
 	in := judge.RunEnd{
 		Actor:   gates.Actor{Role: act.run.Role, Feature: act.run.Feature, Run: act.run.ID},
 		Attempt: act.run.Attempt, Base: gitrepo.Tree(act.run.BaseTree), List: list, Root: l.root(),
 	}
 	ev2 := runJudged{run: act.run, res: res, out: out}
 	if out.Role == statemachine.Tester {
-		ev2.claimed = l.claim == act.run.Feature
-		if ev2.claimed {
-			ev2.refused = l.claimProblem(list.Feature(act.run.Feature), act.run.ID)
+		c := l.claim
+		if c != nil && c.run.ID != act.run.ID {
+			c = nil // not this run's: a claim is judged with the run that made it
+		}
+		if c != nil {
+			c.problem = l.claimProblem(list.Feature(c.feature()), act.run.ID)
+			c.base, c.baseHead = gitrepo.Tree(began.Base), began.BaseHead
 		}
 		// The daemon runs the test itself to judge a claim, and, when the
 		// tester found a failure (or a claim is refused), so that the
 		// retry reads the daemon's own output, not only the tester's word.
 		// (A claim refused in warn mode is accepted all the same: no run.)
 		switch mode := l.deps.judge.Modes().Of(gates.TestedNeedsEvidence); {
-		case !ev2.claimed:
+		case c == nil:
 			in.Rerun = true
-		case ev2.refused != "":
+		case c.problem != "":
 			in.Rerun = mode == gates.Enforce
 		default:
 			in.Rerun = mode != gates.Off
@@ -128,26 +133,23 @@ func (l *lane) judging(act *activeRun, res agents.Result, out statemachine.Outco
 			in.Sweep = in.Rerun
 		}
 		if in.Sweep && !l.project {
-			// A lane's claim is judged on what the branch would hold: its
-			// tree merged onto the branch as it is now.
+			// The branch's head, read once: the candidate is merged onto
+			// it, and the commit moves the branch only if it is still
+			// there.
 			head, headTree, _, err := l.deps.repo.Head(context.Background())
 			if err != nil {
 				l.deps.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
-			in.Onto, in.OntoBase = head, l.baseHead
-			ev2.onto = head
-			// An earlier feature's test that fails on the candidate is
-			// run on the branch head alone before the claim is charged.
-			in.Alone = headTree
-		} else if in.Sweep {
-			// The project's own tree: without the claim's change is as
-			// the feature's work found it.
-			in.Alone = base
+			c.onto, c.ontoTree = head, headTree
+			c.request(&in, l.baseHead)
+		} else if c != nil {
+			c.request(&in, "")
 		}
+		ev2.claim = c
 	}
 	what := fmt.Sprintf("judging %s (%s %s)", act.run.ID, act.run.Role, act.run.Feature)
 	switch {
-	case in.Rerun && ev2.claimed && ev2.refused == "":
+	case in.Rerun && ev2.claim != nil && ev2.claim.problem == "":
 		what = fmt.Sprintf("re-running the test of %s to judge its tester's claim", act.run.Feature)
 	case in.Rerun:
 		what = fmt.Sprintf("running the test of %s to diagnose its failure for the retry", act.run.Feature)

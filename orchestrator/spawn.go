@@ -150,7 +150,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hooks := o.newHooksWatch(run.ID, matcher)
 	l.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
-	l.claim = ""
+	l.claim = nil
 	spec := agents.Spec{
 		RunID: run.ID, Role: who, FeatureID: a.Feature, Attempt: a.Attempt,
 		SessionID: run.SessionID, Resume: run.Resume, Prompt: prompt, SystemPrompt: system,

@@ -32,11 +32,10 @@ type runJudged struct {
 	run     store.Run
 	res     agents.Result
 	out     statemachine.Outcome
-	claimed bool   // the tester claimed tested: true
-	refused string // why the claim was refused before the outcome was judged
-	jd      judge.Judgement
-	// onto is the commit a lane's claim was judged onto (judge.RunEnd.Onto).
-	onto string
+	// claim is the tester's tested: true, judged with the run; nil when
+	// the run made none.
+	claim *claim
+	jd    judge.Judgement
 	// interrupted: the judging was stopped (ctl stop, a shutdown): the
 	// run is redone.
 	interrupted string
@@ -175,7 +174,8 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 			id, jd.Regressions[0].Feature, firstNonEmpty(c.Diagnosis.Message, jd.Regressions[0].Test.Summary()))
 	}
 	v.setCounters(id, c)
-	if !ev.claimed {
+	cl := ev.claim
+	if cl == nil {
 		if jd.Blocks() {
 			v.why = findingsReason(jd)
 			return v
@@ -183,6 +183,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 		v.why = firstNonEmpty(ev.res.Summary, fmt.Sprintf("the tester did not set tested: true for %s", id))
 		return v
 	}
+	cl.jd = jd
 	reject := func(why, output string) claimOutcome {
 		return v.refuse(refusal{why: why, code: "verdict_rejected", happened: why + output,
 			correct: "tested: true only after the feature's own test passed in the tester's run, with evidence, and in the daemon's own run",
@@ -204,17 +205,17 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 		v.setCounters(id, c)
 		return reject(why, "")
 	}
-	if ev.refused != "" {
+	if cl.problem != "" {
 		if mode == gates.Enforce {
-			return reject(ev.refused, "")
+			return reject(cl.problem, "")
 		}
 		v.traces = append(v.traces, control.Trace{Type: control.TraceViolation, Source: control.SourceAuto, Gate: gates.TestedNeedsEvidence, Code: "unverified",
 			Context: control.TraceContext{Agent: string(role.Tester), Feature: id, Run: run.ID},
-			Event:   control.TraceEvent{WhatHappened: ev.refused + " (warn mode: accepted)"}})
-		return v.approve(f, run, jd, "", ev.onto, o.opts.Config.Git.Commit)
+			Event:   control.TraceEvent{WhatHappened: cl.problem + " (warn mode: accepted)"}})
+		return v.approve(f, cl, "", o.opts.Config.Git.Commit)
 	}
 	if mode == gates.Off {
-		return v.approve(f, run, jd, "", ev.onto, o.opts.Config.Git.Commit)
+		return v.approve(f, cl, "", o.opts.Config.Git.Commit)
 	}
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
@@ -236,13 +237,13 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 		// refused change is kept under the lane's ref, and the coder,
 		// resumed, is told what it broke.
 		why := fmt.Sprintf("%s's change breaks a feature tested before it", id)
-		if ev.onto != "" && ev.onto != l.baseHead {
+		if cl.onto != "" && cl.onto != l.baseHead {
 			why = fmt.Sprintf("%s's change breaks, merged onto the branch, a feature tested since its work began", id)
 		}
 		v.rebase = why
 		return v.refuse(o.rejectRegressions(id, run, jd.Regressions))
 	}
-	return v.approve(f, run, jd, log, ev.onto, o.opts.Config.Git.Commit)
+	return v.approve(f, cl, log, o.opts.Config.Git.Commit)
 }
 
 // refusal is a claim the verdict refused, for the loop to apply (settle):
@@ -257,14 +258,13 @@ type refusal struct {
 }
 
 // acceptance is a claim the verdict accepted, for the loop to apply
-// (settle): the trace of its approval, the commit of exactly the tree the
-// daemon's test ran on (nil when git.commit is off, or no tree was
-// recorded), and the evidence the verdict kept.
+// (settle): the claim, judged; the trace of its approval; whether its
+// tree is committed (git.commit is on, and a tree was recorded); and the
+// evidence the verdict kept.
 type acceptance struct {
+	claim    *claim
 	approval control.Trace
-	commit   *branch.Verdict // its Trace is the approval's, once written
-	jd       judge.Judgement
-	onto     string // the branch's head a lane's candidate was judged on
+	commit   bool
 	evidence string // the daemon's test output, "" when not kept
 }
 
@@ -275,7 +275,7 @@ type acceptance struct {
 // place where a verdict changes the session; it runs on the loop, from
 // finishRun.
 func (o *Orchestrator) settle(l *lane, run store.Run, v claimOutcome) {
-	l.claim = ""
+	l.claim = nil
 	for _, id := range slices.Sorted(maps.Keys(v.counters)) {
 		o.setCounters(id, v.counters[id])
 	}
@@ -387,25 +387,18 @@ func evidenceNote(log string) string {
 	return " (output in " + log + ")"
 }
 
-// approve makes v the acceptance of f's claim, judged as jd, with log the
+// approve makes v the acceptance of c, f's claim, judged, with log the
 // daemon's test output kept as its evidence ("" when none was); commit:
 // git.commit is on, so its tree is committed.
-func (v *claimOutcome) approve(f *progress.Feature, run store.Run, jd judge.Judgement, log, onto string, commit bool) claimOutcome {
+func (v *claimOutcome) approve(f *progress.Feature, c *claim, log string, commit bool) claimOutcome {
 	why := "the tester's test run passed, evidence was left, and the daemon's own run of the test passed"
-	if jd.Test != nil {
-		why = "the tester's test run passed, evidence was left, and " + jd.Test.Summary() + " when the daemon ran it itself"
+	if t := c.jd.Test; t != nil {
+		why = "the tester's test run passed, evidence was left, and " + t.Summary() + " when the daemon ran it itself"
 	}
-	a := &acceptance{jd: jd, onto: onto, evidence: log,
-		approval: control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: run.ID},
-			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, run.Attempt, evidenceNote(log)), Why: why}}}
-	if commit && jd.Tree != "" {
-		c := v.counters[f.ID]
-		a.commit = &branch.Verdict{
-			Feature: f, Attempt: run.Attempt, Run: run.ID, Tree: jd.Tree,
-			Base: gitrepo.Tree(c.Base), BaseHead: c.BaseHead,
-		}
-	}
-	v.accepted, v.accept = true, a
+	v.accepted = true
+	v.accept = &acceptance{claim: c, evidence: log, commit: commit && c.jd.Tree != "",
+		approval: control.Trace{Type: control.TraceApproval, Source: control.SourceAuto, Context: control.TraceContext{Agent: string(role.Tester), Feature: f.ID, Run: c.run.ID},
+			Event: control.TraceEvent{WhatHappened: fmt.Sprintf("%s accepted as tested (attempt %d)%s", f.ID, c.run.Attempt, evidenceNote(log)), Why: why}}}
 	return *v
 }
 
@@ -423,9 +416,8 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 			o.closeLane(l, "")
 		}()
 	}
-	if v := a.commit; v != nil {
-		v.Trace = tr.ID
-		done, err := l.commit(context.Background(), *v, a.jd, a.onto)
+	if a.commit {
+		done, err := l.commit(context.Background(), a.claim, o.canonical.Feature(id), tr.ID)
 		switch {
 		case err != nil:
 			o.opts.Log.Error("could not commit a tested feature", zap.String("feature", id), zap.Error(err))
@@ -449,7 +441,7 @@ func (o *Orchestrator) accept(l *lane, run store.Run, a acceptance) {
 	// with its code gone.
 	// The branch's tree is the candidate now: the judge's sweeps bisect
 	// over what landed, and the session's last sweep is of the last.
-	o.opts.Judge.Landed(id, a.jd.Candidate)
+	o.opts.Judge.Landed(id, a.claim.jd.Candidate)
 	f := o.canonical.Feature(id)
 	f.Tested = true
 	if a.evidence != "" && !slices.Contains(f.Evidence, a.evidence) {

@@ -592,7 +592,12 @@ func TestShutdownTakesAnUnjudgedClaimOffTheDisk(t *testing.T) {
 	// it shuts down; asked on the loop's own goroutine.
 	eventually.True(t, 10*time.Second, func() bool {
 		var claim string
-		o.do(ctx, func() error { claim = o.lanes.home.claim; return nil })
+		o.do(ctx, func() error {
+			if c := o.lanes.home.claim; c != nil {
+				claim = c.feature()
+			}
+			return nil
+		})
 		return claim == "F-001"
 	}, "the daemon holding F-001's claim")
 	cancel()
