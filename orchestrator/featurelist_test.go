@@ -17,6 +17,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/agents/role"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/store"
 )
 
 // What a run in flight leaves of the feature list half-way is nobody's
@@ -135,6 +136,82 @@ func TestAnUnreadSaveOfTheListIsNotWrittenOver(t *testing.T) {
 	o.writeFeatureList()
 	if got, want := read(), string(o.canonical.Marshal()); got != want {
 		t.Fatalf("once read, the daemon's write did not go through:\n%s", got)
+	}
+}
+
+// TestARunsWriteMadeBeforeAHeldBackWriteKeepsTheDaemonsDecisions: the same
+// for a run's write on the project's own tree. A tester's write of its
+// feature's evidence, made on the file as it was, lands while the daemon
+// decides (its write held back): it is read against that file, not the
+// canonical list. What the daemon decided meanwhile stays, though the
+// run's file says otherwise: another feature made tested, or the run's
+// own feature blocked by a person's ctl, which a status the tester may
+// write would otherwise take back. Nothing the run did not change is
+// reported as its violation, and its own change is taken.
+func TestARunsWriteMadeBeforeAHeldBackWriteKeepsTheDaemonsDecisions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		meantime func(l *progress.List) // the daemon's decision, held back
+		holds    func(l *progress.List) string
+	}{
+		{"another feature made tested", func(l *progress.List) { l.Feature("F-001").Tested = true }, func(l *progress.List) string {
+			if f := l.Feature("F-001"); !f.Tested {
+				return "F-001 is no longer tested"
+			}
+			return ""
+		}},
+		{"the run's own feature blocked", func(l *progress.List) { l.Feature("F-002").Status = progress.Blocked }, func(l *progress.List) string {
+			if f := l.Feature("F-002"); f.Status != progress.Blocked {
+				return "F-002 is " + string(f.Status) + ", not blocked"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if err := h.runToEnd(); err != nil {
+				t.Fatalf("loop: %v", err)
+			}
+			o := h.current
+			const listRel = ".claude/progress/feature-list.json"
+			for _, id := range []string{"F-001", "F-002"} {
+				f := o.canonical.Feature(id)
+				f.Tested, f.Status, f.Evidence = false, progress.Completed, nil
+			}
+			o.writeFeatureList()
+			// F-002's tester, in flight, writes its evidence on the file
+			// as it read it; the daemon has not read that write when it
+			// decides.
+			home := o.lanes.home
+			home.active = &activeRun{run: store.Run{ID: "run-tester-F-002", Role: string(role.Tester), Feature: "F-002", Attempt: 1}}
+			defer func() { home.active = nil }()
+			written := o.canonical.Clone()
+			const evidence = ".claude/progress/evidence/F-002/run.txt"
+			written.Feature("F-002").Evidence = []string{evidence}
+			h.write(listRel, string(written.Marshal()))
+			tc.meantime(o.canonical)
+			o.writeFeatureList() // held back: the run's write is unread
+			before := len(h.violations())
+			o.syncList(home, false)
+			o.persist()
+
+			if why := tc.holds(o.canonical); why != "" {
+				t.Errorf("the run's write, made before the daemon's decision, took it back: %s", why)
+			}
+			if got := o.canonical.Feature("F-002").Evidence; len(got) != 1 || got[0] != evidence {
+				t.Errorf("the tester's own change was not taken: F-002's evidence is %q", got)
+			}
+			disk, _, err := progress.ReadFeatureList(h.proj.Progress())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := tc.holds(disk); why != "" {
+				t.Errorf("the file does not hold the daemon's decision: %s", why)
+			}
+			for _, tr := range h.violations()[before:] {
+				t.Errorf("what the run did not change was reported as its violation: %s", tr.Event.WhatHappened)
+			}
+		})
 	}
 }
 

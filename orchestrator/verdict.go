@@ -29,9 +29,9 @@ import (
 
 // runJudged is a run whose outcome was judged off the loop.
 type runJudged struct {
-	run     store.Run
-	res     agents.Result
-	out     statemachine.Outcome
+	run store.Run
+	res agents.Result
+	out statemachine.Outcome
 	// claim is the tester's tested: true, judged with the run; nil when
 	// the run made none.
 	claim *claim
