@@ -22,8 +22,10 @@ import (
 
 // claimsJudge is what a lane asks of the judge, answered from a table: the
 // gate's mode for a tester's claim, and the hooks' record of the run's
-// commands.
+// commands. A lane that asks it for a test run or a judgement fails the
+// test (a nil laneJudge).
 type claimsJudge struct {
+	laneJudge
 	mode     gates.Mode
 	commands []control.CommandRecord
 }

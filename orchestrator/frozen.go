@@ -121,24 +121,36 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 	}
 	o.opts.Log.Info("checking a feature's test before any code", zap.String("feature", a.Feature), zap.String("test", test))
 	o.publish()
-	j, repo, root, events, id := o.opts.Judge, l.repo, l.root(), o.runEvents, a.Feature
 	// The tree is set up first, as the coder that follows will find it.
 	script, from := o.namedSetup()
-	pol, done, setup, log, dir := o.policy(l, role.Coder, ""), l.setupDone, o.opts.Setup, o.opts.Log, l.dir
+	pol, setup, log := o.policy(l, role.Coder, ""), o.opts.Setup, o.opts.Log
 	// The test runs on the project's tree as it is now (no run is in
 	// flight): a snapshot, checked out apart from the work tree; the one
 	// the run that just ended was judged on, when that was a moment ago
 	// (startTree).
-	ev := testChecked{feature: id}
+	ev := testChecked{feature: a.Feature}
 	if r := o.takeRecent(l); r != nil {
 		ev.tree, ev.at = r.tree, r.at
 	}
-	go func() {
+	l.runCheck(ctx, cancel, test, ev, func(ctx context.Context, dir, done string) setupRun {
 		// The tree's files decide the step: read here, off the loop.
-		ev.setup = runSetup(ctx, setup, log, setupIn(dir, script, from), pol, dir, done)
-		if ev.setup.failed != "" {
+		return runSetup(ctx, setup, log, setupIn(dir, script, from), pol, dir, done)
+	}, o.runEvents)
+}
+
+// runCheck runs test, l's feature's test before its first coding
+// attempt, off the loop: the tree set up first (setUp, in l's work tree,
+// from the setup that last succeeded there), then the test on ev's tree,
+// or on a snapshot of l's tree when ev has none; the result goes to events
+// in ev (testChecked). cancel is ctx's, released at the end.
+func (l *lane) runCheck(ctx context.Context, cancel context.CancelFunc, test string, ev testChecked, setUp func(ctx context.Context, dir, done string) setupRun, events chan<- any) {
+	j, repo, root, dir, done := l.deps.judge, l.repo, l.root(), l.dir, l.setupDone
+	go func() {
+		defer func() {
 			cancel()
 			events <- ev
+		}()
+		if ev.setup = setUp(ctx, dir, done); ev.setup.failed != "" {
 			return
 		}
 		if ev.tree == "" {
@@ -153,8 +165,6 @@ func (o *Orchestrator) checkTest(l *lane, a statemachine.Action) {
 		if ev.tree != "" {
 			ev.result = j.RunTestIn(ctx, root, ev.tree, test)
 		}
-		cancel()
-		events <- ev
 	}()
 }
 

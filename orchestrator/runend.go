@@ -71,18 +71,25 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	}
 
 	jg := l.judging(act, res, out, o.listOrEmpty(), o.counters[act.run.Feature])
-	in, ev2 := jg.in, jg.ev
 	ctx, cancel := context.WithCancel(context.Background())
 	o.lanes.job = &job{what: jg.what, feature: act.run.Feature, cancel: cancel, lane: l}
 	o.publish()
-	j, events := o.opts.Judge, o.runEvents
+	l.judge(ctx, cancel, jg, o.runEvents)
+}
+
+// judge runs jg, the judging of l's run that ended, off the loop, and
+// sends its judgement to events (runJudged) when it is done or ctx is
+// cancelled; cancel is ctx's, released at the end.
+func (l *lane) judge(ctx context.Context, cancel context.CancelFunc, jg judging, events chan<- any) {
+	j := l.deps.judge
 	go func() {
-		ev2.jd = j.JudgeRun(ctx, in)
-		if ctx.Err() != nil || (ev2.jd.Test != nil && ev2.jd.Test.Interrupted) {
-			ev2.interrupted = "stopped"
+		ev := jg.ev
+		ev.jd = j.JudgeRun(ctx, jg.in)
+		if ctx.Err() != nil || (ev.jd.Test != nil && ev.jd.Test.Interrupted) {
+			ev.interrupted = "stopped"
 		}
 		cancel()
-		events <- ev2
+		events <- ev
 	}()
 }
 
