@@ -42,16 +42,17 @@ type hooksWatch struct {
 	stopped bool
 }
 
-// newHooksWatch is the watch of runID's gated tool calls, whose PreToolUse
-// matcher is matcher.
-func (o *Orchestrator) newHooksWatch(runID, matcher string) *hooksWatch {
-	j := o.opts.Judge
+// watchHooks is the watch of runID's gated tool calls in l, whose
+// PreToolUse matcher is matcher: with hooks-live on, a gated call
+// answered without the run's hooks, or going on for timeout, sends the
+// loop (events) the run's hooksLiveCheck, unless the loop is gone (quit).
+func (l *lane) watchHooks(runID, matcher string, timeout time.Duration, events chan<- any, quit <-chan struct{}) *hooksWatch {
+	j := l.deps.judge
 	w := &hooksWatch{matcher: matcher, live: func() bool { return j.IsLive(runID) }, pending: map[string]string{}}
-	if o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Off {
+	if j.Modes().Of(gates.HooksLive) == gates.Off {
 		return w
 	}
-	events, quit := o.runEvents, o.quit
-	w.timeout = o.opts.Config.Agent.HooksLiveTimeout
+	w.timeout = timeout
 	w.check = func() {
 		select {
 		case events <- hooksLiveCheck{runID: runID}:
@@ -142,9 +143,10 @@ func (o *Orchestrator) onHooksLiveCheck(l *lane, ev hooksLiveCheck) {
 // endedSilent catches the run that ended, by itself, before its hooks-live
 // check: a quick run that did gated work while its hooks never checked in
 // (hooks turned off by disableAllHooks, say) did it without gates just as
-// surely as a slow one. It returns why the run is not to be judged, or "".
-func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
-	if act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || !o.ungated(act, res) {
+// surely as a slow one. It returns why act, l's run, is not to be judged,
+// or "".
+func (o *Orchestrator) endedSilent(l *lane, act *activeRun, res agents.Result) string {
+	if act.interrupt != "" || res.Ended == agents.EndStartFailed || res.StartupFailure != "" || !l.ungated(act, res) {
 		return ""
 	}
 	what := fmt.Sprintf("%s did work the hooks gate, and none of its hooks ever reached the daemon", act.run.ID)
@@ -154,10 +156,10 @@ func (o *Orchestrator) endedSilent(act *activeRun, res agents.Result) string {
 	return what
 }
 
-// untrusted reports whether nothing the run wrote may be taken: it did
-// gated work without its hooks (ungated), and hooks-live is enforced.
-func (o *Orchestrator) untrusted(act *activeRun, res agents.Result) bool {
-	return o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Enforce && o.ungated(act, res)
+// untrusted reports whether nothing act, l's run, wrote may be taken: it
+// did gated work without its hooks (ungated), and hooks-live is enforced.
+func (l *lane) untrusted(act *activeRun, res agents.Result) bool {
+	return l.deps.judge.Modes().Of(gates.HooksLive) == gates.Enforce && l.ungated(act, res)
 }
 
 // ungated reports whether the run did work its hooks gate while none of
@@ -166,8 +168,8 @@ func (o *Orchestrator) untrusted(act *activeRun, res agents.Result) bool {
 // it does through its Stop hook, a gate (tester-must-test). A run that did
 // neither (its text alone, a Glob, the daemon's MCP tools) did nothing a
 // gate judges.
-func (o *Orchestrator) ungated(act *activeRun, res agents.Result) bool {
-	if o.opts.Judge.Modes().Of(gates.HooksLive) == gates.Off || o.opts.Judge.IsLive(act.run.ID) {
+func (l *lane) ungated(act *activeRun, res agents.Result) bool {
+	if j := l.deps.judge; j.Modes().Of(gates.HooksLive) == gates.Off || j.IsLive(act.run.ID) {
 		return false
 	}
 	testerEnd := role.Role(act.run.Role) == role.Tester && res.Ended == agents.EndExited && res.ExitCode == 0

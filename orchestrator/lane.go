@@ -45,17 +45,18 @@ type laneDeps struct {
 }
 
 // laneJudge is what a lane's own methods ask of the judge: its gates'
-// modes, the hooks' record of a run's commands, the keeping of a test
-// run's output as evidence, a test run on a tree of the lane's, and the
-// judging of a run that ended (its jobs off the loop: lane.runCheck,
-// lane.judge). *judge.Judge is one; the lane is given no more of it than
-// this.
+// modes, the hooks' record of a run's commands and whether they reached
+// it (lane.watchHooks), the keeping of a test run's output as evidence, a
+// test run on a tree of the lane's, and the judging of a run that ended
+// (its jobs off the loop: lane.runCheck, lane.judge). *judge.Judge is
+// one; the lane is given no more of it than this.
 type laneJudge interface {
 	Modes() gates.Modes
 	Commands(runID string) []control.CommandRecord
 	WriteEvidence(feature string, attempt int, what string, r judge.TestResult) (string, error)
 	RunTestIn(ctx context.Context, root judge.Root, tree gitrepo.Tree, test string) judge.TestResult
 	JudgeRun(ctx context.Context, in judge.RunEnd) judge.Judgement
+	IsLive(runID string) bool
 }
 
 var _ laneJudge = (*judge.Judge)(nil)

@@ -758,6 +758,18 @@ func TestHooksLiveKillsSilentRuns(t *testing.T) {
 	}
 }
 
+// A gated call that goes on, unanswered, for hooks_live_timeout with no
+// hook of its run reaching the daemon kills the run: the clock is the
+// only witness, since no answer comes to show the hook was skipped.
+func TestHooksLiveKillsARunWhoseGatedCallGoesOnWithoutItsHooks(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.script[role.Initializer] = blockUntilCancelled
+	h.runner.silent, h.runner.silentUnanswered = true, true
+	err := h.runToEndWithin(15 * time.Second)
+	h.wantSilentHooksStop(err, "initializer initializer initializer")
+}
+
 // A run whose hooks check in is left alone, however long it takes, and
 // however long a gated call of it goes on.
 func TestHooksLiveSparesLiveRuns(t *testing.T) {

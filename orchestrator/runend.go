@@ -39,13 +39,13 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	}
 	why := ""
 	if act.failure == nil {
-		why = o.endedSilent(act, res)
+		why = o.endedSilent(l, act, res)
 	}
 	// A run killed because its hooks never checked in wrote without gates
 	// just as surely as one that ended by itself first, and so did one
 	// that ended on a failure or was stopped: nothing it wrote is taken,
 	// however far it got. (A run endedSilent found is one of them.)
-	act.silent = act.hooksKilled || o.untrusted(act, res)
+	act.silent = act.hooksKilled || l.untrusted(act, res)
 	// Read the agent's last writes now rather than waiting for the watcher:
 	// the verdict must see them, whatever the debounce.
 	o.syncList(l, true)

@@ -148,7 +148,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 
 	capUSD, cappedBy := statemachine.RunCap(o.decisionInput(l, nil), a.Feature)
 	ctx, cancel := context.WithCancel(context.Background())
-	hooks := o.newHooksWatch(run.ID, matcher)
+	hooks := l.watchHooks(run.ID, matcher, o.opts.Config.Agent.HooksLiveTimeout, o.runEvents, o.quit)
 	l.active = &activeRun{run: run, cancel: cancel, cappedBy: cappedBy, capUSD: capUSD, hooks: hooks}
 	l.claim = nil
 	spec := agents.Spec{
@@ -168,18 +168,26 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 	}
 	o.opts.Log.Info("run starting", zap.String("run", run.ID), zap.String("role", string(who)), zap.String("feature", a.Feature), zap.Int("attempt", a.Attempt),
 		zap.Bool("resume", run.Resume), zap.String("session", run.SessionID), zap.Bool("confined", o.opts.Config.Sandbox.Enabled))
-	runner, events, log := o.opts.Runner, o.runEvents, o.opts.Log.With(zap.String("run", run.ID))
+	l.start(ctx, o.opts.Runner, spec, func(ev agents.Event) { o.onRunEvent(run.ID, ev) }, o.runEvents)
+}
+
+// start runs spec, l's run in flight (l.active), with runner, off the
+// loop, to its end: its pid and its end go to events (runStarted,
+// runEnded), each event of its stream to its hooks' watch and to follow
+// (the status's view of it), on the run's goroutine.
+func (l *lane) start(ctx context.Context, runner AgentRunner, spec agents.Spec, follow func(agents.Event), events chan<- any) {
+	id, hooks, log := spec.RunID, l.active.hooks, l.deps.log.With(zap.String("run", spec.RunID))
 	go func() {
 		res := runner.Run(ctx, spec,
-			func(pid int) { events <- runStarted{runID: run.ID, pid: pid} },
+			func(pid int) { events <- runStarted{runID: id, pid: pid} },
 			func(ev agents.Event) {
 				if ev.Kind == "tool_use" {
 					log.Debug("tool", zap.String("tool", ev.Tool), zap.String("detail", ev.Detail))
 				}
 				hooks.seen(ev)
-				o.onRunEvent(run.ID, ev)
+				follow(ev)
 			})
-		events <- runEnded{runID: run.ID, result: res}
+		events <- runEnded{runID: id, result: res}
 	}()
 }
 
