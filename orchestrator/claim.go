@@ -47,18 +47,18 @@ type claim struct {
 // feature is the feature the claim says is tested.
 func (c *claim) feature() string { return c.run.Feature }
 
-// request puts into in, the judge's request for the claim's run, what the
-// claim is judged on; sweep: the claim is judged with its regression
-// sweep. A clone's claim (laneHead, the commit the lane was made from) is
-// judged on its candidate, merged onto the branch's head; an earlier
-// feature's test failing there is run on the tree without the claim's
-// change: that head's, or for the project's own tree where the feature's
-// work began.
-func (c *claim) request(in *judge.RunEnd, laneHead string) {
+// request puts into in, the judge's request for the claim's run in l,
+// what the claim is judged on when in asks for its regression sweep: a
+// clone's claim on its candidate, the clone's tree merged onto the
+// branch's head over the commit the lane was made from; and an earlier
+// feature's test failing there on the tree without the claim's change:
+// that head's, or for the project's own tree where the feature's work
+// began.
+func (c *claim) request(in *judge.RunEnd, l *lane) {
 	switch {
 	case !in.Sweep:
-	case laneHead != "":
-		in.Onto, in.OntoBase, in.Alone = c.onto, laneHead, c.ontoTree
+	case !l.project:
+		in.Onto, in.OntoBase, in.Alone = c.onto, l.baseHead, c.ontoTree
 	default:
 		in.Alone = c.base
 	}

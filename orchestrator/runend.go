@@ -148,9 +148,9 @@ func (l *lane) judging(act *activeRun, res agents.Result, out statemachine.Outco
 				l.deps.log.Warn("could not read the project's HEAD for a lane's verdict", zap.Error(err))
 			}
 			c.onto, c.ontoTree = head, headTree
-			c.request(&in, l.baseHead)
-		} else if c != nil {
-			c.request(&in, "")
+		}
+		if c != nil {
+			c.request(&in, l)
 		}
 		ev2.claim = c
 	}
