@@ -770,6 +770,64 @@ func TestHooksLiveKillsARunWhoseGatedCallGoesOnWithoutItsHooks(t *testing.T) {
 	h.wantSilentHooksStop(err, "initializer initializer initializer")
 }
 
+// In warn mode the watch still says, while the run is in flight, that
+// its hooks never reached the daemon: a hooks-live violation is recorded
+// at the gated call, not only at the run's end, and the run is not killed.
+func TestHooksLiveWarnsWhileTheRunIsInFlight(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Gates[gates.HooksLive] = config.Warn
+	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
+	h.runner.silent = true
+	inFlight := make(chan struct{})
+	h.runner.script[role.Initializer] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
+		close(inFlight)
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	<-inFlight
+	eventually.True(t, 10*time.Second, func() bool {
+		trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
+		return err == nil && slices.ContainsFunc(trs, func(tr control.Trace) bool { return tr.Gate == gates.HooksLive && tr.Code == "hooks_silent" })
+	}, "a hooks-live violation while the silent run is in flight")
+	if got := roles(h.runner.runs()); got != "initializer" {
+		t.Errorf("runs = %s, want the one initializer, never killed and redone in warn mode", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run's pid is recorded as soon as it starts, in the store's record of
+// the run in flight: a daemon that restarts after a crash finds the
+// process by it.
+func TestARunsPidIsRecordedWhenItStarts(t *testing.T) {
+	h := newHarness(t)
+	inFlight := make(chan struct{})
+	h.runner.script[role.Initializer] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
+		close(inFlight)
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	<-inFlight
+	eventually.True(t, 10*time.Second, func() bool {
+		st, err := h.st.Load()
+		return err == nil && st.Session.Run != nil && st.Session.Run.PID == os.Getpid() // the fake runner's process
+	}, "the run in flight recorded with its pid")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A run whose hooks check in is left alone, however long it takes, and
 // however long a gated call of it goes on.
 func TestHooksLiveSparesLiveRuns(t *testing.T) {
@@ -914,6 +972,52 @@ func TestQuickSilentRunsAreNotTrusted(t *testing.T) {
 	}
 	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err != nil {
 		t.Errorf("the list written without gates was not set aside: %v", err)
+	}
+}
+
+// In warn mode the same quick silent run is trusted: its list is taken
+// and worked, and what it did without hooks is a violation on record.
+func TestQuickSilentRunsAreTrustedInWarnMode(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Gates[gates.HooksLive] = config.Warn
+	h.runner.script[role.Initializer] = initializerWrites(1)
+	h.runner.silent = true
+	if err := h.runToEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested" {
+		t.Errorf("features = %s, want the silent initializer's list taken and worked", got)
+	}
+	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err == nil {
+		t.Error("the list of a run trusted in warn mode was set aside")
+	}
+	trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(trs, func(tr control.Trace) bool { return tr.Gate == gates.HooksLive && tr.Code == "hooks_silent" }) {
+		t.Error("no hooks-live violation on record for the runs without hooks")
+	}
+}
+
+// In warn mode a silent initializer that wrote its list and then failed
+// is trusted as any failed run is: its list is not set aside as written
+// without gates (enforce mode's TestListOfAFailedSilentRunIsNotTaken).
+func TestListOfAFailedSilentRunStaysInWarnMode(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Gates[gates.HooksLive] = config.Warn
+	h.cfg.Agent.HooksLiveTimeout = time.Hour
+	h.runner.silent, h.runner.silentUnanswered = true, true
+	h.runner.script[role.Initializer] = func(ctx context.Context, spec agents.Spec, h *harness) agents.Result {
+		res := initializerWrites(1)(ctx, spec, h)
+		res.IsError, res.APIErrorStatus, res.APIError = true, 401, "authentication_failed"
+		return res
+	}
+	if err := h.runToEndWithin(15 * time.Second); err == nil || !strings.Contains(err.Error(), "could not authenticate") {
+		t.Fatalf("loop ended with %v, want a stop for the refused login", err)
+	}
+	if _, err := os.Stat(h.proj.Progress(UnjudgedListFile)); err == nil {
+		t.Error("in warn mode the failed run's list was set aside as written without gates")
 	}
 }
 
