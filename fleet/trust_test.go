@@ -858,6 +858,28 @@ func TestAWorkersPullsOnTheQueueAreBoundedAndEndWithIt(t *testing.T) {
 		done, _ := json.Marshal(Ack{Job: m.Header.Get(AckHeader), Kind: AckDone})
 		na.Publish(sub.Worker("a").Ack, done)
 	}
+	// The other Job is taken and acknowledged too, and a holds nothing
+	// before its share of pulls is sent: a Job left on the queue would go
+	// to the first of them at once, and the share would count it as
+	// pulled and not claimed, refusing the last (a race the test lost on
+	// a loaded machine).
+	if err := na.PublishRequest(sub.Worker("a").Pull, inbox, one); err != nil {
+		t.Fatal(err)
+	}
+	m, err := answers.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("a's second pull took no Job: %v", err)
+	}
+	done, _ := json.Marshal(Ack{Job: m.Header.Get(AckHeader), Kind: AckDone})
+	na.Publish(sub.Worker("a").Ack, done)
+	if !eventually.Within(10*time.Second, func() bool {
+		rig.e.mu.Lock()
+		defer rig.e.mu.Unlock()
+		mb := rig.e.mailboxes["a"]
+		return mb != nil && mb.pulls == 0 && len(mb.leases) == 0
+	}) {
+		t.Fatal("a still holds a pull or a Job 10 s after both Jobs were acknowledged")
+	}
 	// Pulls of a left waiting (its whole share), and a revoked: none of
 	// them takes the next Job, which goes to b, still there.
 	long, _ := json.Marshal(Pull{Wait: 55 * time.Second})
