@@ -203,6 +203,8 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzAdd$$' -fuzztime $(FUZZTIME) ./internal/claudemd
 	$(GO) test -run '^$$' -fuzz '^FuzzCuts$$' -fuzztime $(FUZZTIME) ./internal/textcut
 	$(GO) test -run '^$$' -fuzz '^FuzzScopesOverlap$$' -fuzztime $(FUZZTIME) ./statemachine
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRaw$$' -fuzztime $(FUZZTIME) ./internal/gitrepo
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitPairs$$' -fuzztime $(FUZZTIME) ./internal/gitrepo
 
 # Mutation testing of the packages whose tests are unit tests: gremlins,
 # pinned, from the Go module proxy. Per package, about 5 to 10 minutes on two

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
 	"github.com/ctxgraphd/ctxgraphd/progress"
+	"github.com/ctxgraphd/ctxgraphd/sandbox"
 )
 
 // blind takes from test's record every trace of path: what a record that
@@ -103,8 +106,8 @@ func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
 				t.Errorf("after 6 landings the judge keeps %d trees' verifications; want the tip's at most", kept)
 			}
 			s := f.j.SweepTip(t.Context(), l)
-			if s.Ran != 6 || len(s.Broken) != 1 || s.Broken[0].Feature != "F-001" {
-				t.Fatalf("the last sweep: ran %d, broken %q; want all 6 run and F-001 broken", s.Ran, features(s.Broken))
+			if s.Ran != 5 || len(s.Broken) != 1 || s.Broken[0].Feature != "F-001" {
+				t.Fatalf("the last sweep: ran %d, broken %q; want the 5 not run on the tip yet run (F-006's own passed there) and F-001 broken", s.Ran, features(s.Broken))
 			}
 			m := s.Broken[0].Miss
 			if want := fmt.Sprintf("F-%03d", breaker); m == nil || m.Of != "F-001" || m.Feature != want || m.Landing != breaker {
@@ -169,11 +172,93 @@ func TestTheLastSweepFindsAMissAndBlamesItsLanding(t *testing.T) {
 		if !f.j.TipUnverified() {
 			t.Fatal("a tip no sweep ran on is verified")
 		}
-		if s := f.j.SweepTip(t.Context(), l); s.Ran != 1 || len(s.Broken) != 0 {
-			t.Fatalf("last sweep %+v", s)
+		if s := f.j.SweepTip(t.Context(), l); s.Ran != 0 || len(s.Broken) != 0 {
+			t.Fatalf("last sweep %+v; want F-001's test, passed on the tip, not run again", s)
 		}
 		if f.j.TipUnverified() {
 			t.Error("a tip swept in full, every test passed, is still unverified")
+		}
+	})
+}
+
+// A full sweep runs every test due but those the daemon's runs passed on
+// its very tree in the same setting: the last claim's own test, which its
+// verdict ran on the tree that landed, is not run again at the session's
+// last sweep, and the tip is verified. A record of another tree, however
+// far selection would trust it, a run there that failed, and one made in
+// another setting (the environment changed since) are run.
+func TestAFullSweepRunsWhatHasNotPassedOnItsTree(t *testing.T) {
+	if !sandbox.Confines {
+		t.Skip("the daemon's test runs are recorded in its jail, bubblewrap's, on Linux")
+	}
+	for _, tc := range []struct {
+		name string
+		// before changes the judge between the last claim's run and the
+		// last sweep.
+		before func(f *fixture)
+		// fails makes the last claim's own run fail.
+		fails bool
+		ran   int
+	}{
+		{name: "the last claim's own test passed on the tip", ran: 2},
+		{name: "its run there failed", fails: true, ran: 3},
+		{name: "the environment changed since", before: func(f *fixture) {
+			f.j.opts.Jail.Env = append(slices.Clip(f.j.opts.Jail.Env), "MODE=other")
+		}, ran: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, selecting)
+			l := &progress.List{Version: 1}
+			var tip gitrepo.Tree
+			for i := 1; i <= 3; i++ {
+				id := fmt.Sprintf("F-%03d", i)
+				f.write(map[string]string{fmt.Sprintf("src/f%d.txt", i): "ok\n"})
+				tip = f.snapshot()
+				test := fmt.Sprintf("grep -qx ok src/f%d.txt", i)
+				if i == 3 && tc.fails {
+					test = "grep -qx no src/f3.txt"
+				}
+				f.j.RunTest(t.Context(), tip, test)
+				if _, s := f.j.sweep(t.Context(), Root{}, l, id, tip); s.Ran != 0 {
+					t.Fatalf("landing %d's sweep ran %d; want the earlier tests skipped by selection", i, s.Ran)
+				}
+				l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
+				f.j.Landed(id, tip)
+			}
+			if tc.before != nil {
+				tc.before(f)
+			}
+			if !f.j.TipUnverified() {
+				t.Fatal("a tip no full sweep ran on is verified")
+			}
+			s := f.j.SweepTip(t.Context(), l)
+			if s.Ran != tc.ran {
+				t.Errorf("the last sweep ran %d of 3 tests; want %d", s.Ran, tc.ran)
+			}
+			if want := len(s.Broken) == 0; f.j.TipUnverified() == want {
+				t.Errorf("the last sweep broke %q, and the tip is verified: %v", features(s.Broken), !f.j.TipUnverified())
+			}
+		})
+	}
+	t.Run("a full sweep of a candidate runs the records of other trees", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, func(o *Options) { o.FullSweepEvery = 2 })
+		l := &progress.List{Version: 1}
+		var ran []int
+		for i := 1; i <= 3; i++ {
+			id := fmt.Sprintf("F-%03d", i)
+			f.write(map[string]string{fmt.Sprintf("src/f%d.txt", i): "ok\n"})
+			tree := f.snapshot()
+			test := fmt.Sprintf("grep -qx ok src/f%d.txt", i)
+			f.j.RunTest(t.Context(), tree, test)
+			_, s := f.j.sweep(t.Context(), Root{}, l, id, tree)
+			ran = append(ran, s.Ran)
+			l.Features = append(l.Features, progress.Feature{ID: id, Test: test, Tested: true})
+			f.j.Landed(id, tree)
+		}
+		if want := []int{0, 1, 0}; !slices.Equal(ran, want) {
+			t.Errorf("sweeps ran %v; want %v (the second full: F-001's record is of another tree)", ran, want)
 		}
 	})
 }

@@ -97,13 +97,17 @@ type selection struct {
 	run     []int
 	skipped int
 	full    bool
+	// passedHere is how many a full sweep does not run because the
+	// daemon's run of them passed on this tree, in this setting.
+	passedHere int
 	// lastPass is, for each test, the tree of its record when the sweep
 	// began ("" when none): where it last passed, for a bisection.
 	lastPass []gitrepo.Tree
 }
 
 // selectTests decides which of tests, due at a sweep on tree of root, are
-// to run: all of them at a full sweep; otherwise each whose record is
+// to run: at a full sweep, all of them but those that passed on tree
+// itself in the same setting; otherwise each whose record is
 // missing, was made in another setting, or is affected by the change from
 // its tree to this one, or when that change touches a manifest or a lock.
 func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, tests []string) selection {
@@ -127,32 +131,50 @@ func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, t
 			sel.lastPass[i] = s.tree
 		}
 	}
+	root = j.root(root)
+	setting := "" // (only a record is compared with it: a setting costs a walk of the caches)
+	if slices.ContainsFunc(seen, func(s *seenRun) bool { return s != nil }) {
+		setting = j.setting(root)
+	}
 	if full {
-		for i := range tests {
+		// A full sweep runs every test not yet passed on this very tree in
+		// this setting. One that has (the last claim's own, which its
+		// verdict ran on the tree that landed) is verified here by the
+		// daemon's own run, and no record's reading of a change is in it.
+		for i, s := range seen {
+			if s != nil && s.tree == tree && s.setting == setting {
+				sel.passedHere++
+				continue
+			}
 			sel.run = append(sel.run, i)
 		}
 		return sel
 	}
-	root = j.root(root)
-	setting := j.setting(root)
-	changes := map[gitrepo.Tree][]inputs.Change{} // from each record's tree
-	bad := map[gitrepo.Tree]bool{}                // a change there that no record covers
+	// The change from each record's tree to this one, asked of git once
+	// for every tree (a record a landing: one process a tree made the
+	// sweeps' own cost grow with the square of a night's landings).
+	var from []gitrepo.Tree
+	for _, s := range seen {
+		if s != nil && s.setting == setting {
+			from = append(from, s.tree)
+		}
+	}
+	changes, err := root.Repo.ExportedChangesFrom(ctx, from, tree)
+	cgo := makesCgo(ctx, root, changes)
 	for i, s := range seen {
 		if s == nil || s.setting != setting {
 			sel.run = append(sel.run, i)
 			continue
 		}
-		ch, ok := changes[s.tree]
-		if !ok && !bad[s.tree] {
-			cs, err := root.Repo.ExportedChanges(ctx, s.tree, tree)
-			bad[s.tree] = err != nil || makesCgo(ctx, root, cs)
-			for _, c := range cs {
-				bad[s.tree] = bad[s.tree] || toolchain.IsManifest(c.Path)
-				ch = append(ch, inputs.Change{Path: c.Path, Entry: c.Entry()})
-			}
-			changes[s.tree] = ch
+		// A change no record covers: git's answer missing, one that can
+		// make the tree cgo's, or a manifest or a lock changed.
+		bad := err != nil || cgo[s.tree]
+		var ch []inputs.Change
+		for _, c := range changes[s.tree] {
+			bad = bad || toolchain.IsManifest(c.Path)
+			ch = append(ch, inputs.Change{Path: c.Path, Entry: c.Entry()})
 		}
-		if bad[s.tree] || s.seen.Affects(ch) {
+		if bad || s.seen.Affects(ch) {
 			sel.run = append(sel.run, i)
 			continue
 		}
@@ -161,37 +183,54 @@ func (j *Judge) selectTests(ctx context.Context, root Root, tree gitrepo.Tree, t
 	return sel
 }
 
-// makesCgo reports whether changes can make a tree use cgo: a Go file
-// among them that imports "C", or a link named as a Go file, whose target
-// the blob does not hold. A run on such a tree is given the tree's own
-// cgo flags (toolchain.CgoTreeEnv), which a record, made on a tree without
-// cgo (RunTestIn records none there), did not have. Blobs that cannot be
-// read are taken to.
-func makesCgo(ctx context.Context, root Root, changes []gitrepo.Change) bool {
-	var ids, names []string
-	for _, c := range changes {
-		if c.Kind == gitrepo.Deleted || !strings.HasSuffix(c.Path, ".go") {
-			continue
-		}
-		switch c.ToMode {
-		case gitrepo.ModeSymlink:
-			if toolchain.CgoLink(c.Path) {
-				return true
+// makesCgo reports, for each tree, whether its changes can make the tree
+// they lead to use cgo: a Go file among them that imports "C", or a link
+// named as a Go file, whose target the blob does not hold. A run on such
+// a tree is given the tree's own cgo flags (toolchain.CgoTreeEnv), which a
+// record, made on a tree without cgo (RunTestIn records none there), did
+// not have. The Go files' blobs are read by one git process for all the
+// trees; blobs that cannot be read are taken to import "C".
+func makesCgo(ctx context.Context, root Root, changes map[gitrepo.Tree][]gitrepo.Change) map[gitrepo.Tree]bool {
+	cgo := map[gitrepo.Tree]bool{}
+	type goFile struct{ id, path string }
+	var files []goFile
+	index := map[goFile]int{}
+	of := map[gitrepo.Tree][]int{} // each tree's Go files, indexes into files
+	for tree, cs := range changes {
+		for _, c := range cs {
+			if c.Kind == gitrepo.Deleted || !strings.HasSuffix(c.Path, ".go") {
+				continue
 			}
-		case gitrepo.ModeFile, gitrepo.ModeExecutable:
-			ids, names = append(ids, c.To), append(names, c.Path)
+			switch c.ToMode {
+			case gitrepo.ModeSymlink:
+				if toolchain.CgoLink(c.Path) {
+					cgo[tree] = true
+				}
+			case gitrepo.ModeFile, gitrepo.ModeExecutable:
+				f := goFile{id: c.To, path: c.Path}
+				i, ok := index[f]
+				if !ok {
+					i = len(files)
+					index[f] = i
+					files = append(files, f)
+				}
+				of[tree] = append(of[tree], i)
+			}
 		}
+	}
+	ids := make([]string, len(files))
+	for i, f := range files {
+		ids[i] = f.id
 	}
 	srcs, err := root.Repo.Blobs(ctx, ids)
-	if err != nil {
-		return true
-	}
-	for i, src := range srcs {
-		if toolchain.CgoFile(names[i], src) {
-			return true
+	for tree, fs := range of {
+		for _, i := range fs {
+			if err != nil || toolchain.CgoFile(files[i].path, srcs[i]) {
+				cgo[tree] = true
+			}
 		}
 	}
-	return false
+	return cgo
 }
 
 // FullSweep makes the next regression sweep a full one, whatever the

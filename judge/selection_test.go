@@ -550,6 +550,9 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 			if i == 4 {
 				f.j.FullSweep()
 			}
+			// A tree of its own each time, which no run passed on yet (a
+			// full sweep does not run again what passed on its very tree).
+			f.write(map[string]string{"other.txt": fmt.Sprintf("o%d\n", i)})
 			_, s := swept(t, f, l)
 			full = append(full, s.Full)
 			if s.Full != (s.Ran == 1) {
@@ -582,25 +585,36 @@ func TestASweepRunsWhatItHasNoRecordOf(t *testing.T) {
 // TestMakesCgoTakesWhatItCannotReadAsCgo: a Go file whose blob cannot be
 // read (a change naming an object the repository lacks) is taken as one
 // that imports "C", among other changes and in every place of the list;
-// the same changes with the blob there and pure Go are not.
+// the same changes with the blob there and pure Go are not. The blobs of
+// every tree's changes are read at once, and one tree's cgo file makes no
+// other tree cgo's.
 func TestMakesCgoTakesWhatItCannotReadAsCgo(t *testing.T) {
 	f := newFixture(t, nil)
-	f.write(map[string]string{"a/pure.go": "package a\n"})
+	f.write(map[string]string{"a/pure.go": "package a\n", "a/cgo.go": "package a\n\nimport \"C\"\n"})
 	f.snapshot()
 	pure := f.blobID("package a\n") // in the repository: the snapshot wrote it
+	withC := f.blobID("package a\n\nimport \"C\"\n")
 	missing := strings.Repeat("1", len(pure))
 	root := Root{Repo: f.repo}
 	others := []gitrepo.Change{
 		{Path: "a/b.go", Kind: gitrepo.Modified, To: pure, ToMode: gitrepo.ModeFile},
 		{Path: "data/v.txt", Kind: gitrepo.Added, To: missing, ToMode: gitrepo.ModeFile},
 	}
-	if makesCgo(t.Context(), root, others) {
+	const one, other = gitrepo.Tree("tree-one"), gitrepo.Tree("tree-other")
+	if cgo := makesCgo(t.Context(), root, map[gitrepo.Tree][]gitrepo.Change{one: others}); cgo[one] {
 		t.Fatalf("pure Go and a file not Go's (its blob missing) make the tree cgo's")
 	}
 	for i := range len(others) + 1 {
 		cs := slices.Insert(slices.Clone(others), i, gitrepo.Change{Path: "a/c.go", Kind: gitrepo.Added, To: missing, ToMode: gitrepo.ModeFile})
-		if !makesCgo(t.Context(), root, cs) {
+		if cgo := makesCgo(t.Context(), root, map[gitrepo.Tree][]gitrepo.Change{one: cs}); !cgo[one] {
 			t.Errorf("a Go file whose blob cannot be read, at %d of %d changes, is taken as pure Go", i, len(cs))
 		}
+	}
+	cgo := makesCgo(t.Context(), root, map[gitrepo.Tree][]gitrepo.Change{
+		one:   others,
+		other: append(slices.Clone(others), gitrepo.Change{Path: "a/c.go", Kind: gitrepo.Added, To: withC, ToMode: gitrepo.ModeFile}),
+	})
+	if cgo[one] || !cgo[other] {
+		t.Errorf("two trees' changes read at once, one of them adding a file that imports \"C\": cgo %v, want the other's alone", cgo)
 	}
 }

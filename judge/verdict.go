@@ -504,15 +504,18 @@ func (j *Judge) sweep(ctx context.Context, root Root, l *progress.List, except s
 	// nothing else of the daemon's costs more than its answers to the
 	// control socket.
 	j.log.Info("the regression sweep ended", zap.String("feature", except), zap.Int("tests", len(run)), zap.Int("skipped", sel.skipped),
-		zap.Bool("full", sel.full), zap.Int("broken", len(broken)),
+		zap.Bool("full", sel.full), zap.Int("passed_here", sel.passedHere), zap.Int("broken", len(broken)),
 		zap.Int("parallel", j.parallel()), zap.Duration("took", time.Since(start)), zap.Duration("tests_took", took), zap.Duration("cpu", processCPU()-cpu))
-	return broken, Swept{Ran: len(run), Skipped: sel.skipped, Full: sel.full}
+	return broken, Swept{Ran: len(run), Skipped: sel.skipped, Full: sel.full, PassedHere: sel.passedHere}
 }
 
-// Swept is what a regression sweep ran of the frozen tests due.
+// Swept is what a regression sweep ran of the frozen tests due: Ran of
+// them, Skipped by selection; a Full one skips none but the PassedHere
+// that the daemon's runs passed on the sweep's tree already.
 type Swept struct {
 	Ran, Skipped int
 	Full         bool
+	PassedHere   int
 }
 
 // blame tells the claim's regressions from the earlier features' own

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -553,6 +554,95 @@ func TestExportedChanges(t *testing.T) {
 	changes, err = top.ExportedChanges(ctx, fromTree, toTree)
 	if got := strings.Join(changedPaths(changes), " "); err != nil || !strings.Contains(got, "A app/deep A app/deep/x ") || !strings.Contains(got, "D app/gone ") || strings.Contains(got, "M app ") {
 		t.Errorf("ExportedChanges at the top = %q, %v", got, err)
+	}
+}
+
+// ExportedChangesFrom asks one git process for the changes from many
+// trees: each tree's are what ExportedChanges says of it alone, in every
+// order of the trees asked and with a tree asked twice; the tree itself
+// has none; a path with a newline in it is read whole (the pairs' headers
+// are lines); and a tree id that is none is refused before git runs.
+func TestExportedChangesFrom(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	ctx := t.Context()
+	r := openRepo(t, dir)
+	var trees []Tree
+	steps := []map[string]string{
+		{"a": "a", "d/x": "x"},
+		{"a": "a2", "line\nbreak": "n", "d/y": "y"},
+		{"e/z": "z", ":colon": "c"},
+		{"a": "a3"},
+	}
+	for _, files := range steps {
+		write(t, dir, files)
+		c := commitAll(t, dir)
+		tree, _ := treesOf(t, r, c, c)
+		trees = append(trees, tree)
+	}
+	to := trees[len(trees)-1]
+	alone := map[Tree]string{}
+	for _, from := range trees {
+		cs, err := r.ExportedChanges(ctx, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[from] = fmt.Sprint(changedPaths(cs))
+	}
+	if !strings.Contains(alone[trees[0]], "line\nbreak") || !strings.Contains(alone[trees[1]], ":colon") {
+		t.Fatalf("the fixture's changes miss the paths the test is about: %q", alone)
+	}
+	for _, order := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 3, 0, 2, 1}, {2}} {
+		var from []Tree
+		for _, i := range order {
+			from = append(from, trees[i])
+		}
+		got, err := r.ExportedChangesFrom(ctx, from, to)
+		if err != nil {
+			t.Fatalf("%v: %v", order, err)
+		}
+		if len(got) != len(slices.Compact(slices.Sorted(slices.Values(order)))) {
+			t.Errorf("%v: answers for %d trees, want one for each asked: %v", order, len(got), got)
+		}
+		for _, tree := range from {
+			cs, ok := got[tree]
+			if p := fmt.Sprint(changedPaths(cs)); !ok || p != alone[tree] {
+				t.Errorf("%v: from %s: %q (asked: %v), want %q as ExportedChanges says", order, tree, p, ok, alone[tree])
+			}
+		}
+		if cs := got[to]; len(cs) != 0 {
+			t.Errorf("%v: the tree and itself: %v", order, changedPaths(cs))
+		}
+	}
+	if _, err := r.ExportedChangesFrom(ctx, []Tree{trees[0], "not-a-tree"}, to); err == nil {
+		t.Error("ExportedChangesFrom took a tree id that is none")
+	}
+	if got, err := r.ExportedChangesFrom(ctx, nil, to); err != nil || len(got) != 0 {
+		t.Errorf("ExportedChangesFrom of no tree = %v, %v", got, err)
+	}
+}
+
+// splitPairs reads diff-tree --stdin's output whole or refuses it: a
+// record before any pair's line, a line that is not two tree ids, a record
+// cut short.
+func TestSplitPairs(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	rec := ":100644 100644 " + strings.Repeat("1", 40) + " " + strings.Repeat("2", 40) + " M\x00p\nq\x00"
+	pairs, err := splitPairs([]byte(a + " " + b + "\n" + rec + rec + b + " " + b + "\n" + a + " " + a + "\n" + rec))
+	if err != nil || len(pairs) != 3 || string(pairs[0].raw) != rec+rec || len(pairs[1].raw) != 0 || string(pairs[2].raw) != rec || pairs[1].from != Tree(b) {
+		t.Errorf("splitPairs = %+v, %v", pairs, err)
+	}
+	for _, bad := range []string{
+		rec,
+		a + "\n" + rec,
+		a + " not-a-tree\n",
+		a + "  " + b + "\n",
+		a + " " + b + "\n:100644 100644 x",
+		a + " " + b + "\n" + rec[:len(rec)-1],
+	} {
+		if pairs, err := splitPairs([]byte(bad)); err == nil {
+			t.Errorf("splitPairs(%q) = %+v, want an error", bad, pairs)
+		}
 	}
 }
 

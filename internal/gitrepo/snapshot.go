@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ctxgraphd/ctxgraphd/internal/textcut"
 )
 
 // ChangeKind says how a path differs between two trees.
@@ -455,15 +457,6 @@ func (r *Repo) mayDefineFilters() bool {
 // order. Paths outside the project directory and excluded paths are left
 // out.
 func (r *Repo) Changes(ctx context.Context, from, to Tree) ([]Change, error) {
-	return r.diffTrees(ctx, from, to, r.pathspecs(), false)
-}
-
-// diffTrees lists the paths of pathspecs that differ between two trees,
-// relative to the project directory, in path order: files and links, and
-// with dirs the directories that are in one tree only, too (made by its
-// first file, gone with its last), which git's list of files does not
-// name.
-func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string, dirs bool) ([]Change, error) {
 	if err := checkID("tree", string(from)); err != nil {
 		return nil, err
 	}
@@ -473,11 +466,7 @@ func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string,
 	if from == to {
 		return nil, nil // (a run that changed nothing in the project: a tester's, often)
 	}
-	args := []string{"diff-tree", "-r", "-z", "--no-renames"}
-	if dirs {
-		args = append(args, "-t") // the trees on the way, each changed one
-	}
-	args = append(append(args, string(from), string(to), "--"), pathspecs...)
+	args := append([]string{"diff-tree", "-r", "-z", "--no-renames", string(from), string(to), "--"}, r.pathspecs()...)
 	out, err := r.git(ctx, nil, nil, args...)
 	if err != nil {
 		return nil, err
@@ -486,6 +475,14 @@ func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string,
 	if err != nil {
 		return nil, fmt.Errorf("gitrepo: changes %s..%s: diff-tree output: %w", from, to, err)
 	}
+	return r.changesOf(diffs), nil
+}
+
+// changesOf is the project's part of a raw diff, relative to the project
+// directory and in byte order of full paths (whatever diff order the
+// configuration asks for). A directory's entry counts only when it is in
+// one tree alone (diff-tree -t names every tree on the way).
+func (r *Repo) changesOf(diffs []rawDiff) []Change {
 	changes := make([]Change, 0, len(diffs))
 	for _, d := range diffs {
 		if d.fromMode == ModeTree || d.toMode == ModeTree {
@@ -512,9 +509,8 @@ func (r *Repo) diffTrees(ctx context.Context, from, to Tree, pathspecs []string,
 		}
 		changes = append(changes, c)
 	}
-	// Byte order of full paths, whatever diff order the configuration asks for.
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return changes, nil
+	return changes
 }
 
 // Entry reports whether c adds the path, removes it or changes its type
@@ -539,11 +535,96 @@ func (c Change) Entry() bool {
 // Added or Deleted, its mode ModeTree): a listing of its parent shows it
 // come or go.
 func (r *Repo) ExportedChanges(ctx context.Context, from, to Tree) ([]Change, error) {
-	ps := []string{"."}
-	if r.prefix != "" {
-		ps[0] = ":(literal)" + r.prefix
+	changes, err := r.ExportedChangesFrom(ctx, []Tree{from}, to)
+	return changes[from], err
+}
+
+// ExportedChangesFrom is ExportedChanges from each of froms to to, keyed
+// by the tree it is from, in one git process (diff-tree --stdin). A
+// regression sweep asks it of the trees of every record it holds, one a
+// landing: with a process for each, selection's own cost grew with the
+// square of a night's landings.
+func (r *Repo) ExportedChangesFrom(ctx context.Context, froms []Tree, to Tree) (map[Tree][]Change, error) {
+	if err := checkID("tree", string(to)); err != nil {
+		return nil, err
 	}
-	return r.diffTrees(ctx, from, to, ps, true)
+	changes := make(map[Tree][]Change, len(froms))
+	var pairs bytes.Buffer
+	for _, from := range froms {
+		if err := checkID("tree", string(from)); err != nil {
+			return nil, err
+		}
+		if _, dup := changes[from]; dup {
+			continue
+		}
+		changes[from] = nil // (a tree and itself: no change, and no need to ask)
+		if from != to {
+			fmt.Fprintf(&pairs, "%s %s\n", from, to)
+		}
+	}
+	if pairs.Len() == 0 {
+		return changes, nil
+	}
+	// -t: the trees on the way too, each changed one, so that a directory
+	// in one tree alone is a change (made by its first file, gone with
+	// its last), which git's list of files does not name. The project
+	// directory's paths, its excluded ones included: Export writes them.
+	args := append([]string{"diff-tree", "--stdin", "-r", "-z", "-t", "--no-renames", "--"}, r.pathspecs()[:1]...)
+	out, err := r.git(ctx, nil, &pairs, args...)
+	if err != nil {
+		return nil, err
+	}
+	sections, err := splitPairs(out)
+	if err != nil {
+		return nil, fmt.Errorf("gitrepo: changes to %s: diff-tree --stdin output: %w", to, err)
+	}
+	for _, s := range sections {
+		if _, asked := changes[s.from]; !asked || s.to != to {
+			return nil, fmt.Errorf("gitrepo: changes to %s: diff-tree --stdin answered for %s..%s, which was not asked", to, s.from, s.to)
+		}
+		diffs, err := parseRaw(s.raw)
+		if err != nil {
+			return nil, fmt.Errorf("gitrepo: changes %s..%s: diff-tree output: %w", s.from, to, err)
+		}
+		changes[s.from] = r.changesOf(diffs)
+	}
+	return changes, nil
+}
+
+// pairDiff is the raw diff diff-tree --stdin wrote for one pair of trees.
+type pairDiff struct {
+	from, to Tree
+	raw      []byte
+}
+
+// splitPairs splits diff-tree --stdin's output into its pairs: each is a
+// line "<from> <to>\n" (a newline even with -z), then its records, each
+// ":<meta>\0<path>\0". A path may hold a newline, so a record is read
+// whole by its NULs, never by lines.
+func splitPairs(out []byte) ([]pairDiff, error) {
+	var pairs []pairDiff
+	for len(out) > 0 {
+		header, rest, ok := bytes.Cut(out, []byte{'\n'})
+		from, to, two := strings.Cut(string(header), " ")
+		if !ok || !two || checkID("tree", from) != nil || checkID("tree", to) != nil {
+			return nil, fmt.Errorf("%q is not a line of two tree ids", textcut.Cut(string(header), 100))
+		}
+		end := 0
+		for end < len(rest) && rest[end] == ':' {
+			meta := bytes.IndexByte(rest[end:], 0)
+			if meta < 0 {
+				return nil, fmt.Errorf("record %q is not NUL-terminated", textcut.Cut(string(rest[end:]), 100))
+			}
+			path := bytes.IndexByte(rest[end+meta+1:], 0)
+			if path < 0 {
+				return nil, fmt.Errorf("record %q has no path", textcut.Cut(string(rest[end:]), 100))
+			}
+			end += meta + 1 + path + 1
+		}
+		pairs = append(pairs, pairDiff{from: Tree(from), to: Tree(to), raw: rest[:end]})
+		out = rest[end:]
+	}
+	return pairs, nil
 }
 
 // ChangedPaths lists every path of the repository that differs between two

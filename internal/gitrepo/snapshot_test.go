@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"os"
@@ -433,6 +434,28 @@ func FuzzParseRaw(f *testing.F) {
 			if (d.from == "") != (d.fromMode == "") || (d.to == "") != (d.toMode == "") {
 				t.Errorf("absent side half set: %+v", d)
 			}
+		}
+	})
+}
+
+// FuzzSplitPairs: what splitPairs accepts it reads whole, each pair's line
+// and records put back together being its input.
+func FuzzSplitPairs(f *testing.F) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	f.Add([]byte(a + " " + b + "\n:100644 100644 " + a + " " + b + " M\x00p\nq\x00" + b + " " + a + "\n"))
+	f.Add([]byte(a + " " + b + "\n:\x00\x00:"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		pairs, err := splitPairs(out)
+		if err != nil {
+			return
+		}
+		var back []byte
+		for _, p := range pairs {
+			back = append(back, string(p.from)+" "+string(p.to)+"\n"...)
+			back = append(back, p.raw...)
+		}
+		if !bytes.Equal(back, out) {
+			t.Errorf("splitPairs(%q) = %+v, which is not its input", out, pairs)
 		}
 	})
 }
