@@ -126,7 +126,7 @@ func (w *hooksWatch) usedGated() bool {
 // hooks reached the daemon: its gates are not running, so nothing it does
 // can be trusted. l is the run's lane.
 func (o *Orchestrator) onHooksLiveCheck(l *lane, ev hooksLiveCheck) {
-	if l.active == nil || l.active.run.ID != ev.runID || o.opts.Judge.IsLive(ev.runID) {
+	if l.active == nil || l.active.run.ID != ev.runID || l.deps.judge.IsLive(ev.runID) {
 		return
 	}
 	run := l.active.run

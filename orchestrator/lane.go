@@ -38,6 +38,7 @@ import (
 // what a lane run elsewhere would be given.
 type laneDeps struct {
 	judge      laneJudge
+	runs       laneRuns
 	repo       *gitrepo.Repo
 	projectDir string
 	trace      func(control.Trace) control.Trace
@@ -60,6 +61,21 @@ type laneJudge interface {
 }
 
 var _ laneJudge = (*judge.Judge)(nil)
+
+// laneRuns is what a lane asks of the judge's register of the runs in
+// flight, whose tokens open the control socket's hooks: a run made known
+// at its spawn (lane.register), its process at its start, what its Stop
+// hook said at its end, and its forgetting. *judge.Judge is one.
+type laneRuns interface {
+	RegisterIn(actor gates.Actor, root judge.Root) string
+	Confine(token string, denied []string)
+	GiveList(token string, l *progress.List)
+	Started(runID string, pid int)
+	StopFailure(runID string) string
+	Forget(runID string)
+}
+
+var _ laneRuns = (*judge.Judge)(nil)
 
 // lane is where a feature's runs work and are judged, with what the loop
 // knows of them between events: the run in flight and its tester's
@@ -202,6 +218,23 @@ func (l *lane) withClaim(list *progress.List) *progress.List {
 		}
 	}
 	return shown
+}
+
+// register makes actor's run known to the gates as a run of l, and
+// returns its token: where it works (l.root), what its sandbox denies it,
+// and on a clone the list it is given there, written into the lane first
+// (the run sees the list as it is now, and what it changes there is read
+// against that, by the hooks too).
+func (l *lane) register(actor gates.Actor, denied []string, canonical *progress.List) (token string) {
+	if !l.project {
+		l.giveList(canonical)
+	}
+	token = l.deps.runs.RegisterIn(actor, l.root())
+	l.deps.runs.Confine(token, denied)
+	if !l.project && l.given != nil {
+		l.deps.runs.GiveList(token, l.given)
+	}
+	return token
 }
 
 // giveList writes canonical into l's clone, as l's runs are to see it

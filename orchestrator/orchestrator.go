@@ -255,7 +255,7 @@ func New(opts Options) (*Orchestrator, error) {
 			o.opts.Log.Warn("could not leave the frozen tests where the hooks find them", zap.Error(err))
 		}
 	}
-	o.lanes.deps = &laneDeps{judge: o.opts.Judge, repo: o.opts.Repo, projectDir: opts.Project.Dir, trace: o.trace, log: o.opts.Log}
+	o.lanes.deps = &laneDeps{judge: o.opts.Judge, runs: o.opts.Judge, repo: o.opts.Repo, projectDir: opts.Project.Dir, trace: o.trace, log: o.opts.Log}
 	o.lanes.home.deps, o.lanes.home.record = o.lanes.deps, &o.session.Run
 	o.loadGuardFile()
 	o.machine = statemachine.New(statemachine.State(o.session.State))
@@ -494,7 +494,7 @@ func (o *Orchestrator) shutdown() {
 		switch ev := events().(type) {
 		case runEnded:
 			if l := o.lanes.byRun(ev.runID); l != nil {
-				o.opts.Judge.Forget(ev.runID)
+				l.deps.runs.Forget(ev.runID)
 				r := l.active.run
 				o.finishRunRecord(&r, ev.result, "interrupted")
 				o.pending.Runs = append(o.pending.Runs, r)

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +25,7 @@ import (
 	"github.com/ctxgraphd/ctxgraphd/gates"
 	"github.com/ctxgraphd/ctxgraphd/internal/dev/eventually"
 	"github.com/ctxgraphd/ctxgraphd/internal/gitrepo"
+	"github.com/ctxgraphd/ctxgraphd/internal/lanecopy"
 	"github.com/ctxgraphd/ctxgraphd/internal/paths"
 	"github.com/ctxgraphd/ctxgraphd/judge"
 	"github.com/ctxgraphd/ctxgraphd/progress"
@@ -822,9 +823,42 @@ func TestARunsPidIsRecordedWhenItStarts(t *testing.T) {
 		st, err := h.st.Load()
 		return err == nil && st.Session.Run != nil && st.Session.Run.PID == os.Getpid() // the fake runner's process
 	}, "the run in flight recorded with its pid")
+	if runtime.GOOS == "linux" && !o.opts.Judge.IsRunProcess(os.Getpid()) {
+		// The fake runner's process has no run's token in its environment:
+		// only its pid, told to the judge at the start, says it is the run's.
+		t.Error("the judge does not know the run's process by its pid")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A run's token opens nothing once the run has ended: at the end of a
+// night whose every run ended by itself, the judge knows none of the
+// tokens its runs were given.
+func TestARunsTokenOpensNothingAfterItsEnd(t *testing.T) {
+	h := newHarness(t)
+	h.runner.script[role.Initializer] = initializerWrites(2)
+	o := h.orchestrator(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(h.list()); got != "F-001=tested F-002=tested" {
+		t.Fatalf("features = %s", got)
+	}
+	h.runner.mu.Lock()
+	specs := slices.Clone(h.runner.specs)
+	h.runner.mu.Unlock()
+	if len(specs) < 5 {
+		t.Fatalf("%d runs; want the initializer's and each feature's coder and tester", len(specs))
+	}
+	for _, spec := range specs {
+		if a, ok := o.opts.Judge.ActorOf(spec.Token); ok {
+			t.Errorf("the token of %s (%s %s), which ended, still opens the hooks", a.Run, a.Role, a.Feature)
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ func (o *Orchestrator) onRunEnded(l *lane, ev runEnded) {
 	act := l.active
 	res := ev.result
 	act.hooks.stop()
-	if f, ok := res.Failure(o.opts.Judge.StopFailure(act.run.ID)); ok && act.interrupt == "" {
+	if f, ok := res.Failure(l.deps.runs.StopFailure(act.run.ID)); ok && act.interrupt == "" {
 		act.failure = &f
 	}
 	why := ""
@@ -217,10 +217,10 @@ func (o *Orchestrator) finishRun(l *lane, end runEnd) {
 		}
 	}
 	o.dropUnjudgedClaim(l)
-	if o.opts.Judge.IsLive(act.run.ID) {
+	if l.deps.judge.IsLive(act.run.ID) {
 		o.hooksSilent = 0
 	}
-	o.opts.Judge.Forget(act.run.ID)
+	l.deps.runs.Forget(act.run.ID)
 	o.view.lives.Delete(act.run.ID)
 	outcome := "ok"
 	switch {
@@ -385,7 +385,7 @@ func (o *Orchestrator) judgeLeftovers(l *lane, r store.Run) (stop string) {
 	if r.BaseTree == "" {
 		return ""
 	}
-	jd := o.opts.Judge.JudgeRun(context.Background(), judge.RunEnd{
+	jd := l.deps.judge.JudgeRun(context.Background(), judge.RunEnd{
 		Actor: gates.Actor{Role: r.Role, Feature: r.Feature, Run: r.ID}, Attempt: r.Attempt,
 		Base: gitrepo.Tree(r.BaseTree), List: o.listOrEmpty(), Root: l.root(), // a lane's run is judged, and put back, in its lane
 	})

@@ -115,17 +115,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 		return
 	}
 	o.runNode(&run, cmd)
-	actor := gates.Actor{Role: string(who), Feature: a.Feature, Run: run.ID}
-	if !l.project {
-		// The run sees the list as it is now, in its lane, and what it
-		// changes there is read against that (by the hooks too).
-		l.giveList(o.canonical)
-	}
-	token := o.opts.Judge.RegisterIn(actor, l.root())
-	o.opts.Judge.Confine(token, denied)
-	if !l.project && l.given != nil {
-		o.opts.Judge.GiveList(token, l.given)
-	}
+	token := l.register(gates.Actor{Role: string(who), Feature: a.Feature, Run: run.ID}, denied, o.canonical)
 	run.TokenHash = control.TokenHash(token)
 	l.setRunRecord(&run)
 	o.pending.Runs = append(o.pending.Runs, run)
@@ -139,7 +129,7 @@ func (o *Orchestrator) spawn(l *lane, a statemachine.Action) {
 			o.setCounters(a.Feature, counted)
 		}
 		l.setRunRecord(nil)
-		o.opts.Judge.Forget(run.ID)
+		l.deps.runs.Forget(run.ID)
 		return
 	}
 	if listChanged {
@@ -352,7 +342,7 @@ func (o *Orchestrator) onRunStarted(l *lane, ev runStarted) {
 	if l.active == nil || l.active.run.ID != ev.runID {
 		return
 	}
-	o.opts.Judge.Started(ev.runID, ev.pid)
+	l.deps.runs.Started(ev.runID, ev.pid)
 	l.active.run.PID = ev.pid
 	if r := l.runRecord(); r != nil {
 		r.PID = ev.pid

@@ -190,7 +190,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 			because: "tested must mean tested",
 			log:     "tested:true rejected", logged: []zap.Field{zap.String("feature", id), zap.String("why", why)}})
 	}
-	mode := o.opts.Judge.Modes().Of(gates.TestedNeedsEvidence)
+	mode := l.deps.judge.Modes().Of(gates.TestedNeedsEvidence)
 	if jd.Blocks() {
 		return reject(findingsReason(jd), "")
 	}
@@ -220,7 +220,7 @@ func (o *Orchestrator) verdict(l *lane, ev runJudged, jd judge.Judgement) claimO
 	if jd.Test == nil {
 		return reject("the daemon did not run the test", "")
 	}
-	log, err := o.opts.Judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
+	log, err := l.deps.judge.WriteEvidence(id, run.Attempt, "verdict", *jd.Test)
 	if err != nil {
 		o.opts.Log.Warn("could not keep the daemon's test output", zap.Error(err))
 	}
