@@ -24,8 +24,9 @@ import (
 //   - sweep-share is the sweeps' wall time over the night's (goal at
 //     N = 40, at most 10 %), last-sweep-share the part of it that is the
 //     session's last sweep, of the branch's tip (full whenever a sweep
-//     since the last full one skipped a test: N runs, the claims' agents
-//     all done);
+//     since the last full one skipped a test: N - 1 runs, every test but
+//     the last claim's own, which its verdict passed on that tree; the
+//     claims' agents all done);
 //   - night-s is the night's wall time.
 //
 // The sweeps' share depends on how long the agents take: the scripted
