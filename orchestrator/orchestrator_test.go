@@ -771,6 +771,31 @@ func TestHooksLiveKillsARunWhoseGatedCallGoesOnWithoutItsHooks(t *testing.T) {
 	h.wantSilentHooksStop(err, "initializer initializer initializer")
 }
 
+// initializerInFlight starts the loop with an initializer that stays in
+// flight until the loop is stopped, and returns once it is; stop ends the
+// loop and fails the test if it did not end cleanly.
+func (h *harness) initializerInFlight() (o *Orchestrator, stop func()) {
+	h.t.Helper()
+	inFlight := make(chan struct{})
+	h.runner.script[role.Initializer] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
+		close(inFlight)
+		<-ctx.Done()
+		return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o = h.orchestrator(true)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	<-inFlight
+	return o, func() {
+		h.t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
 // In warn mode the watch still says, while the run is in flight, that
 // its hooks never reached the daemon: a hooks-live violation is recorded
 // at the gated call, not only at the run's end, and the run is not killed.
@@ -779,17 +804,7 @@ func TestHooksLiveWarnsWhileTheRunIsInFlight(t *testing.T) {
 	h.cfg.Gates[gates.HooksLive] = config.Warn
 	h.cfg.Agent.HooksLiveTimeout = 20 * time.Millisecond
 	h.runner.silent = true
-	inFlight := make(chan struct{})
-	h.runner.script[role.Initializer] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
-		close(inFlight)
-		<-ctx.Done()
-		return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	o := h.orchestrator(true)
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	<-inFlight
+	_, stop := h.initializerInFlight()
 	eventually.True(t, 10*time.Second, func() bool {
 		trs, err := h.st.Traces(store.TraceFilter{Type: control.TraceViolation})
 		return err == nil && slices.ContainsFunc(trs, func(tr control.Trace) bool { return tr.Gate == gates.HooksLive && tr.Code == "hooks_silent" })
@@ -797,10 +812,7 @@ func TestHooksLiveWarnsWhileTheRunIsInFlight(t *testing.T) {
 	if got := roles(h.runner.runs()); got != "initializer" {
 		t.Errorf("runs = %s, want the one initializer, never killed and redone in warn mode", got)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // A run's pid is recorded as soon as it starts, in the store's record of
@@ -808,17 +820,7 @@ func TestHooksLiveWarnsWhileTheRunIsInFlight(t *testing.T) {
 // process by it.
 func TestARunsPidIsRecordedWhenItStarts(t *testing.T) {
 	h := newHarness(t)
-	inFlight := make(chan struct{})
-	h.runner.script[role.Initializer] = func(ctx context.Context, _ agents.Spec, _ *harness) agents.Result {
-		close(inFlight)
-		<-ctx.Done()
-		return agents.Result{Ended: agents.EndCancelled, Summary: "stopped"}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	o := h.orchestrator(true)
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	<-inFlight
+	o, stop := h.initializerInFlight()
 	eventually.True(t, 10*time.Second, func() bool {
 		st, err := h.st.Load()
 		return err == nil && st.Session.Run != nil && st.Session.Run.PID == os.Getpid() // the fake runner's process
@@ -828,10 +830,7 @@ func TestARunsPidIsRecordedWhenItStarts(t *testing.T) {
 		// only its pid, told to the judge at the start, says it is the run's.
 		t.Error("the judge does not know the run's process by its pid")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // A run's token opens nothing once the run has ended: at the end of a
